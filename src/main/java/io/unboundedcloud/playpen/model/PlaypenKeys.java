@@ -1,0 +1,42 @@
+package io.unboundedcloud.playpen.model;
+
+/** Annotation and label keys shared with the reference operator and the runner (SPEC A1). */
+public final class PlaypenKeys {
+    public static final String GROUP = "playpen.unbounded-cloud.io";
+    public static final String VERSION = "v1alpha1";
+    public static final String GROUP_VERSION = GROUP + "/" + VERSION;
+    public static final String API_SERVICE = VERSION + "." + GROUP;
+    private static final String P = GROUP + "/";
+
+    // annotations
+    public static final String CLIENT_WIREGUARD_PUBLIC_KEY = P + "client-wireguard-public-key";
+    public static final String SERVER_WIREGUARD_PUBLIC_KEY = P + "server-wireguard-public-key";
+    public static final String REDFISH_CERT_PEM = P + "redfish-cert-pem";
+    public static final String IDEMPOTENCY_KEY_HASH = P + "idempotency-key-hash";
+    public static final String REQUEST_HASH = P + "request-hash";
+    public static final String CLAIMED_AT = P + "claimed-at";
+    public static final String CONTROL_PLANE_KUBECONFIG = P + "control-plane-kubeconfig";
+    public static final String CONTROL_PLANE_GUEST_SERVER = P + "control-plane-guest-server";
+    public static final String SET_KUBE_SERVICE_HOST_FQDN = "kubernetes.azure.com/set-kube-service-host-fqdn";
+
+    // labels
+    public static final String ALLOCATED = P + "allocated";
+    public static final String ARCHITECTURE = P + "architecture";
+    public static final String RESOURCE_TYPE = P + "resource-type";
+    public static final String KUBERNETES_VERSION = P + "kubernetes-version";
+    public static final String HOST_PORT = P + "host-port";
+    public static final String APP_NAME = "app.kubernetes.io/name";
+    public static final String APP_COMPONENT = "app.kubernetes.io/component";
+
+    public static final String RUNNER_APP_NAME = "playpen-runner";
+    public static final String CONTROL_PLANE_APP_NAME = "playpen-control-plane";
+    public static final String RUNNER_COMPONENT = "runner";
+    public static final String CONTROL_PLANE_COMPONENT = "control-plane";
+
+    // container ports
+    public static final String WIREGUARD_PORT_NAME = "wireguard";
+    public static final String APISERVER_PORT_NAME = "apiserver";
+
+    private PlaypenKeys() {
+    }
+}
