@@ -1,9 +1,15 @@
 package io.unboundedcloud.playpen;
 
+import java.time.Clock;
+import java.util.concurrent.CountDownLatch;
+
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.unboundedcloud.playpen.camel.OperatorApp;
 import io.unboundedcloud.playpen.config.ConfigException;
 import io.unboundedcloud.playpen.config.OperatorConfig;
+import io.unboundedcloud.playpen.kube.KubeClients;
 
-/** Entry point: parses flags and starts the operator (or the --dev playground). */
+/** Entry point: parses flags and runs the operator until SIGTERM. */
 public final class Main {
     private Main() {
     }
@@ -17,6 +23,15 @@ public final class Main {
             System.exit(2);
             return;
         }
-        System.out.println("configured: " + config.namespace());
+        KubernetesClient client = KubeClients.create(config.kubeconfig());
+        OperatorApp app = new OperatorApp(config, client, Clock.systemUTC(), System.getenv());
+        CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            app.close();
+            client.close();
+            stopped.countDown();
+        }, "shutdown"));
+        app.start();
+        stopped.await();
     }
 }

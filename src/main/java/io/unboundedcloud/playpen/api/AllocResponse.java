@@ -1,0 +1,55 @@
+package io.unboundedcloud.playpen.api;
+
+import java.util.List;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.annotation.JsonPropertyOrder;
+
+/** The 200 answer of an alloc, field for field and in the order of the reference (SPEC A5). */
+@JsonPropertyOrder({"resourceType", "pod", "endpoint", "wireGuard", "vxlan", "network", "redfish", "controlPlane"})
+public record AllocResponse(String resourceType, PodInfo pod, Endpoint endpoint, WireGuard wireGuard, Vxlan vxlan,
+        Network network, Redfish redfish, ControlPlane controlPlane) {
+
+    @JsonPropertyOrder({"namespace", "name", "nodeName", "nodePublicIP", "resourceType", "kubernetesVersion", "architecture"})
+    public record PodInfo(String namespace, String name, String nodeName,
+            @JsonProperty("nodePublicIP") String nodePublicIP, String resourceType,
+            @JsonInclude(JsonInclude.Include.NON_EMPTY) String kubernetesVersion, String architecture) {
+    }
+
+    @JsonPropertyOrder({"host", "wireGuardUDPPort", "apiServerTCPPort", "externalTrafficPolicy"})
+    public record Endpoint(String host, @JsonProperty("wireGuardUDPPort") int wireGuardUDPPort,
+            @JsonProperty("apiServerTCPPort") @JsonInclude(JsonInclude.Include.NON_DEFAULT) int apiServerTCPPort,
+            String externalTrafficPolicy) {
+    }
+
+    @JsonPropertyOrder({"interface", "serverPublicKey", "serverAddress", "clientAddress", "listenPort"})
+    public record WireGuard(@JsonProperty("interface") String iface, String serverPublicKey, String serverAddress,
+            String clientAddress, int listenPort) {
+        public static final WireGuard EMPTY = new WireGuard("", "", "", "", 0);
+    }
+
+    @JsonPropertyOrder({"interface", "vni", "udpPort", "serverAddress", "clientAddress"})
+    public record Vxlan(@JsonProperty("interface") String iface, int vni, int udpPort, String serverAddress,
+            String clientAddress) {
+        public static final Vxlan EMPTY = new Vxlan("", 0, 0, "", "");
+    }
+
+    @JsonPropertyOrder({"guestMAC", "guestIPv4", "subnetMask", "gatewayIPv4", "dns"})
+    public record Network(@JsonProperty("guestMAC") String guestMAC, @JsonProperty("guestIPv4") String guestIPv4,
+            String subnetMask, @JsonProperty("gatewayIPv4") String gatewayIPv4, List<String> dns) {
+        public static final Network EMPTY = new Network("", "", "", "", null);
+    }
+
+    @JsonPropertyOrder({"url", "username", "password", "certPEM", "deviceID", "systemURL", "serialConsoleStreamURI"})
+    public record Redfish(String url, String username, String password, @JsonProperty("certPEM") String certPEM,
+            @JsonProperty("deviceID") String deviceID, @JsonProperty("systemURL") String systemURL,
+            @JsonProperty("serialConsoleStreamURI") String serialConsoleStreamURI) {
+    }
+
+    @JsonPropertyOrder({"kubernetesVersion", "kubeconfig", "apiServerURL", "guestAPIServerURL"})
+    public record ControlPlane(String kubernetesVersion, String kubeconfig, @JsonProperty("apiServerURL") String apiServerURL,
+            @JsonProperty("guestAPIServerURL") String guestAPIServerURL) {
+        public static final ControlPlane EMPTY = new ControlPlane("", "", "", "");
+    }
+}

@@ -1,0 +1,74 @@
+package io.unboundedcloud.playpen.api;
+
+import java.util.Map;
+
+/** An error the client sees as a Kubernetes Status with this HTTP code, reason and message. */
+public class ApiException extends RuntimeException {
+    private final int code;
+    private final String reason;
+    private final Map<String, String> headers;
+
+    public ApiException(int code, String reason, String message) {
+        this(code, reason, message, Map.of());
+    }
+
+    public ApiException(int code, String reason, String message, Map<String, String> headers) {
+        super(message, null, false, false);
+        this.code = code;
+        this.reason = reason;
+        this.headers = headers;
+    }
+
+    public int code() {
+        return code;
+    }
+
+    public String reason() {
+        return reason;
+    }
+
+    /** Extra response headers (Allow, Retry-After). */
+    public Map<String, String> headers() {
+        return headers;
+    }
+
+    public static ApiException badRequest(String message) {
+        return new ApiException(400, "BadRequest", message);
+    }
+
+    public static ApiException unauthorized(String message) {
+        return new ApiException(401, "Unauthorized", message);
+    }
+
+    public static ApiException forbidden(String message) {
+        return new ApiException(403, "Forbidden", message);
+    }
+
+    public static ApiException notFound(String message) {
+        return new ApiException(404, "NotFound", message);
+    }
+
+    public static ApiException methodNotAllowed(String message, String allow) {
+        return new ApiException(405, "MethodNotAllowed", message, Map.of("Allow", allow));
+    }
+
+    public static ApiException conflict(String message) {
+        return new ApiException(409, "Conflict", message);
+    }
+
+    public static ApiException tooLarge(String message) {
+        return new ApiException(413, "RequestEntityTooLarge", message);
+    }
+
+    public static ApiException unsupportedMediaType(String message) {
+        return new ApiException(415, "UnsupportedMediaType", message);
+    }
+
+    public static ApiException unavailable(String message, int retryAfterSeconds) {
+        return new ApiException(503, "ServiceUnavailable", message, Map.of("Retry-After", String.valueOf(retryAfterSeconds)));
+    }
+
+    public static ApiException internal(String message) {
+        return new ApiException(500, "InternalError", message);
+    }
+}

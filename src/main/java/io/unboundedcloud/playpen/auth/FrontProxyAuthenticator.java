@@ -1,0 +1,137 @@
+package io.unboundedcloud.playpen.auth;
+
+import java.security.cert.CertPathValidator;
+import java.security.cert.CertPathValidatorException;
+import java.security.cert.CertificateFactory;
+import java.security.cert.CertificateParsingException;
+import java.security.cert.PKIXParameters;
+import java.security.cert.X509Certificate;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Date;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
+
+import javax.security.auth.x500.X500Principal;
+
+import io.unboundedcloud.playpen.api.ApiException;
+
+/**
+ * Authenticates kube-apiserver's proxied requests (SPEC A7, B2): the presented leaf must chain to the live
+ * front-proxy CA bundle, carry clientAuth, be valid now and have an allowed CN. Results are cached per
+ * certificate and bundle generation for a few seconds, since kube-apiserver reuses one client certificate.
+ */
+public final class FrontProxyAuthenticator {
+    private static final String CLIENT_AUTH = "1.3.6.1.5.5.7.3.2";
+    private static final long CACHE_NANOS = 10_000_000_000L;
+
+    private record Verdict(long generation, String failure, long untilNanos) {
+    }
+
+    private final Supplier<TrustBundle> bundle;
+    private final Clock clock;
+    private final Map<X509Certificate, Verdict> verdicts = new ConcurrentHashMap<>();
+
+    public FrontProxyAuthenticator(Supplier<TrustBundle> bundle, Clock clock) {
+        this.bundle = bundle;
+        this.clock = clock;
+    }
+
+    /** Verifies the TLS peer chain (leaf first); throws a 401 ApiException when it is not trusted. */
+    public void verifyPeer(X509Certificate[] chain) {
+        if (chain == null || chain.length == 0) {
+            throw ApiException.unauthorized("Unauthorized: a client certificate signed by the front-proxy CA is required");
+        }
+        TrustBundle tb = bundle.get();
+        if (!tb.valid()) {
+            throw ApiException.unauthorized("Unauthorized: front-proxy trust bundle is not usable: "
+                    + (tb.invalidReason() == null ? "empty" : tb.invalidReason()));
+        }
+        X509Certificate leaf = chain[0];
+        long now = System.nanoTime();
+        Verdict v = verdicts.get(leaf);
+        if (v == null || v.generation() != tb.generation() || now - v.untilNanos() > 0) {
+            v = new Verdict(tb.generation(), check(chain, tb), now + CACHE_NANOS);
+            if (verdicts.size() > 1024) {
+                verdicts.clear();
+            }
+            verdicts.put(leaf, v);
+        }
+        if (v.failure() != null) {
+            throw ApiException.unauthorized("Unauthorized: " + v.failure());
+        }
+    }
+
+    private String check(X509Certificate[] chain, TrustBundle tb) {
+        X509Certificate leaf = chain[0];
+        Date now = Date.from(clock.instant());
+        try {
+            leaf.checkValidity(now);
+        } catch (Exception e) {
+            return "client certificate is expired or not yet valid";
+        }
+        try {
+            List<String> eku = leaf.getExtendedKeyUsage();
+            if (eku == null || !eku.contains(CLIENT_AUTH)) {
+                return "client certificate lacks the clientAuth extended key usage";
+            }
+        } catch (CertificateParsingException e) {
+            return "client certificate has an unreadable extended key usage";
+        }
+        try {
+            CertificateFactory cf = CertificateFactory.getInstance("X.509");
+            List<X509Certificate> path = new ArrayList<>(Arrays.asList(chain));
+            // the anchors themselves must not be part of the path
+            path.removeIf(c -> tb.cas().contains(c));
+            if (path.isEmpty()) {
+                return "client certificate is a CA certificate";
+            }
+            PKIXParameters params = new PKIXParameters(tb.anchors());
+            params.setRevocationEnabled(false);
+            params.setDate(now);
+            CertPathValidator.getInstance("PKIX").validate(cf.generateCertPath(path), params);
+        } catch (CertPathValidatorException e) {
+            return "client certificate is not signed by the front-proxy CA";
+        } catch (Exception e) {
+            return "client certificate could not be verified";
+        }
+        String cn = commonName(leaf.getSubjectX500Principal());
+        if (!tb.allowedNames().isEmpty() && !tb.allowedNames().contains(cn)) {
+            return "client certificate CN \"" + cn + "\" is not an allowed front-proxy name";
+        }
+        return null;
+    }
+
+    static String commonName(X500Principal principal) {
+        try {
+            for (javax.naming.ldap.Rdn rdn : new javax.naming.ldap.LdapName(principal.getName()).getRdns()) {
+                if (rdn.getType().equalsIgnoreCase("CN")) {
+                    return String.valueOf(rdn.getValue());
+                }
+            }
+        } catch (javax.naming.InvalidNameException e) {
+            return "";
+        }
+        return "";
+    }
+
+    /** Builds the identity from the front-proxy headers; X-Remote-User is required (401 otherwise). */
+    public static Identity identity(String user, String uid, List<String> groupHeaders,
+            Map<String, List<String>> extraHeaders) {
+        if (user == null || user.isBlank()) {
+            throw ApiException.unauthorized("Unauthorized: X-Remote-User header is required");
+        }
+        List<String> groups = new ArrayList<>();
+        for (String h : groupHeaders) {
+            for (String g : h.split(",")) {
+                if (!g.trim().isEmpty()) {
+                    groups.add(g.trim());
+                }
+            }
+        }
+        return new Identity(user.trim(), uid == null ? "" : uid.trim(), groups, extraHeaders);
+    }
+}

@@ -1,0 +1,26 @@
+package io.unboundedcloud.playpen.auth;
+
+import java.security.cert.TrustAnchor;
+import java.security.cert.X509Certificate;
+import java.util.List;
+import java.util.Set;
+import java.util.stream.Collectors;
+
+/**
+ * The front-proxy trust source from kube-system/extension-apiserver-authentication: CA bundle and allowed CNs.
+ * An invalid bundle carries the reason and rejects every request until it is fixed.
+ */
+public record TrustBundle(List<X509Certificate> cas, Set<String> allowedNames, String invalidReason, long generation) {
+
+    public static TrustBundle invalid(String reason, long generation) {
+        return new TrustBundle(List.of(), Set.of(), reason, generation);
+    }
+
+    public boolean valid() {
+        return invalidReason == null && !cas.isEmpty();
+    }
+
+    public Set<TrustAnchor> anchors() {
+        return cas.stream().map(c -> new TrustAnchor(c, null)).collect(Collectors.toSet());
+    }
+}

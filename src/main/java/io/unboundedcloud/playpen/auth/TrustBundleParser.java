@@ -1,0 +1,59 @@
+package io.unboundedcloud.playpen.auth;
+
+import java.security.cert.X509Certificate;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import io.unboundedcloud.playpen.tls.Pki;
+
+/** Turns the extension-apiserver-authentication ConfigMap data into a {@link TrustBundle}. */
+public final class TrustBundleParser {
+    public static final String CA_KEY = "requestheader-client-ca-file";
+    public static final String NAMES_KEY = "requestheader-allowed-names";
+    private static final ObjectMapper MAPPER = new ObjectMapper();
+
+    private TrustBundleParser() {
+    }
+
+    public static TrustBundle parse(Map<String, String> data, long generation) {
+        if (data == null) {
+            return TrustBundle.invalid("ConfigMap kube-system/extension-apiserver-authentication not found", generation);
+        }
+        String pem = data.get(CA_KEY);
+        if (pem == null || pem.isBlank()) {
+            return TrustBundle.invalid(CA_KEY + " is missing or empty", generation);
+        }
+        List<X509Certificate> cas;
+        try {
+            cas = Pki.parseCertificates(pem);
+        } catch (IllegalArgumentException e) {
+            return TrustBundle.invalid(CA_KEY + " is not a PEM certificate bundle", generation);
+        }
+        if (cas.isEmpty()) {
+            return TrustBundle.invalid(CA_KEY + " holds no certificate", generation);
+        }
+        Set<String> names = new LinkedHashSet<>();
+        String rawNames = data.get(NAMES_KEY);
+        if (rawNames != null && !rawNames.isBlank()) {
+            try {
+                JsonNode arr = MAPPER.readTree(rawNames);
+                if (!arr.isArray()) {
+                    return TrustBundle.invalid(NAMES_KEY + " is not a JSON array", generation);
+                }
+                arr.forEach(n -> {
+                    if (n.isTextual() && !n.textValue().isEmpty()) {
+                        names.add(n.textValue());
+                    }
+                });
+            } catch (java.io.IOException e) {
+                return TrustBundle.invalid(NAMES_KEY + " is not a JSON array", generation);
+            }
+        }
+        return new TrustBundle(List.copyOf(cas), Set.copyOf(names), null, generation);
+    }
+}

@@ -1,0 +1,137 @@
+package io.unboundedcloud.playpen.camel;
+
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.security.cert.Certificate;
+import java.security.cert.X509Certificate;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+import javax.net.ssl.SSLPeerUnverifiedException;
+import javax.net.ssl.SSLSession;
+
+import org.apache.camel.Exchange;
+import org.apache.camel.Message;
+import org.apache.camel.component.netty.NettyConstants;
+
+import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.api.ApiPaths;
+import io.unboundedcloud.playpen.auth.FrontProxyAuthenticator;
+import io.unboundedcloud.playpen.auth.Identity;
+
+/**
+ * First step of every HTTPS request: picks the flow (404/405), authenticates the front proxy (401),
+ * checks body size (413) and Content-Type (415), and leaves the flow name and identity on the exchange.
+ */
+public final class FrontDoor {
+    public static final String FLOW = "playpenFlow";
+    public static final String IDENTITY = "playpenIdentity";
+    public static final int MAX_BODY_BYTES = 64 * 1024;
+    private static final String EXTRA_PREFIX = "x-remote-extra-";
+
+    private final FrontProxyAuthenticator authenticator;
+
+    public FrontDoor(FrontProxyAuthenticator authenticator) {
+        this.authenticator = authenticator;
+    }
+
+    public void admit(Exchange exchange) {
+        Message in = exchange.getMessage();
+        String method = in.getHeader(Exchange.HTTP_METHOD, String.class);
+        String uri = in.getHeader(Exchange.HTTP_URI, String.class);
+        ApiPaths.Flow flow;
+        if (isProbe(uri)) {
+            flow = ApiPaths.route(method, uri);
+        } else {
+            // authenticate before revealing which paths exist
+            authenticator.verifyPeer(peerChain(in));
+            flow = ApiPaths.route(method, uri);
+        }
+        exchange.setProperty(FLOW, flow.name().toLowerCase(Locale.ROOT));
+        if (!flow.mutating()) {
+            return;
+        }
+        exchange.setProperty(IDENTITY, identity(in));
+        String contentType = exchange.getProperty(PlaypenHttpBinding.ORIGINAL_CONTENT_TYPE, String.class);
+        if (contentType != null && !isJson(contentType)) {
+            throw ApiException.unsupportedMediaType("Content-Type \"" + contentType
+                    + "\" is not supported; send application/json");
+        }
+        byte[] body = in.getBody(byte[].class);
+        if (body != null && body.length > MAX_BODY_BYTES) {
+            throw ApiException.tooLarge("request body is larger than " + MAX_BODY_BYTES + " bytes");
+        }
+        in.setBody(body == null ? new byte[0] : body);
+    }
+
+    private static boolean isProbe(String uri) {
+        return uri != null && (uri.startsWith("/healthz") || uri.startsWith("/readyz"));
+    }
+
+    static boolean isJson(String contentType) {
+        String media = contentType.split(";", 2)[0].trim().toLowerCase(Locale.ROOT);
+        return media.isEmpty() || media.equals("application/json") || media.equals("*/*");
+    }
+
+    private static X509Certificate[] peerChain(Message in) {
+        SSLSession session = in.getHeader(NettyConstants.NETTY_SSL_SESSION, SSLSession.class);
+        if (session == null) {
+            return null;
+        }
+        try {
+            Certificate[] certs = session.getPeerCertificates();
+            X509Certificate[] out = new X509Certificate[certs.length];
+            for (int i = 0; i < certs.length; i++) {
+                out[i] = (X509Certificate) certs[i];
+            }
+            return out;
+        } catch (SSLPeerUnverifiedException e) {
+            return null;
+        }
+    }
+
+    private static Identity identity(Message in) {
+        Map<String, List<String>> extra = new LinkedHashMap<>();
+        List<String> groups = new ArrayList<>();
+        String user = null;
+        String uid = null;
+        for (Map.Entry<String, Object> h : in.getHeaders().entrySet()) {
+            String name = h.getKey().toLowerCase(Locale.ROOT);
+            List<String> values = values(h.getValue());
+            if (name.equals("x-remote-user")) {
+                user = values.isEmpty() ? null : values.get(0);
+            } else if (name.equals("x-remote-uid")) {
+                uid = values.isEmpty() ? null : values.get(0);
+            } else if (name.equals("x-remote-group")) {
+                groups.addAll(values);
+            } else if (name.startsWith(EXTRA_PREFIX) && name.length() > EXTRA_PREFIX.length()) {
+                String key = percentDecode(name.substring(EXTRA_PREFIX.length()));
+                extra.computeIfAbsent(key, k -> new ArrayList<>()).addAll(values);
+            }
+        }
+        return FrontProxyAuthenticator.identity(user, uid, groups, extra);
+    }
+
+    private static List<String> values(Object v) {
+        List<String> out = new ArrayList<>();
+        if (v instanceof Collection<?> c) {
+            c.forEach(x -> out.add(String.valueOf(x)));
+        } else if (v != null) {
+            out.add(String.valueOf(v));
+        }
+        return out;
+    }
+
+    /** Like Go's url.PathUnescape: %XX sequences only, '+' stays '+'. */
+    static String percentDecode(String s) {
+        try {
+            return URLDecoder.decode(s.replace("+", "%2B"), StandardCharsets.UTF_8);
+        } catch (IllegalArgumentException e) {
+            return s;
+        }
+    }
+}

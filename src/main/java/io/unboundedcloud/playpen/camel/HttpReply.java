@@ -1,0 +1,28 @@
+package io.unboundedcloud.playpen.camel;
+
+import java.util.Map;
+
+import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.api.Json;
+import io.unboundedcloud.playpen.api.Status;
+
+/** What goes back on the wire: status code, content type, body and extra headers. */
+public record HttpReply(int code, String contentType, String body, Map<String, String> headers) {
+    public static final String JSON = "application/json";
+
+    public static HttpReply json(String body) {
+        return new HttpReply(200, JSON, body, Map.of());
+    }
+
+    public static HttpReply noContent() {
+        return new HttpReply(204, null, null, Map.of());
+    }
+
+    public static HttpReply text(String body) {
+        return new HttpReply(200, "text/plain; charset=utf-8", body, Map.of());
+    }
+
+    public static HttpReply status(ApiException e) {
+        return new HttpReply(e.code(), JSON, Json.write(Status.failure(e.code(), e.reason(), e.getMessage())), e.headers());
+    }
+}

@@ -1,0 +1,74 @@
+package io.unboundedcloud.playpen.camel;
+
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+
+import javax.net.ssl.SSLContext;
+
+import io.netty.channel.ChannelHandler;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.ssl.SslHandler;
+import io.netty.handler.timeout.IdleStateEvent;
+import io.netty.handler.timeout.IdleStateHandler;
+import io.unboundedcloud.playpen.tls.ServingTls;
+import org.apache.camel.CamelContext;
+import org.apache.camel.component.netty.ChannelHandlerFactory;
+import org.apache.camel.support.jsse.SSLContextParameters;
+
+/**
+ * Adapts {@link ServingTls} to camel-netty-http: a per-channel SslHandler factory (want-client-auth, TLS 1.2+),
+ * the SSLContextParameters camel-netty insists on when ssl=true, and an idle-connection closer.
+ */
+public final class NettyTls {
+    private NettyTls() {
+    }
+
+    /** Referenced as {@code sslHandler=#...}: netty-http asks it for a new handler per connection. */
+    public static final class SslHandlerFactory extends SslHandler implements ChannelHandlerFactory {
+        private final ServingTls tls;
+
+        public SslHandlerFactory(ServingTls tls) {
+            super(tls.newServerEngine());
+            this.tls = tls;
+        }
+
+        @Override
+        public ChannelHandler newChannelHandler() {
+            return new SslHandler(tls.newServerEngine());
+        }
+    }
+
+    /** Referenced as {@code sslContextParameters=#...}; only its context is used (the handler comes from the factory). */
+    public static final class ContextParameters extends SSLContextParameters {
+        private final transient ServingTls tls;
+
+        public ContextParameters(ServingTls tls) {
+            this.tls = tls;
+        }
+
+        @Override
+        public SSLContext createSSLContext(CamelContext camelContext) {
+            return tls.context();
+        }
+    }
+
+    /** Referenced as {@code decoders=#...}: closes connections that stay idle longer than the timeout. */
+    public static final class IdleCloser extends ChannelInboundHandlerAdapter implements ChannelHandlerFactory {
+        private final long millis;
+
+        public IdleCloser(Duration timeout) {
+            this.millis = Math.max(1, timeout.toMillis());
+        }
+
+        @Override
+        public ChannelHandler newChannelHandler() {
+            return new IdleStateHandler(0, 0, millis, TimeUnit.MILLISECONDS) {
+                @Override
+                protected void channelIdle(ChannelHandlerContext ctx, IdleStateEvent evt) {
+                    ctx.close();
+                }
+            };
+        }
+    }
+}

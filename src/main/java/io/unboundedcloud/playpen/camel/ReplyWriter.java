@@ -1,0 +1,71 @@
+package io.unboundedcloud.playpen.camel;
+
+import java.util.Map;
+
+import org.apache.camel.Exchange;
+import org.apache.camel.Message;
+import org.apache.camel.Processor;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.unboundedcloud.playpen.api.ApiException;
+
+/**
+ * Writes an {@link HttpReply} (the body, or one built from the caught exception) onto the message. Request
+ * headers are dropped first so nothing the client sent (keys included) is echoed back.
+ */
+public final class ReplyWriter implements Processor {
+    private static final Logger LOG = LoggerFactory.getLogger(ReplyWriter.class);
+    private static final String REPLIED = "playpenReplied";
+    private final int retryAfterSeconds;
+
+    public ReplyWriter(int retryAfterSeconds) {
+        this.retryAfterSeconds = retryAfterSeconds;
+    }
+
+    @Override
+    public void process(Exchange exchange) {
+        Message m = exchange.getMessage();
+        if (exchange.getProperty(REPLIED, false, Boolean.class)) {
+            return;
+        }
+        exchange.setProperty(REPLIED, true);
+        Throwable caught = exchange.getProperty(Exchange.EXCEPTION_CAUGHT, Throwable.class);
+        HttpReply reply = caught != null ? fromException(caught, exchange) : m.getBody(HttpReply.class);
+        if (reply == null) {
+            reply = HttpReply.status(ApiException.internal("internal error: the route produced no reply"));
+        }
+        m.removeHeaders("*");
+        m.setHeader(Exchange.HTTP_RESPONSE_CODE, reply.code());
+        if (reply.contentType() != null) {
+            m.setHeader(Exchange.CONTENT_TYPE, reply.contentType());
+        }
+        for (Map.Entry<String, String> h : reply.headers().entrySet()) {
+            m.setHeader(h.getKey(), h.getValue());
+        }
+        m.setBody(reply.body() == null ? "" : reply.body());
+    }
+
+    private HttpReply fromException(Throwable t, Exchange exchange) {
+        Throwable root = t;
+        while (!(root instanceof ApiException) && !(root instanceof KubernetesClientException) && root.getCause() != null
+                && root.getCause() != root) {
+            root = root.getCause();
+        }
+        if (root instanceof ApiException api) {
+            if (api.code() >= 500) {
+                LOG.warn("request failed route={} code={} message={}", exchange.getFromRouteId(), api.code(), api.getMessage());
+            }
+            return HttpReply.status(api);
+        }
+        if (root instanceof KubernetesClientException kce) {
+            LOG.warn("Kubernetes API call failed route={} code={} message={}", exchange.getFromRouteId(), kce.getCode(),
+                    kce.getMessage());
+            return HttpReply.status(ApiException.unavailable("the Kubernetes API server could not complete the request",
+                    retryAfterSeconds));
+        }
+        LOG.error("request failed route={}", exchange.getFromRouteId(), t);
+        return HttpReply.status(ApiException.internal("internal error"));
+    }
+}

@@ -1,0 +1,106 @@
+package io.unboundedcloud.playpen.kube;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import io.fabric8.kubernetes.api.model.authorization.v1.ResourceAttributesBuilder;
+import io.fabric8.kubernetes.api.model.authorization.v1.SubjectAccessReview;
+import io.fabric8.kubernetes.api.model.authorization.v1.SubjectAccessReviewBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.auth.Identity;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+
+/**
+ * Authorizes alloc and dealloc with a SubjectAccessReview for create on allocs (SPEC A7), caching decisions
+ * briefly (SPEC B3): allowed for {@code allowedTtl}, denied for {@code deniedTtl}; a zero TTL disables caching.
+ */
+public final class AccessReviewer {
+    private static final Logger LOG = LoggerFactory.getLogger(AccessReviewer.class);
+
+    private record Decision(boolean allowed, String reason, long untilNanos) {
+    }
+
+    private final KubernetesClient client;
+    private final long allowedNanos;
+    private final long deniedNanos;
+    private final int retryAfterSeconds;
+    private final ApiCallCounter calls;
+    private final Map<Identity, Decision> cache = new ConcurrentHashMap<>();
+    private final LongAdder hits = new LongAdder();
+    private final LongAdder misses = new LongAdder();
+
+    public AccessReviewer(KubernetesClient client, Duration allowedTtl, Duration deniedTtl, int retryAfterSeconds,
+            ApiCallCounter calls) {
+        this.client = client;
+        this.allowedNanos = allowedTtl.toNanos();
+        this.deniedNanos = deniedTtl.toNanos();
+        this.retryAfterSeconds = retryAfterSeconds;
+        this.calls = calls;
+    }
+
+    /** Throws 403 when the user may not create allocs. */
+    public void authorize(Identity who) {
+        long now = System.nanoTime();
+        Decision d = cache.get(who);
+        if (d != null && now - d.untilNanos() < 0) {
+            hits.increment();
+        } else {
+            misses.increment();
+            d = review(who, now);
+            long ttl = d.allowed() ? allowedNanos : deniedNanos;
+            if (ttl > 0) {
+                if (cache.size() > 10_000) {
+                    cache.clear();
+                }
+                cache.put(who, new Decision(d.allowed(), d.reason(), now + ttl));
+            }
+        }
+        if (!d.allowed()) {
+            String why = d.reason() == null || d.reason().isBlank() ? "" : ": " + d.reason();
+            throw ApiException.forbidden("allocs." + PlaypenKeys.GROUP + " is forbidden: User \"" + who.user()
+                    + "\" cannot create resource \"allocs\" in API group \"" + PlaypenKeys.GROUP + "\"" + why);
+        }
+    }
+
+    private Decision review(Identity who, long now) {
+        SubjectAccessReview sar = new SubjectAccessReviewBuilder()
+                .withNewSpec()
+                .withUser(who.user())
+                .withUid(who.uid().isEmpty() ? null : who.uid())
+                .withGroups(who.groups())
+                .withExtra(who.extra().isEmpty() ? null : new TreeMap<String, List<String>>(who.extra()))
+                .withResourceAttributes(new ResourceAttributesBuilder()
+                        .withGroup(PlaypenKeys.GROUP).withVersion(PlaypenKeys.VERSION)
+                        .withResource("allocs").withVerb("create").build())
+                .endSpec()
+                .build();
+        SubjectAccessReview answer;
+        try {
+            calls.count(KubeApiCall.SUBJECT_ACCESS_REVIEWS_CREATE);
+            answer = client.authorization().v1().subjectAccessReview().create(sar);
+        } catch (RuntimeException e) {
+            LOG.warn("SubjectAccessReview failed user={} error={}", who.user(), e.toString());
+            throw ApiException.unavailable("authorization check failed: SubjectAccessReview could not be created",
+                    retryAfterSeconds);
+        }
+        var status = answer == null ? null : answer.getStatus();
+        boolean allowed = status != null && Boolean.TRUE.equals(status.getAllowed()) && !Boolean.TRUE.equals(status.getDenied());
+        return new Decision(allowed, status == null ? null : status.getReason(), now);
+    }
+
+    public long cacheHits() {
+        return hits.sum();
+    }
+
+    public long cacheMisses() {
+        return misses.sum();
+    }
+}

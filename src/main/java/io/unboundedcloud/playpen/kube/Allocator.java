@@ -1,0 +1,196 @@
+package io.unboundedcloud.playpen.kube;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.model.AllocCommand;
+import io.unboundedcloud.playpen.model.Candidates;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.model.PodFacts;
+
+/**
+ * Hands out pods exactly once (DESIGN §2): single-flight per key hash in this process, replay from the
+ * watch-fed cache, and otherwise a walk over idle candidates in rendezvous order, one conditional patch per try.
+ */
+public final class Allocator {
+    private static final Logger LOG = LoggerFactory.getLogger(Allocator.class);
+    private static final int SAME_POD_RETRIES = 3;
+    public static final String CONFLICT_MESSAGE = "idempotency key was already used with a different request";
+
+    /** A claimed pod (new or replayed) and the ExternalIP of its node. */
+    public record Allocation(Pod pod, String externalIp, boolean replay) {
+    }
+
+    /** What the allocator reports to observers (metrics, events). */
+    public interface Observer {
+        void allocated(Allocation allocation, AllocCommand cmd);
+
+        void deallocated(Pod pod);
+    }
+
+    private final PodCache pods;
+    private final NodeCache nodes;
+    private final ClaimWriter writer;
+    private final Candidates candidates;
+    private final int retryAfterSeconds;
+    private final Map<String, CompletableFuture<Allocation>> inFlight = new ConcurrentHashMap<>();
+    private volatile Observer observer;
+
+    public Allocator(PodCache pods, NodeCache nodes, ClaimWriter writer, Candidates candidates, int retryAfterSeconds) {
+        this.pods = pods;
+        this.nodes = nodes;
+        this.writer = writer;
+        this.candidates = candidates;
+        this.retryAfterSeconds = retryAfterSeconds;
+    }
+
+    public void setObserver(Observer observer) {
+        this.observer = observer;
+    }
+
+    /** Allocates for a validated command; concurrent calls with one key share one outcome. */
+    public Allocation allocate(AllocCommand cmd) {
+        requireSynced();
+        CompletableFuture<Allocation> mine = new CompletableFuture<>();
+        CompletableFuture<Allocation> running = inFlight.putIfAbsent(cmd.keyHash(), mine);
+        if (running != null) {
+            return join(running, cmd);
+        }
+        try {
+            Allocation a = doAllocate(cmd);
+            mine.complete(a);
+            Observer o = observer;
+            if (o != null && !a.replay()) {
+                o.allocated(a, cmd);
+            }
+            return a;
+        } catch (RuntimeException e) {
+            mine.completeExceptionally(e);
+            throw e;
+        } finally {
+            inFlight.remove(cmd.keyHash(), mine);
+        }
+    }
+
+    private Allocation join(CompletableFuture<Allocation> running, AllocCommand cmd) {
+        Allocation first;
+        try {
+            first = running.join();
+        } catch (CompletionException e) {
+            if (e.getCause() instanceof RuntimeException re) {
+                throw re;
+            }
+            throw e;
+        }
+        // the shared outcome is ours only if the request matches; otherwise it is the same key reused
+        return replayOrConflict(first.pod(), cmd);
+    }
+
+    private Allocation doAllocate(AllocCommand cmd) {
+        List<Pod> existing = pods.byKeyHash(cmd.keyHash());
+        if (!existing.isEmpty()) {
+            return replayOrConflict(existing.get(0), cmd);
+        }
+        Candidates.Selection selection = candidates.select(cmd, pods.pods(), nodes::externalIp);
+        for (Candidates.Usable u : selection.ordered()) {
+            Optional<Allocation> a = tryClaim(u, cmd);
+            if (a.isPresent()) {
+                return a.get();
+            }
+        }
+        if (selection.ordered().isEmpty()) {
+            throw ApiException.unavailable(Candidates.unavailableMessage(cmd, selection), retryAfterSeconds);
+        }
+        // every usable candidate was taken by someone else while we walked
+        throw ApiException.unavailable(Candidates.unavailableMessage(cmd,
+                candidates.select(cmd, pods.pods(), nodes::externalIp)), retryAfterSeconds);
+    }
+
+    private Optional<Allocation> tryClaim(Candidates.Usable u, AllocCommand cmd) {
+        String ns = u.pod().getMetadata().getNamespace();
+        String name = u.pod().getMetadata().getName();
+        String rv = u.pod().getMetadata().getResourceVersion();
+        for (int attempt = 0; attempt < SAME_POD_RETRIES; attempt++) {
+            try {
+                Pod claimed = writer.claim(ns, name, rv, cmd);
+                pods.observe(claimed);
+                LOG.info("claimed pod={}/{} key={} outcome=allocated", ns, name, cmd.keyHashPrefix());
+                return Optional.of(new Allocation(claimed, u.externalIp(), false));
+            } catch (KubernetesClientException e) {
+                if (e.getCode() == 404) {
+                    pods.observeDeleted(name);
+                    return Optional.empty();
+                }
+                if (e.getCode() != 409) {
+                    throw e;
+                }
+            }
+            Pod fresh = writer.read(ns, name);
+            if (fresh == null) {
+                pods.observeDeleted(name);
+                return Optional.empty();
+            }
+            pods.observe(fresh);
+            if (PodFacts.isClaimed(fresh)) {
+                if (cmd.keyHash().equals(PodFacts.keyHash(fresh))) {
+                    // another replica (or request) claimed it for this very key: replay its claim
+                    return Optional.of(replayOrConflict(fresh, cmd));
+                }
+                return Optional.empty();
+            }
+            Candidates.Selection again = candidates.select(cmd, List.of(fresh), nodes::externalIp);
+            if (again.ordered().isEmpty()) {
+                return Optional.empty();
+            }
+            rv = fresh.getMetadata().getResourceVersion();
+        }
+        return Optional.empty();
+    }
+
+    private Allocation replayOrConflict(Pod pod, AllocCommand cmd) {
+        String reqHash = PodFacts.annotations(pod).getOrDefault(PlaypenKeys.REQUEST_HASH, "");
+        if (!reqHash.equals(cmd.requestHash())) {
+            throw ApiException.conflict(CONFLICT_MESSAGE);
+        }
+        String node = pod.getSpec() == null ? null : pod.getSpec().getNodeName();
+        return new Allocation(pod, nodes.externalIp(node).orElse(""), true);
+    }
+
+    /** Deletes the managed pods claimed with this key hash; returns how many. */
+    public int deallocate(String keyHash) {
+        requireSynced();
+        CompletableFuture<Allocation> running = inFlight.get(keyHash);
+        if (running != null) {
+            running.handle((a, e) -> null).join();
+        }
+        int n = 0;
+        for (Pod pod : pods.byKeyHash(keyHash)) {
+            writer.delete(pod.getMetadata().getNamespace(), pod.getMetadata().getName());
+            pods.observeDeleted(pod.getMetadata().getName());
+            LOG.info("deleted pod={}/{} key={} outcome=deallocated", pod.getMetadata().getNamespace(),
+                    pod.getMetadata().getName(), keyHash.substring(0, 8));
+            Observer o = observer;
+            if (o != null) {
+                o.deallocated(pod);
+            }
+            n++;
+        }
+        return n;
+    }
+
+    private void requireSynced() {
+        if (!pods.hasSynced() || !nodes.hasSynced()) {
+            throw ApiException.unavailable("the operator's pod and node caches are not synced yet", retryAfterSeconds);
+        }
+    }
+}

@@ -1,0 +1,68 @@
+package io.unboundedcloud.playpen.kube;
+
+import java.time.Clock;
+import java.time.Instant;
+import java.time.format.DateTimeFormatter;
+import java.time.temporal.ChronoUnit;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.dsl.base.PatchContext;
+import io.fabric8.kubernetes.client.dsl.base.PatchType;
+import io.unboundedcloud.playpen.api.Json;
+import io.unboundedcloud.playpen.model.AllocCommand;
+import io.unboundedcloud.playpen.model.Hashes;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+
+/** The single conditional write that claims a pod: a JSON merge patch carrying the resourceVersion precondition. */
+public final class ClaimWriter {
+    private static final PatchContext MERGE = PatchContext.of(PatchType.JSON_MERGE);
+
+    private final KubernetesClient client;
+    private final Clock clock;
+    private final ApiCallCounter calls;
+
+    public ClaimWriter(KubernetesClient client, Clock clock, ApiCallCounter calls) {
+        this.client = client;
+        this.clock = clock;
+        this.calls = calls;
+    }
+
+    /** Claims the pod at {@code resourceVersion}; a KubernetesClientException with code 409 means it changed. */
+    public Pod claim(String namespace, String name, String resourceVersion, AllocCommand cmd) {
+        calls.count(KubeApiCall.PODS_PATCH);
+        return client.pods().inNamespace(namespace).withName(name).patch(MERGE, claimPatch(namespace, name, resourceVersion, cmd));
+    }
+
+    String claimPatch(String namespace, String name, String resourceVersion, AllocCommand cmd) {
+        Map<String, Object> annotations = new LinkedHashMap<>();
+        annotations.put(PlaypenKeys.IDEMPOTENCY_KEY_HASH, cmd.keyHash());
+        annotations.put(PlaypenKeys.REQUEST_HASH, cmd.requestHash());
+        annotations.put(PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY, cmd.wireGuardPublicKey());
+        annotations.put(PlaypenKeys.CLAIMED_AT, rfc3339(clock.instant()));
+        Map<String, Object> metadata = new LinkedHashMap<>();
+        metadata.put("resourceVersion", resourceVersion);
+        metadata.put("labels", Map.of(PlaypenKeys.ALLOCATED, Hashes.allocationId(namespace, name)));
+        metadata.put("annotations", annotations);
+        return Json.write(Map.of("metadata", metadata));
+    }
+
+    /** RFC 3339, UTC, whole seconds: 2026-01-02T03:04:05Z. */
+    public static String rfc3339(Instant instant) {
+        return DateTimeFormatter.ISO_INSTANT.format(instant.truncatedTo(ChronoUnit.SECONDS));
+    }
+
+    /** A fresh read after a conflict (null when gone). */
+    public Pod read(String namespace, String name) {
+        calls.count(KubeApiCall.PODS_GET);
+        return client.pods().inNamespace(namespace).withName(name).get();
+    }
+
+    /** Deletes a pod; a pod already gone is fine. */
+    public void delete(String namespace, String name) {
+        calls.count(KubeApiCall.PODS_DELETE);
+        client.pods().inNamespace(namespace).withName(name).delete();
+    }
+}

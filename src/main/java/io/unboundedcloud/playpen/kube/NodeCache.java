@@ -1,0 +1,56 @@
+package io.unboundedcloud.playpen.kube;
+
+import java.util.Optional;
+
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.api.model.NodeAddress;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
+
+/** Watch-fed nodes, for the ExternalIP a claimed pod's endpoint is published on. */
+public final class NodeCache implements AutoCloseable {
+    private final KubernetesClient client;
+    private volatile SharedIndexInformer<Node> informer;
+
+    public NodeCache(KubernetesClient client) {
+        this.client = client;
+    }
+
+    public synchronized void start() {
+        if (informer == null) {
+            informer = client.nodes().runnableInformer(0);
+            informer.start();
+        }
+    }
+
+    public boolean hasSynced() {
+        SharedIndexInformer<Node> inf = informer;
+        return inf != null && inf.hasSynced() && inf.isRunning();
+    }
+
+    /** The node's first ExternalIP, empty when the node is unknown or has none. */
+    public Optional<String> externalIp(String nodeName) {
+        SharedIndexInformer<Node> inf = informer;
+        if (inf == null || nodeName == null || nodeName.isEmpty()) {
+            return Optional.empty();
+        }
+        Node node = inf.getStore().getByKey(nodeName);
+        if (node == null || node.getStatus() == null || node.getStatus().getAddresses() == null) {
+            return Optional.empty();
+        }
+        for (NodeAddress a : node.getStatus().getAddresses()) {
+            if ("ExternalIP".equals(a.getType()) && a.getAddress() != null && !a.getAddress().isBlank()) {
+                return Optional.of(a.getAddress().trim());
+            }
+        }
+        return Optional.empty();
+    }
+
+    @Override
+    public synchronized void close() {
+        if (informer != null) {
+            informer.close();
+            informer = null;
+        }
+    }
+}

@@ -1,0 +1,209 @@
+package io.unboundedcloud.playpen.kube;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
+import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
+import io.unboundedcloud.playpen.model.PodFacts;
+
+/**
+ * Watch-fed view of the pods in the runner namespace, indexed by idempotency-key hash, so the request path
+ * never LISTs. Pods this process has just written are kept in an overlay until the watch catches up, so a
+ * claim is visible to the next request at once.
+ */
+public final class PodCache implements AutoCloseable {
+    /** What happened to a pod, as seen by the watch. */
+    public enum Change { ADDED, UPDATED, DELETED }
+
+    /** A listener of watch events (pool refill, TTL scheduling, metrics). */
+    public interface Listener {
+        void onPodEvent(Change change, Pod pod);
+    }
+
+    private static final String KEY_INDEX = "keyHash";
+    private static final long OVERLAY_MAX_AGE_NANOS = TimeUnit.SECONDS.toNanos(60);
+
+    private record Fresher(Pod pod, boolean deleted, long atNanos) {
+    }
+
+    private final KubernetesClient client;
+    private final String namespace;
+    private final Map<String, Fresher> overlay = new ConcurrentHashMap<>();
+    private final List<Listener> listeners = new CopyOnWriteArrayList<>();
+    private volatile SharedIndexInformer<Pod> informer;
+
+    public PodCache(KubernetesClient client, String namespace) {
+        this.client = client;
+        this.namespace = namespace;
+    }
+
+    public void addListener(Listener listener) {
+        listeners.add(listener);
+    }
+
+    public synchronized void start() {
+        if (informer != null) {
+            return;
+        }
+        SharedIndexInformer<Pod> inf = client.pods().inNamespace(namespace).runnableInformer(0);
+        inf.addIndexers(Map.of(KEY_INDEX, pod -> {
+            String h = PodFacts.keyHash(pod);
+            return h.isEmpty() ? List.of() : List.of(h);
+        }));
+        inf.addEventHandler(new ResourceEventHandler<>() {
+            @Override
+            public void onAdd(Pod pod) {
+                caughtUp(pod, false);
+                fire(Change.ADDED, pod);
+            }
+
+            @Override
+            public void onUpdate(Pod oldPod, Pod newPod) {
+                caughtUp(newPod, false);
+                fire(Change.UPDATED, newPod);
+            }
+
+            @Override
+            public void onDelete(Pod pod, boolean finalStateUnknown) {
+                caughtUp(pod, true);
+                fire(Change.DELETED, pod);
+            }
+        });
+        informer = inf;
+        inf.start();
+    }
+
+    public String namespace() {
+        return namespace;
+    }
+
+    public boolean hasSynced() {
+        SharedIndexInformer<Pod> inf = informer;
+        return inf != null && inf.hasSynced() && inf.isRunning();
+    }
+
+    /** Every pod as this process knows it now (watch state, overridden by its own fresher writes). */
+    public Collection<Pod> pods() {
+        SharedIndexInformer<Pod> inf = informer;
+        if (inf == null) {
+            return List.of();
+        }
+        List<Pod> watched = inf.getStore().list();
+        if (overlay.isEmpty()) {
+            return watched;
+        }
+        Map<String, Pod> byName = new HashMap<>(watched.size() * 2);
+        for (Pod p : watched) {
+            byName.put(p.getMetadata().getName(), p);
+        }
+        overlay.forEach((name, f) -> {
+            if (f.deleted()) {
+                byName.remove(name);
+            } else {
+                byName.put(name, f.pod());
+            }
+        });
+        return byName.values();
+    }
+
+    public Optional<Pod> get(String name) {
+        Fresher f = overlay.get(name);
+        if (f != null) {
+            return f.deleted() ? Optional.empty() : Optional.of(f.pod());
+        }
+        SharedIndexInformer<Pod> inf = informer;
+        return inf == null ? Optional.empty() : Optional.ofNullable(inf.getStore().getByKey(namespace + "/" + name));
+    }
+
+    /** Managed pods that carry this idempotency-key hash. */
+    public List<Pod> byKeyHash(String keyHash) {
+        List<Pod> out = new ArrayList<>();
+        SharedIndexInformer<Pod> inf = informer;
+        if (inf != null) {
+            for (Pod p : inf.getIndexer().byIndex(KEY_INDEX, keyHash)) {
+                get(p.getMetadata().getName()).filter(cur -> keyHash.equals(PodFacts.keyHash(cur))).ifPresent(out::add);
+            }
+        }
+        overlay.forEach((name, f) -> {
+            if (!f.deleted() && keyHash.equals(PodFacts.keyHash(f.pod()))
+                    && out.stream().noneMatch(p -> p.getMetadata().getName().equals(name))) {
+                out.add(f.pod());
+            }
+        });
+        out.removeIf(p -> !PodFacts.isManaged(p));
+        return out;
+    }
+
+    /** Records a pod version this process read or wrote that may be newer than the watch's. */
+    public void observe(Pod pod) {
+        String name = pod.getMetadata().getName();
+        Pod watched = informer == null ? null : informer.getStore().getByKey(namespace + "/" + name);
+        if (watched != null && !isNewer(pod, watched)) {
+            return;
+        }
+        overlay.put(name, new Fresher(pod, false, System.nanoTime()));
+    }
+
+    /** Records that this process deleted (or found gone) a pod. */
+    public void observeDeleted(String name) {
+        Pod watched = informer == null ? null : informer.getStore().getByKey(namespace + "/" + name);
+        if (watched == null) {
+            overlay.remove(name);
+            return;
+        }
+        overlay.put(name, new Fresher(watched, true, System.nanoTime()));
+    }
+
+    private void caughtUp(Pod event, boolean deleted) {
+        String name = event.getMetadata().getName();
+        Fresher f = overlay.get(name);
+        if (f == null) {
+            return;
+        }
+        boolean stale = System.nanoTime() - f.atNanos() > OVERLAY_MAX_AGE_NANOS;
+        if (deleted || stale || !isNewer(f.pod(), event)) {
+            overlay.remove(name, f);
+        }
+        if (overlay.size() > 64) {
+            long now = System.nanoTime();
+            overlay.entrySet().removeIf(e -> now - e.getValue().atNanos() > OVERLAY_MAX_AGE_NANOS);
+        }
+    }
+
+    /** True when a is a strictly newer resourceVersion than b (etcd revisions are numeric in practice). */
+    static boolean isNewer(Pod a, Pod b) {
+        try {
+            return Long.parseLong(a.getMetadata().getResourceVersion()) > Long.parseLong(b.getMetadata().getResourceVersion());
+        } catch (RuntimeException e) {
+            return !a.getMetadata().getResourceVersion().equals(b.getMetadata().getResourceVersion());
+        }
+    }
+
+    private void fire(Change change, Pod pod) {
+        for (Listener l : listeners) {
+            try {
+                l.onPodEvent(change, pod);
+            } catch (RuntimeException e) {
+                org.slf4j.LoggerFactory.getLogger(PodCache.class).warn("pod event listener failed: {}", e.toString());
+            }
+        }
+    }
+
+    @Override
+    public synchronized void close() {
+        if (informer != null) {
+            informer.close();
+            informer = null;
+        }
+    }
+}

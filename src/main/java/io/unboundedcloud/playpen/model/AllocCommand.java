@@ -1,0 +1,18 @@
+package io.unboundedcloud.playpen.model;
+
+/**
+ * A validated, normalised alloc request. {@code kubernetesVersion} is "" for runners and
+ * {@code wireGuardPublicKey} is "" for control planes (their claim carries no client key).
+ */
+public record AllocCommand(String keyHash, ResourceType resourceType, String kubernetesVersion,
+        String wireGuardPublicKey, String architecture) {
+
+    public String requestHash() {
+        return Hashes.requestHash(resourceType.wire(), kubernetesVersion, wireGuardPublicKey, architecture);
+    }
+
+    /** The first 8 hex chars of the key hash: enough to correlate log lines, never the key. */
+    public String keyHashPrefix() {
+        return keyHash.substring(0, 8);
+    }
+}

@@ -1,0 +1,167 @@
+package io.unboundedcloud.playpen.model;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.Function;
+
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.ContainerPort;
+import io.fabric8.kubernetes.api.model.ContainerStatus;
+import io.fabric8.kubernetes.api.model.Pod;
+
+/**
+ * Chooses which idle pods may serve an alloc and in which order to try them: usability per SPEC A4,
+ * then a rendezvous order on (keyHash, podName) that every replica computes identically.
+ */
+public final class Candidates {
+    private static final int MAX_REASONS = 10;
+
+    /** A pod that can be claimed now, with the endpoint it would hand out. */
+    public record Usable(Pod pod, int hostPort, String externalIp, long score) {
+    }
+
+    /** The ordered usable candidates, plus why the others of the right kind were skipped. */
+    public record Selection(List<Usable> ordered, List<String> skipped, int ofKind) {
+    }
+
+    private final Map<String, String> runnerSelector;
+
+    public Candidates(Map<String, String> runnerSelector) {
+        this.runnerSelector = Map.copyOf(runnerSelector);
+    }
+
+    /** {@code externalIp} maps a node name to its ExternalIP (empty when the node is unknown or has none). */
+    public Selection select(AllocCommand cmd, Collection<Pod> pods, Function<String, Optional<String>> externalIp) {
+        long seed = Hashes.seed(cmd.keyHash());
+        List<Usable> usable = new ArrayList<>();
+        List<String> skipped = new ArrayList<>();
+        int ofKind = 0;
+        for (Pod pod : pods) {
+            if (!isOfKind(cmd, pod) || PodFacts.isClaimed(pod)) {
+                continue;
+            }
+            ofKind++;
+            String why = unusableReason(cmd.resourceType(), pod);
+            if (why == null) {
+                String node = pod.getSpec().getNodeName();
+                Optional<String> ip = externalIp.apply(node);
+                if (ip.isEmpty()) {
+                    why = "node \"" + node + "\" has no ExternalIP";
+                } else {
+                    String name = pod.getMetadata().getName();
+                    usable.add(new Usable(pod, hostPort(pod, cmd.resourceType()), ip.get(), Hashes.rendezvous(seed, name)));
+                    continue;
+                }
+            }
+            skipped.add(pod.getMetadata().getName() + ": " + why);
+        }
+        usable.sort(Comparator.comparingLong(Usable::score).reversed()
+                .thenComparing(u -> u.pod().getMetadata().getName()));
+        return new Selection(usable, skipped, ofKind);
+    }
+
+    /** The 503 message when a selection has nothing to offer (SPEC A4). */
+    public static String unavailableMessage(AllocCommand cmd, Selection selection) {
+        boolean runner = cmd.resourceType() == ResourceType.RUNNER;
+        if (selection.ofKind() == 0) {
+            return runner
+                    ? "no idle " + cmd.architecture() + " playpen runner pods are available"
+                    : "no idle " + cmd.kubernetesVersion() + " playpen control-plane pods are available";
+        }
+        List<String> reasons = new ArrayList<>(selection.skipped().stream().sorted().limit(MAX_REASONS).toList());
+        if (selection.skipped().size() > MAX_REASONS) {
+            reasons.add("and " + (selection.skipped().size() - MAX_REASONS) + " more");
+        }
+        return "no idle playpen " + (runner ? "runner" : "control-plane")
+                + " pods are available with hostPort endpoints on ExternalIP nodes: " + String.join("; ", reasons);
+    }
+
+    boolean isOfKind(AllocCommand cmd, Pod pod) {
+        if (PodFacts.resourceType(pod).orElse(null) != cmd.resourceType()) {
+            return false;
+        }
+        Map<String, String> labels = PodFacts.labels(pod);
+        if (cmd.resourceType() == ResourceType.RUNNER) {
+            for (Map.Entry<String, String> e : runnerSelector.entrySet()) {
+                if (!e.getValue().equals(labels.get(e.getKey()))) {
+                    return false;
+                }
+            }
+            return cmd.architecture().equals(PodFacts.architecture(pod));
+        }
+        return PodFacts.versionLabel(cmd.kubernetesVersion()).equals(labels.get(PlaypenKeys.KUBERNETES_VERSION));
+    }
+
+    /** Why an unclaimed pod of the right kind cannot be handed out, or null when it can (node checked separately). */
+    static String unusableReason(ResourceType type, Pod pod) {
+        if (PodFacts.isTerminating(pod)) {
+            return "terminating";
+        }
+        String phase = pod.getStatus() == null ? null : pod.getStatus().getPhase();
+        if (!"Running".equals(phase)) {
+            return "phase is " + (phase == null ? "unknown" : phase);
+        }
+        if (!allContainersReady(pod)) {
+            return "containers are not all running and ready";
+        }
+        Map<String, String> ann = PodFacts.annotations(pod);
+        if (type == ResourceType.RUNNER && !AllocRequestParser.isWireGuardKey(ann.get(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY))) {
+            return "no valid server WireGuard public key annotation";
+        }
+        if (type == ResourceType.CONTROL_PLANE && isBlank(ann.get(PlaypenKeys.CONTROL_PLANE_KUBECONFIG))) {
+            return "control-plane kubeconfig not published yet";
+        }
+        if (hostPort(pod, type) <= 0) {
+            return "no hostPort on port \"" + portName(type) + "\"";
+        }
+        String node = pod.getSpec() == null ? null : pod.getSpec().getNodeName();
+        if (isBlank(node)) {
+            return "not scheduled to a node";
+        }
+        return null;
+    }
+
+    private static boolean allContainersReady(Pod pod) {
+        List<Container> containers = pod.getSpec() == null ? List.of() : pod.getSpec().getContainers();
+        List<ContainerStatus> statuses = pod.getStatus().getContainerStatuses();
+        if (containers.isEmpty() || statuses == null || statuses.size() < containers.size()) {
+            return false;
+        }
+        for (ContainerStatus s : statuses) {
+            if (!Boolean.TRUE.equals(s.getReady()) || s.getState() == null || s.getState().getRunning() == null) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    static String portName(ResourceType type) {
+        return type == ResourceType.RUNNER ? PlaypenKeys.WIREGUARD_PORT_NAME : PlaypenKeys.APISERVER_PORT_NAME;
+    }
+
+    /** The hostPort of the named container port (wireguard/UDP or apiserver/TCP), 0 when there is none. */
+    public static int hostPort(Pod pod, ResourceType type) {
+        if (pod.getSpec() == null) {
+            return 0;
+        }
+        String name = portName(type);
+        String protocol = type == ResourceType.RUNNER ? "UDP" : "TCP";
+        for (Container c : pod.getSpec().getContainers()) {
+            for (ContainerPort p : c.getPorts()) {
+                String proto = p.getProtocol() == null ? "TCP" : p.getProtocol();
+                if (name.equals(p.getName()) && protocol.equals(proto) && p.getHostPort() != null && p.getHostPort() > 0) {
+                    return p.getHostPort();
+                }
+            }
+        }
+        return 0;
+    }
+
+    private static boolean isBlank(String s) {
+        return s == null || s.isBlank();
+    }
+}

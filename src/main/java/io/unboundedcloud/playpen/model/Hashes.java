@@ -1,0 +1,60 @@
+package io.unboundedcloud.playpen.model;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+
+/** The hashes and ids shared bit-for-bit with the reference operator (SPEC A2). */
+public final class Hashes {
+    private Hashes() {
+    }
+
+    /** hex(sha256(trim(idempotencyKey))). */
+    public static String keyHash(String idempotencyKey) {
+        return sha256Hex(idempotencyKey.trim());
+    }
+
+    /** hex(sha256(resourceType \n kubernetesVersion \n wireGuardPublicKey \n architecture)) over normalised values. */
+    public static String requestHash(String resourceType, String kubernetesVersion, String wireGuardPublicKey,
+            String architecture) {
+        return sha256Hex(resourceType + "\n" + kubernetesVersion + "\n" + wireGuardPublicKey + "\n" + architecture);
+    }
+
+    /** First 16 hex chars of sha256(namespace/podName). */
+    public static String allocationId(String namespace, String podName) {
+        return sha256Hex(namespace + "/" + podName).substring(0, 16);
+    }
+
+    public static String sha256Hex(String text) {
+        try {
+            MessageDigest md = MessageDigest.getInstance("SHA-256");
+            return HexFormat.of().formatHex(md.digest(text.getBytes(StandardCharsets.UTF_8)));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /**
+     * Rendezvous score of a pod for a key: a stable 64-bit mix (no per-process seed) so every replica walks
+     * candidates in the same order for the same key.
+     */
+    public static long rendezvous(long keySeed, String podName) {
+        long h = keySeed;
+        for (int i = 0; i < podName.length(); i++) {
+            h = (h ^ podName.charAt(i)) * 0x100000001b3L;
+        }
+        return mix64(h);
+    }
+
+    /** Seed for {@link #rendezvous} from a hex key hash (its first 16 hex chars). */
+    public static long seed(String keyHash) {
+        return Long.parseUnsignedLong(keyHash.substring(0, 16), 16);
+    }
+
+    private static long mix64(long z) {
+        z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L;
+        z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL;
+        return z ^ (z >>> 31);
+    }
+}
