@@ -15,6 +15,7 @@ import java.util.Set;
  * @param deficits   every configured pool → desired minus idle (never negative), in the same order
  * @param usedPorts  per kind, the ports in use after this plan (existing, expected and planned); a create that
  *                   answers AlreadyExists can pick its replacement with {@link HostPortPlanner#next}
+ *                   (the sets are immutable: copy one to record the replacement ports)
  */
 public record PoolPlan(List<PlannedPod> toCreate, List<Exhaustion> exhausted,
                        Map<PoolTarget, Integer> deficits, Map<ResourceType, Set<Integer>> usedPorts) {

@@ -39,8 +39,4 @@ final class TestPods {
     static Pod terminating(Pod pod) {
         return new PodBuilder(pod).editMetadata().withDeletionTimestamp("2026-01-02T03:04:05Z").endMetadata().build();
     }
-
-    static OperatorConfig config(String... flags) {
-        return OperatorConfig.parse(flags);
-    }
 }
