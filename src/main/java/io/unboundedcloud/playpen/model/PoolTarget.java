@@ -1,0 +1,33 @@
+package io.unboundedcloud.playpen.model;
+
+import java.util.Objects;
+
+/**
+ * One pool the operator keeps filled: runners of one architecture, or control planes of one version.
+ * {@code variant} is the architecture (amd64|arm64) or the kubernetes version with its {@code v} (v1.33.0).
+ */
+public record PoolTarget(ResourceType type, String variant) {
+
+    public PoolTarget {
+        Objects.requireNonNull(type, "type");
+        Objects.requireNonNull(variant, "variant");
+    }
+
+    public static PoolTarget runner(String architecture) {
+        return new PoolTarget(ResourceType.RUNNER, architecture);
+    }
+
+    public static PoolTarget controlPlane(String version) {
+        return new PoolTarget(ResourceType.CONTROL_PLANE, version.startsWith("v") ? version : "v" + version);
+    }
+
+    /** A stable key for logs and metric tags: {@code runner/amd64}, {@code controlPlane/v1.33.0}. */
+    public String key() {
+        return type.wire() + "/" + variant;
+    }
+
+    @Override
+    public String toString() {
+        return key();
+    }
+}

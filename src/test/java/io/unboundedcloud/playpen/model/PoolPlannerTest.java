@@ -1,0 +1,204 @@
+package io.unboundedcloud.playpen.model;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.config.OperatorConfig;
+import io.unboundedcloud.playpen.config.OperatorConfig.PortRange;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+
+class PoolPlannerTest {
+    private static final PoolTarget AMD64 = PoolTarget.runner("amd64");
+    private static final PoolTarget ARM64 = PoolTarget.runner("arm64");
+    private static final PoolTarget V133 = PoolTarget.controlPlane("v1.33.0");
+    private static final PoolTarget V134 = PoolTarget.controlPlane("v1.34.1");
+
+    private static PoolPlanner planner(String... flags) {
+        OperatorConfig config = OperatorConfig.parse(flags);
+        return new PoolPlanner(config, new PodTemplates(config, Map.of()));
+    }
+
+    private static List<String> names(PoolPlan plan) {
+        return plan.pods().stream().map(ManagedPods::name).toList();
+    }
+
+    @Test
+    void emptyNamespaceGetsExactCountsPerArchitectureAndVersion() {
+        PoolPlan plan = planner("--runner-amd64-count=2", "--runner-arm64-count=1",
+                "--control-plane-count=2", "--control-plane-versions=v1.33.0,v1.34.1")
+                .plan(List.of(), Set.of());
+
+        assertThat(names(plan)).containsExactly(
+                "playpen-runner-amd64-51820",
+                "playpen-runner-amd64-51821",
+                "playpen-runner-arm64-51822",
+                "playpen-control-plane-1.33.0-16443",
+                "playpen-control-plane-1.33.0-16444",
+                "playpen-control-plane-1.34.1-16445",
+                "playpen-control-plane-1.34.1-16446");
+        assertThat(plan.deficits()).containsExactly(
+                Map.entry(AMD64, 2), Map.entry(ARM64, 1), Map.entry(V133, 2), Map.entry(V134, 2));
+        assertThat(plan.exhausted()).isEmpty();
+        assertThat(plan.toCreate()).extracting(PoolPlan.PlannedPod::target)
+                .containsExactly(AMD64, AMD64, ARM64, V133, V133, V134, V134);
+        assertThat(plan.usedPorts().get(ResourceType.RUNNER)).containsExactlyInAnyOrder(51820, 51821, 51822);
+        // The planned pod is the template, so the create carries exactly what the golden tests check.
+        assertThat(plan.toCreate().get(0).pod()).isEqualTo(TestPods.runner("amd64", 51820));
+    }
+
+    @Test
+    void defaultFlagsWantOneRunnerPerArchitectureAndNoControlPlanes() {
+        PoolPlan plan = planner().plan(List.of(), Set.of());
+        assertThat(names(plan)).containsExactly("playpen-runner-amd64-51820", "playpen-runner-arm64-51821");
+        assertThat(plan.deficits()).containsExactly(Map.entry(AMD64, 1), Map.entry(ARM64, 1), Map.entry(V133, 0));
+    }
+
+    @Test
+    void partiallyFilledPoolsOnlyCreateTheDifferenceOnFreePorts() {
+        List<Pod> pods = List.of(
+                TestPods.runner("amd64", 51820),
+                TestPods.runner("amd64", 51822),
+                TestPods.runner("arm64", 51821),
+                TestPods.runner("arm64", 51823),
+                TestPods.runner("arm64", 51824));
+        PoolPlan plan = planner("--runner-amd64-count=3", "--runner-arm64-count=2").plan(pods, Set.of());
+
+        assertThat(names(plan)).containsExactly("playpen-runner-amd64-51825");
+        assertThat(plan.deficits()).containsEntry(AMD64, 1).containsEntry(ARM64, 0);
+    }
+
+    @Test
+    void claimedPodsAreNotIdleAndKeepTheirPorts() {
+        List<Pod> pods = List.of(
+                TestPods.claimed(TestPods.runner("amd64", 51820)),
+                TestPods.claimed(TestPods.controlPlane("v1.33.0", 16443)));
+        PoolPlan plan = planner("--control-plane-count=1").plan(pods, Set.of());
+
+        assertThat(names(plan)).containsExactly(
+                "playpen-runner-amd64-51821", "playpen-runner-arm64-51822", "playpen-control-plane-1.33.0-16444");
+    }
+
+    @Test
+    void terminatingPodsAreNotIdleButTheirPortsAreUsed() {
+        List<Pod> pods = List.of(
+                TestPods.terminating(TestPods.runner("amd64", 51820)),
+                TestPods.terminating(TestPods.runner("arm64", 51821)));
+        PoolPlan plan = planner().plan(pods, Set.of());
+
+        assertThat(names(plan)).containsExactly("playpen-runner-amd64-51822", "playpen-runner-arm64-51823");
+        assertThat(plan.deficits()).containsEntry(AMD64, 1).containsEntry(ARM64, 1);
+    }
+
+    @Test
+    void podsWithoutAHostPortAreNotIdle() {
+        Pod noPort = TestPods.runner("amd64", 51820);
+        noPort.getSpec().getContainers().get(0).getPorts().get(1).setHostPort(null);
+        noPort.getMetadata().getLabels().remove(PlaypenKeys.HOST_PORT);
+        PoolPlan plan = planner("--runner-arm64-count=0").plan(List.of(noPort), Set.of());
+        assertThat(names(plan)).containsExactly("playpen-runner-amd64-51820");
+    }
+
+    @Test
+    void unmanagedPodsAreIgnored() {
+        Pod foreign = TestPods.runner("amd64", 51820);
+        foreign.getMetadata().getLabels().clear();
+        PoolPlan plan = planner("--runner-arm64-count=0").plan(List.of(foreign), Set.of());
+        assertThat(names(plan)).containsExactly("playpen-runner-amd64-51820");
+    }
+
+    @Test
+    void expectationsCountAsIdleAndHoldTheirPorts() {
+        PoolPlanner planner = planner("--runner-amd64-count=2", "--control-plane-count=1");
+        PoolPlan first = planner.plan(List.of(), Set.of());
+        Set<String> expected = first.pods().stream().map(ManagedPods::name).collect(Collectors.toSet());
+
+        // Nothing is visible yet: a second pass must not create again.
+        PoolPlan second = planner.plan(List.of(), expected);
+        assertThat(second.toCreate()).isEmpty();
+        assertThat(second.deficits().values()).containsOnly(0);
+
+        // One expected amd64 runner shows up claimed at once; its sibling is still only expected.
+        List<Pod> visible = List.of(TestPods.claimed(first.toCreate().get(0).pod()));
+        PoolPlan third = planner.plan(visible, expected);
+        assertThat(names(third)).containsExactly("playpen-runner-amd64-51823");
+    }
+
+    @Test
+    void expectationsForUnconfiguredPoolsStillHoldTheirPorts() {
+        PoolPlan plan = planner("--runner-arm64-count=0", "--control-plane-count=1")
+                .plan(List.of(), Set.of("playpen-runner-amd64-51820", "playpen-runner-s390x-51821",
+                        "playpen-control-plane-1.30.0-16443", "something-else-1", "playpen-runner-amd64-x"));
+        assertThat(names(plan)).containsExactly("playpen-control-plane-1.33.0-16444");
+        assertThat(plan.deficits()).containsEntry(AMD64, 0);
+        assertThat(plan.usedPorts().get(ResourceType.RUNNER)).containsExactlyInAnyOrder(51820, 51821);
+    }
+
+    @Test
+    void controlPlanesMatchTheirSanitisedVersionLabel() {
+        PoolPlanner planner = planner("--runner-amd64-count=0", "--runner-arm64-count=0",
+                "--control-plane-count=1", "--control-plane-versions=v1.33.0+k3s1");
+        Pod existing = TestPods.controlPlane("v1.33.0+k3s1", 16443);
+        assertThat(existing.getMetadata().getLabels()).containsEntry(PlaypenKeys.KUBERNETES_VERSION, "v1.33.0-k3s1");
+
+        assertThat(planner.plan(List.of(existing), Set.of()).toCreate()).isEmpty();
+        assertThat(planner.plan(List.of(), Set.of("playpen-control-plane-1.33.0-k3s1-16443")).toCreate()).isEmpty();
+    }
+
+    @Test
+    void aFullRangeIsReportedWithTheRemainingDeficit() {
+        PoolPlan plan = planner("--runner-amd64-count=2", "--runner-arm64-count=2",
+                "--runner-wireguard-host-port-start=51820", "--runner-wireguard-host-port-end=51822")
+                .plan(List.of(), Set.of());
+
+        assertThat(names(plan)).containsExactly(
+                "playpen-runner-amd64-51820", "playpen-runner-amd64-51821", "playpen-runner-arm64-51822");
+        assertThat(plan.exhausted()).containsExactly(new PoolPlan.Exhaustion(ARM64, new PortRange(51820, 51822), 1));
+        assertThat(plan.deficits()).containsEntry(ARM64, 2);
+        assertThat(plan.exhausted().get(0).message())
+                .isEqualTo("no free WireGuard hostPorts are available in range 51820-51822; 1 runner/arm64 pod(s) not created");
+    }
+
+    @Test
+    void exhaustionCountsUsedPortsOfClaimedAndTerminatingPods() {
+        List<Pod> pods = new ArrayList<>();
+        pods.add(TestPods.claimed(TestPods.controlPlane("v1.33.0", 16443)));
+        pods.add(TestPods.terminating(TestPods.controlPlane("v1.33.0", 16444)));
+        PoolPlan plan = planner("--runner-amd64-count=0", "--runner-arm64-count=0", "--control-plane-count=3",
+                "--control-plane-apiserver-host-port-start=16443", "--control-plane-apiserver-host-port-end=16445")
+                .plan(pods, Set.of());
+
+        assertThat(names(plan)).containsExactly("playpen-control-plane-1.33.0-16445");
+        assertThat(plan.exhausted()).containsExactly(new PoolPlan.Exhaustion(V133, new PortRange(16443, 16445), 2));
+        assertThat(plan.exhausted().get(0).message()).startsWith("no free control-plane API server hostPorts");
+    }
+
+    @Test
+    void controlPlaneCountZeroPlansNothing() {
+        PoolPlan plan = planner("--runner-amd64-count=0", "--runner-arm64-count=0", "--control-plane-count=0",
+                "--control-plane-versions=v1.33.0,v1.34.1").plan(List.of(), Set.of());
+        assertThat(plan.isEmpty()).isTrue();
+        assertThat(plan.deficits().values()).containsOnly(0);
+    }
+
+    @Test
+    void surplusIsNeverNegative() {
+        List<Pod> pods = List.of(TestPods.runner("amd64", 51820), TestPods.runner("amd64", 51821),
+                TestPods.runner("arm64", 51822));
+        PoolPlan plan = planner("--runner-amd64-count=1", "--runner-arm64-count=0").plan(pods, Set.of());
+        assertThat(plan.deficits()).containsEntry(AMD64, 0).containsEntry(ARM64, 0);
+        assertThat(plan.isEmpty()).isTrue();
+    }
+
+    @Test
+    void anAlreadyExistsMovesOnPastPlannedPorts() {
+        PoolPlan plan = planner("--runner-amd64-count=2", "--runner-arm64-count=0").plan(List.of(), Set.of());
+        HostPortPlanner runners = HostPortPlanner.forKind(TestPods.DEFAULTS, ResourceType.RUNNER);
+        // 51820 answered AlreadyExists: the replacement skips 51821, which this plan gave the second pod.
+        assertThat(runners.next(plan.usedPorts().get(ResourceType.RUNNER), 51820)).hasValue(51822);
+    }
+}

@@ -1,0 +1,87 @@
+package io.unboundedcloud.playpen.model;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+class TtlPolicyTest {
+    private static final Instant CLAIMED = Instant.parse("2026-01-02T03:04:05Z");
+
+    private static TtlPolicy policy(Duration ttl, Instant now) {
+        return new TtlPolicy(ttl, Clock.fixed(now, ZoneOffset.UTC));
+    }
+
+    @ParameterizedTest(name = "claimed-at {0}, now {1} → expired {2}")
+    @CsvSource(nullValues = "-", value = {
+            "2026-01-02T03:04:05Z,        2026-01-02T04:04:04Z, false",  // one second before expiry
+            "2026-01-02T03:04:05Z,        2026-01-02T04:04:05Z, true",   // exactly at expiry: <= now
+            "2026-01-02T03:04:05Z,        2026-01-02T05:00:00Z, true",
+            "2026-01-02T05:04:05+02:00,   2026-01-02T04:04:04Z, false",  // an offset is honoured
+            "2026-01-02T03:04:05.5Z,      2026-01-02T04:04:05Z, false",  // fractions are accepted
+            "not-a-time,                  2026-01-02T03:04:05Z, true",
+            "2026-01-02 03:04:05Z,        2026-01-02T03:04:05Z, true",   // RFC 3339 needs the T
+            "2026-01-02T03:04Z,           2026-01-02T03:04:05Z, true",   // and the seconds
+            "'',                          2026-01-02T03:04:05Z, true",
+            "-,                           2026-01-02T03:04:05Z, true",   // claimed without claimed-at
+    })
+    void expiryOfAClaimedPod(String claimedAt, String now, boolean expired) {
+        Pod pod = TestPods.claimed(TestPods.runner("amd64", 51820), claimedAt);
+        Instant at = Instant.parse(now);
+        TtlPolicy ttl = policy(Duration.ofHours(1), at);
+        assertThat(ttl.isExpired(pod, at)).isEqualTo(expired);
+        assertThat(ttl.isExpired(pod)).isEqualTo(expired);
+        assertThat(ttl.expired(List.of(pod))).hasSize(expired ? 1 : 0);
+    }
+
+    @Test
+    void expiresAtIsClaimedAtPlusTtl() {
+        TtlPolicy ttl = policy(Duration.ofMinutes(90), CLAIMED);
+        Pod pod = TestPods.claimed(TestPods.controlPlane("v1.33.0", 16443), "2026-01-02T03:04:05Z");
+        assertThat(ttl.expiresAt(pod)).contains(Instant.parse("2026-01-02T04:34:05Z"));
+    }
+
+    @Test
+    void unparsableClaimedAtExpiresAtTheEpoch() {
+        TtlPolicy ttl = policy(Duration.ofHours(1), CLAIMED);
+        Pod pod = TestPods.claimed(TestPods.runner("amd64", 51820), "yesterday");
+        assertThat(ttl.expiresAt(pod)).contains(TtlPolicy.ALREADY_EXPIRED);
+    }
+
+    @Test
+    void zeroTtlDisablesExpiry() {
+        TtlPolicy ttl = policy(Duration.ZERO, Instant.parse("2100-01-01T00:00:00Z"));
+        Pod old = TestPods.claimed(TestPods.runner("amd64", 51820), "2000-01-01T00:00:00Z");
+        Pod broken = TestPods.claimed(TestPods.runner("amd64", 51821), "garbage");
+        assertThat(ttl.enabled()).isFalse();
+        assertThat(ttl.expiresAt(old)).isEmpty();
+        assertThat(ttl.expired(List.of(old, broken))).isEmpty();
+    }
+
+    @Test
+    void onlyClaimedManagedPodsExpire() {
+        TtlPolicy ttl = policy(Duration.ofSeconds(1), Instant.parse("2100-01-01T00:00:00Z"));
+        Pod idle = TestPods.runner("amd64", 51820);
+        Pod unmanaged = TestPods.claimed(TestPods.runner("amd64", 51821), "2000-01-01T00:00:00Z");
+        unmanaged.getMetadata().getLabels().clear();
+        Pod expired = TestPods.claimed(TestPods.runner("arm64", 51822), "2000-01-01T00:00:00Z");
+
+        assertThat(ttl.expiresAt(idle)).isEmpty();
+        assertThat(ttl.expiresAt(unmanaged)).isEmpty();
+        assertThat(ttl.expired(List.of(idle, unmanaged, expired))).containsExactly(expired);
+    }
+
+    @Test
+    void claimedAtIsWrittenInUtcSeconds() {
+        assertThat(TtlPolicy.formatClaimedAt(Instant.parse("2026-01-02T03:04:05.987Z"))).isEqualTo("2026-01-02T03:04:05Z");
+        assertThat(TtlPolicy.claimedAt(TestPods.claimed(TestPods.runner("amd64", 51820),
+                TtlPolicy.formatClaimedAt(CLAIMED)))).contains(CLAIMED);
+    }
+}
