@@ -16,7 +16,7 @@ import io.unboundedcloud.playpen.api.ApiException;
 import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.Candidates;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
-import io.unboundedcloud.playpen.model.PodFacts;
+import io.unboundedcloud.playpen.model.ManagedPods;
 
 /**
  * Hands out pods exactly once (DESIGN §2): single-flight per key hash in this process, replay from the
@@ -141,8 +141,8 @@ public final class Allocator {
                 return Optional.empty();
             }
             pods.observe(fresh);
-            if (PodFacts.isClaimed(fresh)) {
-                if (cmd.keyHash().equals(PodFacts.keyHash(fresh))) {
+            if (ManagedPods.isClaimed(fresh)) {
+                if (cmd.keyHash().equals(ManagedPods.keyHash(fresh))) {
                     // another replica (or request) claimed it for this very key: replay its claim
                     return Optional.of(replayOrConflict(fresh, cmd));
                 }
@@ -158,7 +158,7 @@ public final class Allocator {
     }
 
     private Allocation replayOrConflict(Pod pod, AllocCommand cmd) {
-        String reqHash = PodFacts.annotations(pod).getOrDefault(PlaypenKeys.REQUEST_HASH, "");
+        String reqHash = ManagedPods.annotations(pod).getOrDefault(PlaypenKeys.REQUEST_HASH, "");
         if (!reqHash.equals(cmd.requestHash())) {
             throw ApiException.conflict(CONFLICT_MESSAGE);
         }

@@ -14,7 +14,7 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
-import io.unboundedcloud.playpen.model.PodFacts;
+import io.unboundedcloud.playpen.model.ManagedPods;
 
 /**
  * Watch-fed view of the pods in the runner namespace, indexed by idempotency-key hash, so the request path
@@ -57,7 +57,7 @@ public final class PodCache implements AutoCloseable {
         }
         SharedIndexInformer<Pod> inf = client.pods().inNamespace(namespace).runnableInformer(0);
         inf.addIndexers(Map.of(KEY_INDEX, pod -> {
-            String h = PodFacts.keyHash(pod);
+            String h = ManagedPods.keyHash(pod);
             return h.isEmpty() ? List.of() : List.of(h);
         }));
         inf.addEventHandler(new ResourceEventHandler<>() {
@@ -131,16 +131,16 @@ public final class PodCache implements AutoCloseable {
         SharedIndexInformer<Pod> inf = informer;
         if (inf != null) {
             for (Pod p : inf.getIndexer().byIndex(KEY_INDEX, keyHash)) {
-                get(p.getMetadata().getName()).filter(cur -> keyHash.equals(PodFacts.keyHash(cur))).ifPresent(out::add);
+                get(p.getMetadata().getName()).filter(cur -> keyHash.equals(ManagedPods.keyHash(cur))).ifPresent(out::add);
             }
         }
         overlay.forEach((name, f) -> {
-            if (!f.deleted() && keyHash.equals(PodFacts.keyHash(f.pod()))
+            if (!f.deleted() && keyHash.equals(ManagedPods.keyHash(f.pod()))
                     && out.stream().noneMatch(p -> p.getMetadata().getName().equals(name))) {
                 out.add(f.pod());
             }
         });
-        out.removeIf(p -> !PodFacts.isManaged(p));
+        out.removeIf(p -> !ManagedPods.isManaged(p));
         return out;
     }
 

@@ -28,15 +28,15 @@ public final class AllocResponses {
     }
 
     public AllocResponse build(Pod pod, String externalIp) {
-        ResourceType type = PodFacts.resourceType(pod).orElse(ResourceType.RUNNER);
-        Map<String, String> ann = PodFacts.annotations(pod);
+        ResourceType type = ManagedPods.resourceType(pod).orElse(ResourceType.RUNNER);
+        Map<String, String> ann = ManagedPods.annotations(pod);
         String ns = pod.getMetadata().getNamespace();
         String name = pod.getMetadata().getName();
         String node = pod.getSpec() == null || pod.getSpec().getNodeName() == null ? "" : pod.getSpec().getNodeName();
         String ip = externalIp == null ? "" : externalIp;
         int hostPort = Candidates.hostPort(pod, type);
-        String version = PodFacts.labels(pod).getOrDefault(PlaypenKeys.KUBERNETES_VERSION, "");
-        PodInfo podInfo = new PodInfo(ns, name, node, ip, type.wire(), version, PodFacts.architecture(pod));
+        String version = ManagedPods.labels(pod).getOrDefault(PlaypenKeys.KUBERNETES_VERSION, "");
+        PodInfo podInfo = new PodInfo(ns, name, node, ip, type.wire(), version, ManagedPods.architecture(pod));
         if (type == ResourceType.RUNNER) {
             String deviceId = net.redfishDeviceId();
             return new AllocResponse(type.wire(), podInfo,

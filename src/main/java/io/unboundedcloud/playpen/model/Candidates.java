@@ -9,7 +9,6 @@ import java.util.Optional;
 import java.util.function.Function;
 
 import io.fabric8.kubernetes.api.model.Container;
-import io.fabric8.kubernetes.api.model.ContainerPort;
 import io.fabric8.kubernetes.api.model.ContainerStatus;
 import io.fabric8.kubernetes.api.model.Pod;
 
@@ -41,7 +40,7 @@ public final class Candidates {
         List<String> skipped = new ArrayList<>();
         int ofKind = 0;
         for (Pod pod : pods) {
-            if (!isOfKind(cmd, pod) || PodFacts.isClaimed(pod)) {
+            if (!isOfKind(cmd, pod) || ManagedPods.isClaimed(pod)) {
                 continue;
             }
             ofKind++;
@@ -81,24 +80,24 @@ public final class Candidates {
     }
 
     boolean isOfKind(AllocCommand cmd, Pod pod) {
-        if (PodFacts.resourceType(pod).orElse(null) != cmd.resourceType()) {
+        if (ManagedPods.resourceType(pod).orElse(null) != cmd.resourceType()) {
             return false;
         }
-        Map<String, String> labels = PodFacts.labels(pod);
+        Map<String, String> labels = ManagedPods.labels(pod);
         if (cmd.resourceType() == ResourceType.RUNNER) {
             for (Map.Entry<String, String> e : runnerSelector.entrySet()) {
                 if (!e.getValue().equals(labels.get(e.getKey()))) {
                     return false;
                 }
             }
-            return cmd.architecture().equals(PodFacts.architecture(pod));
+            return cmd.architecture().equals(ManagedPods.architecture(pod));
         }
-        return PodFacts.versionLabel(cmd.kubernetesVersion()).equals(labels.get(PlaypenKeys.KUBERNETES_VERSION));
+        return PodTemplates.kubernetesVersionLabel(cmd.kubernetesVersion()).equals(labels.get(PlaypenKeys.KUBERNETES_VERSION));
     }
 
     /** Why an unclaimed pod of the right kind cannot be handed out, or null when it can (node checked separately). */
     static String unusableReason(ResourceType type, Pod pod) {
-        if (PodFacts.isTerminating(pod)) {
+        if (ManagedPods.isTerminating(pod)) {
             return "terminating";
         }
         String phase = pod.getStatus() == null ? null : pod.getStatus().getPhase();
@@ -108,7 +107,7 @@ public final class Candidates {
         if (!allContainersReady(pod)) {
             return "containers are not all running and ready";
         }
-        Map<String, String> ann = PodFacts.annotations(pod);
+        Map<String, String> ann = ManagedPods.annotations(pod);
         if (type == ResourceType.RUNNER && !AllocRequestParser.isWireGuardKey(ann.get(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY))) {
             return "no valid server WireGuard public key annotation";
         }
@@ -143,22 +142,9 @@ public final class Candidates {
         return type == ResourceType.RUNNER ? PlaypenKeys.WIREGUARD_PORT_NAME : PlaypenKeys.APISERVER_PORT_NAME;
     }
 
-    /** The hostPort of the named container port (wireguard/UDP or apiserver/TCP), 0 when there is none. */
+    /** The hostPort of the kind's named container port, 0 when there is none. */
     public static int hostPort(Pod pod, ResourceType type) {
-        if (pod.getSpec() == null) {
-            return 0;
-        }
-        String name = portName(type);
-        String protocol = type == ResourceType.RUNNER ? "UDP" : "TCP";
-        for (Container c : pod.getSpec().getContainers()) {
-            for (ContainerPort p : c.getPorts()) {
-                String proto = p.getProtocol() == null ? "TCP" : p.getProtocol();
-                if (name.equals(p.getName()) && protocol.equals(proto) && p.getHostPort() != null && p.getHostPort() > 0) {
-                    return p.getHostPort();
-                }
-            }
-        }
-        return 0;
+        return ManagedPods.isKind(pod, type) ? ManagedPods.containerHostPort(pod).orElse(0) : 0;
     }
 
     private static boolean isBlank(String s) {

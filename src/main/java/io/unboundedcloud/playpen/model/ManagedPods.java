@@ -154,6 +154,24 @@ public final class ManagedPods {
                 ? "" : pod.getMetadata().getName();
     }
 
+    /** The pod's labels, never null. */
+    public static Map<String, String> labels(Pod pod) {
+        Map<String, String> l = pod == null || pod.getMetadata() == null ? null : pod.getMetadata().getLabels();
+        return l == null ? Map.of() : l;
+    }
+
+    /** The pod's annotations, never null. */
+    public static Map<String, String> annotations(Pod pod) {
+        Map<String, String> a = pod == null || pod.getMetadata() == null ? null : pod.getMetadata().getAnnotations();
+        return a == null ? Map.of() : a;
+    }
+
+    /** The idempotency-key-hash annotation, "" when unclaimed. */
+    public static String keyHash(Pod pod) {
+        String h = annotation(pod, PlaypenKeys.IDEMPOTENCY_KEY_HASH);
+        return h == null ? "" : h;
+    }
+
     static String label(Pod pod, String key) {
         return entry(pod == null || pod.getMetadata() == null ? null : pod.getMetadata().getLabels(), key);
     }

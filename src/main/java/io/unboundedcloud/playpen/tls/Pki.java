@@ -141,7 +141,11 @@ public final class Pki {
     public static String toPem(Object object) {
         StringWriter sw = new StringWriter();
         try (JcaPEMWriter w = new JcaPEMWriter(sw)) {
-            w.writeObject(object instanceof PrivateKey pk ? PrivateKeyInfo.getInstance(pk.getEncoded()) : object);
+            if (object instanceof PrivateKey pk) {
+                w.writeObject(new org.bouncycastle.openssl.jcajce.JcaPKCS8Generator(pk, null));
+            } else {
+                w.writeObject(object);
+            }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -168,7 +172,7 @@ public final class Pki {
             Object o = parser.readObject();
             JcaPEMKeyConverter conv = new JcaPEMKeyConverter();
             if (o instanceof PEMKeyPair kp) {
-                return conv.getKeyPair(kp).getPrivate();
+                return conv.getPrivateKey(kp.getPrivateKeyInfo());
             }
             if (o instanceof PrivateKeyInfo info) {
                 return conv.getPrivateKey(info);

@@ -1,0 +1,126 @@
+package io.unboundedcloud.playpen.support;
+
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.security.KeyStore;
+import java.security.SecureRandom;
+import java.security.cert.X509Certificate;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.TrustManager;
+import javax.net.ssl.X509TrustManager;
+
+import io.unboundedcloud.playpen.camel.OperatorApp;
+import io.unboundedcloud.playpen.config.OperatorConfig;
+import io.unboundedcloud.playpen.tls.Pki;
+
+/** Runs the real operator (routes from ./routes) against a {@link TestCluster} and talks HTTPS to it. */
+public final class OperatorHarness implements AutoCloseable {
+    public final TestCluster cluster;
+    public final OperatorApp app;
+    public final int port;
+
+    public OperatorHarness(TestCluster cluster, String... extraFlags) throws Exception {
+        this.cluster = cluster;
+        this.port = freePort();
+        List<String> flags = new ArrayList<>(List.of("--listen-addr=127.0.0.1:" + port, "--leader-elect=false",
+                "--management-addr=", "--routes-dir=routes", "--runner-amd64-count=0", "--runner-arm64-count=0"));
+        flags.addAll(Arrays.asList(extraFlags));
+        app = new OperatorApp(OperatorConfig.parse(flags.toArray(new String[0])), cluster.client, Clock.systemUTC(), Map.of());
+        app.start();
+        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        while (!app.ready()) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("operator not ready within 20s");
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    public static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    public String url(String path) {
+        return "https://127.0.0.1:" + port + path;
+    }
+
+    /** An HTTP client presenting {@code cert} (null = no client certificate); trusts any server. */
+    public static HttpClient client(Pki.Issued cert) throws Exception {
+        SSLContext ctx = SSLContext.getInstance("TLS");
+        KeyManagerFactory kmf = null;
+        if (cert != null) {
+            KeyStore ks = KeyStore.getInstance("PKCS12");
+            ks.load(null, null);
+            ks.setKeyEntry("c", cert.privateKey(), "pw".toCharArray(), new X509Certificate[] {cert.certificate()});
+            kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+            kmf.init(ks, "pw".toCharArray());
+        }
+        TrustManager trustAll = new X509TrustManager() {
+            @Override
+            public void checkClientTrusted(X509Certificate[] chain, String authType) {
+            }
+
+            @Override
+            public void checkServerTrusted(X509Certificate[] chain, String authType) {
+            }
+
+            @Override
+            public X509Certificate[] getAcceptedIssuers() {
+                return new X509Certificate[0];
+            }
+        };
+        ctx.init(kmf == null ? null : kmf.getKeyManagers(), new TrustManager[] {trustAll}, new SecureRandom());
+        return HttpClient.newBuilder().sslContext(ctx).version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(Duration.ofSeconds(5)).build();
+    }
+
+    /** The default front-proxy client, as kube-apiserver would call with it. */
+    public HttpClient frontProxy() throws Exception {
+        return client(cluster.frontProxyClient);
+    }
+
+    public static HttpRequest.Builder asUser(HttpRequest.Builder b, String user, String... groups) {
+        b.header("X-Remote-User", user);
+        for (String g : groups) {
+            b.header("X-Remote-Group", g);
+        }
+        return b;
+    }
+
+    /** POST like kubectl create --raw: chunked, no Content-Type, trailing newline. */
+    public HttpResponse<String> kubectlPost(HttpClient http, String path, String body, String user, String... groups)
+            throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url(path)))
+                .header("Accept", "application/json, */*")
+                .POST(HttpRequest.BodyPublishers.ofInputStream(() -> new ByteArrayInputStream((body + "\n").getBytes())));
+        return http.send(asUser(b, user, groups).build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    public HttpResponse<String> alloc(String body) throws Exception {
+        return kubectlPost(frontProxy(), "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs", body, "alice", "playpen-users");
+    }
+
+    public HttpResponse<String> dealloc(String body) throws Exception {
+        return kubectlPost(frontProxy(), "/apis/playpen.unbounded-cloud.io/v1alpha1/deallocs", body, "alice", "playpen-users");
+    }
+
+    @Override
+    public void close() {
+        app.close();
+    }
+}

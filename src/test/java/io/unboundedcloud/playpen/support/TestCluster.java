@@ -1,0 +1,205 @@
+package io.unboundedcloud.playpen.support;
+
+import java.net.InetAddress;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Predicate;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+import io.fabric8.kubernetes.api.model.ConfigMapBuilder;
+import io.fabric8.kubernetes.api.model.NamespaceBuilder;
+import io.fabric8.kubernetes.api.model.NodeBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.authorization.v1.SubjectAccessReview;
+import io.fabric8.kubernetes.api.model.authorization.v1.SubjectAccessReviewStatusBuilder;
+import io.fabric8.kubernetes.client.Config;
+import io.fabric8.kubernetes.client.ConfigBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.server.mock.KubernetesMixedDispatcher;
+import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
+import io.fabric8.kubernetes.client.utils.Serialization;
+import io.fabric8.mockwebserver.Context;
+import io.fabric8.mockwebserver.MockWebServer;
+import io.fabric8.mockwebserver.ServerRequest;
+import io.fabric8.mockwebserver.ServerResponse;
+import io.fabric8.mockwebserver.http.MockResponse;
+import io.fabric8.mockwebserver.http.RecordedRequest;
+import io.unboundedcloud.playpen.kube.KubeClients;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.tls.Pki;
+
+/**
+ * A fabric8 mock API server in CRUD mode standing in for kube-apiserver in route tests: front-proxy trust
+ * ConfigMap, a scripted SubjectAccessReview responder, nodes and ready runner pods, and request counting.
+ */
+public final class TestCluster implements AutoCloseable {
+    private static final Logger MOCK_LOG = Logger.getLogger("io.fabric8.mockwebserver");
+
+    static {
+        MOCK_LOG.setLevel(Level.WARNING);
+    }
+
+    public static final String NS = "playpen";
+    public final KubernetesMockServer server;
+    public final KubernetesClient client;
+    public final Pki.Issued frontProxyCa;
+    public final Pki.Issued frontProxyClient;
+    public volatile Predicate<SubjectAccessReview> sarPolicy =
+            sar -> sar.getSpec().getGroups() != null && sar.getSpec().getGroups().contains("playpen-users");
+    public final List<SubjectAccessReview> sarRequests = new CopyOnWriteArrayList<>();
+    private final Map<String, AtomicInteger> requests = new ConcurrentHashMap<>();
+
+    private TestCluster() {
+        Map<ServerRequest, Queue<ServerResponse>> responses = new HashMap<>();
+        KubernetesMixedDispatcher dispatcher = new KubernetesMixedDispatcher(responses) {
+            @Override
+            public MockResponse dispatch(RecordedRequest request) {
+                requests.computeIfAbsent(key(request), k -> new AtomicInteger()).incrementAndGet();
+                return super.dispatch(request);
+            }
+        };
+        server = new KubernetesMockServer(new Context(Serialization.jsonMapper()), new MockWebServer(), responses,
+                dispatcher, false);
+        server.init(InetAddress.getLoopbackAddress(), 0);
+        server.expect().post().withPath("/apis/authorization.k8s.io/v1/subjectaccessreviews").andReply(201, req -> {
+            SubjectAccessReview sar = Serialization.unmarshal(req.getBody().readUtf8(), SubjectAccessReview.class);
+            sarRequests.add(sar);
+            boolean allowed = sarPolicy.test(sar);
+            sar.setStatus(new SubjectAccessReviewStatusBuilder().withAllowed(allowed)
+                    .withReason(allowed ? "test policy allows" : "test policy denies").build());
+            return sar;
+        }).always();
+        Config config = new ConfigBuilder().withMasterUrl(server.url("/")).withNamespace(NS).withTrustCerts(true).build();
+        client = KubeClients.create(config);
+        frontProxyCa = Pki.selfSigned(Pki.Subject.cn("front-proxy-ca"), Pki.Usage.CA, Instant.now().minusSeconds(60),
+                Duration.ofDays(1));
+        frontProxyClient = Pki.issue(frontProxyCa, Pki.Subject.cn("front-proxy-client"), Pki.Usage.CLIENT,
+                Instant.now().minusSeconds(60), Duration.ofDays(1));
+        client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(NS).endMetadata().build()).create();
+        setTrust(frontProxyCa.certificatePem(), "[\"front-proxy-client\"]");
+    }
+
+    public static TestCluster start() {
+        return new TestCluster();
+    }
+
+    private static String key(RecordedRequest r) {
+        String path = r.getPath();
+        boolean watch = path.contains("watch=true");
+        int q = path.indexOf('?');
+        String p = q >= 0 ? path.substring(0, q) : path;
+        return r.getMethod() + (watch ? " WATCH " : " ") + p;
+    }
+
+    /** Requests seen so far whose "METHOD path" key matches the predicate. */
+    public int requestCount(Predicate<String> which) {
+        return requests.entrySet().stream().filter(e -> which.test(e.getKey())).mapToInt(e -> e.getValue().get()).sum();
+    }
+
+    public Map<String, Integer> requestSnapshot() {
+        Map<String, Integer> out = new HashMap<>();
+        requests.forEach((k, v) -> out.put(k, v.get()));
+        return out;
+    }
+
+    public void setTrust(String caPem, String allowedNamesJson) {
+        Map<String, String> data = new HashMap<>();
+        data.put("requestheader-client-ca-file", caPem);
+        if (allowedNamesJson != null) {
+            data.put("requestheader-allowed-names", allowedNamesJson);
+        }
+        client.configMaps().inNamespace("kube-system").resource(new ConfigMapBuilder().withNewMetadata()
+                .withName("extension-apiserver-authentication").withNamespace("kube-system").endMetadata()
+                .withData(data).build()).createOr(c -> c.update());
+    }
+
+    public void addNode(String name, String arch, String externalIp) {
+        NodeBuilder b = new NodeBuilder().withNewMetadata().withName(name).addToLabels("kubernetes.io/arch", arch)
+                .endMetadata().withNewStatus().addNewAddress().withType("InternalIP").withAddress("10.0.0." + (name.length() + 1))
+                .endAddress().endStatus();
+        if (externalIp != null) {
+            b.editStatus().addNewAddress().withType("ExternalIP").withAddress(externalIp).endAddress().endStatus();
+        }
+        client.nodes().resource(b.build()).create();
+    }
+
+    /** A runner pod as the pool creates it and the runner completes it: Running, Ready, key published. */
+    public static PodBuilder readyRunner(String arch, int hostPort, String node) {
+        String name = "playpen-runner-" + arch + "-" + hostPort;
+        return new PodBuilder().withNewMetadata().withName(name).withNamespace(NS)
+                .addToLabels(PlaypenKeys.APP_NAME, PlaypenKeys.RUNNER_APP_NAME)
+                .addToLabels(PlaypenKeys.APP_COMPONENT, PlaypenKeys.RUNNER_COMPONENT)
+                .addToLabels(PlaypenKeys.RESOURCE_TYPE, "runner")
+                .addToLabels(PlaypenKeys.ARCHITECTURE, arch)
+                .addToLabels(PlaypenKeys.HOST_PORT, String.valueOf(hostPort))
+                .addToAnnotations(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY, wgKey(hostPort))
+                .addToAnnotations(PlaypenKeys.REDFISH_CERT_PEM, "-----BEGIN CERTIFICATE-----\nMIIB" + hostPort + "\n-----END CERTIFICATE-----\n")
+                .endMetadata()
+                .withNewSpec().withNodeName(node)
+                .addNewContainer().withName("runner").withImage("ghcr.io/azure/playpen:latest")
+                .addNewPort().withName("https").withContainerPort(8443).withProtocol("TCP").endPort()
+                .addNewPort().withName("wireguard").withContainerPort(51820).withProtocol("UDP").withHostPort(hostPort).endPort()
+                .endContainer().endSpec()
+                .withNewStatus().withPhase("Running")
+                .addNewContainerStatus().withName("runner").withReady(true).withNewState().withNewRunning()
+                .withStartedAt("2026-01-01T00:00:00Z").endRunning().endState().endContainerStatus()
+                .endStatus();
+    }
+
+    /** A control-plane pod with its kubeconfig published, ready to be handed out. */
+    public static PodBuilder readyControlPlane(String version, int hostPort, String node, String kubeconfig) {
+        String name = "playpen-control-plane-" + version.substring(1) + "-" + hostPort;
+        return new PodBuilder().withNewMetadata().withName(name).withNamespace(NS)
+                .addToLabels(PlaypenKeys.APP_NAME, PlaypenKeys.CONTROL_PLANE_APP_NAME)
+                .addToLabels(PlaypenKeys.APP_COMPONENT, PlaypenKeys.CONTROL_PLANE_COMPONENT)
+                .addToLabels(PlaypenKeys.RESOURCE_TYPE, "controlPlane")
+                .addToLabels(PlaypenKeys.KUBERNETES_VERSION, version)
+                .addToLabels(PlaypenKeys.HOST_PORT, String.valueOf(hostPort))
+                .addToAnnotations(PlaypenKeys.CONTROL_PLANE_KUBECONFIG, kubeconfig)
+                .addToAnnotations(PlaypenKeys.CONTROL_PLANE_GUEST_SERVER, "https://192.168.200.1:6443")
+                .endMetadata()
+                .withNewSpec().withNodeName(node)
+                .addNewContainer().withName("k3s").withImage("rancher/k3s:" + version + "-k3s1")
+                .addNewPort().withName("apiserver").withContainerPort(6443).withProtocol("TCP").withHostPort(hostPort).endPort()
+                .endContainer()
+                .addNewContainer().withName("helper").withImage("ghcr.io/azure/playpen:latest").endContainer()
+                .endSpec()
+                .withNewStatus().withPhase("Running")
+                .addNewContainerStatus().withName("k3s").withReady(true).withNewState().withNewRunning().endRunning().endState().endContainerStatus()
+                .addNewContainerStatus().withName("helper").withReady(true).withNewState().withNewRunning().endRunning().endState().endContainerStatus()
+                .endStatus();
+    }
+
+    public static String wgKey(int seed) {
+        byte[] k = new byte[32];
+        for (int i = 0; i < 32; i++) {
+            k[i] = (byte) (seed * 31 + i);
+        }
+        return Base64.getEncoder().encodeToString(k);
+    }
+
+    public Pod create(PodBuilder pod) {
+        return client.pods().inNamespace(NS).resource(pod.build()).create();
+    }
+
+    public List<Pod> pods() {
+        return new ArrayList<>(client.pods().inNamespace(NS).list().getItems());
+    }
+
+    @Override
+    public void close() {
+        client.close();
+        server.destroy();
+    }
+}
