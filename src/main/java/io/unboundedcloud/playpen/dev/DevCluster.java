@@ -23,6 +23,7 @@ import java.util.Objects;
 import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
 import java.util.logging.Level;
 
@@ -179,6 +180,7 @@ public final class DevCluster implements AutoCloseable {
     private URI kubeApiUrl;
     private URI shimUrl;
     private String sampleIdempotencyKey;
+    private final AtomicBoolean closed = new AtomicBoolean();
 
     private DevCluster(Options options) {
         this.options = options;
@@ -469,8 +471,12 @@ public final class DevCluster implements AutoCloseable {
         return clientCa;
     }
 
+    /** Stops the shim, the kubelet, the client and the mock API; safe to call more than once. */
     @Override
     public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
         if (shim != null) {
             shim.close();
         }

@@ -105,6 +105,7 @@ class DevClusterTest {
         }
         if (cluster != null) {
             cluster.close();
+            cluster.close(); // idempotent
         }
     }
 
