@@ -41,6 +41,7 @@ import org.bouncycastle.openssl.jcajce.JcaPEMKeyConverter;
 import org.bouncycastle.openssl.jcajce.JcaPEMWriter;
 import org.bouncycastle.asn1.pkcs.PrivateKeyInfo;
 import org.bouncycastle.operator.jcajce.JcaContentSignerBuilder;
+import org.bouncycastle.util.io.pem.PemObject;
 
 /** Issues and encodes X.509 certificates (serving certificates, CAs, client certificates) with BouncyCastle. */
 public final class Pki {
@@ -138,14 +139,14 @@ public final class Pki {
         }
     }
 
+    /**
+     * PEM of a certificate or key. Private keys are written as PKCS#8 ({@code PRIVATE KEY}): BouncyCastle would turn a
+     * PrivateKeyInfo into a SEC1 {@code EC PRIVATE KEY} without the curve OID, which Go (kubectl) and OpenSSL reject.
+     */
     public static String toPem(Object object) {
         StringWriter sw = new StringWriter();
         try (JcaPEMWriter w = new JcaPEMWriter(sw)) {
-            if (object instanceof PrivateKey pk) {
-                w.writeObject(new org.bouncycastle.openssl.jcajce.JcaPKCS8Generator(pk, null));
-            } else {
-                w.writeObject(object);
-            }
+            w.writeObject(object instanceof PrivateKey pk ? new PemObject("PRIVATE KEY", pk.getEncoded()) : object);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

@@ -1,0 +1,388 @@
+package io.unboundedcloud.playpen.dev;
+
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.security.GeneralSecurityException;
+import java.security.KeyStore;
+import java.security.cert.CertificateException;
+import java.security.cert.CertificateParsingException;
+import java.security.cert.X509Certificate;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
+
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLEngine;
+import javax.net.ssl.SSLParameters;
+import javax.net.ssl.SSLPeerUnverifiedException;
+import javax.net.ssl.TrustManager;
+import javax.net.ssl.TrustManagerFactory;
+import javax.net.ssl.X509ExtendedTrustManager;
+import javax.net.ssl.X509TrustManager;
+
+import org.bouncycastle.asn1.ASN1Encodable;
+import org.bouncycastle.asn1.x500.RDN;
+import org.bouncycastle.asn1.x500.X500Name;
+import org.bouncycastle.asn1.x500.style.BCStyle;
+import org.bouncycastle.asn1.x500.style.IETFUtils;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import com.sun.net.httpserver.Headers;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpsConfigurator;
+import com.sun.net.httpserver.HttpsExchange;
+import com.sun.net.httpserver.HttpsParameters;
+import com.sun.net.httpserver.HttpsServer;
+
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.tls.Pki;
+
+/**
+ * Stands in for kube-apiserver's aggregation layer in front of kubectl: authenticates users by client certificate
+ * (CN = user, O = groups), forwards {@code /apis/playpen.unbounded-cloud.io…} to the operator over HTTPS with the
+ * front-proxy client certificate and {@code X-Remote-User}/{@code X-Remote-Group}, and everything else to the simulated
+ * API server. Watches are not supported (plain request/response only).
+ */
+final class AggregatorShim implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(AggregatorShim.class);
+    private static final String GROUP_PREFIX = "/apis/" + PlaypenKeys.GROUP;
+    /** Never forwarded in either direction (RFC 9110 hop-by-hop, plus what the HTTP stacks compute themselves). */
+    private static final Set<String> HOP_BY_HOP = Set.of("connection", "keep-alive", "proxy-authenticate",
+            "proxy-authorization", "proxy-connection", "te", "trailer", "trailers", "transfer-encoding", "upgrade",
+            "content-length", "host", "date", "expect", "http2-settings");
+    /** Request headers the aggregator sets or strips itself. */
+    private static final Set<String> STRIPPED_REQUEST = Set.of("authorization", "impersonate-user", "impersonate-group",
+            "impersonate-uid");
+
+    /** How the operator is registered: its CA bundle (PEM) and the host name its certificate must carry. */
+    record Registration(String caBundlePem, String serverName) {
+    }
+
+    private record OperatorClient(Registration registration, HttpClient client) {
+    }
+
+    private final HttpsServer server;
+    private final ExecutorService executor;
+    private final URI kubeApi;
+    private final Supplier<URI> operatorUrl;
+    private final Supplier<Registration> registration;
+    private final Pki.Issued frontProxyClient;
+    private final HttpClient apiClient;
+    private final AtomicReference<OperatorClient> operatorClient = new AtomicReference<>();
+
+    AggregatorShim(int port, Pki.Issued serving, Pki.Issued servingCa, X509Certificate clientCa, URI kubeApi,
+            Supplier<URI> operatorUrl, Supplier<Registration> registration, Pki.Issued frontProxyClient)
+            throws IOException {
+        this.kubeApi = kubeApi;
+        this.operatorUrl = operatorUrl;
+        this.registration = registration;
+        this.frontProxyClient = frontProxyClient;
+        this.apiClient = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(Duration.ofSeconds(5)).build();
+        SSLContext tls;
+        try {
+            tls = serverContext(serving, servingCa, clientCa);
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException("cannot set up the dev shim's TLS", e);
+        }
+        server = HttpsServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 64);
+        server.setHttpsConfigurator(new HttpsConfigurator(tls) {
+            @Override
+            public void configure(HttpsParameters params) {
+                SSLParameters p = tls.getDefaultSSLParameters();
+                p.setProtocols(new String[] {"TLSv1.3", "TLSv1.2"});
+                p.setNeedClientAuth(false);
+                p.setWantClientAuth(true);
+                params.setSSLParameters(p);
+            }
+        });
+        AtomicInteger n = new AtomicInteger();
+        executor = Executors.newFixedThreadPool(16, r -> {
+            Thread t = new Thread(r, "dev-shim-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        });
+        server.setExecutor(executor);
+        server.createContext("/", this::handle);
+        server.start();
+    }
+
+    int port() {
+        return server.getAddress().getPort();
+    }
+
+    private void handle(HttpExchange exchange) {
+        try (exchange) {
+            X509Certificate peer = peerCertificate((HttpsExchange) exchange);
+            if (peer == null) {
+                sendStatus(exchange, 401, "Unauthorized", "Unauthorized: a client certificate issued by the dev client CA is required");
+                return;
+            }
+            byte[] body = exchange.getRequestBody().readAllBytes();
+            URI uri = exchange.getRequestURI();
+            String pathAndQuery = uri.getRawPath() + (uri.getRawQuery() == null ? "" : "?" + uri.getRawQuery());
+            String query = uri.getRawQuery() == null ? "" : uri.getRawQuery();
+            if (query.matches("(^|.*&)watch=(true|1)(&.*|$)")) {
+                sendStatus(exchange, 501, "NotImplemented",
+                        "watch is not supported by the dev aggregator shim; list instead, or use KUBE_API_URL from endpoints.env");
+                return;
+            }
+            String path = uri.getRawPath();
+            if (path.equals(GROUP_PREFIX) || path.startsWith(GROUP_PREFIX + "/")) {
+                forwardToOperator(exchange, pathAndQuery, body, peer);
+            } else {
+                forward(exchange, apiClient, URI.create(kubeApi.toString().replaceAll("/+$", "") + pathAndQuery), body, Map.of());
+            }
+        } catch (Exception e) {
+            LOG.warn("dev shim: {} {} failed: {}", exchange.getRequestMethod(), exchange.getRequestURI().getRawPath(),
+                    e.toString());
+            try {
+                sendStatus(exchange, 502, "InternalError", "dev aggregator shim: " + e.getMessage());
+            } catch (IOException | RuntimeException ignored) {
+                // headers were already sent; the connection is closed with the exchange
+            }
+        }
+    }
+
+    private void forwardToOperator(HttpExchange exchange, String pathAndQuery, byte[] body, X509Certificate peer)
+            throws IOException, InterruptedException, GeneralSecurityException {
+        Registration reg = registration.get();
+        if (reg == null || reg.caBundlePem().isBlank()) {
+            sendStatus(exchange, 503, "ServiceUnavailable",
+                    "operator not registered yet: APIService " + PlaypenKeys.API_SERVICE + " has no caBundle");
+            return;
+        }
+        OperatorClient oc = operatorClient.get();
+        if (oc == null || !oc.registration().equals(reg)) {
+            oc = new OperatorClient(reg, HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+                    .connectTimeout(Duration.ofSeconds(5)).sslContext(operatorContext(reg)).build());
+            operatorClient.set(oc);
+        }
+        X500Name subject = X500Name.getInstance(peer.getSubjectX500Principal().getEncoded());
+        List<String> user = values(subject, BCStyle.CN);
+        List<String> groups = values(subject, BCStyle.O);
+        URI target = URI.create(operatorUrl.get().toString().replaceAll("/+$", "") + pathAndQuery);
+        try {
+            forward(exchange, oc.client(), target, body, Map.of("X-Remote-User",
+                    user.isEmpty() ? List.of("") : user.subList(0, 1), "X-Remote-Group", groups));
+        } catch (IOException e) {
+            // like the aggregator when the service does not answer (connection refused, TLS failure, timeout)
+            LOG.warn("dev shim: operator at {} unreachable: {}", target.getAuthority(), e.toString());
+            sendStatus(exchange, 503, "ServiceUnavailable", "error trying to reach the operator: " + e.getMessage());
+        }
+    }
+
+    private static List<String> values(X500Name name, org.bouncycastle.asn1.ASN1ObjectIdentifier type) {
+        List<String> out = new ArrayList<>();
+        for (RDN rdn : name.getRDNs(type)) {
+            ASN1Encodable v = rdn.getFirst().getValue();
+            out.add(IETFUtils.valueToString(v));
+        }
+        return out;
+    }
+
+    private void forward(HttpExchange exchange, HttpClient client, URI target, byte[] body,
+            Map<String, List<String>> extraHeaders) throws IOException, InterruptedException {
+        String method = exchange.getRequestMethod();
+        Headers in = exchange.getRequestHeaders();
+        String transferEncoding = in.getFirst("Transfer-Encoding");
+        boolean chunked = transferEncoding != null && transferEncoding.toLowerCase(Locale.ROOT).contains("chunked");
+        boolean hasBody = chunked || body.length > 0 || in.containsKey("Content-Length");
+        HttpRequest.BodyPublisher publisher;
+        if (!hasBody) {
+            publisher = HttpRequest.BodyPublishers.noBody();
+        } else if (chunked) {
+            // unknown length: the JDK client sends it chunked, as kubectl sent it to us
+            publisher = HttpRequest.BodyPublishers.ofInputStream(() -> new ByteArrayInputStream(body));
+        } else {
+            publisher = HttpRequest.BodyPublishers.ofByteArray(body);
+        }
+        HttpRequest.Builder rb = HttpRequest.newBuilder(target).timeout(Duration.ofSeconds(60)).method(method, publisher);
+        for (Map.Entry<String, List<String>> h : in.entrySet()) {
+            String lower = h.getKey().toLowerCase(Locale.ROOT);
+            if (HOP_BY_HOP.contains(lower) || STRIPPED_REQUEST.contains(lower) || lower.startsWith("x-remote-")) {
+                continue;
+            }
+            for (String v : h.getValue()) {
+                try {
+                    rb.header(h.getKey(), v);
+                } catch (IllegalArgumentException restricted) {
+                    // a header the JDK client manages itself
+                }
+            }
+        }
+        extraHeaders.forEach((k, vs) -> vs.forEach(v -> rb.header(k, v)));
+        HttpResponse<byte[]> response = client.send(rb.build(), HttpResponse.BodyHandlers.ofByteArray());
+        Headers out = exchange.getResponseHeaders();
+        response.headers().map().forEach((k, vs) -> {
+            if (!k.startsWith(":") && !HOP_BY_HOP.contains(k.toLowerCase(Locale.ROOT))) {
+                vs.forEach(v -> out.add(k, v));
+            }
+        });
+        byte[] responseBody = response.body() == null ? new byte[0] : response.body();
+        int code = response.statusCode();
+        boolean noBody = responseBody.length == 0 || method.equals("HEAD") || code == 204 || code == 304;
+        exchange.sendResponseHeaders(code, noBody ? -1 : responseBody.length);
+        if (!noBody) {
+            try (OutputStream os = exchange.getResponseBody()) {
+                os.write(responseBody);
+            }
+        }
+    }
+
+    private static X509Certificate peerCertificate(HttpsExchange exchange) {
+        try {
+            var chain = exchange.getSSLSession().getPeerCertificates();
+            return chain.length > 0 && chain[0] instanceof X509Certificate x ? x : null;
+        } catch (SSLPeerUnverifiedException e) {
+            return null;
+        }
+    }
+
+    static void sendStatus(HttpExchange exchange, int code, String reason, String message) throws IOException {
+        byte[] body = statusJson(code, reason, message).getBytes(StandardCharsets.UTF_8);
+        exchange.getResponseHeaders().set("Content-Type", "application/json");
+        exchange.sendResponseHeaders(code, body.length);
+        try (OutputStream os = exchange.getResponseBody()) {
+            os.write(body);
+        }
+    }
+
+    static String statusJson(int code, String reason, String message) {
+        return DiscoveryDocuments.json(Map.of("kind", "Status", "apiVersion", "v1", "metadata", Map.of(),
+                "status", "Failure", "message", message, "reason", reason, "code", code));
+    }
+
+    private static SSLContext serverContext(Pki.Issued serving, Pki.Issued servingCa, X509Certificate clientCa)
+            throws GeneralSecurityException, IOException {
+        SSLContext ctx = SSLContext.getInstance("TLS");
+        ctx.init(keyManagers(serving, servingCa.certificate()), trustManagers(List.of(clientCa)), null);
+        return ctx;
+    }
+
+    /** Front-proxy client certificate out; the operator's serving certificate checked against the APIService caBundle. */
+    private SSLContext operatorContext(Registration reg) throws GeneralSecurityException, IOException {
+        List<X509Certificate> bundle = Pki.parseCertificates(reg.caBundlePem());
+        if (bundle.isEmpty()) {
+            throw new CertificateException("APIService caBundle holds no certificate");
+        }
+        X509TrustManager pkix = (X509TrustManager) trustManagers(bundle)[0];
+        SSLContext ctx = SSLContext.getInstance("TLS");
+        ctx.init(keyManagers(frontProxyClient), new TrustManager[] {new ServiceNameTrustManager(pkix, reg.serverName())},
+                null);
+        return ctx;
+    }
+
+    private static javax.net.ssl.KeyManager[] keyManagers(Pki.Issued leaf, X509Certificate... intermediates)
+            throws GeneralSecurityException, IOException {
+        KeyStore ks = KeyStore.getInstance("PKCS12");
+        ks.load(null, null);
+        X509Certificate[] chain = new X509Certificate[1 + intermediates.length];
+        chain[0] = leaf.certificate();
+        System.arraycopy(intermediates, 0, chain, 1, intermediates.length);
+        char[] pw = "dev".toCharArray();
+        ks.setKeyEntry("key", leaf.privateKey(), pw, chain);
+        KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+        kmf.init(ks, pw);
+        return kmf.getKeyManagers();
+    }
+
+    private static TrustManager[] trustManagers(List<X509Certificate> anchors) throws GeneralSecurityException, IOException {
+        KeyStore ts = KeyStore.getInstance("PKCS12");
+        ts.load(null, null);
+        for (int i = 0; i < anchors.size(); i++) {
+            ts.setCertificateEntry("ca-" + i, anchors.get(i));
+        }
+        TrustManagerFactory tmf = TrustManagerFactory.getInstance("PKIX");
+        tmf.init(ts);
+        return tmf.getTrustManagers();
+    }
+
+    /**
+     * Verifies the operator like the aggregator does: the chain must lead to the caBundle and the certificate must name
+     * the service ({@code <service>.<namespace>.svc}), whatever address the shim actually dials.
+     */
+    private static final class ServiceNameTrustManager extends X509ExtendedTrustManager {
+        private final X509TrustManager pkix;
+        private final String serverName;
+
+        ServiceNameTrustManager(X509TrustManager pkix, String serverName) {
+            this.pkix = pkix;
+            this.serverName = serverName;
+        }
+
+        @Override
+        public void checkServerTrusted(X509Certificate[] chain, String authType) throws CertificateException {
+            pkix.checkServerTrusted(chain, authType);
+            if (!names(chain[0]).contains(serverName)) {
+                throw new CertificateException("operator certificate does not name " + serverName + " (it names "
+                        + names(chain[0]) + ")");
+            }
+        }
+
+        @Override
+        public void checkServerTrusted(X509Certificate[] chain, String authType, Socket socket) throws CertificateException {
+            checkServerTrusted(chain, authType);
+        }
+
+        @Override
+        public void checkServerTrusted(X509Certificate[] chain, String authType, SSLEngine engine) throws CertificateException {
+            checkServerTrusted(chain, authType);
+        }
+
+        private static List<String> names(X509Certificate cert) throws CertificateParsingException {
+            List<String> names = new ArrayList<>();
+            if (cert.getSubjectAlternativeNames() != null) {
+                for (List<?> san : cert.getSubjectAlternativeNames()) {
+                    names.add(String.valueOf(san.get(1)).toLowerCase(Locale.ROOT));
+                }
+            }
+            return names;
+        }
+
+        @Override
+        public void checkClientTrusted(X509Certificate[] chain, String authType) throws CertificateException {
+            throw new CertificateException("not a server");
+        }
+
+        @Override
+        public void checkClientTrusted(X509Certificate[] chain, String authType, Socket socket) throws CertificateException {
+            throw new CertificateException("not a server");
+        }
+
+        @Override
+        public void checkClientTrusted(X509Certificate[] chain, String authType, SSLEngine engine) throws CertificateException {
+            throw new CertificateException("not a server");
+        }
+
+        @Override
+        public X509Certificate[] getAcceptedIssuers() {
+            return pkix.getAcceptedIssuers();
+        }
+    }
+
+    @Override
+    public void close() {
+        server.stop(0);
+        executor.shutdownNow();
+    }
+}

@@ -1,0 +1,102 @@
+package io.unboundedcloud.playpen.dev;
+
+import java.net.HttpURLConnection;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Queue;
+import java.util.Set;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import io.fabric8.kubernetes.client.server.mock.KubernetesMixedDispatcher;
+import io.fabric8.mockwebserver.ServerRequest;
+import io.fabric8.mockwebserver.ServerResponse;
+import io.fabric8.mockwebserver.http.Dispatcher;
+import io.fabric8.mockwebserver.http.MockResponse;
+import io.fabric8.mockwebserver.http.RecordedRequest;
+
+/**
+ * The simulated API server's request router: discovery documents and the SubjectAccessReview decision are answered
+ * here (matched on the path without its query, since kubectl appends {@code ?timeout=32s}); scripted expectations and
+ * then the CRUD store answer everything else. Responses with a body and no Content-Type get application/json.
+ */
+final class DevApiDispatcher extends Dispatcher {
+    static final String SAR_PATH = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+    /** Groups the dev authorizer allows to do anything. */
+    static final Set<String> ALLOWED_GROUPS = Set.of(DevCluster.USERS_GROUP, "system:masters");
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final Map<String, String> documents = DiscoveryDocuments.all();
+    private final KubernetesMixedDispatcher delegate;
+
+    DevApiDispatcher(Map<ServerRequest, Queue<ServerResponse>> expectations) {
+        this.delegate = new KubernetesMixedDispatcher(expectations);
+    }
+
+    @Override
+    public MockResponse dispatch(RecordedRequest request) {
+        String path = request.getPath();
+        int q = path.indexOf('?');
+        String bare = q < 0 ? path : path.substring(0, q);
+        String method = request.getMethod();
+        if ("GET".equals(method)) {
+            String doc = documents.get(bare);
+            if (doc != null) {
+                return json(HttpURLConnection.HTTP_OK, doc);
+            }
+        } else if ("POST".equals(method) && bare.equals(SAR_PATH)) {
+            return subjectAccessReview(request.getUtf8Body());
+        }
+        MockResponse response = delegate.dispatch(request);
+        if (response.getWebSocketListener() == null && response.getBody() != null && response.getBody().size() > 0
+                && response.header("Content-Type") == null) {
+            response.setHeader("Content-Type", "application/json");
+        }
+        return response;
+    }
+
+    @Override
+    public void shutdown() {
+        delegate.shutdown();
+    }
+
+    /** Allowed when spec.groups holds playpen-users or system:masters; the spec is echoed back with a status. */
+    static MockResponse subjectAccessReview(String body) {
+        JsonNode parsed;
+        try {
+            parsed = JSON.readTree(body == null ? "" : body);
+        } catch (Exception e) {
+            parsed = null;
+        }
+        if (!(parsed instanceof ObjectNode review) || !parsed.path("spec").isObject()) {
+            return json(HttpURLConnection.HTTP_BAD_REQUEST, DiscoveryDocuments.json(Map.of("kind", "Status",
+                    "apiVersion", "v1", "metadata", Map.of(), "status", "Failure",
+                    "message", "SubjectAccessReview body must be a JSON object with a spec", "reason", "BadRequest",
+                    "code", 400)));
+        }
+        Set<String> groups = new HashSet<>();
+        review.path("spec").path("groups").forEach(g -> groups.add(g.asText()));
+        String user = review.path("spec").path("user").asText("");
+        boolean allowed = groups.stream().anyMatch(ALLOWED_GROUPS::contains);
+        review.put("apiVersion", "authorization.k8s.io/v1");
+        review.put("kind", "SubjectAccessReview");
+        if (!review.path("metadata").isObject()) {
+            review.putObject("metadata");
+        }
+        ObjectNode status = review.putObject("status");
+        status.put("allowed", allowed);
+        status.put("reason", allowed
+                ? "dev cluster: members of " + String.join(", ", ALLOWED_GROUPS.stream().filter(groups::contains).sorted().toList())
+                        + " may do anything"
+                : "dev cluster: user \"" + user + "\" is in neither group \"" + DevCluster.USERS_GROUP
+                        + "\" nor \"system:masters\"");
+        return json(HttpURLConnection.HTTP_CREATED, review.toString());
+    }
+
+    private static MockResponse json(int code, String body) {
+        return new MockResponse().setResponseCode(code).setHeader("Content-Type", "application/json").setBody(body);
+    }
+}

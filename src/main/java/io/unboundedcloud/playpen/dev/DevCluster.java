@@ -1,0 +1,493 @@
+package io.unboundedcloud.playpen.dev;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Queue;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Supplier;
+import java.util.logging.Level;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import io.fabric8.kubernetes.api.model.ConfigMapBuilder;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResourceList;
+import io.fabric8.kubernetes.api.model.NamespaceBuilder;
+import io.fabric8.kubernetes.api.model.NodeBuilder;
+import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.client.Config;
+import io.fabric8.kubernetes.client.ConfigBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.fabric8.kubernetes.client.dsl.NonNamespaceOperation;
+import io.fabric8.kubernetes.client.dsl.Resource;
+import io.fabric8.kubernetes.client.dsl.base.ResourceDefinitionContext;
+import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
+import io.fabric8.kubernetes.client.utils.Serialization;
+import io.fabric8.mockwebserver.Context;
+import io.fabric8.mockwebserver.MockWebServer;
+import io.fabric8.mockwebserver.ServerRequest;
+import io.fabric8.mockwebserver.ServerResponse;
+import io.unboundedcloud.playpen.config.OperatorConfig;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.tls.Pki;
+
+/**
+ * The embedded simulated cluster behind {@code --dev}: a fabric8 mock API server in CRUD mode with discovery, a
+ * SubjectAccessReview authorizer, two nodes, the front-proxy trust ConfigMap and the playpen APIService; a simulated
+ * kubelet that brings managed pods to Running/Ready; and an aggregator stand-in ("shim") that lets kubectl reach the
+ * operator with client certificates. Writes kubeconfigs, certificates and {@code endpoints.env} into the dev dir.
+ * Never used in production paths.
+ */
+public final class DevCluster implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(DevCluster.class);
+    /** The mock web server logs every request at INFO through java.util.logging; held strongly so the level sticks. */
+    private static final java.util.logging.Logger MOCK_WEB_SERVER_LOG = java.util.logging.Logger.getLogger("io.fabric8.mockwebserver");
+
+    static {
+        MOCK_WEB_SERVER_LOG.setLevel(Level.WARNING);
+    }
+
+    /** The group the dev authorizer allows (besides system:masters); dev-user is in it, dev-denied is not. */
+    public static final String USERS_GROUP = "playpen-users";
+    public static final String DEV_USER = "dev-user";
+    public static final String DENIED_USER = "dev-denied";
+    public static final String NODE_AMD64 = "dev-amd64";
+    public static final String NODE_ARM64 = "dev-arm64";
+    public static final String AUTH_CONFIGMAP_NAMESPACE = "kube-system";
+    public static final String AUTH_CONFIGMAP_NAME = "extension-apiserver-authentication";
+    public static final String FRONT_PROXY_CLIENT_CN = "front-proxy-client";
+
+    static final ResourceDefinitionContext API_SERVICES = new ResourceDefinitionContext.Builder()
+            .withGroup("apiregistration.k8s.io").withVersion("v1").withKind("APIService").withPlural("apiservices")
+            .withNamespaced(false).build();
+
+    private static final List<SimulatedKubelet.DevNode> NODES = List.of(
+            new SimulatedKubelet.DevNode(NODE_AMD64, "amd64", "10.0.0.10", "203.0.113.10"),
+            new SimulatedKubelet.DevNode(NODE_ARM64, "arm64", "10.0.0.11", "203.0.113.11"));
+
+    /** What to start and where; every setter returns this. */
+    public static final class Options {
+        private Path devDir = Path.of("target/dev");
+        private int apiPort;
+        private int shimPort;
+        private Supplier<URI> operatorUrl = () -> URI.create("https://127.0.0.1:8443");
+        private String runnerNamespace = "playpen";
+        private String operatorNamespace = "playpen";
+        private String serviceName = "playpen-operator";
+        private Duration podReadyDelay = Duration.ofMillis(200);
+
+        public static Options defaults() {
+            return new Options();
+        }
+
+        /** Dev dir, ports, namespaces, service name and the operator's listen port from the operator's flags. */
+        public static Options fromConfig(OperatorConfig config) {
+            Options o = new Options().devDir(Path.of(config.devDir())).apiPort(config.devApiPort())
+                    .shimPort(config.devShimPort()).runnerNamespace(config.runnerNamespace())
+                    .operatorNamespace(config.namespace()).serviceName(config.serviceName());
+            if (config.listenPort() > 0) {
+                o.operatorPort(config.listenPort());
+            }
+            return o;
+        }
+
+        public Options devDir(Path dir) {
+            this.devDir = Objects.requireNonNull(dir);
+            return this;
+        }
+
+        /** Port of the simulated API server (0 = a free port). */
+        public Options apiPort(int port) {
+            this.apiPort = port;
+            return this;
+        }
+
+        /** Port of the aggregator shim kubectl talks to (0 = a free port). */
+        public Options shimPort(int port) {
+            this.shimPort = port;
+            return this;
+        }
+
+        /** The operator serves HTTPS on this loopback port. */
+        public Options operatorPort(int port) {
+            URI uri = URI.create("https://127.0.0.1:" + port);
+            this.operatorUrl = () -> uri;
+            return this;
+        }
+
+        /** The operator's base URL, asked for at every forward (for an operator that picks its port after we start). */
+        public Options operatorUrl(Supplier<URI> url) {
+            this.operatorUrl = Objects.requireNonNull(url);
+            return this;
+        }
+
+        public Options runnerNamespace(String ns) {
+            this.runnerNamespace = Objects.requireNonNull(ns);
+            return this;
+        }
+
+        /** Namespace of the operator's Service (APIService spec.service.namespace). */
+        public Options operatorNamespace(String ns) {
+            this.operatorNamespace = Objects.requireNonNull(ns);
+            return this;
+        }
+
+        /** Name of the operator's Service (APIService spec.service.name). */
+        public Options serviceName(String name) {
+            this.serviceName = Objects.requireNonNull(name);
+            return this;
+        }
+
+        /** How long the simulated kubelet takes to start a pod. */
+        public Options podReadyDelay(Duration delay) {
+            this.podReadyDelay = Objects.requireNonNull(delay);
+            return this;
+        }
+    }
+
+    private final Options options;
+    private final Pki.Issued frontProxyCa;
+    private final Pki.Issued frontProxyClient;
+    private final Pki.Issued servingCa;
+    private final Pki.Issued clientCa;
+    private KubernetesMockServer server;
+    private KubernetesClient client;
+    private SimulatedKubelet kubelet;
+    private AggregatorShim shim;
+    private URI kubeApiUrl;
+    private URI shimUrl;
+    private String sampleIdempotencyKey;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    private DevCluster(Options options) {
+        this.options = options;
+        Instant notBefore = Instant.now().minus(1, ChronoUnit.HOURS);
+        Duration year = Duration.ofDays(365);
+        frontProxyCa = Pki.selfSigned(Pki.Subject.cn("playpen-dev-front-proxy-ca"), Pki.Usage.CA, notBefore, year);
+        frontProxyClient = Pki.issue(frontProxyCa, Pki.Subject.cn(FRONT_PROXY_CLIENT_CN), Pki.Usage.CLIENT, notBefore, year);
+        servingCa = Pki.selfSigned(Pki.Subject.cn("playpen-dev-serving-ca"), Pki.Usage.CA, notBefore, year);
+        clientCa = Pki.selfSigned(Pki.Subject.cn("playpen-dev-client-ca"), Pki.Usage.CA, notBefore, year);
+    }
+
+    /** Starts everything and writes the dev dir; on failure whatever was started is closed again. */
+    public static DevCluster start(Options options) throws IOException {
+        DevCluster cluster = new DevCluster(options);
+        try {
+            cluster.startAll();
+            return cluster;
+        } catch (IOException | RuntimeException e) {
+            cluster.close();
+            throw e;
+        }
+    }
+
+    private void startAll() throws IOException {
+        Files.createDirectories(options.devDir);
+        InetAddress loopback = InetAddress.getByName("127.0.0.1");
+
+        Map<ServerRequest, Queue<ServerResponse>> expectations = new HashMap<>();
+        server = new KubernetesMockServer(new Context(Serialization.jsonMapper()), new MockWebServer(), expectations,
+                new DevApiDispatcher(expectations), false);
+        server.init(loopback, options.apiPort);
+        kubeApiUrl = URI.create("http://127.0.0.1:" + server.getPort());
+
+        Config config = new ConfigBuilder(Config.empty())
+                .withMasterUrl(kubeApiUrl.toString())
+                .withNamespace(options.runnerNamespace)
+                .withHttp2Disable(true)
+                .withMaxConcurrentRequests(128)
+                .withMaxConcurrentRequestsPerHost(128)
+                .build();
+        client = new KubernetesClientBuilder().withConfig(config).build();
+        seed();
+
+        Pki.Issued controlPlaneCa = Pki.selfSigned(Pki.Subject.cn("k3s-server-ca"), Pki.Usage.CA,
+                Instant.now().minus(1, ChronoUnit.HOURS), Duration.ofDays(3650));
+        kubelet = new SimulatedKubelet(client, options.runnerNamespace, options.podReadyDelay, NODES, controlPlaneCa);
+        kubelet.start();
+
+        Instant notBefore = Instant.now().minus(1, ChronoUnit.HOURS);
+        Pki.Issued serving = Pki.issue(servingCa, new Pki.Subject("playpen-dev-apiserver", List.of(),
+                List.of("localhost"), List.of("127.0.0.1")), Pki.Usage.SERVER, notBefore, Duration.ofDays(365));
+        shim = new AggregatorShim(options.shimPort, serving, servingCa, clientCa.certificate(), kubeApiUrl,
+                options.operatorUrl, this::registration, frontProxyClient);
+        shimUrl = URI.create("https://127.0.0.1:" + shim.port());
+        writeFiles();
+        LOG.info("dev cluster up: API {} (plain HTTP), kubectl endpoint {} , operator expected at {}, files in {}",
+                kubeApiUrl, shimUrl, options.operatorUrl.get(), options.devDir);
+    }
+
+    private void seed() {
+        Set<String> namespaces = new LinkedHashSet<>(List.of("default", AUTH_CONFIGMAP_NAMESPACE,
+                options.operatorNamespace, options.runnerNamespace));
+        for (String ns : namespaces) {
+            client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(ns).endMetadata()
+                    .withNewStatus().withPhase("Active").endStatus().build()).create();
+        }
+        for (SimulatedKubelet.DevNode n : NODES) {
+            client.nodes().resource(new NodeBuilder()
+                    .withNewMetadata().withName(n.name())
+                    .addToLabels("kubernetes.io/arch", n.arch())
+                    .addToLabels("kubernetes.io/os", "linux")
+                    .addToLabels("kubernetes.io/hostname", n.name())
+                    .endMetadata()
+                    .withNewStatus()
+                    .addNewAddress().withType("InternalIP").withAddress(n.internalIp()).endAddress()
+                    .addNewAddress().withType("ExternalIP").withAddress(n.externalIp()).endAddress()
+                    .addNewAddress().withType("Hostname").withAddress(n.name()).endAddress()
+                    .addNewCondition().withType("Ready").withStatus("True").withReason("KubeletReady")
+                    .withMessage("kubelet is posting ready status (simulated)")
+                    .withLastTransitionTime(Instant.now().truncatedTo(ChronoUnit.SECONDS).toString()).endCondition()
+                    .addToCapacity("cpu", new Quantity("16")).addToCapacity("memory", new Quantity("64Gi"))
+                    .addToCapacity("pods", new Quantity("110"))
+                    .addToAllocatable("cpu", new Quantity("16")).addToAllocatable("memory", new Quantity("64Gi"))
+                    .addToAllocatable("pods", new Quantity("110"))
+                    .withNewNodeInfo().withArchitecture(n.arch()).withOperatingSystem("linux")
+                    .withKubeletVersion("v1.32.0").withContainerRuntimeVersion("containerd://2.0.0")
+                    .withOsImage("playpen dev (simulated)").endNodeInfo()
+                    .endStatus().build()).create();
+        }
+        client.configMaps().inNamespace(AUTH_CONFIGMAP_NAMESPACE).resource(new ConfigMapBuilder()
+                .withNewMetadata().withName(AUTH_CONFIGMAP_NAME).withNamespace(AUTH_CONFIGMAP_NAMESPACE).endMetadata()
+                .addToData("client-ca-file", clientCa.certificatePem())
+                .addToData("requestheader-client-ca-file", frontProxyCa.certificatePem())
+                .addToData("requestheader-allowed-names", "[\"" + FRONT_PROXY_CLIENT_CN + "\"]")
+                .addToData("requestheader-username-headers", "[\"X-Remote-User\"]")
+                .addToData("requestheader-group-headers", "[\"X-Remote-Group\"]")
+                .addToData("requestheader-extra-headers-prefix", "[\"X-Remote-Extra-\"]")
+                .build()).create();
+        Map<String, Object> spec = new LinkedHashMap<>();
+        spec.put("service", Map.of("name", options.serviceName, "namespace", options.operatorNamespace, "port", 443));
+        spec.put("group", PlaypenKeys.GROUP);
+        spec.put("version", PlaypenKeys.VERSION);
+        spec.put("insecureSkipTLSVerify", false);
+        spec.put("groupPriorityMinimum", 1000);
+        spec.put("versionPriority", 100);
+        spec.put("caBundle", "");
+        apiServices().resource(new GenericKubernetesResourceBuilder()
+                .withApiVersion("apiregistration.k8s.io/v1").withKind("APIService")
+                .withNewMetadata().withName(PlaypenKeys.API_SERVICE).endMetadata()
+                .addToAdditionalProperties("spec", spec)
+                .build()).create();
+    }
+
+    private NonNamespaceOperation<GenericKubernetesResource, GenericKubernetesResourceList, Resource<GenericKubernetesResource>> apiServices() {
+        return client.genericKubernetesResources(API_SERVICES);
+    }
+
+    /** The operator's registration as the shim sees it now: caBundle (PEM) and the service host name; null if absent. */
+    private AggregatorShim.Registration registration() {
+        GenericKubernetesResource api = apiServices().withName(PlaypenKeys.API_SERVICE).get();
+        if (api == null || !(api.getAdditionalProperties().get("spec") instanceof Map<?, ?> spec)) {
+            return null;
+        }
+        String caBundle = spec.get("caBundle") instanceof String s ? s.trim() : "";
+        String pem = "";
+        if (caBundle.contains("-----BEGIN")) {
+            pem = caBundle;
+        } else if (!caBundle.isEmpty()) {
+            try {
+                pem = new String(Base64.getMimeDecoder().decode(caBundle), StandardCharsets.US_ASCII);
+            } catch (IllegalArgumentException e) {
+                pem = "";
+            }
+        }
+        String svc = options.serviceName;
+        String ns = options.operatorNamespace;
+        if (spec.get("service") instanceof Map<?, ?> service) {
+            svc = service.get("name") instanceof String s ? s : svc;
+            ns = service.get("namespace") instanceof String s ? s : ns;
+        }
+        return new AggregatorShim.Registration(pem, svc + "." + ns + ".svc");
+    }
+
+    private void writeFiles() throws IOException {
+        String servingCaPem = servingCa.certificatePem();
+        writePrivate("kubeconfig", Kubeconfigs.withClientCertificate("playpen-dev", shimUrl.toString(), servingCaPem,
+                DEV_USER, issueUser(DEV_USER, List.of(USERS_GROUP)), options.runnerNamespace));
+        writePrivate("kubeconfig-denied", Kubeconfigs.withClientCertificate("playpen-dev", shimUrl.toString(),
+                servingCaPem, DENIED_USER, issueUser(DENIED_USER, List.of("dev-others")), options.runnerNamespace));
+        writePrivate("operator-kubeconfig", Kubeconfigs.anonymous("playpen-dev-api", kubeApiUrl.toString(),
+                options.operatorNamespace));
+        write("front-proxy-ca.crt", frontProxyCa.certificatePem());
+        write("front-proxy-client.crt", frontProxyClient.certificatePem());
+        writePrivate("front-proxy-client.key", frontProxyClient.privateKeyPem());
+        write("serving-ca.crt", servingCaPem);
+        writeEndpointsEnv();
+        byte[] b = new byte[8];
+        ThreadLocalRandom.current().nextBytes(b);
+        sampleIdempotencyKey = "dev-" + HexFormat.of().formatHex(b);
+        write("alloc-request.json", "{\"idempotencyKey\":\"" + sampleIdempotencyKey + "\",\"resourceType\":\"runner\","
+                + "\"architecture\":\"amd64\",\"wireGuardPublicKey\":\"" + WireGuardKeys.newPublicKey() + "\"}\n");
+        write("dealloc-request.json", "{\"idempotencyKey\":\"" + sampleIdempotencyKey + "\"}\n");
+    }
+
+    /** (Re)writes {@code endpoints.env}; call again if the operator URL supplier only knows its port later. */
+    public void writeEndpointsEnv() throws IOException {
+        write("endpoints.env", "KUBE_API_URL=" + kubeApiUrl + "\nSHIM_URL=" + shimUrl + "\nOPERATOR_URL="
+                + options.operatorUrl.get().toString().replaceAll("/+$", "") + "\n");
+    }
+
+    private void write(String name, String content) throws IOException {
+        Files.writeString(options.devDir.resolve(name), content, StandardCharsets.UTF_8);
+    }
+
+    /** Files holding private keys: owner-only where the file system allows it. */
+    private void writePrivate(String name, String content) throws IOException {
+        Path file = options.devDir.resolve(name);
+        Files.deleteIfExists(file);
+        try {
+            Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+        } catch (UnsupportedOperationException e) {
+            Files.createFile(file);
+        }
+        Files.writeString(file, content, StandardCharsets.UTF_8);
+    }
+
+    /** A kubectl user certificate from the dev client CA: CN = user, O = each group. */
+    public Pki.Issued issueUser(String user, List<String> groups) {
+        return Pki.issue(clientCa, new Pki.Subject(user, groups, List.of(), List.of()), Pki.Usage.CLIENT,
+                Instant.now().minus(1, ChronoUnit.HOURS), Duration.ofDays(365));
+    }
+
+    /** Writes a kubeconfig for another user through the shim (for tests and experiments). */
+    public Path writeKubeconfig(Path file, String user, List<String> groups) {
+        try {
+            Files.writeString(file, Kubeconfigs.withClientCertificate("playpen-dev", shimUrl.toString(),
+                    servingCa.certificatePem(), user, issueUser(user, groups), options.runnerNamespace));
+            return file;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** The kubectl commands to try: alloc, the same alloc again (idempotent replay), dealloc. */
+    public String tryItCommands() {
+        String dir = options.devDir.toString();
+        String kubectl = "kubectl --kubeconfig " + dir + "/kubeconfig";
+        String base = "/apis/" + PlaypenKeys.GROUP_VERSION;
+        return "Try it (user " + DEV_USER + ", group " + USERS_GROUP + "):\n"
+                + "  " + kubectl + " create --raw " + base + "/allocs -f " + dir + "/alloc-request.json\n"
+                + "  " + kubectl + " create --raw " + base + "/allocs -f " + dir + "/alloc-request.json"
+                + "   # same key again: same answer\n"
+                + "  " + kubectl + " create --raw " + base + "/deallocs -f " + dir + "/dealloc-request.json\n"
+                + "  " + kubectl + " get pods -n " + options.runnerNamespace + " -o wide\n";
+    }
+
+    public void printTryIt(PrintStream out) {
+        out.print(tryItCommands());
+        out.flush();
+    }
+
+    /** Plain-HTTP URL of the simulated API server (no authentication). */
+    public URI kubeApiUrl() {
+        return kubeApiUrl;
+    }
+
+    /** HTTPS URL of the aggregator shim, the server in {@code kubeconfig}. */
+    public URI shimUrl() {
+        return shimUrl;
+    }
+
+    public URI operatorUrl() {
+        return options.operatorUrl.get();
+    }
+
+    /** A client of the simulated API server (shared; closed with the cluster). */
+    public KubernetesClient client() {
+        return client;
+    }
+
+    /** The mock server itself, for scripted expectations ({@code server().expect()…}). */
+    public KubernetesMockServer server() {
+        return server;
+    }
+
+    public Path devDir() {
+        return options.devDir;
+    }
+
+    public Path kubeconfigPath() {
+        return options.devDir.resolve("kubeconfig");
+    }
+
+    public Path deniedKubeconfigPath() {
+        return options.devDir.resolve("kubeconfig-denied");
+    }
+
+    /** Kubeconfig for the operator process (its --kubeconfig): the simulated API over plain HTTP, no credentials. */
+    public Path operatorKubeconfigPath() {
+        return options.devDir.resolve("operator-kubeconfig");
+    }
+
+    public Path allocRequestPath() {
+        return options.devDir.resolve("alloc-request.json");
+    }
+
+    public String sampleIdempotencyKey() {
+        return sampleIdempotencyKey;
+    }
+
+    /** The client certificate the shim presents to the operator (CN front-proxy-client, clientAuth). */
+    public Pki.Issued frontProxyClient() {
+        return frontProxyClient;
+    }
+
+    /** The CA in {@code requestheader-client-ca-file}. */
+    public Pki.Issued frontProxyCa() {
+        return frontProxyCa;
+    }
+
+    /** The CA that signed the shim's serving certificate (kubectl trusts it). */
+    public Pki.Issued servingCa() {
+        return servingCa;
+    }
+
+    /** The CA the shim verifies kubectl users against. */
+    public Pki.Issued clientCa() {
+        return clientCa;
+    }
+
+    /** Stops the shim, the kubelet, the client and the mock API; safe to call more than once. */
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        if (shim != null) {
+            shim.close();
+        }
+        if (kubelet != null) {
+            kubelet.close();
+        }
+        if (client != null) {
+            client.close();
+        }
+        if (server != null) {
+            server.destroy();
+        }
+    }
+}

@@ -1,0 +1,421 @@
+package io.unboundedcloud.playpen.dev;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.ByteArrayInputStream;
+import java.io.File;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.KeyStore;
+import java.security.cert.CertificateFactory;
+import java.security.cert.X509Certificate;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLParameters;
+import javax.net.ssl.SSLPeerUnverifiedException;
+import javax.net.ssl.TrustManagerFactory;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpsConfigurator;
+import com.sun.net.httpserver.HttpsExchange;
+import com.sun.net.httpserver.HttpsParameters;
+import com.sun.net.httpserver.HttpsServer;
+
+import io.fabric8.kubernetes.api.model.ConfigMap;
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.api.model.authorization.v1.SubjectAccessReview;
+import io.fabric8.kubernetes.api.model.authorization.v1.SubjectAccessReviewBuilder;
+import io.fabric8.kubernetes.client.dsl.base.PatchContext;
+import io.fabric8.kubernetes.client.dsl.base.PatchType;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.tls.Pki;
+
+/** The simulated cluster end to end, with the real kubectl and a fake operator behind the aggregator shim. */
+class DevClusterTest {
+    @TempDir
+    static Path tmp;
+
+    static DevCluster cluster;
+    static HttpsServer fakeOperator;
+    static Pki.Issued operatorCert;
+    static final AtomicReference<Recorded> lastRequest = new AtomicReference<>();
+
+    /** What the fake operator saw. */
+    record Recorded(String method, String path, List<String> remoteUser, List<String> remoteGroups,
+            List<String> contentType, String transferEncoding, String clientCn, String body) {
+    }
+
+    @BeforeAll
+    static void startCluster() throws Exception {
+        fakeOperator = HttpsServer.create(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0), 16);
+        int operatorPort = fakeOperator.getAddress().getPort();
+        cluster = DevCluster.start(DevCluster.Options.defaults().devDir(tmp.resolve("dev")).operatorPort(operatorPort)
+                .podReadyDelay(Duration.ofMillis(20)));
+
+        // what the operator does at startup (SPEC A9): a self-signed serving certificate, put into the APIService
+        String svc = "playpen-operator";
+        operatorCert = Pki.selfSigned(new Pki.Subject(svc, List.of(),
+                List.of(svc, svc + ".playpen", svc + ".playpen.svc", svc + ".playpen.svc.cluster.local", "localhost"),
+                List.of()), Pki.Usage.SERVER, Instant.now().minusSeconds(60), Duration.ofDays(1));
+        SSLContext tls = SSLContext.getInstance("TLS");
+        tls.init(keyManagers(operatorCert), trustManagers(cluster.frontProxyCa().certificate()), null);
+        fakeOperator.setHttpsConfigurator(new HttpsConfigurator(tls) {
+            @Override
+            public void configure(HttpsParameters params) {
+                SSLParameters p = tls.getDefaultSSLParameters();
+                p.setWantClientAuth(true);
+                params.setSSLParameters(p);
+            }
+        });
+        fakeOperator.createContext("/", DevClusterTest::fakeOperatorHandler);
+        fakeOperator.start();
+        setCaBundle(Base64.getEncoder().encodeToString(operatorCert.certificatePem().getBytes(StandardCharsets.US_ASCII)));
+    }
+
+    @AfterAll
+    static void stop() {
+        if (fakeOperator != null) {
+            fakeOperator.stop(0);
+        }
+        if (cluster != null) {
+            cluster.close();
+            cluster.close(); // idempotent
+        }
+    }
+
+    static void setCaBundle(String value) {
+        cluster.client().genericKubernetesResources(DevCluster.API_SERVICES).withName(PlaypenKeys.API_SERVICE)
+                .patch(PatchContext.of(PatchType.JSON_MERGE), "{\"spec\":{\"caBundle\":\"" + value + "\"}}");
+    }
+
+    private static void fakeOperatorHandler(HttpExchange ex) throws IOException {
+        String cn = null;
+        try {
+            X509Certificate peer = (X509Certificate) ((HttpsExchange) ex).getSSLSession().getPeerCertificates()[0];
+            cn = peer.getSubjectX500Principal().getName();
+        } catch (SSLPeerUnverifiedException e) {
+            // no client certificate
+        }
+        String body = new String(ex.getRequestBody().readAllBytes(), StandardCharsets.UTF_8);
+        var h = ex.getRequestHeaders();
+        lastRequest.set(new Recorded(ex.getRequestMethod(), ex.getRequestURI().getPath(), h.get("X-Remote-User"),
+                h.get("X-Remote-Group"), h.get("Content-Type"), h.getFirst("Transfer-Encoding"), cn, body));
+        String path = ex.getRequestURI().getPath();
+        String response;
+        int code = 200;
+        if (path.equals("/apis/" + PlaypenKeys.GROUP_VERSION)) {
+            response = "{\"kind\":\"APIResourceList\",\"apiVersion\":\"v1\",\"groupVersion\":\"" + PlaypenKeys.GROUP_VERSION
+                    + "\",\"resources\":[{\"name\":\"allocs\",\"singularName\":\"alloc\",\"namespaced\":false,"
+                    + "\"kind\":\"Alloc\",\"verbs\":[\"create\"]},{\"name\":\"deallocs\",\"singularName\":\"dealloc\","
+                    + "\"namespaced\":false,\"kind\":\"Dealloc\",\"verbs\":[\"create\"]}]}";
+        } else if (path.equals("/apis/" + PlaypenKeys.GROUP)) {
+            response = "{\"kind\":\"APIGroup\",\"apiVersion\":\"v1\",\"name\":\"" + PlaypenKeys.GROUP
+                    + "\",\"versions\":[{\"groupVersion\":\"" + PlaypenKeys.GROUP_VERSION
+                    + "\",\"version\":\"v1alpha1\"}],\"preferredVersion\":{\"groupVersion\":\""
+                    + PlaypenKeys.GROUP_VERSION + "\",\"version\":\"v1alpha1\"}}";
+        } else if (path.endsWith("/allocs") && ex.getRequestMethod().equals("POST")) {
+            response = "{\"resourceType\":\"runner\",\"fake\":\"operator\"}";
+        } else {
+            code = 404;
+            response = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":\"NotFound\",\"code\":404}";
+        }
+        byte[] bytes = response.getBytes(StandardCharsets.UTF_8);
+        ex.getResponseHeaders().set("Content-Type", "application/json");
+        ex.sendResponseHeaders(code, bytes.length);
+        try (OutputStream os = ex.getResponseBody()) {
+            os.write(bytes);
+        }
+    }
+
+    @Test
+    void writesTheDevFiles() throws Exception {
+        Path dir = cluster.devDir();
+        for (String f : List.of("kubeconfig", "kubeconfig-denied", "operator-kubeconfig", "front-proxy-ca.crt",
+                "front-proxy-client.crt", "front-proxy-client.key", "serving-ca.crt", "endpoints.env",
+                "alloc-request.json", "dealloc-request.json")) {
+            assertThat(dir.resolve(f)).as(f).isRegularFile();
+        }
+        assertThat(Files.readString(dir.resolve("endpoints.env"))).contains(
+                "KUBE_API_URL=" + cluster.kubeApiUrl(), "SHIM_URL=" + cluster.shimUrl(),
+                "OPERATOR_URL=https://127.0.0.1:" + fakeOperator.getAddress().getPort());
+        assertThat(Files.readString(cluster.operatorKubeconfigPath())).contains("server: " + cluster.kubeApiUrl());
+        X509Certificate client = Pki.parseCertificates(Files.readString(dir.resolve("front-proxy-client.crt"))).get(0);
+        client.verify(Pki.parseCertificates(Files.readString(dir.resolve("front-proxy-ca.crt"))).get(0).getPublicKey());
+        assertThat(client.getExtendedKeyUsage()).contains("1.3.6.1.5.5.7.3.2");
+        assertThat(Files.readString(dir.resolve("alloc-request.json"))).contains(cluster.sampleIdempotencyKey());
+        assertThat(cluster.tryItCommands()).contains("create --raw /apis/playpen.unbounded-cloud.io/v1alpha1/allocs -f "
+                + dir + "/alloc-request.json", "/deallocs");
+    }
+
+    @Test
+    void seedsNodesTrustConfigMapAndApiService() {
+        List<Node> nodes = cluster.client().nodes().list().getItems();
+        assertThat(nodes).extracting(n -> n.getMetadata().getName()).containsExactlyInAnyOrder("dev-amd64", "dev-arm64");
+        Node arm = cluster.client().nodes().withName("dev-arm64").get();
+        assertThat(arm.getMetadata().getLabels()).containsEntry("kubernetes.io/arch", "arm64");
+        assertThat(arm.getStatus().getAddresses()).anySatisfy(a -> {
+            assertThat(a.getType()).isEqualTo("ExternalIP");
+            assertThat(a.getAddress()).startsWith("203.0.113.");
+        });
+        ConfigMap auth = cluster.client().configMaps().inNamespace("kube-system")
+                .withName("extension-apiserver-authentication").get();
+        assertThat(auth.getData()).containsEntry("requestheader-allowed-names", "[\"front-proxy-client\"]")
+                .containsEntry("requestheader-username-headers", "[\"X-Remote-User\"]")
+                .containsEntry("requestheader-group-headers", "[\"X-Remote-Group\"]")
+                .containsEntry("requestheader-extra-headers-prefix", "[\"X-Remote-Extra-\"]");
+        assertThat(Pki.parseCertificates(auth.getData().get("requestheader-client-ca-file")).get(0))
+                .isEqualTo(cluster.frontProxyCa().certificate());
+        var api = cluster.client().genericKubernetesResources(DevCluster.API_SERVICES).withName(PlaypenKeys.API_SERVICE).get();
+        @SuppressWarnings("unchecked")
+        Map<String, Object> spec = (Map<String, Object>) api.getAdditionalProperties().get("spec");
+        assertThat(spec).containsEntry("group", PlaypenKeys.GROUP).containsEntry("version", "v1alpha1")
+                .containsEntry("groupPriorityMinimum", 1000).containsEntry("versionPriority", 100);
+        assertThat(cluster.client().namespaces().withName("playpen").get()).isNotNull();
+    }
+
+    @Test
+    void kubectlListsPodsThroughTheShim() throws Exception {
+        cluster.client().pods().inNamespace("playpen").resource(new PodBuilder().withNewMetadata().withName("hello")
+                .addToLabels("app", "hello").endMetadata().withNewSpec().addNewContainer().withName("c").withImage("busybox")
+                .endContainer().endSpec().build()).create();
+        Result r = kubectl(cluster.kubeconfigPath(), "get", "pods", "-n", "playpen", "-o", "name");
+        assertThat(r.exit()).as(r.output()).isZero();
+        assertThat(r.output()).contains("pod/hello");
+    }
+
+    @Test
+    void requestsWithoutClientCertificateAre401() throws Exception {
+        SSLContext tls = SSLContext.getInstance("TLS");
+        tls.init(null, trustManagers(cluster.servingCa().certificate()), null);
+        HttpClient http = HttpClient.newBuilder().sslContext(tls).build();
+        HttpResponse<String> res = http.send(HttpRequest.newBuilder(cluster.shimUrl().resolve("/api/v1/pods")).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertThat(res.statusCode()).isEqualTo(401);
+        assertThat(res.body()).contains("\"kind\":\"Status\"", "\"code\":401");
+    }
+
+    @Test
+    void runnerPodWithArm64SelectorBecomesReadyOnDevArm64() throws Exception {
+        Pod pod = cluster.client().pods().inNamespace("playpen").resource(new PodBuilder()
+                .withNewMetadata().withName("playpen-runner-arm64-51820")
+                .addToLabels(PlaypenKeys.APP_NAME, PlaypenKeys.RUNNER_APP_NAME)
+                .addToLabels(PlaypenKeys.RESOURCE_TYPE, "runner").endMetadata()
+                .withNewSpec().addToNodeSelector("kubernetes.io/arch", "arm64")
+                .addNewContainer().withName("runner").withImage("ghcr.io/azure/playpen:latest").endContainer()
+                .endSpec().build()).create();
+        Pod ready = awaitRunning(pod.getMetadata().getName());
+        assertThat(ready.getSpec().getNodeName()).isEqualTo("dev-arm64");
+        assertThat(ready.getStatus().getPodIP()).isNotBlank();
+        assertThat(ready.getStatus().getHostIP()).isEqualTo("10.0.0.11");
+        assertThat(ready.getStatus().getContainerStatuses()).singleElement().satisfies(cs -> {
+            assertThat(cs.getName()).isEqualTo("runner");
+            assertThat(cs.getReady()).isTrue();
+            assertThat(cs.getState().getRunning().getStartedAt()).isNotBlank();
+        });
+        assertThat(ready.getStatus().getConditions()).anySatisfy(c -> {
+            assertThat(c.getType()).isEqualTo("Ready");
+            assertThat(c.getStatus()).isEqualTo("True");
+        });
+        Map<String, String> ann = ready.getMetadata().getAnnotations();
+        assertThat(Base64.getDecoder().decode(ann.get(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY))).hasSize(32);
+        X509Certificate redfish = (X509Certificate) CertificateFactory.getInstance("X.509").generateCertificate(
+                new ByteArrayInputStream(ann.get(PlaypenKeys.REDFISH_CERT_PEM).getBytes(StandardCharsets.US_ASCII)));
+        redfish.checkValidity();
+        // the key must stay put: later events for the pod must not restart it
+        Thread.sleep(200);
+        assertThat(cluster.client().pods().inNamespace("playpen").withName(pod.getMetadata().getName()).get()
+                .getMetadata().getAnnotations()).containsEntry(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY,
+                        ann.get(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY));
+    }
+
+    @Test
+    void controlPlanePodLandsOnAmd64WithAKubeconfig() throws Exception {
+        Pod pod = cluster.client().pods().inNamespace("playpen").resource(new PodBuilder()
+                .withNewMetadata().withName("playpen-control-plane-1.33.0-16443")
+                .addToLabels(PlaypenKeys.APP_NAME, PlaypenKeys.CONTROL_PLANE_APP_NAME)
+                .addToLabels(PlaypenKeys.RESOURCE_TYPE, "controlPlane").endMetadata()
+                .withNewSpec()
+                .addNewContainer().withName("k3s").withImage("rancher/k3s:v1.33.0-k3s1").endContainer()
+                .addNewContainer().withName("helper").withImage("ghcr.io/azure/playpen:latest").endContainer()
+                .endSpec().build()).create();
+        Pod ready = awaitRunning(pod.getMetadata().getName());
+        assertThat(ready.getSpec().getNodeName()).isEqualTo("dev-amd64");
+        assertThat(ready.getStatus().getContainerStatuses()).hasSize(2).allSatisfy(cs -> assertThat(cs.getReady()).isTrue());
+        String kubeconfig = ready.getMetadata().getAnnotations().get(PlaypenKeys.CONTROL_PLANE_KUBECONFIG);
+        assertThat(kubeconfig).contains("server: https://127.0.0.1:6443", "certificate-authority-data: ",
+                "client-certificate-data: ", "client-key-data: ", "current-context: default");
+        assertThat(ready.getMetadata().getAnnotations()).doesNotContainKey(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY);
+    }
+
+    @Test
+    void unmanagedPodsAreLeftAlone() throws Exception {
+        cluster.client().pods().inNamespace("playpen").resource(new PodBuilder().withNewMetadata().withName("bystander")
+                .endMetadata().withNewSpec().addNewContainer().withName("c").withImage("busybox").endContainer()
+                .endSpec().build()).create();
+        Thread.sleep(300);
+        Pod pod = cluster.client().pods().inNamespace("playpen").withName("bystander").get();
+        assertThat(pod.getSpec().getNodeName()).isNull();
+    }
+
+    @Test
+    void subjectAccessReviewAllowsPlaypenUsersOnly() {
+        SubjectAccessReview allowed = sar("dev-user", List.of("playpen-users", "system:authenticated"));
+        assertThat(allowed.getStatus().getAllowed()).isTrue();
+        assertThat(allowed.getSpec().getUser()).isEqualTo("dev-user");
+        assertThat(allowed.getSpec().getResourceAttributes().getResource()).isEqualTo("allocs");
+        assertThat(sar("root", List.of("system:masters")).getStatus().getAllowed()).isTrue();
+        SubjectAccessReview denied = sar("dev-denied", List.of("dev-others"));
+        assertThat(denied.getStatus().getAllowed()).isFalse();
+        assertThat(denied.getStatus().getReason()).contains("dev-denied", "playpen-users");
+    }
+
+    private static SubjectAccessReview sar(String user, List<String> groups) {
+        return cluster.client().authorization().v1().subjectAccessReview().create(new SubjectAccessReviewBuilder()
+                .withNewSpec().withUser(user).withGroups(groups).withNewResourceAttributes().withVerb("create")
+                .withGroup(PlaypenKeys.GROUP).withResource("allocs").endResourceAttributes().endSpec().build());
+    }
+
+    @Test
+    void kubectlCreateRawReachesTheOperatorAsTheUser() throws Exception {
+        Path file = tmp.resolve("alloc.json");
+        Files.writeString(file, "{\"idempotencyKey\":\"k1\",\"wireGuardPublicKey\":\"" + WireGuardKeys.newPublicKey() + "\"}\n");
+        Result r = kubectl(cluster.kubeconfigPath(), "create", "--raw", "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs",
+                "-f", file.toString());
+        assertThat(r.exit()).as(r.output()).isZero();
+        assertThat(r.output()).contains("\"fake\":\"operator\"");
+        Recorded seen = lastRequest.get();
+        assertThat(seen.method()).isEqualTo("POST");
+        assertThat(seen.path()).isEqualTo("/apis/playpen.unbounded-cloud.io/v1alpha1/allocs");
+        assertThat(seen.remoteUser()).containsExactly("dev-user");
+        assertThat(seen.remoteGroups()).containsExactly("playpen-users");
+        assertThat(seen.clientCn()).isEqualTo("CN=front-proxy-client");
+        assertThat(seen.contentType()).isNull();
+        assertThat(seen.transferEncoding()).isEqualToIgnoringCase("chunked");
+        assertThat(seen.body()).isEqualTo(Files.readString(file));
+
+        Result denied = kubectl(cluster.deniedKubeconfigPath(), "create", "--raw",
+                "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs", "-f", file.toString());
+        assertThat(denied.exit()).as(denied.output()).isZero();
+        assertThat(lastRequest.get().remoteUser()).containsExactly("dev-denied");
+        assertThat(lastRequest.get().remoteGroups()).containsExactly("dev-others");
+    }
+
+    @Test
+    void unregisteredOperatorIs503() throws Exception {
+        String pem = Base64.getEncoder().encodeToString(operatorCert.certificatePem().getBytes(StandardCharsets.US_ASCII));
+        synchronized (DevClusterTest.class) {
+            setCaBundle("");
+            try {
+                Result r = kubectl(cluster.kubeconfigPath(), "get", "--raw", "/apis/playpen.unbounded-cloud.io/v1alpha1");
+                assertThat(r.exit()).isNotZero();
+                assertThat(r.output()).contains("operator not registered yet");
+                // a caBundle that does not vouch for the operator's certificate: the shim refuses to talk to it
+                setCaBundle(Base64.getEncoder().encodeToString(
+                        cluster.servingCa().certificatePem().getBytes(StandardCharsets.US_ASCII)));
+                Result untrusted = kubectl(cluster.kubeconfigPath(), "get", "--raw", "/apis/playpen.unbounded-cloud.io/v1alpha1");
+                assertThat(untrusted.exit()).isNotZero();
+                assertThat(untrusted.output()).contains("error trying to reach the operator");
+            } finally {
+                setCaBundle(pem);
+            }
+        }
+        Result r = kubectl(cluster.kubeconfigPath(), "get", "--raw", "/apis/playpen.unbounded-cloud.io/v1alpha1");
+        assertThat(r.exit()).as(r.output()).isZero();
+    }
+
+    @Test
+    void kubectlApiResourcesIncludesThePlaypenGroup() throws Exception {
+        Result r = kubectl(cluster.kubeconfigPath(), "api-resources");
+        assertThat(r.exit()).as(r.output()).isZero();
+        assertThat(r.output()).contains("allocs", "deallocs", PlaypenKeys.GROUP_VERSION, "pods", "leases",
+                "subjectaccessreviews", "apiservices");
+    }
+
+    // ---- helpers
+
+    record Result(int exit, String output) {
+    }
+
+    private static Result kubectl(Path kubeconfig, String... args) throws Exception {
+        String kubectl = findKubectl();
+        Assumptions.assumeTrue(kubectl != null, "kubectl not found on PATH or at /usr/bin/kubectl: skipping the kubectl checks");
+        List<String> cmd = new ArrayList<>(List.of(kubectl, "--kubeconfig", kubeconfig.toString(),
+                "--cache-dir", tmp.resolve("kube-cache").toString(), "--request-timeout", "20s"));
+        cmd.addAll(List.of(args));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        p.getOutputStream().close();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!p.waitFor(60, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new AssertionError("kubectl timed out: " + out);
+        }
+        return new Result(p.exitValue(), out);
+    }
+
+    private static String findKubectl() {
+        for (String dir : System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)) {
+            Path candidate = Path.of(dir, "kubectl");
+            if (Files.isExecutable(candidate)) {
+                return candidate.toString();
+            }
+        }
+        return Files.isExecutable(Path.of("/usr/bin/kubectl")) ? "/usr/bin/kubectl" : null;
+    }
+
+    private static Pod awaitRunning(String name) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+        Pod pod = null;
+        while (System.nanoTime() < deadline) {
+            pod = cluster.client().pods().inNamespace("playpen").withName(name).get();
+            if (pod != null && pod.getStatus() != null && "Running".equals(pod.getStatus().getPhase())) {
+                return pod;
+            }
+            Thread.sleep(25);
+        }
+        throw new AssertionError("pod " + name + " did not become Running: " + pod);
+    }
+
+    private static javax.net.ssl.KeyManager[] keyManagers(Pki.Issued issued) throws Exception {
+        KeyStore ks = KeyStore.getInstance("PKCS12");
+        ks.load(null, null);
+        ks.setKeyEntry("k", issued.privateKey(), "x".toCharArray(), new X509Certificate[] {issued.certificate()});
+        KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+        kmf.init(ks, "x".toCharArray());
+        return kmf.getKeyManagers();
+    }
+
+    private static javax.net.ssl.TrustManager[] trustManagers(X509Certificate ca) throws Exception {
+        KeyStore ts = KeyStore.getInstance("PKCS12");
+        ts.load(null, null);
+        ts.setCertificateEntry("ca", ca);
+        TrustManagerFactory tmf = TrustManagerFactory.getInstance("PKIX");
+        tmf.init(ts);
+        return tmf.getTrustManagers();
+    }
+}
