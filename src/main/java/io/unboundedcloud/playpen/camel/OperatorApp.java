@@ -17,6 +17,12 @@ import io.unboundedcloud.playpen.kube.AccessReviewer;
 import io.unboundedcloud.playpen.kube.Allocator;
 import io.unboundedcloud.playpen.kube.ApiCallCounter;
 import io.unboundedcloud.playpen.kube.ClaimWriter;
+import io.unboundedcloud.playpen.kube.EventRecorder;
+import io.unboundedcloud.playpen.kube.LeaderElection;
+import io.unboundedcloud.playpen.kube.PoolReconciler;
+import io.unboundedcloud.playpen.kube.TtlExpirer;
+import io.unboundedcloud.playpen.model.PodTemplates;
+import io.unboundedcloud.playpen.model.TtlPolicy;
 import io.unboundedcloud.playpen.kube.KubeApiCall;
 import io.unboundedcloud.playpen.kube.NodeCache;
 import io.unboundedcloud.playpen.kube.PodCache;
@@ -44,6 +50,11 @@ public final class OperatorApp implements AutoCloseable {
     private NodeCache nodes;
     private TrustBundleSource trust;
     private Allocator allocator;
+    private EventRecorder events;
+    private LeaderElection leader;
+    private LeaderRoutePolicy leaderRoutes;
+    private PoolReconciler pool;
+    private TtlExpirer ttl;
 
     public OperatorApp(OperatorConfig config, KubernetesClient client, Clock clock, Map<String, String> env) {
         this.config = config;
@@ -65,13 +76,37 @@ public final class OperatorApp implements AutoCloseable {
         nodes.start();
         trust.start();
 
+        events = new EventRecorder(client, clock, calls, 1000);
+        leader = new LeaderElection(client, config.leaderElect(), config.leaderElectionNamespace(),
+                config.leaderElectionLeaseName(), leaseIdentity(), config.leaseDuration(), config.renewDeadline(),
+                config.retryPeriod());
+        ClaimWriter writer = new ClaimWriter(client, clock, calls);
+        pool = new PoolReconciler(client, config, pods, new PodTemplates(config, env), leader::isLeader, calls);
+        ttl = new TtlExpirer(pods, writer, new TtlPolicy(config.playpenTtl(), clock), clock, leader::isLeader);
+        pods.addListener(pool);
+        pods.addListener(ttl);
+        leaderRoutes = new LeaderRoutePolicy();
+        leader.addListener(leaderRoutes);
+        leader.addListener(isLeader -> {
+            if (isLeader) {
+                ttl.scheduleAll();
+                pool.requestRefill();
+                publishCaBundle(serving, material);
+            }
+        });
+        ObservedEvents observed = new ObservedEvents(events, config, env);
+        pool.setObserver(observed);
+        ttl.setObserver(observed);
+        trust.onInvalid(observed::trustBundleInvalid);
+
         ServingTls tls = new ServingTls(material.certificatePem(), material.privateKeyPem(), () -> trust.get().cas());
         AccessReviewer reviewer = new AccessReviewer(client, config.sarAllowedTtl(), config.sarDeniedTtl(),
                 config.retryAfterSeconds(), calls);
-        allocator = new Allocator(pods, nodes, new ClaimWriter(client, clock, calls),
+        allocator = new Allocator(pods, nodes, writer,
                 new Candidates(config.runnerLabelSelector()), config.retryAfterSeconds());
         ApiFlows flows = new ApiFlows(reviewer, new AllocRequestParser(config.controlPlaneVersions()), allocator,
                 new AllocResponses(config.network(), config.redfishBaseUrl()), this::ready, config.retryAfterSeconds());
+        allocator.setObserver(observed);
 
         main = new Main();
         main.configure().withName("playpen-operator");
@@ -91,10 +126,39 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("apiFlows", flows);
         main.bind("replyWriter", new ReplyWriter(config.retryAfterSeconds()));
         main.bind("trustBundles", trust);
+        main.bind("leaderOnly", leaderRoutes);
+        main.bind("poolReconciler", pool);
+        main.bind("ttlExpirer", ttl);
         main.start();
         LOG.info("playpen-operator serving https on {}:{} routes={}", config.listenHost(), config.listenPort(),
                 routesPattern());
-        serving.publishCaBundle(KubeApiCall.API_SERVICE_NAME, material.certificatePem());
+        leader.start();
+    }
+
+    private void publishCaBundle(ServingCertificate serving, ServingCertificate.Material material) {
+        try {
+            serving.publishCaBundle(KubeApiCall.API_SERVICE_NAME, material.certificatePem());
+        } catch (RuntimeException e) {
+            LOG.warn("cannot publish the APIService caBundle: {}", e.toString());
+        }
+    }
+
+    /** Unique per process: the pod name (or host name) plus a random suffix, so restarts never reuse a holder id. */
+    private String leaseIdentity() {
+        String base = env.getOrDefault("POD_NAME", env.getOrDefault("HOSTNAME", "playpen-operator"));
+        return base + "-" + java.util.UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    public LeaderElection leaderElection() {
+        return leader;
+    }
+
+    public PoolReconciler poolReconciler() {
+        return pool;
+    }
+
+    public EventRecorder events() {
+        return events;
     }
 
     String routesPattern() {
@@ -125,6 +189,18 @@ public final class OperatorApp implements AutoCloseable {
 
     @Override
     public void close() {
+        if (leader != null) {
+            leader.close();
+        }
+        if (leaderRoutes != null) {
+            leaderRoutes.close();
+        }
+        if (pool != null) {
+            pool.close();
+        }
+        if (ttl != null) {
+            ttl.close();
+        }
         if (main != null) {
             try {
                 main.stop();
@@ -140,6 +216,9 @@ public final class OperatorApp implements AutoCloseable {
         }
         if (pods != null) {
             pods.close();
+        }
+        if (events != null) {
+            events.close();
         }
     }
 }

@@ -26,6 +26,7 @@ public record OperatorConfig(
         Duration playpenTtl, Duration reconcileInterval,
         String kubeconfig, String routesDir, boolean routesReload,
         boolean leaderElect, String leaderElectionNamespace, String leaderElectionLeaseName,
+        Duration leaseDuration, Duration renewDeadline, Duration retryPeriod,
         String managementHost, int managementPort, String logFormat,
         Duration sarAllowedTtl, Duration sarDeniedTtl, int retryAfterSeconds, Duration idleTimeout,
         Duration refillDebounce,
@@ -104,6 +105,15 @@ public record OperatorConfig(
         String mgmt = v.str(Flag.MANAGEMENT_ADDR);
         String[] mgmtHostPort = mgmt.isEmpty() ? new String[] {"", "-1"} : v.hostPort(Flag.MANAGEMENT_ADDR, true);
         String leNs = v.str(Flag.LEADER_ELECTION_NAMESPACE);
+        Duration leaseDuration = v.duration(Flag.LEADER_ELECTION_LEASE_DURATION);
+        Duration renewDeadline = v.duration(Flag.LEADER_ELECTION_RENEW_DEADLINE);
+        Duration retryPeriod = v.duration(Flag.LEADER_ELECTION_RETRY_PERIOD);
+        if (retryPeriod.isZero() || renewDeadline.compareTo(retryPeriod) <= 0) {
+            throw v.bad(Flag.LEADER_ELECTION_RENEW_DEADLINE, "must be greater than --leader-election-retry-period");
+        }
+        if (leaseDuration.compareTo(renewDeadline) <= 0) {
+            throw v.bad(Flag.LEADER_ELECTION_LEASE_DURATION, "must be greater than --leader-election-renew-deadline");
+        }
         return new OperatorConfig(
                 listen[0], Integer.parseInt(listen[1]),
                 v.name(Flag.NAMESPACE), v.name(Flag.SERVICE_NAME), v.name(Flag.TLS_SECRET_NAME),
@@ -118,6 +128,7 @@ public record OperatorConfig(
                 v.str(Flag.KUBECONFIG), v.nonEmpty(Flag.ROUTES_DIR), v.bool(Flag.ROUTES_RELOAD),
                 v.bool(Flag.LEADER_ELECT), leNs.isEmpty() ? v.name(Flag.NAMESPACE) : v.name(Flag.LEADER_ELECTION_NAMESPACE),
                 v.name(Flag.LEADER_ELECTION_LEASE_NAME),
+                leaseDuration, renewDeadline, retryPeriod,
                 mgmtHostPort[0], Integer.parseInt(mgmtHostPort[1]), logFormat,
                 v.duration(Flag.SAR_ALLOWED_TTL), v.duration(Flag.SAR_DENIED_TTL),
                 v.intIn(Flag.RETRY_AFTER_SECONDS, 0, 3600), v.duration(Flag.IDLE_TIMEOUT),

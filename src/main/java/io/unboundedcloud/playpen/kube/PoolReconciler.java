@@ -1,0 +1,231 @@
+package io.unboundedcloud.playpen.kube;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalInt;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.unboundedcloud.playpen.config.OperatorConfig;
+import io.unboundedcloud.playpen.model.HostPortPlanner;
+import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.model.PodTemplates;
+import io.unboundedcloud.playpen.model.PoolPlan;
+import io.unboundedcloud.playpen.model.PoolPlanner;
+
+/**
+ * Keeps the pools full (SPEC A8, B6): plans from the watch cache with {@link PoolPlanner} and creates the
+ * missing pods. Runs on the interval (pool-reconcile route) and, debounced, right after a claim or deletion.
+ * Pods created but not yet seen by the watch are "expected" so a quick second pass never creates twice.
+ */
+public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(PoolReconciler.class);
+    private static final long EXPECTATION_TTL_NANOS = TimeUnit.SECONDS.toNanos(60);
+    private static final int ALREADY_EXISTS_RETRIES = 16;
+
+    /** What one pass did. */
+    public record Result(int created, int alreadyExisted, List<PoolPlan.Exhaustion> exhausted, boolean skipped) {
+    }
+
+    /** Told about pool outcomes (metrics, events). */
+    public interface Observer {
+        void created(Pod pod);
+
+        void exhausted(PoolPlan.Exhaustion exhaustion);
+
+        void pass(Result result, long nanos, boolean failed);
+    }
+
+    private final KubernetesClient client;
+    private final OperatorConfig config;
+    private final PodCache pods;
+    private final PoolPlanner planner;
+    private final PodTemplates templates;
+    private final BooleanSupplier leader;
+    private final ApiCallCounter calls;
+    private final long debounceMillis;
+    private final Map<String, Long> expected = new ConcurrentHashMap<>();
+    private final ScheduledExecutorService refill = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "pool-refill");
+        t.setDaemon(true);
+        return t;
+    });
+    private final AtomicBoolean refillScheduled = new AtomicBoolean();
+    private final LongAdder passes = new LongAdder();
+    private volatile Observer observer;
+
+    public PoolReconciler(KubernetesClient client, OperatorConfig config, PodCache pods, PodTemplates templates,
+            BooleanSupplier leader, ApiCallCounter calls) {
+        this.client = client;
+        this.config = config;
+        this.pods = pods;
+        this.templates = templates;
+        this.planner = new PoolPlanner(config, templates);
+        this.leader = leader;
+        this.calls = calls;
+        this.debounceMillis = Math.max(0, config.refillDebounce().toMillis());
+    }
+
+    public void setObserver(Observer observer) {
+        this.observer = observer;
+    }
+
+    /** One pass: plan from the cache, create what is missing. Passes never overlap. */
+    public synchronized Result reconcile() {
+        if (!leader.getAsBoolean()) {
+            return new Result(0, 0, List.of(), true);
+        }
+        if (!pods.hasSynced()) {
+            requestRefill();
+            return new Result(0, 0, List.of(), true);
+        }
+        long start = System.nanoTime();
+        passes.increment();
+        forgetStaleExpectations(start);
+        PoolPlan plan = planner.plan(pods.pods(), Set.copyOf(expected.keySet()));
+        int created = 0;
+        int existed = 0;
+        List<PoolPlan.Exhaustion> exhausted = new ArrayList<>(plan.exhausted());
+        Map<io.unboundedcloud.playpen.model.ResourceType, Set<Integer>> used = new ConcurrentHashMap<>();
+        plan.usedPorts().forEach((k, v) -> used.put(k, new HashSet<>(v)));
+        boolean failed = false;
+        try {
+            for (PoolPlan.PlannedPod planned : plan.toCreate()) {
+                Pod pod = planned.pod();
+                int port = planned.hostPort();
+                for (int attempt = 0; ; attempt++) {
+                    String name = pod.getMetadata().getName();
+                    expected.put(name, System.nanoTime());
+                    try {
+                        calls.count(KubeApiCall.PODS_CREATE);
+                        Pod made = client.pods().inNamespace(config.runnerNamespace()).resource(pod).create();
+                        created++;
+                        LOG.info("created pod={}/{} pool={} hostPort={} outcome=created", config.runnerNamespace(), name,
+                                planned.target().key(), port);
+                        Observer o = observer;
+                        if (o != null) {
+                            o.created(made);
+                        }
+                        break;
+                    } catch (KubernetesClientException e) {
+                        expected.remove(name);
+                        if (e.getCode() != 409) {
+                            throw e;
+                        }
+                        existed++;
+                        // someone else holds this port (another replica, another actor, or a pod our cache has not
+                        // seen yet): move on to the next free port of the range
+                        Set<Integer> kindUsed = used.computeIfAbsent(planned.target().type(), k -> new HashSet<>());
+                        kindUsed.add(port);
+                        OptionalInt next = HostPortPlanner.forKind(config, planned.target().type()).next(kindUsed, port);
+                        if (next.isEmpty() || attempt >= ALREADY_EXISTS_RETRIES) {
+                            exhausted.add(new PoolPlan.Exhaustion(planned.target(),
+                                    HostPortPlanner.forKind(config, planned.target().type()).range(), 1));
+                            break;
+                        }
+                        port = next.getAsInt();
+                        kindUsed.add(port);
+                        pod = templates.forTarget(planned.target(), port);
+                    }
+                }
+            }
+            for (PoolPlan.Exhaustion x : exhausted) {
+                LOG.warn("pool={} outcome=exhausted {}", x.target().key(), x.message());
+                Observer o = observer;
+                if (o != null) {
+                    o.exhausted(x);
+                }
+            }
+        } catch (RuntimeException e) {
+            failed = true;
+            LOG.warn("pool pass failed: {}", e.toString());
+            throw e;
+        } finally {
+            Result r = new Result(created, existed, exhausted, false);
+            Observer o = observer;
+            if (o != null) {
+                o.pass(r, System.nanoTime() - start, failed);
+            }
+        }
+        return new Result(created, existed, exhausted, false);
+    }
+
+    /** Asks for a pass soon (debounced): bursts of events coalesce into one pass. */
+    public void requestRefill() {
+        if (refillScheduled.compareAndSet(false, true)) {
+            refill.schedule(() -> {
+                refillScheduled.set(false);
+                try {
+                    reconcile();
+                } catch (RuntimeException e) {
+                    LOG.debug("refill pass failed: {}", e.toString());
+                }
+            }, debounceMillis, TimeUnit.MILLISECONDS);
+        }
+    }
+
+    @Override
+    public void onPodEvent(PodCache.Change change, Pod pod) {
+        String name = ManagedPods.name(pod);
+        if (change != PodCache.Change.DELETED) {
+            expected.remove(name);
+        }
+        if (!ManagedPods.isManaged(pod)) {
+            return;
+        }
+        // a claim or a deletion lowers the idle count: refill now rather than at the next interval
+        if (change == PodCache.Change.DELETED || ManagedPods.isClaimed(pod)) {
+            requestRefill();
+        }
+    }
+
+    private void forgetStaleExpectations(long now) {
+        expected.entrySet().removeIf(e -> now - e.getValue() > EXPECTATION_TTL_NANOS);
+    }
+
+    public long passes() {
+        return passes.sum();
+    }
+
+    public Set<String> expectations() {
+        return Set.copyOf(expected.keySet());
+    }
+
+    @Override
+    public void close() {
+        refill.shutdownNow();
+    }
+
+    /** Convenience for observers that only care about creates. */
+    public static Observer onCreated(Consumer<Pod> c) {
+        return new Observer() {
+            @Override
+            public void created(Pod pod) {
+                c.accept(pod);
+            }
+
+            @Override
+            public void exhausted(PoolPlan.Exhaustion exhaustion) {
+            }
+
+            @Override
+            public void pass(Result result, long nanos, boolean failed) {
+            }
+        };
+    }
+}

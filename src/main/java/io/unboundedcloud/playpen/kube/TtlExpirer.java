@@ -1,0 +1,153 @@
+package io.unboundedcloud.playpen.kube;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.model.TtlPolicy;
+
+/**
+ * Deletes claimed pods when their TTL ends (SPEC A8, B6): each claim seen by the watch gets a timer at its
+ * expiry instant; {@link #sweep()} (the ttl-expiry route) is the backstop. Only the leader deletes.
+ */
+public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(TtlExpirer.class);
+
+    /** Told about each expiry (metrics, events). */
+    public interface Observer {
+        void expired(Pod pod, Duration lateness);
+    }
+
+    private record Scheduled(String claimedAt, ScheduledFuture<?> future) {
+    }
+
+    private final PodCache pods;
+    private final ClaimWriter writer;
+    private final TtlPolicy policy;
+    private final Clock clock;
+    private final BooleanSupplier leader;
+    private final Map<String, Scheduled> timers = new ConcurrentHashMap<>();
+    private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "ttl-expiry");
+        t.setDaemon(true);
+        return t;
+    });
+    private volatile Observer observer;
+
+    public TtlExpirer(PodCache pods, ClaimWriter writer, TtlPolicy policy, Clock clock, BooleanSupplier leader) {
+        this.pods = pods;
+        this.writer = writer;
+        this.policy = policy;
+        this.clock = clock;
+        this.leader = leader;
+    }
+
+    public void setObserver(Observer observer) {
+        this.observer = observer;
+    }
+
+    @Override
+    public void onPodEvent(PodCache.Change change, Pod pod) {
+        String name = ManagedPods.name(pod);
+        if (change == PodCache.Change.DELETED || !policy.enabled() || !ManagedPods.isManaged(pod)
+                || !ManagedPods.isClaimed(pod)) {
+            cancel(name);
+            return;
+        }
+        schedule(pod);
+    }
+
+    private void schedule(Pod pod) {
+        String name = ManagedPods.name(pod);
+        String claimedAt = ManagedPods.annotations(pod).getOrDefault(io.unboundedcloud.playpen.model.PlaypenKeys.CLAIMED_AT, "");
+        Scheduled existing = timers.get(name);
+        if (existing != null && existing.claimedAt().equals(claimedAt)) {
+            return;
+        }
+        Optional<Instant> at = policy.expiresAt(pod);
+        if (at.isEmpty()) {
+            return;
+        }
+        long delayMs = Math.max(0, Duration.between(clock.instant(), at.get()).toMillis());
+        ScheduledFuture<?> f = scheduler.schedule(() -> expire(name), delayMs, TimeUnit.MILLISECONDS);
+        Scheduled prev = timers.put(name, new Scheduled(claimedAt, f));
+        if (prev != null) {
+            prev.future().cancel(false);
+        }
+    }
+
+    private void cancel(String name) {
+        Scheduled s = timers.remove(name);
+        if (s != null) {
+            s.future().cancel(false);
+        }
+    }
+
+    private void expire(String name) {
+        timers.remove(name);
+        pods.get(name).ifPresent(this::deleteIfExpired);
+    }
+
+    /** Backstop: deletes every expired claim in the cache; returns how many. */
+    public int sweep() {
+        if (!policy.enabled()) {
+            return 0;
+        }
+        int n = 0;
+        for (Pod p : policy.expired(pods.pods())) {
+            if (ManagedPods.isManaged(p) && deleteIfExpired(p)) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /** Schedules timers for every claim in the cache (on becoming leader). */
+    public void scheduleAll() {
+        for (Pod p : pods.pods()) {
+            onPodEvent(PodCache.Change.UPDATED, p);
+        }
+    }
+
+    private boolean deleteIfExpired(Pod pod) {
+        if (!leader.getAsBoolean() || !ManagedPods.isClaimed(pod) || !policy.isExpired(pod)) {
+            return false;
+        }
+        String ns = pod.getMetadata().getNamespace();
+        String name = pod.getMetadata().getName();
+        try {
+            writer.delete(ns, name);
+        } catch (RuntimeException e) {
+            LOG.warn("ttl delete failed pod={}/{}: {}", ns, name, e.toString());
+            return false;
+        }
+        pods.observeDeleted(name);
+        Instant due = policy.expiresAt(pod).orElse(clock.instant());
+        Duration late = Duration.between(due.isBefore(Instant.EPOCH.plusSeconds(1)) ? clock.instant() : due, clock.instant());
+        LOG.info("deleted pod={}/{} key={} outcome=expired lateMs={}", ns, name,
+                ManagedPods.keyHash(pod).substring(0, Math.min(8, ManagedPods.keyHash(pod).length())), late.toMillis());
+        Observer o = observer;
+        if (o != null) {
+            o.expired(pod, late);
+        }
+        return true;
+    }
+
+    @Override
+    public void close() {
+        scheduler.shutdownNow();
+    }
+}
