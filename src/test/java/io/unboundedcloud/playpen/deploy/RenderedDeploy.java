@@ -45,19 +45,23 @@ final class RenderedDeploy {
         return projectDir().resolve("deploy");
     }
 
-    /** kubectl from $KUBECTL, /usr/bin/kubectl or $PATH; the calling test is aborted (skipped) when there is none. */
+    /**
+     * kubectl: $KUBECTL when set (and only that), else /usr/bin/kubectl or the first on $PATH. The calling test is
+     * aborted, i.e. reported as skipped, when there is none.
+     */
     static Path kubectl() {
         List<Path> candidates = new ArrayList<>();
         String env = System.getenv("KUBECTL");
         if (env != null && !env.isBlank()) {
             candidates.add(Paths.get(env));
-        }
-        candidates.add(Paths.get("/usr/bin/kubectl"));
-        String path = System.getenv("PATH");
-        if (path != null) {
-            for (String dir : path.split(File.pathSeparator)) {
-                if (!dir.isEmpty()) {
-                    candidates.add(Paths.get(dir, "kubectl"));
+        } else {
+            candidates.add(Paths.get("/usr/bin/kubectl"));
+            String path = System.getenv("PATH");
+            if (path != null) {
+                for (String dir : path.split(File.pathSeparator)) {
+                    if (!dir.isEmpty()) {
+                        candidates.add(Paths.get(dir, "kubectl"));
+                    }
                 }
             }
         }
@@ -66,7 +70,8 @@ final class RenderedDeploy {
                 return p;
             }
         }
-        Assumptions.abort("kubectl not found ($KUBECTL, /usr/bin/kubectl, $PATH): cannot render deploy/ with "
+        Assumptions.abort("kubectl not found (" + candidates.get(0) + (candidates.size() > 1 ? ", $PATH" : "")
+                + "): cannot render deploy/ with "
                 + "`kubectl kustomize`; install kubectl to run the deploy manifest tests");
         throw new AssertionError("unreachable");
     }
