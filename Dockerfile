@@ -1,0 +1,38 @@
+# syntax=docker/dockerfile:1
+# playpen-operator image: docker build -t playpen-operator .
+# Runs as uid/gid 65534 with a read-only root filesystem; the only writable path it needs
+# is /tmp (an emptyDir in deploy/060-deployment.yaml).
+
+# ---- build: the shaded jar (tests run in CI, not here) ----
+FROM maven:3.9-eclipse-temurin-17 AS build
+WORKDIR /src
+# .dockerignore lets only pom.xml, src/ and routes/ into the context
+COPY . .
+# routes/ may not exist yet; the runtime stage copies it either way
+RUN --mount=type=cache,target=/root/.m2 \
+    mkdir -p routes \
+ && mvn -B -ntp -Dmaven.test.skip=true package
+
+# ---- runtime ----
+FROM eclipse-temurin:17-jre
+LABEL org.opencontainers.image.title="playpen-operator" \
+      org.opencontainers.image.description="Kubernetes aggregated API server that hands out warm playpen runner and k3s control-plane pods"
+# /opt/playpen is read-only at run time. /opt/playpen/routes holds the default routes;
+# deploy/ mounts the playpen-operator-routes ConfigMap over it.
+COPY --from=build /src/target/playpen-operator.jar /opt/playpen/playpen-operator.jar
+COPY --from=build /src/routes/ /opt/playpen/routes/
+WORKDIR /opt/playpen
+USER 65534:65534
+EXPOSE 8443
+# Container-aware JVM: heap sized from the memory limit, exit (and get restarted) on OOM
+# instead of limping on, no hsperfdata file, temp files under the /tmp emptyDir.
+# Extra JVM options can be added with JAVA_TOOL_OPTIONS.
+ENTRYPOINT ["java", \
+            "-XX:MaxRAMPercentage=75", \
+            "-XX:+ExitOnOutOfMemoryError", \
+            "-XX:-UsePerfData", \
+            "-Djava.io.tmpdir=/tmp", \
+            "-Dfile.encoding=UTF-8", \
+            "-jar", "/opt/playpen/playpen-operator.jar"]
+# Operator flags (SPEC A10); the Deployment replaces these with its own args.
+CMD ["--listen-addr=:8443", "--routes-dir=/opt/playpen/routes"]

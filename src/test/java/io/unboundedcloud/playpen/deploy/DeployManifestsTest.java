@@ -1,0 +1,241 @@
+package io.unboundedcloud.playpen.deploy;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatCode;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.fabric8.kubernetes.api.model.APIService;
+import io.fabric8.kubernetes.api.model.ConfigMap;
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.ContainerPort;
+import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.api.model.PodSpec;
+import io.fabric8.kubernetes.api.model.Probe;
+import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.ServiceAccount;
+import io.fabric8.kubernetes.api.model.Volume;
+import io.fabric8.kubernetes.api.model.VolumeMount;
+import io.fabric8.kubernetes.api.model.apps.Deployment;
+import io.fabric8.kubernetes.api.model.policy.v1.PodDisruptionBudget;
+import io.unboundedcloud.playpen.config.OperatorConfig;
+import io.unboundedcloud.playpen.kube.KubeApiCall;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+
+/** deploy/ renders with the real kubectl, parses strictly into the fabric8 model, and agrees with the operator's flags. */
+class DeployManifestsTest {
+
+    static Deployment deployment() throws Exception {
+        return StrictModel.read(RenderedDeploy.single("Deployment"), Deployment.class);
+    }
+
+    static Container operatorContainer(Deployment d) {
+        List<Container> containers = d.getSpec().getTemplate().getSpec().getContainers();
+        assertThat(containers).as("containers of the operator Deployment").hasSize(1);
+        return containers.get(0);
+    }
+
+    /** The operator's configuration exactly as the Deployment starts it. */
+    static OperatorConfig deployedConfig() throws Exception {
+        Container c = operatorContainer(deployment());
+        List<String> args = new ArrayList<>(c.getArgs() == null ? List.of() : c.getArgs());
+        return OperatorConfig.parse(args.toArray(String[]::new));
+    }
+
+    @Test
+    void kubectlKustomizeRendersTheWholeInstallation() throws Exception {
+        List<ObjectNode> docs = RenderedDeploy.documents();
+        Map<String, Long> kinds = docs.stream()
+                .collect(Collectors.groupingBy(d -> d.path("kind").asText(), Collectors.counting()));
+        assertThat(kinds).containsEntry("Namespace", 1L)
+                .containsEntry("ServiceAccount", 3L)
+                .containsEntry("Deployment", 1L)
+                .containsEntry("Service", 1L)
+                .containsEntry("APIService", 1L)
+                .containsEntry("PodDisruptionBudget", 1L)
+                .containsEntry("ConfigMap", 1L)
+                .containsKeys("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding");
+        for (ObjectNode d : docs) {
+            assertThat(d.path("metadata").path("name").asText()).as("name of %s", RenderedDeploy.describe(d)).isNotEmpty();
+        }
+    }
+
+    @Test
+    void everyRenderedDocumentParsesIntoTheFabric8ModelWithUnknownFieldsRejected() throws Exception {
+        for (ObjectNode doc : RenderedDeploy.documents()) {
+            HasMetadata parsed;
+            try {
+                parsed = StrictModel.read(doc);
+            } catch (Exception e) {
+                throw new AssertionError(RenderedDeploy.describe(doc) + " does not parse strictly: " + e.getMessage(), e);
+            }
+            assertThat(parsed.getKind()).isEqualTo(doc.path("kind").asText());
+            assertThat(parsed.getApiVersion()).isEqualTo(doc.path("apiVersion").asText());
+            assertThat(parsed.getMetadata().getName()).isEqualTo(doc.path("metadata").path("name").asText());
+        }
+    }
+
+    @Test
+    void theStrictParserReallyRejectsUnknownFieldsAndKinds() throws Exception {
+        ObjectNode misspelt = RenderedDeploy.single("Deployment").deepCopy();
+        ((ObjectNode) misspelt.path("spec").path("template").path("spec").path("containers").get(0))
+                .put("imagePulPolicy", "Always");
+        assertThatThrownBy(() -> StrictModel.read(misspelt)).isInstanceOf(UnrecognizedPropertyException.class)
+                .hasMessageContaining("imagePulPolicy");
+
+        ObjectNode unknownKind = RenderedDeploy.single("Service").deepCopy();
+        unknownKind.put("kind", "Servic");
+        assertThatThrownBy(() -> StrictModel.read(unknownKind)).isInstanceOf(AssertionError.class)
+                .hasMessageContaining("v1/Servic");
+    }
+
+    @Test
+    void deploymentArgsAreAcceptedByTheOperatorsFlagParser() throws Exception {
+        Container c = operatorContainer(deployment());
+        assertThat(c.getCommand()).as("command must stay the image ENTRYPOINT").isNullOrEmpty();
+        List<String> args = c.getArgs();
+        assertThat(args).isNotEmpty().allSatisfy(a -> assertThat(a).startsWith("--").contains("="));
+        assertThatCode(() -> OperatorConfig.parse(args.toArray(String[]::new))).doesNotThrowAnyException();
+    }
+
+    @Test
+    void routesDirIsWhereTheRoutesConfigMapIsMounted() throws Exception {
+        Deployment d = deployment();
+        OperatorConfig config = deployedConfig();
+        assertThat(config.routesDir()).isEqualTo("/opt/playpen/routes");
+
+        ConfigMap routes = StrictModel.read(RenderedDeploy.single("ConfigMap"), ConfigMap.class);
+        PodSpec pod = d.getSpec().getTemplate().getSpec();
+        Volume volume = pod.getVolumes().stream()
+                .filter(v -> v.getConfigMap() != null && routes.getMetadata().getName().equals(v.getConfigMap().getName()))
+                .findFirst()
+                .orElseThrow(() -> new AssertionError("no volume of the Deployment uses ConfigMap " + routes.getMetadata().getName()));
+        List<VolumeMount> mounts = operatorContainer(d).getVolumeMounts().stream()
+                .filter(m -> m.getName().equals(volume.getName()))
+                .collect(Collectors.toList());
+        assertThat(mounts).hasSize(1);
+        assertThat(mounts.get(0).getMountPath()).isEqualTo(config.routesDir());
+        assertThat(mounts.get(0).getReadOnly()).isTrue();
+        assertThat(mounts.get(0).getSubPath()).as("subPath mounts never see ConfigMap updates").isNullOrEmpty();
+        assertThat(routes.getMetadata().getNamespace()).isEqualTo(d.getMetadata().getNamespace());
+    }
+
+    @Test
+    void deploymentIsHardenedAndHighlyAvailable() throws Exception {
+        Deployment d = deployment();
+        assertThat(d.getSpec().getReplicas()).isEqualTo(2);
+        PodSpec pod = d.getSpec().getTemplate().getSpec();
+        Container c = operatorContainer(d);
+
+        assertThat(pod.getSecurityContext().getRunAsNonRoot()).isTrue();
+        assertThat(pod.getSecurityContext().getRunAsUser()).isEqualTo(65534L);
+        assertThat(pod.getSecurityContext().getRunAsGroup()).isEqualTo(65534L);
+        assertThat(pod.getSecurityContext().getSeccompProfile().getType()).isEqualTo("RuntimeDefault");
+        assertThat(pod.getHostNetwork()).isNotEqualTo(Boolean.TRUE);
+        assertThat(c.getSecurityContext().getAllowPrivilegeEscalation()).isFalse();
+        assertThat(c.getSecurityContext().getReadOnlyRootFilesystem()).isTrue();
+        assertThat(c.getSecurityContext().getPrivileged()).isNotEqualTo(Boolean.TRUE);
+        assertThat(c.getSecurityContext().getCapabilities().getDrop()).containsExactly("ALL");
+        assertThat(c.getSecurityContext().getCapabilities().getAdd()).isNullOrEmpty();
+
+        // with a read-only root filesystem every writable path must be an emptyDir mount
+        Set<String> emptyDirs = pod.getVolumes().stream().filter(v -> v.getEmptyDir() != null)
+                .map(Volume::getName).collect(Collectors.toSet());
+        assertThat(c.getVolumeMounts()).anySatisfy(m -> {
+            assertThat(m.getMountPath()).isEqualTo("/tmp");
+            assertThat(emptyDirs).contains(m.getName());
+        });
+
+        assertThat(c.getResources().getRequests()).containsKeys("cpu", "memory");
+        assertThat(c.getResources().getLimits()).containsKey("memory");
+
+        assertThat(pod.getTopologySpreadConstraints()).isNotEmpty().allSatisfy(t -> assertThat(
+                t.getLabelSelector().getMatchLabels()).isEqualTo(d.getSpec().getSelector().getMatchLabels()));
+        assertThat(d.getSpec().getTemplate().getMetadata().getLabels())
+                .containsAllEntriesOf(d.getSpec().getSelector().getMatchLabels());
+    }
+
+    @Test
+    void probesUseHttpsHealthEndpointsOnTheListenPort() throws Exception {
+        Container c = operatorContainer(deployment());
+        OperatorConfig config = deployedConfig();
+        ContainerPort https = c.getPorts().stream().filter(p -> "https".equals(p.getName())).findFirst()
+                .orElseThrow(() -> new AssertionError("container port \"https\" missing"));
+        assertThat(https.getContainerPort()).isEqualTo(config.listenPort());
+
+        assertHttpsGet(c.getLivenessProbe(), "/healthz");
+        assertHttpsGet(c.getReadinessProbe(), "/readyz");
+        if (c.getStartupProbe() != null) {
+            assertHttpsGet(c.getStartupProbe(), "/healthz");
+        }
+    }
+
+    private static void assertHttpsGet(Probe probe, String path) {
+        assertThat(probe).as("probe on %s", path).isNotNull();
+        assertThat(probe.getHttpGet().getScheme()).isEqualTo("HTTPS");
+        assertThat(probe.getHttpGet().getPath()).isEqualTo(path);
+        assertThat(probe.getHttpGet().getPort().getStrVal()).isEqualTo("https");
+    }
+
+    @Test
+    void serviceAccountsNamedByTheFlagsExist() throws Exception {
+        Deployment d = deployment();
+        OperatorConfig config = deployedConfig();
+        String ns = d.getMetadata().getNamespace();
+        Set<String> accounts = new java.util.HashSet<>();
+        for (ObjectNode doc : RenderedDeploy.ofKind("ServiceAccount")) {
+            ServiceAccount sa = StrictModel.read(doc, ServiceAccount.class);
+            accounts.add(sa.getMetadata().getNamespace() + "/" + sa.getMetadata().getName());
+        }
+        assertThat(config.namespace()).isEqualTo(ns);
+        assertThat(accounts).contains(
+                ns + "/" + d.getSpec().getTemplate().getSpec().getServiceAccountName(),
+                config.runnerNamespace() + "/" + config.runnerServiceAccountName(),
+                config.runnerNamespace() + "/" + config.controlPlaneServiceAccountName());
+        assertThat(RenderedDeploy.single("Namespace").path("metadata").path("name").asText()).isEqualTo(ns);
+    }
+
+    @Test
+    void serviceAndApiServiceLeadToTheOperatorsHttpsPort() throws Exception {
+        Deployment d = deployment();
+        OperatorConfig config = deployedConfig();
+        Service svc = StrictModel.read(RenderedDeploy.single("Service"), Service.class);
+        assertThat(svc.getMetadata().getName()).isEqualTo(config.serviceName());
+        assertThat(svc.getMetadata().getNamespace()).isEqualTo(config.namespace());
+        assertThat(d.getSpec().getTemplate().getMetadata().getLabels()).containsAllEntriesOf(svc.getSpec().getSelector());
+        assertThat(svc.getSpec().getPorts()).hasSize(1);
+        assertThat(svc.getSpec().getPorts().get(0).getPort()).isEqualTo(443);
+        assertThat(svc.getSpec().getPorts().get(0).getTargetPort().getStrVal()).isEqualTo("https");
+
+        APIService api = StrictModel.read(RenderedDeploy.single("APIService"), APIService.class);
+        assertThat(api.getMetadata().getName()).isEqualTo(KubeApiCall.API_SERVICE_NAME);
+        assertThat(api.getSpec().getGroup()).isEqualTo("playpen.unbounded-cloud.io");
+        assertThat(api.getSpec().getVersion()).isEqualTo("v1alpha1");
+        assertThat(api.getSpec().getGroupPriorityMinimum()).isEqualTo(1000);
+        assertThat(api.getSpec().getVersionPriority()).isEqualTo(100);
+        assertThat(api.getSpec().getInsecureSkipTLSVerify()).as("insecureSkipTLSVerify").isNotEqualTo(Boolean.TRUE);
+        assertThat(api.getSpec().getService().getName()).isEqualTo(svc.getMetadata().getName());
+        assertThat(api.getSpec().getService().getNamespace()).isEqualTo(svc.getMetadata().getNamespace());
+        assertThat(api.getSpec().getService().getPort()).isEqualTo(443);
+    }
+
+    @Test
+    void podDisruptionBudgetCoversTheOperatorPods() throws Exception {
+        Deployment d = deployment();
+        PodDisruptionBudget pdb = StrictModel.read(RenderedDeploy.single("PodDisruptionBudget"), PodDisruptionBudget.class);
+        assertThat(pdb.getMetadata().getNamespace()).isEqualTo(d.getMetadata().getNamespace());
+        assertThat(pdb.getSpec().getSelector().getMatchLabels()).isEqualTo(d.getSpec().getSelector().getMatchLabels());
+        // with 2 replicas, at most one may be voluntarily evicted at a time
+        if (pdb.getSpec().getMaxUnavailable() != null) {
+            assertThat(pdb.getSpec().getMaxUnavailable().getIntVal()).isEqualTo(1);
+        } else {
+            assertThat(pdb.getSpec().getMinAvailable().getIntVal()).isEqualTo(1);
+        }
+    }
+}

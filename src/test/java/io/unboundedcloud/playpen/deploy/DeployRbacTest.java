@@ -1,0 +1,392 @@
+package io.unboundedcloud.playpen.deploy;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.fabric8.kubernetes.api.model.apps.Deployment;
+import io.fabric8.kubernetes.api.model.rbac.ClusterRole;
+import io.fabric8.kubernetes.api.model.rbac.ClusterRoleBinding;
+import io.fabric8.kubernetes.api.model.rbac.PolicyRule;
+import io.fabric8.kubernetes.api.model.rbac.Role;
+import io.fabric8.kubernetes.api.model.rbac.RoleBinding;
+import io.fabric8.kubernetes.api.model.rbac.RoleRef;
+import io.fabric8.kubernetes.api.model.rbac.Subject;
+import io.unboundedcloud.playpen.config.OperatorConfig;
+import io.unboundedcloud.playpen.kube.KubeApiCall;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The rendered RBAC grants the operator exactly the calls listed in {@link KubeApiCall} (plus the documented
+ * extras below), in the right place, and nothing more; runners and users get their small fixed sets.
+ */
+class DeployRbacTest {
+    /** Where a grant applies: a namespace, or {@link #CLUSTER} for a ClusterRoleBinding. */
+    static final String CLUSTER = "<cluster>";
+    static final String KUBE_SYSTEM = "kube-system";
+
+    /**
+     * Rules of built-in roles that deploy/ binds to without rendering them (kube-apiserver bootstrap policy).
+     * Key: "Role namespace/name" or "ClusterRole name".
+     */
+    static final Map<String, List<PolicyRule>> BUILT_IN_ROLES = Map.of(
+            "Role kube-system/extension-apiserver-authentication-reader", List.of(
+                    rule("", "configmaps", List.of(KubeApiCall.TRUST_CONFIGMAP_NAME), "get", "list", "watch")),
+            "ClusterRole system:auth-delegator", List.of(
+                    rule("authentication.k8s.io", "tokenreviews", List.of(), "create"),
+                    rule("authorization.k8s.io", "subjectaccessreviews", List.of(), "create")));
+
+    /**
+     * Grants the operator may hold although no code makes the call, each with the reason. Documented in
+     * deploy/README.md ("RBAC").
+     */
+    static final Map<Grant, String> DOCUMENTED_EXTRAS = Map.of(
+            new Grant("authentication.k8s.io", "tokenreviews", "create", CLUSTER, Set.of()),
+            "part of system:auth-delegator, which an install may bind instead of the narrower subjectaccessreviews rule");
+
+    /** One (apiGroup, resource, verb) allowed in one place, optionally only for some object names. */
+    record Grant(String apiGroup, String resource, String verb, String where, Set<String> resourceNames) {
+        String key() {
+            return (apiGroup.isEmpty() ? "core" : apiGroup) + "/" + resource + " " + verb + " @" + where;
+        }
+
+        boolean sameAction(Grant other) {
+            return apiGroup.equals(other.apiGroup) && resource.equals(other.resource) && verb.equals(other.verb)
+                    && where.equals(other.where);
+        }
+
+        @Override
+        public String toString() {
+            return key() + (resourceNames.isEmpty() ? "" : " names=" + new TreeSet<>(resourceNames));
+        }
+    }
+
+    private OperatorConfig config;
+    private String operatorNamespace;
+    private String operatorAccount;
+    private List<ObjectNode> roles;
+    private List<ObjectNode> clusterRoles;
+
+    @BeforeEach
+    void load() throws Exception {
+        Deployment d = DeployManifestsTest.deployment();
+        config = DeployManifestsTest.deployedConfig();
+        operatorNamespace = d.getMetadata().getNamespace();
+        operatorAccount = d.getSpec().getTemplate().getSpec().getServiceAccountName();
+        assertThat(operatorAccount).as("serviceAccountName of the Deployment").isNotBlank();
+        roles = RenderedDeploy.ofKind("Role");
+        clusterRoles = RenderedDeploy.ofKind("ClusterRole");
+    }
+
+    static PolicyRule rule(String group, String resource, List<String> names, String... verbs) {
+        PolicyRule r = new PolicyRule();
+        r.setApiGroups(List.of(group));
+        r.setResources(List.of(resource));
+        r.setResourceNames(names);
+        r.setVerbs(List.of(verbs));
+        return r;
+    }
+
+    /** Where a KubeApiCall lands for the Deployment's flags. */
+    String where(KubeApiCall.Scope scope) {
+        switch (scope) {
+            case CLUSTER:
+                return CLUSTER;
+            case RUNNER_NAMESPACE:
+                return config.runnerNamespace();
+            case OPERATOR_NAMESPACE:
+                return config.namespace();
+            case LEADER_NAMESPACE:
+                return config.leaderElectionNamespace();
+            case KUBE_SYSTEM:
+                return KUBE_SYSTEM;
+            default:
+                throw new AssertionError("scope " + scope + " has no place; teach DeployRbacTest.where about it");
+        }
+    }
+
+    /** The one object name the operator touches for a call, or null when it works on any name. */
+    String targetName(KubeApiCall call) {
+        if (call.apiGroup().equals("apiregistration.k8s.io") && call.resource().equals("apiservices")) {
+            return KubeApiCall.API_SERVICE_NAME;
+        }
+        if (call.apiGroup().isEmpty() && call.resource().equals("configmaps") && call.scope() == KubeApiCall.Scope.KUBE_SYSTEM) {
+            return KubeApiCall.TRUST_CONFIGMAP_NAME;
+        }
+        if (call.apiGroup().isEmpty() && call.resource().equals("secrets") && call.scope() == KubeApiCall.Scope.OPERATOR_NAMESPACE) {
+            return config.tlsSecretName();
+        }
+        return null;
+    }
+
+    // ---------------------------------------------------------------- RBAC evaluation
+
+    /** Whether a binding subject is (or contains) the ServiceAccount ns/name. */
+    static boolean matches(Subject s, String ns, String name) {
+        String kind = s.getKind();
+        if ("ServiceAccount".equals(kind)) {
+            return name.equals(s.getName()) && ns.equals(s.getNamespace());
+        }
+        if ("User".equals(kind)) {
+            return ("system:serviceaccount:" + ns + ":" + name).equals(s.getName());
+        }
+        if ("Group".equals(kind)) {
+            return Set.of("system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated")
+                    .contains(s.getName());
+        }
+        throw new AssertionError("unknown subject kind " + kind);
+    }
+
+    List<PolicyRule> rulesOf(RoleRef ref, String bindingNamespace) throws Exception {
+        assertThat(ref.getApiGroup()).isEqualTo("rbac.authorization.k8s.io");
+        if ("Role".equals(ref.getKind())) {
+            for (ObjectNode doc : roles) {
+                Role r = StrictModel.read(doc, Role.class);
+                if (r.getMetadata().getName().equals(ref.getName()) && r.getMetadata().getNamespace().equals(bindingNamespace)) {
+                    return nullSafe(r.getRules());
+                }
+            }
+            List<PolicyRule> builtIn = BUILT_IN_ROLES.get("Role " + bindingNamespace + "/" + ref.getName());
+            if (builtIn != null) {
+                return builtIn;
+            }
+            throw new AssertionError("RoleBinding in " + bindingNamespace + " refers to Role " + ref.getName()
+                    + ", which is neither rendered by deploy/ nor a known built-in role");
+        }
+        if ("ClusterRole".equals(ref.getKind())) {
+            for (ObjectNode doc : clusterRoles) {
+                ClusterRole r = StrictModel.read(doc, ClusterRole.class);
+                if (r.getMetadata().getName().equals(ref.getName())) {
+                    assertThat(r.getAggregationRule()).as("aggregated ClusterRole %s cannot be checked", ref.getName()).isNull();
+                    return nullSafe(r.getRules());
+                }
+            }
+            List<PolicyRule> builtIn = BUILT_IN_ROLES.get("ClusterRole " + ref.getName());
+            if (builtIn != null) {
+                return builtIn;
+            }
+            throw new AssertionError("binding refers to ClusterRole " + ref.getName()
+                    + ", which is neither rendered by deploy/ nor a known built-in role");
+        }
+        throw new AssertionError("unknown roleRef kind " + ref.getKind());
+    }
+
+    static List<PolicyRule> nullSafe(List<PolicyRule> rules) {
+        return rules == null ? List.of() : rules;
+    }
+
+    static List<String> nullSafeList(List<String> l) {
+        return l == null ? List.of() : l;
+    }
+
+    /** Every grant held by ServiceAccount ns/name through the rendered bindings. */
+    List<Grant> grantsOf(String ns, String name) throws Exception {
+        List<Grant> out = new ArrayList<>();
+        for (ObjectNode doc : RenderedDeploy.ofKind("RoleBinding")) {
+            RoleBinding b = StrictModel.read(doc, RoleBinding.class);
+            if (nullSafeSubjects(b.getSubjects()).stream().anyMatch(s -> matches(s, ns, name))) {
+                String where = b.getMetadata().getNamespace();
+                for (PolicyRule r : rulesOf(b.getRoleRef(), where)) {
+                    expand(r, where, out);
+                }
+            }
+        }
+        for (ObjectNode doc : RenderedDeploy.ofKind("ClusterRoleBinding")) {
+            ClusterRoleBinding b = StrictModel.read(doc, ClusterRoleBinding.class);
+            assertThat(b.getRoleRef().getKind()).as("roleRef of ClusterRoleBinding %s", b.getMetadata().getName())
+                    .isEqualTo("ClusterRole");
+            if (nullSafeSubjects(b.getSubjects()).stream().anyMatch(s -> matches(s, ns, name))) {
+                for (PolicyRule r : rulesOf(b.getRoleRef(), null)) {
+                    expand(r, CLUSTER, out);
+                }
+            }
+        }
+        return out;
+    }
+
+    static List<Subject> nullSafeSubjects(List<Subject> l) {
+        return l == null ? List.of() : l;
+    }
+
+    static void expand(PolicyRule r, String where, List<Grant> out) {
+        assertThat(nullSafeList(r.getNonResourceURLs())).as("nonResourceURLs in %s", r).isEmpty();
+        Set<String> names = new LinkedHashSet<>(nullSafeList(r.getResourceNames()));
+        for (String g : nullSafeList(r.getApiGroups())) {
+            for (String res : nullSafeList(r.getResources())) {
+                for (String v : nullSafeList(r.getVerbs())) {
+                    out.add(new Grant(g, res, v, where, names));
+                }
+            }
+        }
+    }
+
+    /** A grant allows a call when action and place match (a cluster-wide grant also covers every namespace). */
+    boolean allows(Grant g, KubeApiCall call) {
+        String where = where(call.scope());
+        boolean place = g.where().equals(where) || (g.where().equals(CLUSTER) && !where.equals(CLUSTER));
+        if (!place || !g.apiGroup().equals(call.apiGroup()) || !g.resource().equals(call.resource())
+                || !g.verb().equals(call.verb())) {
+            return false;
+        }
+        if (g.resourceNames().isEmpty()) {
+            return true;
+        }
+        // RBAC cannot match a create by name: the object has no name in the request path yet
+        if (call.verb().equals("create")) {
+            return false;
+        }
+        String target = targetName(call);
+        return target != null && g.resourceNames().contains(target);
+    }
+
+    // ---------------------------------------------------------------- the tests
+
+    @Test
+    void everyCallTheCodeMakesIsGranted() throws Exception {
+        List<Grant> grants = grantsOf(operatorNamespace, operatorAccount);
+        List<String> missing = new ArrayList<>();
+        for (KubeApiCall call : KubeApiCall.all()) {
+            if (grants.stream().noneMatch(g -> allows(g, call))) {
+                String target = targetName(call);
+                missing.add(call + " (" + (call.apiGroup().isEmpty() ? "core" : call.apiGroup()) + "/" + call.resource()
+                        + " " + call.verb() + " @" + where(call.scope()) + (target == null ? "" : " name " + target) + ")");
+            }
+        }
+        assertThat(missing).as("KubeApiCall entries that the rendered RBAC does not grant to %s/%s",
+                operatorNamespace, operatorAccount).isEmpty();
+    }
+
+    @Test
+    void nothingIsGrantedBeyondTheCallsAndTheDocumentedExtras() throws Exception {
+        List<Grant> grants = grantsOf(operatorNamespace, operatorAccount);
+        assertThat(grants).as("grants of the operator").isNotEmpty();
+        List<String> extra = new ArrayList<>();
+        for (Grant g : grants) {
+            boolean used = KubeApiCall.all().stream().anyMatch(call -> g.sameAction(
+                    new Grant(call.apiGroup(), call.resource(), call.verb(), where(call.scope()), Set.of())));
+            boolean documented = DOCUMENTED_EXTRAS.keySet().stream().anyMatch(g::sameAction);
+            if (!used && !documented) {
+                extra.add(g.toString());
+            }
+        }
+        assertThat(extra).as("grants no KubeApiCall needs and no documented extra explains").isEmpty();
+    }
+
+    @Test
+    void namedObjectsAreOnlyGrantedByName() throws Exception {
+        List<Grant> grants = grantsOf(operatorNamespace, operatorAccount);
+        for (KubeApiCall call : KubeApiCall.all()) {
+            String target = targetName(call);
+            if (target == null || call.verb().equals("create")) {
+                continue;
+            }
+            for (Grant g : grants) {
+                if (g.apiGroup().equals(call.apiGroup()) && g.resource().equals(call.resource()) && g.verb().equals(call.verb())) {
+                    assertThat(g.resourceNames()).as("resourceNames of %s", g).containsExactly(target);
+                }
+            }
+        }
+        // the APIService rules in particular, wherever they are bound
+        for (ObjectNode doc : clusterRoles) {
+            for (PolicyRule r : nullSafe(StrictModel.read(doc, ClusterRole.class).getRules())) {
+                if (nullSafeList(r.getResources()).contains("apiservices")) {
+                    assertThat(r.getResourceNames()).as("apiservices rule of %s", RenderedDeploy.describe(doc))
+                            .containsExactly(KubeApiCall.API_SERVICE_NAME);
+                    assertThat(r.getVerbs()).as("apiservices verbs").isSubsetOf("get", "update", "patch");
+                }
+            }
+        }
+    }
+
+    @Test
+    void renderedRulesHaveNoWildcardsAndNoDeadResourceNames() throws Exception {
+        List<PolicyRule> all = new ArrayList<>();
+        Map<PolicyRule, String> owner = new HashMap<>();
+        for (ObjectNode doc : roles) {
+            for (PolicyRule r : nullSafe(StrictModel.read(doc, Role.class).getRules())) {
+                all.add(r);
+                owner.put(r, RenderedDeploy.describe(doc));
+            }
+        }
+        for (ObjectNode doc : clusterRoles) {
+            for (PolicyRule r : nullSafe(StrictModel.read(doc, ClusterRole.class).getRules())) {
+                all.add(r);
+                owner.put(r, RenderedDeploy.describe(doc));
+            }
+        }
+        assertThat(all).isNotEmpty();
+        for (PolicyRule r : all) {
+            String who = owner.get(r);
+            assertThat(nullSafeList(r.getApiGroups())).as("apiGroups in %s", who).isNotEmpty().doesNotContain("*");
+            assertThat(nullSafeList(r.getResources())).as("resources in %s", who).isNotEmpty()
+                    .allSatisfy(res -> assertThat(res).doesNotContain("*"));
+            assertThat(nullSafeList(r.getVerbs())).as("verbs in %s", who).isNotEmpty().doesNotContain("*");
+            if (!nullSafeList(r.getResourceNames()).isEmpty()) {
+                assertThat(r.getVerbs()).as("%s: create cannot be restricted by resourceNames", who).doesNotContain("create");
+            }
+        }
+    }
+
+    @Test
+    void runnerAndControlPlanePodsMayOnlyReadWatchAndPatchPods() throws Exception {
+        Set<String> expected = Set.of("core/pods get @" + config.runnerNamespace(),
+                "core/pods watch @" + config.runnerNamespace(),
+                "core/pods patch @" + config.runnerNamespace());
+        for (String account : List.of(config.runnerServiceAccountName(), config.controlPlaneServiceAccountName())) {
+            List<Grant> grants = grantsOf(config.runnerNamespace(), account);
+            assertThat(grants.stream().map(Grant::key).collect(Collectors.toSet())).as("grants of %s", account)
+                    .isEqualTo(expected);
+            assertThat(grants).allSatisfy(g -> assertThat(g.resourceNames()).isEmpty());
+        }
+    }
+
+    @Test
+    void playpenUserMayCreateAllocsAndDeallocsOnly() throws Exception {
+        ClusterRole user = null;
+        for (ObjectNode doc : clusterRoles) {
+            ClusterRole r = StrictModel.read(doc, ClusterRole.class);
+            if (r.getMetadata().getName().equals("playpen-user")) {
+                user = r;
+            }
+        }
+        assertThat(user).as("ClusterRole playpen-user").isNotNull();
+        List<Grant> grants = new ArrayList<>();
+        for (PolicyRule r : nullSafe(user.getRules())) {
+            expand(r, CLUSTER, grants);
+        }
+        assertThat(grants.stream().map(Grant::toString).collect(Collectors.toSet())).containsExactlyInAnyOrder(
+                "playpen.unbounded-cloud.io/allocs create @" + CLUSTER,
+                "playpen.unbounded-cloud.io/deallocs create @" + CLUSTER);
+        // deploy/ does not decide who the users are
+        for (String kind : List.of("RoleBinding", "ClusterRoleBinding")) {
+            for (ObjectNode doc : RenderedDeploy.ofKind(kind)) {
+                assertThat(doc.path("roleRef").path("name").asText()).as("roleRef of %s", RenderedDeploy.describe(doc))
+                        .isNotEqualTo("playpen-user");
+            }
+        }
+    }
+
+    @Test
+    void theEvaluatorNoticesMissingAndSurplusGrants() throws Exception {
+        // a grant in the wrong namespace does not allow the call, and a cluster-wide pod grant is surplus
+        Grant podsElsewhere = new Grant("", "pods", "get", "default", Set.of());
+        assertThat(allows(podsElsewhere, KubeApiCall.PODS_GET)).isFalse();
+        Grant apiServiceOtherName = new Grant("apiregistration.k8s.io", "apiservices", "patch", CLUSTER, Set.of("v1.other.io"));
+        assertThat(allows(apiServiceOtherName, KubeApiCall.API_SERVICES_PATCH)).isFalse();
+        Grant secretCreateByName = new Grant("", "secrets", "create", config.namespace(), Set.of(config.tlsSecretName()));
+        assertThat(allows(secretCreateByName, KubeApiCall.SECRETS_CREATE)).isFalse();
+        Grant podsEverywhere = new Grant("", "pods", "get", CLUSTER, Set.of());
+        assertThat(allows(podsEverywhere, KubeApiCall.PODS_GET)).isTrue();
+        assertThat(KubeApiCall.all().stream().anyMatch(call -> podsEverywhere.sameAction(
+                new Grant(call.apiGroup(), call.resource(), call.verb(), where(call.scope()), Set.of()))))
+                .as("cluster-wide pods get matches no KubeApiCall").isFalse();
+    }
+}
