@@ -1,37 +1,72 @@
 package io.unboundedcloud.playpen;
 
 import java.time.Clock;
+import java.util.Arrays;
 import java.util.concurrent.CountDownLatch;
 
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.unboundedcloud.playpen.camel.OperatorApp;
 import io.unboundedcloud.playpen.config.ConfigException;
 import io.unboundedcloud.playpen.config.OperatorConfig;
+import io.unboundedcloud.playpen.dev.DevMode;
 import io.unboundedcloud.playpen.kube.KubeClients;
 
-/** Entry point: parses flags and runs the operator until SIGTERM. */
+/** Entry point: parses flags and runs the operator (or the --dev playground) until SIGTERM. */
 public final class Main {
     private Main() {
     }
 
     public static void main(String[] args) throws Exception {
+        boolean dev = Arrays.stream(args).anyMatch(a -> a.equals("--dev") || a.equals("--dev=true"));
         OperatorConfig config;
         try {
-            config = OperatorConfig.parse(args);
+            config = OperatorConfig.parse(dev ? DevMode.devArgs(args) : args);
         } catch (ConfigException e) {
             System.err.println("playpen-operator: " + e.getMessage());
             System.exit(2);
             return;
         }
-        KubernetesClient client = KubeClients.create(config.kubeconfig());
-        OperatorApp app = new OperatorApp(config, client, Clock.systemUTC(), System.getenv());
+        Logging.configure(config.logFormat());
         CountDownLatch stopped = new CountDownLatch(1);
+        AutoCloseable running;
+        try {
+            if (config.dev()) {
+                running = DevMode.start(config, System.getenv());
+            } else {
+                KubernetesClient client = KubeClients.create(config.kubeconfig());
+                OperatorApp app = new OperatorApp(config, client, Clock.systemUTC(), System.getenv());
+                running = () -> {
+                    app.close();
+                    client.close();
+                };
+                app.start();
+            }
+        } catch (Exception e) {
+            System.err.println("playpen-operator: startup failed: " + rootMessage(e));
+            org.slf4j.LoggerFactory.getLogger(Main.class).debug("startup failure", e);
+            System.exit(1);
+            return;
+        }
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            app.close();
-            client.close();
+            try {
+                running.close();
+            } catch (Exception e) {
+                System.err.println("playpen-operator: error during shutdown: " + e);
+            }
             stopped.countDown();
         }, "shutdown"));
-        app.start();
         stopped.await();
+    }
+
+    private static String rootMessage(Throwable t) {
+        Throwable r = t;
+        StringBuilder sb = new StringBuilder(String.valueOf(t.getMessage()));
+        while (r.getCause() != null && r.getCause() != r) {
+            r = r.getCause();
+            if (r.getMessage() != null && !sb.toString().contains(r.getMessage())) {
+                sb.append(": ").append(r.getMessage());
+            }
+        }
+        return sb.toString();
     }
 }

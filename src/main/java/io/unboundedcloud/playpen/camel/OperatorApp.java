@@ -91,7 +91,6 @@ public final class OperatorApp implements AutoCloseable {
             if (isLeader) {
                 ttl.scheduleAll();
                 pool.requestRefill();
-                publishCaBundle(serving, material);
             }
         });
         ObservedEvents observed = new ObservedEvents(events, config, env);
@@ -129,6 +128,7 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("leaderOnly", leaderRoutes);
         main.bind("poolReconciler", pool);
         main.bind("ttlExpirer", ttl);
+        main.bind("caBundle", (CaBundlePublisher) () -> publishCaBundle(serving, material));
         main.start();
         LOG.info("playpen-operator serving https on {}:{} routes={}", config.listenHost(), config.listenPort(),
                 routesPattern());
@@ -141,6 +141,12 @@ public final class OperatorApp implements AutoCloseable {
         } catch (RuntimeException e) {
             LOG.warn("cannot publish the APIService caBundle: {}", e.toString());
         }
+    }
+
+    /** Bean behind the ca-bundle route. */
+    @FunctionalInterface
+    public interface CaBundlePublisher {
+        void publish();
     }
 
     /** Unique per process: the pod name (or host name) plus a random suffix, so restarts never reuse a holder id. */
