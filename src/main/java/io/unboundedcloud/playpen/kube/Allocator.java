@@ -119,10 +119,11 @@ public final class Allocator {
     private Optional<Allocation> tryClaim(Candidates.Usable u, AllocCommand cmd) {
         String ns = u.pod().getMetadata().getNamespace();
         String name = u.pod().getMetadata().getName();
-        String rv = u.pod().getMetadata().getResourceVersion();
+        Pod current = u.pod();
+        String rv = current.getMetadata().getResourceVersion();
         for (int attempt = 0; attempt < SAME_POD_RETRIES; attempt++) {
             try {
-                Pod claimed = writer.claim(ns, name, rv, cmd);
+                Pod claimed = writer.claim(current, rv, cmd);
                 pods.observe(claimed);
                 LOG.info("claimed pod={}/{} key={} outcome=allocated", ns, name, cmd.keyHashPrefix());
                 return Optional.of(new Allocation(claimed, u.externalIp(), false));
@@ -134,6 +135,7 @@ public final class Allocator {
                 if (e.getCode() != 409) {
                     throw e;
                 }
+                LOG.debug("claim conflict pod={}/{} rv={}: {}", ns, name, rv, e.getMessage());
             }
             Pod fresh = writer.read(ns, name);
             if (fresh == null) {
@@ -152,6 +154,7 @@ public final class Allocator {
             if (again.ordered().isEmpty()) {
                 return Optional.empty();
             }
+            current = fresh;
             rv = fresh.getMetadata().getResourceVersion();
         }
         return Optional.empty();

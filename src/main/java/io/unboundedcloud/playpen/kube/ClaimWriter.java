@@ -30,10 +30,15 @@ public final class ClaimWriter {
         this.calls = calls;
     }
 
-    /** Claims the pod at {@code resourceVersion}; a KubernetesClientException with code 409 means it changed. */
-    public Pod claim(String namespace, String name, String resourceVersion, AllocCommand cmd) {
+    /**
+     * Claims {@code pod} if it is still at {@code resourceVersion}; a KubernetesClientException with code 409
+     * means it changed. The pod is handed to fabric8 so it patches straight away instead of GETting it first.
+     */
+    public Pod claim(Pod pod, String resourceVersion, AllocCommand cmd) {
         calls.count(KubeApiCall.PODS_PATCH);
-        return client.pods().inNamespace(namespace).withName(name).patch(MERGE, claimPatch(namespace, name, resourceVersion, cmd));
+        String ns = pod.getMetadata().getNamespace();
+        String name = pod.getMetadata().getName();
+        return client.pods().inNamespace(ns).resource(pod).patch(MERGE, claimPatch(ns, name, resourceVersion, cmd));
     }
 
     String claimPatch(String namespace, String name, String resourceVersion, AllocCommand cmd) {

@@ -49,6 +49,31 @@ public final class OperatorHarness implements AutoCloseable {
         }
     }
 
+    /** Waits until the operator's pod cache satisfies the condition (the watch has caught up). */
+    public void awaitCache(java.util.function.Predicate<java.util.Collection<io.fabric8.kubernetes.api.model.Pod>> condition)
+            throws InterruptedException {
+        awaitTrue(() -> condition.test(app.podCache().pods()), Duration.ofSeconds(10), "operator pod cache");
+    }
+
+    public static void awaitTrue(java.util.function.BooleanSupplier condition, Duration timeout, String what)
+            throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("timed out after " + timeout + " waiting for " + what);
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    /** Deletes every pod and waits until the operator's cache is empty. */
+    public void wipePods() throws InterruptedException {
+        for (io.fabric8.kubernetes.api.model.Pod p : cluster.pods()) {
+            cluster.client.pods().inNamespace(TestCluster.NS).withName(p.getMetadata().getName()).delete();
+        }
+        awaitCache(java.util.Collection::isEmpty);
+    }
+
     public static int freePort() throws IOException {
         try (ServerSocket s = new ServerSocket(0)) {
             return s.getLocalPort();
