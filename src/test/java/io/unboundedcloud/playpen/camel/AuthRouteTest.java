@@ -1,0 +1,174 @@
+package io.unboundedcloud.playpen.camel;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import io.fabric8.kubernetes.api.model.authorization.v1.SubjectAccessReview;
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
+import io.unboundedcloud.playpen.tls.Pki;
+
+/** Front-proxy authentication and SubjectAccessReview authorization matrix (SPEC A7, B2, B3). */
+class AuthRouteTest {
+    static final ObjectMapper M = new ObjectMapper();
+    static final String DISCOVERY = "/apis/playpen.unbounded-cloud.io/v1alpha1";
+    static final String DEALLOCS = "/apis/playpen.unbounded-cloud.io/v1alpha1/deallocs";
+    static TestCluster cluster;
+    static OperatorHarness op;
+
+    @BeforeAll
+    static void up() throws Exception {
+        cluster = TestCluster.start();
+        // SAR decisions are not cached here so every request reaches the scripted policy
+        op = new OperatorHarness(cluster, "--sar-allowed-ttl=0", "--sar-denied-ttl=0");
+    }
+
+    @AfterAll
+    static void down() {
+        if (op != null) {
+            op.close();
+        }
+        cluster.close();
+    }
+
+    HttpResponse<String> get(HttpClient http, String path) throws Exception {
+        return http.send(HttpRequest.newBuilder(URI.create(op.url(path))).GET().build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    HttpResponse<String> dealloc(HttpClient http, String user, String... groups) throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(op.url(DEALLOCS))).header("Idempotency-Key", "k")
+                .POST(HttpRequest.BodyPublishers.noBody());
+        if (user != null) {
+            OperatorHarness.asUser(b, user, groups);
+        }
+        return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    static void assertStatus(HttpResponse<String> r, int code, String reason) throws Exception {
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(code);
+        assertThat(M.readTree(r.body()).get("kind").asText()).isEqualTo("Status");
+        assertThat(M.readTree(r.body()).get("reason").asText()).isEqualTo(reason);
+        assertThat(M.readTree(r.body()).get("code").asInt()).isEqualTo(code);
+    }
+
+    @Test
+    void trustedCertificateReadsDiscoveryAndProbesNeedNoCertificate() throws Exception {
+        HttpResponse<String> d = get(op.frontProxy(), DISCOVERY);
+        assertThat(d.statusCode()).isEqualTo(200);
+        assertThat(M.readTree(d.body()).get("resources").get(0).get("name").asText()).isEqualTo("allocs");
+        HttpResponse<String> g = get(op.frontProxy(), "/apis/playpen.unbounded-cloud.io");
+        assertThat(M.readTree(g.body()).at("/preferredVersion/groupVersion").asText())
+                .isEqualTo("playpen.unbounded-cloud.io/v1alpha1");
+        HttpClient anonymous = OperatorHarness.client(null);
+        assertThat(get(anonymous, "/healthz").statusCode()).isEqualTo(200);
+        assertThat(get(anonymous, "/readyz").statusCode()).isEqualTo(200);
+        assertStatus(get(anonymous, DISCOVERY), 401, "Unauthorized");
+    }
+
+    @Test
+    void untrustedExpiredNoClientAuthAndUnlistedCnAre401() throws Exception {
+        Instant now = Instant.now();
+        Pki.Issued otherCa = Pki.selfSigned(Pki.Subject.cn("other-ca"), Pki.Usage.CA, now.minusSeconds(60), Duration.ofDays(1));
+        Pki.Issued untrusted = Pki.issue(otherCa, Pki.Subject.cn("front-proxy-client"), Pki.Usage.CLIENT,
+                now.minusSeconds(60), Duration.ofDays(1));
+        Pki.Issued expired = Pki.issue(cluster.frontProxyCa, Pki.Subject.cn("front-proxy-client"), Pki.Usage.CLIENT,
+                now.minus(Duration.ofDays(3)), Duration.ofDays(1));
+        Pki.Issued serverOnly = Pki.issue(cluster.frontProxyCa, Pki.Subject.cn("front-proxy-client"), Pki.Usage.SERVER,
+                now.minusSeconds(60), Duration.ofDays(1));
+        Pki.Issued wrongCn = Pki.issue(cluster.frontProxyCa, Pki.Subject.cn("someone-else"), Pki.Usage.CLIENT,
+                now.minusSeconds(60), Duration.ofDays(1));
+        for (Pki.Issued cert : List.of(untrusted, expired, serverOnly, wrongCn)) {
+            assertStatus(dealloc(OperatorHarness.client(cert), "alice", "playpen-users"), 401, "Unauthorized");
+            assertStatus(get(OperatorHarness.client(cert), DISCOVERY), 401, "Unauthorized");
+        }
+        assertStatus(dealloc(OperatorHarness.client(null), "alice", "playpen-users"), 401, "Unauthorized");
+        HttpResponse<String> noUser = dealloc(op.frontProxy(), null);
+        assertStatus(noUser, 401, "Unauthorized");
+        assertThat(M.readTree(noUser.body()).get("message").asText()).contains("X-Remote-User");
+    }
+
+    @Test
+    void sarDecidesWithGroupsSplitOnCommasAndExtraHeaders() throws Exception {
+        cluster.sarRequests.clear();
+        HttpRequest req = HttpRequest.newBuilder(URI.create(op.url(DEALLOCS))).header("Idempotency-Key", "k")
+                .header("X-Remote-User", "bob").header("X-Remote-Uid", "uid-7")
+                .header("X-Remote-Group", "devs, playpen-users").header("X-Remote-Group", "system:authenticated")
+                .header("X-Remote-Extra-Scopes", "view").header("X-Remote-Extra-Scopes", "edit")
+                .header("X-Remote-Extra-Acme.com%2Fproject", "p1")
+                .POST(HttpRequest.BodyPublishers.noBody()).build();
+        HttpResponse<String> r = op.frontProxy().send(req, HttpResponse.BodyHandlers.ofString());
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(204);
+        SubjectAccessReview sar = cluster.sarRequests.get(cluster.sarRequests.size() - 1);
+        assertThat(sar.getSpec().getUser()).isEqualTo("bob");
+        assertThat(sar.getSpec().getUid()).isEqualTo("uid-7");
+        assertThat(sar.getSpec().getGroups()).containsExactly("devs", "playpen-users", "system:authenticated");
+        assertThat(sar.getSpec().getExtra()).containsEntry("scopes", List.of("view", "edit"))
+                .containsEntry("acme.com/project", List.of("p1"));
+        assertThat(sar.getSpec().getResourceAttributes().getGroup()).isEqualTo("playpen.unbounded-cloud.io");
+        assertThat(sar.getSpec().getResourceAttributes().getResource()).isEqualTo("allocs");
+        assertThat(sar.getSpec().getResourceAttributes().getVerb()).isEqualTo("create");
+        HttpResponse<String> denied = dealloc(op.frontProxy(), "mallory", "others");
+        assertStatus(denied, 403, "Forbidden");
+        HttpResponse<String> deniedAlloc = op.kubectlPost(op.frontProxy(),
+                "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs", "{\"idempotencyKey\":\"x\"}", "mallory", "others");
+        assertStatus(deniedAlloc, 403, "Forbidden");
+    }
+
+    @Test
+    void trustBundleChangeTakesEffectWithoutRestart() throws Exception {
+        Instant now = Instant.now();
+        Pki.Issued newCa = Pki.selfSigned(Pki.Subject.cn("front-proxy-ca-2"), Pki.Usage.CA, now.minusSeconds(60), Duration.ofDays(1));
+        Pki.Issued newClient = Pki.issue(newCa, Pki.Subject.cn("front-proxy-client"), Pki.Usage.CLIENT,
+                now.minusSeconds(60), Duration.ofDays(1));
+        assertStatus(get(OperatorHarness.client(newClient), DISCOVERY), 401, "Unauthorized");
+        try {
+            cluster.setTrust(newCa.certificatePem(), "[\"front-proxy-client\"]");
+            OperatorHarness.awaitTrue(() -> {
+                try {
+                    return get(OperatorHarness.client(newClient), DISCOVERY).statusCode() == 200;
+                } catch (Exception e) {
+                    return false;
+                }
+            }, Duration.ofSeconds(10), "new CA accepted");
+            assertStatus(get(op.frontProxy(), DISCOVERY), 401, "Unauthorized");
+            // an invalid bundle refuses everything and readiness drops
+            cluster.setTrust("not a pem", null);
+            OperatorHarness.awaitTrue(() -> !op.app.ready(), Duration.ofSeconds(10), "not ready with a bad bundle");
+            assertStatus(get(OperatorHarness.client(newClient), DISCOVERY), 401, "Unauthorized");
+        } finally {
+            cluster.setTrust(cluster.frontProxyCa.certificatePem(), "[\"front-proxy-client\"]");
+            OperatorHarness.awaitTrue(op.app::ready, Duration.ofSeconds(10), "ready again");
+        }
+    }
+
+    @Test
+    void emptyAllowedNamesAcceptsAnyCn() throws Exception {
+        Pki.Issued anyCn = Pki.issue(cluster.frontProxyCa, Pki.Subject.cn("aggregator-7"), Pki.Usage.CLIENT,
+                Instant.now().minusSeconds(60), Duration.ofDays(1));
+        try {
+            cluster.setTrust(cluster.frontProxyCa.certificatePem(), "[]");
+            OperatorHarness.awaitTrue(() -> {
+                try {
+                    return get(OperatorHarness.client(anyCn), DISCOVERY).statusCode() == 200;
+                } catch (Exception e) {
+                    return false;
+                }
+            }, Duration.ofSeconds(10), "any CN accepted");
+        } finally {
+            cluster.setTrust(cluster.frontProxyCa.certificatePem(), "[\"front-proxy-client\"]");
+        }
+    }
+}
