@@ -1,0 +1,72 @@
+package io.unboundedcloud.playpen.camel;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/** Two replicas on one API: one Lease holder does the pool work; when it stops the other takes over (SPEC B7). */
+class LeaderElectionRouteTest {
+    TestCluster cluster;
+    OperatorHarness a;
+    OperatorHarness b;
+
+    @AfterEach
+    void down() {
+        if (a != null) {
+            a.close();
+        }
+        if (b != null) {
+            b.close();
+        }
+        cluster.close();
+    }
+
+    static String[] flags(int amd64) {
+        return new String[] {"--leader-elect=true", "--leader-election-lease-duration=3s",
+                "--leader-election-renew-deadline=2s", "--leader-election-retry-period=500ms",
+                "--runner-amd64-count=" + amd64, "--reconcile-interval=10m"};
+    }
+
+    @Test
+    void onlyTheLeaseHolderCreatesPodsAndTheOtherTakesOver() throws Exception {
+        cluster = TestCluster.start();
+        a = new OperatorHarness(cluster, flags(2));
+        b = new OperatorHarness(cluster, flags(2));
+        OperatorHarness.awaitTrue(() -> a.app.leaderElection().isLeader() || b.app.leaderElection().isLeader(),
+                Duration.ofSeconds(15), "a leader");
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 2, Duration.ofSeconds(10), "pool filled");
+        Thread.sleep(1500);
+        assertThat(a.app.leaderElection().isLeader() ^ b.app.leaderElection().isLeader()).isTrue();
+        OperatorHarness leader = a.app.leaderElection().isLeader() ? a : b;
+        OperatorHarness follower = leader == a ? b : a;
+        Lease lease = cluster.client.leases().inNamespace("playpen").withName("playpen-operator").get();
+        assertThat(lease.getSpec().getHolderIdentity()).isEqualTo(leader.app.leaderElection().identity());
+        assertThat(follower.app.poolReconciler().passes()).isZero();
+        assertThat(follower.app.camelContext().getRouteController().getRouteStatus("pool-reconcile").isStarted()).isFalse();
+        assertThat(cluster.pods()).hasSize(2);
+        // both replicas serve HTTP
+        for (OperatorHarness h : new OperatorHarness[] {a, b}) {
+            assertThat(OperatorHarness.client(null).send(java.net.http.HttpRequest.newBuilder(
+                    java.net.URI.create(h.url("/readyz"))).build(), java.net.http.HttpResponse.BodyHandlers.ofString())
+                    .statusCode()).isEqualTo(200);
+        }
+        // stop the leader; the follower takes the Lease and continues the pool work
+        leader.close();
+        if (leader == a) {
+            a = null;
+        } else {
+            b = null;
+        }
+        OperatorHarness.awaitTrue(() -> follower.app.leaderElection().isLeader(), Duration.ofSeconds(15), "takeover");
+        cluster.client.pods().inNamespace("playpen").withName("playpen-runner-amd64-51820").delete();
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 2 && follower.app.poolReconciler().passes() > 0,
+                Duration.ofSeconds(10), "new leader refills");
+    }
+}
