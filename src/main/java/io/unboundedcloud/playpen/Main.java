@@ -47,6 +47,14 @@ public final class Main {
             System.exit(1);
             return;
         }
+        // SIGTERM/SIGINT are a normal stop: clean up in the shutdown hook and exit 0 (the JVM default is 143/130)
+        for (String sig : new String[] {"TERM", "INT"}) {
+            try {
+                sun.misc.Signal.handle(new sun.misc.Signal(sig), s -> new Thread(() -> System.exit(0), "exit").start());
+            } catch (IllegalArgumentException e) {
+                // signal not available on this platform
+            }
+        }
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             try {
                 running.close();
