@@ -124,6 +124,9 @@ class DeployRbacTest {
         if (call.apiGroup().isEmpty() && call.resource().equals("secrets") && call.scope() == KubeApiCall.Scope.OPERATOR_NAMESPACE) {
             return config.tlsSecretName();
         }
+        if (call.apiGroup().equals("coordination.k8s.io") && call.resource().equals("leases")) {
+            return config.leaderElectionLeaseName();
+        }
         return null;
     }
 
