@@ -13,9 +13,10 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLGenerator;
  * verification against the guest gateway name the k3s certificate was issued for (SPEC A5).
  */
 public final class KubeconfigRewriter {
+    // Every string value is written double-quoted: with MINIMIZE_QUOTES a string such as "1234" or "1.5e3" came
+    // back bare and was read as a number, which kubectl's strict decoding of string fields rejects.
     private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory()
-            .disable(YAMLGenerator.Feature.WRITE_DOC_START_MARKER)
-            .enable(YAMLGenerator.Feature.MINIMIZE_QUOTES));
+            .disable(YAMLGenerator.Feature.WRITE_DOC_START_MARKER));
 
     private KubeconfigRewriter() {
     }
