@@ -2,6 +2,8 @@ package io.unboundedcloud.playpen.model;
 
 import java.io.IOException;
 
+import com.fasterxml.jackson.core.JsonLocation;
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -36,8 +38,14 @@ public final class KubeconfigRewriter {
                 }
             }
             return YAML.writeValueAsString(root);
+        } catch (JsonProcessingException e) {
+            // The parser's message (and so the cause) quotes the offending line, which may hold a client key or
+            // token and ends up in the error log: report the position only.
+            JsonLocation at = e.getLocation();
+            throw new IllegalArgumentException("kubeconfig is not valid YAML"
+                    + (at == null ? "" : " (line " + at.getLineNr() + ", column " + at.getColumnNr() + ")"));
         } catch (IOException e) {
-            throw new IllegalArgumentException("kubeconfig is not valid YAML: " + e.getMessage(), e);
+            throw new IllegalArgumentException("kubeconfig is not valid YAML");
         }
     }
 }

@@ -104,7 +104,18 @@ class KubeconfigRewriterTest {
     void invalidYamlIsIllegalArgument(String yaml) {
         assertThatThrownBy(() -> KubeconfigRewriter.rewrite(yaml, SERVER, "gw"))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageStartingWith("kubeconfig is not valid YAML");
+                .hasMessageStartingWith("kubeconfig is not valid YAML (line ")
+                .hasNoCause()
+                .satisfies(e -> assertThat(e.getMessage()).doesNotContain("\n"));
+    }
+
+    @Test
+    void invalidYamlErrorDoesNotQuoteTheKubeconfig() {
+        String yaml = "users:\n- name: a\n  user:\n    client-key-data: \"SECRETKEYDATA\n    token: x\n";
+        assertThatThrownBy(() -> KubeconfigRewriter.rewrite(yaml, SERVER, "gw"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("kubeconfig is not valid YAML (line 4, column 20)")
+                .hasNoCause();
     }
 
     @ParameterizedTest
