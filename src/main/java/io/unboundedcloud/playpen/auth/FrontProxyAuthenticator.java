@@ -51,6 +51,12 @@ public final class FrontProxyAuthenticator {
                     + (tb.invalidReason() == null ? "empty" : tb.invalidReason()));
         }
         X509Certificate leaf = chain[0];
+        // Validity is checked on every request against the injected clock: a cached verdict must not let a
+        // certificate through after its notAfter. The cache only spares the path validation.
+        String invalid = validityFailure(leaf);
+        if (invalid != null) {
+            throw ApiException.unauthorized("Unauthorized: " + invalid);
+        }
         long now = System.nanoTime();
         Verdict v = verdicts.get(leaf);
         if (v == null || v.generation() != tb.generation() || now - v.untilNanos() > 0) {
@@ -68,11 +74,6 @@ public final class FrontProxyAuthenticator {
     private String check(X509Certificate[] chain, TrustBundle tb) {
         X509Certificate leaf = chain[0];
         Date now = Date.from(clock.instant());
-        try {
-            leaf.checkValidity(now);
-        } catch (Exception e) {
-            return "client certificate is expired or not yet valid";
-        }
         try {
             List<String> eku = leaf.getExtendedKeyUsage();
             if (eku == null || !eku.contains(CLIENT_AUTH)) {
@@ -103,6 +104,15 @@ public final class FrontProxyAuthenticator {
             return "client certificate CN \"" + cn + "\" is not an allowed front-proxy name";
         }
         return null;
+    }
+
+    private String validityFailure(X509Certificate leaf) {
+        try {
+            leaf.checkValidity(Date.from(clock.instant()));
+            return null;
+        } catch (Exception e) {
+            return "client certificate is expired or not yet valid";
+        }
     }
 
     static String commonName(X500Principal principal) {

@@ -5,6 +5,8 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -16,6 +18,8 @@ public final class TrustBundleParser {
     public static final String CA_KEY = "requestheader-client-ca-file";
     public static final String NAMES_KEY = "requestheader-allowed-names";
     private static final ObjectMapper MAPPER = new ObjectMapper();
+    private static final Pattern CERTIFICATE_BLOCK =
+            Pattern.compile("-----BEGIN CERTIFICATE-----[^-]*-----END CERTIFICATE-----");
 
     private TrustBundleParser() {
     }
@@ -28,9 +32,16 @@ public final class TrustBundleParser {
         if (pem == null || pem.isBlank()) {
             return TrustBundle.invalid(CA_KEY + " is missing or empty", generation);
         }
+        // Only CERTIFICATE blocks count, like kube-apiserver's own parsing (client-go cert.ParseCertsPEM): other
+        // PEM blocks in the file are skipped instead of making the whole bundle unusable.
+        StringBuilder certificates = new StringBuilder();
+        Matcher block = CERTIFICATE_BLOCK.matcher(pem);
+        while (block.find()) {
+            certificates.append(block.group()).append('\n');
+        }
         List<X509Certificate> cas;
         try {
-            cas = Pki.parseCertificates(pem);
+            cas = certificates.isEmpty() ? List.of() : Pki.parseCertificates(certificates.toString());
         } catch (IllegalArgumentException e) {
             return TrustBundle.invalid(CA_KEY + " is not a PEM certificate bundle", generation);
         }

@@ -21,6 +21,10 @@ public final class GoDuration {
             negative = s.startsWith("-");
             s = s.substring(1);
         }
+        // a bare sign is not a duration (Go: invalid duration "-"); without this check it parsed as zero
+        if (s.isEmpty()) {
+            throw new IllegalArgumentException("invalid duration \"" + text + "\"");
+        }
         if (s.equals("0")) {
             return Duration.ZERO;
         }

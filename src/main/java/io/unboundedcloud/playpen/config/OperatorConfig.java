@@ -297,7 +297,9 @@ public record OperatorConfig(
                     throw bad(f, "only equality selectors key=value are supported");
                 }
                 String key = r.substring(0, eq).trim();
-                String val = r.substring(r.charAt(eq + 1) == '=' ? eq + 2 : eq + 1).trim();
+                // "key=" (an empty value) is a valid selector; do not read past its end
+                boolean doubleEq = eq + 1 < r.length() && r.charAt(eq + 1) == '=';
+                String val = r.substring(doubleEq ? eq + 2 : eq + 1).trim();
                 if (!LABEL_VALUE.matcher(val).matches()) {
                     throw bad(f, "\"" + val + "\" is not a label value");
                 }

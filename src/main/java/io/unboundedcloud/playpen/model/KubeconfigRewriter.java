@@ -2,6 +2,8 @@ package io.unboundedcloud.playpen.model;
 
 import java.io.IOException;
 
+import com.fasterxml.jackson.core.JsonLocation;
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -13,9 +15,10 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLGenerator;
  * verification against the guest gateway name the k3s certificate was issued for (SPEC A5).
  */
 public final class KubeconfigRewriter {
+    // Every string value is written double-quoted: with MINIMIZE_QUOTES a string such as "1234" or "1.5e3" came
+    // back bare and was read as a number, which kubectl's strict decoding of string fields rejects.
     private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory()
-            .disable(YAMLGenerator.Feature.WRITE_DOC_START_MARKER)
-            .enable(YAMLGenerator.Feature.MINIMIZE_QUOTES));
+            .disable(YAMLGenerator.Feature.WRITE_DOC_START_MARKER));
 
     private KubeconfigRewriter() {
     }
@@ -35,8 +38,14 @@ public final class KubeconfigRewriter {
                 }
             }
             return YAML.writeValueAsString(root);
+        } catch (JsonProcessingException e) {
+            // The parser's message (and so the cause) quotes the offending line, which may hold a client key or
+            // token and ends up in the error log: report the position only.
+            JsonLocation at = e.getLocation();
+            throw new IllegalArgumentException("kubeconfig is not valid YAML"
+                    + (at == null ? "" : " (line " + at.getLineNr() + ", column " + at.getColumnNr() + ")"));
         } catch (IOException e) {
-            throw new IllegalArgumentException("kubeconfig is not valid YAML: " + e.getMessage(), e);
+            throw new IllegalArgumentException("kubeconfig is not valid YAML");
         }
     }
 }

@@ -1,0 +1,91 @@
+package io.unboundedcloud.playpen.api;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+
+import io.unboundedcloud.playpen.api.ApiPaths.Flow;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+class ApiPathsTest {
+    static final String V = "/apis/playpen.unbounded-cloud.io/v1alpha1";
+
+    @ParameterizedTest(name = "{0} {1} → {2}")
+    @CsvSource({
+            "GET,  /healthz,                                       HEALTHZ",
+            "HEAD, /healthz,                                       HEALTHZ",
+            "GET,  /readyz,                                        READYZ",
+            "GET,  /readyz/,                                       READYZ",
+            "GET,  /apis/playpen.unbounded-cloud.io,               DISCOVERY_GROUP",
+            "GET,  /apis/playpen.unbounded-cloud.io/,              DISCOVERY_GROUP",
+            "GET,  /apis/playpen.unbounded-cloud.io/v1alpha1,      DISCOVERY_VERSION",
+            "GET,  /apis/playpen.unbounded-cloud.io/v1alpha1?timeout=32s, DISCOVERY_VERSION",
+            "POST, /apis/playpen.unbounded-cloud.io/v1alpha1/allocs,       ALLOC",
+            "POST, /apis/playpen.unbounded-cloud.io/v1alpha1/allocs/,      ALLOC",
+            "POST, /apis/playpen.unbounded-cloud.io/v1alpha1/allocs?dryRun=All, ALLOC",
+            "POST, /apis/playpen.unbounded-cloud.io/v1alpha1/deallocs,     DEALLOC",
+            "POST, /apis/playpen.unbounded-cloud.io/v1alpha1/deallocs/,    DEALLOC",
+    })
+    void routes(String method, String path, Flow flow) {
+        assertThat(ApiPaths.route(method, path)).isEqualTo(flow);
+    }
+
+    @Test
+    void flowsThatNeedAuthentication() {
+        assertThat(Flow.HEALTHZ.authenticated()).isFalse();
+        assertThat(Flow.READYZ.authenticated()).isFalse();
+        assertThat(Flow.DISCOVERY_GROUP.authenticated()).isTrue();
+        assertThat(Flow.DISCOVERY_VERSION.authenticated()).isTrue();
+        assertThat(Flow.ALLOC.authenticated()).isTrue();
+        assertThat(Flow.DEALLOC.authenticated()).isTrue();
+        assertThat(Flow.DISCOVERY_VERSION.mutating()).isFalse();
+        assertThat(Flow.ALLOC.mutating()).isTrue();
+        assertThat(Flow.DEALLOC.mutating()).isTrue();
+    }
+
+    @ParameterizedTest(name = "{0} {1} → 404")
+    @CsvSource(nullValues = "-", value = {
+            "GET,  /",
+            "GET,  -",
+            "GET,  ''",
+            "GET,  /apis",
+            "GET,  /apis/playpen.unbounded-cloud.io/v1",
+            "POST, /apis/playpen.unbounded-cloud.io/v1alpha1/alloc",
+            "POST, /apis/playpen.unbounded-cloud.io/v1alpha1/allocs/x",
+            "POST, /apis/playpen.unbounded-cloud.io/v1alpha1/allocs//",
+            "GET,  /apis/other.io/v1alpha1",
+            "GET,  /healthzz",
+            "GET,  /APIS/playpen.unbounded-cloud.io",
+    })
+    void unknownPathIs404(String method, String path) {
+        ApiException e = catchThrowableOfType(ApiException.class, () -> ApiPaths.route(method, path));
+        assertThat(e).isNotNull();
+        assertThat(e.code()).isEqualTo(404);
+        assertThat(e.reason()).isEqualTo("NotFound");
+        assertThat(e.getMessage()).isEqualTo("the server could not find the requested resource");
+        assertThat(e.headers()).isEmpty();
+    }
+
+    @ParameterizedTest(name = "{0} {1} → 405 Allow {2}")
+    @CsvSource({
+            "GET,    " + V + "/allocs,    POST, " + V + "/allocs",
+            "GET,    " + V + "/allocs/,   POST, " + V + "/allocs",
+            "HEAD,   " + V + "/allocs,    POST, " + V + "/allocs",
+            "PUT,    " + V + "/deallocs,  POST, " + V + "/deallocs",
+            "DELETE, " + V + "/deallocs,  POST, " + V + "/deallocs",
+            "POST,   " + V + ",           GET,  " + V,
+            "POST,   /apis/playpen.unbounded-cloud.io, GET, /apis/playpen.unbounded-cloud.io",
+            "POST,   /healthz,            GET,  /healthz",
+            "DELETE, /readyz,             GET,  /readyz",
+    })
+    void wrongMethodIs405WithAllow(String method, String path, String allow, String cleanPath) {
+        ApiException e = catchThrowableOfType(ApiException.class, () -> ApiPaths.route(method, path));
+        assertThat(e).isNotNull();
+        assertThat(e.code()).isEqualTo(405);
+        assertThat(e.reason()).isEqualTo("MethodNotAllowed");
+        assertThat(e.headers()).isEqualTo(Map.of("Allow", allow));
+        assertThat(e.getMessage()).isEqualTo("method " + method + " is not allowed on " + cleanPath + "; use " + allow);
+    }
+}

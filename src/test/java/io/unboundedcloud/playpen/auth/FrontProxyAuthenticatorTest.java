@@ -1,0 +1,277 @@
+package io.unboundedcloud.playpen.auth;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatCode;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+
+import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.tls.Pki;
+import io.unboundedcloud.playpen.tls.Pki.Subject;
+import io.unboundedcloud.playpen.tls.Pki.Usage;
+import java.security.cert.X509Certificate;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+
+/** The front-proxy certificate checks of SPEC A7/B2 with certificates issued by {@link Pki}. */
+class FrontProxyAuthenticatorTest {
+    static final Instant NOW = Instant.parse("2026-03-01T12:00:00Z");
+    static final Clock CLOCK = Clock.fixed(NOW, ZoneOffset.UTC);
+    static final Instant YESTERDAY = NOW.minus(Duration.ofDays(1));
+
+    static final Pki.Issued CA = Pki.selfSigned(Subject.cn("front-proxy-ca"), Usage.CA, YESTERDAY, Duration.ofDays(365));
+    static final Pki.Issued CLIENT = Pki.issue(CA, Subject.cn("front-proxy-client"), Usage.CLIENT, YESTERDAY, Duration.ofDays(30));
+
+    /** A clock tests can move; the authenticator must read validity from it, not from the system. */
+    static final class MutableClock extends Clock {
+        Instant now;
+
+        MutableClock(Instant now) {
+            this.now = now;
+        }
+
+        @Override
+        public ZoneId getZone() {
+            return ZoneOffset.UTC;
+        }
+
+        @Override
+        public Clock withZone(ZoneId zone) {
+            return this;
+        }
+
+        @Override
+        public Instant instant() {
+            return now;
+        }
+    }
+
+    static TrustBundle bundle(long generation, Set<String> names, Pki.Issued... cas) {
+        return new TrustBundle(java.util.Arrays.stream(cas).map(Pki.Issued::certificate).toList(), names, null, generation);
+    }
+
+    static FrontProxyAuthenticator authenticator(TrustBundle tb) {
+        return new FrontProxyAuthenticator(() -> tb, CLOCK);
+    }
+
+    static X509Certificate[] chain(Pki.Issued... certs) {
+        return java.util.Arrays.stream(certs).map(Pki.Issued::certificate).toArray(X509Certificate[]::new);
+    }
+
+    static void assertUnauthorized(FrontProxyAuthenticator auth, X509Certificate[] chain, String message) {
+        ApiException e = catchThrowableOfType(ApiException.class, () -> auth.verifyPeer(chain));
+        assertThat(e).as("expected 401 " + message).isNotNull();
+        assertThat(e.code()).isEqualTo(401);
+        assertThat(e.reason()).isEqualTo("Unauthorized");
+        assertThat(e.getMessage()).isEqualTo(message);
+    }
+
+    @Test
+    void trustedClientCertificate() {
+        FrontProxyAuthenticator auth = authenticator(bundle(1, Set.of("front-proxy-client"), CA));
+        assertThatCode(() -> auth.verifyPeer(chain(CLIENT))).doesNotThrowAnyException();
+        // again, from the cache
+        assertThatCode(() -> auth.verifyPeer(chain(CLIENT))).doesNotThrowAnyException();
+        // the CA sent along in the chain is fine too
+        assertThatCode(() -> auth.verifyPeer(chain(CLIENT, CA))).doesNotThrowAnyException();
+    }
+
+    @Test
+    void anyCnWhenNoNamesAreConfigured() {
+        Pki.Issued other = Pki.issue(CA, Subject.cn("someone"), Usage.CLIENT, YESTERDAY, Duration.ofDays(30));
+        assertThatCode(() -> authenticator(bundle(1, Set.of(), CA)).verifyPeer(chain(other))).doesNotThrowAnyException();
+    }
+
+    @Test
+    void serverAndClientUsageIsFine() {
+        Pki.Issued both = Pki.issue(CA, Subject.cn("front-proxy-client"), Usage.SERVER_AND_CLIENT, YESTERDAY, Duration.ofDays(30));
+        assertThatCode(() -> authenticator(bundle(1, Set.of(), CA)).verifyPeer(chain(both))).doesNotThrowAnyException();
+    }
+
+    @Test
+    void noCertificate() {
+        FrontProxyAuthenticator auth = authenticator(bundle(1, Set.of(), CA));
+        String message = "Unauthorized: a client certificate signed by the front-proxy CA is required";
+        assertUnauthorized(auth, null, message);
+        assertUnauthorized(auth, new X509Certificate[0], message);
+    }
+
+    @Test
+    void untrustedCa() {
+        Pki.Issued otherCa = Pki.selfSigned(Subject.cn("front-proxy-ca"), Usage.CA, YESTERDAY, Duration.ofDays(365));
+        Pki.Issued forged = Pki.issue(otherCa, Subject.cn("front-proxy-client"), Usage.CLIENT, YESTERDAY, Duration.ofDays(30));
+        FrontProxyAuthenticator auth = authenticator(bundle(1, Set.of("front-proxy-client"), CA));
+        assertUnauthorized(auth, chain(forged), "Unauthorized: client certificate is not signed by the front-proxy CA");
+        // sending the foreign CA along does not help
+        assertUnauthorized(auth, chain(forged, otherCa), "Unauthorized: client certificate is not signed by the front-proxy CA");
+    }
+
+    @Test
+    void selfSignedClientCertificate() {
+        Pki.Issued self = Pki.selfSigned(Subject.cn("front-proxy-client"), Usage.CLIENT, YESTERDAY, Duration.ofDays(30));
+        assertUnauthorized(authenticator(bundle(1, Set.of(), CA)), chain(self),
+                "Unauthorized: client certificate is not signed by the front-proxy CA");
+    }
+
+    @Test
+    void expiredCertificate() {
+        Pki.Issued expired = Pki.issue(CA, Subject.cn("front-proxy-client"), Usage.CLIENT,
+                NOW.minus(Duration.ofDays(2)), Duration.ofDays(1));
+        assertUnauthorized(authenticator(bundle(1, Set.of(), CA)), chain(expired),
+                "Unauthorized: client certificate is expired or not yet valid");
+    }
+
+    @Test
+    void notYetValidCertificate() {
+        Pki.Issued future = Pki.issue(CA, Subject.cn("front-proxy-client"), Usage.CLIENT,
+                NOW.plus(Duration.ofHours(1)), Duration.ofDays(1));
+        assertUnauthorized(authenticator(bundle(1, Set.of(), CA)), chain(future),
+                "Unauthorized: client certificate is expired or not yet valid");
+    }
+
+    @Test
+    void validityIsReadFromTheInjectedClock() {
+        Clock later = Clock.fixed(NOW.plus(Duration.ofDays(31)), ZoneOffset.UTC);
+        TrustBundle tb = bundle(1, Set.of(), CA);
+        assertUnauthorized(new FrontProxyAuthenticator(() -> tb, later), chain(CLIENT),
+                "Unauthorized: client certificate is expired or not yet valid");
+    }
+
+    @Test
+    void aCachedVerdictDoesNotOutliveTheCertificate() {
+        MutableClock clock = new MutableClock(NOW);
+        TrustBundle tb = bundle(1, Set.of(), CA);
+        FrontProxyAuthenticator auth = new FrontProxyAuthenticator(() -> tb, clock);
+        Pki.Issued shortLived = Pki.issue(CA, Subject.cn("front-proxy-client"), Usage.CLIENT,
+                NOW.minus(Duration.ofMinutes(1)), Duration.ofMinutes(2));
+        assertThatCode(() -> auth.verifyPeer(chain(shortLived))).doesNotThrowAnyException();
+        clock.now = NOW.plus(Duration.ofMinutes(5));
+        assertUnauthorized(auth, chain(shortLived), "Unauthorized: client certificate is expired or not yet valid");
+    }
+
+    @Test
+    void missingClientAuthUsage() {
+        Pki.Issued server = Pki.issue(CA, Subject.cn("front-proxy-client"), Usage.SERVER, YESTERDAY, Duration.ofDays(30));
+        assertUnauthorized(authenticator(bundle(1, Set.of(), CA)), chain(server),
+                "Unauthorized: client certificate lacks the clientAuth extended key usage");
+    }
+
+    @Test
+    void theCaItselfIsNoClientCertificate() {
+        assertUnauthorized(authenticator(bundle(1, Set.of(), CA)), chain(CA),
+                "Unauthorized: client certificate lacks the clientAuth extended key usage");
+    }
+
+    @Test
+    void cnNotAllowed() {
+        Pki.Issued mallory = Pki.issue(CA, Subject.cn("mallory"), Usage.CLIENT, YESTERDAY, Duration.ofDays(30));
+        FrontProxyAuthenticator auth = authenticator(bundle(1, Set.of("front-proxy-client", "aggregator"), CA));
+        assertUnauthorized(auth, chain(mallory), "Unauthorized: client certificate CN \"mallory\" is not an allowed front-proxy name");
+        assertThatCode(() -> auth.verifyPeer(chain(CLIENT))).doesNotThrowAnyException();
+    }
+
+    @Test
+    void cnIsReadFromASubjectWithOrganizations() {
+        Pki.Issued withOrg = Pki.issue(CA, new Subject("aggregator", List.of("system:masters"), List.of(), List.of()),
+                Usage.CLIENT, YESTERDAY, Duration.ofDays(30));
+        assertThatCode(() -> authenticator(bundle(1, Set.of("aggregator"), CA)).verifyPeer(chain(withOrg)))
+                .doesNotThrowAnyException();
+        assertThat(FrontProxyAuthenticator.commonName(withOrg.certificate().getSubjectX500Principal())).isEqualTo("aggregator");
+    }
+
+    @Test
+    void intermediatesComeFromThePresentedChain() {
+        Pki.Issued intermediate = Pki.issue(CA, Subject.cn("front-proxy-intermediate"), Usage.CA, YESTERDAY, Duration.ofDays(90));
+        Pki.Issued leaf = Pki.issue(intermediate, Subject.cn("front-proxy-client"), Usage.CLIENT, YESTERDAY, Duration.ofDays(30));
+        FrontProxyAuthenticator auth = authenticator(bundle(1, Set.of(), CA));
+        assertThatCode(() -> auth.verifyPeer(chain(leaf, intermediate))).doesNotThrowAnyException();
+        FrontProxyAuthenticator fresh = authenticator(bundle(1, Set.of(), CA));
+        assertUnauthorized(fresh, chain(leaf), "Unauthorized: client certificate is not signed by the front-proxy CA");
+    }
+
+    @Test
+    void newBundleGenerationRefusesCertificatesOfTheOldCa() {
+        Pki.Issued newCa = Pki.selfSigned(Subject.cn("front-proxy-ca"), Usage.CA, YESTERDAY, Duration.ofDays(365));
+        Pki.Issued newClient = Pki.issue(newCa, Subject.cn("front-proxy-client"), Usage.CLIENT, YESTERDAY, Duration.ofDays(30));
+        AtomicReference<TrustBundle> current = new AtomicReference<>(bundle(1, Set.of("front-proxy-client"), CA));
+        FrontProxyAuthenticator auth = new FrontProxyAuthenticator(current::get, CLOCK);
+
+        assertThatCode(() -> auth.verifyPeer(chain(CLIENT))).doesNotThrowAnyException();
+        assertUnauthorized(auth, chain(newClient), "Unauthorized: client certificate is not signed by the front-proxy CA");
+
+        // rotation, step 1: both CAs trusted
+        current.set(bundle(2, Set.of("front-proxy-client"), CA, newCa));
+        assertThatCode(() -> auth.verifyPeer(chain(CLIENT))).doesNotThrowAnyException();
+        assertThatCode(() -> auth.verifyPeer(chain(newClient))).doesNotThrowAnyException();
+
+        // step 2: the old CA is gone; its certificate must be refused at once, not after a cache expiry
+        current.set(bundle(3, Set.of("front-proxy-client"), newCa));
+        assertUnauthorized(auth, chain(CLIENT), "Unauthorized: client certificate is not signed by the front-proxy CA");
+        assertThatCode(() -> auth.verifyPeer(chain(newClient))).doesNotThrowAnyException();
+    }
+
+    @Test
+    void newAllowedNamesApplyAtOnce() {
+        AtomicReference<TrustBundle> current = new AtomicReference<>(bundle(1, Set.of(), CA));
+        FrontProxyAuthenticator auth = new FrontProxyAuthenticator(current::get, CLOCK);
+        assertThatCode(() -> auth.verifyPeer(chain(CLIENT))).doesNotThrowAnyException();
+        current.set(bundle(2, Set.of("aggregator"), CA));
+        assertUnauthorized(auth, chain(CLIENT),
+                "Unauthorized: client certificate CN \"front-proxy-client\" is not an allowed front-proxy name");
+    }
+
+    @Test
+    void unusableBundleRefusesEverything() {
+        FrontProxyAuthenticator auth = authenticator(TrustBundle.invalid("requestheader-client-ca-file is missing or empty", 1));
+        assertUnauthorized(auth, chain(CLIENT),
+                "Unauthorized: front-proxy trust bundle is not usable: requestheader-client-ca-file is missing or empty");
+        FrontProxyAuthenticator empty = authenticator(new TrustBundle(List.of(), Set.of(), null, 1));
+        assertUnauthorized(empty, chain(CLIENT), "Unauthorized: front-proxy trust bundle is not usable: empty");
+    }
+
+    @Test
+    void bundleFromTheConfigMapParser() {
+        TrustBundle tb = TrustBundleParser.parse(Map.of(
+                TrustBundleParser.CA_KEY, CA.certificatePem(),
+                TrustBundleParser.NAMES_KEY, "[\"front-proxy-client\"]"), 1);
+        assertThatCode(() -> authenticator(tb).verifyPeer(chain(CLIENT))).doesNotThrowAnyException();
+    }
+
+    // --- identity from the front-proxy headers ---
+
+    @Test
+    void identityNeedsAUser() {
+        for (String user : new String[] {null, "", "   "}) {
+            ApiException e = catchThrowableOfType(ApiException.class,
+                    () -> FrontProxyAuthenticator.identity(user, null, List.of("g"), Map.of()));
+            assertThat(e).as("user " + user).isNotNull();
+            assertThat(e.code()).isEqualTo(401);
+            assertThat(e.reason()).isEqualTo("Unauthorized");
+            assertThat(e.getMessage()).isEqualTo("Unauthorized: X-Remote-User header is required");
+        }
+    }
+
+    @Test
+    void groupsAreSplitOnCommasAndTrimmed() {
+        Identity id = FrontProxyAuthenticator.identity(" alice ", " uid-1 ",
+                List.of("system:authenticated, devs", " ops ,, ", "", "system:masters"),
+                Map.of("scopes", List.of("view", "edit"), "reason", List.of("a b")));
+        assertThat(id.user()).isEqualTo("alice");
+        assertThat(id.uid()).isEqualTo("uid-1");
+        assertThat(id.groups()).containsExactly("system:authenticated", "devs", "ops", "system:masters");
+        assertThat(id.extra()).isEqualTo(Map.of("scopes", List.of("view", "edit"), "reason", List.of("a b")));
+    }
+
+    @Test
+    void noGroupsNoUid() {
+        Identity id = FrontProxyAuthenticator.identity("bob", null, List.of(), Map.of());
+        assertThat(id).isEqualTo(new Identity("bob", "", List.of(), Map.of()));
+    }
+}

@@ -1,0 +1,64 @@
+package io.unboundedcloud.playpen.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+class GoDurationTest {
+
+    @ParameterizedTest(name = "{0} = {1} ns")
+    @CsvSource({
+            "90s,        90000000000",
+            "30m,        1800000000000",
+            "1h30m,      5400000000000",
+            "1h,         3600000000000",
+            "250ms,      250000000",
+            "0,          0",
+            "0s,         0",
+            "1.5h,       5400000000000",
+            ".5s,        500000000",
+            "1m30.5s,    90500000000",
+            "2h45m30s,   9930000000000",
+            "10us,       10000",
+            "10µs,       10000",
+            "7ns,        7",
+            "+5s,        5000000000",
+            "-5s,        -5000000000",
+    })
+    void parses(String text, long nanos) {
+        assertThat(GoDuration.parse(text)).isEqualTo(Duration.ofNanos(nanos));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"", " ", "1x", "60", "h", "1h 30m", "1.5.5s", "s1", "1d", "-", "+", "1hm"})
+    void rejects(String text) {
+        assertThatThrownBy(() -> GoDuration.parse(text)).isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @ParameterizedTest(name = "{0} → {1}")
+    @CsvSource({
+            "0,             0s",
+            "30000000000,   30s",
+            "90000000000,   1m30s",
+            "1800000000000, 30m0s",
+            "3600000000000, 1h0m0s",
+            "5400000000000, 1h30m0s",
+            "250000000,     250ms",
+            "1500000000,    1.5s",
+            "-90000000000,  -1m30s",
+    })
+    void formatsLikeGo(long nanos, String expected) {
+        assertThat(GoDuration.format(Duration.ofNanos(nanos))).isEqualTo(expected);
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"90s", "30m", "1h30m", "250ms", "1.5h", "0"})
+    void formatParsesBack(String text) {
+        Duration d = GoDuration.parse(text);
+        assertThat(GoDuration.parse(GoDuration.format(d))).isEqualTo(d);
+    }
+}

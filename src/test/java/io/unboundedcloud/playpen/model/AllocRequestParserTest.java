@@ -1,0 +1,294 @@
+package io.unboundedcloud.playpen.model;
+
+import static io.unboundedcloud.playpen.model.AllocRequestParser.BAD_ARCHITECTURE;
+import static io.unboundedcloud.playpen.model.AllocRequestParser.BAD_RESOURCE_TYPE;
+import static io.unboundedcloud.playpen.model.AllocRequestParser.BAD_WIREGUARD_KEY;
+import static io.unboundedcloud.playpen.model.AllocRequestParser.INVALID_JSON;
+import static io.unboundedcloud.playpen.model.AllocRequestParser.KEY_REQUIRED;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+
+import io.unboundedcloud.playpen.api.ApiException;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/** SPEC A3 rule by rule, in order: when a body breaks several rules the first one in the list is reported. */
+class AllocRequestParserTest {
+    /** base64 of bytes 0..31. */
+    static final String WG = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+    static final String WG_31_BYTES = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHg==";
+    static final String WG_33_BYTES = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8g";
+    /** printf abc | sha256sum */
+    static final String HASH_ABC = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+    /** printf hdr | sha256sum */
+    static final String HASH_HDR = "fd8ae45e5ecb4e0d880ec94769c1da47fa8740dad756e4a1e797d980a8b547b0";
+    /** printf body-key | sha256sum */
+    static final String HASH_BODY_KEY = "154b2dbe7bbb74b7872d6fbd4f6ab476efed219e01041ea8ff7cb26933e75e5e";
+    static final String NOT_CONFIGURED = "kubernetes version \"v1.99.0\" is not configured for control-plane allocation";
+
+    private final AllocRequestParser parser = new AllocRequestParser(List.of("v1.31.2", "v1.33.0", "v1.32.9-rc.1"));
+
+    private static byte[] utf8(String s) {
+        return s == null ? null : s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    private static ApiException badRequest(Runnable r) {
+        ApiException e = catchThrowableOfType(ApiException.class, r::run);
+        assertThat(e).as("expected a 400").isNotNull();
+        assertThat(e.code()).isEqualTo(400);
+        assertThat(e.reason()).isEqualTo("BadRequest");
+        return e;
+    }
+
+    static Stream<Arguments> rejected() {
+        return Stream.of(
+                // rule 1: a JSON object
+                Arguments.of("not JSON", "not json", null, INVALID_JSON),
+                Arguments.of("JSON array", "[]", "hdr", INVALID_JSON),
+                Arguments.of("JSON array of an object", "[{\"idempotencyKey\":\"abc\"}]", null, INVALID_JSON),
+                Arguments.of("JSON string", "\"abc\"", "hdr", INVALID_JSON),
+                Arguments.of("JSON null", "null", "hdr", INVALID_JSON),
+                Arguments.of("JSON number", "42", "hdr", INVALID_JSON),
+                Arguments.of("number-typed field", "{\"idempotencyKey\":\"abc\",\"architecture\":1}", null, INVALID_JSON),
+                Arguments.of("number-typed key even with the header set", "{\"idempotencyKey\":5}", "hdr", INVALID_JSON),
+                Arguments.of("object-typed field", "{\"idempotencyKey\":\"abc\",\"resourceType\":{}}", null, INVALID_JSON),
+                Arguments.of("boolean-typed field", "{\"idempotencyKey\":\"abc\",\"wireGuardPublicKey\":true}", null, INVALID_JSON),
+                Arguments.of("empty body", "", "hdr", INVALID_JSON),
+                Arguments.of("whitespace body", " \r\n\t", "hdr", INVALID_JSON),
+                Arguments.of("trailing garbage", "{\"idempotencyKey\":\"abc\"} x", null, INVALID_JSON),
+                Arguments.of("two objects", "{}{}", "hdr", INVALID_JSON),
+                Arguments.of("truncated, also no key", "{\"resourceType\":", null, INVALID_JSON),
+                // rule 2: idempotency key
+                Arguments.of("no key anywhere", "{}", null, KEY_REQUIRED),
+                Arguments.of("missing key before bad resourceType", "{\"resourceType\":\"vm\"}", null, KEY_REQUIRED),
+                Arguments.of("blank body key before bad everything",
+                        "{\"idempotencyKey\":\"  \",\"resourceType\":\"vm\",\"wireGuardPublicKey\":\"x\",\"architecture\":\"x86\"}",
+                        null, KEY_REQUIRED),
+                Arguments.of("blank header, no body key", "{\"resourceType\":\"vm\"}", "   ", KEY_REQUIRED),
+                Arguments.of("null body key", "{\"idempotencyKey\":null}", null, KEY_REQUIRED),
+                // rule 3: resourceType
+                Arguments.of("bad resourceType before bad WireGuard key and arch",
+                        "{\"idempotencyKey\":\"abc\",\"resourceType\":\"vm\",\"wireGuardPublicKey\":\"x\",\"architecture\":\"x86\"}",
+                        null, BAD_RESOURCE_TYPE),
+                Arguments.of("resourceType control_plane", "{\"resourceType\":\"control_plane\"}", "hdr", BAD_RESOURCE_TYPE),
+                Arguments.of("resourceType runners", "{\"resourceType\":\"runners\",\"wireGuardPublicKey\":\"" + WG + "\"}",
+                        "hdr", BAD_RESOURCE_TYPE),
+                // rule 4: runner WireGuard key
+                Arguments.of("runner without WireGuard key", "{\"idempotencyKey\":\"abc\"}", null, BAD_WIREGUARD_KEY),
+                Arguments.of("runner bad WireGuard key before bad arch",
+                        "{\"idempotencyKey\":\"abc\",\"wireGuardPublicKey\":\"x\",\"architecture\":\"x86\"}", null, BAD_WIREGUARD_KEY),
+                Arguments.of("WireGuard key of 31 bytes", "{\"wireGuardPublicKey\":\"" + WG_31_BYTES + "\"}", "hdr", BAD_WIREGUARD_KEY),
+                Arguments.of("WireGuard key of 33 bytes", "{\"wireGuardPublicKey\":\"" + WG_33_BYTES + "\"}", "hdr", BAD_WIREGUARD_KEY),
+                Arguments.of("WireGuard key without padding",
+                        "{\"wireGuardPublicKey\":\"" + WG.substring(0, 43) + "\"}", "hdr", BAD_WIREGUARD_KEY),
+                Arguments.of("WireGuard key in URL-safe base64",
+                        "{\"wireGuardPublicKey\":\"" + "-_" + WG.substring(2) + "\"}", "hdr", BAD_WIREGUARD_KEY),
+                Arguments.of("WireGuard key not base64",
+                        "{\"wireGuardPublicKey\":\"" + "!!" + WG.substring(2) + "\"}", "hdr", BAD_WIREGUARD_KEY),
+                Arguments.of("WireGuard key with an inner space",
+                        "{\"wireGuardPublicKey\":\"" + WG.substring(0, 20) + " " + WG.substring(21) + "\"}", "hdr", BAD_WIREGUARD_KEY),
+                Arguments.of("WireGuard key hex", "{\"wireGuardPublicKey\":\"" + "ab".repeat(32) + "\"}", "hdr", BAD_WIREGUARD_KEY),
+                // rule 5: architecture
+                Arguments.of("runner arch x86", "{\"wireGuardPublicKey\":\"" + WG + "\",\"architecture\":\"x86\"}", "hdr", BAD_ARCHITECTURE),
+                Arguments.of("runner arch x86_64", "{\"wireGuardPublicKey\":\"" + WG + "\",\"architecture\":\"x86_64\"}", "hdr", BAD_ARCHITECTURE),
+                Arguments.of("control plane ignores bad WireGuard key, bad arch reported",
+                        "{\"resourceType\":\"controlPlane\",\"wireGuardPublicKey\":\"x\",\"architecture\":\"arm\"}", "hdr", BAD_ARCHITECTURE),
+                Arguments.of("control plane bad arch before unconfigured version",
+                        "{\"resourceType\":\"controlPlane\",\"kubernetesVersion\":\"v1.99.0\",\"architecture\":\"s390x\"}", "hdr",
+                        BAD_ARCHITECTURE),
+                // rule 6: control-plane version
+                Arguments.of("unconfigured version", "{\"resourceType\":\"controlPlane\",\"kubernetesVersion\":\"v1.99.0\"}", "hdr",
+                        NOT_CONFIGURED),
+                Arguments.of("unconfigured version gets its v",
+                        "{\"resourceType\":\"control-plane\",\"kubernetesVersion\":\"1.99.0\",\"wireGuardPublicKey\":\"x\"}", "hdr",
+                        NOT_CONFIGURED),
+                Arguments.of("partial version is not a configured one",
+                        "{\"resourceType\":\"controlPlane\",\"kubernetesVersion\":\"v1.33\"}", "hdr",
+                        "kubernetes version \"v1.33\" is not configured for control-plane allocation"));
+    }
+
+    @ParameterizedTest(name = "{0} → {3}")
+    @MethodSource("rejected")
+    void rejectsWithTheFirstBrokenRule(String what, String body, String header, String message) {
+        ApiException e = badRequest(() -> parser.parseAlloc(utf8(body), header));
+        assertThat(e.getMessage()).isEqualTo(message);
+    }
+
+    @Test
+    void nullBodyIsInvalidJson() {
+        assertThat(badRequest(() -> parser.parseAlloc(null, "hdr")).getMessage()).isEqualTo(INVALID_JSON);
+    }
+
+    @Test
+    void runnerWithDefaults() {
+        AllocCommand cmd = parser.parseAlloc(utf8("{\"idempotencyKey\":\"abc\",\"wireGuardPublicKey\":\"" + WG + "\"}\n"), null);
+        assertThat(cmd).isEqualTo(new AllocCommand(HASH_ABC, ResourceType.RUNNER, "", WG, "amd64"));
+        // printf 'runner\n\n<WG>\namd64' | sha256sum
+        assertThat(cmd.requestHash()).isEqualTo("2eb23d0c38ab31537dcd055ab26ae9cf9168611e4406dd2bb702e3bac517ac2c");
+        assertThat(cmd.keyHashPrefix()).isEqualTo("ba7816bf");
+    }
+
+    @Test
+    void runnerArm64RequestHash() {
+        AllocCommand cmd = parser.parseAlloc(utf8(
+                "{\"resourceType\":\"runner\",\"wireGuardPublicKey\":\" " + WG + " \",\"architecture\":\"arm64\","
+                        + "\"kubernetesVersion\":\"v1.33.0\"}"), "abc");
+        // the WireGuard key is trimmed and a runner's kubernetesVersion is ignored
+        assertThat(cmd).isEqualTo(new AllocCommand(HASH_ABC, ResourceType.RUNNER, "", WG, "arm64"));
+        // printf 'runner\n\n<WG>\narm64' | sha256sum
+        assertThat(cmd.requestHash()).isEqualTo("2d7f8a7ac0ccb786afb40f2e91fa30dc700d57e5e5c5360ee9dc9b409970f418");
+    }
+
+    @Test
+    void nullFieldsAreEmpty() {
+        AllocCommand cmd = parser.parseAlloc(utf8("{\"idempotencyKey\":\"abc\",\"resourceType\":null,\"kubernetesVersion\":null,"
+                + "\"wireGuardPublicKey\":\"" + WG + "\",\"architecture\":null,\"somethingElse\":7}"), null);
+        assertThat(cmd).isEqualTo(new AllocCommand(HASH_ABC, ResourceType.RUNNER, "", WG, "amd64"));
+    }
+
+    @ParameterizedTest(name = "header {0}, body key {1} → {2}")
+    @CsvSource(nullValues = "-", value = {
+            "hdr,       body-key, " + HASH_HDR,
+            "'  hdr  ', body-key, " + HASH_HDR,
+            "-,         body-key, " + HASH_BODY_KEY,
+            "'',        body-key, " + HASH_BODY_KEY,
+            "'  ',      ' body-key ', " + HASH_BODY_KEY,
+            "hdr,       -,        " + HASH_HDR,
+    })
+    void headerKeyWinsOverBodyKey(String header, String bodyKey, String expectedHash) {
+        String key = bodyKey == null ? "" : "\"idempotencyKey\":\"" + bodyKey + "\",";
+        AllocCommand cmd = parser.parseAlloc(utf8("{" + key + "\"wireGuardPublicKey\":\"" + WG + "\"}"), header);
+        assertThat(cmd.keyHash()).isEqualTo(expectedHash);
+    }
+
+    @ParameterizedTest(name = "resourceType \"{0}\" → {1}")
+    @CsvSource({
+            "'',            RUNNER",
+            "runner,        RUNNER",
+            "RUNNER,        RUNNER",
+            "Runner,        RUNNER",
+            "controlPlane,  CONTROL_PLANE",
+            "controlplane,  CONTROL_PLANE",
+            "CONTROLPLANE,  CONTROL_PLANE",
+            "control-plane, CONTROL_PLANE",
+            "Control-Plane, CONTROL_PLANE",
+    })
+    void resourceTypeVariants(String type, ResourceType expected) {
+        AllocCommand cmd = parser.parseAlloc(utf8("{\"resourceType\":\"" + type + "\",\"wireGuardPublicKey\":\"" + WG + "\"}"), "hdr");
+        assertThat(cmd.resourceType()).isEqualTo(expected);
+        assertThat(cmd.resourceType().wire()).isEqualTo(expected == ResourceType.RUNNER ? "runner" : "controlPlane");
+    }
+
+    @ParameterizedTest(name = "architecture \"{0}\" → {1}")
+    @CsvSource({"'', amd64", "amd64, amd64", "arm64, arm64"})
+    void architectureVariants(String arch, String expected) {
+        AllocCommand runner = parser.parseAlloc(
+                utf8("{\"wireGuardPublicKey\":\"" + WG + "\",\"architecture\":\"" + arch + "\"}"), "hdr");
+        assertThat(runner.architecture()).isEqualTo(expected);
+        AllocCommand cp = parser.parseAlloc(utf8("{\"resourceType\":\"controlPlane\",\"architecture\":\"" + arch + "\"}"), "hdr");
+        assertThat(cp.architecture()).isEqualTo(expected);
+    }
+
+    @ParameterizedTest(name = "kubernetesVersion \"{0}\" → {1}")
+    @CsvSource({
+            "v1.33.0,      v1.33.0",
+            "1.33.0,       v1.33.0",
+            "v1.31.2,      v1.31.2",
+            "1.32.9-rc.1,  v1.32.9-rc.1",
+            "'',           v1.33.0",
+    })
+    void controlPlaneVersion(String version, String expected) {
+        AllocCommand cmd = parser.parseAlloc(utf8("{\"idempotencyKey\":\"abc\",\"resourceType\":\"controlPlane\","
+                + "\"kubernetesVersion\":\"" + version + "\",\"wireGuardPublicKey\":\"" + WG + "\"}"), null);
+        // a control plane's claim carries no client WireGuard key, even when one was sent
+        assertThat(cmd).isEqualTo(new AllocCommand(HASH_ABC, ResourceType.CONTROL_PLANE, expected, "", "amd64"));
+    }
+
+    @Test
+    void controlPlaneRequestHash() {
+        AllocCommand cmd = parser.parseAlloc(utf8("{\"resourceType\":\"controlPlane\"}"), "abc");
+        assertThat(cmd).isEqualTo(new AllocCommand(HASH_ABC, ResourceType.CONTROL_PLANE, "v1.33.0", "", "amd64"));
+        // printf 'controlPlane\nv1.33.0\n\namd64' | sha256sum
+        assertThat(cmd.requestHash()).isEqualTo("10fd416c4eb66e48e1eaca1db7ddabdd42b2c58b141c717403d5957c5a1bd30e");
+        AllocCommand rc = parser.parseAlloc(utf8("{\"resourceType\":\"controlPlane\",\"kubernetesVersion\":\"1.32.9-rc.1\"}"), "abc");
+        // printf 'controlPlane\nv1.32.9-rc.1\n\namd64' | sha256sum
+        assertThat(rc.requestHash()).isEqualTo("1a1d1bea9e61863b8db2960796bb0bf7af351787b62027a7878bcc938766172f");
+        AllocCommand arm = parser.parseAlloc(utf8("{\"resourceType\":\"controlPlane\",\"architecture\":\"arm64\"}"), "abc");
+        // printf 'controlPlane\nv1.33.0\n\narm64' | sha256sum
+        assertThat(arm.requestHash()).isEqualTo("e9f677828a59097316654dcdadca53dc5698c0dc2d7c8f18caa2ded637681f49");
+    }
+
+    @Test
+    void highestVersionComparesNumerically() {
+        assertThat(AllocRequestParser.highest(List.of("v1.31.2", "v1.33.0", "v1.32.9-rc.1"))).isEqualTo("v1.33.0");
+        assertThat(AllocRequestParser.highest(List.of("v1.9.0", "v1.10.0"))).isEqualTo("v1.10.0");
+        assertThat(AllocRequestParser.highest(List.of("v1.10.0", "v1.9.0"))).isEqualTo("v1.10.0");
+        assertThat(AllocRequestParser.highest(List.of("v1.33.9", "v1.33.10"))).isEqualTo("v1.33.10");
+        assertThat(AllocRequestParser.highest(List.of("v1.32.10", "v1.33.0+k3s1"))).isEqualTo("v1.33.0+k3s1");
+        assertThat(AllocRequestParser.highest(List.of("v1.33.0", "v1.33.1-rc.1"))).isEqualTo("v1.33.1-rc.1");
+        assertThat(AllocRequestParser.highest(List.of("v2.0.0", "v1.99.99"))).isEqualTo("v2.0.0");
+
+        AllocRequestParser nineTen = new AllocRequestParser(List.of("v1.9.0", "v1.10.0"));
+        assertThat(nineTen.parseAlloc(utf8("{\"resourceType\":\"controlPlane\"}"), "abc").kubernetesVersion()).isEqualTo("v1.10.0");
+    }
+
+    @Test
+    void wireGuardKeyCheck() {
+        assertThat(AllocRequestParser.isWireGuardKey(WG)).isTrue();
+        assertThat(AllocRequestParser.isWireGuardKey("ZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXp7fH1+f4CBgoM=")).isTrue();
+        assertThat(AllocRequestParser.isWireGuardKey(null)).isFalse();
+        assertThat(AllocRequestParser.isWireGuardKey("")).isFalse();
+        assertThat(AllocRequestParser.isWireGuardKey(WG_31_BYTES)).isFalse();
+        assertThat(AllocRequestParser.isWireGuardKey(WG_33_BYTES)).isFalse();
+        assertThat(AllocRequestParser.isWireGuardKey(WG.substring(0, 43))).isFalse();
+        assertThat(AllocRequestParser.isWireGuardKey(" " + WG)).isFalse();
+    }
+
+    // --- dealloc (SPEC A6) ---
+
+    @Test
+    void deallocHeaderOnlyWithEmptyBody() {
+        assertThat(parser.parseDealloc(new byte[0], "hdr")).isEqualTo(HASH_HDR);
+        assertThat(parser.parseDealloc(null, " hdr ")).isEqualTo(HASH_HDR);
+        assertThat(parser.parseDealloc(utf8("\n"), "hdr")).isEqualTo(HASH_HDR);
+        assertThat(parser.parseDealloc(utf8("{}"), "hdr")).isEqualTo(HASH_HDR);
+    }
+
+    @Test
+    void deallocHeaderWinsOverBody() {
+        assertThat(parser.parseDealloc(utf8("{\"idempotencyKey\":\"body-key\"}"), "hdr")).isEqualTo(HASH_HDR);
+    }
+
+    @Test
+    void deallocBodyKey() {
+        assertThat(parser.parseDealloc(utf8("{\"idempotencyKey\":\" body-key \"}\n"), null)).isEqualTo(HASH_BODY_KEY);
+        assertThat(parser.parseDealloc(utf8("{\"idempotencyKey\":\"body-key\"}"), "  ")).isEqualTo(HASH_BODY_KEY);
+    }
+
+    @Test
+    void deallocWithoutKeyIsTheAllocMessage() {
+        assertThat(badRequest(() -> parser.parseDealloc(utf8("{}"), null)).getMessage()).isEqualTo(KEY_REQUIRED);
+        assertThat(badRequest(() -> parser.parseDealloc(utf8("{\"idempotencyKey\":\"\"}"), "")).getMessage())
+                .isEqualTo(KEY_REQUIRED);
+    }
+
+    @Test
+    void deallocEmptyBodyWithoutHeaderIsRefused() {
+        // No header, so the body must be a JSON object; an empty one is not JSON at all.
+        assertThat(badRequest(() -> parser.parseDealloc(new byte[0], null)).getMessage()).isEqualTo(INVALID_JSON);
+        assertThat(badRequest(() -> parser.parseDealloc(null, " ")).getMessage()).isEqualTo(INVALID_JSON);
+    }
+
+    @Test
+    void deallocBodyMustBeAnObject() {
+        assertThat(badRequest(() -> parser.parseDealloc(utf8("[]"), null)).getMessage()).isEqualTo(INVALID_JSON);
+        assertThat(badRequest(() -> parser.parseDealloc(utf8("{\"idempotencyKey\":1}"), null)).getMessage())
+                .isEqualTo(INVALID_JSON);
+    }
+}

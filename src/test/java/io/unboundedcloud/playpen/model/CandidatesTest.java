@@ -1,0 +1,330 @@
+package io.unboundedcloud.playpen.model;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.ContainerPortBuilder;
+import io.fabric8.kubernetes.api.model.ContainerStatus;
+import io.fabric8.kubernetes.api.model.ContainerStatusBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.unboundedcloud.playpen.config.OperatorConfig;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.Function;
+import java.util.function.UnaryOperator;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/** Which idle pods may serve an alloc, why the others may not, and in which order they are tried (SPEC A4). */
+class CandidatesTest {
+    static final String WG = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+    static final String KUBECONFIG = "apiVersion: v1\nclusters:\n- cluster:\n    server: https://127.0.0.1:6443\n  name: default\n";
+    static final String UNUSABLE_RUNNERS =
+            "no idle playpen runner pods are available with hostPort endpoints on ExternalIP nodes: ";
+    static final String UNUSABLE_CONTROL_PLANES =
+            "no idle playpen control-plane pods are available with hostPort endpoints on ExternalIP nodes: ";
+
+    static final Map<String, String> NODES = Map.of("node-a", "203.0.113.10", "node-b", "198.51.100.7");
+    static final Function<String, Optional<String>> EXTERNAL_IP = node -> Optional.ofNullable(NODES.get(node));
+
+    private final Candidates candidates = new Candidates(OperatorConfig.parse().runnerLabelSelector());
+
+    static AllocCommand runnerCmd(String key, String arch) {
+        return new AllocCommand(Hashes.keyHash(key), ResourceType.RUNNER, "", WG, arch);
+    }
+
+    static AllocCommand controlPlaneCmd(String key, String version) {
+        return new AllocCommand(Hashes.keyHash(key), ResourceType.CONTROL_PLANE, version, "", "amd64");
+    }
+
+    private static List<ContainerStatus> readyStatuses(Pod pod) {
+        List<ContainerStatus> out = new ArrayList<>();
+        for (Container c : pod.getSpec().getContainers()) {
+            out.add(new ContainerStatusBuilder().withName(c.getName()).withReady(true)
+                    .withNewState().withNewRunning().withStartedAt("2026-01-01T00:00:00Z").endRunning().endState().build());
+        }
+        return out;
+    }
+
+    /** A pool pod as the kubelet and the runner (or helper) complete it: scheduled, Running, Ready, published. */
+    static Pod ready(Pod template, String node) {
+        PodBuilder b = new PodBuilder(template)
+                .editSpec().withNodeName(node).endSpec()
+                .withNewStatus().withPhase("Running").withContainerStatuses(readyStatuses(template)).endStatus();
+        if (ManagedPods.isKind(template, ResourceType.RUNNER)) {
+            b.editMetadata().addToAnnotations(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY, WG).endMetadata();
+        } else {
+            b.editMetadata().addToAnnotations(PlaypenKeys.CONTROL_PLANE_KUBECONFIG, KUBECONFIG).endMetadata();
+        }
+        return b.build();
+    }
+
+    static Pod readyRunner(String arch, int port) {
+        return ready(TestPods.runner(arch, port), "node-a");
+    }
+
+    static Pod readyControlPlane(String version, int port) {
+        return ready(TestPods.controlPlane(version, port), "node-a");
+    }
+
+    static Pod edit(Pod pod, UnaryOperator<PodBuilder> change) {
+        return change.apply(new PodBuilder(pod)).build();
+    }
+
+    private static List<String> names(Candidates.Selection s) {
+        return s.ordered().stream().map(u -> u.pod().getMetadata().getName()).toList();
+    }
+
+    @Test
+    void aReadyRunnerIsUsable() {
+        Pod pod = readyRunner("amd64", 51820);
+        Candidates.Selection s = candidates.select(runnerCmd("k", "amd64"), List.of(pod), EXTERNAL_IP);
+        assertThat(s.skipped()).isEmpty();
+        assertThat(s.ofKind()).isEqualTo(1);
+        assertThat(s.ordered()).hasSize(1);
+        Candidates.Usable u = s.ordered().get(0);
+        assertThat(u.pod()).isSameAs(pod);
+        assertThat(u.hostPort()).isEqualTo(51820);
+        assertThat(u.externalIp()).isEqualTo("203.0.113.10");
+        assertThat(u.score()).isEqualTo(Hashes.rendezvous(Hashes.seed(Hashes.keyHash("k")), "playpen-runner-amd64-51820"));
+    }
+
+    @Test
+    void aReadyControlPlaneIsUsable() {
+        Pod pod = ready(TestPods.controlPlane("v1.33.0", 16443), "node-b");
+        Candidates.Selection s = candidates.select(controlPlaneCmd("k", "v1.33.0"), List.of(pod), EXTERNAL_IP);
+        assertThat(s.skipped()).isEmpty();
+        assertThat(s.ordered()).extracting(Candidates.Usable::hostPort, Candidates.Usable::externalIp)
+                .containsExactly(org.assertj.core.groups.Tuple.tuple(16443, "198.51.100.7"));
+    }
+
+    static Stream<Arguments> unusableRunners() {
+        Pod base = readyRunner("amd64", 51820);
+        return Stream.of(
+                Arguments.of("terminating", TestPods.terminating(base), "terminating"),
+                Arguments.of("phase Pending", edit(base, b -> b.editStatus().withPhase("Pending").endStatus()), "phase is Pending"),
+                Arguments.of("phase Succeeded", edit(base, b -> b.editStatus().withPhase("Succeeded").endStatus()),
+                        "phase is Succeeded"),
+                Arguments.of("no status", edit(base, b -> b.withStatus(null)), "phase is unknown"),
+                Arguments.of("container not ready", edit(base, b -> b.editStatus().editFirstContainerStatus().withReady(false)
+                        .endContainerStatus().endStatus()), "containers are not all running and ready"),
+                Arguments.of("container ready but waiting", edit(base, b -> b.editStatus().editFirstContainerStatus()
+                        .withNewState().withNewWaiting().withReason("CrashLoopBackOff").endWaiting().endState()
+                        .endContainerStatus().endStatus()), "containers are not all running and ready"),
+                Arguments.of("container terminated", edit(base, b -> b.editStatus().editFirstContainerStatus()
+                        .withNewState().withNewTerminated().withExitCode(1).endTerminated().endState()
+                        .endContainerStatus().endStatus()), "containers are not all running and ready"),
+                Arguments.of("no container statuses yet", edit(base, b -> b.editStatus().withContainerStatuses().endStatus()),
+                        "containers are not all running and ready"),
+                Arguments.of("missing server WireGuard key", edit(base, b -> b.editMetadata()
+                        .removeFromAnnotations(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY).endMetadata()),
+                        "no valid server WireGuard public key annotation"),
+                Arguments.of("invalid server WireGuard key", edit(base, b -> b.editMetadata()
+                        .addToAnnotations(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY, "not-a-key").endMetadata()),
+                        "no valid server WireGuard public key annotation"),
+                Arguments.of("wireguard port only on TCP", edit(base, b -> b.editSpec().editFirstContainer()
+                        .withPorts(new ContainerPortBuilder().withName("wireguard").withProtocol("TCP").withContainerPort(51820)
+                                .withHostPort(51820).build())
+                        .endContainer().endSpec()), "no hostPort on port \"wireguard\""),
+                Arguments.of("wireguard port without hostPort", edit(base, b -> b.editSpec().editFirstContainer()
+                        .withPorts(new ContainerPortBuilder().withName("wireguard").withProtocol("UDP").withContainerPort(51820).build())
+                        .endContainer().endSpec()), "no hostPort on port \"wireguard\""),
+                Arguments.of("hostPort on another port name", edit(base, b -> b.editSpec().editFirstContainer()
+                        .withPorts(new ContainerPortBuilder().withName("wg").withProtocol("UDP").withContainerPort(51820)
+                                .withHostPort(51820).build())
+                        .endContainer().endSpec()), "no hostPort on port \"wireguard\""),
+                Arguments.of("unscheduled", edit(base, b -> b.editSpec().withNodeName(null).endSpec()), "not scheduled to a node"),
+                Arguments.of("node without ExternalIP", ready(TestPods.runner("amd64", 51820), "node-c"),
+                        "node \"node-c\" has no ExternalIP"));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("unusableRunners")
+    void unusableRunnerIsSkippedWithItsReason(String what, Pod pod, String reason) {
+        AllocCommand cmd = runnerCmd("k", "amd64");
+        Candidates.Selection s = candidates.select(cmd, List.of(pod), EXTERNAL_IP);
+        assertThat(s.ordered()).isEmpty();
+        assertThat(s.ofKind()).isEqualTo(1);
+        assertThat(s.skipped()).containsExactly("playpen-runner-amd64-51820: " + reason);
+        assertThat(Candidates.unavailableMessage(cmd, s))
+                .isEqualTo(UNUSABLE_RUNNERS + "playpen-runner-amd64-51820: " + reason);
+    }
+
+    static Stream<Arguments> unusableControlPlanes() {
+        Pod base = readyControlPlane("v1.33.0", 16443);
+        return Stream.of(
+                Arguments.of("terminating", TestPods.terminating(base), "terminating"),
+                Arguments.of("phase Pending", edit(base, b -> b.editStatus().withPhase("Pending").endStatus()), "phase is Pending"),
+                Arguments.of("helper not ready", edit(base, b -> b.editStatus().editLastContainerStatus().withReady(false)
+                        .endContainerStatus().endStatus()), "containers are not all running and ready"),
+                Arguments.of("helper has no status", edit(base, b -> b.editStatus().removeMatchingFromContainerStatuses(
+                        cs -> "helper".equals(cs.getName())).endStatus()), "containers are not all running and ready"),
+                Arguments.of("missing kubeconfig", edit(base, b -> b.editMetadata()
+                        .removeFromAnnotations(PlaypenKeys.CONTROL_PLANE_KUBECONFIG).endMetadata()),
+                        "control-plane kubeconfig not published yet"),
+                Arguments.of("blank kubeconfig", edit(base, b -> b.editMetadata()
+                        .addToAnnotations(PlaypenKeys.CONTROL_PLANE_KUBECONFIG, " \n").endMetadata()),
+                        "control-plane kubeconfig not published yet"),
+                Arguments.of("apiserver port only on UDP", edit(base, b -> b.editSpec().editFirstContainer()
+                        .withPorts(new ContainerPortBuilder().withName("apiserver").withProtocol("UDP").withContainerPort(6443)
+                                .withHostPort(16443).build())
+                        .endContainer().endSpec()), "no hostPort on port \"apiserver\""),
+                Arguments.of("unscheduled", edit(base, b -> b.editSpec().withNodeName("").endSpec()), "not scheduled to a node"),
+                Arguments.of("node without ExternalIP", ready(TestPods.controlPlane("v1.33.0", 16443), "node-gone"),
+                        "node \"node-gone\" has no ExternalIP"));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("unusableControlPlanes")
+    void unusableControlPlaneIsSkippedWithItsReason(String what, Pod pod, String reason) {
+        AllocCommand cmd = controlPlaneCmd("k", "v1.33.0");
+        Candidates.Selection s = candidates.select(cmd, List.of(pod), EXTERNAL_IP);
+        assertThat(s.ordered()).isEmpty();
+        assertThat(s.skipped()).containsExactly("playpen-control-plane-1.33.0-16443: " + reason);
+        assertThat(Candidates.unavailableMessage(cmd, s))
+                .isEqualTo(UNUSABLE_CONTROL_PLANES + "playpen-control-plane-1.33.0-16443: " + reason);
+    }
+
+    @Test
+    void aRunnerWithoutServerKeyIsFineAsAControlPlaneIsNot() {
+        // the WireGuard key check is for runners; the kubeconfig check is for control planes
+        Pod cp = edit(readyControlPlane("v1.33.0", 16443),
+                b -> b.editMetadata().removeFromAnnotations(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY).endMetadata());
+        assertThat(candidates.select(controlPlaneCmd("k", "v1.33.0"), List.of(cp), EXTERNAL_IP).ordered()).hasSize(1);
+        Pod runner = edit(readyRunner("amd64", 51820),
+                b -> b.editMetadata().removeFromAnnotations(PlaypenKeys.CONTROL_PLANE_KUBECONFIG).endMetadata());
+        assertThat(candidates.select(runnerCmd("k", "amd64"), List.of(runner), EXTERNAL_IP).ordered()).hasSize(1);
+    }
+
+    @Test
+    void reasonsAreSortedAndJoined() {
+        AllocCommand cmd = runnerCmd("k", "amd64");
+        List<Pod> pods = List.of(
+                TestPods.terminating(readyRunner("amd64", 51822)),
+                edit(readyRunner("amd64", 51821), b -> b.editStatus().withPhase("Pending").endStatus()),
+                readyRunner("amd64", 51823).toBuilder().editSpec().withNodeName("node-c").endSpec().build());
+        Candidates.Selection s = candidates.select(cmd, pods, EXTERNAL_IP);
+        assertThat(Candidates.unavailableMessage(cmd, s)).isEqualTo(UNUSABLE_RUNNERS
+                + "playpen-runner-amd64-51821: phase is Pending; "
+                + "playpen-runner-amd64-51822: terminating; "
+                + "playpen-runner-amd64-51823: node \"node-c\" has no ExternalIP");
+    }
+
+    @Test
+    void atMostTenReasonsAreListed() {
+        AllocCommand cmd = runnerCmd("k", "amd64");
+        List<Pod> pods = new ArrayList<>();
+        for (int i = 0; i < 12; i++) {
+            pods.add(TestPods.terminating(readyRunner("amd64", 51820 + i)));
+        }
+        Candidates.Selection s = candidates.select(cmd, pods, EXTERNAL_IP);
+        String message = Candidates.unavailableMessage(cmd, s);
+        assertThat(message).startsWith(UNUSABLE_RUNNERS + "playpen-runner-amd64-51820: terminating; ")
+                .endsWith("playpen-runner-amd64-51829: terminating; and 2 more")
+                .doesNotContain("51830").doesNotContain("51831");
+        assertThat(message.split("; ")).hasSize(11);
+    }
+
+    @Test
+    void claimedPodsAreNotCandidates() {
+        AllocCommand cmd = runnerCmd("k", "amd64");
+        Pod claimed = TestPods.claimed(readyRunner("amd64", 51820));
+        Candidates.Selection s = candidates.select(cmd, List.of(claimed), EXTERNAL_IP);
+        assertThat(s.ordered()).isEmpty();
+        assertThat(s.skipped()).isEmpty();
+        assertThat(s.ofKind()).isZero();
+        assertThat(Candidates.unavailableMessage(cmd, s)).isEqualTo("no idle amd64 playpen runner pods are available");
+
+        Candidates.Selection withIdle = candidates.select(cmd, List.of(claimed, readyRunner("amd64", 51821)), EXTERNAL_IP);
+        assertThat(names(withIdle)).containsExactly("playpen-runner-amd64-51821");
+    }
+
+    @Test
+    void arm64RequestNeverGetsAmd64Pods() {
+        AllocCommand cmd = runnerCmd("k", "arm64");
+        List<Pod> amd64Only = List.of(readyRunner("amd64", 51820), readyRunner("amd64", 51821),
+                TestPods.terminating(readyRunner("amd64", 51822)));
+        Candidates.Selection s = candidates.select(cmd, amd64Only, EXTERNAL_IP);
+        assertThat(s.ordered()).isEmpty();
+        assertThat(s.ofKind()).isZero();
+        assertThat(Candidates.unavailableMessage(cmd, s)).isEqualTo("no idle arm64 playpen runner pods are available");
+
+        List<Pod> mixed = List.of(readyRunner("amd64", 51820), readyRunner("arm64", 51821), readyRunner("amd64", 51822));
+        assertThat(names(candidates.select(cmd, mixed, EXTERNAL_IP))).containsExactly("playpen-runner-arm64-51821");
+        assertThat(names(candidates.select(runnerCmd("k", "amd64"), mixed, EXTERNAL_IP)))
+                .containsExactlyInAnyOrder("playpen-runner-amd64-51820", "playpen-runner-amd64-51822");
+    }
+
+    @Test
+    void controlPlaneRequestNeedsItsVersion() {
+        AllocCommand cmd = controlPlaneCmd("k", "v1.33.0");
+        List<Pod> pods = List.of(readyControlPlane("v1.32.0", 16443), readyRunner("amd64", 51820));
+        Candidates.Selection s = candidates.select(cmd, pods, EXTERNAL_IP);
+        assertThat(s.ordered()).isEmpty();
+        assertThat(s.ofKind()).isZero();
+        assertThat(Candidates.unavailableMessage(cmd, s)).isEqualTo("no idle v1.33.0 playpen control-plane pods are available");
+
+        List<Pod> both = List.of(readyControlPlane("v1.32.0", 16443), readyControlPlane("v1.33.0", 16444));
+        assertThat(names(candidates.select(cmd, both, EXTERNAL_IP))).containsExactly("playpen-control-plane-1.33.0-16444");
+    }
+
+    @Test
+    void runnersAndControlPlanesDoNotMix() {
+        List<Pod> pods = List.of(readyControlPlane("v1.33.0", 16443));
+        Candidates.Selection s = candidates.select(runnerCmd("k", "amd64"), pods, EXTERNAL_IP);
+        assertThat(s.ofKind()).isZero();
+        assertThat(s.ordered()).isEmpty();
+    }
+
+    @Test
+    void runnerLabelSelectorFiltersRunners() {
+        Candidates blue = new Candidates(
+                OperatorConfig.parse("--runner-label-selector=app.kubernetes.io/name=playpen-runner,pool=blue").runnerLabelSelector());
+        Pod plain = readyRunner("amd64", 51820);
+        Pod bluePod = edit(readyRunner("amd64", 51821), b -> b.editMetadata().addToLabels("pool", "blue").endMetadata());
+        Pod greenPod = edit(readyRunner("amd64", 51822), b -> b.editMetadata().addToLabels("pool", "green").endMetadata());
+        AllocCommand cmd = runnerCmd("k", "amd64");
+
+        Candidates.Selection s = blue.select(cmd, List.of(plain, bluePod, greenPod), EXTERNAL_IP);
+        assertThat(names(s)).containsExactly("playpen-runner-amd64-51821");
+        assertThat(s.ofKind()).isEqualTo(1);
+
+        Candidates.Selection none = blue.select(cmd, List.of(plain, greenPod), EXTERNAL_IP);
+        assertThat(Candidates.unavailableMessage(cmd, none)).isEqualTo("no idle amd64 playpen runner pods are available");
+
+        // the default selector (app.kubernetes.io/name=playpen-runner) takes all three
+        assertThat(names(candidates.select(cmd, List.of(plain, bluePod, greenPod), EXTERNAL_IP))).hasSize(3);
+        // and a runner without that label is not a candidate
+        Pod unnamed = edit(readyRunner("amd64", 51823), b -> b.editMetadata().removeFromLabels(PlaypenKeys.APP_NAME).endMetadata());
+        assertThat(candidates.select(cmd, List.of(unnamed), EXTERNAL_IP).ofKind()).isZero();
+    }
+
+    @Test
+    void orderIsRendezvousDescending() {
+        List<Pod> pods = new ArrayList<>();
+        for (int i = 0; i < 30; i++) {
+            pods.add(ready(TestPods.runner("amd64", 51820 + i), i % 2 == 0 ? "node-a" : "node-b"));
+        }
+        for (String key : List.of("k", "key-2", "another key")) {
+            long seed = Hashes.seed(Hashes.keyHash(key));
+            List<String> expected = pods.stream().map(p -> p.getMetadata().getName())
+                    .sorted(Comparator.comparingLong((String n) -> Hashes.rendezvous(seed, n)).reversed())
+                    .toList();
+            Candidates.Selection s = candidates.select(runnerCmd(key, "amd64"), pods, EXTERNAL_IP);
+            assertThat(names(s)).as(key).isEqualTo(expected);
+            // the input order does not matter
+            List<Pod> reversed = new ArrayList<>(pods);
+            java.util.Collections.reverse(reversed);
+            assertThat(names(candidates.select(runnerCmd(key, "amd64"), reversed, EXTERNAL_IP))).isEqualTo(expected);
+        }
+        assertThat(names(candidates.select(runnerCmd("k", "amd64"), pods, EXTERNAL_IP)))
+                .isNotEqualTo(names(candidates.select(runnerCmd("key-2", "amd64"), pods, EXTERNAL_IP)));
+    }
+}
