@@ -48,7 +48,8 @@ public final class ApiFlows {
     }
 
     public HttpReply allocated(Allocator.Allocation allocation) {
-        return HttpReply.json(Json.write(responses.build(allocation.pod(), allocation.externalIp())));
+        return HttpReply.json(Json.write(responses.build(allocation.pod(), allocation.externalIp())),
+                allocation.replay() ? "replayed" : "allocated");
     }
 
     public String parseDealloc(@Body byte[] body, @Header("Idempotency-Key") String key) {
@@ -56,8 +57,8 @@ public final class ApiFlows {
     }
 
     public HttpReply deallocate(String keyHash) {
-        allocator.deallocate(keyHash);
-        return HttpReply.noContent();
+        int deleted = allocator.deallocate(keyHash);
+        return new HttpReply(204, null, null, java.util.Map.of(), deleted > 0 ? "deallocated" : "unknown-key");
     }
 
     public HttpReply discovery(@ExchangeProperty(FrontDoor.FLOW) String flow) {

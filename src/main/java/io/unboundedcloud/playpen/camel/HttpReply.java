@@ -7,22 +7,28 @@ import io.unboundedcloud.playpen.api.Json;
 import io.unboundedcloud.playpen.api.Status;
 
 /** What goes back on the wire: status code, content type, body and extra headers. */
-public record HttpReply(int code, String contentType, String body, Map<String, String> headers) {
+public record HttpReply(int code, String contentType, String body, Map<String, String> headers, String result) {
     public static final String JSON = "application/json";
 
     public static HttpReply json(String body) {
-        return new HttpReply(200, JSON, body, Map.of());
+        return json(body, "ok");
+    }
+
+    /** A 200 JSON answer with the outcome recorded in metrics (e.g. allocated, replayed). */
+    public static HttpReply json(String body, String result) {
+        return new HttpReply(200, JSON, body, Map.of(), result);
     }
 
     public static HttpReply noContent() {
-        return new HttpReply(204, null, null, Map.of());
+        return new HttpReply(204, null, null, Map.of(), "ok");
     }
 
     public static HttpReply text(String body) {
-        return new HttpReply(200, "text/plain; charset=utf-8", body, Map.of());
+        return new HttpReply(200, "text/plain; charset=utf-8", body, Map.of(), "ok");
     }
 
     public static HttpReply status(ApiException e) {
-        return new HttpReply(e.code(), JSON, Json.write(Status.failure(e.code(), e.reason(), e.getMessage())), e.headers());
+        return new HttpReply(e.code(), JSON, Json.write(Status.failure(e.code(), e.reason(), e.getMessage())), e.headers(),
+                e.reason().substring(0, 1).toLowerCase() + e.reason().substring(1));
     }
 }

@@ -55,6 +55,8 @@ public final class OperatorApp implements AutoCloseable {
     private LeaderRoutePolicy leaderRoutes;
     private PoolReconciler pool;
     private TtlExpirer ttl;
+    private final OperatorMetrics metrics = new OperatorMetrics();
+    private ManagementServer management;
 
     public OperatorApp(OperatorConfig config, KubernetesClient client, Clock clock, Map<String, String> env) {
         this.config = config;
@@ -81,7 +83,8 @@ public final class OperatorApp implements AutoCloseable {
                 config.leaderElectionLeaseName(), leaseIdentity(), config.leaseDuration(), config.renewDeadline(),
                 config.retryPeriod());
         ClaimWriter writer = new ClaimWriter(client, clock, calls);
-        pool = new PoolReconciler(client, config, pods, new PodTemplates(config, env), leader::isLeader, calls);
+        PodTemplates templates = new PodTemplates(config, env);
+        pool = new PoolReconciler(client, config, pods, templates, leader::isLeader, calls);
         ttl = new TtlExpirer(pods, writer, new TtlPolicy(config.playpenTtl(), clock), clock, leader::isLeader);
         pods.addListener(pool);
         pods.addListener(ttl);
@@ -94,8 +97,10 @@ public final class OperatorApp implements AutoCloseable {
             }
         });
         ObservedEvents observed = new ObservedEvents(events, config, env);
-        pool.setObserver(observed);
-        ttl.setObserver(observed);
+        pool.addObserver(observed);
+        ttl.addObserver(observed);
+        pool.addObserver(metrics);
+        ttl.addObserver(metrics);
         trust.onInvalid(observed::trustBundleInvalid);
 
         ServingTls tls = new ServingTls(material.certificatePem(), material.privateKeyPem(), () -> trust.get().cas());
@@ -105,13 +110,22 @@ public final class OperatorApp implements AutoCloseable {
                 new Candidates(config.runnerLabelSelector()), config.retryAfterSeconds());
         ApiFlows flows = new ApiFlows(reviewer, new AllocRequestParser(config.controlPlaneVersions()), allocator,
                 new AllocResponses(config.network(), config.redfishBaseUrl()), this::ready, config.retryAfterSeconds());
-        allocator.setObserver(observed);
+        allocator.addObserver(observed);
+        metrics.bind(config, pods, templates, reviewer, calls, leader, events);
 
         main = new Main();
         main.configure().withName("playpen-operator");
         main.configure().withRoutesIncludePattern(routesPattern());
         main.configure().withJmxManagementStatisticsLevel(org.apache.camel.ManagementStatisticsLevel.Default);
         main.configure().withShutdownTimeout(5);
+        main.configure().setJmxEnabled(true);
+        if (config.routesReload()) {
+            // reload only the edited file: the default would tear down every route, HTTPS included
+            main.configure().setRoutesReloadEnabled(true);
+            main.configure().setRoutesReloadDirectory(new File(config.routesDir()).getAbsolutePath());
+            main.configure().setRoutesReloadPattern("*.camel.yaml");
+            main.configure().setRoutesReloadRemoveAllRoutes(false);
+        }
         Properties props = new Properties();
         props.setProperty("playpen.listen.host", config.listenHost().isEmpty() ? "0.0.0.0" : config.listenHost());
         props.setProperty("playpen.listen.port", String.valueOf(config.listenPort()));
@@ -123,7 +137,7 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("playpenHttpBinding", new PlaypenHttpBinding());
         main.bind("frontDoor", new FrontDoor(new FrontProxyAuthenticator(trust, clock)));
         main.bind("apiFlows", flows);
-        main.bind("replyWriter", new ReplyWriter(config.retryAfterSeconds()));
+        main.bind("replyWriter", new ReplyWriter(config.retryAfterSeconds(), metrics));
         main.bind("trustBundles", trust);
         main.bind("leaderOnly", leaderRoutes);
         main.bind("poolReconciler", pool);
@@ -133,6 +147,19 @@ public final class OperatorApp implements AutoCloseable {
         LOG.info("playpen-operator serving https on {}:{} routes={}", config.listenHost(), config.listenPort(),
                 routesPattern());
         leader.start();
+        if (!config.managementHost().isEmpty() && config.managementPort() >= 0) {
+            management = new ManagementServer(config.managementHost(), config.managementPort(), metrics.registry());
+            management.start();
+        }
+    }
+
+    /** The management listener's address, or null when it is disabled. */
+    public java.net.InetSocketAddress managementAddress() {
+        return management == null ? null : management.address();
+    }
+
+    public OperatorMetrics metrics() {
+        return metrics;
     }
 
     private void publishCaBundle(ServingCertificate serving, ServingCertificate.Material material) {
@@ -195,6 +222,9 @@ public final class OperatorApp implements AutoCloseable {
 
     @Override
     public void close() {
+        if (management != null) {
+            management.close();
+        }
         if (leader != null) {
             leader.close();
         }

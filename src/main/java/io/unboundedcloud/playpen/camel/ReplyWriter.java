@@ -20,8 +20,11 @@ public final class ReplyWriter implements Processor {
     private static final String REPLIED = "playpenReplied";
     private final int retryAfterSeconds;
 
-    public ReplyWriter(int retryAfterSeconds) {
+    private final OperatorMetrics metrics;
+
+    public ReplyWriter(int retryAfterSeconds, OperatorMetrics metrics) {
         this.retryAfterSeconds = retryAfterSeconds;
+        this.metrics = metrics;
     }
 
     @Override
@@ -45,6 +48,10 @@ public final class ReplyWriter implements Processor {
             m.setHeader(h.getKey(), h.getValue());
         }
         m.setBody(reply.body() == null ? "" : reply.body());
+        String flow = exchange.getProperty(FrontDoor.FLOW, String.class);
+        if (flow != null) {
+            metrics.request(flow, reply.result(), reply.code(), exchange.getClock().elapsed() * 1_000_000L);
+        }
     }
 
     private HttpReply fromException(Throwable t, Exchange exchange) {

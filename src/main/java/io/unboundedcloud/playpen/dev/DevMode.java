@@ -39,6 +39,9 @@ public final class DevMode implements AutoCloseable {
         if (!listenGiven) {
             args.add("--listen-addr=127.0.0.1:" + freePort());
         }
+        if (Arrays.stream(userArgs).noneMatch(a -> a.startsWith("--" + Flag.MANAGEMENT_ADDR.flagName()))) {
+            args.add("--management-addr=127.0.0.1:" + freePort());
+        }
         args.add("--control-plane-count=1");
         args.addAll(Arrays.asList(userArgs));
         return args.toArray(new String[0]);
@@ -56,6 +59,11 @@ public final class DevMode implements AutoCloseable {
                 Thread.sleep(20);
             }
             cluster.writeEndpointsEnv();
+            if (operator.managementAddress() != null) {
+                java.nio.file.Files.writeString(cluster.devDir().resolve("endpoints.env"),
+                        "MANAGEMENT_URL=http://127.0.0.1:" + operator.managementAddress().getPort() + "\n",
+                        java.nio.file.StandardOpenOption.APPEND);
+            }
         } catch (Exception | Error e) {
             dev.close();
             throw e;

@@ -44,7 +44,7 @@ public final class Allocator {
     private final Candidates candidates;
     private final int retryAfterSeconds;
     private final Map<String, CompletableFuture<Allocation>> inFlight = new ConcurrentHashMap<>();
-    private volatile Observer observer;
+    private final java.util.List<Observer> observers = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     public Allocator(PodCache pods, NodeCache nodes, ClaimWriter writer, Candidates candidates, int retryAfterSeconds) {
         this.pods = pods;
@@ -54,8 +54,8 @@ public final class Allocator {
         this.retryAfterSeconds = retryAfterSeconds;
     }
 
-    public void setObserver(Observer observer) {
-        this.observer = observer;
+    public void addObserver(Observer observer) {
+        observers.add(observer);
     }
 
     /** Allocates for a validated command; concurrent calls with one key share one outcome. */
@@ -69,9 +69,10 @@ public final class Allocator {
         try {
             Allocation a = doAllocate(cmd);
             mine.complete(a);
-            Observer o = observer;
-            if (o != null && !a.replay()) {
-                o.allocated(a, cmd);
+            if (!a.replay()) {
+                for (Observer o : observers) {
+                    o.allocated(a, cmd);
+                }
             }
             return a;
         } catch (RuntimeException e) {
@@ -182,8 +183,7 @@ public final class Allocator {
             pods.observeDeleted(pod.getMetadata().getName());
             LOG.info("deleted pod={}/{} key={} outcome=deallocated", pod.getMetadata().getNamespace(),
                     pod.getMetadata().getName(), keyHash.substring(0, 8));
-            Observer o = observer;
-            if (o != null) {
+            for (Observer o : observers) {
                 o.deallocated(pod);
             }
             n++;

@@ -13,7 +13,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BooleanSupplier;
-import java.util.function.Consumer;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -67,7 +66,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     });
     private final AtomicBoolean refillScheduled = new AtomicBoolean();
     private final LongAdder passes = new LongAdder();
-    private volatile Observer observer;
+    private final java.util.List<Observer> observers = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     public PoolReconciler(KubernetesClient client, OperatorConfig config, PodCache pods, PodTemplates templates,
             BooleanSupplier leader, ApiCallCounter calls) {
@@ -81,8 +80,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         this.debounceMillis = Math.max(0, config.refillDebounce().toMillis());
     }
 
-    public void setObserver(Observer observer) {
-        this.observer = observer;
+    public void addObserver(Observer observer) {
+        observers.add(observer);
     }
 
     /** One pass: plan from the cache, create what is missing. Passes never overlap. */
@@ -117,8 +116,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                         created++;
                         LOG.info("created pod={}/{} pool={} hostPort={} outcome=created", config.runnerNamespace(), name,
                                 planned.target().key(), port);
-                        Observer o = observer;
-                        if (o != null) {
+                        for (Observer o : observers) {
                             o.created(made);
                         }
                         break;
@@ -146,8 +144,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             }
             for (PoolPlan.Exhaustion x : exhausted) {
                 LOG.warn("pool={} outcome=exhausted {}", x.target().key(), x.message());
-                Observer o = observer;
-                if (o != null) {
+                for (Observer o : observers) {
                     o.exhausted(x);
                 }
             }
@@ -157,8 +154,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             throw e;
         } finally {
             Result r = new Result(created, existed, exhausted, false);
-            Observer o = observer;
-            if (o != null) {
+            for (Observer o : observers) {
                 o.pass(r, System.nanoTime() - start, failed);
             }
         }
@@ -209,23 +205,5 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     @Override
     public void close() {
         refill.shutdownNow();
-    }
-
-    /** Convenience for observers that only care about creates. */
-    public static Observer onCreated(Consumer<Pod> c) {
-        return new Observer() {
-            @Override
-            public void created(Pod pod) {
-                c.accept(pod);
-            }
-
-            @Override
-            public void exhausted(PoolPlan.Exhaustion exhaustion) {
-            }
-
-            @Override
-            public void pass(Result result, long nanos, boolean failed) {
-            }
-        };
     }
 }

@@ -45,7 +45,7 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
         t.setDaemon(true);
         return t;
     });
-    private volatile Observer observer;
+    private final java.util.List<Observer> observers = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     public TtlExpirer(PodCache pods, ClaimWriter writer, TtlPolicy policy, Clock clock, BooleanSupplier leader) {
         this.pods = pods;
@@ -55,8 +55,8 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
         this.leader = leader;
     }
 
-    public void setObserver(Observer observer) {
-        this.observer = observer;
+    public void addObserver(Observer observer) {
+        observers.add(observer);
     }
 
     @Override
@@ -139,8 +139,7 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
         Duration late = Duration.between(due.isBefore(Instant.EPOCH.plusSeconds(1)) ? clock.instant() : due, clock.instant());
         LOG.info("deleted pod={}/{} key={} outcome=expired lateMs={}", ns, name,
                 ManagedPods.keyHash(pod).substring(0, Math.min(8, ManagedPods.keyHash(pod).length())), late.toMillis());
-        Observer o = observer;
-        if (o != null) {
+        for (Observer o : observers) {
             o.expired(pod, late);
         }
         return true;

@@ -1,0 +1,141 @@
+package io.unboundedcloud.playpen.camel;
+
+import java.time.Duration;
+import java.util.Collection;
+import java.util.List;
+import java.util.function.Predicate;
+import java.util.function.Supplier;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.unboundedcloud.playpen.config.OperatorConfig;
+import io.unboundedcloud.playpen.kube.AccessReviewer;
+import io.unboundedcloud.playpen.kube.ApiCallCounter;
+import io.unboundedcloud.playpen.kube.EventRecorder;
+import io.unboundedcloud.playpen.kube.KubeApiCall;
+import io.unboundedcloud.playpen.kube.LeaderElection;
+import io.unboundedcloud.playpen.kube.PodCache;
+import io.unboundedcloud.playpen.kube.PoolReconciler;
+import io.unboundedcloud.playpen.kube.TtlExpirer;
+import io.unboundedcloud.playpen.model.HostPortPlanner;
+import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.model.PoolPlan;
+import io.unboundedcloud.playpen.model.PoolTarget;
+import io.unboundedcloud.playpen.model.PoolPlanner;
+import io.unboundedcloud.playpen.model.PodTemplates;
+import io.unboundedcloud.playpen.model.ResourceType;
+
+/** The operator's Prometheus metrics (names prefixed playpen_); pool gauges are computed from the cache at scrape. */
+public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpirer.Observer {
+    private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    private final Timer allocLatency;
+    private final Timer reconcileDuration;
+    private final Counter reconcileRuns;
+    private final Counter reconcileErrors;
+    private final Counter ttlExpirations;
+    private final Counter podsCreated;
+    private final Counter rangeExhausted;
+
+    public OperatorMetrics() {
+        allocLatency = Timer.builder("playpen_alloc_latency").description("alloc request latency, front door to reply")
+                .publishPercentileHistogram().minimumExpectedValue(Duration.ofMillis(1))
+                .maximumExpectedValue(Duration.ofSeconds(10)).register(registry);
+        reconcileDuration = Timer.builder("playpen_reconcile_duration").description("pool pass duration").register(registry);
+        reconcileRuns = Counter.builder("playpen_reconcile_runs").description("pool passes").register(registry);
+        reconcileErrors = Counter.builder("playpen_reconcile_errors").description("failed pool passes").register(registry);
+        ttlExpirations = Counter.builder("playpen_ttl_expirations").description("allocations deleted at TTL").register(registry);
+        podsCreated = Counter.builder("playpen_pool_pods_created").description("pods created by the pool").register(registry);
+        rangeExhausted = Counter.builder("playpen_host_port_range_exhausted").description("pool passes that found a hostPort range full")
+                .register(registry);
+    }
+
+    public PrometheusMeterRegistry registry() {
+        return registry;
+    }
+
+    /** One HTTP answer of a flow (alloc, dealloc, ...), with its result and code. */
+    public void request(String flow, String result, int code, long nanos) {
+        if (!"alloc".equals(flow) && !"dealloc".equals(flow)) {
+            return;
+        }
+        Counter.builder("playpen_" + flow + "_requests").description(flow + " requests by result and HTTP code")
+                .tag("result", result).tag("code", String.valueOf(code)).register(registry).increment();
+        if ("alloc".equals(flow)) {
+            allocLatency.record(Duration.ofNanos(nanos));
+        }
+    }
+
+    /** Binds the gauges and function counters that read live state. */
+    public void bind(OperatorConfig config, PodCache pods, PodTemplates templates, AccessReviewer reviewer,
+            ApiCallCounter calls, LeaderElection leader, EventRecorder events) {
+        for (PoolTarget t : new PoolPlanner(config, templates).desired().keySet()) {
+            Predicate<Pod> isTarget = p -> ManagedPods.isKind(p, t.type()) && t.variant().equals(variant(p, t.type()));
+            gauge("playpen_pods", "pods by resource type, variant and state", pods::pods, isTarget.and(ManagedPods::isIdle),
+                    "idle", t);
+            gauge("playpen_pods", "pods by resource type, variant and state", pods::pods,
+                    isTarget.and(ManagedPods::isClaimed).and(p -> !ManagedPods.isTerminating(p)), "claimed", t);
+        }
+        for (ResourceType type : ResourceType.values()) {
+            HostPortPlanner planner = HostPortPlanner.forKind(config, type);
+            Gauge.builder("playpen_free_host_ports", () -> planner.range().size()
+                    - (int) HostPortPlanner.usedPorts(pods.pods(), type).stream().filter(planner.range()::contains).count())
+                    .description("free hostPorts per range").tag("resource_type", type.wire()).register(registry);
+        }
+        FunctionCounter.builder("playpen_sar_cache_hits", reviewer, AccessReviewer::cacheHits)
+                .description("SubjectAccessReview decisions served from cache").register(registry);
+        FunctionCounter.builder("playpen_sar_cache_misses", reviewer, AccessReviewer::cacheMisses)
+                .description("SubjectAccessReviews sent to the API server").register(registry);
+        for (KubeApiCall c : KubeApiCall.values()) {
+            FunctionCounter.builder("playpen_api_requests", calls, x -> x.get(c))
+                    .description("Kubernetes API requests made by the operator's code (watches excluded)")
+                    .tag("verb", c.verb()).tag("resource", c.resource()).tag("call", c.name().toLowerCase())
+                    .register(registry);
+        }
+        Gauge.builder("playpen_leader", leader, l -> l.isLeader() ? 1 : 0).description("1 while this replica holds the Lease")
+                .register(registry);
+        FunctionCounter.builder("playpen_events_dropped", events, EventRecorder::dropped)
+                .description("Kubernetes events dropped because the queue was full").register(registry);
+        FunctionCounter.builder("playpen_events_failed", events, EventRecorder::failed)
+                .description("Kubernetes events the API server refused").register(registry);
+    }
+
+    private static String variant(Pod p, ResourceType type) {
+        return type == ResourceType.RUNNER ? ManagedPods.architecture(p) : ManagedPods.kubernetesVersion(p);
+    }
+
+    private void gauge(String name, String help, Supplier<Collection<Pod>> pods, Predicate<Pod> which, String state,
+            PoolTarget t) {
+        Gauge.builder(name, () -> pods.get().stream().filter(which).count()).description(help)
+                .tag("resource_type", t.type().wire()).tag("variant", t.variant()).tag("state", state).register(registry);
+    }
+
+    @Override
+    public void created(Pod pod) {
+        podsCreated.increment();
+    }
+
+    @Override
+    public void exhausted(PoolPlan.Exhaustion exhaustion) {
+        rangeExhausted.increment();
+    }
+
+    @Override
+    public void pass(PoolReconciler.Result result, long nanos, boolean failed) {
+        reconcileRuns.increment();
+        reconcileDuration.record(Duration.ofNanos(nanos));
+        if (failed) {
+            reconcileErrors.increment();
+        }
+    }
+
+    @Override
+    public void expired(Pod pod, Duration lateness) {
+        ttlExpirations.increment();
+    }
+
+}
