@@ -1,12 +1,13 @@
 package io.unboundedcloud.playpen.camel;
 
-import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArraySet;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 
 import org.apache.camel.CamelContext;
 import org.apache.camel.Route;
+import org.apache.camel.ServiceStatus;
 import org.apache.camel.support.RoutePolicySupport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -20,7 +21,7 @@ import io.unboundedcloud.playpen.kube.LeaderElection;
 public final class LeaderRoutePolicy extends RoutePolicySupport implements LeaderElection.Listener {
     private static final Logger LOG = LoggerFactory.getLogger(LeaderRoutePolicy.class);
 
-    private final List<String> routeIds = new CopyOnWriteArrayList<>();
+    private final Set<String> routeIds = new CopyOnWriteArraySet<>();
     private final ExecutorService switcher = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "leader-routes");
         t.setDaemon(true);
@@ -44,22 +45,30 @@ public final class LeaderRoutePolicy extends RoutePolicySupport implements Leade
         routeIds.forEach(id -> switchTo(isLeader, id));
     }
 
+    /**
+     * Starts or stops the route off the caller's thread, once the context is running and the route is
+     * registered (a route being (re)loaded is initialised before it is added to the context).
+     */
     private void switchTo(boolean start, String routeId) {
         switcher.submit(() -> {
             CamelContext ctx = context;
+            long deadline = System.nanoTime() + 10_000_000_000L;
             try {
-                while (ctx != null && !ctx.isStarted() && !ctx.isStopping() && !ctx.isStopped()) {
+                while (ctx != null && System.nanoTime() < deadline && !ctx.isStopping() && !ctx.isStopped()
+                        && (!ctx.isStarted() || ctx.getRoute(routeId) == null)) {
                     Thread.sleep(20);
                 }
-                if (ctx == null || ctx.isStopping() || ctx.isStopped() || leader != start) {
+                if (ctx == null || ctx.getRoute(routeId) == null || ctx.isStopping() || ctx.isStopped() || leader != start) {
                     return;
                 }
-                if (start) {
+                ServiceStatus status = ctx.getRouteController().getRouteStatus(routeId);
+                if (start && status != ServiceStatus.Started) {
                     ctx.getRouteController().startRoute(routeId);
-                } else {
+                    LOG.info("route={} started (leader)", routeId);
+                } else if (!start && status == ServiceStatus.Started) {
                     ctx.getRouteController().stopRoute(routeId);
+                    LOG.info("route={} stopped (not leader)", routeId);
                 }
-                LOG.info("route={} {} (leader={})", routeId, start ? "started" : "stopped", start);
             } catch (Exception e) {
                 LOG.warn("cannot {} route {}: {}", start ? "start" : "stop", routeId, e.toString());
             }
