@@ -9,6 +9,7 @@ import org.apache.camel.CamelContext;
 import org.apache.camel.Route;
 import org.apache.camel.ServiceStatus;
 import org.apache.camel.support.RoutePolicySupport;
+import io.unboundedcloud.playpen.kube.DaemonThreads;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -22,11 +23,7 @@ public final class LeaderRoutePolicy extends RoutePolicySupport implements Leade
     private static final Logger LOG = LoggerFactory.getLogger(LeaderRoutePolicy.class);
 
     private final Set<String> routeIds = new CopyOnWriteArraySet<>();
-    private final ExecutorService switcher = Executors.newSingleThreadExecutor(r -> {
-        Thread t = new Thread(r, "leader-routes");
-        t.setDaemon(true);
-        return t;
-    });
+    private final ExecutorService switcher = Executors.newSingleThreadExecutor(DaemonThreads.named("leader-routes"));
     private volatile CamelContext context;
     private volatile boolean leader;
 

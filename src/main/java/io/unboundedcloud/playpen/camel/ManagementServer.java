@@ -10,6 +10,7 @@ import java.util.concurrent.Executors;
 import org.jolokia.jvmagent.JolokiaServer;
 import org.jolokia.jvmagent.JolokiaServerConfig;
 import org.jolokia.server.core.service.impl.QuietLogHandler;
+import io.unboundedcloud.playpen.kube.DaemonThreads;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -29,11 +30,7 @@ public final class ManagementServer implements AutoCloseable {
 
     public ManagementServer(String host, int port, PrometheusMeterRegistry registry) throws IOException {
         http = HttpServer.create(new InetSocketAddress(host, port), 16);
-        http.setExecutor(Executors.newFixedThreadPool(2, r -> {
-            Thread t = new Thread(r, "management-http");
-            t.setDaemon(true);
-            return t;
-        }));
+        http.setExecutor(Executors.newFixedThreadPool(2, DaemonThreads.named("management-http")));
         http.createContext("/metrics", exchange -> {
             byte[] body = registry.scrape().getBytes(StandardCharsets.UTF_8);
             exchange.getResponseHeaders().set("Content-Type", "text/plain; version=0.0.4; charset=utf-8");

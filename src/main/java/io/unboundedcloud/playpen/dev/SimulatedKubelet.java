@@ -16,6 +16,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import io.unboundedcloud.playpen.kube.DaemonThreads;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -69,11 +70,7 @@ final class SimulatedKubelet implements AutoCloseable {
         this.nodesByArch = new LinkedHashMap<>();
         nodes.forEach(n -> nodesByArch.putIfAbsent(n.arch(), n));
         this.controlPlaneCa = controlPlaneCa;
-        this.scheduler = Executors.newScheduledThreadPool(2, r -> {
-            Thread t = new Thread(r, "dev-kubelet");
-            t.setDaemon(true);
-            return t;
-        });
+        this.scheduler = Executors.newScheduledThreadPool(2, DaemonThreads.named("dev-kubelet"));
     }
 
     void start() {

@@ -1,9 +1,6 @@
 package io.unboundedcloud.playpen.kube;
 
 import java.time.Clock;
-import java.time.Instant;
-import java.time.format.DateTimeFormatter;
-import java.time.temporal.ChronoUnit;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -15,6 +12,7 @@ import io.unboundedcloud.playpen.api.Json;
 import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.model.TtlPolicy;
 
 /** The single conditional write that claims a pod: a JSON merge patch carrying the resourceVersion precondition. */
 public final class ClaimWriter {
@@ -46,17 +44,12 @@ public final class ClaimWriter {
         annotations.put(PlaypenKeys.IDEMPOTENCY_KEY_HASH, cmd.keyHash());
         annotations.put(PlaypenKeys.REQUEST_HASH, cmd.requestHash());
         annotations.put(PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY, cmd.wireGuardPublicKey());
-        annotations.put(PlaypenKeys.CLAIMED_AT, rfc3339(clock.instant()));
+        annotations.put(PlaypenKeys.CLAIMED_AT, TtlPolicy.formatClaimedAt(clock.instant()));
         Map<String, Object> metadata = new LinkedHashMap<>();
         metadata.put("resourceVersion", resourceVersion);
         metadata.put("labels", Map.of(PlaypenKeys.ALLOCATED, Hashes.allocationId(namespace, name)));
         metadata.put("annotations", annotations);
         return Json.write(Map.of("metadata", metadata));
-    }
-
-    /** RFC 3339, UTC, whole seconds: 2026-01-02T03:04:05Z. */
-    public static String rfc3339(Instant instant) {
-        return DateTimeFormatter.ISO_INSTANT.format(instant.truncatedTo(ChronoUnit.SECONDS));
     }
 
     /** A fresh read after a conflict (null when gone). */

@@ -59,11 +59,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     private final ApiCallCounter calls;
     private final long debounceMillis;
     private final Map<String, Long> expected = new ConcurrentHashMap<>();
-    private final ScheduledExecutorService refill = Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "pool-refill");
-        t.setDaemon(true);
-        return t;
-    });
+    private final ScheduledExecutorService refill = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("pool-refill"));
     private final AtomicBoolean refillScheduled = new AtomicBoolean();
     private final LongAdder passes = new LongAdder();
     private final java.util.List<Observer> observers = new java.util.concurrent.CopyOnWriteArrayList<>();

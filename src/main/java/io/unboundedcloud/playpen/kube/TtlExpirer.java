@@ -40,11 +40,7 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
     private final Clock clock;
     private final BooleanSupplier leader;
     private final Map<String, Scheduled> timers = new ConcurrentHashMap<>();
-    private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "ttl-expiry");
-        t.setDaemon(true);
-        return t;
-    });
+    private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("ttl-expiry"));
     private final java.util.List<Observer> observers = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     public TtlExpirer(PodCache pods, ClaimWriter writer, TtlPolicy policy, Clock clock, BooleanSupplier leader) {
