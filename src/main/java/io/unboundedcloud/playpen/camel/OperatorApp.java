@@ -203,9 +203,9 @@ public final class OperatorApp implements AutoCloseable {
         return "classpath:routes/*.camel.yaml";
     }
 
-    /** Ready when the caches have synced and a valid trust bundle is loaded. */
+    /** Ready when the caches are synced and watching, and a valid trust bundle is loaded. */
     public boolean ready() {
-        return pods != null && pods.hasSynced() && nodes.hasSynced() && trust.get().valid();
+        return pods != null && pods.isWatching() && nodes.isWatching() && trust.get().valid();
     }
 
     public CamelContext camelContext() {

@@ -23,6 +23,12 @@ public final class NodeCache implements AutoCloseable {
         }
     }
 
+    /** Synced and the watch is connected now: false while the API server is unreachable (readiness). */
+    public boolean isWatching() {
+        SharedIndexInformer<Node> inf = informer;
+        return inf != null && inf.hasSynced() && inf.isWatching();
+    }
+
     public boolean hasSynced() {
         SharedIndexInformer<Node> inf = informer;
         return inf != null && inf.hasSynced() && inf.isRunning();

@@ -87,6 +87,12 @@ public final class PodCache implements AutoCloseable {
         return namespace;
     }
 
+    /** Synced and the watch is connected now: false while the API server is unreachable (readiness). */
+    public boolean isWatching() {
+        SharedIndexInformer<Pod> inf = informer;
+        return inf != null && inf.hasSynced() && inf.isWatching();
+    }
+
     public boolean hasSynced() {
         SharedIndexInformer<Pod> inf = informer;
         return inf != null && inf.hasSynced() && inf.isRunning();

@@ -1,0 +1,105 @@
+package io.unboundedcloud.playpen.camel;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.SocketTimeoutException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLSocket;
+import javax.net.ssl.TrustManager;
+import javax.net.ssl.X509TrustManager;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/** Connection behaviour of the HTTPS listener: TLS 1.2+ only, idle connections closed, readiness follows the API. */
+class ConnectionRouteTest {
+    static TestCluster cluster;
+    static OperatorHarness op;
+
+    @BeforeAll
+    static void up() throws Exception {
+        cluster = TestCluster.start();
+        op = new OperatorHarness(cluster, "--idle-timeout=500ms");
+    }
+
+    @AfterAll
+    static void down() {
+        if (op != null) {
+            op.close();
+        }
+        cluster.close();
+    }
+
+    static SSLSocket connect(String... protocols) throws Exception {
+        SSLContext ctx = SSLContext.getInstance("TLS");
+        ctx.init(null, new TrustManager[] {new X509TrustManager() {
+            @Override
+            public void checkClientTrusted(java.security.cert.X509Certificate[] c, String a) {
+            }
+
+            @Override
+            public void checkServerTrusted(java.security.cert.X509Certificate[] c, String a) {
+            }
+
+            @Override
+            public java.security.cert.X509Certificate[] getAcceptedIssuers() {
+                return new java.security.cert.X509Certificate[0];
+            }
+        }}, null);
+        SSLSocket s = (SSLSocket) ctx.getSocketFactory().createSocket("127.0.0.1", op.port);
+        s.setEnabledProtocols(protocols);
+        return s;
+    }
+
+    @Test
+    void negotiatesTls12OrNewerAndClosesIdleConnections() throws Exception {
+        try (SSLSocket s = connect("TLSv1.3", "TLSv1.2")) {
+            s.startHandshake();
+            assertThat(s.getSession().getProtocol()).isIn("TLSv1.3", "TLSv1.2");
+            OutputStream out = s.getOutputStream();
+            out.write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            s.setSoTimeout(5000);
+            InputStream in = s.getInputStream();
+            byte[] buf = new byte[4096];
+            int n = in.read(buf);
+            assertThat(new String(buf, 0, n, StandardCharsets.US_ASCII)).startsWith("HTTP/1.1 200");
+            // keep-alive connection left idle: the server closes it after --idle-timeout
+            long t0 = System.nanoTime();
+            int r;
+            try {
+                r = in.read(buf);
+            } catch (SocketTimeoutException e) {
+                throw new AssertionError("idle connection not closed within 5s");
+            } catch (java.io.IOException e) {
+                r = -1;
+            }
+            assertThat(r).isEqualTo(-1);
+            assertThat(Duration.ofNanos(System.nanoTime() - t0)).isLessThan(Duration.ofSeconds(4));
+        }
+    }
+
+    @Test
+    void tls12ClientIsServedAndNothingOlderIsOffered() throws Exception {
+        try (SSLSocket s = connect("TLSv1.2")) {
+            s.startHandshake();
+            assertThat(s.getSession().getProtocol()).isEqualTo("TLSv1.2");
+        }
+        // the server engine itself offers nothing older than TLS 1.2 and asks for (not requires) a client cert
+        var tls = new io.unboundedcloud.playpen.tls.ServingTls(cluster.frontProxyClient.certificatePem(),
+                cluster.frontProxyClient.privateKeyPem(), java.util.List::of);
+        var engine = tls.newServerEngine();
+        assertThat(engine.getEnabledProtocols()).containsExactlyInAnyOrder("TLSv1.3", "TLSv1.2");
+        assertThat(engine.getWantClientAuth()).isTrue();
+        assertThat(engine.getNeedClientAuth()).isFalse();
+    }
+}
