@@ -194,7 +194,7 @@ public final class OperatorApp implements AutoCloseable {
         return events;
     }
 
-    String routesPattern() {
+    public String routesPattern() {
         File dir = new File(config.routesDir());
         if (dir.isDirectory()) {
             return "file:" + dir.getAbsolutePath() + "/*.camel.yaml";
