@@ -181,8 +181,11 @@ class AllocRouteTest {
         assertThat(b.at("/endpoint/wireGuardUDPPort").asInt()).isZero();
         assertThat(b.get("redfish").isNull()).isTrue();
         assertThat(b.at("/controlPlane/apiServerURL").asText()).isEqualTo("https://203.0.113.10:16443");
-        assertThat(b.at("/controlPlane/kubeconfig").asText()).contains("server: https://203.0.113.10:16443")
-                .contains("tls-server-name: 192.168.200.1").contains("token: t");
+        JsonNode kubeconfig = new ObjectMapper(new com.fasterxml.jackson.dataformat.yaml.YAMLFactory())
+                .readTree(b.at("/controlPlane/kubeconfig").asText());
+        assertThat(kubeconfig.at("/clusters/0/cluster/server").asText()).isEqualTo("https://203.0.113.10:16443");
+        assertThat(kubeconfig.at("/clusters/0/cluster/tls-server-name").asText()).isEqualTo("192.168.200.1");
+        assertThat(kubeconfig.at("/users/0/user/token").asText()).isEqualTo("t");
         assertThat(pod("playpen-control-plane-1.33.0-16443").getMetadata().getAnnotations())
                 .containsEntry(PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY, "");
         HttpResponse<String> v131 = op.alloc("{\"idempotencyKey\":\"cp-key-2\",\"resourceType\":\"controlPlane\","

@@ -210,7 +210,11 @@ class DevModeIT {
         String server = "https://" + cp.at("/endpoint/host").asText() + ":" + cp.at("/endpoint/apiServerTCPPort").asInt();
         assertThat(cp.at("/endpoint/host").asText()).startsWith("203.0.113.");
         assertThat(cp.at("/controlPlane/apiServerURL").asText()).isEqualTo(server);
-        assertThat(cp.at("/controlPlane/kubeconfig").asText()).contains("server: " + server);
+        JsonNode kubeconfig = new ObjectMapper(new com.fasterxml.jackson.dataformat.yaml.YAMLFactory())
+                .readTree(cp.at("/controlPlane/kubeconfig").asText());
+        for (JsonNode c : kubeconfig.get("clusters")) {
+            assertThat(c.at("/cluster/server").asText()).isEqualTo(server);
+        }
     }
 
     @Test
