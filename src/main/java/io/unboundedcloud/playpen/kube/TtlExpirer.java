@@ -77,7 +77,8 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
         if (at.isEmpty()) {
             return;
         }
-        long delayMs = Math.max(0, Duration.between(clock.instant(), at.get()).toMillis());
+        // round up: a timer that fires a hair before the instant would find the claim not yet expired
+        long delayMs = Math.max(0, ceilMillis(Duration.between(clock.instant(), at.get())));
         ScheduledFuture<?> f = scheduler.schedule(() -> expire(name), delayMs, TimeUnit.MILLISECONDS);
         Scheduled prev = timers.put(name, new Scheduled(claimedAt, f));
         if (prev != null) {
@@ -94,7 +95,18 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
 
     private void expire(String name) {
         timers.remove(name);
-        pods.get(name).ifPresent(this::deleteIfExpired);
+        pods.get(name).ifPresent(pod -> {
+            if (!deleteIfExpired(pod) && policy.enabled() && ManagedPods.isClaimed(pod) && !policy.isExpired(pod)) {
+                // fired before the expiry instant by the clock (timer granularity, clock adjustments): try again
+                // then, rather than leave the claim to the interval sweep
+                schedule(pod);
+            }
+        });
+    }
+
+    private static long ceilMillis(Duration d) {
+        long ms = d.toMillis();
+        return d.minusMillis(ms).isZero() || d.isNegative() ? ms : ms + 1;
     }
 
     /** Backstop: deletes every expired claim in the cache; returns how many. */

@@ -59,13 +59,25 @@ public final class TestCluster implements AutoCloseable {
             sar -> sar.getSpec().getGroups() != null && sar.getSpec().getGroups().contains("playpen-users");
     public final List<SubjectAccessReview> sarRequests = new CopyOnWriteArrayList<>();
     private final Map<String, AtomicInteger> requests = new ConcurrentHashMap<>();
+    private final List<RequestListener> listeners = new CopyOnWriteArrayList<>();
+
+    /** Told about each request as it reaches the mock API, before it is served (the benchmark timestamps creates and deletes). */
+    @FunctionalInterface
+    public interface RequestListener {
+        /** {@code key} is the "METHOD path" (or "METHOD WATCH path") key that {@link #requestCount} matches on. */
+        void onRequest(String key);
+    }
 
     private TestCluster() {
         Map<ServerRequest, Queue<ServerResponse>> responses = new HashMap<>();
         KubernetesMixedDispatcher dispatcher = new KubernetesMixedDispatcher(responses) {
             @Override
             public MockResponse dispatch(RecordedRequest request) {
-                requests.computeIfAbsent(key(request), k -> new AtomicInteger()).incrementAndGet();
+                String key = key(request);
+                requests.computeIfAbsent(key, k -> new AtomicInteger()).incrementAndGet();
+                for (RequestListener l : listeners) {
+                    l.onRequest(key);
+                }
                 return super.dispatch(request);
             }
         };
@@ -100,6 +112,14 @@ public final class TestCluster implements AutoCloseable {
         int q = path.indexOf('?');
         String p = q >= 0 ? path.substring(0, q) : path;
         return r.getMethod() + (watch ? " WATCH " : " ") + p;
+    }
+
+    public void addRequestListener(RequestListener listener) {
+        listeners.add(listener);
+    }
+
+    public void removeRequestListener(RequestListener listener) {
+        listeners.remove(listener);
     }
 
     /** Requests seen so far whose "METHOD path" key matches the predicate. */

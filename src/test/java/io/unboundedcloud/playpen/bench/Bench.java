@@ -1,0 +1,1275 @@
+package io.unboundedcloud.playpen.bench;
+
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.client.ConfigBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.unboundedcloud.playpen.kube.ApiCallCounter;
+import io.unboundedcloud.playpen.kube.ClaimWriter;
+import io.unboundedcloud.playpen.kube.KubeClients;
+import io.unboundedcloud.playpen.kube.PoolReconciler;
+import io.unboundedcloud.playpen.model.AllocCommand;
+import io.unboundedcloud.playpen.model.Hashes;
+import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.model.ResourceType;
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/**
+ * The benchmark of issue 7 ({@code mvn -B -Pbench verify}): on loopback, against the fabric8 mock API holding
+ * ready runner pods and nodes, it compares the bare claim PATCH (the physical limit here), the reference
+ * operator's request pattern and our allocations through the HTTPS front door, then measures refill, TTL
+ * lateness, an idle reconcile pass over 5000 pods, startup to ready and memory. Writes
+ * {@code target/bench/results.json}, {@code target/bench/latency.html} and a table on stdout.
+ *
+ * <p>System properties: {@code bench.pods} (200), {@code bench.requests} (200 per scenario and concurrency),
+ * {@code bench.warmup} (50), {@code bench.concurrency} (1,8,32), {@code bench.scale} (1000; more pod counts for
+ * the comparison, e.g. 1000,5000; empty skips), {@code bench.large} (5000), {@code bench.refillSamples} (10),
+ * {@code bench.ttlSamples} (6), {@code bench.jar} (target/playpen-operator.jar; empty skips the separate process),
+ * {@code bench.jarJvmArgs}, {@code bench.out} (target/bench).
+ */
+public final class Bench {
+    static final String NS = TestCluster.NS;
+    static final String ALLOC_PATH = "/apis/" + PlaypenKeys.GROUP + "/" + PlaypenKeys.VERSION + "/allocs";
+    static final int NODES = 10;
+    static final int FIRST_PORT = 20000;
+    static final String BASELINE = "baseline-patch";
+    static final String REFERENCE = "reference-pattern";
+    static final String OURS = "alloc-https";
+    static final String REPLAY = "replay-https";
+
+    final int pods = intProp("bench.pods", 200);
+    final int requests = intProp("bench.requests", 200);
+    final int warmup = intProp("bench.warmup", 50);
+    final int[] concurrencies = ints(System.getProperty("bench.concurrency", "1,8,32"));
+    final int[] scale = ints(System.getProperty("bench.scale", "1000"));
+    final int large = intProp("bench.large", 5000);
+    final int refillSamples = intProp("bench.refillSamples", 10);
+    final int ttlSamples = intProp("bench.ttlSamples", 6);
+    final String jar = System.getProperty("bench.jar", "target/playpen-operator.jar");
+    final String jarJvmArgs = System.getProperty("bench.jarJvmArgs",
+            "-XX:MaxRAM=768m -XX:MaxRAMPercentage=75 -XX:+ExitOnOutOfMemoryError -Dfile.encoding=UTF-8");
+    final Path out = Path.of(System.getProperty("bench.out", "target/bench"));
+    final List<String> phases = List.of(System.getProperty("bench.phases", "compare,refill,ttl,large").split(","));
+
+    final Map<String, Object> results = new LinkedHashMap<>();
+    final List<Run> runs = new ArrayList<>();
+    final Map<Integer, Object> selection = new LinkedHashMap<>();
+    final AtomicInteger keySeq = new AtomicInteger();
+    final long benchStart = System.nanoTime();
+
+    /** One measured scenario at one pod count and concurrency. */
+    record Run(Stats stats, ApiCounts api, Map<String, Object> extra) {
+    }
+
+    public static void main(String[] args) throws Exception {
+        int code = 0;
+        try {
+            new Bench().run();
+        } catch (Throwable t) {
+            t.printStackTrace();
+            code = 1;
+        }
+        // the mock server and informers leave non-daemon threads behind
+        System.exit(code);
+    }
+
+    void run() throws Exception {
+        Files.createDirectories(out);
+        results.put("config", config());
+        log("playpen-operator bench: pods=%d requests=%d warmup=%d concurrency=%s scale=%s large=%d", pods, requests,
+                warmup, Arrays.toString(concurrencies), Arrays.toString(scale), large);
+
+        Map<Integer, Map<String, Object>> startups = new LinkedHashMap<>();
+        if (phases.contains("compare")) {
+            try (Env env = Env.open(this, pods)) {
+                startups.put(pods, env.startup());
+                comparison(env);
+                results.put("memoryInProcessAfterAllocWarmup", inProcessMemory());
+                Map<String, Object> jarAtN = jarProcess(env.cluster, pods,
+                        List.of("--runner-amd64-count=0", "--runner-arm64-count=0"), 0);
+                if (jarAtN != null) {
+                    startups.get(pods).put("jarProcess", jarAtN);
+                }
+            }
+            for (int n : scale) {
+                if (n <= 0 || n == pods) {
+                    continue;
+                }
+                try (Env env = Env.open(this, n)) {
+                    startups.put(n, env.startup());
+                    comparison(env);
+                }
+            }
+            results.put("startup", startups);
+            results.put("candidateSelection", selection);
+        }
+        if (phases.contains("refill")) {
+            results.put("refill", refill());
+        }
+        if (phases.contains("ttl")) {
+            results.put("ttl", ttl());
+        }
+        if (phases.contains("large")) {
+            results.put("large", largePhase());
+        }
+        if (!phases.containsAll(List.of("compare", "refill", "ttl", "large"))) {
+            // development aid (-Dbench.phases=ttl): no report without every phase
+            log("partial run, phases %s: %s", phases, results.keySet());
+            return;
+        }
+        results.put("runs", runs.stream().map(this::runMap).toList());
+        results.put("targets", targets());
+        results.put("benchSeconds", Stats.round((System.nanoTime() - benchStart) / 1e9));
+
+        String table = table();
+        System.out.println(table);
+        ObjectMapper json = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+        Files.writeString(out.resolve("results.json"), json.writeValueAsString(results));
+        Files.writeString(out.resolve("latency.html"), LatencyChart.html("playpen-operator allocation latency",
+                panels(), table));
+        System.out.println("wrote " + out.resolve("results.json") + " and " + out.resolve("latency.html"));
+    }
+
+    // ------------------------------------------------------------------ environment
+
+    /** A mock API with N ready runner pods over {@link #NODES} nodes and the operator running in-process. */
+    static final class Env implements AutoCloseable {
+        final Bench bench;
+        final int pods;
+        final TestCluster cluster;
+        final KubernetesClient client;
+        OperatorHarness op;
+        HttpClient[] https;
+        ClaimWriter baselineWriter;
+        ReferencePattern reference;
+        double startupMs;
+        double createPodsMs;
+
+        private Env(Bench bench, int pods) {
+            this.bench = bench;
+            this.pods = pods;
+            this.cluster = TestCluster.start();
+            this.client = benchClient(cluster);
+        }
+
+        static Env open(Bench bench, int pods, String... flags) throws Exception {
+            Env e = new Env(bench, pods);
+            try {
+                for (int i = 0; i < NODES; i++) {
+                    e.cluster.addNode("node-" + i, "amd64", "203.0.113." + (10 + i));
+                }
+                long t0 = System.nanoTime();
+                createReadyRunners(e.cluster, pods);
+                e.createPodsMs = (System.nanoTime() - t0) / 1e6;
+                long s0 = System.nanoTime();
+                e.op = new OperatorHarness(e.cluster, flags);
+                e.startupMs = (System.nanoTime() - s0) / 1e6;
+                e.awaitIdle(pods);
+                e.https = new HttpClient[Arrays.stream(bench.concurrencies).max().orElse(1)];
+                for (int i = 0; i < e.https.length; i++) {
+                    e.https[i] = OperatorHarness.client(e.cluster.frontProxyClient);
+                }
+                e.baselineWriter = new ClaimWriter(e.client, Clock.systemUTC(), new ApiCallCounter());
+                e.reference = new ReferencePattern(e.client, NS);
+                bench.log("  env: %d ready runner pods created in %.0f ms; operator ready in %.0f ms (in-process)", pods,
+                        e.createPodsMs, e.startupMs);
+                return e;
+            } catch (Exception | Error x) {
+                e.close();
+                throw x;
+            }
+        }
+
+        Map<String, Object> startup() {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("pods", pods);
+            m.put("inProcessStartupToReadyMs", Stats.round(startupMs));
+            m.put("note", "in-process: OperatorApp.start() until ready() (caches synced, trust bundle loaded); "
+                    + "the first environment also pays JVM class loading");
+            return m;
+        }
+
+        void awaitIdle(int n) throws InterruptedException {
+            try {
+                await(() -> idle(op.app.podCache().pods()) == n, Duration.ofSeconds(60), "operator cache shows " + n + " idle pods");
+            } catch (IllegalStateException x) {
+                Collection<Pod> seen = op.app.podCache().pods();
+                throw new IllegalStateException(x.getMessage() + "; it shows " + idle(seen) + " idle of " + seen.size()
+                        + ", the API " + cluster.pods().stream().filter(ManagedPods::isIdle).count() + " idle of "
+                        + cluster.pods().size(), x);
+            }
+        }
+
+        @Override
+        public void close() {
+            if (op != null) {
+                op.close();
+            }
+            client.close();
+            cluster.close();
+        }
+    }
+
+    static KubernetesClient benchClient(TestCluster cluster) {
+        return KubeClients.create(new ConfigBuilder().withMasterUrl(cluster.server.url("/")).withNamespace(NS)
+                .withTrustCerts(true).build());
+    }
+
+    static void createReadyRunners(TestCluster cluster, int n) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(4);
+        try {
+            List<Future<Pod>> fs = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                int port = FIRST_PORT + i;
+                String node = "node-" + (i % NODES);
+                fs.add(pool.submit(() -> cluster.create(TestCluster.readyRunner("amd64", port, node))));
+            }
+            for (Future<Pod> f : fs) {
+                f.get();
+            }
+        } finally {
+            pool.shutdown();
+        }
+    }
+
+    static int idle(Collection<Pod> pods) {
+        int n = 0;
+        for (Pod p : pods) {
+            if (ManagedPods.isIdle(p)) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /** Strips every claim (outside any measured window) and waits until the operator sees all pods idle again. */
+    void release(Env e) throws Exception {
+        List<Pod> claimed = e.client.pods().inNamespace(NS).list().getItems().stream().filter(ManagedPods::isClaimed).toList();
+        ExecutorService pool = Executors.newFixedThreadPool(8);
+        try {
+            List<Future<?>> fs = new ArrayList<>();
+            for (Pod p : claimed) {
+                fs.add(pool.submit(() -> {
+                    Pod released = new PodBuilder(p).editMetadata()
+                            .removeFromAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH)
+                            .removeFromAnnotations(PlaypenKeys.REQUEST_HASH)
+                            .removeFromAnnotations(PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY)
+                            .removeFromAnnotations(PlaypenKeys.CLAIMED_AT)
+                            .removeFromLabels(PlaypenKeys.ALLOCATED).endMetadata().build();
+                    return e.client.pods().inNamespace(NS).resource(released).update();
+                }));
+            }
+            for (Future<?> f : fs) {
+                f.get();
+            }
+        } finally {
+            pool.shutdown();
+        }
+        // Allocated events pile up in the mock's store and would slow every later request there
+        if (!e.client.v1().events().inNamespace(NS).list().getItems().isEmpty()) {
+            e.client.v1().events().inNamespace(NS).delete();
+        }
+        e.awaitIdle(e.pods);
+    }
+
+    // ------------------------------------------------------------------ the three-way comparison
+
+    /** What differs between the compared request patterns; everything else (load, counting) is shared. */
+    interface Scenario {
+        String name();
+
+        /** Outside the timed window, before a batch of {@code count} requests starting at key index {@code first}. */
+        default void prepare(Env e, int first, int count) throws Exception {
+        }
+
+        void run(Env e, int index, int worker) throws Exception;
+
+        /** Outside the timed window, after a batch: lets asynchronous API calls caused by it land. */
+        default void settle(Env e, int succeeded) throws Exception {
+        }
+
+        /** Whether the scenario claims pods (then batches stay within half the pool and are released between). */
+        default boolean claims() {
+            return true;
+        }
+    }
+
+    /** CPU cost of choosing candidates over this many pods (the allocator's only O(N) step), per call. */
+    Map<String, Object> selectionCost(Env e) {
+        io.unboundedcloud.playpen.model.Candidates cand = new io.unboundedcloud.playpen.model.Candidates(
+                Map.of(PlaypenKeys.APP_NAME, PlaypenKeys.RUNNER_APP_NAME));
+        Collection<Pod> cached = e.op.app.podCache().pods();
+        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+        int sink = 0;
+        for (int i = 0; i < 300; i++) {
+            sink += cand.select(command(i), cached, node -> java.util.Optional.of("203.0.113.10")).ordered().size();
+        }
+        int calls = 300;
+        long c0 = threads.getCurrentThreadCpuTime();
+        long w0 = System.nanoTime();
+        for (int i = 0; i < calls; i++) {
+            sink += cand.select(command(i), cached, node -> java.util.Optional.of("203.0.113.10")).ordered().size();
+        }
+        long w1 = System.nanoTime();
+        long c1 = threads.getCurrentThreadCpuTime();
+        return map("pods", cached.size(), "cpuMicrosPerSelect", Stats.round((c1 - c0) / 1e3 / calls),
+                "wallMicrosPerSelect", Stats.round((w1 - w0) / 1e3 / calls), "usable", sink / (2 * calls));
+    }
+
+    void comparison(Env e) throws Exception {
+        Map<String, Object> sel = selectionCost(e);
+        selection.put(e.pods, sel);
+        log("  Candidates.select over %d cached pods: %s us CPU per call", e.pods, sel.get("cpuMicrosPerSelect"));
+        Scenario baseline = new BaselineScenario();
+        Scenario reference = new ReferenceScenario();
+        OursScenario ours = new OursScenario();
+        for (int c : concurrencies) {
+            log("  N=%d c=%d", e.pods, c);
+            record(measure(e, baseline, c, requests));
+            record(measure(e, reference, c, requests));
+            record(measure(e, ours, c, requests));
+            // replays of the keys of the last alloc batch, which is still claimed
+            record(measure(e, new ReplayScenario(ours.lastFirst, ours.lastCount), c, requests));
+        }
+        release(e);
+    }
+
+    private void record(Run r) {
+        runs.add(r);
+        Stats s = r.stats();
+        log("    %-18s p50 %8.2f  p90 %8.2f  p99 %8.2f  max %8.2f ms  %8.1f/s  err %d  api/op %s", s.scenario, s.pMs(50),
+                s.pMs(90), s.pMs(99), s.maxMs(), s.throughput(), s.errors, r.api().perOperation(s.count()).get("byVerbPerOp"));
+        if (r.extra().containsKey("breakdownAtC1")) {
+            log("      c=1 breakdown: %s", r.extra().get("breakdownAtC1"));
+        }
+    }
+
+    Run measure(Env e, Scenario sc, int c, int total) throws Exception {
+        int batch = sc.claims() ? Math.max(1, e.pods / 2) : total;
+        if (sc.claims()) {
+            release(e);
+        }
+        int w = Math.min(warmup, batch);
+        if (w > 0) {
+            int first = keySeq.getAndAdd(w);
+            sc.prepare(e, first, w);
+            Load.Batch b = Load.run(w, c, first, (i, worker) -> sc.run(e, i, worker));
+            sc.settle(e, b.nanos().length);
+            if (sc.claims()) {
+                release(e);
+            }
+        }
+        List<long[]> parts = new ArrayList<>();
+        long wall = 0;
+        int errors = 0;
+        Throwable firstError = null;
+        Map<String, Integer> apiBefore = new HashMap<>();
+        Map<String, Integer> apiAfter = new HashMap<>();
+        int done = 0;
+        // at concurrency 1, where the claim's write reaches the API server splits each request in two
+        Timestamps writes = new Timestamps("PATCH /api/v1/namespaces/playpen/pods/", "PUT /api/v1/namespaces/playpen/pods/");
+        List<long[]> windows = java.util.Collections.synchronizedList(new ArrayList<>());
+        if (c == 1) {
+            e.cluster.addRequestListener(writes);
+        }
+        while (done < total) {
+            int n = Math.min(batch, total - done);
+            int first = keySeq.getAndAdd(n);
+            sc.prepare(e, first, n);
+            Map<String, Integer> before = e.cluster.requestSnapshot();
+            Load.Batch b = Load.run(n, c, first, (i, worker) -> {
+                long t0 = System.nanoTime();
+                sc.run(e, i, worker);
+                if (c == 1) {
+                    windows.add(new long[] {t0, System.nanoTime()});
+                }
+            });
+            sc.settle(e, b.nanos().length);
+            Map<String, Integer> after = e.cluster.requestSnapshot();
+            accumulate(apiBefore, apiAfter, before, after);
+            parts.add(b.nanos());
+            wall += b.wallNanos();
+            errors += b.errors();
+            if (firstError == null) {
+                firstError = b.firstError();
+            }
+            done += n;
+            if (sc.claims() && done < total) {
+                release(e);
+            }
+        }
+        e.cluster.removeRequestListener(writes);
+        long[] all = parts.stream().flatMapToLong(Arrays::stream).toArray();
+        Stats s = new Stats(sc.name(), e.pods, c, all, wall, errors);
+        Map<String, Object> x = new LinkedHashMap<>();
+        if (c == 1 && sc.claims()) {
+            x.put("breakdownAtC1", breakdown(windows, writes));
+        }
+        if (firstError != null) {
+            x.put("firstError", String.valueOf(firstError));
+            log("    %s: %d errors, first: %s", sc.name(), errors, firstError);
+        }
+        return new Run(s, ApiCounts.between(apiBefore, apiAfter), x);
+    }
+
+    /**
+     * For sequential requests: time from the request's start to its (last) claim write arriving at the mock API,
+     * and from there to the answer. Tells client-side and operator overhead from the API server's share.
+     */
+    static Map<String, Object> breakdown(List<long[]> windows, Timestamps writes) {
+        List<Long> hits = writes.hits.stream().map(Timestamps.Hit::nanos).sorted().toList();
+        List<Double> before = new ArrayList<>();
+        List<Double> after = new ArrayList<>();
+        for (long[] w : windows) {
+            long last = -1;
+            for (long h : hits) {
+                if (h >= w[0] && h <= w[1]) {
+                    last = h;
+                }
+            }
+            if (last > 0) {
+                before.add((last - w[0]) / 1e6);
+                after.add((w[1] - last) / 1e6);
+            }
+        }
+        return map("requestStartToClaimWriteAtApiMs", summary(before), "claimWriteAtApiToAnswerMs", summary(after));
+    }
+
+    /** Sums the per-batch deltas into one before/after pair (the release between batches is left out). */
+    private static void accumulate(Map<String, Integer> sumBefore, Map<String, Integer> sumAfter, Map<String, Integer> before,
+            Map<String, Integer> after) {
+        after.forEach((k, v) -> {
+            int d = v - before.getOrDefault(k, 0);
+            if (d > 0) {
+                sumAfter.merge(k, d, Integer::sum);
+                sumBefore.putIfAbsent(k, 0);
+            }
+        });
+    }
+
+    static AllocCommand command(int index) {
+        String key = "bench-" + index;
+        return new AllocCommand(Hashes.keyHash(key), ResourceType.RUNNER, "", TestCluster.wgKey(index % 997), "amd64");
+    }
+
+    /** The exact claim patch (ClaimWriter: JSON merge patch with the resourceVersion precondition), straight from fabric8. */
+    final class BaselineScenario implements Scenario {
+        private volatile List<Pod> targets = List.of();
+
+        @Override
+        public String name() {
+            return BASELINE;
+        }
+
+        @Override
+        public void prepare(Env e, int first, int count) {
+            List<Pod> idle = e.client.pods().inNamespace(NS).list().getItems().stream().filter(ManagedPods::isIdle).toList();
+            if (idle.size() < count) {
+                throw new IllegalStateException("baseline needs " + count + " idle pods, has " + idle.size());
+            }
+            List<Pod> shuffled = new ArrayList<>(idle);
+            java.util.Collections.shuffle(shuffled, new java.util.Random(first));
+            targets = shuffled.subList(0, count);
+            baseFirst = first;
+        }
+
+        private volatile int baseFirst;
+
+        @Override
+        public void run(Env e, int index, int worker) {
+            Pod pod = targets.get(index - baseFirst);
+            e.baselineWriter.claim(pod, pod.getMetadata().getResourceVersion(), command(index));
+        }
+    }
+
+    /** LIST, LIST, GET node, GET pod, PUT pod per allocation. */
+    final class ReferenceScenario implements Scenario {
+        @Override
+        public String name() {
+            return REFERENCE;
+        }
+
+        @Override
+        public void run(Env e, int index, int worker) {
+            e.reference.allocate(command(index));
+        }
+    }
+
+    static HttpRequest allocRequest(OperatorHarness op, int index) {
+        AllocCommand cmd = command(index);
+        String body = "{\"idempotencyKey\":\"bench-" + index + "\",\"resourceType\":\"runner\",\"wireGuardPublicKey\":\""
+                + cmd.wireGuardPublicKey() + "\",\"architecture\":\"amd64\"}";
+        return HttpRequest.newBuilder(URI.create(op.url(ALLOC_PATH)))
+                .timeout(Duration.ofSeconds(30))
+                .header("Content-Type", "application/json")
+                .header("Accept", "application/json, */*")
+                .header("X-Remote-User", "bench-user")
+                .header("X-Remote-Group", "playpen-users")
+                .header("X-Remote-Group", "system:authenticated")
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build();
+    }
+
+    static void send(Env e, int index, int worker) throws Exception {
+        HttpResponse<String> r = e.https[worker].send(allocRequest(e.op, index), HttpResponse.BodyHandlers.ofString());
+        if (r.statusCode() != 200 || !r.body().contains("\"resourceType\":\"runner\"")) {
+            throw new IllegalStateException("alloc answered " + r.statusCode() + ": " + r.body());
+        }
+    }
+
+    /** POST allocs through the HTTPS front door: front-proxy certificate, X-Remote headers, fresh key each. */
+    final class OursScenario implements Scenario {
+        volatile int lastFirst;
+        volatile int lastCount;
+        private long eventsBefore;
+
+        @Override
+        public String name() {
+            return OURS;
+        }
+
+        @Override
+        public void prepare(Env e, int first, int count) {
+            lastFirst = first;
+            lastCount = count;
+            eventsBefore = eventsSettled(e);
+        }
+
+        @Override
+        public void run(Env e, int index, int worker) throws Exception {
+            send(e, index, worker);
+        }
+
+        @Override
+        public void settle(Env e, int succeeded) throws Exception {
+            // each new allocation queues one Allocated event, written asynchronously; count it with its batch
+            await(() -> eventsSettled(e) >= eventsBefore + succeeded, Duration.ofSeconds(10), "Allocated events written");
+        }
+    }
+
+    static long eventsSettled(Env e) {
+        var ev = e.op.app.events();
+        return ev.written() + ev.failed() + ev.dropped();
+    }
+
+    /** The same requests again: idempotent replays answered from the cache. */
+    final class ReplayScenario implements Scenario {
+        private final int first;
+        private final int count;
+
+        ReplayScenario(int first, int count) {
+            this.first = first;
+            this.count = count;
+        }
+
+        @Override
+        public String name() {
+            return REPLAY;
+        }
+
+        @Override
+        public boolean claims() {
+            return false;
+        }
+
+        @Override
+        public void run(Env e, int index, int worker) throws Exception {
+            send(e, first + Math.floorMod(index, count), worker);
+        }
+    }
+
+    // ------------------------------------------------------------------ refill and TTL
+
+    /** Mock-side timestamps of requests whose key starts with a prefix. */
+    static final class Timestamps implements TestCluster.RequestListener {
+        record Hit(String key, long nanos, long epochMillis) {
+        }
+
+        final ConcurrentLinkedQueue<Hit> hits = new ConcurrentLinkedQueue<>();
+        private final List<String> prefixes;
+
+        Timestamps(String... prefixes) {
+            this.prefixes = List.of(prefixes);
+        }
+
+        @Override
+        public void onRequest(String key) {
+            for (String p : prefixes) {
+                if (key.startsWith(p)) {
+                    hits.add(new Hit(key, System.nanoTime(), System.currentTimeMillis()));
+                    return;
+                }
+            }
+        }
+
+        Hit firstAfter(String prefix, long nanos) {
+            return hits.stream().filter(h -> h.key().startsWith(prefix) && h.nanos() >= nanos)
+                    .min((a, b) -> Long.compare(a.nanos(), b.nanos())).orElse(null);
+        }
+    }
+
+    Map<String, Object> refill() throws Exception {
+        log("refill: pool of 1 amd64 runner, claim it, time the replacement's create");
+        TestCluster cluster = TestCluster.start();
+        Timestamps ts = new Timestamps("POST /api/v1/namespaces/playpen/pods", "PATCH /api/v1/namespaces/playpen/pods/");
+        cluster.addRequestListener(ts);
+        cluster.addNode("node-0", "amd64", "203.0.113.10");
+        List<Double> fromAnswer = new ArrayList<>();
+        List<Double> fromPatch = new ArrayList<>();
+        OperatorHarness op = null;
+        try {
+            op = new OperatorHarness(cluster, "--runner-amd64-count=1", "--reconcile-interval=10m");
+            OperatorHarness harness = op;
+            HttpClient http = OperatorHarness.client(cluster.frontProxyClient);
+            for (int k = 0; k < refillSamples + 1; k++) {
+                // the runner makes the pool's pending pod ready; the operator's cache must see it before we claim
+                await(() -> cluster.pods().stream().anyMatch(p -> !ManagedPods.isClaimed(p)), Duration.ofSeconds(10),
+                        "pool pod created");
+                Pod pending = cluster.pods().stream().filter(p -> !ManagedPods.isClaimed(p)).findFirst().orElseThrow();
+                makeReady(cluster, pending, "node-0");
+                await(() -> harness.app.podCache().pods().stream().anyMatch(p -> !ManagedPods.isClaimed(p)
+                        && p.getStatus() != null && "Running".equals(p.getStatus().getPhase())), Duration.ofSeconds(10),
+                        "ready pool pod in cache");
+                Thread.sleep(300);
+                int index = keySeq.getAndIncrement();
+                long t0 = System.nanoTime();
+                HttpResponse<String> r = http.send(allocRequest(op, index), HttpResponse.BodyHandlers.ofString());
+                long answered = System.nanoTime();
+                if (r.statusCode() != 200) {
+                    throw new IllegalStateException("refill claim answered " + r.statusCode() + ": " + r.body());
+                }
+                await(() -> ts.firstAfter("POST ", t0) != null, Duration.ofSeconds(10), "replacement create");
+                Timestamps.Hit create = ts.firstAfter("POST ", t0);
+                Timestamps.Hit patch = ts.firstAfter("PATCH ", t0);
+                if (k == 0) {
+                    continue; // warm-up
+                }
+                fromAnswer.add((create.nanos() - answered) / 1e6);
+                fromPatch.add((create.nanos() - patch.nanos()) / 1e6);
+            }
+        } finally {
+            if (op != null) {
+                op.close();
+            }
+            cluster.close();
+        }
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("samples", fromAnswer.size());
+        m.put("claimAnswerToCreateMs", summary(fromAnswer));
+        m.put("claimPatchToCreateMs", summary(fromPatch));
+        m.put("note", "create = the replacement pod's POST arriving at the mock API; includes the --refill-debounce "
+                + "(default 100ms) and the watch round trip");
+        log("  refill create after the claim's 200: %s ms", summary(fromAnswer));
+        return m;
+    }
+
+    static void makeReady(TestCluster cluster, Pod p, String node) {
+        String arch = ManagedPods.architecture(p);
+        int port = ManagedPods.hostPort(p).orElseThrow();
+        Pod ready = TestCluster.readyRunner(arch, port, node).build();
+        cluster.client.pods().inNamespace(NS).withName(p.getMetadata().getName()).edit(x -> new PodBuilder(x)
+                .editMetadata().addToAnnotations(ready.getMetadata().getAnnotations()).endMetadata()
+                .editSpec().withNodeName(node).endSpec()
+                .withStatus(ready.getStatus()).build());
+    }
+
+    Map<String, Object> ttl() throws Exception {
+        log("ttl: --playpen-ttl=2s, %d claims spread over a second, time the deletes", ttlSamples);
+        TestCluster cluster = TestCluster.start();
+        Timestamps ts = new Timestamps("DELETE /api/v1/namespaces/playpen/pods/", "PATCH /api/v1/namespaces/playpen/pods/");
+        cluster.addRequestListener(ts);
+        cluster.addNode("node-0", "amd64", "203.0.113.10");
+        List<Double> vsAnnotation = new ArrayList<>();
+        List<Double> vsPrecise = new ArrayList<>();
+        OperatorHarness op = null;
+        try {
+            for (int i = 0; i < ttlSamples + 1; i++) {
+                cluster.create(TestCluster.readyRunner("amd64", FIRST_PORT + i, "node-0"));
+            }
+            op = new OperatorHarness(cluster, "--playpen-ttl=2s", "--reconcile-interval=10m");
+            OperatorHarness harness = op;
+            await(() -> idle(harness.app.podCache().pods()) == ttlSamples + 1, Duration.ofSeconds(10), "pods in cache");
+            HttpClient http = OperatorHarness.client(cluster.frontProxyClient);
+            Map<String, Long> patchMillis = new LinkedHashMap<>();
+            for (int i = 0; i < ttlSamples + 1; i++) {
+                int index = keySeq.getAndIncrement();
+                long t0 = System.nanoTime();
+                HttpResponse<String> r = http.send(allocRequest(op, index), HttpResponse.BodyHandlers.ofString());
+                if (r.statusCode() != 200) {
+                    throw new IllegalStateException("ttl claim answered " + r.statusCode() + ": " + r.body());
+                }
+                Timestamps.Hit patch = ts.firstAfter("PATCH ", t0);
+                patchMillis.put(patch.key().substring(patch.key().lastIndexOf('/') + 1), patch.epochMillis());
+                Thread.sleep(1000 / Math.max(1, ttlSamples) + 37);
+            }
+            Map<String, Instant> claimedAt = new HashMap<>();
+            for (Pod p : cluster.pods()) {
+                String at = ManagedPods.annotations(p).get(PlaypenKeys.CLAIMED_AT);
+                if (at != null) {
+                    claimedAt.put(p.getMetadata().getName(), Instant.parse(at));
+                }
+            }
+            await(() -> ts.hits.stream().filter(h -> h.key().startsWith("DELETE ")).count() >= patchMillis.size(),
+                    Duration.ofSeconds(15), "TTL deletes");
+            boolean first = true;
+            for (Map.Entry<String, Long> e : patchMillis.entrySet()) {
+                if (first) {
+                    first = false; // warm-up claim
+                    continue;
+                }
+                String name = e.getKey();
+                Timestamps.Hit del = ts.hits.stream().filter(h -> h.key().equals("DELETE /api/v1/namespaces/playpen/pods/" + name))
+                        .findFirst().orElseThrow();
+                vsAnnotation.add((double) (del.epochMillis() - claimedAt.get(name).plusSeconds(2).toEpochMilli()));
+                vsPrecise.add((double) (del.epochMillis() - (e.getValue() + 2000)));
+            }
+        } finally {
+            if (op != null) {
+                op.close();
+            }
+            cluster.close();
+        }
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("samples", vsAnnotation.size());
+        m.put("latenessVsClaimedAtAnnotationMs", summary(vsAnnotation));
+        m.put("latenessVsPreciseClaimMs", summary(vsPrecise));
+        m.put("note", "lateness = DELETE arriving at the mock minus (claimed-at + ttl). claimed-at has whole-second "
+                + "resolution (SPEC A1), so relative to the precise claim time (the PATCH at the mock) deletes come "
+                + "up to 1 s early by design");
+        log("  lateness vs claimed-at: %s ms; vs precise claim: %s ms", summary(vsAnnotation), summary(vsPrecise));
+        return m;
+    }
+
+    // ------------------------------------------------------------------ 5000 pods: idle reconcile, memory, startup
+
+    Map<String, Object> largePhase() throws Exception {
+        log("large: %d idle runner pods, pool target %d (nothing to do)", large, large);
+        String[] flags = {"--runner-amd64-count=" + large, "--runner-arm64-count=0",
+            "--runner-wireguard-host-port-start=" + FIRST_PORT, "--runner-wireguard-host-port-end=" + (FIRST_PORT + 3 * large + 100),
+            "--reconcile-interval=10m"};
+        Map<String, Object> m = new LinkedHashMap<>();
+        try (Env e = Env.open(this, large, flags)) {
+            m.put("pods", large);
+            m.put("inProcessStartupToReadyMs", Stats.round(e.startupMs));
+            Thread.sleep(1000); // the startup pass and any debounced pass have run
+            PoolReconciler pool = e.op.app.poolReconciler();
+            ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+            for (int i = 0; i < 20; i++) {
+                pool.reconcile();
+            }
+            List<Double> cpu = new ArrayList<>();
+            List<Double> wall = new ArrayList<>();
+            int created = 0;
+            Map<String, Integer> sumBefore = new HashMap<>();
+            Map<String, Integer> sumAfter = new HashMap<>();
+            for (int i = 0; i < 30; i++) {
+                Map<String, Integer> before = e.cluster.requestSnapshot();
+                long c0 = threads.getCurrentThreadCpuTime();
+                long w0 = System.nanoTime();
+                PoolReconciler.Result r = pool.reconcile();
+                long w1 = System.nanoTime();
+                long c1 = threads.getCurrentThreadCpuTime();
+                Map<String, Integer> after = e.cluster.requestSnapshot();
+                accumulate(sumBefore, sumAfter, before, after);
+                created += r.created();
+                cpu.add((c1 - c0) / 1e6);
+                wall.add((w1 - w0) / 1e6);
+            }
+            ApiCounts api = ApiCounts.between(sumBefore, sumAfter);
+            Map<String, Object> rec = new LinkedHashMap<>();
+            rec.put("passes", cpu.size());
+            rec.put("cpuMsPerPass", summary(cpu));
+            rec.put("wallMsPerPass", summary(wall));
+            rec.put("apiCallsTotal", api.total());
+            rec.put("apiCallsByVerb", api.byVerb);
+            rec.put("podsCreated", created);
+            m.put("idleReconcile", rec);
+            log("  idle reconcile over %d pods: cpu %s ms, wall %s ms, api calls %d, created %d", large, summary(cpu),
+                    summary(wall), api.total(), created);
+
+            // warm the allocation path, then memory of this JVM (mock API server + operator + bench)
+            // (claims lower the idle count below the target, so the pool creates replacements meanwhile)
+            int warm = Math.min(requests, large / 2);
+            int first = keySeq.getAndAdd(warm);
+            Load.Batch b = Load.run(warm, 8, first, (i, w) -> send(e, i, w));
+            Stats ws = new Stats(OURS, large, 8, b.nanos(), b.wallNanos(), b.errors());
+            m.put("warmupAllocs", ws.toMap());
+            log("  %d allocs at concurrency 8 over %d pods: p50 %.2f ms, p99 %.2f ms, %.1f/s, %d errors", warm, large,
+                    ws.pMs(50), ws.pMs(99), ws.throughput(), b.errors());
+            Thread.sleep(1000);
+            m.put("memoryInProcess", inProcessMemory());
+            e.op.close();
+            e.op = null;
+
+            Map<String, Object> jarRes = jarProcess(e.cluster, large, List.of(flags), 200);
+            if (jarRes != null) {
+                m.put("jarProcess", jarRes);
+            }
+        }
+        return m;
+    }
+
+    Map<String, Object> inProcessMemory() {
+        System.gc();
+        var heap = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage();
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("vmRssMiB", Stats.round(OperatorProcess.procStatusKb(Path.of("/proc/self/status"), "VmRSS") / 1024.0));
+        m.put("vmHwmMiB", Stats.round(OperatorProcess.procStatusKb(Path.of("/proc/self/status"), "VmHWM") / 1024.0));
+        m.put("heapUsedAfterGcMiB", Stats.round(heap.getUsed() / 1048576.0));
+        m.put("heapCommittedMiB", Stats.round(heap.getCommitted() / 1048576.0));
+        m.put("note", "one JVM holds the mock API server (and its copy of every pod), the operator and the bench "
+                + "clients: an upper bound for the operator");
+        return m;
+    }
+
+    /**
+     * The packaged jar as a separate process against {@code cluster}: startup to ready, then (when
+     * {@code warmAllocs} > 0) allocations through its front door, then RSS and heap.
+     */
+    Map<String, Object> jarProcess(TestCluster cluster, int podCount, List<String> flags, int warmAllocs) throws Exception {
+        Path jarPath = jar.isBlank() ? null : Path.of(jar);
+        if (jarPath == null || !Files.isRegularFile(jarPath)) {
+            log("  (no %s: separate-process measurement skipped)", jar);
+            return null;
+        }
+        Path routes = Path.of("routes").toAbsolutePath();
+        List<String> all = new ArrayList<>(List.of("--routes-dir=" + routes));
+        all.addAll(flags);
+        List<String> jvm = jarJvmArgs.isBlank() ? List.of() : List.of(jarJvmArgs.trim().split("\\s+"));
+        Map<String, Object> m = new LinkedHashMap<>();
+        try (OperatorProcess p = OperatorProcess.start(jarPath, cluster.server.url("/"), out, jvm, all,
+                out.resolve("operator-jar-" + podCount + ".log"))) {
+            HttpClient http = OperatorHarness.client(cluster.frontProxyClient);
+            double readyMs = p.awaitReadyMs(http, Duration.ofSeconds(60));
+            m.put("pods", podCount);
+            m.put("jvmArgs", jvm);
+            m.put("startupToReadyMs", Stats.round(readyMs));
+            log("  jar process with %d pods: ready %.0f ms after exec", podCount, readyMs);
+            if (warmAllocs > 0) {
+                HttpClient[] clients = new HttpClient[8];
+                for (int i = 0; i < clients.length; i++) {
+                    clients[i] = OperatorHarness.client(cluster.frontProxyClient);
+                }
+                int first = keySeq.getAndAdd(warmAllocs);
+                Load.Batch b = Load.run(warmAllocs, clients.length, first, (i, w) -> {
+                    HttpRequest req = HttpRequest.newBuilder(URI.create("https://127.0.0.1:" + p.port + ALLOC_PATH))
+                            .timeout(Duration.ofSeconds(30)).header("Content-Type", "application/json")
+                            .header("X-Remote-User", "bench-user").header("X-Remote-Group", "playpen-users")
+                            .POST(HttpRequest.BodyPublishers.ofString("{\"idempotencyKey\":\"jar-" + i
+                                    + "\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(i % 997) + "\"}"))
+                            .build();
+                    HttpResponse<String> r = clients[w].send(req, HttpResponse.BodyHandlers.ofString());
+                    if (r.statusCode() != 200) {
+                        throw new IllegalStateException("jar alloc answered " + r.statusCode() + ": " + r.body());
+                    }
+                });
+                m.put("warmupAllocs", b.nanos().length);
+                m.put("warmupErrors", b.errors());
+                m.put("warmupAllocP50Ms", Stats.round(new Stats("jar", podCount, 8, b.nanos(), b.wallNanos(), 0).pMs(50)));
+                Thread.sleep(2000); // let the pool refill triggered by the claims run
+            }
+            m.put("vmRssMiB", Stats.round(p.statusKb("VmRSS") / 1024.0));
+            m.put("vmHwmMiB", Stats.round(p.statusKb("VmHWM") / 1024.0));
+            long[] heap = p.heapKb();
+            if (heap != null) {
+                m.put("heapUsedMiB", Stats.round(heap[0] / 1024.0));
+                m.put("heapCommittedMiB", Stats.round(heap[1] / 1024.0));
+            }
+            java.util.regex.Matcher gc = java.util.regex.Pattern.compile("-XX:\\+Use\\w+GC").matcher(p.jcmd("VM.flags"));
+            m.put("gc", gc.find() ? gc.group() : "unknown");
+            log("  jar process with %d pods: VmRSS %.1f MiB (peak %.1f), heap used %s MiB", podCount,
+                    p.statusKb("VmRSS") / 1024.0, p.statusKb("VmHWM") / 1024.0, m.get("heapUsedMiB"));
+        }
+        return m;
+    }
+
+    // ------------------------------------------------------------------ report
+
+    Map<String, Object> config() {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("pods", pods);
+        m.put("requestsPerRun", requests);
+        m.put("warmupPerRun", warmup);
+        m.put("concurrency", concurrencies);
+        m.put("scale", scale);
+        m.put("large", large);
+        m.put("refillSamples", refillSamples);
+        m.put("ttlSamples", ttlSamples);
+        m.put("nodes", NODES);
+        m.put("jar", jar);
+        m.put("jarJvmArgs", jarJvmArgs);
+        m.put("availableProcessors", Runtime.getRuntime().availableProcessors());
+        m.put("java", System.getProperty("java.vm.name") + " " + System.getProperty("java.version"));
+        m.put("inputArguments", ManagementFactory.getRuntimeMXBean().getInputArguments());
+        m.put("startedAt", Instant.now().toString());
+        m.put("method", List.of(
+                "Everything runs on loopback in one JVM: the fabric8 mock API (CRUD mode, one global lock, every "
+                        + "lookup a scan of its store), the operator and the load generators; a 2-core machine shared "
+                        + "with other work, so expect noise.",
+                "The operator is running (watching) during all three scenarios, so the mock pays the same watch "
+                        + "fan-out in each; batches never claim more than half the pool and are released (claim "
+                        + "annotations stripped with a PUT) outside the timed window.",
+                "baseline-patch: ClaimWriter.claim (the exact conditional JSON merge patch) from a separate fabric8 "
+                        + "client tuned by KubeClients.create, one distinct idle pod per request.",
+                "reference-pattern: LIST pods, LIST runner pods, GET node, GET pod, PUT pod per allocation, in the "
+                        + "same rendezvous order as ours (generous to it: fewer conflicts).",
+                "alloc-https: POST allocs through the HTTPS front door with the front-proxy client certificate and "
+                        + "X-Remote-* headers, one keep-alive connection per worker, a fresh key each; the "
+                        + "SubjectAccessReview cache is warmed by the warm-up run.",
+                "Throughput = completed requests / summed wall time of the measured batches."));
+        return m;
+    }
+
+    Map<String, Object> runMap(Run r) {
+        Map<String, Object> m = r.stats().toMap();
+        m.put("api", r.api().perOperation(r.stats().count()));
+        m.putAll(r.extra());
+        return m;
+    }
+
+    Run find(String scenario, int n, int c) {
+        return runs.stream().filter(r -> r.stats().scenario.equals(scenario) && r.stats().pods == n
+                && r.stats().concurrency == c).findFirst().orElse(null);
+    }
+
+    @SuppressWarnings("unchecked")
+    Map<String, Object> targets() {
+        Map<String, Object> t = new LinkedHashMap<>();
+        int cMin = Arrays.stream(concurrencies).min().orElse(1);
+        int cMax = Arrays.stream(concurrencies).max().orElse(1);
+
+        // 1. API cost of a new allocation (request path), at every concurrency
+        Map<String, Object> api = new LinkedHashMap<>();
+        boolean apiPass = true;
+        for (int c : concurrencies) {
+            Run r = find(OURS, pods, c);
+            if (r == null) {
+                continue;
+            }
+            Map<String, Object> per = r.api().perOperation(r.stats().count());
+            boolean ok = ((Double) per.get("writesPerOp")) == 1.0 && ((Double) per.get("listsPerOp")) == 0.0
+                    && ((Double) per.get("getsPerOp")) == 0.0;
+            apiPass &= ok;
+            api.put("c" + c, map("writes", per.get("writesPerOp"), "lists", per.get("listsPerOp"), "gets",
+                    per.get("getsPerOp"), "sars", per.get("subjectAccessReviewsPerOp"), "eventWrites",
+                    per.get("eventWritesPerOp"), "pass", ok));
+        }
+        api.put("pass", apiPass);
+        api.put("note", "writes/lists/gets on the request path (pods); the asynchronous Allocated Event write and "
+                + "the SubjectAccessReview (cache misses only) are listed apart");
+        t.put("newAllocationApiCalls", api);
+
+        // 2. p50 at concurrency 1 vs the bare PATCH
+        t.put("p50VsBaselineAtC" + cMin, ratioTarget(find(OURS, pods, cMin), find(BASELINE, pods, cMin), true, 1.3));
+        // 3. throughput at the highest concurrency vs the bare PATCH
+        t.put("throughputVsBaselineAtC" + cMax, ratioTarget(find(OURS, pods, cMax), find(BASELINE, pods, cMax), false, 0.7));
+        // 4. throughput vs the reference pattern, at every concurrency
+        Map<String, Object> vsRef = new LinkedHashMap<>();
+        boolean refPass = true;
+        for (int c : concurrencies) {
+            Map<String, Object> r = ratioTarget(find(OURS, pods, c), find(REFERENCE, pods, c), false, 3.0);
+            vsRef.put("c" + c, r);
+            refPass &= Boolean.TRUE.equals(r.get("pass"));
+        }
+        vsRef.put("pass", refPass);
+        t.put("throughputVsReferenceAtN" + pods, vsRef);
+        // 5. the gap grows with N
+        Map<String, Object> gap = new LinkedHashMap<>();
+        boolean grows = true;
+        boolean any = false;
+        for (int c : concurrencies) {
+            Map<String, Object> perN = new LinkedHashMap<>();
+            Double prev = null;
+            List<Integer> ns = new ArrayList<>();
+            ns.add(pods);
+            for (int n : scale) {
+                if (n > 0 && n != pods) {
+                    ns.add(n);
+                }
+            }
+            for (int n : ns) {
+                Run o = find(OURS, n, c);
+                Run r = find(REFERENCE, n, c);
+                if (o == null || r == null) {
+                    continue;
+                }
+                double ratio = o.stats().throughput() / r.stats().throughput();
+                perN.put("N" + n, Stats.round(ratio));
+                if (prev != null) {
+                    any = true;
+                    grows &= ratio > prev;
+                }
+                prev = ratio;
+            }
+            gap.put("c" + c, perN);
+        }
+        gap.put("pass", any ? grows : null);
+        gap.put("note", "ours/reference throughput ratio per pod count; pass = it rises with N at every concurrency");
+        t.put("gapGrowsWithN", gap);
+        // 6. refill and TTL
+        Map<String, Object> refill = (Map<String, Object>) results.get("refill");
+        Map<String, Object> refillMs = (Map<String, Object>) refill.get("claimAnswerToCreateMs");
+        t.put("refillCreateWithin1s", map("maxMs", refillMs.get("max"), "pass", num(refillMs.get("max")) <= 1000));
+        Map<String, Object> ttl = (Map<String, Object>) results.get("ttl");
+        Map<String, Object> late = (Map<String, Object>) ttl.get("latenessVsClaimedAtAnnotationMs");
+        t.put("ttlLatenessWithin1s", map("maxMs", late.get("max"), "pass", num(late.get("max")) <= 1000));
+        // 7. idle reconcile
+        Map<String, Object> largeRes = (Map<String, Object>) results.get("large");
+        Map<String, Object> rec = (Map<String, Object>) largeRes.get("idleReconcile");
+        Map<String, Object> cpu = (Map<String, Object>) rec.get("cpuMsPerPass");
+        Map<String, Object> idle = new LinkedHashMap<>();
+        idle.put("pods", large);
+        idle.put("apiCalls", rec.get("apiCallsTotal"));
+        idle.put("cpuMsP50", cpu.get("p50"));
+        idle.put("cpuMsMax", cpu.get("max"));
+        idle.put("pass", ((Integer) rec.get("apiCallsTotal")) == 0 && num(cpu.get("p50")) <= 50);
+        t.put("idleReconcile", idle);
+        // 8. memory and startup (the separate process when available, else the in-process upper bound)
+        Map<String, Object> jarRes = (Map<String, Object>) largeRes.get("jarProcess");
+        Map<String, Object> mem = new LinkedHashMap<>();
+        if (jarRes != null) {
+            mem.put("source", "separate jar process, " + large + " pods, after warm-up allocations");
+            mem.put("vmRssMiB", jarRes.get("vmRssMiB"));
+            mem.put("pass", num(jarRes.get("vmRssMiB")) <= 300);
+        } else {
+            Map<String, Object> inProc = (Map<String, Object>) largeRes.get("memoryInProcess");
+            mem.put("source", "in-process upper bound (mock API + operator + bench), " + large + " pods");
+            mem.put("vmRssMiB", inProc.get("vmRssMiB"));
+            mem.put("pass", num(inProc.get("vmRssMiB")) <= 300);
+        }
+        t.put("rssWith" + large + "PodsWithin300MiB", mem);
+        Map<String, Object> start = new LinkedHashMap<>();
+        if (jarRes != null) {
+            start.put("source", "separate jar process, " + large + " pods, exec to /readyz 200");
+            start.put("ms", jarRes.get("startupToReadyMs"));
+            start.put("pass", num(jarRes.get("startupToReadyMs")) <= 5000);
+        } else {
+            start.put("source", "in-process, " + large + " pods");
+            start.put("ms", largeRes.get("inProcessStartupToReadyMs"));
+            start.put("pass", num(largeRes.get("inProcessStartupToReadyMs")) <= 5000);
+        }
+        t.put("startupToReadyWithin5s", start);
+        return t;
+    }
+
+    /** A map that, unlike Map.of, keeps insertion order and allows null values. */
+    static Map<String, Object> map(Object... kv) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        for (int i = 0; i < kv.length; i += 2) {
+            m.put((String) kv[i], kv[i + 1]);
+        }
+        return m;
+    }
+
+    static double num(Object o) {
+        return o instanceof Number n ? n.doubleValue() : Double.NaN;
+    }
+
+    /** ours/other for throughput (≥ limit passes) or ours/other for p50 (≤ limit passes). */
+    static Map<String, Object> ratioTarget(Run ours, Run other, boolean latency, double limit) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        if (ours == null || other == null) {
+            m.put("pass", null);
+            return m;
+        }
+        double a = latency ? ours.stats().pMs(50) : ours.stats().throughput();
+        double b = latency ? other.stats().pMs(50) : other.stats().throughput();
+        double ratio = a / b;
+        m.put(latency ? "oursP50Ms" : "oursPerSec", Stats.round(a));
+        m.put(latency ? "otherP50Ms" : "otherPerSec", Stats.round(b));
+        m.put("ratio", Stats.round(ratio));
+        m.put("limit", (latency ? "<= " : ">= ") + limit);
+        m.put("pass", latency ? ratio <= limit : ratio >= limit);
+        return m;
+    }
+
+    @SuppressWarnings("unchecked")
+    String table() {
+        StringBuilder sb = new StringBuilder();
+        sb.append(String.format(Locale.ROOT, "%n== allocation latency and throughput (ms; loopback, fabric8 mock API) ==%n"));
+        sb.append(String.format(Locale.ROOT, "%-18s %6s %4s %6s %8s %8s %8s %8s %9s %5s  %s%n", "scenario", "pods", "c",
+                "n", "p50", "p90", "p99", "max", "req/s", "err", "API calls per request"));
+        for (Run r : runs) {
+            Stats s = r.stats();
+            Map<String, Object> per = r.api().perOperation(s.count());
+            sb.append(String.format(Locale.ROOT, "%-18s %6d %4d %6d %8.2f %8.2f %8.2f %8.2f %9.1f %5d  %s%n", s.scenario,
+                    s.pods, s.concurrency, s.count(), s.pMs(50), s.pMs(90), s.pMs(99), s.maxMs(), s.throughput(), s.errors,
+                    compact((Map<String, Object>) per.get("byVerbPerOp"))));
+        }
+        sb.append(String.format(Locale.ROOT, "%n== ratios (same run) ==%n"));
+        for (int n : allNs()) {
+            for (int c : concurrencies) {
+                Run b = find(BASELINE, n, c);
+                Run rf = find(REFERENCE, n, c);
+                Run o = find(OURS, n, c);
+                if (b == null || rf == null || o == null) {
+                    continue;
+                }
+                sb.append(String.format(Locale.ROOT,
+                        "N=%-5d c=%-3d ours/baseline p50 %5.2fx  ours/baseline req/s %5.2fx  ours/reference req/s %6.2fx%n",
+                        n, c, o.stats().pMs(50) / b.stats().pMs(50), o.stats().throughput() / b.stats().throughput(),
+                        o.stats().throughput() / rf.stats().throughput()));
+            }
+        }
+        sb.append(String.format(Locale.ROOT, "%n== where the time goes, concurrency 1 (p50 ms; claim write = PATCH, or the "
+                + "reference's PUT, arriving at the mock API) ==%n"));
+        for (Run r : runs) {
+            Map<String, Object> bd = (Map<String, Object>) r.extra().get("breakdownAtC1");
+            if (bd != null) {
+                sb.append(String.format(Locale.ROOT, "%-18s N=%-5d start -> claim write at API %7s   claim write at API -> answer %7s%n",
+                        r.stats().scenario, r.stats().pods,
+                        ((Map<String, Object>) bd.get("requestStartToClaimWriteAtApiMs")).get("p50"),
+                        ((Map<String, Object>) bd.get("claimWriteAtApiToAnswerMs")).get("p50")));
+            }
+        }
+        selection.forEach((n, v) -> sb.append(String.format(Locale.ROOT,
+                "Candidates.select over %5d cached pods: %s us CPU per call%n", n,
+                ((Map<String, Object>) v).get("cpuMicrosPerSelect"))));
+        Map<String, Object> refill = (Map<String, Object>) results.get("refill");
+        Map<String, Object> ttl = (Map<String, Object>) results.get("ttl");
+        Map<String, Object> large = (Map<String, Object>) results.get("large");
+        Map<String, Object> rec = (Map<String, Object>) large.get("idleReconcile");
+        sb.append(String.format(Locale.ROOT, "%n== background work ==%n"));
+        sb.append(String.format(Locale.ROOT, "refill: claim 200 -> replacement create    %s ms%n", refill.get("claimAnswerToCreateMs")));
+        sb.append(String.format(Locale.ROOT, "refill: claim PATCH -> replacement create  %s ms%n", refill.get("claimPatchToCreateMs")));
+        sb.append(String.format(Locale.ROOT, "ttl lateness vs claimed-at + ttl           %s ms%n", ttl.get("latenessVsClaimedAtAnnotationMs")));
+        sb.append(String.format(Locale.ROOT, "ttl lateness vs precise claim + ttl        %s ms%n", ttl.get("latenessVsPreciseClaimMs")));
+        sb.append(String.format(Locale.ROOT, "idle reconcile, %d pods: cpu %s ms/pass, wall %s ms/pass, API calls %s, created %s%n",
+                this.large, rec.get("cpuMsPerPass"), rec.get("wallMsPerPass"), rec.get("apiCallsTotal"), rec.get("podsCreated")));
+        sb.append(String.format(Locale.ROOT, "%n== startup and memory ==%n"));
+        Map<Integer, Map<String, Object>> st = (Map<Integer, Map<String, Object>>) results.get("startup");
+        st.forEach((n, v) -> sb.append(String.format(Locale.ROOT, "startup to ready, in-process, %5d pods: %s ms%s%n", n,
+                v.get("inProcessStartupToReadyMs"), v.containsKey("jarProcess")
+                        ? "; jar process: " + ((Map<String, Object>) v.get("jarProcess")).get("startupToReadyMs") + " ms" : "")));
+        sb.append(String.format(Locale.ROOT, "startup to ready, in-process, %5d pods: %s ms%n", this.large,
+                large.get("inProcessStartupToReadyMs")));
+        Map<String, Object> jarRes = (Map<String, Object>) large.get("jarProcess");
+        if (jarRes != null) {
+            sb.append(String.format(Locale.ROOT, "jar process, %d pods: ready %s ms after exec; after %s warm-up allocs "
+                    + "VmRSS %s MiB (peak %s), heap used %s of %s MiB committed, %s%n", this.large,
+                    jarRes.get("startupToReadyMs"), jarRes.get("warmupAllocs"), jarRes.get("vmRssMiB"), jarRes.get("vmHwmMiB"),
+                    jarRes.get("heapUsedMiB"), jarRes.get("heapCommittedMiB"), jarRes.get("gc")));
+        }
+        Map<String, Object> inProc = (Map<String, Object>) large.get("memoryInProcess");
+        sb.append(String.format(Locale.ROOT, "bench JVM (mock API + operator + clients), %d pods: VmRSS %s MiB, heap after GC %s MiB%n",
+                this.large, inProc.get("vmRssMiB"), inProc.get("heapUsedAfterGcMiB")));
+        sb.append(String.format(Locale.ROOT, "%n== targets ==%n"));
+        ((Map<String, Object>) results.get("targets")).forEach((k, v) -> {
+            Object pass = v instanceof Map<?, ?> mm ? mm.get("pass") : null;
+            sb.append(String.format(Locale.ROOT, "%-4s %-36s %s%n", pass == null ? "n/a" : (Boolean) pass ? "PASS" : "MISS",
+                    k, v instanceof Map<?, ?> mm ? compactTarget((Map<String, Object>) mm) : v));
+        });
+        return sb.toString();
+    }
+
+    List<Integer> allNs() {
+        List<Integer> ns = new ArrayList<>();
+        ns.add(pods);
+        for (int n : scale) {
+            if (n > 0 && n != pods) {
+                ns.add(n);
+            }
+        }
+        return ns;
+    }
+
+    private static String compact(Map<String, Object> perVerb) {
+        StringBuilder sb = new StringBuilder();
+        perVerb.forEach((k, v) -> sb.append(sb.length() == 0 ? "" : ", ").append(k).append(' ').append(v));
+        return sb.toString();
+    }
+
+    private static String compactTarget(Map<String, Object> m) {
+        StringBuilder sb = new StringBuilder();
+        m.forEach((k, v) -> {
+            if (!k.equals("pass") && !k.equals("note")) {
+                sb.append(sb.length() == 0 ? "" : " ").append(k).append('=').append(v);
+            }
+        });
+        return sb.toString();
+    }
+
+    List<LatencyChart.Panel> panels() {
+        List<LatencyChart.Panel> panels = new ArrayList<>();
+        for (int n : allNs()) {
+            for (int c : concurrencies) {
+                List<Stats> s = runs.stream().filter(r -> r.stats().pods == n && r.stats().concurrency == c)
+                        .map(Run::stats).toList();
+                if (!s.isEmpty()) {
+                    panels.add(new LatencyChart.Panel(n + " pods, concurrency " + c, s));
+                }
+            }
+        }
+        return panels;
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    static Map<String, Object> summary(List<Double> xs) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        if (xs.isEmpty()) {
+            return m;
+        }
+        double[] a = xs.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+        m.put("min", Stats.round(a[0]));
+        m.put("p50", Stats.round(a[(int) Math.ceil(0.5 * a.length) - 1]));
+        m.put("p90", Stats.round(a[(int) Math.ceil(0.9 * a.length) - 1]));
+        m.put("max", Stats.round(a[a.length - 1]));
+        return m;
+    }
+
+    static void await(BooleanSupplier condition, Duration timeout, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("timed out after " + timeout + " waiting for " + what);
+            }
+            Thread.sleep(5);
+        }
+    }
+
+    void log(String fmt, Object... args) {
+        System.out.printf(Locale.ROOT, "[%6.1fs] %s%n", (System.nanoTime() - benchStart) / 1e9,
+                String.format(Locale.ROOT, fmt, args));
+        System.out.flush();
+    }
+
+    static int intProp(String name, int def) {
+        String v = System.getProperty(name);
+        return v == null || v.isBlank() ? def : Integer.parseInt(v.trim());
+    }
+
+    static int[] ints(String csv) {
+        return Arrays.stream(csv.split(",")).map(String::trim).filter(s -> !s.isEmpty()).mapToInt(Integer::parseInt).toArray();
+    }
+}

@@ -1,0 +1,162 @@
+package io.unboundedcloud.playpen.bench;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import io.unboundedcloud.playpen.support.OperatorHarness;
+
+/**
+ * The packaged jar as its own process against the mock API (through a kubeconfig), so its memory is the
+ * operator's alone: startup to ready by polling /readyz, VmRSS from /proc, heap from {@code jcmd GC.heap_info}.
+ */
+final class OperatorProcess implements AutoCloseable {
+    final Process process;
+    final int port;
+    final long startNanos;
+    final Path log;
+
+    private OperatorProcess(Process process, int port, long startNanos, Path log) {
+        this.process = process;
+        this.port = port;
+        this.startNanos = startNanos;
+        this.log = log;
+    }
+
+    /** Starts {@code java <jvmArgs> -jar jar <flags>} with a kubeconfig for {@code apiUrl}; output goes to {@code log}. */
+    static OperatorProcess start(Path jar, String apiUrl, Path workDir, List<String> jvmArgs, List<String> flags, Path log)
+            throws IOException {
+        Path kubeconfig = workDir.resolve("mock-kubeconfig.yaml");
+        Files.writeString(kubeconfig, """
+                apiVersion: v1
+                kind: Config
+                clusters:
+                - name: mock
+                  cluster:
+                    server: %s
+                    insecure-skip-tls-verify: true
+                contexts:
+                - name: mock
+                  context:
+                    cluster: mock
+                    user: bench
+                    namespace: playpen
+                current-context: mock
+                users:
+                - name: bench
+                  user:
+                    token: bench
+                """.formatted(apiUrl.replaceAll("/$", "")));
+        int port = OperatorHarness.freePort();
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.addAll(jvmArgs);
+        cmd.add("-jar");
+        cmd.add(jar.toString());
+        cmd.add("--kubeconfig=" + kubeconfig);
+        cmd.add("--listen-addr=127.0.0.1:" + port);
+        cmd.add("--management-addr=");
+        cmd.add("--leader-elect=false");
+        cmd.addAll(flags);
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
+        pb.environment().remove("KUBECONFIG");
+        long t0 = System.nanoTime();
+        Process p = pb.start();
+        return new OperatorProcess(p, port, t0, log);
+    }
+
+    /** Polls /readyz until 200; returns the time from process start in milliseconds. */
+    double awaitReadyMs(HttpClient http, Duration timeout) throws Exception {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        HttpRequest req = HttpRequest.newBuilder(URI.create("https://127.0.0.1:" + port + "/readyz"))
+                .timeout(Duration.ofSeconds(2)).GET().build();
+        while (System.nanoTime() < deadline) {
+            if (!process.isAlive()) {
+                throw new IllegalStateException("operator process exited with " + process.exitValue() + "; see " + log);
+            }
+            try {
+                HttpResponse<String> r = http.send(req, HttpResponse.BodyHandlers.ofString());
+                if (r.statusCode() == 200) {
+                    return (System.nanoTime() - startNanos) / 1e6;
+                }
+            } catch (IOException e) {
+                // not listening yet
+            }
+            Thread.sleep(10);
+        }
+        throw new IllegalStateException("operator process not ready within " + timeout + "; see " + log);
+    }
+
+    /** A /proc/<pid>/status field in KiB (VmRSS, VmHWM), -1 when unavailable. */
+    long statusKb(String field) {
+        return procStatusKb(Path.of("/proc", String.valueOf(process.pid()), "status"), field);
+    }
+
+    static long procStatusKb(Path status, String field) {
+        try {
+            for (String line : Files.readAllLines(status)) {
+                if (line.startsWith(field + ":")) {
+                    return Long.parseLong(line.replaceAll("[^0-9]", ""));
+                }
+            }
+        } catch (IOException | NumberFormatException e) {
+            return -1;
+        }
+        return -1;
+    }
+
+    /** Heap used and committed in KiB from {@code jcmd <pid> GC.heap_info}, or nulls when jcmd is unavailable. */
+    long[] heapKb() {
+        String out = jcmd("GC.heap_info");
+        // G1 prints one "garbage-first heap total …K, used …K" line; Serial and Parallel one per generation
+        Matcher m = Pattern.compile("total (\\d+)K, used (\\d+)K").matcher(out);
+        long used = 0;
+        long total = 0;
+        boolean found = false;
+        while (m.find()) {
+            found = true;
+            total += Long.parseLong(m.group(1));
+            used += Long.parseLong(m.group(2));
+        }
+        return found ? new long[] {used, total} : null;
+    }
+
+    String jcmd(String command) {
+        Path jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd");
+        try {
+            Process p = new ProcessBuilder(jcmd.toString(), String.valueOf(process.pid()), command)
+                    .redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes());
+            p.waitFor(20, TimeUnit.SECONDS);
+            return out;
+        } catch (IOException e) {
+            return "";
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "";
+        }
+    }
+
+    @Override
+    public void close() {
+        process.destroy();
+        try {
+            if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+            }
+        } catch (InterruptedException e) {
+            process.destroyForcibly();
+            Thread.currentThread().interrupt();
+        }
+    }
+}

@@ -1,0 +1,72 @@
+package io.unboundedcloud.playpen.kube;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
+
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.model.TtlPolicy;
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/** The expiry timer against a clock it does not control (SPEC B6: expiry at the expiry time, not the next sweep). */
+class TtlExpirerTest {
+    /** A clock the test moves by hand. */
+    static final class HandClock extends Clock {
+        volatile Instant now;
+
+        HandClock(Instant now) {
+            this.now = now;
+        }
+
+        @Override
+        public ZoneId getZone() {
+            return ZoneOffset.UTC;
+        }
+
+        @Override
+        public Clock withZone(ZoneId zone) {
+            return this;
+        }
+
+        @Override
+        public Instant instant() {
+            return now;
+        }
+    }
+
+    @Test
+    void aTimerThatFiresBeforeTheClockReachesExpiryTriesAgainInsteadOfLeavingTheClaimToTheSweep() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            HandClock clock = new HandClock(Instant.parse("2026-01-01T00:00:01.900Z"));
+            Pod pod = cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a").editMetadata()
+                    .addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, "ab".repeat(32))
+                    .addToAnnotations(PlaypenKeys.CLAIMED_AT, "2026-01-01T00:00:00Z").endMetadata());
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS);
+            pods.observe(pod);
+            TtlExpirer ttl = new TtlExpirer(pods, new ClaimWriter(cluster.client, clock, new ApiCallCounter()),
+                    new TtlPolicy(Duration.ofSeconds(2), clock), clock, () -> true);
+            try {
+                // expires at 00:00:02; the clock says 00:00:01.900, so the timer fires in about 100 ms ...
+                ttl.onPodEvent(PodCache.Change.UPDATED, pod);
+                Thread.sleep(400);
+                // ... and finds the claim not yet expired by that clock: nothing deleted, but not forgotten either
+                assertThat(cluster.requestCount(k -> k.startsWith("DELETE "))).isZero();
+                clock.now = Instant.parse("2026-01-01T00:00:02Z");
+                OperatorHarness.awaitTrue(() -> cluster.requestCount(k -> k.startsWith("DELETE ")) == 1,
+                        Duration.ofSeconds(3), "the expired claim deleted by its timer");
+                assertThat(cluster.requestCount(
+                        k -> k.equals("DELETE /api/v1/namespaces/playpen/pods/playpen-runner-amd64-51820"))).isEqualTo(1);
+            } finally {
+                ttl.close();
+            }
+        }
+    }
+}
