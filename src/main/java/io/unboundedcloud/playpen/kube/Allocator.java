@@ -102,17 +102,14 @@ public final class Allocator {
         if (!existing.isEmpty()) {
             return replayOrConflict(existing.get(0), cmd);
         }
-        Candidates.Selection selection = candidates.select(cmd, pods.pods(), nodes::externalIp);
-        for (Candidates.Usable u : selection.ordered()) {
-            Optional<Allocation> a = tryClaim(u, cmd);
+        Candidates.Walk walk = candidates.walk(cmd, pods.pods(), nodes::externalIp);
+        for (Optional<Candidates.Usable> u = walk.next(); u.isPresent(); u = walk.next()) {
+            Optional<Allocation> a = tryClaim(u.get(), cmd);
             if (a.isPresent()) {
                 return a.get();
             }
         }
-        if (selection.ordered().isEmpty()) {
-            throw ApiException.unavailable(Candidates.unavailableMessage(cmd, selection), retryAfterSeconds);
-        }
-        // every usable candidate was taken by someone else while we walked
+        // nothing usable, or every usable candidate was taken by someone else while we walked: explain why
         throw ApiException.unavailable(Candidates.unavailableMessage(cmd,
                 candidates.select(cmd, pods.pods(), nodes::externalIp)), retryAfterSeconds);
     }

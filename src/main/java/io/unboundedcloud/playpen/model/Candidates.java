@@ -6,6 +6,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.PriorityQueue;
 import java.util.function.Function;
 
 import io.fabric8.kubernetes.api.model.Container;
@@ -61,6 +62,58 @@ public final class Candidates {
         usable.sort(Comparator.comparingLong(Usable::score).reversed()
                 .thenComparing(u -> u.pod().getMetadata().getName()));
         return new Selection(usable, skipped, ofKind);
+    }
+
+    /**
+     * The hot-path form of {@link #select}: the idle pods of the requested kind in rendezvous order, checked
+     * for usability only as the walk reaches them (the first is nearly always usable, so a request pays for
+     * the cheap label checks and a 64-bit score per pod, not for every pod's full usability check).
+     */
+    public Walk walk(AllocCommand cmd, Collection<Pod> pods, Function<String, Optional<String>> externalIp) {
+        long seed = Hashes.seed(cmd.keyHash());
+        List<Scored> scored = new ArrayList<>();
+        for (Pod pod : pods) {
+            if (isOfKind(cmd, pod) && !ManagedPods.isClaimed(pod)) {
+                scored.add(new Scored(Hashes.rendezvous(seed, pod.getMetadata().getName()), pod));
+            }
+        }
+        return new Walk(cmd.resourceType(), new PriorityQueue<>(scored.isEmpty() ? List.of() : scored), externalIp);
+    }
+
+    private record Scored(long score, Pod pod) implements Comparable<Scored> {
+        @Override
+        public int compareTo(Scored o) {
+            int c = Long.compare(o.score, score);
+            return c != 0 ? c : pod.getMetadata().getName().compareTo(o.pod.getMetadata().getName());
+        }
+    }
+
+    /** A lazy walk over candidates in rendezvous order. */
+    public static final class Walk {
+        private final ResourceType type;
+        private final PriorityQueue<Scored> queue;
+        private final Function<String, Optional<String>> externalIp;
+
+        Walk(ResourceType type, PriorityQueue<Scored> queue, Function<String, Optional<String>> externalIp) {
+            this.type = type;
+            this.queue = queue;
+            this.externalIp = externalIp;
+        }
+
+        /** The next usable candidate, or empty when the walk is over. */
+        public Optional<Usable> next() {
+            Scored s;
+            while ((s = queue.poll()) != null) {
+                if (unusableReason(type, s.pod()) != null) {
+                    continue;
+                }
+                Optional<String> ip = externalIp.apply(s.pod().getSpec().getNodeName());
+                if (ip.isPresent()) {
+                    return Optional.of(new Usable(s.pod(), hostPort(s.pod(), type), ip.get(), s.score()));
+                }
+            }
+            return Optional.empty();
+        }
     }
 
     /** The 503 message when a selection has nothing to offer (SPEC A4). */

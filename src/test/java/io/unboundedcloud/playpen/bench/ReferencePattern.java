@@ -65,7 +65,7 @@ final class ReferencePattern {
                 ann.put(PlaypenKeys.IDEMPOTENCY_KEY_HASH, cmd.keyHash());
                 ann.put(PlaypenKeys.REQUEST_HASH, cmd.requestHash());
                 ann.put(PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY, cmd.wireGuardPublicKey());
-                ann.put(PlaypenKeys.CLAIMED_AT, ClaimWriter.rfc3339(java.time.Instant.now()));
+                ann.put(PlaypenKeys.CLAIMED_AT, io.unboundedcloud.playpen.model.TtlPolicy.formatClaimedAt(java.time.Instant.now()));
                 Map<String, String> labels = new HashMap<>(ManagedPods.labels(fresh));
                 labels.put(PlaypenKeys.ALLOCATED, Hashes.allocationId(namespace, fresh.getMetadata().getName()));
                 fresh.getMetadata().setAnnotations(ann);
