@@ -22,13 +22,31 @@ LABEL org.opencontainers.image.title="playpen-operator" \
 COPY --from=build /src/target/playpen-operator.jar /opt/playpen/playpen-operator.jar
 COPY --from=build /src/routes/ /opt/playpen/routes/
 WORKDIR /opt/playpen
+# AppCDS: a training run (the embedded --dev playground, stopped by SIGTERM, which exits 0 and
+# writes the archive) records the classes the operator loads. Starting from the archive cut
+# startup-to-ready from 5.3 s to 3.3 s on the 2-core test machine. A missing or mismatched
+# archive only costs that speed-up: -Xshare:auto falls back silently.
+# The training JVM uses the ENTRYPOINT's flags (DockerfileTest checks they match).
+RUN timeout -s TERM 30 java -XX:MaxRAMPercentage=35 -XX:+UseSerialGC -XX:MaxHeapFreeRatio=30 -XX:MinHeapFreeRatio=10 \
+        -Xss512k -XX:ReservedCodeCacheSize=64m -XX:ArchiveClassesAtExit=/opt/playpen/playpen.jsa \
+        -jar /opt/playpen/playpen-operator.jar --dev --dev-dir=/tmp/cds-training --management-addr= \
+    ; test -s /opt/playpen/playpen.jsa && rm -rf /tmp/cds-training
 USER 65534:65534
 EXPOSE 8443
-# Container-aware JVM: heap sized from the memory limit, exit (and get restarted) on OOM
-# instead of limping on, no hsperfdata file, temp files under the /tmp emptyDir.
+# Container-aware JVM: heap capped at 35% of the memory limit (the operator keeps ~100 MiB of
+# heap with 5000 pods cached), the serial collector with a tight heap (RSS 293 MiB with 5000
+# pods under the Deployment's 768Mi limit, measured by the benchmark), exit (and get restarted)
+# on OOM instead of limping on, no hsperfdata file, temp files under the /tmp emptyDir.
 # Extra JVM options can be added with JAVA_TOOL_OPTIONS.
 ENTRYPOINT ["java", \
-            "-XX:MaxRAMPercentage=75", \
+            "-XX:MaxRAMPercentage=35", \
+            "-XX:+UseSerialGC", \
+            "-XX:MaxHeapFreeRatio=30", \
+            "-XX:MinHeapFreeRatio=10", \
+            "-Xss512k", \
+            "-XX:ReservedCodeCacheSize=64m", \
+            "-XX:SharedArchiveFile=/opt/playpen/playpen.jsa", \
+            "-Xshare:auto", \
             "-XX:+ExitOnOutOfMemoryError", \
             "-XX:-UsePerfData", \
             "-Djava.io.tmpdir=/tmp", \

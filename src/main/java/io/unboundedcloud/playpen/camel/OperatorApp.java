@@ -71,7 +71,8 @@ public final class OperatorApp implements AutoCloseable {
                 config.serviceName(), clock, calls);
         ServingCertificate.Material material = serving.ensure();
 
-        pods = new PodCache(client, config.runnerNamespace());
+        Candidates candidates = new Candidates(config.runnerLabelSelector());
+        pods = new PodCache(client, config.runnerNamespace(), candidates::idleKindKey);
         nodes = new NodeCache(client);
         trust = new TrustBundleSource(client, calls);
         pods.start();
@@ -107,7 +108,7 @@ public final class OperatorApp implements AutoCloseable {
         AccessReviewer reviewer = new AccessReviewer(client, config.sarAllowedTtl(), config.sarDeniedTtl(),
                 config.retryAfterSeconds(), calls);
         allocator = new Allocator(pods, nodes, writer,
-                new Candidates(config.runnerLabelSelector()), config.retryAfterSeconds());
+                candidates, config.retryAfterSeconds());
         ApiFlows flows = new ApiFlows(reviewer, new AllocRequestParser(config.controlPlaneVersions()), allocator,
                 new AllocResponses(config.network(), config.redfishBaseUrl()), this::ready, config.retryAfterSeconds());
         allocator.addObserver(observed);

@@ -102,7 +102,7 @@ public final class Allocator {
         if (!existing.isEmpty()) {
             return replayOrConflict(existing.get(0), cmd);
         }
-        Candidates.Walk walk = candidates.walk(cmd, pods.pods(), nodes::externalIp);
+        Candidates.Walk walk = candidates.walk(cmd, pods.idleOfKind(Candidates.idleKindKey(cmd)), nodes::externalIp);
         for (Optional<Candidates.Usable> u = walk.next(); u.isPresent(); u = walk.next()) {
             Optional<Allocation> a = tryClaim(u.get(), cmd);
             if (a.isPresent()) {

@@ -24,6 +24,7 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 public final class EventRecorder implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(EventRecorder.class);
     private static final String COMPONENT = "playpen-operator";
+    private static final long LINGER_MILLIS = 20;
 
     private record Pending(ObjectReference regarding, String namespace, String type, String reason, String message) {
     }
@@ -84,22 +85,37 @@ public final class EventRecorder implements AutoCloseable {
             if (p == null) {
                 continue;
             }
-            String now = clock.instant().toString();
-            Event e = new EventBuilder().withNewMetadata()
-                    .withName(p.regarding().getName() + "." + UUID.randomUUID().toString().substring(0, 8))
-                    .withNamespace(p.namespace()).endMetadata()
-                    .withInvolvedObject(p.regarding()).withType(p.type()).withReason(p.reason()).withMessage(p.message())
-                    .withFirstTimestamp(now).withLastTimestamp(now).withCount(1)
-                    .withNewSource().withComponent(COMPONENT).endSource()
-                    .withReportingComponent(COMPONENT).build();
+            // let the request that produced the event finish its answer first: events are not urgent, and
+            // on a busy API server (or a small machine) an immediate write competes with the hot path
             try {
-                calls.count(KubeApiCall.EVENTS_CREATE);
-                client.v1().events().inNamespace(p.namespace()).resource(e).create();
-                written.increment();
-            } catch (RuntimeException ex) {
-                failed.increment();
-                LOG.debug("event {} for {} not recorded: {}", p.reason(), p.regarding().getName(), ex.toString());
+                Thread.sleep(LINGER_MILLIS);
+            } catch (InterruptedException e) {
+                return;
             }
+            write(p);
+            Pending more;
+            while ((more = queue.poll()) != null) {
+                write(more);
+            }
+        }
+    }
+
+    private void write(Pending p) {
+        String now = clock.instant().toString();
+        Event e = new EventBuilder().withNewMetadata()
+                .withName(p.regarding().getName() + "." + UUID.randomUUID().toString().substring(0, 8))
+                .withNamespace(p.namespace()).endMetadata()
+                .withInvolvedObject(p.regarding()).withType(p.type()).withReason(p.reason()).withMessage(p.message())
+                .withFirstTimestamp(now).withLastTimestamp(now).withCount(1)
+                .withNewSource().withComponent(COMPONENT).endSource()
+                .withReportingComponent(COMPONENT).build();
+        try {
+            calls.count(KubeApiCall.EVENTS_CREATE);
+            client.v1().events().inNamespace(p.namespace()).resource(e).create();
+            written.increment();
+        } catch (RuntimeException ex) {
+            failed.increment();
+            LOG.debug("event {} for {} not recorded: {}", p.reason(), p.regarding().getName(), ex.toString());
         }
     }
 

@@ -31,6 +31,7 @@ public final class PodCache implements AutoCloseable {
     }
 
     private static final String KEY_INDEX = "keyHash";
+    private static final String IDLE_KIND_INDEX = "idleKind";
     private static final long OVERLAY_MAX_AGE_NANOS = TimeUnit.SECONDS.toNanos(60);
 
     private record Fresher(Pod pod, boolean deleted, long atNanos) {
@@ -38,13 +39,16 @@ public final class PodCache implements AutoCloseable {
 
     private final KubernetesClient client;
     private final String namespace;
+    private final java.util.function.Function<Pod, String> idleKind;
     private final Map<String, Fresher> overlay = new ConcurrentHashMap<>();
     private final List<Listener> listeners = new CopyOnWriteArrayList<>();
     private volatile SharedIndexInformer<Pod> informer;
 
-    public PodCache(KubernetesClient client, String namespace) {
+    /** {@code idleKind} maps an idle pod to the kind of request it can serve (null: none); see {@link #idleOfKind}. */
+    public PodCache(KubernetesClient client, String namespace, java.util.function.Function<Pod, String> idleKind) {
         this.client = client;
         this.namespace = namespace;
+        this.idleKind = idleKind;
     }
 
     public void addListener(Listener listener) {
@@ -59,6 +63,9 @@ public final class PodCache implements AutoCloseable {
         inf.addIndexers(Map.of(KEY_INDEX, pod -> {
             String h = ManagedPods.keyHash(pod);
             return h.isEmpty() ? List.of() : List.of(h);
+        }, IDLE_KIND_INDEX, pod -> {
+            String k = idleKind.apply(pod);
+            return k == null ? List.of() : List.of(k);
         }));
         inf.addEventHandler(new ResourceEventHandler<>() {
             @Override
@@ -129,6 +136,31 @@ public final class PodCache implements AutoCloseable {
         }
         SharedIndexInformer<Pod> inf = informer;
         return inf == null ? Optional.empty() : Optional.ofNullable(inf.getStore().getByKey(namespace + "/" + name));
+    }
+
+    /**
+     * The idle pods of one kind (the hot path walks only these), in their freshest known version: pods this
+     * process has just claimed or deleted are left out even before the watch reports it.
+     */
+    public List<Pod> idleOfKind(String kindKey) {
+        SharedIndexInformer<Pod> inf = informer;
+        if (inf == null) {
+            return List.of();
+        }
+        List<Pod> watched = inf.getIndexer().byIndex(IDLE_KIND_INDEX, kindKey);
+        if (overlay.isEmpty()) {
+            return watched;
+        }
+        List<Pod> out = new ArrayList<>(watched.size());
+        for (Pod p : watched) {
+            Fresher f = overlay.get(p.getMetadata().getName());
+            if (f == null) {
+                out.add(p);
+            } else if (!f.deleted() && kindKey.equals(idleKind.apply(f.pod()))) {
+                out.add(f.pod());
+            }
+        }
+        return out;
     }
 
     /** Managed pods that carry this idempotency-key hash. */

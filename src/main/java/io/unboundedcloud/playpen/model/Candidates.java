@@ -132,6 +132,39 @@ public final class Candidates {
                 + " pods are available with hostPort endpoints on ExternalIP nodes: " + String.join("; ", reasons);
     }
 
+    /**
+     * The index key of an idle pod that could serve some alloc ("runner/amd64", "controlPlane/v1.33.0"), or
+     * null for pods that never can (unmanaged, claimed, runners outside the selector). The watch cache keeps
+     * pods indexed by it, so a request walks only the idle pods of its kind.
+     */
+    public String idleKindKey(Pod pod) {
+        if (ManagedPods.isClaimed(pod)) {
+            return null;
+        }
+        ResourceType type = ManagedPods.resourceType(pod).orElse(null);
+        if (type == ResourceType.RUNNER) {
+            Map<String, String> labels = ManagedPods.labels(pod);
+            for (Map.Entry<String, String> e : runnerSelector.entrySet()) {
+                if (!e.getValue().equals(labels.get(e.getKey()))) {
+                    return null;
+                }
+            }
+            return "runner/" + ManagedPods.architecture(pod);
+        }
+        if (type == ResourceType.CONTROL_PLANE) {
+            String v = ManagedPods.labels(pod).get(PlaypenKeys.KUBERNETES_VERSION);
+            return v == null ? null : "controlPlane/" + v;
+        }
+        return null;
+    }
+
+    /** The {@link #idleKindKey(Pod)} of the pods that can serve this request. */
+    public static String idleKindKey(AllocCommand cmd) {
+        return cmd.resourceType() == ResourceType.RUNNER
+                ? "runner/" + cmd.architecture()
+                : "controlPlane/" + PodTemplates.kubernetesVersionLabel(cmd.kubernetesVersion());
+    }
+
     boolean isOfKind(AllocCommand cmd, Pod pod) {
         if (ManagedPods.resourceType(pod).orElse(null) != cmd.resourceType()) {
             return false;

@@ -77,6 +77,8 @@ public final class Bench {
     final int refillSamples = intProp("bench.refillSamples", 10);
     final int ttlSamples = intProp("bench.ttlSamples", 6);
     final String jar = System.getProperty("bench.jar", "target/playpen-operator.jar");
+    final boolean cds = Boolean.parseBoolean(System.getProperty("bench.cds", "true"));
+    boolean cdsTrained;
     final String jarJvmArgs = System.getProperty("bench.jarJvmArgs",
             "-XX:MaxRAM=768m -XX:MaxRAMPercentage=75 -XX:+ExitOnOutOfMemoryError -Dfile.encoding=UTF-8");
     final Path out = Path.of(System.getProperty("bench.out", "target/bench"));
@@ -865,7 +867,26 @@ public final class Bench {
         Path routes = Path.of("routes").toAbsolutePath();
         List<String> all = new ArrayList<>(List.of("--routes-dir=" + routes));
         all.addAll(flags);
-        List<String> jvm = jarJvmArgs.isBlank() ? List.of() : List.of(jarJvmArgs.trim().split("\\s+"));
+        List<String> jvm = new ArrayList<>(jarJvmArgs.isBlank() ? List.of() : List.of(jarJvmArgs.trim().split("\\s+")));
+        if (cds) {
+            // as the image does: start from an AppCDS archive recorded by a training run of the same jar
+            Path archive = out.resolve("playpen.jsa");
+            if (!cdsTrained) {
+                // an archive from another run may have other JVM flags and would be ignored: record afresh
+                Files.deleteIfExists(archive);
+                cdsTrained = true;
+                List<String> train = new ArrayList<>(jvm);
+                train.add("-XX:ArchiveClassesAtExit=" + archive.toAbsolutePath());
+                try (OperatorProcess t = OperatorProcess.start(jarPath, cluster.server.url("/"), out, train, all,
+                        out.resolve("operator-jar-cds-training.log"))) {
+                    t.awaitReadyMs(OperatorHarness.client(cluster.frontProxyClient), Duration.ofSeconds(60));
+                }
+                log("  AppCDS archive recorded: %s (%d MiB)", archive, Files.exists(archive) ? Files.size(archive) >> 20 : -1);
+            }
+            if (Files.exists(archive)) {
+                jvm.add("-XX:SharedArchiveFile=" + archive.toAbsolutePath());
+            }
+        }
         Map<String, Object> m = new LinkedHashMap<>();
         try (OperatorProcess p = OperatorProcess.start(jarPath, cluster.server.url("/"), out, jvm, all,
                 out.resolve("operator-jar-" + podCount + ".log"))) {

@@ -111,6 +111,18 @@ class DockerfileTest {
             assertThat(i.args()).startsWith("--from=").contains("target/playpen-operator.jar")
                     .endsWith(" /opt/playpen/playpen-operator.jar");
         });
+        // the AppCDS training run uses the same JVM flags, or the archive would not match at run time
+        assertThat(entrypoint).contains("-XX:SharedArchiveFile=/opt/playpen/playpen.jsa");
+        assertThat(runtime()).anySatisfy(i -> {
+            assertThat(i.keyword()).isEqualTo("RUN");
+            assertThat(i.args()).contains("-XX:ArchiveClassesAtExit=/opt/playpen/playpen.jsa");
+            for (String flag : entrypoint) {
+                if (flag.startsWith("-X") && !flag.startsWith("-XX:SharedArchiveFile") && !flag.startsWith("-Xshare")
+                        && !flag.equals("-XX:+ExitOnOutOfMemoryError") && !flag.equals("-XX:-UsePerfData")) {
+                    assertThat(i.args()).as("training run flag %s", flag).contains(flag);
+                }
+            }
+        });
         String pom = Files.readString(RenderedDeploy.projectDir().resolve("pom.xml"), StandardCharsets.UTF_8);
         assertThat(pom).as("shade plugin output name").contains("<finalName>playpen-operator</finalName>");
     }

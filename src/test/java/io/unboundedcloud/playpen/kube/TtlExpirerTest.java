@@ -49,7 +49,7 @@ class TtlExpirerTest {
             Pod pod = cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a").editMetadata()
                     .addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, "ab".repeat(32))
                     .addToAnnotations(PlaypenKeys.CLAIMED_AT, "2026-01-01T00:00:00Z").endMetadata());
-            PodCache pods = new PodCache(cluster.client, TestCluster.NS);
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
             pods.observe(pod);
             TtlExpirer ttl = new TtlExpirer(pods, new ClaimWriter(cluster.client, clock, new ApiCallCounter()),
                     new TtlPolicy(Duration.ofSeconds(2), clock), clock, () -> true);

@@ -43,4 +43,32 @@ class CandidatesWalkTest {
             assertThat(walked).isEqualTo(expected);
         }
     }
+
+    @Test
+    void idleKindKeyAgreesWithTheKindAndClaimChecks() {
+        Candidates c = new Candidates(Map.of("app.kubernetes.io/name", "playpen-runner"));
+        List<Pod> pods = List.of(
+                TestCluster.readyRunner("amd64", 1, "n").build(),
+                TestCluster.readyRunner("arm64", 2, "n").build(),
+                TestCluster.readyRunner("amd64", 3, "n").editMetadata()
+                        .addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, "ab".repeat(32)).endMetadata().build(),
+                TestCluster.readyRunner("amd64", 4, "n").editMetadata()
+                        .addToLabels("app.kubernetes.io/name", "something-else").endMetadata().build(),
+                TestCluster.readyControlPlane("v1.33.0", 5, "n", "k").build(),
+                TestCluster.readyControlPlane("v1.32.1", 6, "n", "k").build());
+        List<AllocCommand> cmds = List.of(
+                new AllocCommand(Hashes.keyHash("a"), ResourceType.RUNNER, "", TestCluster.wgKey(1), "amd64"),
+                new AllocCommand(Hashes.keyHash("b"), ResourceType.RUNNER, "", TestCluster.wgKey(1), "arm64"),
+                new AllocCommand(Hashes.keyHash("c"), ResourceType.CONTROL_PLANE, "v1.33.0", "", "amd64"),
+                new AllocCommand(Hashes.keyHash("d"), ResourceType.CONTROL_PLANE, "v1.32.1", "", "amd64"));
+        for (AllocCommand cmd : cmds) {
+            for (Pod p : pods) {
+                boolean indexed = Candidates.idleKindKey(cmd).equals(c.idleKindKey(p));
+                assertThat(indexed).as("%s for %s", p.getMetadata().getName(), cmd)
+                        .isEqualTo(c.isOfKind(cmd, p) && !ManagedPods.isClaimed(p));
+            }
+        }
+        assertThat(c.idleKindKey(pods.get(2))).isNull();
+        assertThat(c.idleKindKey(pods.get(3))).isNull();
+    }
 }
