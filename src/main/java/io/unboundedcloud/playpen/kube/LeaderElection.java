@@ -35,7 +35,10 @@ public final class LeaderElection implements AutoCloseable {
     private final Duration retryPeriod;
     private final List<Listener> listeners = new CopyOnWriteArrayList<>();
     private volatile boolean leader;
+    private volatile boolean closed;
     private CompletableFuture<?> running;
+    private final java.util.concurrent.ScheduledExecutorService restarter =
+            java.util.concurrent.Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("leader-election"));
 
     public LeaderElection(KubernetesClient client, boolean enabled, String namespace, String leaseName, String identity,
             Duration leaseDuration, Duration renewDeadline, Duration retryPeriod) {
@@ -66,7 +69,20 @@ public final class LeaderElection implements AutoCloseable {
             set(true);
             return;
         }
-        running = client.leaderElector().withConfig(new LeaderElectionConfigBuilder()
+        elect();
+        LOG.info("leader election started identity={} lease={}/{}", identity, namespace, leaseName);
+    }
+
+    /**
+     * One round of fabric8's elector: it acquires, renews until it cannot, then completes for good. A replica
+     * that lost the Lease (API server blip past the renew deadline) must compete again, so every completed
+     * round schedules the next one until close().
+     */
+    private synchronized void elect() {
+        if (closed) {
+            return;
+        }
+        CompletableFuture<?> round = client.leaderElector().withConfig(new LeaderElectionConfigBuilder()
                 .withName(leaseName)
                 .withLock(new LeaseLock(namespace, leaseName, identity))
                 .withLeaseDuration(leaseDuration)
@@ -76,7 +92,13 @@ public final class LeaderElection implements AutoCloseable {
                 .withLeaderCallbacks(new LeaderCallbacks(() -> set(true), () -> set(false),
                         newLeader -> LOG.info("leader is {} (lease {}/{})", newLeader, namespace, leaseName)))
                 .build()).build().start();
-        LOG.info("leader election started identity={} lease={}/{}", identity, namespace, leaseName);
+        running = round;
+        round.whenComplete((r, e) -> {
+            set(false);
+            if (!closed) {
+                restarter.schedule(this::elect, retryPeriod.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+            }
+        });
     }
 
     private void set(boolean now) {
@@ -96,6 +118,8 @@ public final class LeaderElection implements AutoCloseable {
 
     @Override
     public synchronized void close() {
+        closed = true;
+        restarter.shutdownNow();
         if (running != null) {
             running.cancel(true);
             running = null;

@@ -69,4 +69,32 @@ class LeaderElectionRouteTest {
         OperatorHarness.awaitTrue(() -> cluster.pods().size() == 2 && follower.app.poolReconciler().passes() > 0,
                 Duration.ofSeconds(10), "new leader refills");
     }
+
+    @Test
+    void aReplicaThatLostTheLeaseCompetesAgain() throws Exception {
+        cluster = TestCluster.start();
+        a = new OperatorHarness(cluster, flags(0));
+        OperatorHarness.awaitTrue(() -> a.app.leaderElection().isLeader(), Duration.ofSeconds(15), "leader");
+        // another holder takes the Lease (as after an API server blip longer than the renew deadline)
+        OperatorHarness.awaitTrue(() -> {
+            try {
+                cluster.client.leases().inNamespace("playpen").withName("playpen-operator").edit(l -> {
+                    l.getSpec().setHolderIdentity("intruder");
+                    l.getSpec().setRenewTime(java.time.ZonedDateTime.now(java.time.ZoneOffset.UTC));
+                    l.getSpec().setAcquireTime(java.time.ZonedDateTime.now(java.time.ZoneOffset.UTC));
+                    return l;
+                });
+                return true;
+            } catch (io.fabric8.kubernetes.client.KubernetesClientException e) {
+                return false; // the leader renewed in between: try again
+            }
+        }, Duration.ofSeconds(10), "lease taken over");
+        OperatorHarness.awaitTrue(() -> !a.app.leaderElection().isLeader(), Duration.ofSeconds(15), "leadership lost");
+        // the intruder never renews: once its lease expires this replica must take it back
+        OperatorHarness.awaitTrue(() -> a.app.leaderElection().isLeader(), Duration.ofSeconds(20), "leadership regained");
+        assertThat(cluster.client.leases().inNamespace("playpen").withName("playpen-operator").get().getSpec()
+                .getHolderIdentity()).isEqualTo(a.app.leaderElection().identity());
+        OperatorHarness.awaitTrue(() -> a.app.camelContext().getRouteController().getRouteStatus("pool-reconcile").isStarted(),
+                Duration.ofSeconds(5), "leader routes running again");
+    }
 }
