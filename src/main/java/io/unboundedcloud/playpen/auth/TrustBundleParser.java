@@ -56,11 +56,13 @@ public final class TrustBundleParser {
                 if (!arr.isArray()) {
                     return TrustBundle.invalid(NAMES_KEY + " is not a JSON array", generation);
                 }
-                arr.forEach(n -> {
-                    if (n.isTextual() && !n.textValue().isEmpty()) {
-                        names.add(n.textValue());
+                for (JsonNode n : arr) {
+                    // fail closed: a name we cannot read must not turn into "any CN is allowed"
+                    if (!n.isTextual() || n.textValue().isEmpty()) {
+                        return TrustBundle.invalid(NAMES_KEY + " holds an empty or non-string name", generation);
                     }
-                });
+                    names.add(n.textValue());
+                }
             } catch (java.io.IOException e) {
                 return TrustBundle.invalid(NAMES_KEY + " is not a JSON array", generation);
             }

@@ -27,10 +27,12 @@ public final class ManagementServer implements AutoCloseable {
 
     private final HttpServer http;
     private final JolokiaServer jolokia;
+    private final java.util.concurrent.ExecutorService executor;
 
     public ManagementServer(String host, int port, PrometheusMeterRegistry registry) throws IOException {
         http = HttpServer.create(new InetSocketAddress(host, port), 16);
-        http.setExecutor(Executors.newFixedThreadPool(2, DaemonThreads.named("management-http")));
+        executor = Executors.newFixedThreadPool(2, DaemonThreads.named("management-http"));
+        http.setExecutor(executor);
         http.createContext("/metrics", exchange -> {
             byte[] body = registry.scrape().getBytes(StandardCharsets.UTF_8);
             exchange.getResponseHeaders().set("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
@@ -61,5 +63,6 @@ public final class ManagementServer implements AutoCloseable {
     public void close() {
         jolokia.stop();
         http.stop(0);
+        executor.shutdownNow();
     }
 }

@@ -223,21 +223,9 @@ public final class OperatorApp implements AutoCloseable {
 
     @Override
     public void close() {
-        if (management != null) {
-            management.close();
-        }
-        if (leader != null) {
-            leader.close();
-        }
-        if (leaderRoutes != null) {
-            leaderRoutes.close();
-        }
-        if (pool != null) {
-            pool.close();
-        }
-        if (ttl != null) {
-            ttl.close();
-        }
+        // stop taking requests and background work first, then the executors they feed, then the caches
+        closeQuietly(management);
+        closeQuietly(leader);
         if (main != null) {
             try {
                 main.stop();
@@ -245,17 +233,26 @@ public final class OperatorApp implements AutoCloseable {
                 LOG.warn("error stopping Camel: {}", e.toString());
             }
         }
-        if (trust != null) {
-            trust.close();
+        closeQuietly(pool);
+        closeQuietly(ttl);
+        if (leaderRoutes != null) {
+            leaderRoutes.close();
         }
-        if (nodes != null) {
-            nodes.close();
+        closeQuietly(trust);
+        closeQuietly(nodes);
+        closeQuietly(pods);
+        closeQuietly(events);
+    }
+
+    private static void closeQuietly(AutoCloseable c) {
+        if (c == null) {
+            return;
         }
-        if (pods != null) {
-            pods.close();
-        }
-        if (events != null) {
-            events.close();
+        try {
+            c.close();
+        } catch (Exception e) {
+            LOG.warn("error closing {}: {}", c.getClass().getSimpleName(), e.toString());
         }
     }
+
 }

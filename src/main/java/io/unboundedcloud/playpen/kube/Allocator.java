@@ -25,6 +25,9 @@ import io.unboundedcloud.playpen.model.ManagedPods;
 public final class Allocator {
     private static final Logger LOG = LoggerFactory.getLogger(Allocator.class);
     private static final int SAME_POD_RETRIES = 3;
+    private static final java.util.Comparator<Pod> CLAIM_ORDER = java.util.Comparator
+            .comparing((Pod p) -> ManagedPods.annotations(p).getOrDefault(PlaypenKeys.CLAIMED_AT, ""))
+            .thenComparing(ManagedPods::name);
     public static final String CONFLICT_MESSAGE = "idempotency key was already used with a different request";
 
     /** A claimed pod (new or replayed) and the ExternalIP of its node. */
@@ -88,6 +91,10 @@ public final class Allocator {
         try {
             first = running.join();
         } catch (CompletionException e) {
+            if (e.getCause() instanceof ApiException api && api.code() == 409) {
+                // the owner's request conflicted with the existing claim; ours may be the matching one
+                return doAllocate(cmd);
+            }
             if (e.getCause() instanceof RuntimeException re) {
                 throw re;
             }
@@ -100,7 +107,9 @@ public final class Allocator {
     private Allocation doAllocate(AllocCommand cmd) {
         List<Pod> existing = pods.byKeyHash(cmd.keyHash());
         if (!existing.isEmpty()) {
-            return replayOrConflict(existing.get(0), cmd);
+            // normally one pod; should replicas with diverging caches ever have claimed two, every replica
+            // replays the same one: the earliest claim, then the lowest name
+            return replayOrConflict(existing.stream().min(CLAIM_ORDER).orElseThrow(), cmd);
         }
         Candidates.Walk walk = candidates.walk(cmd, pods.idleOfKind(Candidates.idleKindKey(cmd)), nodes::externalIp);
         for (Optional<Candidates.Usable> u = walk.next(); u.isPresent(); u = walk.next()) {
@@ -176,7 +185,11 @@ public final class Allocator {
         }
         int n = 0;
         for (Pod pod : pods.byKeyHash(keyHash)) {
-            writer.delete(pod.getMetadata().getNamespace(), pod.getMetadata().getName());
+            if (!writer.deleteIfClaimedBy(pod, keyHash)) {
+                LOG.info("skipped pod={}/{} key={} outcome=claimed-by-another-key", pod.getMetadata().getNamespace(),
+                        pod.getMetadata().getName(), keyHash.substring(0, 8));
+                continue;
+            }
             pods.observeDeleted(pod.getMetadata().getName());
             LOG.info("deleted pod={}/{} key={} outcome=deallocated", pod.getMetadata().getNamespace(),
                     pod.getMetadata().getName(), keyHash.substring(0, 8));

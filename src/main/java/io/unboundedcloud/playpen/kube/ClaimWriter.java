@@ -6,11 +6,13 @@ import java.util.Map;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.dsl.base.PatchContext;
 import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.unboundedcloud.playpen.api.Json;
 import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.Hashes;
+import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.model.TtlPolicy;
 
@@ -58,9 +60,39 @@ public final class ClaimWriter {
         return client.pods().inNamespace(namespace).withName(name).get();
     }
 
-    /** Deletes a pod; a pod already gone is fine. */
-    public void delete(String namespace, String name) {
-        calls.count(KubeApiCall.PODS_DELETE);
-        client.pods().inNamespace(namespace).withName(name).delete();
+    /**
+     * Deletes {@code pod} only while it is still the one claimed with {@code keyHash}: the delete carries the
+     * cached resourceVersion as precondition, and on a conflict the pod is read fresh and checked again.
+     * Pod names are reused by the pool, so a stale cache must never delete a newer pod of another key.
+     *
+     * @return true when the pod is deleted or already gone, false when it no longer belongs to the key
+     */
+    public boolean deleteIfClaimedBy(Pod pod, String keyHash) {
+        String ns = pod.getMetadata().getNamespace();
+        String name = pod.getMetadata().getName();
+        Pod current = pod;
+        for (int attempt = 0; attempt < 3; attempt++) {
+            if (current == null) {
+                return true;
+            }
+            if (!keyHash.equals(ManagedPods.keyHash(current))) {
+                return false;
+            }
+            try {
+                calls.count(KubeApiCall.PODS_DELETE);
+                client.pods().inNamespace(ns).resource(current)
+                        .lockResourceVersion(current.getMetadata().getResourceVersion()).delete();
+                return true;
+            } catch (KubernetesClientException e) {
+                if (e.getCode() == 404) {
+                    return true;
+                }
+                if (e.getCode() != 409) {
+                    throw e;
+                }
+            }
+            current = read(ns, name);
+        }
+        return false;
     }
 }

@@ -119,18 +119,22 @@ public final class PodCache implements AutoCloseable {
         for (Pod p : watched) {
             byName.put(p.getMetadata().getName(), p);
         }
-        overlay.forEach((name, f) -> {
+        for (String name : overlay.keySet()) {
+            Fresher f = live(name);
+            if (f == null) {
+                continue;
+            }
             if (f.deleted()) {
                 byName.remove(name);
             } else {
                 byName.put(name, f.pod());
             }
-        });
+        }
         return byName.values();
     }
 
     public Optional<Pod> get(String name) {
-        Fresher f = overlay.get(name);
+        Fresher f = live(name);
         if (f != null) {
             return f.deleted() ? Optional.empty() : Optional.of(f.pod());
         }
@@ -153,7 +157,7 @@ public final class PodCache implements AutoCloseable {
         }
         List<Pod> out = new ArrayList<>(watched.size());
         for (Pod p : watched) {
-            Fresher f = overlay.get(p.getMetadata().getName());
+            Fresher f = live(p.getMetadata().getName());
             if (f == null) {
                 out.add(p);
             } else if (!f.deleted() && kindKey.equals(idleKind.apply(f.pod()))) {
@@ -172,14 +176,35 @@ public final class PodCache implements AutoCloseable {
                 get(p.getMetadata().getName()).filter(cur -> keyHash.equals(ManagedPods.keyHash(cur))).ifPresent(out::add);
             }
         }
-        overlay.forEach((name, f) -> {
-            if (!f.deleted() && keyHash.equals(ManagedPods.keyHash(f.pod()))
+        for (String name : overlay.keySet()) {
+            Fresher f = live(name);
+            if (f != null && !f.deleted() && keyHash.equals(ManagedPods.keyHash(f.pod()))
                     && out.stream().noneMatch(p -> p.getMetadata().getName().equals(name))) {
                 out.add(f.pod());
             }
-        });
+        }
         out.removeIf(p -> !ManagedPods.isManaged(p));
         return out;
+    }
+
+    /**
+     * The overlay entry for a pod if it is still fresher than the watch; entries the watch has caught up with
+     * (or that are too old to trust) are dropped here too, so a missed event can never pin an old version.
+     */
+    private Fresher live(String name) {
+        Fresher f = overlay.get(name);
+        if (f == null) {
+            return null;
+        }
+        SharedIndexInformer<Pod> inf = informer;
+        Pod watched = inf == null ? null : inf.getStore().getByKey(namespace + "/" + name);
+        boolean tooOld = System.nanoTime() - f.atNanos() > OVERLAY_MAX_AGE_NANOS;
+        boolean caughtUp = watched != null && (f.deleted() ? isNewer(watched, f.pod()) : !isNewer(f.pod(), watched));
+        if (tooOld || caughtUp) {
+            overlay.remove(name, f);
+            return null;
+        }
+        return f;
     }
 
     /** Records a pod version this process read or wrote that may be newer than the watch's. */

@@ -30,6 +30,7 @@ public final class TrustBundleSource implements Supplier<TrustBundle>, AutoClose
             new AtomicReference<>(TrustBundle.invalid("trust bundle not loaded yet", 0));
     private volatile Consumer<String> onInvalid = reason -> { };
     private volatile String lastData = null;
+    private long lastResourceVersion = -1;
     private SharedIndexInformer<ConfigMap> informer;
 
     public TrustBundleSource(KubernetesClient client, ApiCallCounter calls) {
@@ -79,6 +80,12 @@ public final class TrustBundleSource implements Supplier<TrustBundle>, AutoClose
     }
 
     private synchronized void apply(ConfigMap cm) {
+        long rv = resourceVersion(cm);
+        if (cm != null && rv >= 0 && rv < lastResourceVersion) {
+            // a backstop GET that started before the watch delivered a newer version: keep the newer one
+            return;
+        }
+        lastResourceVersion = cm == null ? -1 : rv;
         String data = cm == null || cm.getData() == null ? null : cm.getData().toString();
         if (data != null && data.equals(lastData) && current.get().valid()) {
             return;
@@ -91,6 +98,14 @@ public final class TrustBundleSource implements Supplier<TrustBundle>, AutoClose
         } else {
             LOG.warn("trust bundle invalid: {}; every /apis request is refused until it is fixed", tb.invalidReason());
             onInvalid.accept(tb.invalidReason());
+        }
+    }
+
+    private static long resourceVersion(ConfigMap cm) {
+        try {
+            return cm == null ? -1 : Long.parseLong(cm.getMetadata().getResourceVersion());
+        } catch (RuntimeException e) {
+            return -1;
         }
     }
 

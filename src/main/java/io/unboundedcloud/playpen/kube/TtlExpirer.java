@@ -137,7 +137,9 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
         String ns = pod.getMetadata().getNamespace();
         String name = pod.getMetadata().getName();
         try {
-            writer.delete(ns, name);
+            if (!writer.deleteIfClaimedBy(pod, ManagedPods.keyHash(pod))) {
+                return false;
+            }
         } catch (RuntimeException e) {
             LOG.warn("ttl delete failed pod={}/{}: {}", ns, name, e.toString());
             return false;

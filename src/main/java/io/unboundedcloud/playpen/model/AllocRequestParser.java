@@ -42,7 +42,7 @@ public final class AllocRequestParser {
                 .orElseThrow(() -> ApiException.badRequest(BAD_RESOURCE_TYPE));
         String wgKey = "";
         if (type == ResourceType.RUNNER) {
-            wgKey = field(json, "wireGuardPublicKey").trim();
+            wgKey = GoStrings.trimSpace(field(json, "wireGuardPublicKey"));
             if (!isWireGuardKey(wgKey)) {
                 throw ApiException.badRequest(BAD_WIREGUARD_KEY);
             }
@@ -58,7 +58,7 @@ public final class AllocRequestParser {
 
     /** Parses a dealloc body (may be empty when the header carries the key) and returns the key hash. */
     public String parseDealloc(byte[] body, String headerKey) {
-        JsonNode json = parseObject(body, headerKey != null && !headerKey.trim().isEmpty());
+        JsonNode json = parseObject(body, headerKey != null && !GoStrings.trimSpace(headerKey).isEmpty());
         return Hashes.keyHash(idempotencyKey(json, headerKey));
     }
 
@@ -75,7 +75,7 @@ public final class AllocRequestParser {
 
     /** empty/amd64 → amd64, arm64 → arm64 (trimmed, case-insensitive); anything else is invalid. */
     public static Optional<String> normaliseArchitecture(String raw) {
-        String a = raw == null ? "" : raw.trim().toLowerCase(Locale.ROOT);
+        String a = raw == null ? "" : GoStrings.trimSpace(raw).toLowerCase(Locale.ROOT);
         if (a.isEmpty() || a.equals("amd64")) {
             return Optional.of("amd64");
         }
@@ -86,7 +86,7 @@ public final class AllocRequestParser {
     }
 
     private String resolveVersion(String raw) {
-        String v = raw.trim();
+        String v = GoStrings.trimSpace(raw);
         if (v.isEmpty()) {
             return highest(controlPlaneVersions);
         }
@@ -136,10 +136,10 @@ public final class AllocRequestParser {
     }
 
     private static String idempotencyKey(JsonNode json, String headerKey) {
-        if (headerKey != null && !headerKey.trim().isEmpty()) {
-            return headerKey.trim();
+        if (headerKey != null && !GoStrings.trimSpace(headerKey).isEmpty()) {
+            return GoStrings.trimSpace(headerKey);
         }
-        String body = field(json, "idempotencyKey").trim();
+        String body = GoStrings.trimSpace(field(json, "idempotencyKey"));
         if (body.isEmpty()) {
             throw ApiException.badRequest(KEY_REQUIRED);
         }

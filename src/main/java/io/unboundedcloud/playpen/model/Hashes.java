@@ -12,7 +12,7 @@ public final class Hashes {
 
     /** hex(sha256(trim(idempotencyKey))). */
     public static String keyHash(String idempotencyKey) {
-        return sha256Hex(idempotencyKey.trim());
+        return sha256Hex(GoStrings.trimSpace(idempotencyKey));
     }
 
     /** hex(sha256(resourceType \n kubernetesVersion \n wireGuardPublicKey \n architecture)) over normalised values. */

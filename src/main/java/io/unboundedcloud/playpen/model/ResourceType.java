@@ -33,7 +33,7 @@ public enum ResourceType {
 
     /** Request normalisation (SPEC A3.3): empty/runner → runner; controlPlane/control-plane/controlplane → control plane. */
     public static Optional<ResourceType> fromRequest(String value) {
-        String v = value == null ? "" : value.trim().toLowerCase(Locale.ROOT);
+        String v = value == null ? "" : GoStrings.trimSpace(value).toLowerCase(Locale.ROOT);
         switch (v) {
             case "":
             case "runner":

@@ -32,7 +32,7 @@ class TrustBundleParserTest {
     @Test
     void bundleWithNames() {
         TrustBundle tb = TrustBundleParser.parse(
-                data(CA_1.certificatePem() + CA_2.certificatePem(), "[\"front-proxy-client\",\"aggregator\",\"\"]"), 7);
+                data(CA_1.certificatePem() + CA_2.certificatePem(), "[\"front-proxy-client\",\"aggregator\"]"), 7);
         assertThat(tb.valid()).isTrue();
         assertThat(tb.invalidReason()).isNull();
         assertThat(tb.generation()).isEqualTo(7);
@@ -42,11 +42,19 @@ class TrustBundleParserTest {
     }
 
     @ParameterizedTest(name = "names {0} → any CN")
-    @ValueSource(strings = {"[]", "", "  ", "[\"\"]"})
+    @ValueSource(strings = {"[]", "", "  "})
     void emptyNamesAllowAnyCn(String names) {
         TrustBundle tb = TrustBundleParser.parse(data(CA_1.certificatePem(), names), 1);
         assertThat(tb.valid()).isTrue();
         assertThat(tb.allowedNames()).isEmpty();
+    }
+
+    @ParameterizedTest(name = "names {0} → invalid bundle (fail closed)")
+    @ValueSource(strings = {"[\"\"]", "[123]", "[\"front-proxy-client\", null]"})
+    void unreadableNamesInvalidateTheBundle(String names) {
+        TrustBundle tb = TrustBundleParser.parse(data(CA_1.certificatePem(), names), 1);
+        assertThat(tb.valid()).isFalse();
+        assertThat(tb.invalidReason()).isEqualTo("requestheader-allowed-names holds an empty or non-string name");
     }
 
     @Test

@@ -1,0 +1,44 @@
+package io.unboundedcloud.playpen.kube;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Clock;
+
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/** Deletes are conditional: a stale view never deletes a pod that now belongs to another key. */
+class ClaimWriterTest {
+    static final String K1 = "11".repeat(32);
+    static final String K2 = "22".repeat(32);
+
+    @Test
+    void staleDeleteOfAReusedNameLeavesTheOtherKeysPodAlone() {
+        try (TestCluster cluster = TestCluster.start()) {
+            // the API server has pod N claimed by K2 (recreated after K1's dealloc and claimed again)
+            Pod live = cluster.create(TestCluster.readyRunner("amd64", 51820, "n").editMetadata()
+                    .addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, K2).endMetadata());
+            // a replica with a stale cache still sees N as K1's, at an older resourceVersion
+            Pod stale = new PodBuilder(live).editMetadata().withResourceVersion("1")
+                    .addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, K1).endMetadata().build();
+            // a real API server rejects the precondition (the mock ignores delete preconditions: script it)
+            String path = "/api/v1/namespaces/playpen/pods/" + live.getMetadata().getName();
+            cluster.server.expect().delete().withPath(path).andReturn(409,
+                    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":\"Conflict\",\"code\":409}")
+                    .once();
+            ClaimWriter writer = new ClaimWriter(cluster.client, Clock.systemUTC(), new ApiCallCounter());
+            assertThat(writer.deleteIfClaimedBy(stale, K1)).isFalse();
+            assertThat(cluster.client.pods().inNamespace("playpen").withName(live.getMetadata().getName()).get()).isNotNull();
+            // the owner's own delete goes through
+            Pod current = cluster.client.pods().inNamespace("playpen").withName(live.getMetadata().getName()).get();
+            assertThat(writer.deleteIfClaimedBy(current, K2)).isTrue();
+            assertThat(cluster.client.pods().inNamespace("playpen").withName(live.getMetadata().getName()).get()).isNull();
+            // and a cached pod that already shows another key is never sent a delete at all
+            assertThat(writer.deleteIfClaimedBy(live, K1)).isFalse();
+        }
+    }
+}
