@@ -131,6 +131,9 @@ public final class OperatorApp implements AutoCloseable {
         props.setProperty("playpen.listen.host", config.listenHost().isEmpty() ? "0.0.0.0" : config.listenHost());
         props.setProperty("playpen.listen.port", String.valueOf(config.listenPort()));
         props.setProperty("playpen.reconcile.interval-ms", String.valueOf(config.reconcileInterval().toMillis()));
+        // camel-netty pins each connection to one thread of this pool (default 2 x cores + 1): alloc blocks on
+        // API calls, so a small pool would serialise concurrent requests from kube-apiserver's connections
+        props.setProperty("camel.component.netty-http.maximumPoolSize", String.valueOf(config.httpWorkerThreads()));
         main.setInitialProperties(props);
         main.bind("servingSslHandler", new NettyTls.SslHandlerFactory(tls));
         main.bind("servingSslContext", new NettyTls.ContextParameters(tls));

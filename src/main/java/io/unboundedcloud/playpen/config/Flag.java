@@ -47,6 +47,7 @@ public enum Flag {
     SAR_DENIED_TTL("sar-denied-ttl", "5s", "how long a denied SubjectAccessReview is cached (0 disables)"),
     RETRY_AFTER_SECONDS("retry-after-seconds", "1", "Retry-After value on 503 answers"),
     IDLE_TIMEOUT("idle-timeout", "60s", "close HTTPS connections idle for this long"),
+    HTTP_WORKER_THREADS("http-worker-threads", "64", "threads that run the HTTP flows (each connection is served by one; alloc blocks on API calls)"),
     REFILL_DEBOUNCE("refill-debounce", "100ms", "delay that coalesces cache events before a pool pass"),
     GUEST_GATEWAY("guest-gateway", "192.168.200.1", "guest network gateway; also the control-plane tls-server-name"),
     GUEST_IPV4("guest-ipv4", "192.168.200.10", "guest VM IPv4 address"),

@@ -28,7 +28,7 @@ public record OperatorConfig(
         boolean leaderElect, String leaderElectionNamespace, String leaderElectionLeaseName,
         Duration leaseDuration, Duration renewDeadline, Duration retryPeriod,
         String managementHost, int managementPort, String logFormat,
-        Duration sarAllowedTtl, Duration sarDeniedTtl, int retryAfterSeconds, Duration idleTimeout,
+        Duration sarAllowedTtl, Duration sarDeniedTtl, int retryAfterSeconds, Duration idleTimeout, int httpWorkerThreads,
         Duration refillDebounce,
         NetworkProfile network,
         boolean dev, String devDir, int devApiPort, int devShimPort) {
@@ -132,6 +132,7 @@ public record OperatorConfig(
                 mgmtHostPort[0], Integer.parseInt(mgmtHostPort[1]), logFormat,
                 v.duration(Flag.SAR_ALLOWED_TTL), v.duration(Flag.SAR_DENIED_TTL),
                 v.intIn(Flag.RETRY_AFTER_SECONDS, 0, 3600), v.duration(Flag.IDLE_TIMEOUT),
+                v.intIn(Flag.HTTP_WORKER_THREADS, 1, 1024),
                 v.duration(Flag.REFILL_DEBOUNCE),
                 new NetworkProfile(
                         v.nonEmpty(Flag.GUEST_GATEWAY), v.nonEmpty(Flag.GUEST_IPV4), v.nonEmpty(Flag.GUEST_SUBNET_MASK),
