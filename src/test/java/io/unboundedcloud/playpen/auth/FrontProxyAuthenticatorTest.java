@@ -1,5 +1,6 @@
 package io.unboundedcloud.playpen.auth;
 
+import io.unboundedcloud.playpen.support.MutableClock;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
@@ -29,29 +30,6 @@ class FrontProxyAuthenticatorTest {
     static final Pki.Issued CA = Pki.selfSigned(Subject.cn("front-proxy-ca"), Usage.CA, YESTERDAY, Duration.ofDays(365));
     static final Pki.Issued CLIENT = Pki.issue(CA, Subject.cn("front-proxy-client"), Usage.CLIENT, YESTERDAY, Duration.ofDays(30));
 
-    /** A clock tests can move; the authenticator must read validity from it, not from the system. */
-    static final class MutableClock extends Clock {
-        Instant now;
-
-        MutableClock(Instant now) {
-            this.now = now;
-        }
-
-        @Override
-        public ZoneId getZone() {
-            return ZoneOffset.UTC;
-        }
-
-        @Override
-        public Clock withZone(ZoneId zone) {
-            return this;
-        }
-
-        @Override
-        public Instant instant() {
-            return now;
-        }
-    }
 
     static TrustBundle bundle(long generation, Set<String> names, Pki.Issued... cas) {
         return new TrustBundle(java.util.Arrays.stream(cas).map(Pki.Issued::certificate).toList(), names, null, generation);

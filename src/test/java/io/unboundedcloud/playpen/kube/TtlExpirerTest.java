@@ -1,5 +1,6 @@
 package io.unboundedcloud.playpen.kube;
 
+import io.unboundedcloud.playpen.support.MutableClock;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Clock;
@@ -18,34 +19,11 @@ import io.unboundedcloud.playpen.support.TestCluster;
 
 /** The expiry timer against a clock it does not control (SPEC B6: expiry at the expiry time, not the next sweep). */
 class TtlExpirerTest {
-    /** A clock the test moves by hand. */
-    static final class HandClock extends Clock {
-        volatile Instant now;
-
-        HandClock(Instant now) {
-            this.now = now;
-        }
-
-        @Override
-        public ZoneId getZone() {
-            return ZoneOffset.UTC;
-        }
-
-        @Override
-        public Clock withZone(ZoneId zone) {
-            return this;
-        }
-
-        @Override
-        public Instant instant() {
-            return now;
-        }
-    }
 
     @Test
     void aTimerThatFiresBeforeTheClockReachesExpiryTriesAgainInsteadOfLeavingTheClaimToTheSweep() throws Exception {
         try (TestCluster cluster = TestCluster.start()) {
-            HandClock clock = new HandClock(Instant.parse("2026-01-01T00:00:01.900Z"));
+            MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:00:01.900Z"));
             Pod pod = cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a").editMetadata()
                     .addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, "ab".repeat(32))
                     .addToAnnotations(PlaypenKeys.CLAIMED_AT, "2026-01-01T00:00:00Z").endMetadata());
