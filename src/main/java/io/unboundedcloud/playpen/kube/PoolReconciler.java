@@ -59,6 +59,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     private final ApiCallCounter calls;
     private final long debounceMillis;
     private final Map<String, Long> expected = new ConcurrentHashMap<>();
+    /** Per managed pod, whether the watch last saw it idle: refills are triggered by transitions only. */
+    private final Map<String, Boolean> wasIdle = new ConcurrentHashMap<>();
     private final ScheduledExecutorService refill = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("pool-refill"));
     private final AtomicBoolean refillScheduled = new AtomicBoolean();
     private final LongAdder passes = new LongAdder();
@@ -177,11 +179,18 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         if (change != PodCache.Change.DELETED) {
             expected.remove(name);
         }
-        if (!ManagedPods.isManaged(pod)) {
+        if (change == PodCache.Change.DELETED || !ManagedPods.isManaged(pod)) {
+            Boolean was = wasIdle.remove(name);
+            if (change == PodCache.Change.DELETED && was != null) {
+                requestRefill();
+            }
             return;
         }
-        // a claim or a deletion lowers the idle count: refill now rather than at the next interval
-        if (change == PodCache.Change.DELETED || ManagedPods.isClaimed(pod)) {
+        // a pod that stops being idle (claimed, terminating) lowers the idle count: refill now rather than at
+        // the next interval. Other updates (status changes of claimed pods, say) need no pass.
+        boolean idle = ManagedPods.isIdle(pod);
+        Boolean was = wasIdle.put(name, idle);
+        if (was != null && was && !idle) {
             requestRefill();
         }
     }
