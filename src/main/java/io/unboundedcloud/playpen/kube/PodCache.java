@@ -138,8 +138,13 @@ public final class PodCache implements AutoCloseable {
         if (f != null) {
             return f.deleted() ? Optional.empty() : Optional.of(f.pod());
         }
+        return Optional.ofNullable(watched(name));
+    }
+
+    /** The pod as the watch last reported it, or null. */
+    private Pod watched(String name) {
         SharedIndexInformer<Pod> inf = informer;
-        return inf == null ? Optional.empty() : Optional.ofNullable(inf.getStore().getByKey(namespace + "/" + name));
+        return inf == null ? null : inf.getStore().getByKey(namespace + "/" + name);
     }
 
     /**
@@ -196,8 +201,7 @@ public final class PodCache implements AutoCloseable {
         if (f == null) {
             return null;
         }
-        SharedIndexInformer<Pod> inf = informer;
-        Pod watched = inf == null ? null : inf.getStore().getByKey(namespace + "/" + name);
+        Pod watched = watched(name);
         boolean tooOld = System.nanoTime() - f.atNanos() > OVERLAY_MAX_AGE_NANOS;
         boolean caughtUp = watched != null && (f.deleted() ? isNewer(watched, f.pod()) : !isNewer(f.pod(), watched));
         if (tooOld || caughtUp) {
@@ -210,7 +214,7 @@ public final class PodCache implements AutoCloseable {
     /** Records a pod version this process read or wrote that may be newer than the watch's. */
     public void observe(Pod pod) {
         String name = pod.getMetadata().getName();
-        Pod watched = informer == null ? null : informer.getStore().getByKey(namespace + "/" + name);
+        Pod watched = watched(name);
         if (watched != null && !isNewer(pod, watched)) {
             return;
         }
@@ -219,7 +223,7 @@ public final class PodCache implements AutoCloseable {
 
     /** Records that this process deleted (or found gone) a pod. */
     public void observeDeleted(String name) {
-        Pod watched = informer == null ? null : informer.getStore().getByKey(namespace + "/" + name);
+        Pod watched = watched(name);
         if (watched == null) {
             overlay.remove(name);
             return;
@@ -227,21 +231,20 @@ public final class PodCache implements AutoCloseable {
         overlay.put(name, new Fresher(watched, true, System.nanoTime()));
     }
 
+    /** A watch event: overlay entries it has caught up with (or that are too old) go. */
     private void caughtUp(Pod event, boolean deleted) {
         String name = event.getMetadata().getName();
-        Fresher f = overlay.get(name);
-        if (f == null) {
-            return;
-        }
-        boolean stale = System.nanoTime() - f.atNanos() > OVERLAY_MAX_AGE_NANOS;
-        if (deleted || stale || !isNewer(f.pod(), event)) {
-            overlay.remove(name, f);
+        if (deleted) {
+            overlay.remove(name);
+        } else {
+            live(name);
         }
         if (overlay.size() > 64) {
             long now = System.nanoTime();
             overlay.entrySet().removeIf(e -> now - e.getValue().atNanos() > OVERLAY_MAX_AGE_NANOS);
         }
     }
+
 
     /** True when a is a strictly newer resourceVersion than b (etcd revisions are numeric in practice). */
     static boolean isNewer(Pod a, Pod b) {

@@ -1,6 +1,7 @@
 package io.unboundedcloud.playpen.kube;
 
 import java.util.ArrayList;
+import java.util.EnumMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -26,6 +27,7 @@ import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.PodTemplates;
 import io.unboundedcloud.playpen.model.PoolPlan;
 import io.unboundedcloud.playpen.model.PoolPlanner;
+import io.unboundedcloud.playpen.model.ResourceType;
 
 /**
  * Keeps the pools full (SPEC A8, B6): plans from the watch cache with {@link PoolPlanner} and creates the
@@ -39,6 +41,9 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
 
     /** What one pass did. */
     public record Result(int created, int alreadyExisted, List<PoolPlan.Exhaustion> exhausted, boolean skipped) {
+    }
+
+    private record Attempt(boolean created, int alreadyExisted) {
     }
 
     /** Told about pool outcomes (metrics, events). */
@@ -95,69 +100,77 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         passes.increment();
         forgetStaleExpectations(start);
         PoolPlan plan = planner.plan(pods.pods(), Set.copyOf(expected.keySet()));
+        Map<ResourceType, Set<Integer>> used = new EnumMap<>(ResourceType.class);
+        plan.usedPorts().forEach((k, v) -> used.put(k, new HashSet<>(v)));
+        List<PoolPlan.Exhaustion> exhausted = new ArrayList<>(plan.exhausted());
         int created = 0;
         int existed = 0;
-        List<PoolPlan.Exhaustion> exhausted = new ArrayList<>(plan.exhausted());
-        Map<io.unboundedcloud.playpen.model.ResourceType, Set<Integer>> used = new ConcurrentHashMap<>();
-        plan.usedPorts().forEach((k, v) -> used.put(k, new HashSet<>(v)));
-        boolean failed = false;
+        boolean failed = true;
         try {
             for (PoolPlan.PlannedPod planned : plan.toCreate()) {
-                Pod pod = planned.pod();
-                int port = planned.hostPort();
-                for (int attempt = 0; ; attempt++) {
-                    String name = pod.getMetadata().getName();
-                    expected.put(name, System.nanoTime());
-                    try {
-                        calls.count(KubeApiCall.PODS_CREATE);
-                        Pod made = client.pods().inNamespace(config.runnerNamespace()).resource(pod).create();
-                        created++;
-                        LOG.info("created pod={}/{} pool={} hostPort={} outcome=created", config.runnerNamespace(), name,
-                                planned.target().key(), port);
-                        for (Observer o : observers) {
-                            o.created(made);
-                        }
-                        break;
-                    } catch (KubernetesClientException e) {
-                        expected.remove(name);
-                        if (e.getCode() != 409) {
-                            throw e;
-                        }
-                        existed++;
-                        // someone else holds this port (another replica, another actor, or a pod our cache has not
-                        // seen yet): move on to the next free port of the range
-                        Set<Integer> kindUsed = used.computeIfAbsent(planned.target().type(), k -> new HashSet<>());
-                        kindUsed.add(port);
-                        OptionalInt next = HostPortPlanner.forKind(config, planned.target().type()).next(kindUsed, port);
-                        if (next.isEmpty() || attempt >= ALREADY_EXISTS_RETRIES) {
-                            exhausted.add(new PoolPlan.Exhaustion(planned.target(),
-                                    HostPortPlanner.forKind(config, planned.target().type()).range(), 1));
-                            break;
-                        }
-                        port = next.getAsInt();
-                        kindUsed.add(port);
-                        pod = templates.forTarget(planned.target(), port);
-                    }
+                Attempt a = create(planned, used.computeIfAbsent(planned.target().type(), k -> new HashSet<>()));
+                existed += a.alreadyExisted();
+                if (a.created()) {
+                    created++;
+                } else {
+                    exhausted.add(new PoolPlan.Exhaustion(planned.target(),
+                            HostPortPlanner.forKind(config, planned.target().type()).range(), 1));
                 }
             }
             for (PoolPlan.Exhaustion x : exhausted) {
                 LOG.warn("pool={} outcome=exhausted {}", x.target().key(), x.message());
-                for (Observer o : observers) {
-                    o.exhausted(x);
-                }
+                observers.forEach(o -> o.exhausted(x));
             }
+            failed = false;
         } catch (RuntimeException e) {
-            failed = true;
             LOG.warn("pool pass failed: {}", e.toString());
             throw e;
         } finally {
             Result r = new Result(created, existed, exhausted, false);
-            for (Observer o : observers) {
-                o.pass(r, System.nanoTime() - start, failed);
-            }
+            long nanos = System.nanoTime() - start;
+            boolean f = failed;
+            observers.forEach(o -> o.pass(r, nanos, f));
         }
         return new Result(created, existed, exhausted, false);
     }
+
+    /**
+     * Creates one planned pod; on AlreadyExists (another replica, another actor, or a pod the cache has not
+     * seen yet holds the port) moves on to the next free port of the range, recording ports in {@code used}.
+     *
+     * @return whether the pod was created (false: the range ran out) and how many AlreadyExists answers came first
+     */
+    private Attempt create(PoolPlan.PlannedPod planned, Set<Integer> used) {
+        HostPortPlanner ports = HostPortPlanner.forKind(config, planned.target().type());
+        Pod pod = planned.pod();
+        int port = planned.hostPort();
+        for (int conflicts = 0; ; conflicts++) {
+            String name = pod.getMetadata().getName();
+            expected.put(name, System.nanoTime());
+            try {
+                calls.count(KubeApiCall.PODS_CREATE);
+                Pod made = client.pods().inNamespace(config.runnerNamespace()).resource(pod).create();
+                LOG.info("created pod={}/{} pool={} hostPort={} outcome=created", config.runnerNamespace(), name,
+                        planned.target().key(), port);
+                observers.forEach(o -> o.created(made));
+                return new Attempt(true, conflicts);
+            } catch (KubernetesClientException e) {
+                expected.remove(name);
+                if (e.getCode() != 409) {
+                    throw e;
+                }
+            }
+            used.add(port);
+            OptionalInt next = ports.next(used, port);
+            if (next.isEmpty() || conflicts >= ALREADY_EXISTS_RETRIES) {
+                return new Attempt(false, conflicts + 1);
+            }
+            port = next.getAsInt();
+            used.add(port);
+            pod = templates.forTarget(planned.target(), port);
+        }
+    }
+
 
     /** Asks for a pass soon (debounced): bursts of events coalesce into one pass. */
     public void requestRefill() {

@@ -138,9 +138,11 @@ public final class Candidates {
      * pods indexed by it, so a request walks only the idle pods of its kind.
      */
     public String idleKindKey(Pod pod) {
-        if (ManagedPods.isClaimed(pod)) {
-            return null;
-        }
+        return ManagedPods.isClaimed(pod) ? null : kindKey(pod);
+    }
+
+    /** The kind of request a pod could serve, claimed or not (null: none). */
+    private String kindKey(Pod pod) {
         ResourceType type = ManagedPods.resourceType(pod).orElse(null);
         if (type == ResourceType.RUNNER) {
             Map<String, String> labels = ManagedPods.labels(pod);
@@ -158,6 +160,7 @@ public final class Candidates {
         return null;
     }
 
+
     /** The {@link #idleKindKey(Pod)} of the pods that can serve this request. */
     public static String idleKindKey(AllocCommand cmd) {
         return cmd.resourceType() == ResourceType.RUNNER
@@ -166,20 +169,9 @@ public final class Candidates {
     }
 
     boolean isOfKind(AllocCommand cmd, Pod pod) {
-        if (ManagedPods.resourceType(pod).orElse(null) != cmd.resourceType()) {
-            return false;
-        }
-        Map<String, String> labels = ManagedPods.labels(pod);
-        if (cmd.resourceType() == ResourceType.RUNNER) {
-            for (Map.Entry<String, String> e : runnerSelector.entrySet()) {
-                if (!e.getValue().equals(labels.get(e.getKey()))) {
-                    return false;
-                }
-            }
-            return cmd.architecture().equals(ManagedPods.architecture(pod));
-        }
-        return PodTemplates.kubernetesVersionLabel(cmd.kubernetesVersion()).equals(labels.get(PlaypenKeys.KUBERNETES_VERSION));
+        return idleKindKey(cmd).equals(kindKey(pod));
     }
+
 
     /** Why an unclaimed pod of the right kind cannot be handed out, or null when it can (node checked separately). */
     static String unusableReason(ResourceType type, Pod pod) {
