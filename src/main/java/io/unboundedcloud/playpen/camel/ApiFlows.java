@@ -58,7 +58,7 @@ public final class ApiFlows {
 
     public HttpReply deallocate(String keyHash) {
         int deleted = allocator.deallocate(keyHash);
-        return new HttpReply(204, null, null, java.util.Map.of(), deleted > 0 ? "deallocated" : "unknown-key");
+        return HttpReply.noContent(deleted > 0 ? "deallocated" : "unknown-key");
     }
 
     public HttpReply discovery(@ExchangeProperty(FrontDoor.FLOW) String flow) {

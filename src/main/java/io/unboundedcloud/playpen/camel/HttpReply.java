@@ -19,8 +19,9 @@ public record HttpReply(int code, String contentType, String body, Map<String, S
         return new HttpReply(200, JSON, body, Map.of(), result);
     }
 
-    public static HttpReply noContent() {
-        return new HttpReply(204, null, null, Map.of(), "ok");
+    /** A 204 with the outcome recorded in metrics (e.g. deallocated, unknown-key). */
+    public static HttpReply noContent(String result) {
+        return new HttpReply(204, null, null, Map.of(), result);
     }
 
     public static HttpReply text(String body) {
