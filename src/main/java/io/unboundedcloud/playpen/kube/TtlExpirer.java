@@ -96,9 +96,15 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
     private void expire(String name) {
         timers.remove(name);
         pods.get(name).ifPresent(pod -> {
-            if (!deleteIfExpired(pod) && policy.enabled() && ManagedPods.isClaimed(pod) && !policy.isExpired(pod)) {
+            if (!policy.enabled() || !ManagedPods.isClaimed(pod)) {
+                return;
+            }
+            // judge against one reading of the clock: reading it twice could see "not yet" and then "already",
+            // and the timer would be dropped with the claim left to the interval sweep
+            if (policy.isExpired(pod, clock.instant())) {
+                deleteIfExpired(pod);
+            } else {
                 // fired before the expiry instant by the clock (timer granularity, clock adjustments): try again
-                // then, rather than leave the claim to the interval sweep
                 schedule(pod);
             }
         });

@@ -47,4 +47,49 @@ class TtlExpirerTest {
             }
         }
     }
+    /**
+     * The clock passes the expiry instant while the timer is deciding (between two readings): the claim must
+     * still be deleted by the timer, not dropped. The clock here steps forward on each reading.
+     */
+    @Test
+    void theClockCrossingExpiryWhileTheTimerDecidesDoesNotLoseTheTimer() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            java.util.concurrent.ConcurrentLinkedDeque<Instant> readings = new java.util.concurrent.ConcurrentLinkedDeque<>(
+                    java.util.List.of(Instant.parse("2026-01-01T00:00:01.950Z"), Instant.parse("2026-01-01T00:00:01.950Z"),
+                            Instant.parse("2026-01-01T00:00:02Z")));
+            Clock stepping = new Clock() {
+                @Override
+                public ZoneId getZone() {
+                    return ZoneOffset.UTC;
+                }
+
+                @Override
+                public Clock withZone(ZoneId zone) {
+                    return this;
+                }
+
+                @Override
+                public Instant instant() {
+                    // each reading takes the next scripted instant; the last one stays
+                    Instant next = readings.size() > 1 ? readings.pollFirst() : readings.peekFirst();
+                    return next;
+                }
+            };
+            Pod pod = cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a").editMetadata()
+                    .addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, "cd".repeat(32))
+                    .addToAnnotations(PlaypenKeys.CLAIMED_AT, "2026-01-01T00:00:00Z").endMetadata());
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            pods.observe(pod);
+            TtlExpirer ttl = new TtlExpirer(pods, new ClaimWriter(cluster.client, stepping, new ApiCallCounter()),
+                    new TtlPolicy(Duration.ofSeconds(2), stepping), stepping, () -> true);
+            try {
+                // reading 1 schedules the timer (50 ms), reading 2 is the timer's "not yet", reading 3 is past expiry
+                ttl.onPodEvent(PodCache.Change.UPDATED, pod);
+                OperatorHarness.awaitTrue(() -> cluster.requestCount(k -> k.startsWith("DELETE ")) == 1,
+                        Duration.ofSeconds(5), "the claim deleted by its timer although the clock moved mid-decision");
+            } finally {
+                ttl.close();
+            }
+        }
+    }
 }
