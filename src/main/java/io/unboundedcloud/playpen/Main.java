@@ -17,6 +17,7 @@ public final class Main {
     }
 
     public static void main(String[] args) throws Exception {
+        JvmDefaults.apply(System.getProperties());
         boolean dev = Arrays.stream(args).anyMatch(a -> a.equals("--dev") || a.equals("--dev=true"));
         OperatorConfig config;
         try {

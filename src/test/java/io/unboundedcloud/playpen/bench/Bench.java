@@ -926,6 +926,12 @@ public final class Bench {
                 m.put("heapUsedMiB", Stats.round(heap[0] / 1024.0));
                 m.put("heapCommittedMiB", Stats.round(heap[1] / 1024.0));
             }
+            if (jvm.stream().anyMatch(a -> a.startsWith("-XX:NativeMemoryTracking="))) {
+                // -Dbench.jarJvmArgs=... -XX:NativeMemoryTracking=summary: where the RSS goes, for profiling
+                Path nmt = out.resolve("operator-jar-" + podCount + "-nmt.txt");
+                Files.writeString(nmt, p.jcmd(System.getProperty("bench.nmtCommand", "VM.native_memory summary")));
+                log("  jar process with %d pods: native memory summary in %s", podCount, nmt);
+            }
             java.util.regex.Matcher gc = java.util.regex.Pattern.compile("-XX:\\+Use\\w+GC").matcher(p.jcmd("VM.flags"));
             m.put("gc", gc.find() ? gc.group() : "unknown");
             log("  jar process with %d pods: VmRSS %.1f MiB (peak %.1f), heap used %s MiB", podCount,

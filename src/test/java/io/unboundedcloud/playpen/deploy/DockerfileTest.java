@@ -128,6 +128,23 @@ class DockerfileTest {
     }
 
     @Test
+    void theBenchmarkMeasuresTheJarWithTheImagesJvmFlags() throws Exception {
+        // RSS and startup figures in README "Performance" are only the image's if the flags are the same
+        String pom = Files.readString(RenderedDeploy.projectDir().resolve("pom.xml"), StandardCharsets.UTF_8);
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("<bench.jarJvmArgs>([^<]*)</bench.jarJvmArgs>").matcher(pom);
+        assertThat(m.find()).as("bench.jarJvmArgs in pom.xml").isTrue();
+        List<String> bench = List.of(m.group(1).trim().split("\\s+"));
+        for (String flag : last("ENTRYPOINT")) {
+            if (flag.startsWith("-XX:") && !flag.startsWith("-XX:SharedArchiveFile") && !flag.equals("-XX:-UsePerfData")) {
+                assertThat(bench).as("bench.jarJvmArgs carries the image's %s", flag).contains(flag);
+            }
+        }
+        assertThat(bench).as("the Deployment's memory limit").contains("-XX:MaxRAM=768m");
+        assertThat(DeployManifestsTest.deployment().getSpec().getTemplate().getSpec().getContainers().get(0)
+                .getResources().getLimits().get("memory").toString()).isEqualTo("768Mi");
+    }
+
+    @Test
     void defaultFlagsParseAndPutRoutesWhereTheDeploymentMountsThem() throws Exception {
         List<String> cmd = last("CMD");
         assertThatCode(() -> OperatorConfig.parse(cmd.toArray(String[]::new))).doesNotThrowAnyException();

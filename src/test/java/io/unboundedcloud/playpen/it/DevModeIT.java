@@ -252,6 +252,18 @@ class DevModeIT {
 
     @Test
     @Order(6)
+    void theJarAppliesItsJvmDefaults() throws Exception {
+        // Main sets Netty's smaller allocator chunks (see JvmDefaults) before any library class loads
+        Path jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd");
+        Process p = new ProcessBuilder(jcmd.toString(), String.valueOf(process.pid()), "VM.system_properties")
+                .redirectErrorStream(true).start();
+        String props = new String(p.getInputStream().readAllBytes());
+        assertThat(p.waitFor(30, TimeUnit.SECONDS)).isTrue();
+        assertThat(props).contains("io.netty.allocator.maxOrder=7");
+    }
+
+    @Test
+    @Order(7)
     void exitsZeroOnSigterm() throws Exception {
         process.destroy(); // SIGTERM
         assertThat(process.waitFor(20, TimeUnit.SECONDS)).as("exited within 20s").isTrue();
