@@ -298,6 +298,12 @@ public final class DevCluster implements AutoCloseable {
         return client.genericKubernetesResources(API_SERVICES);
     }
 
+    /** True once the operator has published its caBundle: from then on kubectl reaches it through the shim. */
+    public boolean registered() {
+        AggregatorShim.Registration reg = registration();
+        return reg != null && !reg.caBundlePem().isBlank();
+    }
+
     /** The operator's registration as the shim sees it now: caBundle (PEM) and the service host name; null if absent. */
     private AggregatorShim.Registration registration() {
         GenericKubernetesResource api = apiServices().withName(PlaypenKeys.API_SERVICE).get();

@@ -54,9 +54,15 @@ public final class DevMode implements AutoCloseable {
         DevMode dev = new DevMode(cluster, operator);
         try {
             operator.start();
+            // announce only what kubectl can use: the operator ready AND registered (its caBundle published by the
+            // ca-bundle route once it leads); before that the aggregator stand-in answers 503
             long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-            while (!operator.ready() && System.nanoTime() < deadline) {
+            while (!(operator.ready() && cluster.registered()) && System.nanoTime() < deadline) {
                 Thread.sleep(20);
+            }
+            if (!operator.ready() || !cluster.registered()) {
+                LOG.warn("dev playground not fully up after 30 s (operator ready={}, caBundle published={}); "
+                        + "kubectl may answer 503 until it is", operator.ready(), cluster.registered());
             }
             cluster.writeEndpointsEnv();
             if (operator.managementAddress() != null) {

@@ -332,6 +332,8 @@ class DevClusterTest {
         synchronized (DevClusterTest.class) {
             setCaBundle("");
             try {
+                // dev mode waits for this before it says it is ready
+                assertThat(cluster.registered()).isFalse();
                 Result r = kubectl(cluster.kubeconfigPath(), "get", "--raw", "/apis/playpen.unbounded-cloud.io/v1alpha1");
                 assertThat(r.exit()).isNotZero();
                 assertThat(r.output()).contains("operator not registered yet");
@@ -345,6 +347,7 @@ class DevClusterTest {
                 setCaBundle(pem);
             }
         }
+        assertThat(cluster.registered()).isTrue();
         Result r = kubectl(cluster.kubeconfigPath(), "get", "--raw", "/apis/playpen.unbounded-cloud.io/v1alpha1");
         assertThat(r.exit()).as(r.output()).isZero();
     }

@@ -56,13 +56,18 @@ class DevModeIT {
         process = new ProcessBuilder(javaBin(), "-jar", jar, "--dev", "--dev-dir=" + dir, "--playpen-ttl=1h")
                 .redirectErrorStream(true).redirectOutput(dir.resolve("operator.log").toFile()).start();
         Path env = dir.resolve("endpoints.env");
+        Path log = dir.resolve("operator.log");
         long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-        while (!Files.exists(env) || !Files.readString(env).contains("OPERATOR_URL")) {
+        // "ready" as a user sees it: the announcement printed with the commands to try
+        while (!Files.readString(log).contains("dev playground ready in")) {
             if (!process.isAlive() || System.nanoTime() > deadline) {
                 throw new IllegalStateException("dev mode did not start:\n" + Files.readString(dir.resolve("operator.log")));
             }
             Thread.sleep(50);
         }
+        // the contract: once dev mode says it is ready, kubectl reaches the operator (registered, caBundle published)
+        assertThat(kubectlOk("get", "apiservice", "v1alpha1.playpen.unbounded-cloud.io", "-o", "jsonpath={.spec.caBundle}"))
+                .as("APIService caBundle when dev mode says it is ready").isNotBlank();
         endpoints = new HashMap<>();
         for (String line : Files.readAllLines(env)) {
             int eq = line.indexOf('=');
