@@ -75,9 +75,6 @@ public final class OperatorApp implements AutoCloseable {
         pods = new PodCache(client, config.runnerNamespace(), candidates::idleKindKey);
         nodes = new NodeCache(client);
         trust = new TrustBundleSource(client, calls);
-        pods.start();
-        nodes.start();
-        trust.start();
 
         events = new EventRecorder(client, clock, calls, 1000);
         leader = new LeaderElection(client, config.leaderElect(), config.leaderElectionNamespace(),
@@ -103,6 +100,12 @@ public final class OperatorApp implements AutoCloseable {
         pool.addObserver(metrics);
         ttl.addObserver(metrics);
         trust.onInvalid(observed::trustBundleInvalid);
+        // start the watches only now that every listener is registered: fabric8 delivers the initial LIST's
+        // events asynchronously, and a listener added later would miss them (the pool's refill-on-claim
+        // trigger needs to have seen each pod idle once)
+        pods.start();
+        nodes.start();
+        trust.start();
 
         ServingTls tls = new ServingTls(material.certificatePem(), material.privateKeyPem(), () -> trust.get().cas());
         AccessReviewer reviewer = new AccessReviewer(client, config.sarAllowedTtl(), config.sarDeniedTtl(),

@@ -51,7 +51,15 @@ public final class PodCache implements AutoCloseable {
         this.idleKind = idleKind;
     }
 
-    public void addListener(Listener listener) {
+    /**
+     * Adds a listener; only before {@link #start()}: the watch delivers the initial list's pods asynchronously,
+     * and a listener added later would silently miss them.
+     */
+    public synchronized void addListener(Listener listener) {
+        if (informer != null) {
+            throw new IllegalStateException("PodCache listeners must be added before start(): the initial list's "
+                    + "events would be missed");
+        }
         listeners.add(listener);
     }
 

@@ -99,7 +99,10 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         long start = System.nanoTime();
         passes.increment();
         forgetStaleExpectations(start);
-        PoolPlan plan = planner.plan(pods.pods(), Set.copyOf(expected.keySet()));
+        // expectations first, then the cache: a pod whose watch event lands in between leaves the expectations
+        // only after the cache has it, so it is in one of the two; the other order could miss it and create twice
+        Set<String> expectedNow = Set.copyOf(expected.keySet());
+        PoolPlan plan = planner.plan(pods.pods(), expectedNow);
         Map<ResourceType, Set<Integer>> used = new EnumMap<>(ResourceType.class);
         plan.usedPorts().forEach((k, v) -> used.put(k, new HashSet<>(v)));
         List<PoolPlan.Exhaustion> exhausted = new ArrayList<>(plan.exhausted());

@@ -70,7 +70,7 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
         String name = ManagedPods.name(pod);
         String claimedAt = ManagedPods.annotations(pod).getOrDefault(io.unboundedcloud.playpen.model.PlaypenKeys.CLAIMED_AT, "");
         Scheduled existing = timers.get(name);
-        if (existing != null && existing.claimedAt().equals(claimedAt)) {
+        if (existing != null && existing.claimedAt().equals(claimedAt) && !existing.future().isDone()) {
             return;
         }
         Optional<Instant> at = policy.expiresAt(pod);
@@ -99,10 +99,11 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
             if (!policy.enabled() || !ManagedPods.isClaimed(pod)) {
                 return;
             }
-            // judge against one reading of the clock: reading it twice could see "not yet" and then "already",
-            // and the timer would be dropped with the claim left to the interval sweep
-            if (policy.isExpired(pod, clock.instant())) {
-                deleteIfExpired(pod);
+            // judge against one reading of the clock: reading it twice could see "not yet" and then "already"
+            // (or the reverse after a clock step), and the timer would be dropped with the claim left to the sweep
+            Instant now = clock.instant();
+            if (policy.isExpired(pod, now)) {
+                deleteIfExpired(pod, now);
             } else {
                 // fired before the expiry instant by the clock (timer granularity, clock adjustments): try again
                 schedule(pod);
@@ -121,8 +122,9 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
             return 0;
         }
         int n = 0;
-        for (Pod p : policy.expired(pods.pods())) {
-            if (ManagedPods.isManaged(p) && deleteIfExpired(p)) {
+        Instant now = clock.instant();
+        for (Pod p : policy.expired(pods.pods(), now)) {
+            if (ManagedPods.isManaged(p) && deleteIfExpired(p, now)) {
                 n++;
             }
         }
@@ -136,8 +138,8 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
         }
     }
 
-    private boolean deleteIfExpired(Pod pod) {
-        if (!leader.getAsBoolean() || !ManagedPods.isClaimed(pod) || !policy.isExpired(pod)) {
+    private boolean deleteIfExpired(Pod pod, Instant now) {
+        if (!leader.getAsBoolean() || !ManagedPods.isClaimed(pod) || !policy.isExpired(pod, now)) {
             return false;
         }
         String ns = pod.getMetadata().getNamespace();

@@ -69,7 +69,11 @@ public final class TtlPolicy {
 
     /** The expired pods among {@code pods}, in their given order, judged at the clock's current instant. */
     public List<Pod> expired(Collection<Pod> pods) {
-        Instant now = clock.instant();
+        return expired(pods, clock.instant());
+    }
+
+    /** The expired pods among {@code pods}, in their given order, judged at {@code now}. */
+    public List<Pod> expired(Collection<Pod> pods, Instant now) {
         List<Pod> out = new ArrayList<>();
         for (Pod pod : pods) {
             if (isExpired(pod, now)) {

@@ -29,16 +29,22 @@ class LeaderElectionRouteTest {
     }
 
     static String[] flags(int amd64) {
-        return new String[] {"--leader-elect=true", "--leader-election-lease-duration=3s",
-                "--leader-election-renew-deadline=2s", "--leader-election-retry-period=500ms",
+        return flags(amd64, "3s", "2s");
+    }
+
+    static String[] flags(int amd64, String leaseDuration, String renewDeadline) {
+        return new String[] {"--leader-elect=true", "--leader-election-lease-duration=" + leaseDuration,
+                "--leader-election-renew-deadline=" + renewDeadline, "--leader-election-retry-period=500ms",
                 "--runner-amd64-count=" + amd64, "--reconcile-interval=10m"};
     }
 
     @Test
     void onlyTheLeaseHolderCreatesPodsAndTheOtherTakesOver() throws Exception {
         cluster = TestCluster.start();
-        a = new OperatorHarness(cluster, flags(2));
-        b = new OperatorHarness(cluster, flags(2));
+        // a renew deadline a loaded 2-core machine cannot miss by accident (a stall of that length would hand the
+        // Lease over mid-test); the takeover below is quick anyway because a stopping leader releases the Lease
+        a = new OperatorHarness(cluster, flags(2, "15s", "10s"));
+        b = new OperatorHarness(cluster, flags(2, "15s", "10s"));
         OperatorHarness.awaitTrue(() -> a.app.leaderElection().isLeader() || b.app.leaderElection().isLeader(),
                 Duration.ofSeconds(15), "a leader");
         OperatorHarness.awaitTrue(() -> cluster.pods().size() == 2, Duration.ofSeconds(10), "pool filled");

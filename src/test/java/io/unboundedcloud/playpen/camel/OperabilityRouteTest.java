@@ -97,6 +97,17 @@ class OperabilityRouteTest {
                 .addToAnnotations(PlaypenKeys.CLAIMED_AT, "2000-01-01T00:00:00Z").endMetadata());
         OperatorHarness.awaitTrue(() -> cluster.client.pods().inNamespace("playpen").withName("playpen-runner-amd64-51822")
                 .get() == null, Duration.ofSeconds(5), "expiry");
+        // the expirer counts the expiry and drops the pod from its cache once its DELETE has returned, which can
+        // be a moment after the API server stopped showing the pod
+        OperatorHarness.awaitTrue(() -> {
+            try {
+                String s = mgmt("/metrics");
+                return metric(s, "playpen_ttl_expirations_total") == 1.0
+                        && metric(s, "playpen_pods{resource_type=\"runner\",state=\"claimed\",variant=\"amd64\"}") == 1.0;
+            } catch (Exception | AssertionError e) {
+                return false;
+            }
+        }, Duration.ofSeconds(5), "expiry counted and the expired pod gone from the cache");
 
         MBeanServer jmx = ManagementFactory.getPlatformMBeanServer();
         assertThat(jmx.getAttribute(routeMBean("alloc"), "ExchangesTotal")).isEqualTo(3L);

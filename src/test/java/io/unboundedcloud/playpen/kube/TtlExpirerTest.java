@@ -92,4 +92,33 @@ class TtlExpirerTest {
             }
         }
     }
+    /** A claim that expired while this replica did not lead is deleted once it does (timers are rescheduled then). */
+    @Test
+    void anExpiredClaimSeenWhileNotLeadingIsDeletedOnBecomingLeader() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            MutableClock clock = new MutableClock(Instant.parse("2026-01-01T01:00:00Z"));
+            Pod pod = cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a").editMetadata()
+                    .addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, "ef".repeat(32))
+                    .addToAnnotations(PlaypenKeys.CLAIMED_AT, "2026-01-01T00:00:00Z").endMetadata());
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            pods.start();
+            OperatorHarness.awaitTrue(() -> pods.hasSynced() && pods.pods().size() == 1, Duration.ofSeconds(10), "cache synced");
+            java.util.concurrent.atomic.AtomicBoolean leading = new java.util.concurrent.atomic.AtomicBoolean(false);
+            TtlExpirer ttl = new TtlExpirer(pods, new ClaimWriter(cluster.client, clock, new ApiCallCounter()),
+                    new TtlPolicy(Duration.ofSeconds(2), clock), clock, leading::get);
+            try {
+                // already expired: the timer fires at once, on a replica that does not lead, and deletes nothing
+                ttl.onPodEvent(PodCache.Change.UPDATED, pod);
+                Thread.sleep(300);
+                assertThat(cluster.requestCount(k -> k.startsWith("DELETE "))).isZero();
+                leading.set(true);
+                ttl.scheduleAll();
+                OperatorHarness.awaitTrue(() -> cluster.requestCount(k -> k.startsWith("DELETE ")) == 1,
+                        Duration.ofSeconds(5), "the expired claim deleted once leading");
+            } finally {
+                ttl.close();
+                pods.close();
+            }
+        }
+    }
 }

@@ -39,6 +39,7 @@ class TtlPolicyTest {
         assertThat(ttl.isExpired(pod, at)).isEqualTo(expired);
         assertThat(ttl.isExpired(pod)).isEqualTo(expired);
         assertThat(ttl.expired(List.of(pod))).hasSize(expired ? 1 : 0);
+        assertThat(policy(Duration.ofHours(1), Instant.EPOCH).expired(List.of(pod), at)).hasSize(expired ? 1 : 0);
     }
 
     @Test
