@@ -6,7 +6,7 @@ import java.time.ZoneId;
 import java.time.ZoneOffset;
 
 /** A UTC clock tests move by hand (the code under test must read time from its injected Clock). */
-public final class MutableClock extends Clock {
+public class MutableClock extends Clock {
     public volatile Instant now;
 
     public MutableClock(Instant now) {
