@@ -35,7 +35,7 @@ USER 65534:65534
 EXPOSE 8443
 # Container-aware JVM: heap capped at 35% of the memory limit (the operator keeps ~100 MiB of
 # heap with 5000 pods cached) and started at 10% of it (growing from a few MiB cost ~20 full
-# collections during startup), the serial collector with a tight heap (RSS 259-271 MiB with 5000
+# collections during startup), the serial collector with a tight heap (RSS 259-276 MiB with 5000
 # pods under the Deployment's 768Mi limit, measured by the benchmark), exit (and get restarted)
 # on OOM instead of limping on, no hsperfdata file, temp files under the /tmp emptyDir.
 # Extra JVM options can be added with JAVA_TOOL_OPTIONS.
