@@ -30,7 +30,8 @@ public final class TrustBundleSource implements Supplier<TrustBundle>, AutoClose
             new AtomicReference<>(TrustBundle.invalid("trust bundle not loaded yet", 0));
     private volatile Consumer<String> onInvalid = reason -> { };
     private volatile String lastData = null;
-    private long lastResourceVersion = -1;
+    /** Watch events applied so far: a backstop GET answered after a watch event is older than that event. */
+    private long watchEvents;
     private SharedIndexInformer<ConfigMap> informer;
 
     public TrustBundleSource(KubernetesClient client, ApiCallCounter calls) {
@@ -51,17 +52,17 @@ public final class TrustBundleSource implements Supplier<TrustBundle>, AutoClose
         informer.addEventHandler(new ResourceEventHandler<>() {
             @Override
             public void onAdd(ConfigMap cm) {
-                apply(cm);
+                applyFromWatch(cm);
             }
 
             @Override
             public void onUpdate(ConfigMap oldCm, ConfigMap cm) {
-                apply(cm);
+                applyFromWatch(cm);
             }
 
             @Override
             public void onDelete(ConfigMap cm, boolean unknown) {
-                apply(null);
+                applyFromWatch(null);
             }
         });
         informer.start();
@@ -71,21 +72,38 @@ public final class TrustBundleSource implements Supplier<TrustBundle>, AutoClose
     /** Re-reads the ConfigMap; returns whether the bundle is valid. */
     public boolean refresh() {
         try {
+            long seen = watchEventsSoFar();
             calls.count(KubeApiCall.CONFIGMAPS_GET);
-            apply(client.configMaps().inNamespace(NAMESPACE).withName(KubeApiCall.TRUST_CONFIGMAP_NAME).get());
+            applyFromGet(client.configMaps().inNamespace(NAMESPACE).withName(KubeApiCall.TRUST_CONFIGMAP_NAME).get(), seen);
         } catch (RuntimeException e) {
             LOG.warn("cannot read {}/{}: {}", NAMESPACE, KubeApiCall.TRUST_CONFIGMAP_NAME, e.toString());
         }
         return current.get().valid();
     }
 
-    private synchronized void apply(ConfigMap cm) {
-        long rv = resourceVersion(cm);
-        if (cm != null && rv >= 0 && rv < lastResourceVersion) {
-            // a backstop GET that started before the watch delivered a newer version: keep the newer one
+    synchronized long watchEventsSoFar() {
+        return watchEvents;
+    }
+
+    /** A watch event (ADD, UPDATE, or DELETE with {@code cm} null): always the newest state. */
+    synchronized void applyFromWatch(ConfigMap cm) {
+        watchEvents++;
+        apply(cm);
+    }
+
+    /**
+     * The answer of a backstop GET that started after {@code watchEventsAtStart} watch events: ignored when the
+     * watch has delivered anything since, as the GET may then be older (a ConfigMap the watch saw deleted or
+     * replaced, or "not found" for one the watch saw created).
+     */
+    synchronized void applyFromGet(ConfigMap cm, long watchEventsAtStart) {
+        if (watchEvents != watchEventsAtStart) {
             return;
         }
-        lastResourceVersion = cm == null ? -1 : rv;
+        apply(cm);
+    }
+
+    private void apply(ConfigMap cm) {
         String data = cm == null || cm.getData() == null ? null : cm.getData().toString();
         if (data != null && data.equals(lastData) && current.get().valid()) {
             return;
@@ -98,14 +116,6 @@ public final class TrustBundleSource implements Supplier<TrustBundle>, AutoClose
         } else {
             LOG.warn("trust bundle invalid: {}; every /apis request is refused until it is fixed", tb.invalidReason());
             onInvalid.accept(tb.invalidReason());
-        }
-    }
-
-    private static long resourceVersion(ConfigMap cm) {
-        try {
-            return cm == null ? -1 : Long.parseLong(cm.getMetadata().getResourceVersion());
-        } catch (RuntimeException e) {
-            return -1;
         }
     }
 

@@ -101,6 +101,22 @@ class AuthRouteTest {
     }
 
     @Test
+    void identityComesFromHeadersOnlyNeverFromTheQueryString() throws Exception {
+        // the aggregator replaces X-Remote-* headers but passes the query string through: a caller must not be
+        // able to add groups, a uid or extras (or a user) with query parameters
+        cluster.sarRequests.clear();
+        HttpResponse<String> r = op.kubectlPost(op.frontProxy(), DEALLOCS + "?X-Remote-Group=playpen-users"
+                + "&x-remote-group=system:masters&X-Remote-Uid=forged&X-Remote-Extra-Scopes=admin&X-Remote-User=root",
+                "{\"idempotencyKey\":\"k\"}", "mallory", "others");
+        assertStatus(r, 403, "Forbidden");
+        SubjectAccessReview sar = cluster.sarRequests.get(cluster.sarRequests.size() - 1);
+        assertThat(sar.getSpec().getUser()).isEqualTo("mallory");
+        assertThat(sar.getSpec().getGroups()).containsExactly("others");
+        assertThat(sar.getSpec().getUid()).isNullOrEmpty();
+        assertThat(sar.getSpec().getExtra()).isNullOrEmpty();
+    }
+
+    @Test
     void sarDecidesWithGroupsSplitOnCommasAndExtraHeaders() throws Exception {
         cluster.sarRequests.clear();
         HttpRequest req = HttpRequest.newBuilder(URI.create(op.url(DEALLOCS))).header("Idempotency-Key", "k")
