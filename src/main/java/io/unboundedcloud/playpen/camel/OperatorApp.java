@@ -92,6 +92,12 @@ public final class OperatorApp implements AutoCloseable {
             if (isLeader) {
                 ttl.scheduleAll();
                 pool.requestRefill();
+                // the ca-bundle route's first tick can be lost while the route policy is still starting it
+                // (seen under load: the caBundle then waited a whole --reconcile-interval, and the aggregated
+                // API answered 503 meanwhile); publish once now, the route repeats it
+                Thread t = new Thread(() -> publishCaBundle(serving, material), "ca-bundle-on-leadership");
+                t.setDaemon(true);
+                t.start();
             }
         });
         ObservedEvents observed = new ObservedEvents(events, config, env);
