@@ -55,7 +55,11 @@ public final class LeaderRoutePolicy extends RoutePolicySupport implements Leade
                         && (!ctx.isStarted() || ctx.getRoute(routeId) == null)) {
                     Thread.sleep(20);
                 }
-                if (ctx == null || ctx.getRoute(routeId) == null || ctx.isStopping() || ctx.isStopped() || leader != start) {
+                if (ctx == null || ctx.isStopping() || ctx.isStopped() || leader != start) {
+                    return;
+                }
+                if (ctx.getRoute(routeId) == null) {
+                    LOG.warn("route={} not registered within 10 s; not {} it", routeId, start ? "starting" : "stopping");
                     return;
                 }
                 ServiceStatus status = ctx.getRouteController().getRouteStatus(routeId);

@@ -17,6 +17,7 @@ import io.unboundedcloud.playpen.kube.AccessReviewer;
 import io.unboundedcloud.playpen.kube.Allocator;
 import io.unboundedcloud.playpen.kube.ApiCallCounter;
 import io.unboundedcloud.playpen.kube.ClaimWriter;
+import io.unboundedcloud.playpen.kube.DaemonThreads;
 import io.unboundedcloud.playpen.kube.EventRecorder;
 import io.unboundedcloud.playpen.kube.LeaderElection;
 import io.unboundedcloud.playpen.kube.PoolReconciler;
@@ -83,7 +84,7 @@ public final class OperatorApp implements AutoCloseable {
         ClaimWriter writer = new ClaimWriter(client, clock, calls);
         PodTemplates templates = new PodTemplates(config, env);
         pool = new PoolReconciler(client, config, pods, templates, leader::isLeader, calls);
-        ttl = new TtlExpirer(pods, writer, new TtlPolicy(config.playpenTtl(), clock), clock, leader::isLeader);
+        ttl = new TtlExpirer(pods, writer, new TtlPolicy(config.playpenTtl()), clock, leader::isLeader);
         pods.addListener(pool);
         pods.addListener(ttl);
         leaderRoutes = new LeaderRoutePolicy();
@@ -95,9 +96,7 @@ public final class OperatorApp implements AutoCloseable {
                 // the ca-bundle route's first tick can be lost while the route policy is still starting it
                 // (seen under load: the caBundle then waited a whole --reconcile-interval, and the aggregated
                 // API answered 503 meanwhile); publish once now, the route repeats it
-                Thread t = new Thread(() -> publishCaBundle(serving, material), "ca-bundle-on-leadership");
-                t.setDaemon(true);
-                t.start();
+                DaemonThreads.named("ca-bundle-on-leadership").newThread(() -> publishCaBundle(serving, material)).start();
             }
         });
         ObservedEvents observed = new ObservedEvents(events, config, env);
@@ -171,10 +170,6 @@ public final class OperatorApp implements AutoCloseable {
         return management == null ? null : management.address();
     }
 
-    public OperatorMetrics metrics() {
-        return metrics;
-    }
-
     private void publishCaBundle(ServingCertificate serving, ServingCertificate.Material material) {
         try {
             serving.publishCaBundle(KubeApiCall.API_SERVICE_NAME, material.certificatePem());
@@ -223,10 +218,6 @@ public final class OperatorApp implements AutoCloseable {
 
     public CamelContext camelContext() {
         return main == null ? null : main.getCamelContext();
-    }
-
-    public ApiCallCounter apiCalls() {
-        return calls;
     }
 
     public PodCache podCache() {

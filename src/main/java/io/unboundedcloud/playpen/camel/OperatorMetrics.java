@@ -2,7 +2,8 @@ package io.unboundedcloud.playpen.camel;
 
 import java.time.Duration;
 import java.util.Collection;
-import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
 
@@ -40,6 +41,7 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
     private final Counter ttlExpirations;
     private final Counter podsCreated;
     private final Counter rangeExhausted;
+    private final Map<String, Counter> requestCounters = new ConcurrentHashMap<>();
 
     public OperatorMetrics() {
         allocLatency = Timer.builder("playpen_alloc_latency").description("alloc request latency, front door to reply")
@@ -63,8 +65,10 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
         if (!"alloc".equals(flow) && !"dealloc".equals(flow)) {
             return;
         }
-        Counter.builder("playpen_" + flow + "_requests").description(flow + " requests by result and HTTP code")
-                .tag("result", result).tag("code", String.valueOf(code)).register(registry).increment();
+        // a handful of (flow, result, code) series: look each up once, not through a new builder per request
+        requestCounters.computeIfAbsent(flow + '|' + result + '|' + code, k -> Counter.builder("playpen_" + flow + "_requests")
+                .description(flow + " requests by result and HTTP code").tag("result", result)
+                .tag("code", String.valueOf(code)).register(registry)).increment();
         if ("alloc".equals(flow)) {
             allocLatency.record(Duration.ofNanos(nanos));
         }

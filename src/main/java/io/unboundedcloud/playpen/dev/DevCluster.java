@@ -2,7 +2,6 @@ package io.unboundedcloud.playpen.dev;
 
 import java.io.IOException;
 import java.io.PrintStream;
-import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -379,17 +378,6 @@ public final class DevCluster implements AutoCloseable {
                 Instant.now().minus(1, ChronoUnit.HOURS), Duration.ofDays(365));
     }
 
-    /** Writes a kubeconfig for another user through the shim (for tests and experiments). */
-    public Path writeKubeconfig(Path file, String user, List<String> groups) {
-        try {
-            Files.writeString(file, Kubeconfigs.withClientCertificate("playpen-dev", shimUrl.toString(),
-                    servingCa.certificatePem(), user, issueUser(user, groups), options.runnerNamespace));
-            return file;
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
-
     /** The kubectl commands to try: alloc, the same alloc again (idempotent replay), dealloc. */
     public String tryItCommands() {
         String dir = options.devDir.toString();
@@ -418,18 +406,9 @@ public final class DevCluster implements AutoCloseable {
         return shimUrl;
     }
 
-    public URI operatorUrl() {
-        return options.operatorUrl.get();
-    }
-
     /** A client of the simulated API server (shared; closed with the cluster). */
     public KubernetesClient client() {
         return client;
-    }
-
-    /** The mock server itself, for scripted expectations ({@code server().expect()…}). */
-    public KubernetesMockServer server() {
-        return server;
     }
 
     public Path devDir() {
@@ -449,17 +428,8 @@ public final class DevCluster implements AutoCloseable {
         return options.devDir.resolve("operator-kubeconfig");
     }
 
-    public Path allocRequestPath() {
-        return options.devDir.resolve("alloc-request.json");
-    }
-
     public String sampleIdempotencyKey() {
         return sampleIdempotencyKey;
-    }
-
-    /** The client certificate the shim presents to the operator (CN front-proxy-client, clientAuth). */
-    public Pki.Issued frontProxyClient() {
-        return frontProxyClient;
     }
 
     /** The CA in {@code requestheader-client-ca-file}. */
@@ -470,11 +440,6 @@ public final class DevCluster implements AutoCloseable {
     /** The CA that signed the shim's serving certificate (kubectl trusts it). */
     public Pki.Issued servingCa() {
         return servingCa;
-    }
-
-    /** The CA the shim verifies kubectl users against. */
-    public Pki.Issued clientCa() {
-        return clientCa;
     }
 
     /** Stops the shim, the kubelet, the client and the mock API; safe to call more than once. */

@@ -57,12 +57,16 @@ public final class DevMode implements AutoCloseable {
             // announce only what kubectl can use: the operator ready AND registered (its caBundle published by the
             // ca-bundle route once it leads); before that the aggregator stand-in answers 503
             long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-            while (!(operator.ready() && cluster.registered()) && System.nanoTime() < deadline) {
+            boolean ready = operator.ready();
+            boolean registered = ready && cluster.registered();
+            while (!registered && System.nanoTime() < deadline) {
                 Thread.sleep(20);
+                ready = operator.ready();
+                registered = ready && cluster.registered();
             }
-            if (!operator.ready() || !cluster.registered()) {
+            if (!registered) {
                 LOG.warn("dev playground not fully up after 30 s (operator ready={}, caBundle published={}); "
-                        + "kubectl may answer 503 until it is", operator.ready(), cluster.registered());
+                        + "kubectl may answer 503 until it is", ready, cluster.registered());
             }
             cluster.writeEndpointsEnv();
             if (operator.managementAddress() != null) {
@@ -78,14 +82,6 @@ public final class DevMode implements AutoCloseable {
                 cluster.kubeconfigPath());
         cluster.printTryIt(System.out);
         return dev;
-    }
-
-    public OperatorApp operator() {
-        return operator;
-    }
-
-    public DevCluster cluster() {
-        return cluster;
     }
 
     private static int freePort() throws IOException {

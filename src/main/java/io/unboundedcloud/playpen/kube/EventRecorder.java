@@ -44,8 +44,7 @@ public final class EventRecorder implements AutoCloseable {
         this.clock = clock;
         this.calls = calls;
         this.queue = new ArrayBlockingQueue<>(capacity);
-        this.writer = new Thread(this::drain, "event-recorder");
-        this.writer.setDaemon(true);
+        this.writer = DaemonThreads.named("event-recorder").newThread(this::drain);
         this.writer.start();
     }
 

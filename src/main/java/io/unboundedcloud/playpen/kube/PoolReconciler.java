@@ -219,10 +219,6 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         return passes.sum();
     }
 
-    public Set<String> expectations() {
-        return Set.copyOf(expected.keySet());
-    }
-
     @Override
     public void close() {
         refill.shutdownNow();

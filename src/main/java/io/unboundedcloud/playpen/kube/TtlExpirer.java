@@ -144,8 +144,9 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
         }
         String ns = pod.getMetadata().getNamespace();
         String name = pod.getMetadata().getName();
+        String keyHash = ManagedPods.keyHash(pod);
         try {
-            if (!writer.deleteIfClaimedBy(pod, ManagedPods.keyHash(pod))) {
+            if (!writer.deleteIfClaimedBy(pod, keyHash)) {
                 return false;
             }
         } catch (RuntimeException e) {
@@ -153,10 +154,12 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
             return false;
         }
         pods.observeDeleted(name);
-        Instant due = policy.expiresAt(pod).orElse(clock.instant());
-        Duration late = Duration.between(due.isBefore(Instant.EPOCH.plusSeconds(1)) ? clock.instant() : due, clock.instant());
+        // lateness against the expiry instant; a claim without a usable claimed-at has none, so it is never late
+        Instant deletedAt = clock.instant();
+        Instant due = policy.expiresAt(pod).filter(at -> !at.equals(TtlPolicy.ALREADY_EXPIRED)).orElse(deletedAt);
+        Duration late = Duration.between(due, deletedAt);
         LOG.info("deleted pod={}/{} key={} outcome=expired lateMs={}", ns, name,
-                ManagedPods.keyHash(pod).substring(0, Math.min(8, ManagedPods.keyHash(pod).length())), late.toMillis());
+                keyHash.substring(0, Math.min(8, keyHash.length())), late.toMillis());
         for (Observer o : observers) {
             o.expired(pod, late);
         }

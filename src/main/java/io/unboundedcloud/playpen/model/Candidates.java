@@ -40,8 +40,9 @@ public final class Candidates {
         List<Usable> usable = new ArrayList<>();
         List<String> skipped = new ArrayList<>();
         int ofKind = 0;
+        String want = idleKindKey(cmd);
         for (Pod pod : pods) {
-            if (!isOfKind(cmd, pod) || ManagedPods.isClaimed(pod)) {
+            if (!want.equals(kindKey(pod)) || ManagedPods.isClaimed(pod)) {
                 continue;
             }
             ofKind++;
@@ -72,12 +73,13 @@ public final class Candidates {
     public Walk walk(AllocCommand cmd, Collection<Pod> pods, Function<String, Optional<String>> externalIp) {
         long seed = Hashes.seed(cmd.keyHash());
         List<Scored> scored = new ArrayList<>();
+        String want = idleKindKey(cmd);
         for (Pod pod : pods) {
-            if (isOfKind(cmd, pod) && !ManagedPods.isClaimed(pod)) {
+            if (want.equals(kindKey(pod)) && !ManagedPods.isClaimed(pod)) {
                 scored.add(new Scored(Hashes.rendezvous(seed, pod.getMetadata().getName()), pod));
             }
         }
-        return new Walk(cmd.resourceType(), new PriorityQueue<>(scored.isEmpty() ? List.of() : scored), externalIp);
+        return new Walk(cmd.resourceType(), new PriorityQueue<>(scored), externalIp);
     }
 
     private record Scored(long score, Pod pod) implements Comparable<Scored> {

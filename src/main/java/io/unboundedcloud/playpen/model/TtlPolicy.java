@@ -1,7 +1,6 @@
 package io.unboundedcloud.playpen.model;
 
 import io.fabric8.kubernetes.api.model.Pod;
-import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -31,11 +30,10 @@ public final class TtlPolicy {
     public static final Instant ALREADY_EXPIRED = Instant.EPOCH;
 
     private final Duration ttl;
-    private final Clock clock;
 
-    public TtlPolicy(Duration ttl, Clock clock) {
+    /** Judges at instants the caller reads from its clock once per decision (never twice: see TtlExpirer). */
+    public TtlPolicy(Duration ttl) {
         this.ttl = Objects.requireNonNull(ttl, "ttl");
-        this.clock = Objects.requireNonNull(clock, "clock");
         if (ttl.isNegative()) {
             throw new IllegalArgumentException("ttl must not be negative");
         }
@@ -60,16 +58,6 @@ public final class TtlPolicy {
     /** True when the pod is claimed and claimed-at + ttl &lt;= now (or claimed-at is unusable). */
     public boolean isExpired(Pod pod, Instant now) {
         return expiresAt(pod).map(at -> !at.isAfter(now)).orElse(false);
-    }
-
-    /** True when the pod has expired by the clock's current instant. */
-    public boolean isExpired(Pod pod) {
-        return isExpired(pod, clock.instant());
-    }
-
-    /** The expired pods among {@code pods}, in their given order, judged at the clock's current instant. */
-    public List<Pod> expired(Collection<Pod> pods) {
-        return expired(pods, clock.instant());
     }
 
     /** The expired pods among {@code pods}, in their given order, judged at {@code now}. */

@@ -32,7 +32,7 @@ class TtlExpirerTest {
 
     private static TtlExpirer expirer(TestCluster cluster, PodCache pods, Clock clock, BooleanSupplier leader) {
         return new TtlExpirer(pods, new ClaimWriter(cluster.client, clock, new ApiCallCounter()),
-                new TtlPolicy(Duration.ofSeconds(2), clock), clock, leader);
+                new TtlPolicy(Duration.ofSeconds(2)), clock, leader);
     }
 
     private static int deletes(TestCluster cluster) {
