@@ -2,6 +2,7 @@ package io.unboundedcloud.playpen.camel;
 
 import java.io.IOException;
 import java.io.OutputStream;
+import java.lang.reflect.Field;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
@@ -14,16 +15,19 @@ import io.unboundedcloud.playpen.kube.DaemonThreads;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import com.sun.net.httpserver.HttpContext;
 import com.sun.net.httpserver.HttpServer;
 
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 
 /**
- * The plain-HTTP management listener (--management-addr, loopback by default): read-only Jolokia at
- * /jolokia for Hawtio, and /metrics in Prometheus text format.
+ * The plain-HTTP management listener (--management-addr, loopback by default): Jolokia at /jolokia for
+ * Hawtio (look, never change: {@link ManagementRestrictor}, no notifications), and /metrics in Prometheus text format.
  */
 public final class ManagementServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ManagementServer.class);
+
+    private static final String AGENT_CONTEXT = "/jolokia";
 
     private final HttpServer http;
     private final JolokiaServer jolokia;
@@ -42,17 +46,37 @@ public final class ManagementServer implements AutoCloseable {
             }
         });
         jolokia = new JolokiaServer(http, new JolokiaServerConfig(Map.of(
-                "agentContext", "/jolokia",
-                "policyLocation", "classpath:/jolokia-access.xml",
+                "agentContext", AGENT_CONTEXT,
+                "restrictorClass", ManagementRestrictor.class.getName(),
                 "discoveryEnabled", "false",
                 "includeStackTrace", "false")), new QuietLogHandler());
     }
 
     public void start() {
         jolokia.start(false);
+        jolokiaContext().getFilters().add(new NoNotificationsFilter(AGENT_CONTEXT));
         http.start();
         LOG.info("management listener on http://{}:{} (/jolokia read-only, /metrics)",
                 http.getAddress().getHostString(), http.getAddress().getPort());
+    }
+
+    /**
+     * The HTTP context Jolokia registered on our server. JolokiaServer keeps it private; reading it is the
+     * only way to put a filter in front of Jolokia's handler on a server we own. Fails loudly (and every
+     * management test with it) if a Jolokia upgrade renames the field.
+     */
+    private HttpContext jolokiaContext() {
+        try {
+            Field f = JolokiaServer.class.getDeclaredField("httpContext");
+            f.setAccessible(true);
+            HttpContext ctx = (HttpContext) f.get(jolokia);
+            if (ctx == null) {
+                throw new IllegalStateException("Jolokia registered no HTTP context");
+            }
+            return ctx;
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("cannot guard Jolokia's HTTP context: " + e, e);
+        }
     }
 
     public InetSocketAddress address() {
