@@ -7,6 +7,7 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.concurrent.Executors;
+import java.util.function.BooleanSupplier;
 
 import org.jolokia.jvmagent.JolokiaServer;
 import org.jolokia.jvmagent.JolokiaServerConfig;
@@ -16,13 +17,15 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import com.sun.net.httpserver.HttpContext;
+import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 
 /**
  * The plain-HTTP management listener (--management-addr, loopback by default): Jolokia at /jolokia for
- * Hawtio (look, never change: {@link ManagementRestrictor}, no notifications), and /metrics in Prometheus text format.
+ * Hawtio (look, never change: {@link ManagementRestrictor}, no notifications), /metrics (also
+ * /observe/metrics) in Prometheus text format, and /observe/health[/ready|/live] as Camel users expect.
  */
 public final class ManagementServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ManagementServer.class);
@@ -33,18 +36,19 @@ public final class ManagementServer implements AutoCloseable {
     private final JolokiaServer jolokia;
     private final java.util.concurrent.ExecutorService executor;
 
-    public ManagementServer(String host, int port, PrometheusMeterRegistry registry) throws IOException {
+    public ManagementServer(String host, int port, PrometheusMeterRegistry registry, BooleanSupplier ready)
+            throws IOException {
         http = HttpServer.create(new InetSocketAddress(host, port), 16);
         executor = Executors.newFixedThreadPool(2, DaemonThreads.named("management-http"));
         http.setExecutor(executor);
-        http.createContext("/metrics", exchange -> {
-            byte[] body = registry.scrape().getBytes(StandardCharsets.UTF_8);
-            exchange.getResponseHeaders().set("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-            exchange.sendResponseHeaders(200, body.length);
-            try (OutputStream out = exchange.getResponseBody()) {
-                out.write(body);
-            }
-        });
+        for (String path : new String[] {"/metrics", "/observe/metrics"}) {
+            // /observe/*: the paths camel-observability-services serves, which Camel users and their tooling expect
+            http.createContext(path, exchange -> reply(exchange, path, 200, "text/plain; version=0.0.4; charset=utf-8",
+                    registry.scrape()));
+        }
+        http.createContext("/observe/health", exchange -> health(exchange, "/observe/health", ready.getAsBoolean()));
+        http.createContext("/observe/health/ready", exchange -> health(exchange, "/observe/health/ready", ready.getAsBoolean()));
+        http.createContext("/observe/health/live", exchange -> health(exchange, "/observe/health/live", true));
         jolokia = new JolokiaServer(http, new JolokiaServerConfig(Map.of(
                 "agentContext", AGENT_CONTEXT,
                 "restrictorClass", ManagementRestrictor.class.getName(),
@@ -52,11 +56,42 @@ public final class ManagementServer implements AutoCloseable {
                 "includeStackTrace", "false")), new QuietLogHandler());
     }
 
+    private static void health(HttpExchange exchange, String path, boolean up) throws IOException {
+        reply(exchange, path, up ? 200 : 503, "application/json", up ? "{\"status\":\"UP\"}" : "{\"status\":\"DOWN\"}");
+    }
+
+    /** Answers a GET (or HEAD) on exactly {@code path}; anything else under the context is 404/405. */
+    private static void reply(HttpExchange exchange, String path, int status, String contentType, String body)
+            throws IOException {
+        try (exchange) {
+            String method = exchange.getRequestMethod();
+            if (!exchange.getRequestURI().getPath().replaceAll("/+$", "").equals(path)) {
+                exchange.sendResponseHeaders(404, -1);
+                return;
+            }
+            if (!"GET".equals(method) && !"HEAD".equals(method)) {
+                exchange.getResponseHeaders().set("Allow", "GET, HEAD");
+                exchange.sendResponseHeaders(405, -1);
+                return;
+            }
+            byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+            exchange.getResponseHeaders().set("Content-Type", contentType);
+            if ("HEAD".equals(method)) {
+                exchange.sendResponseHeaders(status, -1);
+                return;
+            }
+            exchange.sendResponseHeaders(status, bytes.length);
+            try (OutputStream out = exchange.getResponseBody()) {
+                out.write(bytes);
+            }
+        }
+    }
+
     public void start() {
         jolokia.start(false);
         jolokiaContext().getFilters().add(new NoNotificationsFilter(AGENT_CONTEXT));
         http.start();
-        LOG.info("management listener on http://{}:{} (/jolokia read-only, /metrics)",
+        LOG.info("management listener on http://{}:{} (/jolokia for Hawtio, /metrics, /observe/health, /observe/metrics)",
                 http.getAddress().getHostString(), http.getAddress().getPort());
     }
 

@@ -11,6 +11,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.micrometer.core.instrument.Gauge;
 import io.unboundedcloud.playpen.auth.FrontProxyAuthenticator;
 import io.unboundedcloud.playpen.config.OperatorConfig;
 import io.unboundedcloud.playpen.kube.AccessReviewer;
@@ -159,8 +160,13 @@ public final class OperatorApp implements AutoCloseable {
         LOG.info("playpen-operator serving https on {}:{} routes={}", config.listenHost(), config.listenPort(),
                 routesPattern());
         leader.start();
+        Gauge.builder("playpen_ready", this, app -> app.ready() ? 1 : 0)
+                .description("1 while this replica is ready: caches synced and a valid trust bundle").register(metrics.registry());
+        Gauge.builder("playpen_trust_bundle_valid", trust, t -> t.get().valid() ? 1 : 0)
+                .description("1 while a valid front-proxy trust bundle is loaded").register(metrics.registry());
         if (!config.managementHost().isEmpty() && config.managementPort() >= 0) {
-            management = new ManagementServer(config.managementHost(), config.managementPort(), metrics.registry());
+            management = new ManagementServer(config.managementHost(), config.managementPort(), metrics.registry(),
+                    this::ready);
             management.start();
         }
     }

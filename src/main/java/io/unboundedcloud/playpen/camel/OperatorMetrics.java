@@ -51,7 +51,7 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
         reconcileRuns = Counter.builder("playpen_reconcile_runs").description("pool passes").register(registry);
         reconcileErrors = Counter.builder("playpen_reconcile_errors").description("failed pool passes").register(registry);
         ttlExpirations = Counter.builder("playpen_ttl_expirations").description("allocations deleted at TTL").register(registry);
-        podsCreated = Counter.builder("playpen_pool_pods_created").description("pods created by the pool").register(registry);
+        podsCreated = Counter.builder("playpen_pool_created_pods").description("pods created by the pool").register(registry);
         rangeExhausted = Counter.builder("playpen_host_port_range_exhausted").description("pool passes that found a hostPort range full")
                 .register(registry);
     }

@@ -1,0 +1,75 @@
+package io.unboundedcloud.playpen.camel;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/** The camel-observability-services paths on the management listener: /observe/health[/ready|/live], /observe/metrics. */
+class ManagementEndpointsRouteTest {
+    TestCluster cluster;
+    OperatorHarness op;
+    int port;
+    final HttpClient http = HttpClient.newHttpClient();
+
+    @AfterEach
+    void down() {
+        op.close();
+        cluster.close();
+    }
+
+    HttpResponse<String> send(String method, String path) throws Exception {
+        return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+                .method(method, HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    @Test
+    void observePathsFollowReadinessAndServeTheSameMetrics() throws Exception {
+        cluster = TestCluster.start();
+        port = OperatorHarness.freePort();
+        op = new OperatorHarness(cluster, "--management-addr=127.0.0.1:" + port);
+
+        HttpResponse<String> health = send("GET", "/observe/health");
+        assertThat(health.statusCode()).isEqualTo(200);
+        assertThat(health.body()).isEqualTo("{\"status\":\"UP\"}");
+        assertThat(health.headers().firstValue("Content-Type")).contains("application/json");
+        assertThat(send("GET", "/observe/health/ready").statusCode()).isEqualTo(200);
+        assertThat(send("GET", "/observe/health/live").statusCode()).isEqualTo(200);
+        HttpResponse<String> metrics = send("GET", "/observe/metrics");
+        assertThat(metrics.statusCode()).isEqualTo(200);
+        assertThat(metrics.headers().firstValue("Content-Type").orElse("")).startsWith("text/plain; version=0.0.4");
+        assertThat(metrics.body()).contains("playpen_ready 1.0").contains("playpen_trust_bundle_valid 1.0")
+                .contains("playpen_leader ");
+        assertThat(send("GET", "/observe/health/other").statusCode()).isEqualTo(404);
+        HttpResponse<String> post = send("POST", "/observe/health");
+        assertThat(post.statusCode()).isEqualTo(405);
+        assertThat(post.headers().firstValue("Allow")).contains("GET, HEAD");
+        HttpResponse<String> head = send("HEAD", "/observe/health");
+        assertThat(head.statusCode()).isEqualTo(200);
+        assertThat(head.body()).isEmpty();
+
+        // no trust bundle: not ready, and every observer sees it
+        cluster.client.configMaps().inNamespace("kube-system").withName("extension-apiserver-authentication").delete();
+        OperatorHarness.awaitTrue(() -> {
+            try {
+                return send("GET", "/observe/health").statusCode() == 503;
+            } catch (Exception e) {
+                return false;
+            }
+        }, Duration.ofSeconds(10), "readiness false after the trust bundle is deleted");
+        assertThat(send("GET", "/observe/health").body()).isEqualTo("{\"status\":\"DOWN\"}");
+        assertThat(send("GET", "/observe/health/ready").statusCode()).isEqualTo(503);
+        assertThat(send("GET", "/observe/health/live").statusCode()).as("alive while not ready").isEqualTo(200);
+        String scrape = send("GET", "/metrics").body();
+        assertThat(scrape).contains("playpen_ready 0.0").contains("playpen_trust_bundle_valid 0.0");
+    }
+}
