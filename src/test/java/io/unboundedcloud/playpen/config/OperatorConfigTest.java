@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
-class OperatorConfigTest {
+public class OperatorConfigTest {
 
     @Test
     void specA10Defaults() {
@@ -147,7 +147,7 @@ class OperatorConfigTest {
     }
 
     /** The reference's flags, in its main.go order, with DefaultConfig()'s defaults (operator and runner config.go). */
-    static final String[][] REFERENCE_DEFAULTS = {
+    public static final String[][] REFERENCE_DEFAULTS = {
         {"listen-addr", ":8443"}, {"namespace", "playpen"}, {"service-name", "playpen-operator"},
         {"tls-secret-name", "playpen-operator-tls"}, {"runner-namespace", "playpen"},
         {"runner-label-selector", "app.kubernetes.io/name=playpen-runner"}, {"runner-image", "ghcr.io/azure/playpen:latest"},
@@ -186,7 +186,7 @@ class OperatorConfigTest {
      * The args of the reference's own Deployment (deploy/playpen/03-operator.yaml.tmpl of Azure/unbounded, commit
      * edd7b3d, rendered with its template defaults), exactly as it passes them.
      */
-    static final String[] REFERENCE_DEPLOYMENT_ARGS = {
+    public static final String[] REFERENCE_DEPLOYMENT_ARGS = {
         "--listen-addr=:8443",
         "--namespace=playpen",
         "--service-name=playpen-operator",
