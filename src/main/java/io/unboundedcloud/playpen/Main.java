@@ -18,6 +18,20 @@ public final class Main {
 
     public static void main(String[] args) throws Exception {
         JvmDefaults.apply(System.getProperties());
+        // --help/-h and --version/-v print to stdout and exit 0, as the reference's cobra command does
+        try {
+            OperatorConfig.Request request = OperatorConfig.request(args);
+            if (request != OperatorConfig.Request.RUN) {
+                System.out.print(request == OperatorConfig.Request.HELP ? OperatorConfig.usage() : version() + "\n");
+                System.out.flush();
+                System.exit(0);
+                return;
+            }
+        } catch (ConfigException e) {
+            System.err.println("playpen-operator: " + e.getMessage());
+            System.exit(2);
+            return;
+        }
         boolean dev = Arrays.stream(args).anyMatch(a -> a.equals("--dev") || a.equals("--dev=true"));
         OperatorConfig config;
         try {
@@ -65,6 +79,30 @@ public final class Main {
             stopped.countDown();
         }, "shutdown"));
         stopped.await();
+    }
+
+    /** "version (commit: sha)" from the jar's manifest; "dev (commit: unknown)" outside a packaged jar, as in Go. */
+    static String version() {
+        String version = "dev";
+        String commit = "unknown";
+        try {
+            java.nio.file.Path jar = java.nio.file.Path.of(Main.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+            if (java.nio.file.Files.isRegularFile(jar)) {
+                try (java.util.jar.JarFile file = new java.util.jar.JarFile(jar.toFile())) {
+                    java.util.jar.Manifest m = file.getManifest();
+                    var attrs = m == null ? null : m.getMainAttributes();
+                    if (attrs != null && attrs.getValue("Implementation-Version") != null) {
+                        version = attrs.getValue("Implementation-Version");
+                    }
+                    if (attrs != null && attrs.getValue("Git-Commit") != null && !attrs.getValue("Git-Commit").isBlank()) {
+                        commit = attrs.getValue("Git-Commit").trim();
+                    }
+                }
+            }
+        } catch (Exception e) {
+            // no readable jar (classes directory, odd class loader): keep the defaults
+        }
+        return version + " (commit: " + commit + ")";
     }
 
     private static String rootMessage(Throwable t) {

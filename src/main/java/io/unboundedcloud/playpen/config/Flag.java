@@ -1,35 +1,57 @@
 package io.unboundedcloud.playpen.config;
 
+import java.util.Collections;
+import java.util.EnumSet;
+import java.util.Set;
+
 /**
- * Every command-line flag the operator accepts, with its default and one line of help.
- * The README's configuration table and the deploy manifests are checked against this list.
+ * Every command-line flag the operator accepts, with its default and one line of help; the reference operator's
+ * flags come first ({@link #REFERENCE}). The README's configuration table and the deploy manifests are checked
+ * against this list.
  */
 public enum Flag {
-    // --- SPEC A10: compatible with the reference operator ---
+    // --- the reference operator's flags (cmd/playpen-operator/main.go), same names, defaults and meaning ---
     LISTEN_ADDR("listen-addr", ":8443", "HTTPS listen address host:port (empty host = all interfaces)"),
-    NAMESPACE("namespace", "playpen", "namespace of the operator, its TLS Secret and Service"),
-    SERVICE_NAME("service-name", "playpen-operator", "Service name; CN and SANs of the self-signed serving certificate"),
-    TLS_SECRET_NAME("tls-secret-name", "playpen-operator-tls", "kubernetes.io/tls Secret holding the serving certificate (created when absent)"),
-    RUNNER_NAMESPACE("runner-namespace", "playpen", "namespace where runner and control-plane pods live"),
-    RUNNER_LABEL_SELECTOR("runner-label-selector", "app.kubernetes.io/name=playpen-runner", "equality label selector a runner pod must match to be handed out"),
-    RUNNER_IMAGE("runner-image", "ghcr.io/azure/playpen:latest", "runner image (also the control-plane helper image)"),
-    RUNNER_IMAGE_PULL_POLICY("runner-image-pull-policy", "Always", "imagePullPolicy of runner containers (Always|IfNotPresent|Never)"),
-    RUNNER_SERVICE_ACCOUNT_NAME("runner-service-account-name", "playpen-runner", "serviceAccountName of runner pods"),
-    RUNNER_AMD64_COUNT("runner-amd64-count", "1", "idle amd64 runners to keep warm"),
-    RUNNER_ARM64_COUNT("runner-arm64-count", "1", "idle arm64 runners to keep warm"),
+    NAMESPACE("namespace", "playpen", "operator namespace: its TLS Secret, Service and leader Lease"),
+    SERVICE_NAME("service-name", "playpen-operator", "operator Service name used by the aggregated APIService; CN and SANs of the self-signed serving certificate"),
+    TLS_SECRET_NAME("tls-secret-name", "playpen-operator-tls", "kubernetes.io/tls Secret storing the operator HTTPS serving certificate (created when absent)"),
+    RUNNER_NAMESPACE("runner-namespace", "playpen", "namespace containing playpen-runner and control-plane pods"),
+    RUNNER_LABEL_SELECTOR("runner-label-selector", "app.kubernetes.io/name=playpen-runner", "label selector (Kubernetes syntax, set-based too) a runner pod must match to be handed out"),
+    RUNNER_IMAGE("runner-image", "ghcr.io/azure/playpen:latest", "container image of operator-managed runner pods (also the control-plane helper image)"),
+    RUNNER_IMAGE_PULL_POLICY("runner-image-pull-policy", "Always", "imagePullPolicy of operator-managed pods (Always|IfNotPresent|Never)"),
+    RUNNER_SERVICE_ACCOUNT_NAME("runner-service-account-name", "playpen-runner", "ServiceAccount of operator-managed runner pods"),
+    RUNNER_AMD64_COUNT("runner-amd64-count", "1", "desired number of idle amd64 runner pods"),
+    RUNNER_ARM64_COUNT("runner-arm64-count", "1", "desired number of idle arm64 runner pods"),
     RUNNER_WIREGUARD_HOST_PORT_START("runner-wireguard-host-port-start", "51820", "first UDP hostPort for runner WireGuard endpoints"),
     RUNNER_WIREGUARD_HOST_PORT_END("runner-wireguard-host-port-end", "51899", "last UDP hostPort for runner WireGuard endpoints"),
     RUNNER_REQUIRE_KVM("runner-require-kvm", "true", "mount /dev/kvm into runner pods"),
-    RUNNER_CONTROL_PLANE_TOLERATIONS("runner-control-plane-tolerations", "false", "let runners schedule on control-plane/master nodes"),
-    RUNNER_PUBLIC_REDFISH_URL("runner-public-redfish-url", "", "override the Redfish base URL in alloc responses"),
-    CONTROL_PLANE_COUNT("control-plane-count", "0", "idle control-plane pods to keep per configured version"),
-    CONTROL_PLANE_VERSIONS("control-plane-versions", "v1.33.0", "comma-separated Kubernetes versions offered as control planes"),
-    CONTROL_PLANE_IMAGE("control-plane-image", "rancher/k3s:{version}-k3s1", "k3s image; {version} is replaced by the version"),
-    CONTROL_PLANE_SERVICE_ACCOUNT_NAME("control-plane-service-account-name", "playpen-control-plane", "serviceAccountName of control-plane pods"),
+    RUNNER_CONTROL_PLANE_TOLERATIONS("runner-control-plane-tolerations", "false", "let runner pods schedule on control-plane/master nodes"),
+    EXTERNAL_CLIENT_SITE("external-client-site", "playpen-external", "unbounded-net site label of synthetic client Nodes; accepted and checked, no effect here (no synthetic Nodes)"),
+    CONTROL_PLANE_COUNT("control-plane-count", "0", "desired number of idle k3s control-plane pods per Kubernetes version"),
+    CONTROL_PLANE_VERSIONS("control-plane-versions", "v1.33.0", "Kubernetes versions offered as control planes (comma list; repeating the flag appends)"),
+    CONTROL_PLANE_IMAGE("control-plane-image", "rancher/k3s:{version}-k3s1", "k3s image template; {version} is replaced by the Kubernetes version"),
+    CONTROL_PLANE_SERVICE_ACCOUNT_NAME("control-plane-service-account-name", "playpen-control-plane", "ServiceAccount of operator-managed control-plane pods"),
     CONTROL_PLANE_APISERVER_HOST_PORT_START("control-plane-apiserver-host-port-start", "16443", "first TCP hostPort for control-plane API servers"),
     CONTROL_PLANE_APISERVER_HOST_PORT_END("control-plane-apiserver-host-port-end", "16499", "last TCP hostPort for control-plane API servers"),
-    PLAYPEN_TTL("playpen-ttl", "1h", "lifetime of an allocation (Go duration); 0 disables expiry"),
-    RECONCILE_INTERVAL("reconcile-interval", "30s", "interval of the pool and TTL backstop passes (Go duration)"),
+    PLAYPEN_TTL("playpen-ttl", "1h", "maximum lifetime of an allocation (Go duration); expiry disabled when not positive"),
+    RECONCILE_INTERVAL("reconcile-interval", "30s", "interval of the pool and TTL backstop passes (Go duration, > 0)"),
+    RUNNER_LISTEN_ADDR("runner-listen-addr", "10.88.0.1:8443", "runner HTTPS listen address; its port is the port of the default Redfish URL"),
+    RUNNER_PUBLIC_REDFISH_URL("runner-public-redfish-url", "", "Redfish URL returned in allocs; empty = https://<runner WireGuard server IP>:<runner-listen-addr port>"),
+    RUNNER_WIREGUARD_INTERFACE("runner-wireguard-interface", "wg0", "runner WireGuard interface returned in allocs"),
+    RUNNER_WIREGUARD_SERVER_ADDRESS("runner-wireguard-server-address", "10.88.0.1/24", "runner WireGuard address with prefix; its IP is the VXLAN server address"),
+    RUNNER_WIREGUARD_CLIENT_ADDRESS("runner-wireguard-client-address", "10.88.0.2/32", "client WireGuard address with prefix; its IP is the VXLAN client address"),
+    RUNNER_WIREGUARD_LISTEN_PORT("runner-wireguard-listen-port", "51820", "runner WireGuard UDP listen port (container port of runner pods)"),
+    RUNNER_VXLAN_INTERFACE("runner-vxlan-interface", "vxlan0", "runner VXLAN interface returned in allocs"),
+    RUNNER_VXLAN_VNI("runner-vxlan-vni", "12001", "runner VXLAN network identifier"),
+    RUNNER_VXLAN_PORT("runner-vxlan-port", "4789", "runner VXLAN UDP destination port"),
+    RUNNER_GUEST_MAC("runner-guest-mac", "52:54:00:aa:bb:01", "guest MAC returned in allocs"),
+    RUNNER_GUEST_IPV4("runner-guest-ipv4", "192.168.200.10", "guest IPv4 returned in allocs"),
+    RUNNER_GUEST_SUBNET_MASK("runner-guest-subnet-mask", "255.255.255.0", "guest subnet mask returned in allocs"),
+    RUNNER_GUEST_GATEWAY("runner-guest-gateway", "192.168.200.1", "guest gateway returned in allocs; also the control-plane TLS SAN and tls-server-name"),
+    RUNNER_GUEST_DNS("runner-guest-dns", "8.8.8.8", "guest DNS servers returned in allocs (comma list; repeating the flag appends)"),
+    RUNNER_REDFISH_USERNAME("runner-redfish-username", "", "Redfish username returned in allocs"),
+    RUNNER_REDFISH_PASSWORD("runner-redfish-password", "", "Redfish password returned in allocs (never logged)"),
+    RUNNER_REDFISH_DEVICE_ID("runner-redfish-device-id", "1", "Redfish device ID returned in allocs"),
 
     // --- additions of this implementation ---
     KUBECONFIG("kubeconfig", "", "kubeconfig file; empty = KUBECONFIG env, ~/.kube/config or in-cluster"),
@@ -49,22 +71,6 @@ public enum Flag {
     IDLE_TIMEOUT("idle-timeout", "60s", "close HTTPS connections idle for this long"),
     HTTP_WORKER_THREADS("http-worker-threads", "64", "threads that run the HTTP flows (each connection is served by one; alloc blocks on API calls)"),
     REFILL_DEBOUNCE("refill-debounce", "100ms", "delay that coalesces cache events before a pool pass"),
-    GUEST_GATEWAY("guest-gateway", "192.168.200.1", "guest network gateway; also the control-plane tls-server-name"),
-    GUEST_IPV4("guest-ipv4", "192.168.200.10", "guest VM IPv4 address"),
-    GUEST_SUBNET_MASK("guest-subnet-mask", "255.255.255.0", "guest subnet mask"),
-    GUEST_MAC("guest-mac", "52:54:00:aa:bb:01", "guest VM MAC address"),
-    GUEST_DNS("guest-dns", "8.8.8.8", "comma-separated guest DNS servers"),
-    WIREGUARD_INTERFACE("wireguard-interface", "wg0", "WireGuard interface name reported to clients"),
-    WIREGUARD_SERVER_ADDRESS("wireguard-server-address", "10.88.0.1/24", "runner-side WireGuard address"),
-    WIREGUARD_CLIENT_ADDRESS("wireguard-client-address", "10.88.0.2/32", "client-side WireGuard address"),
-    WIREGUARD_LISTEN_PORT("wireguard-listen-port", "51820", "WireGuard port inside the runner pod"),
-    VXLAN_INTERFACE("vxlan-interface", "vxlan0", "VXLAN interface name"),
-    VXLAN_VNI("vxlan-vni", "12001", "VXLAN network identifier"),
-    VXLAN_UDP_PORT("vxlan-udp-port", "4789", "VXLAN UDP port"),
-    VXLAN_SERVER_ADDRESS("vxlan-server-address", "10.88.0.1", "VXLAN runner-side address"),
-    VXLAN_CLIENT_ADDRESS("vxlan-client-address", "10.88.0.2", "VXLAN client-side address"),
-    REDFISH_URL("redfish-url", "https://10.88.0.1:8443", "Redfish base URL inside the tunnel"),
-    REDFISH_DEVICE_ID("redfish-device-id", "1", "Redfish system id"),
     DEV("dev", "false", "start the embedded simulated cluster and run against it"),
     DEV_DIR("dev-dir", "target/dev", "where --dev writes kubeconfigs, certificates and endpoints.env"),
     DEV_API_PORT("dev-api-port", "0", "--dev: port of the simulated API server (0 = free port)"),
@@ -90,6 +96,17 @@ public enum Flag {
 
     public String help() {
         return help;
+    }
+
+    /** The reference operator's flags, in the order its main.go declares them. */
+    public static final Set<Flag> REFERENCE = Collections.unmodifiableSet(EnumSet.range(LISTEN_ADDR, RUNNER_REDFISH_DEVICE_ID));
+
+    /** List flags: comma-separated values, and a repeated flag appends (pflag's StringSlice). */
+    public static final Set<Flag> LISTS = Collections.unmodifiableSet(EnumSet.of(CONTROL_PLANE_VERSIONS, RUNNER_GUEST_DNS));
+
+    /** Boolean flags: a bare {@code --name} means true and never takes the next argument as its value. */
+    public boolean isBoolean() {
+        return defaultValue.equals("true") || defaultValue.equals("false");
     }
 
     public static Flag byName(String name) {

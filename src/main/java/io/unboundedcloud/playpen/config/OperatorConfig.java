@@ -4,19 +4,21 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.EnumMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.regex.Pattern;
 
+import io.unboundedcloud.playpen.model.LabelSelector;
+
 /**
- * The whole configuration of one operator process, parsed once from {@code --name=value} flags.
- * Unknown flags and bad values throw {@link ConfigException} with one line naming the flag.
+ * The whole configuration of one operator process, parsed once from flags written as the reference's
+ * cobra/pflag command line takes them. Unknown flags and bad values throw {@link ConfigException} with one line
+ * naming the flag.
  */
 public record OperatorConfig(
         String listenHost, int listenPort,
         String namespace, String serviceName, String tlsSecretName,
-        String runnerNamespace, Map<String, String> runnerLabelSelector,
+        String runnerNamespace, LabelSelector runnerLabelSelector,
         String runnerImage, String runnerImagePullPolicy, String runnerServiceAccountName,
         int runnerAmd64Count, int runnerArm64Count,
         PortRange runnerPorts, boolean runnerRequireKvm, boolean runnerControlPlaneTolerations,
@@ -46,13 +48,43 @@ public record OperatorConfig(
 
     private static final Pattern VERSION = Pattern.compile("v\\d+\\.\\d+\\.\\d+([-+][0-9A-Za-z.+_-]*)?");
     private static final Pattern LABEL_VALUE = Pattern.compile("([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?");
+    private static final Pattern IPV4 = Pattern.compile("((25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)\\.){3}(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)");
+    private static final Pattern IPV6_CHARS = Pattern.compile("[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*");
+
+    /** What the command line asks for: run the operator, or print usage / the version and exit 0 (cobra's -h, -v). */
+    public enum Request { RUN, HELP, VERSION }
+
+    /** The raw flag values (defaults filled in) and the help/version switches of one command line. */
+    record Scan(Map<Flag, String> values, boolean help, boolean version) {
+    }
 
     /** Parses flags; every flag not given takes its default. */
     public static OperatorConfig parse(String... args) {
+        return build(new Values(scan(args).values()));
+    }
+
+    /**
+     * Whether the command line asks for usage or the version instead of a run. As with cobra, a malformed or
+     * unknown flag is an error even then, and help wins over version.
+     */
+    public static Request request(String... args) {
+        Scan scan = scan(args);
+        return scan.help() ? Request.HELP : scan.version() ? Request.VERSION : Request.RUN;
+    }
+
+    /**
+     * The pflag syntax: {@code --name=value}, {@code --name value}, a bare boolean {@code --name} (true; it never
+     * takes the next argument), {@code -name=value} as Go's flag package also takes it. List flags split on commas,
+     * and a repeated list flag appends to the values given before (the first one replaces the default).
+     */
+    static Scan scan(String... args) {
         Map<Flag, String> values = new EnumMap<>(Flag.class);
         for (Flag f : Flag.values()) {
             values.put(f, f.defaultValue());
         }
+        EnumMap<Flag, Boolean> given = new EnumMap<>(Flag.class);
+        boolean help = false;
+        boolean version = false;
         for (int i = 0; i < args.length; i++) {
             String arg = args[i];
             if (!arg.startsWith("-") || arg.equals("-") || arg.equals("--")) {
@@ -66,13 +98,21 @@ public record OperatorConfig(
                 name = body.substring(0, eq);
                 value = body.substring(eq + 1);
             }
+            // cobra's own flags: --help/-h and --version/-v (booleans like any other)
+            if (name.equals("help") || arg.equals("-h") || arg.startsWith("-h=")) {
+                help = goBool(value == null ? "true" : value, "help");
+                continue;
+            }
+            if (name.equals("version") || arg.equals("-v") || arg.startsWith("-v=")) {
+                version = goBool(value == null ? "true" : value, "version");
+                continue;
+            }
             Flag flag = Flag.byName(name);
             if (flag == null) {
                 throw new ConfigException("unknown flag --" + name);
             }
             if (value == null) {
-                boolean bool = flag.defaultValue().equals("true") || flag.defaultValue().equals("false");
-                if (bool) {
+                if (flag.isBoolean()) {
                     value = "true";
                 } else if (i + 1 < args.length) {
                     value = args[++i];
@@ -80,9 +120,63 @@ public record OperatorConfig(
                     throw new ConfigException("flag --" + name + " needs a value");
                 }
             }
+            if (Flag.LISTS.contains(flag) && given.containsKey(flag)) {
+                value = values.get(flag) + "," + value;
+            }
+            given.put(flag, true);
             values.put(flag, value);
         }
-        return build(new Values(values));
+        return new Scan(values, help, version);
+    }
+
+    /** Go's strconv.ParseBool, which pflag uses for boolean flags. */
+    private static boolean goBool(String s, String flagName) {
+        switch (s.trim()) {
+            case "1", "t", "T", "TRUE", "true", "True":
+                return true;
+            case "0", "f", "F", "FALSE", "false", "False":
+                return false;
+            default:
+                throw new ConfigException("invalid value \"" + s + "\" for flag --" + flagName + ": must be true or false");
+        }
+    }
+
+    /** The usage text of --help: like cobra's, one line per flag, sorted by name, with non-empty defaults. */
+    public static String usage() {
+        StringBuilder sb = new StringBuilder("Aggregated Kubernetes API allocator for playpen runner pods\n\n")
+                .append("Usage:\n  playpen-operator [flags]\n\nFlags:\n");
+        List<String[]> rows = new ArrayList<>();
+        for (Flag f : Flag.values()) {
+            String def = f.defaultValue().isEmpty() || f.defaultValue().equals("false") ? ""
+                    : Flag.LISTS.contains(f) ? " (default [" + f.defaultValue() + "])"
+                    : f.isBoolean() || !typeOf(f).equals("string") ? " (default " + f.defaultValue() + ")"
+                    : " (default \"" + f.defaultValue() + "\")";
+            rows.add(new String[] {f.flagName(), "      --" + f.flagName() + (f.isBoolean() ? "" : " " + typeOf(f)),
+                    f.help() + def});
+        }
+        rows.add(new String[] {"help", "  -h, --help", "help for playpen-operator"});
+        rows.add(new String[] {"version", "  -v, --version", "version for playpen-operator"});
+        rows.sort(java.util.Comparator.comparing((String[] r) -> r[0]));
+        int width = rows.stream().mapToInt(r -> r[1].length()).max().orElse(0);
+        for (String[] r : rows) {
+            sb.append(r[1]).append(" ".repeat(width - r[1].length() + 3)).append(r[2]).append('\n');
+        }
+        return sb.toString();
+    }
+
+    /** The pflag type name shown in usage, derived from the default so the Flag enum needs no extra column. */
+    private static String typeOf(Flag f) {
+        if (Flag.LISTS.contains(f)) {
+            return "strings";
+        }
+        String d = f.defaultValue();
+        if (d.matches("-?\\d+")) {
+            return "int";
+        }
+        if (d.matches("[0-9.]+(ns|us|ms|s|m|h)([0-9.]+(ns|us|ms|s|m|h))*")) {
+            return "duration";
+        }
+        return "string";
     }
 
     private static OperatorConfig build(Values v) {
@@ -97,7 +191,12 @@ public record OperatorConfig(
         if (!logFormat.equals("text") && !logFormat.equals("json")) {
             throw v.bad(Flag.LOG_FORMAT, "must be text or json");
         }
-        Duration ttl = v.duration(Flag.PLAYPEN_TTL);
+        // like the reference, a non-positive --playpen-ttl disables expiry (TtlPolicy: zero = disabled)
+        Duration ttl = v.signedDuration(Flag.PLAYPEN_TTL);
+        if (ttl.isNegative()) {
+            ttl = Duration.ZERO;
+        }
+        v.labelValue(Flag.EXTERNAL_CLIENT_SITE);
         Duration interval = v.duration(Flag.RECONCILE_INTERVAL);
         if (interval.isZero()) {
             throw v.bad(Flag.RECONCILE_INTERVAL, "must be greater than 0");
@@ -134,22 +233,75 @@ public record OperatorConfig(
                 v.intIn(Flag.RETRY_AFTER_SECONDS, 0, 3600), v.duration(Flag.IDLE_TIMEOUT),
                 v.intIn(Flag.HTTP_WORKER_THREADS, 1, 1024),
                 v.duration(Flag.REFILL_DEBOUNCE),
-                new NetworkProfile(
-                        v.nonEmpty(Flag.GUEST_GATEWAY), v.nonEmpty(Flag.GUEST_IPV4), v.nonEmpty(Flag.GUEST_SUBNET_MASK),
-                        v.nonEmpty(Flag.GUEST_MAC), v.list(Flag.GUEST_DNS),
-                        v.nonEmpty(Flag.WIREGUARD_INTERFACE), v.nonEmpty(Flag.WIREGUARD_SERVER_ADDRESS),
-                        v.nonEmpty(Flag.WIREGUARD_CLIENT_ADDRESS), v.intIn(Flag.WIREGUARD_LISTEN_PORT, 1, 65535),
-                        v.nonEmpty(Flag.VXLAN_INTERFACE), v.intIn(Flag.VXLAN_VNI, 0, 16_777_215),
-                        v.intIn(Flag.VXLAN_UDP_PORT, 1, 65535), v.nonEmpty(Flag.VXLAN_SERVER_ADDRESS),
-                        v.nonEmpty(Flag.VXLAN_CLIENT_ADDRESS),
-                        v.nonEmpty(Flag.REDFISH_URL), v.nonEmpty(Flag.REDFISH_DEVICE_ID)),
+                network(v),
                 v.bool(Flag.DEV), v.nonEmpty(Flag.DEV_DIR),
                 v.intIn(Flag.DEV_API_PORT, 0, 65535), v.intIn(Flag.DEV_SHIM_PORT, 0, 65535));
+    }
+
+    /** The alloc answers' network values; the VXLAN addresses and default Redfish URL derive as in the reference. */
+    private static NetworkProfile network(Values v) {
+        String serverAddress = v.nonEmpty(Flag.RUNNER_WIREGUARD_SERVER_ADDRESS);
+        String clientAddress = v.nonEmpty(Flag.RUNNER_WIREGUARD_CLIENT_ADDRESS);
+        String serverIp = v.addressIp(Flag.RUNNER_WIREGUARD_SERVER_ADDRESS);
+        String clientIp = v.addressIp(Flag.RUNNER_WIREGUARD_CLIENT_ADDRESS);
+        String host = serverIp.contains(":") ? "[" + serverIp + "]" : serverIp;
+        return new NetworkProfile(
+                v.nonEmpty(Flag.RUNNER_GUEST_GATEWAY), v.nonEmpty(Flag.RUNNER_GUEST_IPV4), v.nonEmpty(Flag.RUNNER_GUEST_SUBNET_MASK),
+                v.nonEmpty(Flag.RUNNER_GUEST_MAC), v.list(Flag.RUNNER_GUEST_DNS),
+                v.nonEmpty(Flag.RUNNER_WIREGUARD_INTERFACE), serverAddress, clientAddress,
+                v.intIn(Flag.RUNNER_WIREGUARD_LISTEN_PORT, 1, 65535),
+                v.nonEmpty(Flag.RUNNER_VXLAN_INTERFACE), v.intIn(Flag.RUNNER_VXLAN_VNI, 0, 16_777_215),
+                v.intIn(Flag.RUNNER_VXLAN_PORT, 1, 65535), serverIp, clientIp,
+                "https://" + host + ":" + listenPort(v.str(Flag.RUNNER_LISTEN_ADDR)),
+                v.nonEmpty(Flag.RUNNER_REDFISH_DEVICE_ID),
+                v.str(Flag.RUNNER_REDFISH_USERNAME), v.str(Flag.RUNNER_REDFISH_PASSWORD));
+    }
+
+    /** The port of a host:port as Go's net.SplitHostPort finds it; 8443 when there is none (the reference's fallback). */
+    static String listenPort(String addr) {
+        int colon = addr.lastIndexOf(':');
+        if (colon < 0) {
+            return "8443";
+        }
+        String host = addr.substring(0, colon);
+        boolean bracketed = host.startsWith("[") && host.endsWith("]") && host.indexOf(']') == host.length() - 1;
+        if (!bracketed && (host.contains(":") || host.contains("[") || host.contains("]"))) {
+            return "8443";
+        }
+        String port = addr.substring(colon + 1);
+        return port.isEmpty() ? "8443" : port;
     }
 
     /** The Redfish base URL clients get: --runner-public-redfish-url when set, else the tunnel URL. */
     public String redfishBaseUrl() {
         return runnerPublicRedfishUrl.isEmpty() ? network.redfishUrl() : runnerPublicRedfishUrl;
+    }
+
+    /** Go's strconv.ParseInt(s, 0, 64), which pflag's int flags use: sign, 0x/0o/0b or leading-0 octal, underscores. */
+    static long goInt(String s) {
+        String t = s;
+        boolean negative = false;
+        if (t.startsWith("+") || t.startsWith("-")) {
+            negative = t.startsWith("-");
+            t = t.substring(1);
+        }
+        int radix = 10;
+        boolean prefixed = false;
+        if (t.length() > 1 && t.charAt(0) == '0') {
+            char c = Character.toLowerCase(t.charAt(1));
+            radix = c == 'x' ? 16 : c == 'b' ? 2 : 8;
+            t = c == 'x' || c == 'b' || c == 'o' ? t.substring(2) : t.substring(1);
+            prefixed = true;
+        }
+        if (t.contains("_") && !t.matches((prefixed ? "_?" : "") + "[0-9A-Za-z]+(_[0-9A-Za-z]+)*")) {
+            throw new NumberFormatException(s);
+        }
+        t = t.replace("_", "");
+        if (t.isEmpty() || !t.matches("[0-9A-Za-z]+")) {
+            throw new NumberFormatException(s);
+        }
+        long n = Long.parseLong(t, radix);
+        return negative ? -n : n;
     }
 
     private static final class Values {
@@ -184,40 +336,40 @@ public record OperatorConfig(
         }
 
         boolean bool(Flag f) {
-            String s = str(f).trim().toLowerCase();
-            if (s.equals("true") || s.equals("1")) {
-                return true;
+            try {
+                return goBool(str(f), f.flagName());
+            } catch (ConfigException e) {
+                throw bad(f, "must be true or false");
             }
-            if (s.equals("false") || s.equals("0")) {
-                return false;
-            }
-            throw bad(f, "must be true or false");
         }
 
         int intIn(Flag f, int min, int max) {
-            int n;
+            long n;
             try {
-                n = Integer.parseInt(str(f).trim());
+                n = goInt(str(f).trim());
             } catch (NumberFormatException e) {
                 throw bad(f, "must be an integer");
             }
             if (n < min || n > max) {
                 throw bad(f, "must be between " + min + " and " + max);
             }
-            return n;
+            return (int) n;
         }
 
         int count(Flag f) {
             return intIn(f, 0, 10_000);
         }
 
-        Duration duration(Flag f) {
-            Duration d;
+        Duration signedDuration(Flag f) {
             try {
-                d = GoDuration.parse(str(f));
+                return GoDuration.parse(str(f));
             } catch (IllegalArgumentException e) {
                 throw bad(f, "must be a duration such as 90s, 30m or 1h30m");
             }
+        }
+
+        Duration duration(Flag f) {
+            Duration d = signedDuration(f);
             if (d.isNegative()) {
                 throw bad(f, "must not be negative");
             }
@@ -285,28 +437,40 @@ public record OperatorConfig(
             return Collections.unmodifiableList(out);
         }
 
-        Map<String, String> selector(Flag f) {
-            Map<String, String> out = new LinkedHashMap<>();
+        LabelSelector selector(Flag f) {
+            try {
+                return LabelSelector.parse(str(f));
+            } catch (IllegalArgumentException e) {
+                throw bad(f, e.getMessage());
+            }
+        }
+
+        String labelValue(Flag f) {
+            String s = str(f);
+            if (s.length() > 63 || !LABEL_VALUE.matcher(s).matches()) {
+                throw bad(f, "must be a label value");
+            }
+            return s;
+        }
+
+        /** The IP of an address with an optional /prefix (the reference's runnerAddressIP); IPv4 or IPv6. */
+        String addressIp(Flag f) {
             String s = str(f).trim();
-            if (s.isEmpty()) {
-                return Map.of();
-            }
-            for (String req : s.split(",")) {
-                String r = req.trim();
-                int eq = r.indexOf("==") >= 0 ? r.indexOf("==") : r.indexOf('=');
-                if (eq <= 0 || r.contains("!=")) {
-                    throw bad(f, "only equality selectors key=value are supported");
+            int slash = s.indexOf('/');
+            String ip = slash >= 0 ? s.substring(0, slash) : s;
+            boolean ok = IPV4.matcher(ip).matches();
+            if (!ok && IPV6_CHARS.matcher(ip).matches()) {
+                try {
+                    // a literal with ':' never triggers a DNS lookup
+                    ok = java.net.InetAddress.getByName(ip) instanceof java.net.Inet6Address || ip.contains(".");
+                } catch (java.net.UnknownHostException e) {
+                    ok = false;
                 }
-                String key = r.substring(0, eq).trim();
-                // "key=" (an empty value) is a valid selector; do not read past its end
-                boolean doubleEq = eq + 1 < r.length() && r.charAt(eq + 1) == '=';
-                String val = r.substring(doubleEq ? eq + 2 : eq + 1).trim();
-                if (!LABEL_VALUE.matcher(val).matches()) {
-                    throw bad(f, "\"" + val + "\" is not a label value");
-                }
-                out.put(key, val);
             }
-            return Collections.unmodifiableMap(out);
+            if (!ok) {
+                throw bad(f, "\"" + ip + "\" is not an IP address");
+            }
+            return ip;
         }
     }
 }

@@ -46,7 +46,7 @@ public final class AllocResponses {
                     new Vxlan(net.vxlanInterface(), net.vxlanVni(), net.vxlanUdpPort(), net.vxlanServerAddress(),
                             net.vxlanClientAddress()),
                     new Network(net.guestMAC(), net.guestIPv4(), net.subnetMask(), net.guestGateway(), List.copyOf(net.dns())),
-                    new Redfish(redfishBaseUrl, "", "", ann.getOrDefault(PlaypenKeys.REDFISH_CERT_PEM, ""), deviceId,
+                    new Redfish(redfishBaseUrl, net.redfishUsername(), net.redfishPassword(), ann.getOrDefault(PlaypenKeys.REDFISH_CERT_PEM, ""), deviceId,
                             redfishBaseUrl + "/redfish/v1/Systems/" + deviceId,
                             "/redfish/v1/Systems/" + deviceId + "/Oem/Unbounded/SerialConsole/Stream"),
                     ControlPlane.EMPTY);

@@ -28,10 +28,16 @@ public final class Candidates {
     public record Selection(List<Usable> ordered, List<String> skipped, int ofKind) {
     }
 
-    private final Map<String, String> runnerSelector;
+    private final LabelSelector runnerSelector;
 
-    public Candidates(Map<String, String> runnerSelector) {
-        this.runnerSelector = Map.copyOf(runnerSelector);
+    /** Runners are handed out only when they carry every one of these labels with these values. */
+    public Candidates(Map<String, String> runnerLabels) {
+        this(LabelSelector.equality(runnerLabels));
+    }
+
+    /** Runners are handed out only when they match {@code runnerSelector} (--runner-label-selector), as in the reference. */
+    public Candidates(LabelSelector runnerSelector) {
+        this.runnerSelector = runnerSelector;
     }
 
     /** {@code externalIp} maps a node name to its ExternalIP (empty when the node is unknown or has none). */
@@ -147,11 +153,8 @@ public final class Candidates {
     private String kindKey(Pod pod) {
         ResourceType type = ManagedPods.resourceType(pod).orElse(null);
         if (type == ResourceType.RUNNER) {
-            Map<String, String> labels = ManagedPods.labels(pod);
-            for (Map.Entry<String, String> e : runnerSelector.entrySet()) {
-                if (!e.getValue().equals(labels.get(e.getKey()))) {
-                    return null;
-                }
+            if (!runnerSelector.matches(ManagedPods.labels(pod))) {
+                return null;
             }
             return "runner/" + ManagedPods.architecture(pod);
         }

@@ -4,13 +4,19 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Pattern;
+
+import io.unboundedcloud.playpen.model.LabelSelector;
+import io.unboundedcloud.playpen.model.LabelSelector.Op;
+import io.unboundedcloud.playpen.model.LabelSelector.Requirement;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
-class OperatorConfigTest {
+public class OperatorConfigTest {
 
     @Test
     void specA10Defaults() {
@@ -21,7 +27,7 @@ class OperatorConfigTest {
         assertThat(c.serviceName()).isEqualTo("playpen-operator");
         assertThat(c.tlsSecretName()).isEqualTo("playpen-operator-tls");
         assertThat(c.runnerNamespace()).isEqualTo("playpen");
-        assertThat(c.runnerLabelSelector()).isEqualTo(Map.of("app.kubernetes.io/name", "playpen-runner"));
+        assertThat(c.runnerLabelSelector()).isEqualTo(LabelSelector.parse("app.kubernetes.io/name=playpen-runner"));
         assertThat(c.runnerImage()).isEqualTo("ghcr.io/azure/playpen:latest");
         assertThat(c.runnerImagePullPolicy()).isEqualTo("Always");
         assertThat(c.runnerServiceAccountName()).isEqualTo("playpen-runner");
@@ -46,7 +52,7 @@ class OperatorConfigTest {
         NetworkProfile n = OperatorConfig.parse().network();
         assertThat(n).isEqualTo(new NetworkProfile("192.168.200.1", "192.168.200.10", "255.255.255.0", "52:54:00:aa:bb:01",
                 List.of("8.8.8.8"), "wg0", "10.88.0.1/24", "10.88.0.2/32", 51820, "vxlan0", 12001, 4789, "10.88.0.1",
-                "10.88.0.2", "https://10.88.0.1:8443", "1"));
+                "10.88.0.2", "https://10.88.0.1:8443", "1", "", ""));
         assertThat(n.guestApiServerUrl()).isEqualTo("https://192.168.200.1:6443");
         assertThat(OperatorConfig.parse().redfishBaseUrl()).isEqualTo("https://10.88.0.1:8443");
     }
@@ -84,8 +90,9 @@ class OperatorConfigTest {
         assertThat(c.namespace()).isEqualTo("ops");
         assertThat(c.leaderElectionNamespace()).isEqualTo("ops");
         assertThat(c.runnerNamespace()).isEqualTo("pool");
-        assertThat(c.runnerLabelSelector()).containsExactly(
-                Map.entry("app.kubernetes.io/name", "playpen-runner"), Map.entry("pool", "blue"));
+        assertThat(c.runnerLabelSelector().requirements()).containsExactly(
+                new Requirement("app.kubernetes.io/name", Op.EQUALS, List.of("playpen-runner")),
+                new Requirement("pool", Op.DOUBLE_EQUALS, List.of("blue")));
         assertThat(c.runnerImage()).isEqualTo("registry.example.com/playpen:1.2");
         assertThat(c.runnerImagePullPolicy()).isEqualTo("IfNotPresent");
         assertThat(c.runnerAmd64Count()).isEqualTo(3);
@@ -115,13 +122,215 @@ class OperatorConfigTest {
 
     @Test
     void emptySelectorSelectsEveryRunner() {
-        assertThat(OperatorConfig.parse("--runner-label-selector=").runnerLabelSelector()).isEmpty();
+        LabelSelector all = OperatorConfig.parse("--runner-label-selector=").runnerLabelSelector();
+        assertThat(all.isEmpty()).isTrue();
+        assertThat(all.matches(Map.of())).isTrue();
     }
 
     @Test
     void selectorWithAnEmptyValue() {
-        assertThat(OperatorConfig.parse("--runner-label-selector=pool=").runnerLabelSelector()).isEqualTo(Map.of("pool", ""));
-        assertThat(OperatorConfig.parse("--runner-label-selector=pool==").runnerLabelSelector()).isEqualTo(Map.of("pool", ""));
+        assertThat(OperatorConfig.parse("--runner-label-selector=pool=").runnerLabelSelector().requirements())
+                .containsExactly(new Requirement("pool", Op.EQUALS, List.of("")));
+        assertThat(OperatorConfig.parse("--runner-label-selector=pool==").runnerLabelSelector().requirements())
+                .containsExactly(new Requirement("pool", Op.DOUBLE_EQUALS, List.of("")));
+    }
+
+    @Test
+    void setBasedSelectorIsAccepted() {
+        LabelSelector s = OperatorConfig.parse(
+                "--runner-label-selector=app.kubernetes.io/name in (playpen-runner), pool notin (green), !quarantined, tier")
+                .runnerLabelSelector();
+        assertThat(s.matches(Map.of("app.kubernetes.io/name", "playpen-runner", "tier", "a"))).isTrue();
+        assertThat(s.matches(Map.of("app.kubernetes.io/name", "playpen-runner", "tier", "a", "pool", "green"))).isFalse();
+        assertThat(s.matches(Map.of("app.kubernetes.io/name", "playpen-runner", "tier", "a", "quarantined", ""))).isFalse();
+        assertThat(s.matches(Map.of("app.kubernetes.io/name", "playpen-runner"))).isFalse();
+    }
+
+    /** The reference's flags, in its main.go order, with DefaultConfig()'s defaults (operator and runner config.go). */
+    public static final String[][] REFERENCE_DEFAULTS = {
+        {"listen-addr", ":8443"}, {"namespace", "playpen"}, {"service-name", "playpen-operator"},
+        {"tls-secret-name", "playpen-operator-tls"}, {"runner-namespace", "playpen"},
+        {"runner-label-selector", "app.kubernetes.io/name=playpen-runner"}, {"runner-image", "ghcr.io/azure/playpen:latest"},
+        {"runner-image-pull-policy", "Always"}, {"runner-service-account-name", "playpen-runner"},
+        {"runner-amd64-count", "1"}, {"runner-arm64-count", "1"},
+        {"runner-wireguard-host-port-start", "51820"}, {"runner-wireguard-host-port-end", "51899"},
+        {"runner-require-kvm", "true"}, {"runner-control-plane-tolerations", "false"},
+        {"external-client-site", "playpen-external"}, {"control-plane-count", "0"}, {"control-plane-versions", "v1.33.0"},
+        {"control-plane-image", "rancher/k3s:{version}-k3s1"}, {"control-plane-service-account-name", "playpen-control-plane"},
+        {"control-plane-apiserver-host-port-start", "16443"}, {"control-plane-apiserver-host-port-end", "16499"},
+        {"playpen-ttl", "1h"}, {"reconcile-interval", "30s"},
+        {"runner-listen-addr", "10.88.0.1:8443"}, {"runner-public-redfish-url", ""},
+        {"runner-wireguard-interface", "wg0"}, {"runner-wireguard-server-address", "10.88.0.1/24"},
+        {"runner-wireguard-client-address", "10.88.0.2/32"}, {"runner-wireguard-listen-port", "51820"},
+        {"runner-vxlan-interface", "vxlan0"}, {"runner-vxlan-vni", "12001"}, {"runner-vxlan-port", "4789"},
+        {"runner-guest-mac", "52:54:00:aa:bb:01"}, {"runner-guest-ipv4", "192.168.200.10"},
+        {"runner-guest-subnet-mask", "255.255.255.0"}, {"runner-guest-gateway", "192.168.200.1"},
+        {"runner-guest-dns", "8.8.8.8"}, {"runner-redfish-username", ""}, {"runner-redfish-password", ""},
+        {"runner-redfish-device-id", "1"},
+    };
+
+    @Test
+    void everyReferenceFlagExistsWithTheReferenceDefaultAndComesFirst() {
+        List<Flag> expected = new ArrayList<>();
+        for (String[] nameDefault : REFERENCE_DEFAULTS) {
+            Flag f = Flag.byName(nameDefault[0]);
+            assertThat(f).as(nameDefault[0]).isNotNull();
+            assertThat(f.defaultValue()).as(nameDefault[0]).isEqualTo(nameDefault[1]);
+            expected.add(f);
+        }
+        assertThat(Flag.REFERENCE).containsExactlyElementsOf(expected);
+        assertThat(List.of(Flag.values()).subList(0, expected.size())).containsExactlyElementsOf(expected);
+    }
+
+    /**
+     * The args of the reference's own Deployment (deploy/playpen/03-operator.yaml.tmpl of Azure/unbounded, commit
+     * edd7b3d, rendered with its template defaults), exactly as it passes them.
+     */
+    public static final String[] REFERENCE_DEPLOYMENT_ARGS = {
+        "--listen-addr=:8443",
+        "--namespace=playpen",
+        "--service-name=playpen-operator",
+        "--runner-namespace=playpen",
+        "--runner-label-selector=app.kubernetes.io/name=playpen-runner",
+        "--runner-image=ghcr.io/azure/playpen:latest",
+        "--runner-image-pull-policy=Always",
+        "--runner-service-account-name=playpen-runner",
+        "--runner-amd64-count=2",
+        "--runner-arm64-count=2",
+        "--runner-wireguard-host-port-start=51820",
+        "--runner-wireguard-host-port-end=51899",
+        "--runner-require-kvm=true",
+        "--runner-control-plane-tolerations=false",
+        "--playpen-ttl=1h",
+    };
+
+    @Test
+    void theReferenceDeploymentArgsMeanTheSameHere() {
+        assertThat(OperatorConfig.request(REFERENCE_DEPLOYMENT_ARGS)).isEqualTo(OperatorConfig.Request.RUN);
+        OperatorConfig c = OperatorConfig.parse(REFERENCE_DEPLOYMENT_ARGS);
+        assertThat(c.listenHost()).isEmpty();
+        assertThat(c.listenPort()).isEqualTo(8443);
+        assertThat(c.namespace()).isEqualTo("playpen");
+        assertThat(c.serviceName()).isEqualTo("playpen-operator");
+        assertThat(c.runnerNamespace()).isEqualTo("playpen");
+        assertThat(c.runnerLabelSelector()).isEqualTo(LabelSelector.equality(Map.of("app.kubernetes.io/name", "playpen-runner")));
+        assertThat(c.runnerImage()).isEqualTo("ghcr.io/azure/playpen:latest");
+        assertThat(c.runnerImagePullPolicy()).isEqualTo("Always");
+        assertThat(c.runnerServiceAccountName()).isEqualTo("playpen-runner");
+        assertThat(c.runnerAmd64Count()).isEqualTo(2);
+        assertThat(c.runnerArm64Count()).isEqualTo(2);
+        assertThat(c.runnerPorts()).isEqualTo(new OperatorConfig.PortRange(51820, 51899));
+        assertThat(c.runnerRequireKvm()).isTrue();
+        assertThat(c.runnerControlPlaneTolerations()).isFalse();
+        assertThat(c.playpenTtl()).isEqualTo(Duration.ofHours(1));
+        // everything it does not pass keeps the reference's default
+        assertThat(c.tlsSecretName()).isEqualTo("playpen-operator-tls");
+        assertThat(c.reconcileInterval()).isEqualTo(Duration.ofSeconds(30));
+        assertThat(c.network()).isEqualTo(OperatorConfig.parse().network());
+    }
+
+    @Test
+    void runnerFlagsReachTheAllocAnswerValues() {
+        OperatorConfig c = OperatorConfig.parse(
+                "--runner-guest-mac=52:54:00:00:00:02", "--runner-guest-ipv4=10.1.0.10", "--runner-guest-subnet-mask=255.255.0.0",
+                "--runner-guest-gateway=10.1.0.1", "--runner-guest-dns=1.1.1.1,9.9.9.9",
+                "--runner-wireguard-interface=wg9", "--runner-wireguard-server-address=10.77.0.1/16",
+                "--runner-wireguard-client-address=10.77.0.9/32", "--runner-wireguard-listen-port=51000",
+                "--runner-vxlan-interface=vx1", "--runner-vxlan-vni=42", "--runner-vxlan-port=8472",
+                "--runner-listen-addr=10.77.0.1:9443",
+                "--runner-redfish-username=admin", "--runner-redfish-password=s3cret", "--runner-redfish-device-id=7",
+                "--external-client-site=edge-1");
+        assertThat(c.network()).isEqualTo(new NetworkProfile("10.1.0.1", "10.1.0.10", "255.255.0.0", "52:54:00:00:00:02",
+                List.of("1.1.1.1", "9.9.9.9"), "wg9", "10.77.0.1/16", "10.77.0.9/32", 51000, "vx1", 42, 8472, "10.77.0.1",
+                "10.77.0.9", "https://10.77.0.1:9443", "7", "admin", "s3cret"));
+        assertThat(c.redfishBaseUrl()).isEqualTo("https://10.77.0.1:9443");
+        assertThat(c.network().toString()).doesNotContain("s3cret").contains("redfishUsername=admin");
+        assertThat(c.network().guestApiServerUrl()).isEqualTo("https://10.1.0.1:6443");
+    }
+
+    /** listen addr | wireguard server address | default Redfish URL (the reference's defaultRunnerPublicRedfishURL) */
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "10.88.0.1:8443 | 10.88.0.1/24    | https://10.88.0.1:8443",
+        ":9000          | 10.88.0.1/24    | https://10.88.0.1:9000",
+        "10.88.0.1      | 10.88.0.1/24    | https://10.88.0.1:8443",
+        "'10.88.0.1:'   | 10.88.0.1/24    | https://10.88.0.1:8443",
+        "[fd00::1]:7443 | fd00::1/64      | https://[fd00::1]:7443",
+        "fd00::1:7443   | 10.88.0.1       | https://10.88.0.1:8443"})
+    void defaultRedfishUrl(String listen, String server, String url) {
+        OperatorConfig c = OperatorConfig.parse("--runner-listen-addr=" + listen, "--runner-wireguard-server-address=" + server);
+        assertThat(c.network().redfishUrl()).isEqualTo(url);
+        assertThat(c.redfishBaseUrl()).isEqualTo(url);
+        assertThat(OperatorConfig.parse("--runner-listen-addr=" + listen, "--runner-public-redfish-url=https://bmc.example")
+                .redfishBaseUrl()).isEqualTo("https://bmc.example");
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {"0 | 0", "-1h | 0", "-1ns | 0", "1h30m | 5400"})
+    void nonPositiveTtlDisablesExpiry(String ttl, long seconds) {
+        assertThat(OperatorConfig.parse("--playpen-ttl=" + ttl).playpenTtl()).isEqualTo(Duration.ofSeconds(seconds));
+    }
+
+    @Test
+    void repeatedListFlagsAccumulate() {
+        OperatorConfig c = OperatorConfig.parse("--control-plane-versions=v1.33.0", "--control-plane-versions", "v1.34.0,1.35.1",
+                "--runner-guest-dns=1.1.1.1", "--runner-guest-dns=9.9.9.9");
+        assertThat(c.controlPlaneVersions()).containsExactly("v1.33.0", "v1.34.0", "v1.35.1");
+        assertThat(c.network().dns()).containsExactly("1.1.1.1", "9.9.9.9");
+        // the first occurrence replaces the default rather than appending to it
+        assertThat(OperatorConfig.parse("--control-plane-versions=v1.34.0").controlPlaneVersions()).containsExactly("v1.34.0");
+        assertThat(OperatorConfig.parse("--runner-guest-dns=").network().dns()).isEmpty();
+        // a repeated scalar flag: the last one wins
+        assertThat(OperatorConfig.parse("--namespace=a", "--namespace=b").namespace()).isEqualTo("b");
+    }
+
+    @Test
+    void goBooleansAndIntegers() {
+        assertThat(OperatorConfig.parse("--runner-require-kvm=F").runnerRequireKvm()).isFalse();
+        assertThat(OperatorConfig.parse("--runner-require-kvm=FALSE").runnerRequireKvm()).isFalse();
+        assertThat(OperatorConfig.parse("--runner-control-plane-tolerations=t").runnerControlPlaneTolerations()).isTrue();
+        assertThat(OperatorConfig.parse("--runner-control-plane-tolerations=True").runnerControlPlaneTolerations()).isTrue();
+        assertThat(OperatorConfig.parse("--runner-amd64-count=0x10").runnerAmd64Count()).isEqualTo(16);
+        assertThat(OperatorConfig.parse("--runner-amd64-count=010").runnerAmd64Count()).isEqualTo(8);
+        assertThat(OperatorConfig.parse("--runner-amd64-count=1_0").runnerAmd64Count()).isEqualTo(10);
+        assertThat(OperatorConfig.parse("--runner-vxlan-vni=+12").network().vxlanVni()).isEqualTo(12);
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "--help | HELP", "-h | HELP", "-help | HELP", "--help=true | HELP", "--help=false | RUN", "--version | VERSION",
+        "-v | VERSION", "--version=1 | VERSION", "--namespace=x | RUN"})
+    void helpAndVersionRequests(String arg, OperatorConfig.Request expected) {
+        assertThat(OperatorConfig.request(arg)).isEqualTo(expected);
+        assertThat(OperatorConfig.request("--namespace=x", arg, "--runner-amd64-count=2")).isEqualTo(expected);
+    }
+
+    @Test
+    void helpWinsOverVersionButNotOverABadFlag() {
+        assertThat(OperatorConfig.request("--version", "--help")).isEqualTo(OperatorConfig.Request.HELP);
+        assertThatThrownBy(() -> OperatorConfig.request("--help", "--no-such-flag")).hasMessage("unknown flag --no-such-flag");
+        assertThatThrownBy(() -> OperatorConfig.request("--help=maybe")).hasMessageContaining("--help: must be true or false");
+        // help and version are not configuration: parse ignores them
+        assertThat(OperatorConfig.parse("--help", "--version").namespace()).isEqualTo("playpen");
+    }
+
+    @Test
+    void usageListsEveryFlagWithItsDefault() {
+        String usage = OperatorConfig.usage();
+        assertThat(usage).startsWith("Aggregated Kubernetes API allocator for playpen runner pods\n\nUsage:\n  playpen-operator [flags]\n");
+        for (Flag f : Flag.values()) {
+            assertThat(usage).as(f.flagName()).containsPattern("(?m)^      --" + Pattern.quote(f.flagName()) + "[ a-z]*   "
+                    + Pattern.quote(f.help()));
+        }
+        assertThat(usage).contains("  -h, --help ").contains("  -v, --version ")
+                .contains("--playpen-ttl duration ").contains("(default 1h)")
+                .contains("--control-plane-versions strings ").contains("(default [v1.33.0])")
+                .contains("--namespace string ").contains("(default \"playpen\")")
+                .contains("--runner-amd64-count int ");
+        // sorted by name, like pflag
+        List<String> names = usage.lines().filter(l -> l.contains("--")).map(l -> l.trim().replaceFirst("^-., ", "").split(" ")[0])
+                .toList();
+        assertThat(names).isSorted().hasSize(Flag.values().length + 2);
     }
 
     @Test
@@ -159,7 +368,7 @@ class OperatorConfigTest {
             "--playpen-ttl=1x | invalid value \"1x\" for flag --playpen-ttl: must be a duration such as 90s, 30m or 1h30m",
             "--playpen-ttl=60 | invalid value \"60\" for flag --playpen-ttl: must be a duration such as 90s, 30m or 1h30m",
             "--playpen-ttl=- | invalid value \"-\" for flag --playpen-ttl: must be a duration such as 90s, 30m or 1h30m",
-            "--playpen-ttl=-1h | invalid value \"-1h\" for flag --playpen-ttl: must not be negative",
+            "--reconcile-interval=-1s | invalid value \"-1s\" for flag --reconcile-interval: must not be negative",
             "--reconcile-interval=0 | invalid value \"0\" for flag --reconcile-interval: must be greater than 0",
             "--reconcile-interval=soon | invalid value \"soon\" for flag --reconcile-interval: must be a duration such as 90s, 30m or 1h30m",
             "--control-plane-versions=1.x | invalid value \"1.x\" for flag --control-plane-versions: \"1.x\" is not a version like v1.33.0",
@@ -172,9 +381,18 @@ class OperatorConfigTest {
             "--runner-image= | invalid value \"\" for flag --runner-image: must not be empty",
             "--listen-addr=8443 | invalid value \"8443\" for flag --listen-addr: must be host:port",
             "--listen-addr=:http | invalid value \":http\" for flag --listen-addr: must be host:port",
-            "--runner-label-selector=env!=prod | invalid value \"env!=prod\" for flag --runner-label-selector: only equality selectors key=value are supported",
-            "--runner-label-selector=env in (a) | invalid value \"env in (a)\" for flag --runner-label-selector: only equality selectors key=value are supported",
-            "--runner-label-selector=env=a b | invalid value \"env=a b\" for flag --runner-label-selector: \"a b\" is not a label value",
+            "--runner-label-selector=env=a b | invalid value \"env=a b\" for flag --runner-label-selector: found 'b', expected: ',' or 'end of string'",
+            "--runner-label-selector=env in (a | invalid value \"env in (a\" for flag --runner-label-selector: unable to parse requirement: found '', expected: ',' or ')'",
+            "--runner-label-selector=x<a | invalid value \"x<a\" for flag --runner-label-selector: unable to parse requirement: values[0]: Invalid value: \"a\": for 'Gt', 'Lt' operators, the value must be an integer",
+            "--runner-wireguard-server-address=wg-server | invalid value \"wg-server\" for flag --runner-wireguard-server-address: \"wg-server\" is not an IP address",
+            "--runner-wireguard-client-address=10.88.0.256/32 | invalid value \"10.88.0.256/32\" for flag --runner-wireguard-client-address: \"10.88.0.256\" is not an IP address",
+            "--runner-wireguard-listen-port=0 | invalid value \"0\" for flag --runner-wireguard-listen-port: must be between 1 and 65535",
+            "--runner-vxlan-vni=16777216 | invalid value \"16777216\" for flag --runner-vxlan-vni: must be between 0 and 16777215",
+            "--runner-vxlan-port=udp | invalid value \"udp\" for flag --runner-vxlan-port: must be an integer",
+            "--runner-guest-gateway= | invalid value \"\" for flag --runner-guest-gateway: must not be empty",
+            "--runner-redfish-device-id= | invalid value \"\" for flag --runner-redfish-device-id: must not be empty",
+            "--external-client-site=not a label | invalid value \"not a label\" for flag --external-client-site: must be a label value",
+            "--runner-amd64-count=08 | invalid value \"08\" for flag --runner-amd64-count: must be an integer",
     })
     void badValueIsOneLineNamingTheFlag(String arg, String message) {
         assertThatThrownBy(() -> OperatorConfig.parse(arg))

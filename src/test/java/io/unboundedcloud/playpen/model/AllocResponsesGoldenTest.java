@@ -116,7 +116,7 @@ class AllocResponsesGoldenTest {
         JsonNode cp = Json.MAPPER.readTree(Json.write(responses().build(pod, IP))).path("controlPlane");
         assertThat(cp.path("guestAPIServerURL").textValue()).isEqualTo("https://192.168.200.1:6443");
 
-        JsonNode other = Json.MAPPER.readTree(Json.write(responses("--guest-gateway=10.1.0.1").build(pod, IP))).path("controlPlane");
+        JsonNode other = Json.MAPPER.readTree(Json.write(responses("--runner-guest-gateway=10.1.0.1").build(pod, IP))).path("controlPlane");
         assertThat(other.path("guestAPIServerURL").textValue()).isEqualTo("https://10.1.0.1:6443");
         JsonNode kubeconfig = YAML.readTree(other.path("kubeconfig").textValue());
         for (JsonNode c : kubeconfig.path("clusters")) {

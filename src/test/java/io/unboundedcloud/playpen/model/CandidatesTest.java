@@ -307,6 +307,23 @@ class CandidatesTest {
     }
 
     @Test
+    void setBasedRunnerLabelSelectorFiltersRunners() {
+        // the reference passes --runner-label-selector through labels.Parse, so set-based selectors must work too
+        Candidates notGreen = new Candidates(OperatorConfig.parse(
+                "--runner-label-selector=app.kubernetes.io/name in (playpen-runner), pool notin (green), !quarantined")
+                .runnerLabelSelector());
+        Pod plain = readyRunner("amd64", 51820);
+        Pod bluePod = edit(readyRunner("amd64", 51821), b -> b.editMetadata().addToLabels("pool", "blue").endMetadata());
+        Pod greenPod = edit(readyRunner("amd64", 51822), b -> b.editMetadata().addToLabels("pool", "green").endMetadata());
+        Pod quarantined = edit(readyRunner("amd64", 51823), b -> b.editMetadata().addToLabels("quarantined", "yes").endMetadata());
+        AllocCommand cmd = runnerCmd("k", "amd64");
+
+        Candidates.Selection s = notGreen.select(cmd, List.of(plain, bluePod, greenPod, quarantined), EXTERNAL_IP);
+        assertThat(names(s)).containsExactlyInAnyOrder("playpen-runner-amd64-51820", "playpen-runner-amd64-51821");
+        assertThat(s.ofKind()).isEqualTo(2);
+    }
+
+    @Test
     void orderIsRendezvousDescending() {
         List<Pod> pods = new ArrayList<>();
         for (int i = 0; i < 30; i++) {

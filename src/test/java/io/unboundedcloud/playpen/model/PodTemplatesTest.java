@@ -63,7 +63,7 @@ class PodTemplatesTest {
         OperatorConfig config = OperatorConfig.parse("--runner-namespace=pp", "--runner-image=img:1",
                 "--runner-image-pull-policy=IfNotPresent", "--runner-service-account-name=sa-r",
                 "--control-plane-service-account-name=sa-cp", "--control-plane-image=k3s:{version}",
-                "--guest-gateway=10.9.0.1", "--wireguard-listen-port=51999");
+                "--runner-guest-gateway=10.9.0.1", "--runner-wireguard-listen-port=51999");
         PodTemplates templates = new PodTemplates(config, Map.of());
 
         Pod runner = templates.runner("amd64", 51830);
