@@ -113,6 +113,9 @@ public final class Allocator {
             // replays the same one: the earliest claim, then the lowest name
             return replayOrConflict(view.claimed().stream().min(CLAIM_ORDER).orElseThrow(), cmd);
         }
+        // replicas share the order, so a same-key race ends in a 409 on the winner's pod and a replay; what they do
+        // not always share is the idle set: a pod that became idle within one replica's watch lag can be first for
+        // one replica and unseen by the other (closing that would need a second, per-key write)
         Candidates.Walk walk = candidates.walk(cmd, view.idle(), nodes::externalIp);
         for (Optional<Candidates.Usable> u = walk.next(); u.isPresent(); u = walk.next()) {
             Optional<Allocation> a = tryClaim(u.get(), cmd);
