@@ -12,6 +12,8 @@ import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
 
+import io.fabric8.kubernetes.client.ConfigBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
 import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.Candidates;
 import io.unboundedcloud.playpen.model.Hashes;
@@ -29,7 +31,10 @@ class AllocatorTest {
      */
     @Test
     void aClaimHalfAppliedByTheWatchIsReplayedNotClaimedAgain() throws Exception {
-        try (TestCluster cluster = TestCluster.start()) {
+        try (TestCluster cluster = TestCluster.start();
+                // the watch gets a client of its own: its thread is held below, the claims must not wait for it
+                KubernetesClient watchClient = KubeClients.create(new ConfigBuilder()
+                        .withMasterUrl(cluster.server.url("/")).withNamespace(TestCluster.NS).withTrustCerts(true).build())) {
             cluster.addNode("node-a", "amd64", "203.0.113.10");
             cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
             cluster.create(TestCluster.readyRunner("amd64", 51821, "node-a"));
@@ -41,7 +46,7 @@ class AllocatorTest {
             Set<Thread> requestThreads = java.util.concurrent.ConcurrentHashMap.newKeySet();
             // the watch thread stops inside its store update for the claim: the pod's entry already shows it
             // claimed, the key-hash index does not list it yet (fabric8 updates the idle-kind index first)
-            PodCache pods = new PodCache(cluster.client, TestCluster.NS, pod -> {
+            PodCache pods = new PodCache(watchClient, TestCluster.NS, pod -> {
                 if (!requestThreads.contains(Thread.currentThread()) && cmd.keyHash().equals(ManagedPods.keyHash(pod))
                         && watchMidEvent.getCount() > 0) {
                     watchMidEvent.countDown();
@@ -61,9 +66,9 @@ class AllocatorTest {
 
                 Request first = new Request(allocator, cmd, requestThreads);
                 assertThat(watchMidEvent.await(20, TimeUnit.SECONDS)).as("the claim's watch event arrived").isTrue();
-                first.awaitDoneOrBlocked();
+                first.awaitDoneOrWaiting(null);
                 Request second = new Request(allocator, cmd, requestThreads);
-                second.awaitDoneOrBlocked();
+                second.awaitDoneOrWaiting(first);
                 release.countDown();
 
                 Allocator.Allocation a = first.result.get(20, TimeUnit.SECONDS);
@@ -98,9 +103,13 @@ class AllocatorTest {
             thread.start();
         }
 
-        /** Done, or waiting for the watch store (which the scripted watch thread holds until released). */
-        void awaitDoneOrBlocked() throws InterruptedException {
-            OperatorHarness.awaitTrue(() -> result.isDone() || waitsForWatchStore(thread),
+        /**
+         * Done, or waiting for the watch store (which the scripted watch thread holds until released), or sharing
+         * the outcome of {@code earlier} still under way (single-flight).
+         */
+        void awaitDoneOrWaiting(Request earlier) throws InterruptedException {
+            OperatorHarness.awaitTrue(() -> result.isDone() || waitsForWatchStore(thread)
+                    || earlier != null && !earlier.result.isDone() && thread.getState() == Thread.State.WAITING,
                     Duration.ofSeconds(20), "request done or waiting for the watch store");
         }
     }
