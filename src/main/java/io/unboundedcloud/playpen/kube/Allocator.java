@@ -105,13 +105,18 @@ public final class Allocator {
     }
 
     private Allocation doAllocate(AllocCommand cmd) {
-        List<Pod> existing = pods.byKeyHash(cmd.keyHash());
-        if (!existing.isEmpty()) {
+        // one consistent read: a claim landing between a "claimed by this key?" read and an "idle?" read would be
+        // in neither answer, and the walk would claim a second pod for the key
+        PodCache.ClaimView view = pods.claimView(cmd.keyHash(), Candidates.idleKindKey(cmd));
+        if (!view.claimed().isEmpty()) {
             // normally one pod; should replicas with diverging caches ever have claimed two, every replica
             // replays the same one: the earliest claim, then the lowest name
-            return replayOrConflict(existing.stream().min(CLAIM_ORDER).orElseThrow(), cmd);
+            return replayOrConflict(view.claimed().stream().min(CLAIM_ORDER).orElseThrow(), cmd);
         }
-        Candidates.Walk walk = candidates.walk(cmd, pods.idleOfKind(Candidates.idleKindKey(cmd)), nodes::externalIp);
+        // replicas share the order, so a same-key race ends in a 409 on the winner's pod and a replay; what they do
+        // not always share is the idle set: a pod that became idle within one replica's watch lag can be first for
+        // one replica and unseen by the other (closing that would need a second, per-key write)
+        Candidates.Walk walk = candidates.walk(cmd, view.idle(), nodes::externalIp);
         for (Optional<Candidates.Usable> u = walk.next(); u.isPresent(); u = walk.next()) {
             Optional<Allocation> a = tryClaim(u.get(), cmd);
             if (a.isPresent()) {

@@ -14,12 +14,15 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
+import io.fabric8.kubernetes.client.informers.cache.Indexer;
+import io.fabric8.kubernetes.client.informers.impl.cache.CacheImpl;
 import io.unboundedcloud.playpen.model.ManagedPods;
 
 /**
  * Watch-fed view of the pods in the runner namespace, indexed by idempotency-key hash, so the request path
  * never LISTs. Pods this process has just written are kept in an overlay until the watch catches up, so a
- * claim is visible to the next request at once.
+ * claim is visible to the next request at once. Reads hold the watch store's lock: fabric8 updates a pod's entry
+ * and its index entries one after the other, and a lookup between the two steps would miss a claim.
  */
 public final class PodCache implements AutoCloseable {
     /** What happened to a pod, as seen by the watch. */
@@ -37,12 +40,18 @@ public final class PodCache implements AutoCloseable {
     private record Fresher(Pod pod, boolean deleted, long atNanos) {
     }
 
+    /** The claim path's input, read at one instant: the pods carrying a key hash and the idle pods of a kind. */
+    public record ClaimView(List<Pod> claimed, List<Pod> idle) {
+    }
+
     private final KubernetesClient client;
     private final String namespace;
     private final java.util.function.Function<Pod, String> idleKind;
     private final Map<String, Fresher> overlay = new ConcurrentHashMap<>();
     private final List<Listener> listeners = new CopyOnWriteArrayList<>();
     private volatile SharedIndexInformer<Pod> informer;
+    /** The watch store's own lock once started (its writes hold it), so a read sees no half-applied event. */
+    private volatile Object storeLock = new Object();
 
     /** {@code idleKind} maps an idle pod to the kind of request it can serve (null: none); see {@link #idleOfKind}. */
     public PodCache(KubernetesClient client, String namespace, java.util.function.Function<Pod, String> idleKind) {
@@ -94,6 +103,8 @@ public final class PodCache implements AutoCloseable {
                 fire(Change.DELETED, pod);
             }
         });
+        Indexer<Pod> indexer = inf.getIndexer();
+        storeLock = indexer instanceof CacheImpl<Pod> cache ? cache.getLockObject() : indexer;
         informer = inf;
         inf.start();
     }
@@ -119,6 +130,12 @@ public final class PodCache implements AutoCloseable {
         if (inf == null) {
             return List.of();
         }
+        synchronized (storeLock) {
+            return podsLocked(inf);
+        }
+    }
+
+    private Collection<Pod> podsLocked(SharedIndexInformer<Pod> inf) {
         List<Pod> watched = inf.getStore().list();
         if (overlay.isEmpty()) {
             return watched;
@@ -142,6 +159,12 @@ public final class PodCache implements AutoCloseable {
     }
 
     public Optional<Pod> get(String name) {
+        synchronized (storeLock) {
+            return getLocked(name);
+        }
+    }
+
+    private Optional<Pod> getLocked(String name) {
         Fresher f = live(name);
         if (f != null) {
             return f.deleted() ? Optional.empty() : Optional.of(f.pod());
@@ -160,6 +183,22 @@ public final class PodCache implements AutoCloseable {
      * process has just claimed or deleted are left out even before the watch reports it.
      */
     public List<Pod> idleOfKind(String kindKey) {
+        synchronized (storeLock) {
+            return idleOfKindLocked(kindKey);
+        }
+    }
+
+    /**
+     * The pods carrying {@code keyHash} and the idle pods of {@code kindKey}, both read at one instant: a claim
+     * landing between two separate reads would be in neither (no longer idle, not yet seen as claimed).
+     */
+    public ClaimView claimView(String keyHash, String kindKey) {
+        synchronized (storeLock) {
+            return new ClaimView(byKeyHashLocked(keyHash), idleOfKindLocked(kindKey));
+        }
+    }
+
+    private List<Pod> idleOfKindLocked(String kindKey) {
         SharedIndexInformer<Pod> inf = informer;
         if (inf == null) {
             return List.of();
@@ -182,11 +221,17 @@ public final class PodCache implements AutoCloseable {
 
     /** Managed pods that carry this idempotency-key hash. */
     public List<Pod> byKeyHash(String keyHash) {
+        synchronized (storeLock) {
+            return byKeyHashLocked(keyHash);
+        }
+    }
+
+    private List<Pod> byKeyHashLocked(String keyHash) {
         List<Pod> out = new ArrayList<>();
         SharedIndexInformer<Pod> inf = informer;
         if (inf != null) {
             for (Pod p : inf.getIndexer().byIndex(KEY_INDEX, keyHash)) {
-                get(p.getMetadata().getName()).filter(cur -> keyHash.equals(ManagedPods.keyHash(cur))).ifPresent(out::add);
+                getLocked(p.getMetadata().getName()).filter(cur -> keyHash.equals(ManagedPods.keyHash(cur))).ifPresent(out::add);
             }
         }
         for (String name : overlay.keySet()) {
@@ -203,6 +248,8 @@ public final class PodCache implements AutoCloseable {
     /**
      * The overlay entry for a pod if it is still fresher than the watch; entries the watch has caught up with
      * (or that are too old to trust) are dropped here too, so a missed event can never pin an old version.
+     * Only under the store lock: dropping an entry because the store holds the new version is safe only when
+     * that version's index entries are complete too.
      */
     private Fresher live(String name) {
         Fresher f = overlay.get(name);
@@ -222,30 +269,40 @@ public final class PodCache implements AutoCloseable {
     /** Records a pod version this process read or wrote that may be newer than the watch's. */
     public void observe(Pod pod) {
         String name = pod.getMetadata().getName();
-        Pod watched = watched(name);
-        if (watched != null && !isNewer(pod, watched)) {
-            return;
+        synchronized (storeLock) {
+            Pod watched = watched(name);
+            if (watched != null && !isNewer(pod, watched)) {
+                return;
+            }
+            overlay.put(name, new Fresher(pod, false, System.nanoTime()));
         }
-        overlay.put(name, new Fresher(pod, false, System.nanoTime()));
     }
 
     /** Records that this process deleted (or found gone) a pod. */
     public void observeDeleted(String name) {
-        Pod watched = watched(name);
-        if (watched == null) {
-            overlay.remove(name);
-            return;
+        synchronized (storeLock) {
+            Pod watched = watched(name);
+            if (watched == null) {
+                overlay.remove(name);
+                return;
+            }
+            overlay.put(name, new Fresher(watched, true, System.nanoTime()));
         }
-        overlay.put(name, new Fresher(watched, true, System.nanoTime()));
     }
 
     /** A watch event: overlay entries it has caught up with (or that are too old) go. */
     private void caughtUp(Pod event, boolean deleted) {
         String name = event.getMetadata().getName();
-        if (deleted) {
-            overlay.remove(name);
-        } else {
-            live(name);
+        synchronized (storeLock) {
+            if (deleted) {
+                // pod names are reused by the pool: a newer pod's claim recorded here outlives the old one's delete
+                Fresher f = overlay.get(name);
+                if (f != null && !isNewer(f.pod(), event)) {
+                    overlay.remove(name, f);
+                }
+            } else {
+                live(name);
+            }
         }
         if (overlay.size() > 64) {
             long now = System.nanoTime();
