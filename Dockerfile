@@ -31,6 +31,9 @@ RUN timeout -s TERM 30 java -XX:MaxRAMPercentage=35 -XX:InitialRAMPercentage=10 
         -Xss512k -XX:ReservedCodeCacheSize=64m -XX:ArchiveClassesAtExit=/opt/playpen/playpen.jsa \
         -jar /opt/playpen/playpen-operator.jar --dev --dev-dir=/tmp/cds-training --management-addr= \
     ; rm -rf /tmp/cds-training; ls -l /opt/playpen/playpen.jsa || echo "no AppCDS archive: the image starts slower"
+# the Go operator's Deployment runs `command: [/unbounded/bin/playpen-operator]`: the same JVM as ENTRYPOINT, so a
+# cluster running the reference keeps working when only the image is replaced (deploy/README.md, migration)
+COPY --from=build --chmod=0755 /src/src/main/docker/playpen-operator /unbounded/bin/playpen-operator
 USER 65534:65534
 EXPOSE 8443
 # Container-aware JVM: heap capped at 35% of the memory limit (the operator keeps ~100 MiB of

@@ -102,10 +102,21 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
         }
         Gauge.builder("playpen_leader", leader, l -> l.isLeader() ? 1 : 0).description("1 while this replica holds the Lease")
                 .register(registry);
+        // 1 while the Lease API answers 403 and this replica runs the background work alone (SPEC-compatible
+        // with the Go operator's RBAC, which grants no Lease access)
+        Gauge.builder("playpen_leader_election_fallback", leader, l -> l.inFallback() ? 1 : 0)
+                .description("1 while leader election is off because the Lease API is forbidden (single-replica mode)")
+                .tag("reason", "lease_forbidden").register(registry);
+        FunctionCounter.builder("playpen_leader_election_forbidden", leader, LeaderElection::forbiddenAnswers)
+                .description("Lease API calls answered 403 Forbidden").register(registry);
         FunctionCounter.builder("playpen_events_dropped", events, EventRecorder::dropped)
-                .description("Kubernetes events dropped because the queue was full").register(registry);
+                .description("Kubernetes events not recorded: queue full, or forbidden by RBAC")
+                .tag("reason", "queue_full").register(registry);
+        FunctionCounter.builder("playpen_events_dropped", events, EventRecorder::forbidden)
+                .description("Kubernetes events not recorded: queue full, or forbidden by RBAC")
+                .tag("reason", "forbidden").register(registry);
         FunctionCounter.builder("playpen_events_failed", events, EventRecorder::failed)
-                .description("Kubernetes events the API server refused").register(registry);
+                .description("Kubernetes events the API server refused for another reason than RBAC").register(registry);
     }
 
     private static String variant(Pod p, ResourceType type) {

@@ -1,6 +1,9 @@
 package io.unboundedcloud.playpen.kube;
 
 import java.time.Clock;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
@@ -16,15 +19,22 @@ import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.ObjectReference;
 import io.fabric8.kubernetes.api.model.ObjectReferenceBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
 
 /**
  * Records Kubernetes Events without ever slowing the caller: events go into a bounded queue written by one
- * background thread; when the queue is full (API slow or refusing) new events are dropped and counted.
+ * background thread; when the queue is full (API slow or refusing) new events are dropped and counted. A
+ * namespace whose events the API server forbids (403, e.g. the Go operator's RBAC) is warned about once, and
+ * after a few refusals its events are dropped without asking, except one probe per interval.
  */
 public final class EventRecorder implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(EventRecorder.class);
     private static final String COMPONENT = "playpen-operator";
     private static final long LINGER_MILLIS = 20;
+    /** Consecutive 403 answers in a namespace before its events stop being sent. */
+    static final int FORBIDDEN_BEFORE_SUSPEND = 3;
+    /** While suspended, one event per interval is still sent, so an RBAC fix is noticed. */
+    static final Duration FORBIDDEN_PROBE_INTERVAL = Duration.ofMinutes(1);
 
     private record Pending(ObjectReference regarding, String namespace, String type, String reason, String message) {
     }
@@ -36,13 +46,30 @@ public final class EventRecorder implements AutoCloseable {
     private final LongAdder written = new LongAdder();
     private final LongAdder dropped = new LongAdder();
     private final LongAdder failed = new LongAdder();
+    private final LongAdder forbidden = new LongAdder();
+    private final Duration probeInterval;
+    /** Per event namespace, written by the writer thread only. */
+    private final Map<String, Refusal> refusals = new HashMap<>();
     private final Thread writer;
     private volatile boolean running = true;
 
+    /** How one namespace's events are being refused: consecutive 403s, and until when nothing is sent. */
+    private static final class Refusal {
+        int consecutive;
+        boolean suspended;
+        long suspendedUntilNanos;
+    }
+
     public EventRecorder(KubernetesClient client, Clock clock, ApiCallCounter calls, int capacity) {
+        this(client, clock, calls, capacity, FORBIDDEN_PROBE_INTERVAL);
+    }
+
+    /** With an explicit probe interval for forbidden namespaces (tests). */
+    EventRecorder(KubernetesClient client, Clock clock, ApiCallCounter calls, int capacity, Duration probeInterval) {
         this.client = client;
         this.clock = clock;
         this.calls = calls;
+        this.probeInterval = probeInterval;
         this.queue = new ArrayBlockingQueue<>(capacity);
         this.writer = DaemonThreads.named("event-recorder").newThread(this::drain);
         this.writer.start();
@@ -100,6 +127,11 @@ public final class EventRecorder implements AutoCloseable {
     }
 
     private void write(Pending p) {
+        Refusal refusal = refusals.get(p.namespace());
+        if (refusal != null && refusal.suspended && System.nanoTime() - refusal.suspendedUntilNanos < 0) {
+            forbidden.increment(); // RBAC refuses this namespace's events: do not ask again before the probe
+            return;
+        }
         String now = clock.instant().toString();
         Event e = new EventBuilder().withNewMetadata()
                 .withName(p.regarding().getName() + "." + UUID.randomUUID().toString().substring(0, 8))
@@ -112,9 +144,41 @@ public final class EventRecorder implements AutoCloseable {
             calls.count(KubeApiCall.EVENTS_CREATE);
             client.v1().events().inNamespace(p.namespace()).resource(e).create();
             written.increment();
+            if (refusals.remove(p.namespace()) != null) {
+                LOG.info("events in namespace {} are accepted again", p.namespace());
+            }
+        } catch (KubernetesClientException ex) {
+            if (ex.getCode() == 403) {
+                refused(p, ex);
+            } else {
+                failed(p, ex);
+            }
         } catch (RuntimeException ex) {
-            failed.increment();
-            LOG.debug("event {} for {} not recorded: {}", p.reason(), p.regarding().getName(), ex.toString());
+            failed(p, ex);
+        }
+    }
+
+    private void failed(Pending p, RuntimeException ex) {
+        failed.increment();
+        LOG.debug("event {} for {} not recorded: {}", p.reason(), p.regarding().getName(), ex.toString());
+    }
+
+    private void refused(Pending p, KubernetesClientException ex) {
+        forbidden.increment();
+        Refusal r = refusals.get(p.namespace());
+        if (r == null) {
+            r = new Refusal();
+            refusals.put(p.namespace(), r);
+            LOG.warn("events in namespace {} are forbidden ({}): they are dropped and counted in "
+                    + "playpen_events_dropped_total{reason=\"forbidden\"}; grant create and patch on events in {} "
+                    + "to the operator's ServiceAccount to record them", p.namespace(),
+                    ex.getStatus() != null && ex.getStatus().getMessage() != null ? ex.getStatus().getMessage()
+                            : ex.getMessage(), p.namespace());
+        }
+        r.consecutive++;
+        if (r.consecutive >= FORBIDDEN_BEFORE_SUSPEND) {
+            r.suspended = true;
+            r.suspendedUntilNanos = System.nanoTime() + probeInterval.toNanos();
         }
     }
 
@@ -122,12 +186,19 @@ public final class EventRecorder implements AutoCloseable {
         return written.sum();
     }
 
+    /** Events dropped because the queue was full. */
     public long dropped() {
         return dropped.sum();
     }
 
+    /** Events the API server refused for another reason than RBAC (5xx, invalid, unreachable). */
     public long failed() {
         return failed.sum();
+    }
+
+    /** Events not recorded because RBAC forbids them: 403 answers plus those dropped unsent while suspended. */
+    public long forbidden() {
+        return forbidden.sum();
     }
 
     @Override

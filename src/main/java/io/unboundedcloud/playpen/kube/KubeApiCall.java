@@ -27,7 +27,8 @@ public enum KubeApiCall {
     OPERATOR_EVENTS_PATCH("", "events", "patch", Scope.OPERATOR_NAMESPACE),
     LEASES_GET("coordination.k8s.io", "leases", "get", Scope.LEADER_NAMESPACE),
     LEASES_CREATE("coordination.k8s.io", "leases", "create", Scope.LEADER_NAMESPACE),
-    LEASES_UPDATE("coordination.k8s.io", "leases", "update", Scope.LEADER_NAMESPACE),
+    /** fabric8's LeaseLock writes renewals and takeovers as a JSON merge patch (not a PUT): RBAC needs patch. */
+    LEASES_PATCH("coordination.k8s.io", "leases", "patch", Scope.LEADER_NAMESPACE),
     SUBJECT_ACCESS_REVIEWS_CREATE("authorization.k8s.io", "subjectaccessreviews", "create", Scope.CLUSTER),
     API_SERVICES_GET("apiregistration.k8s.io", "apiservices", "get", Scope.CLUSTER),
     API_SERVICES_UPDATE("apiregistration.k8s.io", "apiservices", "update", Scope.CLUSTER),

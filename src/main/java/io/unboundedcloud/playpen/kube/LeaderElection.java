@@ -1,24 +1,41 @@
 package io.unboundedcloud.playpen.kube;
 
 import java.time.Duration;
+import java.time.ZoneOffset;
+import java.time.ZonedDateTime;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.extended.leaderelection.LeaderCallbacks;
 import io.fabric8.kubernetes.client.extended.leaderelection.LeaderElectionConfigBuilder;
+import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.LeaderElectionRecord;
 import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.LeaseLock;
+import io.fabric8.kubernetes.client.extended.leaderelection.resourcelock.Lock;
 
 /**
  * Leader election on a coordination.k8s.io Lease (fabric8 LeaderElector). Background work runs on the
- * leader only; with election disabled this process is always the leader.
+ * leader only; with election disabled this process is always the leader. When the Lease API answers 403
+ * Forbidden (the Go operator's RBAC grants no Lease access) this replica falls back to single-replica mode:
+ * it acts as leader, warns loudly, and asks the Lease API again every few lease durations until access works.
  */
 public final class LeaderElection implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(LeaderElection.class);
+    /** A fallback that lasts this long is announced again (once per interval, not once per probe). */
+    static final Duration FALLBACK_WARN_INTERVAL = Duration.ofMinutes(5);
+    /** Probe pace in fallback, in lease durations: slow enough not to load the API server, quick after an RBAC fix. */
+    static final int PROBE_LEASE_DURATIONS = 4;
 
     /** Told when this process gains or loses leadership. */
     public interface Listener {
@@ -33,15 +50,32 @@ public final class LeaderElection implements AutoCloseable {
     private final Duration leaseDuration;
     private final Duration renewDeadline;
     private final Duration retryPeriod;
+    private final Duration probeInterval;
+    private final Duration warnInterval;
+    private final ObservedLock lock;
     private final List<Listener> listeners = new CopyOnWriteArrayList<>();
+    private final Object leadershipLock = new Object();
+    private final AtomicLong forbiddenAnswers = new AtomicLong();
     private volatile boolean leader;
     private volatile boolean closed;
+    private volatile boolean fallback;
+    private volatile String fallbackReason = "";
+    private long fallbackSinceNanos;
+    private long lastWarnNanos;
     private CompletableFuture<?> running;
-    private final java.util.concurrent.ScheduledExecutorService restarter =
-            java.util.concurrent.Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("leader-election"));
+    private final ScheduledExecutorService restarter =
+            Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("leader-election"));
 
     public LeaderElection(KubernetesClient client, boolean enabled, String namespace, String leaseName, String identity,
             Duration leaseDuration, Duration renewDeadline, Duration retryPeriod) {
+        this(client, enabled, namespace, leaseName, identity, leaseDuration, renewDeadline, retryPeriod,
+                leaseDuration.multipliedBy(PROBE_LEASE_DURATIONS), FALLBACK_WARN_INTERVAL);
+    }
+
+    /** With explicit fallback probe and warning intervals (tests). */
+    LeaderElection(KubernetesClient client, boolean enabled, String namespace, String leaseName, String identity,
+            Duration leaseDuration, Duration renewDeadline, Duration retryPeriod, Duration probeInterval,
+            Duration warnInterval) {
         this.client = client;
         this.enabled = enabled;
         this.namespace = namespace;
@@ -50,6 +84,9 @@ public final class LeaderElection implements AutoCloseable {
         this.leaseDuration = leaseDuration;
         this.renewDeadline = renewDeadline;
         this.retryPeriod = retryPeriod;
+        this.probeInterval = probeInterval;
+        this.warnInterval = warnInterval;
+        this.lock = new ObservedLock(new LeaseLock(namespace, leaseName, identity));
     }
 
     public void addListener(Listener l) {
@@ -64,66 +101,266 @@ public final class LeaderElection implements AutoCloseable {
         return identity;
     }
 
+    /** True while the Lease API refuses this replica (403) and it runs the background work as the only replica. */
+    public boolean inFallback() {
+        return fallback;
+    }
+
+    /** Why the fallback started (the refused verb and the API server's message); empty when not in fallback. */
+    public String fallbackReason() {
+        return fallback ? fallbackReason : "";
+    }
+
+    /** 403 answers the Lease API gave this replica so far. */
+    public long forbiddenAnswers() {
+        return forbiddenAnswers.get();
+    }
+
     public synchronized void start() {
         if (!enabled) {
             set(true);
             return;
         }
-        elect();
+        // off the caller's thread: the first step is a GET of the Lease
+        schedule(this::elect, Duration.ZERO);
         LOG.info("leader election started identity={} lease={}/{}", identity, namespace, leaseName);
     }
 
     /**
-     * One round of fabric8's elector: it acquires, renews until it cannot, then completes for good. A replica
-     * that lost the Lease (API server blip past the renew deadline) must compete again, so every completed
-     * round schedules the next one until close().
+     * One round: a GET of the Lease first (a 403 there means the fallback, without starting fabric8's elector,
+     * which would log an error with a stack trace every retry period), then one round of fabric8's elector: it
+     * acquires, renews until it cannot, then completes for good. A replica that lost the Lease (API server blip
+     * past the renew deadline) must compete again, so every completed round schedules the next one until close().
      */
-    private synchronized void elect() {
+    private void elect() {
         if (closed) {
             return;
         }
-        CompletableFuture<?> round = client.leaderElector().withConfig(new LeaderElectionConfigBuilder()
-                .withName(leaseName)
-                .withLock(new LeaseLock(namespace, leaseName, identity))
-                .withLeaseDuration(leaseDuration)
-                .withRenewDeadline(renewDeadline)
-                .withRetryPeriod(retryPeriod)
-                .withReleaseOnCancel(true)
-                .withLeaderCallbacks(new LeaderCallbacks(() -> set(true), () -> set(false),
-                        newLeader -> LOG.info("leader is {} (lease {}/{})", newLeader, namespace, leaseName)))
-                .build()).build().start();
-        running = round;
-        round.whenComplete((r, e) -> {
-            set(false);
-            if (!closed) {
-                restarter.schedule(this::elect, retryPeriod.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+        try {
+            lock.get(client);
+        } catch (KubernetesClientException e) {
+            if (e.getCode() == 403) {
+                schedule(this::elect, probeInterval); // the lock reported it: fallback, probe again later
+                return;
             }
-        });
+            // any other failure: the elector's own loop retries it, and this replica leads only once it holds the Lease
+        }
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            CompletableFuture<?> round = client.leaderElector().withConfig(new LeaderElectionConfigBuilder()
+                    .withName(leaseName)
+                    .withLock(lock)
+                    .withLeaseDuration(leaseDuration)
+                    .withRenewDeadline(renewDeadline)
+                    .withRetryPeriod(retryPeriod)
+                    .withReleaseOnCancel(true)
+                    .withLeaderCallbacks(new LeaderCallbacks(this::acquired, this::stoppedLeading,
+                            newLeader -> LOG.info("leader is {} (lease {}/{})", newLeader, namespace, leaseName)))
+                    .build()).build().start();
+            running = round;
+            round.whenComplete((r, e) -> roundEnded(round));
+        }
+    }
+
+    private void roundEnded(CompletableFuture<?> round) {
+        synchronized (this) {
+            if (running == round) {
+                running = null;
+            }
+        }
+        if (closed) {
+            return;
+        }
+        if (fallback) {
+            schedule(this::elect, probeInterval);
+        } else {
+            set(false);
+            schedule(this::elect, retryPeriod);
+        }
+    }
+
+    private void acquired() {
+        leaveFallback("this replica acquired the Lease");
+        set(true);
+    }
+
+    private void stoppedLeading() {
+        // in the fallback this replica keeps the background work although no Lease is held
+        if (!fallback) {
+            set(false);
+        }
+    }
+
+    /** The Lease API refused a call: enter (or stay in) the fallback and stop fabric8's round, which would retry it. */
+    private void forbidden(String verb, KubernetesClientException e) {
+        forbiddenAnswers.incrementAndGet();
+        boolean entered;
+        CompletableFuture<?> round;
+        long now = System.nanoTime();
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            entered = !fallback;
+            if (entered) {
+                fallback = true;
+                fallbackSinceNanos = now;
+                fallbackReason = verb + " leases.coordination.k8s.io " + namespace + "/" + leaseName + " forbidden: "
+                        + (e.getStatus() != null && e.getStatus().getMessage() != null ? e.getStatus().getMessage()
+                                : e.getMessage());
+            }
+            round = running;
+            running = null;
+            if (entered || now - lastWarnNanos >= warnInterval.toNanos()) {
+                lastWarnNanos = now;
+                if (entered) {
+                    LOG.warn("LEADER ELECTION DISABLED: the API server refuses the Lease ({}). Falling back to "
+                            + "single-replica mode: this replica runs pool, TTL and caBundle work as if it were the "
+                            + "leader. Run ONE replica until the operator's ServiceAccount may get, create and patch "
+                            + "leases.coordination.k8s.io in {} (deploy/030-operator-rbac.yaml); the Lease API is asked "
+                            + "again every {} s and election resumes by itself once it answers",
+                            fallbackReason, namespace, probeInterval.toSeconds());
+                } else {
+                    LOG.warn("LEADER ELECTION STILL DISABLED for {} s: the Lease API keeps answering 403 ({}); "
+                            + "single-replica mode continues, run one replica",
+                            TimeUnit.NANOSECONDS.toSeconds(now - fallbackSinceNanos), fallbackReason);
+                }
+            }
+        }
+        if (round != null) {
+            // fabric8's elector calls this lock from inside its own synchronized step: cancel from another thread
+            schedule(() -> round.cancel(true), Duration.ZERO);
+        }
+        set(true);
+    }
+
+    /** A successful GET of the Lease: when another replica validly holds it, this one must not act as leader. */
+    private void observed(LeaderElectionRecord record) {
+        if (!fallback || record == null || record.getHolderIdentity() == null || record.getHolderIdentity().isEmpty()
+                || Objects.equals(record.getHolderIdentity(), identity) || record.getRenewTime() == null) {
+            return;
+        }
+        if (record.getRenewTime().plus(leaseDuration).isAfter(ZonedDateTime.now(ZoneOffset.UTC))) {
+            leaveFallback("the Lease is held by " + record.getHolderIdentity());
+            set(false);
+        }
+    }
+
+    private void leaveFallback(String why) {
+        long since;
+        synchronized (this) {
+            if (!fallback) {
+                return;
+            }
+            fallback = false;
+            since = fallbackSinceNanos;
+        }
+        LOG.warn("leader election re-enabled: {}; single-replica fallback ended after {} s", why,
+                TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - since));
+    }
+
+    private void schedule(Runnable task, Duration delay) {
+        try {
+            restarter.schedule(task, delay.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException e) {
+            // closed meanwhile
+        }
     }
 
     private void set(boolean now) {
-        if (leader == now) {
-            return;
-        }
-        leader = now;
-        LOG.info("leadership {} identity={}", now ? "acquired" : "lost", identity);
-        for (Listener l : listeners) {
-            try {
-                l.leadershipChanged(now);
-            } catch (RuntimeException e) {
-                LOG.warn("leadership listener failed: {}", e.toString());
+        synchronized (leadershipLock) {
+            if (closed && now) {
+                return;
+            }
+            if (leader == now) {
+                return;
+            }
+            leader = now;
+            LOG.info("leadership {} identity={}{}", now ? "acquired" : "lost", identity,
+                    now && fallback ? " (single-replica fallback, no Lease)" : "");
+            for (Listener l : listeners) {
+                try {
+                    l.leadershipChanged(now);
+                } catch (RuntimeException e) {
+                    LOG.warn("leadership listener failed: {}", e.toString());
+                }
             }
         }
     }
 
     @Override
-    public synchronized void close() {
-        closed = true;
-        restarter.shutdownNow();
-        if (running != null) {
-            running.cancel(true);
+    public void close() {
+        CompletableFuture<?> round;
+        synchronized (this) {
+            closed = true;
+            restarter.shutdownNow();
+            round = running;
             running = null;
         }
+        // outside this object's monitor: cancelling runs fabric8's stopLeading, which calls back into the lock
+        if (round != null) {
+            round.cancel(true);
+        }
         set(false);
+    }
+
+    /** The Lease lock as fabric8 uses it, reporting 403 answers and what each successful GET shows. */
+    private final class ObservedLock implements Lock {
+        private final LeaseLock delegate;
+
+        ObservedLock(LeaseLock delegate) {
+            this.delegate = delegate;
+        }
+
+        @Override
+        public LeaderElectionRecord get(KubernetesClient c) {
+            LeaderElectionRecord record;
+            try {
+                record = delegate.get(c);
+            } catch (KubernetesClientException e) {
+                refused("get", e);
+                throw e;
+            }
+            observed(record);
+            return record;
+        }
+
+        @Override
+        public void create(KubernetesClient c, LeaderElectionRecord record) {
+            try {
+                delegate.create(c, record);
+            } catch (KubernetesClientException e) {
+                refused("create", e);
+                throw e;
+            }
+        }
+
+        @Override
+        public void update(KubernetesClient c, LeaderElectionRecord record) {
+            try {
+                delegate.update(c, record);
+            } catch (KubernetesClientException e) {
+                refused("patch", e); // fabric8 writes the Lease record with a JSON merge patch
+                throw e;
+            }
+        }
+
+        private void refused(String verb, KubernetesClientException e) {
+            if (e.getCode() == 403) {
+                forbidden(verb, e);
+            }
+        }
+
+        @Override
+        public String identity() {
+            return delegate.identity();
+        }
+
+        @Override
+        public String describe() {
+            return delegate.describe();
+        }
     }
 }

@@ -60,6 +60,12 @@ public final class TestCluster implements AutoCloseable {
     public final List<SubjectAccessReview> sarRequests = new CopyOnWriteArrayList<>();
     private final Map<String, AtomicInteger> requests = new ConcurrentHashMap<>();
     private final List<RequestListener> listeners = new CopyOnWriteArrayList<>();
+    /**
+     * RBAC stand-in (the mock has no authorization): requests whose "METHOD path" key (see {@link #requestCount})
+     * matches are answered 403 Forbidden with a Kubernetes Status, as kube-apiserver answers a verb the caller's
+     * roles do not grant. Counted like any other request. Replace it at any time (an RBAC fix while running).
+     */
+    public volatile Predicate<String> forbidden = key -> false;
 
     /** Told about each request as it reaches the mock API, before it is served (the benchmark timestamps creates and deletes). */
     @FunctionalInterface
@@ -77,6 +83,9 @@ public final class TestCluster implements AutoCloseable {
                 requests.computeIfAbsent(key, k -> new AtomicInteger()).incrementAndGet();
                 for (RequestListener l : listeners) {
                     l.onRequest(key);
+                }
+                if (forbidden.test(key)) {
+                    return forbiddenAnswer(key);
                 }
                 return super.dispatch(request);
             }
@@ -100,6 +109,12 @@ public final class TestCluster implements AutoCloseable {
                 Instant.now().minusSeconds(60), Duration.ofDays(1));
         client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName(NS).endMetadata().build()).create();
         setTrust(frontProxyCa.certificatePem(), "[\"front-proxy-client\"]");
+    }
+
+    private static MockResponse forbiddenAnswer(String key) {
+        String body = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+                + "\"message\":\"forbidden by the test's RBAC: " + key.replace("\"", "'") + "\",\"reason\":\"Forbidden\",\"code\":403}";
+        return new MockResponse().setResponseCode(403).setHeader("Content-Type", "application/json").setBody(body);
     }
 
     public static TestCluster start() {

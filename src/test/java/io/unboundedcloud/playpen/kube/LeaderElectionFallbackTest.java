@@ -1,0 +1,185 @@
+package io.unboundedcloud.playpen.kube;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.time.ZoneOffset;
+import java.time.ZonedDateTime;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
+
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
+import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
+import io.fabric8.kubernetes.api.model.coordination.v1.LeaseBuilder;
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/**
+ * Leader election when RBAC grants no Lease access (the Go operator's RBAC): single-replica fallback with a loud
+ * warning, slow probing, and election again once the Lease API answers; other errors give no leadership.
+ */
+class LeaderElectionFallbackTest {
+    static final String LEASES = "/apis/coordination.k8s.io/v1/namespaces/playpen/leases";
+
+    TestCluster cluster;
+    LeaderElection election;
+    final List<Boolean> changes = new CopyOnWriteArrayList<>();
+    final ListAppender<ILoggingEvent> logs = new ListAppender<>();
+    final Logger logger = (Logger) LoggerFactory.getLogger(LeaderElection.class);
+
+    @BeforeEach
+    void up() {
+        cluster = TestCluster.start();
+        logs.start();
+        logger.addAppender(logs);
+    }
+
+    @AfterEach
+    void down() {
+        logger.detachAppender(logs);
+        if (election != null) {
+            election.close();
+        }
+        cluster.close();
+    }
+
+    /** Short lease timings; the fallback probes every {@code probe} and repeats its warning every {@code warn}. */
+    LeaderElection start(Duration probe, Duration warn) {
+        election = new LeaderElection(cluster.client, true, "playpen", "playpen-operator", "me", Duration.ofSeconds(3),
+                Duration.ofSeconds(2), Duration.ofMillis(100), probe, warn);
+        election.addListener(changes::add);
+        election.start();
+        return election;
+    }
+
+    int leaseRequests() {
+        return cluster.requestCount(k -> k.contains(LEASES));
+    }
+
+    List<String> warnings(String containing) {
+        return logs.list.stream().filter(e -> e.getLevel() == Level.WARN)
+                .map(ILoggingEvent::getFormattedMessage).filter(m -> m.contains(containing)).toList();
+    }
+
+    Lease lease() {
+        return cluster.client.leases().inNamespace("playpen").withName("playpen-operator").get();
+    }
+
+    @Test
+    void forbiddenLeaseApiFallsBackToSingleReplicaAndProbesSlowly() throws Exception {
+        cluster.forbidden = k -> k.contains(LEASES);
+        start(Duration.ofSeconds(1), Duration.ofMinutes(5));
+        OperatorHarness.awaitTrue(election::isLeader, Duration.ofSeconds(10), "fallback leadership");
+        assertThat(election.inFallback()).isTrue();
+        assertThat(election.fallbackReason()).startsWith("get leases.coordination.k8s.io playpen/playpen-operator forbidden");
+        assertThat(changes).containsExactly(true);
+        long t0 = System.nanoTime();
+        int before = leaseRequests();
+        OperatorHarness.awaitTrue(() -> election.forbiddenAnswers() >= 4, Duration.ofSeconds(20), "three more probes");
+        double seconds = (System.nanoTime() - t0) / 1e9;
+        // a probe per second, not a retry per retry period (100 ms: ten requests a second)
+        assertThat(leaseRequests() - before).isBetween(3, (int) seconds + 2);
+        assertThat(election.isLeader()).isTrue();
+        assertThat(changes).containsExactly(true);
+        assertThat(warnings("LEADER ELECTION DISABLED")).hasSize(1);
+        assertThat(warnings("STILL DISABLED")).isEmpty();
+    }
+
+    @Test
+    void theWarningRepeatsPerIntervalNotPerProbe() throws Exception {
+        cluster.forbidden = k -> k.contains(LEASES);
+        start(Duration.ofMillis(100), Duration.ofSeconds(1));
+        OperatorHarness.awaitTrue(() -> election.forbiddenAnswers() >= 1, Duration.ofSeconds(10), "fallback");
+        long t0 = System.nanoTime();
+        OperatorHarness.awaitTrue(() -> election.forbiddenAnswers() >= 25, Duration.ofSeconds(30), "two dozen probes");
+        double seconds = (System.nanoTime() - t0) / 1e9;
+        assertThat(warnings("LEADER ELECTION DISABLED")).hasSize(1);
+        int repeats = warnings("STILL DISABLED").size();
+        // one repeat per elapsed second at most, however many probes were refused meanwhile
+        assertThat(repeats).isBetween(1, (int) seconds + 1).isLessThan((int) election.forbiddenAnswers() - 1);
+    }
+
+    @Test
+    void anRbacFixReenablesElectionWithoutDroppingLeadership() throws Exception {
+        cluster.forbidden = k -> k.contains(LEASES);
+        start(Duration.ofMillis(500), Duration.ofMinutes(5));
+        OperatorHarness.awaitTrue(election::isLeader, Duration.ofSeconds(10), "fallback leadership");
+        assertThat(cluster.requestCount(k -> k.startsWith("POST " + LEASES) || k.startsWith("PATCH " + LEASES))).isZero();
+        cluster.forbidden = k -> false; // the Lease RBAC is applied
+        OperatorHarness.awaitTrue(() -> !election.inFallback(), Duration.ofSeconds(10), "fallback ended");
+        assertThat(lease().getSpec().getHolderIdentity()).isEqualTo("me");
+        assertThat(election.isLeader()).isTrue();
+        assertThat(changes).containsExactly(true); // never lost the background work on the way
+        assertThat(warnings("leader election re-enabled")).hasSize(1);
+        // and it renews like any leader
+        ZonedDateTime renewed = lease().getSpec().getRenewTime();
+        OperatorHarness.awaitTrue(() -> lease().getSpec().getRenewTime().isAfter(renewed), Duration.ofSeconds(5), "renewal");
+    }
+
+    @Test
+    void whenAnotherReplicaHoldsTheLeaseAfterTheFixThisOneStepsBack() throws Exception {
+        // another replica (whose RBAC works) holds the Lease; this one is refused until its RBAC is fixed
+        ZonedDateTime now = ZonedDateTime.now(ZoneOffset.UTC);
+        cluster.client.leases().inNamespace("playpen").resource(new LeaseBuilder().withNewMetadata()
+                .withName("playpen-operator").withNamespace("playpen").endMetadata().withNewSpec()
+                .withHolderIdentity("other").withLeaseDurationSeconds(3600).withAcquireTime(now).withRenewTime(now)
+                .withLeaseTransitions(0).endSpec().build()).create();
+        cluster.forbidden = k -> k.contains(LEASES);
+        start(Duration.ofMillis(500), Duration.ofMinutes(5));
+        OperatorHarness.awaitTrue(election::isLeader, Duration.ofSeconds(10), "fallback leadership");
+        cluster.forbidden = k -> false;
+        OperatorHarness.awaitTrue(() -> !election.isLeader(), Duration.ofSeconds(10), "stepped back");
+        assertThat(election.inFallback()).isFalse();
+        assertThat(changes).containsExactly(true, false);
+        assertThat(lease().getSpec().getHolderIdentity()).isEqualTo("other");
+    }
+
+    @Test
+    void takeoverForbiddenAloneAlsoFallsBack() throws Exception {
+        // a stale Lease from an earlier holder: get is allowed, taking it over (a merge patch) is not
+        ZonedDateTime old = ZonedDateTime.now(ZoneOffset.UTC).minusHours(1);
+        cluster.client.leases().inNamespace("playpen").resource(new LeaseBuilder().withNewMetadata()
+                .withName("playpen-operator").withNamespace("playpen").endMetadata().withNewSpec()
+                .withHolderIdentity("gone").withLeaseDurationSeconds(15).withAcquireTime(old).withRenewTime(old)
+                .withLeaseTransitions(0).endSpec().build()).create();
+        cluster.forbidden = k -> k.startsWith("PATCH " + LEASES);
+        start(Duration.ofSeconds(1), Duration.ofMinutes(5));
+        OperatorHarness.awaitTrue(election::isLeader, Duration.ofSeconds(10), "fallback leadership");
+        assertThat(election.inFallback()).isTrue();
+        assertThat(election.fallbackReason()).startsWith("patch leases");
+        assertThat(lease().getSpec().getHolderIdentity()).isEqualTo("gone");
+    }
+
+    @Test
+    void renewalIsAMergePatchSoRbacMustGrantPatchOnTheLease() throws Exception {
+        start(Duration.ofSeconds(1), Duration.ofMinutes(5));
+        OperatorHarness.awaitTrue(election::isLeader, Duration.ofSeconds(10), "elected");
+        OperatorHarness.awaitTrue(() -> cluster.requestCount(k -> k.startsWith("PATCH " + LEASES)) >= 2,
+                Duration.ofSeconds(5), "renewals");
+        assertThat(cluster.requestCount(k -> k.startsWith("PUT " + LEASES))).isZero();
+        assertThat(election.inFallback()).isFalse();
+        // what deploy/ grants is tested against this list (DeployRbacTest): patch must be on it, update need not
+        assertThat(KubeApiCall.all()).anyMatch(c -> c.resource().equals("leases") && c.verb().equals("patch"))
+                .noneMatch(c -> c.resource().equals("leases") && c.verb().equals("update"));
+    }
+
+    @Test
+    void otherErrorsGiveNoLeadershipAndNoFallback() throws Exception {
+        cluster.server.expect().get().withPath(LEASES + "/playpen-operator")
+                .andReturn(500, "{\"kind\":\"Status\",\"code\":500}").always();
+        start(Duration.ofSeconds(1), Duration.ofMinutes(5));
+        OperatorHarness.awaitTrue(() -> leaseRequests() >= 5, Duration.ofSeconds(10), "retries");
+        assertThat(election.isLeader()).isFalse();
+        assertThat(election.inFallback()).isFalse();
+        assertThat(election.forbiddenAnswers()).isZero();
+        assertThat(changes).isEmpty();
+    }
+}
