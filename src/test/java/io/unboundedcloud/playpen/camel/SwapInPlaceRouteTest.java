@@ -367,7 +367,7 @@ class SwapInPlaceRouteTest {
         assertThat(OperabilityRouteTest.metric(scrape, "playpen_events_dropped_total{reason=\"forbidden\"}"))
                 .isGreaterThanOrEqualTo(2.0);
         assertThat(OperabilityRouteTest.metric(scrape, "playpen_ttl_expirations_total")).isGreaterThanOrEqualTo(2.0);
-        assertThat(OperabilityRouteTest.metric(scrape, "playpen_pool_pods_total")).isEqualTo(1.0); // a counter named *_created loses that suffix in Prometheus text
+        assertThat(OperabilityRouteTest.metric(scrape, "playpen_pool_created_pods_total")).isEqualTo(1.0);
     }
 
     static String b64(String s) {
