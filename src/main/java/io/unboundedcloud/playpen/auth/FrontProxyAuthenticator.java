@@ -85,9 +85,23 @@ public final class FrontProxyAuthenticator {
         }
     }
 
-    private static ApiException refused(String reason) {
+    private static Refused refused(String reason) {
         LOG.debug("front-proxy client refused: {}", reason);
-        return ApiException.forbidden(FORBIDDEN);
+        return new Refused(reason);
+    }
+
+    /** A refused front-proxy client: the wire gets the reference's 403 "forbidden"; {@link #why()} is for logs. */
+    public static final class Refused extends ApiException {
+        private final String why;
+
+        Refused(String why) {
+            super(403, "Forbidden", FORBIDDEN);
+            this.why = why;
+        }
+
+        public String why() {
+            return why;
+        }
     }
 
     private String check(X509Certificate[] chain, TrustBundle tb) {
