@@ -6,14 +6,18 @@ import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.security.KeyStore;
 import java.security.cert.X509Certificate;
 import java.util.Arrays;
+import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
 
 import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
@@ -22,9 +26,11 @@ import javax.net.ssl.TrustManager;
 import javax.net.ssl.X509TrustManager;
 
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -328,5 +334,35 @@ class HttpConformanceRouteTest {
                 "UnsupportedMediaType");
         status(raw(cluster.frontProxyClient, "POST", DEALLOCS, Map.of("X-Remote-User", "alice",
                 "X-Remote-Group", "playpen-users"), big), 413, "RequestEntityTooLarge");
+    }
+
+    @Test
+    void kubectlReadsARefusalAsForbiddenNotAsLogIn(@TempDir Path dir) throws Exception {
+        Path kubectl = Path.of(System.getenv().getOrDefault("KUBECTL", "/usr/bin/kubectl"));
+        Assumptions.assumeTrue(Files.isExecutable(kubectl), "kubectl not found at " + kubectl + "; set KUBECTL");
+        Path req = Files.writeString(dir.resolve("req.json"), runner("kubectl"));
+        Base64.Encoder b64 = Base64.getEncoder();
+        String certUser = "  user:\n    client-certificate-data: "
+                + b64.encodeToString(cluster.frontProxyClient.certificatePem().getBytes(StandardCharsets.UTF_8))
+                + "\n    client-key-data: "
+                + b64.encodeToString(cluster.frontProxyClient.privateKeyPem().getBytes(StandardCharsets.UTF_8)) + "\n";
+        // kubectl straight at the operator: with a token and no certificate (forbidden), with the front-proxy one but no
+        // X-Remote-User (kubectl cannot send it). A 401 would read "You must be logged in to the server".
+        for (String[] c : new String[][] {{"  user:\n    token: not-a-certificate\n", "Error from server (Forbidden): forbidden"},
+                {certUser, "Error from server (Forbidden): missing remote user"}}) {
+            Path kubeconfig = Files.writeString(dir.resolve("kubeconfig"), "apiVersion: v1\nkind: Config\n"
+                    + "clusters:\n- name: op\n  cluster:\n    server: " + op.url("") + "\n    insecure-skip-tls-verify: true\n"
+                    + "users:\n- name: u\n" + c[0] + "contexts:\n- name: op\n  context:\n    cluster: op\n    user: u\n"
+                    + "current-context: op\n");
+            Process p = new ProcessBuilder(kubectl.toString(), "--kubeconfig", kubeconfig.toString(), "--cache-dir",
+                    dir.resolve("cache").toString(), "--request-timeout", "30s", "create", "--raw", ALLOCS, "-f",
+                    req.toString()).redirectErrorStream(true).start();
+            p.getOutputStream().close();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+            assertThat(p.exitValue()).as(out).isNotZero();
+            assertThat(out.trim()).isEqualTo(c[1]);
+        }
+        assertThat(claimedBy()).isNull();
     }
 }
