@@ -1,22 +1,36 @@
 package io.unboundedcloud.playpen.api;
 
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 
-/** Maps method and path to the flow that serves it; unknown paths are 404, wrong methods 405 with Allow. */
+/**
+ * Maps method and raw request path to the flow that serves it, with the reference's exact paths: anything else
+ * (trailing slash, {@code %2F}, empty or dot segments) is 404, a bad %-escape 400; a wrong method on an API path
+ * is 405 with Allow.
+ */
 public final class ApiPaths {
     public static final String GROUP_PATH = "/apis/" + PlaypenKeys.GROUP;
     public static final String VERSION_PATH = GROUP_PATH + "/" + PlaypenKeys.VERSION;
     public static final String ALLOCS_PATH = VERSION_PATH + "/allocs";
     public static final String DEALLOCS_PATH = VERSION_PATH + "/deallocs";
+    public static final String NOT_FOUND = "the server could not find the requested resource";
+    /** The reference's text for a wrong method (its handlers call http.Error with it). */
+    public static final String METHOD_NOT_ALLOWED = "method not allowed";
+    public static final String MALFORMED = "malformed request path: invalid URL escape";
 
     /** The flows behind the HTTPS listener; {@code authenticated} ones need a trusted front-proxy certificate. */
     public enum Flow {
-        HEALTHZ(false), READYZ(false), DISCOVERY_GROUP(true), DISCOVERY_VERSION(true), ALLOC(true), DEALLOC(true);
+        HEALTHZ(false, null), READYZ(false, null), DISCOVERY_GROUP(true, "GET"), DISCOVERY_VERSION(true, "GET"),
+        ALLOC(true, "POST"), DEALLOC(true, "POST");
 
         private final boolean authenticated;
+        private final String method;
 
-        Flow(boolean authenticated) {
+        Flow(boolean authenticated, String method) {
             this.authenticated = authenticated;
+            this.method = method;
         }
 
         public boolean authenticated() {
@@ -27,37 +41,95 @@ public final class ApiPaths {
         public boolean mutating() {
             return this == ALLOC || this == DEALLOC;
         }
+
+        /** The one method served, or null when any method is (the probes answer whatever is asked). */
+        public String method() {
+            return method;
+        }
     }
 
     private ApiPaths() {
     }
 
-    /** The flow for a request path (query string removed); throws 404 or 405. */
-    public static Flow route(String method, String rawPath) {
-        String path = rawPath == null || rawPath.isEmpty() ? "/" : rawPath;
-        int q = path.indexOf('?');
-        if (q >= 0) {
-            path = path.substring(0, q);
-        }
-        if (path.length() > 1 && path.endsWith("/")) {
-            path = path.substring(0, path.length() - 1);
-        }
-        Flow flow;
-        String allow;
-        switch (path) {
-            case "/healthz": flow = Flow.HEALTHZ; allow = "GET"; break;
-            case "/readyz": flow = Flow.READYZ; allow = "GET"; break;
-            case GROUP_PATH: flow = Flow.DISCOVERY_GROUP; allow = "GET"; break;
-            case VERSION_PATH: flow = Flow.DISCOVERY_VERSION; allow = "GET"; break;
-            case ALLOCS_PATH: flow = Flow.ALLOC; allow = "POST"; break;
-            case DEALLOCS_PATH: flow = Flow.DEALLOC; allow = "POST"; break;
-            default:
-                throw ApiException.notFound("the server could not find the requested resource");
-        }
-        boolean ok = allow.equals(method) || ("GET".equals(allow) && "HEAD".equals(method));
-        if (!ok) {
-            throw ApiException.methodNotAllowed("method " + method + " is not allowed on " + path + "; use " + allow, allow);
+    /**
+     * The flow for a request target as sent (still percent-encoded; the query is ignored); throws 400, 404 or 405.
+     * Like Go's ServeMux, each path segment is unescaped on its own, so {@code %2F} never joins two segments; where
+     * the reference's mux would redirect (empty or dot segments) this answers 404, so a POST is never replayed
+     * elsewhere. The method is checked here, before any authentication, as the reference's handlers do.
+     */
+    public static Flow route(String method, String rawTarget) {
+        Flow flow = flow(path(rawTarget));
+        if (flow.method() != null && !flow.method().equals(method)) {
+            // HEAD is not GET here either: the reference's discovery handlers compare the method exactly
+            throw ApiException.methodNotAllowed(METHOD_NOT_ALLOWED, flow.method());
         }
         return flow;
+    }
+
+    private static Flow flow(String path) {
+        switch (path) {
+            case "/healthz": return Flow.HEALTHZ;
+            case "/readyz": return Flow.READYZ;
+            case GROUP_PATH: return Flow.DISCOVERY_GROUP;
+            case VERSION_PATH: return Flow.DISCOVERY_VERSION;
+            case ALLOCS_PATH: return Flow.ALLOC;
+            case DEALLOCS_PATH: return Flow.DEALLOC;
+            default: throw ApiException.notFound(NOT_FOUND);
+        }
+    }
+
+    /** The decoded path when every segment is a plain name; 404 for anything a clean, exact path cannot be. */
+    static String path(String rawTarget) {
+        String raw = rawTarget == null ? "" : rawTarget;
+        int end = raw.length();
+        for (int i = 0; i < raw.length(); i++) {
+            char c = raw.charAt(i);
+            if (c == '?' || c == '#') {
+                end = i;
+                break;
+            }
+        }
+        raw = raw.substring(0, end);
+        String lower = raw.toLowerCase(java.util.Locale.ROOT);
+        if (lower.startsWith("http://") || lower.startsWith("https://")) {
+            // absolute-form request target: the path starts after the authority
+            int slash = raw.indexOf('/', lower.indexOf("//") + 2);
+            raw = slash < 0 ? "" : raw.substring(slash);
+        }
+        if (!raw.startsWith("/") || raw.length() == 1) {
+            throw ApiException.notFound(NOT_FOUND);
+        }
+        StringBuilder out = new StringBuilder(raw.length());
+        for (String segment : raw.substring(1).split("/", -1)) {
+            String name = unescape(segment);
+            if (name.isEmpty() || name.equals(".") || name.equals("..") || name.indexOf('/') >= 0) {
+                throw ApiException.notFound(NOT_FOUND);
+            }
+            out.append('/').append(name);
+        }
+        return out.toString();
+    }
+
+    /** Percent-decodes one segment (UTF-8); a malformed escape is 400, as Go's server answers it. */
+    private static String unescape(String segment) {
+        if (segment.indexOf('%') < 0) {
+            return segment;
+        }
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream(segment.length());
+        for (int i = 0; i < segment.length(); i++) {
+            char c = segment.charAt(i);
+            if (c != '%') {
+                bytes.writeBytes(String.valueOf(c).getBytes(StandardCharsets.UTF_8));
+                continue;
+            }
+            int hi = i + 2 < segment.length() ? Character.digit(segment.charAt(i + 1), 16) : -1;
+            int lo = hi >= 0 ? Character.digit(segment.charAt(i + 2), 16) : -1;
+            if (lo < 0) {
+                throw ApiException.badRequest(MALFORMED);
+            }
+            bytes.write(hi * 16 + lo);
+            i += 2;
+        }
+        return bytes.toString(StandardCharsets.UTF_8);
     }
 }

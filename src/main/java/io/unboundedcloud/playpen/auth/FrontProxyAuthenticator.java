@@ -17,11 +17,15 @@ import java.util.function.Supplier;
 
 import javax.security.auth.x500.X500Principal;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
 import io.unboundedcloud.playpen.api.ApiException;
 
 /**
- * Authenticates kube-apiserver's proxied requests (SPEC A7, B2): the presented leaf must chain to the live
- * front-proxy CA bundle, carry clientAuth, be valid now and have an allowed CN. Results are cached per
+ * Authenticates kube-apiserver's proxied requests (SPEC A7; failures are 403 "forbidden" like the reference): the
+ * presented leaf must chain to the live front-proxy CA bundle, carry clientAuth, be valid now and have an allowed
+ * CN. Results are cached per
  * certificate and bundle generation for a few seconds, since kube-apiserver reuses one client certificate.
  */
 public final class FrontProxyAuthenticator {
@@ -30,6 +34,11 @@ public final class FrontProxyAuthenticator {
 
     private record Verdict(long generation, String failure, long untilNanos) {
     }
+
+    /** The reference's answers (403, like kube-apiserver's "forbidden"); the reason only goes to the log. */
+    public static final String FORBIDDEN = "forbidden";
+    public static final String MISSING_USER = "missing remote user";
+    private static final Logger LOG = LoggerFactory.getLogger(FrontProxyAuthenticator.class);
 
     private final Supplier<TrustBundle> bundle;
     private final Clock clock;
@@ -40,14 +49,14 @@ public final class FrontProxyAuthenticator {
         this.clock = clock;
     }
 
-    /** Verifies the TLS peer chain (leaf first); throws a 401 ApiException when it is not trusted. */
+    /** Verifies the TLS peer chain (leaf first); throws a 403 ApiException ("forbidden") when it is not trusted. */
     public void verifyPeer(X509Certificate[] chain) {
         if (chain == null || chain.length == 0) {
-            throw ApiException.unauthorized("Unauthorized: a client certificate signed by the front-proxy CA is required");
+            throw refused("no client certificate");
         }
         TrustBundle tb = bundle.get();
         if (!tb.valid()) {
-            throw ApiException.unauthorized("Unauthorized: front-proxy trust bundle is not usable: "
+            throw refused("front-proxy trust bundle is not usable: "
                     + (tb.invalidReason() == null ? "empty" : tb.invalidReason()));
         }
         X509Certificate leaf = chain[0];
@@ -55,7 +64,7 @@ public final class FrontProxyAuthenticator {
         // certificate through after its notAfter. The cache only spares the path validation.
         String invalid = validityFailure(leaf);
         if (invalid != null) {
-            throw ApiException.unauthorized("Unauthorized: " + invalid);
+            throw refused(invalid);
         }
         long now = System.nanoTime();
         Verdict v = verdicts.get(leaf);
@@ -65,9 +74,33 @@ public final class FrontProxyAuthenticator {
                 verdicts.clear();
             }
             verdicts.put(leaf, v);
+            if (v.failure() != null) {
+                // once per certificate and cache period: the wire only says "forbidden"
+                LOG.info("front-proxy client certificate refused cn={} reason={}",
+                        commonName(leaf.getSubjectX500Principal()), v.failure());
+            }
         }
         if (v.failure() != null) {
-            throw ApiException.unauthorized("Unauthorized: " + v.failure());
+            throw refused(v.failure());
+        }
+    }
+
+    private static Refused refused(String reason) {
+        LOG.debug("front-proxy client refused: {}", reason);
+        return new Refused(reason);
+    }
+
+    /** A refused front-proxy client: the wire gets the reference's 403 "forbidden"; {@link #why()} is for logs. */
+    public static final class Refused extends ApiException {
+        private final String why;
+
+        Refused(String why) {
+            super(403, "Forbidden", FORBIDDEN);
+            this.why = why;
+        }
+
+        public String why() {
+            return why;
         }
     }
 
@@ -128,11 +161,11 @@ public final class FrontProxyAuthenticator {
         return "";
     }
 
-    /** Builds the identity from the front-proxy headers; X-Remote-User is required (401 otherwise). */
+    /** Builds the identity from the front-proxy headers; X-Remote-User is required (403 otherwise). */
     public static Identity identity(String user, String uid, List<String> groupHeaders,
             Map<String, List<String>> extraHeaders) {
         if (user == null || user.isBlank()) {
-            throw ApiException.unauthorized("Unauthorized: X-Remote-User header is required");
+            throw ApiException.forbidden(MISSING_USER);
         }
         List<String> groups = new ArrayList<>();
         for (String h : groupHeaders) {

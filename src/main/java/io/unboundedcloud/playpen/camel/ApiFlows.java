@@ -9,15 +9,19 @@ import org.apache.camel.Header;
 import io.unboundedcloud.playpen.api.ApiException;
 import io.unboundedcloud.playpen.api.Discovery;
 import io.unboundedcloud.playpen.api.Json;
+import io.unboundedcloud.playpen.api.RequestBodies;
 import io.unboundedcloud.playpen.auth.Identity;
 import io.unboundedcloud.playpen.kube.AccessReviewer;
 import io.unboundedcloud.playpen.kube.Allocator;
 import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.AllocRequestParser;
 import io.unboundedcloud.playpen.model.AllocResponses;
+import io.unboundedcloud.playpen.model.GoStrings;
 
 /** Thin adapters between the HTTP routes and the domain beans: bind exchange parts, return domain values. */
 public final class ApiFlows {
+    private static final byte[] NO_BODY = new byte[0];
+
     private final AccessReviewer reviewer;
     private final AllocRequestParser parser;
     private final Allocator allocator;
@@ -39,6 +43,12 @@ public final class ApiFlows {
         reviewer.authorize(identity);
     }
 
+    /** The request body once its charset (UTF-8 only, 415) and size (64 KiB, 413) are acceptable. */
+    public byte[] readBody(@Body byte[] body,
+            @ExchangeProperty(PlaypenHttpBinding.ORIGINAL_CONTENT_TYPE) String contentType) {
+        return RequestBodies.admit(contentType, body);
+    }
+
     public AllocCommand parseAlloc(@Body byte[] body, @Header("Idempotency-Key") String key) {
         return parser.parseAlloc(body, key);
     }
@@ -52,8 +62,31 @@ public final class ApiFlows {
                 allocation.replay() ? "replayed" : "allocated");
     }
 
-    public String parseDealloc(@Body byte[] body, @Header("Idempotency-Key") String key) {
-        return parser.parseDealloc(body, key);
+    /**
+     * The key hash of a dealloc. Like the reference, a non-blank Idempotency-Key header means the body is never
+     * looked at (not its charset, size or JSON); without it, an empty body means the key is missing.
+     */
+    public String parseDealloc(@Body byte[] body, @Header("Idempotency-Key") String key,
+            @ExchangeProperty(PlaypenHttpBinding.ORIGINAL_CONTENT_TYPE) String contentType) {
+        if (key != null && !GoStrings.trimSpace(key).isEmpty()) {
+            return parser.parseDealloc(NO_BODY, key);
+        }
+        byte[] admitted = RequestBodies.admit(contentType, body);
+        if (jsonBlank(admitted)) {
+            // Go's json.Decoder sees io.EOF, which the reference lets through to its "key required" answer
+            throw ApiException.badRequest(AllocRequestParser.KEY_REQUIRED);
+        }
+        return parser.parseDealloc(admitted, null);
+    }
+
+    /** Empty or JSON whitespace only (space, tab, CR, LF): what Go's json.Decoder reads as end of input. */
+    static boolean jsonBlank(byte[] body) {
+        for (byte b : body) {
+            if (b != ' ' && b != '\t' && b != '\r' && b != '\n') {
+                return false;
+            }
+        }
+        return true;
     }
 
     public HttpReply deallocate(String keyHash) {
@@ -65,11 +98,12 @@ public final class ApiFlows {
         return HttpReply.json("discovery_group".equals(flow) ? Discovery.API_GROUP : Discovery.API_RESOURCE_LIST);
     }
 
+    /** /healthz and /readyz: 204 with no body, like the reference; /readyz is 503 while not ready (ours only). */
     public HttpReply health(@ExchangeProperty(FrontDoor.FLOW) String flow) {
         if ("readyz".equals(flow) && !ready.getAsBoolean()) {
             throw ApiException.unavailable("not ready: caches not synced or front-proxy trust bundle not loaded",
                     retryAfterSeconds);
         }
-        return HttpReply.text("ok");
+        return HttpReply.noContent("ok");
     }
 }

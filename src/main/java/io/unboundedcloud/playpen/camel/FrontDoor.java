@@ -17,20 +17,20 @@ import javax.net.ssl.SSLSession;
 import org.apache.camel.Exchange;
 import org.apache.camel.Message;
 import org.apache.camel.component.netty.NettyConstants;
+import org.apache.camel.component.netty.http.NettyHttpMessage;
 
-import io.unboundedcloud.playpen.api.ApiException;
 import io.unboundedcloud.playpen.api.ApiPaths;
 import io.unboundedcloud.playpen.auth.FrontProxyAuthenticator;
 import io.unboundedcloud.playpen.auth.Identity;
 
 /**
- * First step of every HTTPS request: picks the flow (404/405), authenticates the front proxy (401),
- * checks body size (413) and Content-Type (415), and leaves the flow name and identity on the exchange.
+ * First step of every HTTPS request: picks the flow from the method and the exact raw path (404/405, before any
+ * authentication, like the reference), authenticates the front proxy on API paths (403) and requires a user on
+ * alloc and dealloc (403). Leaves the flow name and identity on the exchange; bodies are checked by the flows.
  */
 public final class FrontDoor {
     public static final String FLOW = "playpenFlow";
     public static final String IDENTITY = "playpenIdentity";
-    public static final int MAX_BODY_BYTES = 64 * 1024;
     private static final String EXTRA_PREFIX = "x-remote-extra-";
 
     private final FrontProxyAuthenticator authenticator;
@@ -42,39 +42,25 @@ public final class FrontDoor {
     public void admit(Exchange exchange) {
         Message in = exchange.getMessage();
         String method = in.getHeader(Exchange.HTTP_METHOD, String.class);
-        String uri = in.getHeader(Exchange.HTTP_URI, String.class);
-        ApiPaths.Flow flow;
-        if (isProbe(uri)) {
-            flow = ApiPaths.route(method, uri);
-        } else {
-            // authenticate before revealing which paths exist
-            authenticator.verifyPeer(peerChain(in));
-            flow = ApiPaths.route(method, uri);
-        }
+        ApiPaths.Flow flow = ApiPaths.route(method, rawTarget(in));
         exchange.setProperty(FLOW, flow.name().toLowerCase(Locale.ROOT));
-        if (!flow.mutating()) {
-            return;
+        if (flow.authenticated()) {
+            authenticator.verifyPeer(peerChain(in));
         }
-        exchange.setProperty(IDENTITY, identity(in));
-        String contentType = exchange.getProperty(PlaypenHttpBinding.ORIGINAL_CONTENT_TYPE, String.class);
-        if (contentType != null && !isJson(contentType)) {
-            throw ApiException.unsupportedMediaType("Content-Type \"" + contentType
-                    + "\" is not supported; send application/json");
+        if (flow.mutating()) {
+            exchange.setProperty(IDENTITY, identity(in));
         }
-        byte[] body = in.getBody(byte[].class);
-        if (body != null && body.length > MAX_BODY_BYTES) {
-            throw ApiException.tooLarge("request body is larger than " + MAX_BODY_BYTES + " bytes");
-        }
-        in.setBody(body == null ? new byte[0] : body);
     }
 
-    private static boolean isProbe(String uri) {
-        return uri != null && (uri.startsWith("/healthz") || uri.startsWith("/readyz"));
-    }
-
-    static boolean isJson(String contentType) {
-        String media = contentType.split(";", 2)[0].trim().toLowerCase(Locale.ROOT);
-        return media.isEmpty() || media.equals("application/json") || media.equals("*/*");
+    /**
+     * The request target exactly as sent: Camel's HTTP_URI header is already percent-decoded, which would turn
+     * {@code v1alpha1%2Fallocs} into the allocs path.
+     */
+    private static String rawTarget(Message in) {
+        if (in instanceof NettyHttpMessage netty && netty.getHttpRequest() != null) {
+            return netty.getHttpRequest().uri();
+        }
+        throw new IllegalStateException("not a netty-http request: the front door needs the raw request target");
     }
 
     private static X509Certificate[] peerChain(Message in) {

@@ -1,5 +1,7 @@
 package io.unboundedcloud.playpen.camel;
 
+import java.net.URI;
+import java.net.URISyntaxException;
 import java.util.Map;
 
 import io.netty.handler.codec.http.HttpHeaderNames;
@@ -9,14 +11,16 @@ import org.apache.camel.component.netty.http.DefaultNettyHttpBinding;
 import org.apache.camel.component.netty.http.NettyHttpConfiguration;
 
 /**
- * Two things camel-netty-http does before any route runs that an aggregated API server must not:
+ * Three things camel-netty-http does before any route runs that an aggregated API server must not:
  * <ul>
- * <li>it decodes form bodies into headers (and drops the connection on odd ones): this binding hides a non-JSON
- * Content-Type from that step and keeps it in an exchange property, so the front door can answer 415 as a
- * Status;</li>
+ * <li>it decodes form bodies into headers (and drops the connection on odd ones): this binding hides the
+ * Content-Type from that step and keeps it in an exchange property, so a form-encoded POST is read like any other
+ * body (the reference ignores Content-Type) and the flows can answer 415 for a charset other than UTF-8;</li>
  * <li>it maps query parameters to headers, mixed with the real ones. The aggregator replaces the X-Remote-*
  * identity headers but passes the query string through, so {@code ?X-Remote-Group=system:masters} would reach
  * the SubjectAccessReview. This API takes no query parameters: the query is kept out of that step.</li>
+ * <li>it parses the request target with java.net.URI and drops the connection when that fails: such a target is
+ * replaced by "/" for that step only, and the front door answers from the raw one.</li>
  * </ul>
  */
 public class PlaypenHttpBinding extends DefaultNettyHttpBinding {
@@ -32,8 +36,14 @@ public class PlaypenHttpBinding extends DefaultNettyHttpBinding {
         }
         String uri = request.uri();
         int query = uri.indexOf('?');
-        if (query >= 0) {
-            request.setUri(uri.substring(0, query));
+        String path = query >= 0 ? uri.substring(0, query) : uri;
+        if (!parses(path)) {
+            // Camel parses the target with java.net.URI and drops the connection when it cannot (a bad %-escape,
+            // '{', '|'); the front door routes on the raw target from the request and answers 400 or 404
+            path = "/";
+        }
+        if (!path.equals(uri)) {
+            request.setUri(path);
         }
         try {
             super.populateCamelHeaders(request, headers, exchange, configuration);
@@ -43,6 +53,15 @@ public class PlaypenHttpBinding extends DefaultNettyHttpBinding {
                 request.headers().set(HttpHeaderNames.CONTENT_TYPE, contentType);
                 headers.put(Exchange.CONTENT_TYPE, contentType);
             }
+        }
+    }
+
+    private static boolean parses(String target) {
+        try {
+            new URI(target);
+            return true;
+        } catch (URISyntaxException e) {
+            return false;
         }
     }
 }

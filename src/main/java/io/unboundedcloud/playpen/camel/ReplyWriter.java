@@ -1,5 +1,6 @@
 package io.unboundedcloud.playpen.camel;
 
+import java.nio.charset.StandardCharsets;
 import java.util.Map;
 
 import org.apache.camel.Exchange;
@@ -12,12 +13,13 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.unboundedcloud.playpen.api.ApiException;
 
 /**
- * Writes an {@link HttpReply} (the body, or one built from the caught exception) onto the message. Request
- * headers are dropped first so nothing the client sent (keys included) is echoed back.
+ * Writes an {@link HttpReply} (the body, or one built from the caught exception) onto the message as UTF-8 bytes
+ * (none for HEAD). Request headers are dropped first so nothing the client sent (keys included) is echoed back.
  */
 public final class ReplyWriter implements Processor {
     private static final Logger LOG = LoggerFactory.getLogger(ReplyWriter.class);
     private static final String REPLIED = "playpenReplied";
+    private static final byte[] NO_BODY = new byte[0];
     private final int retryAfterSeconds;
 
     private final OperatorMetrics metrics;
@@ -39,7 +41,11 @@ public final class ReplyWriter implements Processor {
         if (reply == null) {
             reply = HttpReply.status(ApiException.internal("internal error: the route produced no reply"));
         }
+        boolean head = "HEAD".equals(m.getHeader(Exchange.HTTP_METHOD, String.class));
         m.removeHeaders("*");
+        // set by Camel from the request's Content-Type; it would re-encode a String answer (UTF-16, or an
+        // exception for an unknown name). Answers are UTF-8 bytes whatever the request said.
+        exchange.removeProperty(Exchange.CHARSET_NAME);
         m.setHeader(Exchange.HTTP_RESPONSE_CODE, reply.code());
         if (reply.contentType() != null) {
             m.setHeader(Exchange.CONTENT_TYPE, reply.contentType());
@@ -47,7 +53,8 @@ public final class ReplyWriter implements Processor {
         for (Map.Entry<String, String> h : reply.headers().entrySet()) {
             m.setHeader(h.getKey(), h.getValue());
         }
-        m.setBody(reply.body() == null ? "" : reply.body());
+        // a HEAD answer has headers only, like Go's server; a body here would be read as the next response
+        m.setBody(head || reply.body() == null ? NO_BODY : reply.body().getBytes(StandardCharsets.UTF_8));
         String flow = exchange.getProperty(FrontDoor.FLOW, String.class);
         if (flow != null) {
             metrics.request(flow, reply.result(), reply.code(), exchange.getClock().elapsed() * 1_000_000L);

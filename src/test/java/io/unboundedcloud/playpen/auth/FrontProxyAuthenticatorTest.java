@@ -43,12 +43,15 @@ class FrontProxyAuthenticatorTest {
         return java.util.Arrays.stream(certs).map(Pki.Issued::certificate).toArray(X509Certificate[]::new);
     }
 
-    static void assertUnauthorized(FrontProxyAuthenticator auth, X509Certificate[] chain, String message) {
-        ApiException e = catchThrowableOfType(ApiException.class, () -> auth.verifyPeer(chain));
-        assertThat(e).as("expected 401 " + message).isNotNull();
-        assertThat(e.code()).isEqualTo(401);
-        assertThat(e.reason()).isEqualTo("Unauthorized");
-        assertThat(e.getMessage()).isEqualTo(message);
+    /** Refused like the reference (403 "forbidden" on the wire) for the reason given (kept for the log). */
+    static void assertUnauthorized(FrontProxyAuthenticator auth, X509Certificate[] chain, String why) {
+        FrontProxyAuthenticator.Refused e = catchThrowableOfType(FrontProxyAuthenticator.Refused.class,
+                () -> auth.verifyPeer(chain));
+        assertThat(e).as("expected 403 " + why).isNotNull();
+        assertThat(e.code()).isEqualTo(403);
+        assertThat(e.reason()).isEqualTo("Forbidden");
+        assertThat(e.getMessage()).isEqualTo("forbidden");
+        assertThat(e.why()).isEqualTo(why);
     }
 
     @Test
@@ -76,7 +79,7 @@ class FrontProxyAuthenticatorTest {
     @Test
     void noCertificate() {
         FrontProxyAuthenticator auth = authenticator(bundle(1, Set.of(), CA));
-        String message = "Unauthorized: a client certificate signed by the front-proxy CA is required";
+        String message = "no client certificate";
         assertUnauthorized(auth, null, message);
         assertUnauthorized(auth, new X509Certificate[0], message);
     }
@@ -86,16 +89,16 @@ class FrontProxyAuthenticatorTest {
         Pki.Issued otherCa = Pki.selfSigned(Subject.cn("front-proxy-ca"), Usage.CA, YESTERDAY, Duration.ofDays(365));
         Pki.Issued forged = Pki.issue(otherCa, Subject.cn("front-proxy-client"), Usage.CLIENT, YESTERDAY, Duration.ofDays(30));
         FrontProxyAuthenticator auth = authenticator(bundle(1, Set.of("front-proxy-client"), CA));
-        assertUnauthorized(auth, chain(forged), "Unauthorized: client certificate is not signed by the front-proxy CA");
+        assertUnauthorized(auth, chain(forged), "client certificate is not signed by the front-proxy CA");
         // sending the foreign CA along does not help
-        assertUnauthorized(auth, chain(forged, otherCa), "Unauthorized: client certificate is not signed by the front-proxy CA");
+        assertUnauthorized(auth, chain(forged, otherCa), "client certificate is not signed by the front-proxy CA");
     }
 
     @Test
     void selfSignedClientCertificate() {
         Pki.Issued self = Pki.selfSigned(Subject.cn("front-proxy-client"), Usage.CLIENT, YESTERDAY, Duration.ofDays(30));
         assertUnauthorized(authenticator(bundle(1, Set.of(), CA)), chain(self),
-                "Unauthorized: client certificate is not signed by the front-proxy CA");
+                "client certificate is not signed by the front-proxy CA");
     }
 
     @Test
@@ -103,7 +106,7 @@ class FrontProxyAuthenticatorTest {
         Pki.Issued expired = Pki.issue(CA, Subject.cn("front-proxy-client"), Usage.CLIENT,
                 NOW.minus(Duration.ofDays(2)), Duration.ofDays(1));
         assertUnauthorized(authenticator(bundle(1, Set.of(), CA)), chain(expired),
-                "Unauthorized: client certificate is expired or not yet valid");
+                "client certificate is expired or not yet valid");
     }
 
     @Test
@@ -111,7 +114,7 @@ class FrontProxyAuthenticatorTest {
         Pki.Issued future = Pki.issue(CA, Subject.cn("front-proxy-client"), Usage.CLIENT,
                 NOW.plus(Duration.ofHours(1)), Duration.ofDays(1));
         assertUnauthorized(authenticator(bundle(1, Set.of(), CA)), chain(future),
-                "Unauthorized: client certificate is expired or not yet valid");
+                "client certificate is expired or not yet valid");
     }
 
     @Test
@@ -119,7 +122,7 @@ class FrontProxyAuthenticatorTest {
         Clock later = Clock.fixed(NOW.plus(Duration.ofDays(31)), ZoneOffset.UTC);
         TrustBundle tb = bundle(1, Set.of(), CA);
         assertUnauthorized(new FrontProxyAuthenticator(() -> tb, later), chain(CLIENT),
-                "Unauthorized: client certificate is expired or not yet valid");
+                "client certificate is expired or not yet valid");
     }
 
     @Test
@@ -131,27 +134,27 @@ class FrontProxyAuthenticatorTest {
                 NOW.minus(Duration.ofMinutes(1)), Duration.ofMinutes(2));
         assertThatCode(() -> auth.verifyPeer(chain(shortLived))).doesNotThrowAnyException();
         clock.now = NOW.plus(Duration.ofMinutes(5));
-        assertUnauthorized(auth, chain(shortLived), "Unauthorized: client certificate is expired or not yet valid");
+        assertUnauthorized(auth, chain(shortLived), "client certificate is expired or not yet valid");
     }
 
     @Test
     void missingClientAuthUsage() {
         Pki.Issued server = Pki.issue(CA, Subject.cn("front-proxy-client"), Usage.SERVER, YESTERDAY, Duration.ofDays(30));
         assertUnauthorized(authenticator(bundle(1, Set.of(), CA)), chain(server),
-                "Unauthorized: client certificate lacks the clientAuth extended key usage");
+                "client certificate lacks the clientAuth extended key usage");
     }
 
     @Test
     void theCaItselfIsNoClientCertificate() {
         assertUnauthorized(authenticator(bundle(1, Set.of(), CA)), chain(CA),
-                "Unauthorized: client certificate lacks the clientAuth extended key usage");
+                "client certificate lacks the clientAuth extended key usage");
     }
 
     @Test
     void cnNotAllowed() {
         Pki.Issued mallory = Pki.issue(CA, Subject.cn("mallory"), Usage.CLIENT, YESTERDAY, Duration.ofDays(30));
         FrontProxyAuthenticator auth = authenticator(bundle(1, Set.of("front-proxy-client", "aggregator"), CA));
-        assertUnauthorized(auth, chain(mallory), "Unauthorized: client certificate CN \"mallory\" is not an allowed front-proxy name");
+        assertUnauthorized(auth, chain(mallory), "client certificate CN \"mallory\" is not an allowed front-proxy name");
         assertThatCode(() -> auth.verifyPeer(chain(CLIENT))).doesNotThrowAnyException();
     }
 
@@ -171,7 +174,7 @@ class FrontProxyAuthenticatorTest {
         FrontProxyAuthenticator auth = authenticator(bundle(1, Set.of(), CA));
         assertThatCode(() -> auth.verifyPeer(chain(leaf, intermediate))).doesNotThrowAnyException();
         FrontProxyAuthenticator fresh = authenticator(bundle(1, Set.of(), CA));
-        assertUnauthorized(fresh, chain(leaf), "Unauthorized: client certificate is not signed by the front-proxy CA");
+        assertUnauthorized(fresh, chain(leaf), "client certificate is not signed by the front-proxy CA");
     }
 
     @Test
@@ -182,7 +185,7 @@ class FrontProxyAuthenticatorTest {
         FrontProxyAuthenticator auth = new FrontProxyAuthenticator(current::get, CLOCK);
 
         assertThatCode(() -> auth.verifyPeer(chain(CLIENT))).doesNotThrowAnyException();
-        assertUnauthorized(auth, chain(newClient), "Unauthorized: client certificate is not signed by the front-proxy CA");
+        assertUnauthorized(auth, chain(newClient), "client certificate is not signed by the front-proxy CA");
 
         // rotation, step 1: both CAs trusted
         current.set(bundle(2, Set.of("front-proxy-client"), CA, newCa));
@@ -191,7 +194,7 @@ class FrontProxyAuthenticatorTest {
 
         // step 2: the old CA is gone; its certificate must be refused at once, not after a cache expiry
         current.set(bundle(3, Set.of("front-proxy-client"), newCa));
-        assertUnauthorized(auth, chain(CLIENT), "Unauthorized: client certificate is not signed by the front-proxy CA");
+        assertUnauthorized(auth, chain(CLIENT), "client certificate is not signed by the front-proxy CA");
         assertThatCode(() -> auth.verifyPeer(chain(newClient))).doesNotThrowAnyException();
     }
 
@@ -202,16 +205,16 @@ class FrontProxyAuthenticatorTest {
         assertThatCode(() -> auth.verifyPeer(chain(CLIENT))).doesNotThrowAnyException();
         current.set(bundle(2, Set.of("aggregator"), CA));
         assertUnauthorized(auth, chain(CLIENT),
-                "Unauthorized: client certificate CN \"front-proxy-client\" is not an allowed front-proxy name");
+                "client certificate CN \"front-proxy-client\" is not an allowed front-proxy name");
     }
 
     @Test
     void unusableBundleRefusesEverything() {
         FrontProxyAuthenticator auth = authenticator(TrustBundle.invalid("requestheader-client-ca-file is missing or empty", 1));
         assertUnauthorized(auth, chain(CLIENT),
-                "Unauthorized: front-proxy trust bundle is not usable: requestheader-client-ca-file is missing or empty");
+                "front-proxy trust bundle is not usable: requestheader-client-ca-file is missing or empty");
         FrontProxyAuthenticator empty = authenticator(new TrustBundle(List.of(), Set.of(), null, 1));
-        assertUnauthorized(empty, chain(CLIENT), "Unauthorized: front-proxy trust bundle is not usable: empty");
+        assertUnauthorized(empty, chain(CLIENT), "front-proxy trust bundle is not usable: empty");
     }
 
     @Test
@@ -230,9 +233,9 @@ class FrontProxyAuthenticatorTest {
             ApiException e = catchThrowableOfType(ApiException.class,
                     () -> FrontProxyAuthenticator.identity(user, null, List.of("g"), Map.of()));
             assertThat(e).as("user " + user).isNotNull();
-            assertThat(e.code()).isEqualTo(401);
-            assertThat(e.reason()).isEqualTo("Unauthorized");
-            assertThat(e.getMessage()).isEqualTo("Unauthorized: X-Remote-User header is required");
+            assertThat(e.code()).isEqualTo(403);
+            assertThat(e.reason()).isEqualTo("Forbidden");
+            assertThat(e.getMessage()).isEqualTo("missing remote user");
         }
     }
 

@@ -75,7 +75,7 @@ final class OperatorProcess implements AutoCloseable {
         return new OperatorProcess(p, port, t0, log);
     }
 
-    /** Polls /readyz until 200; returns the time from process start in milliseconds. */
+    /** Polls /readyz until 204; returns the time from process start in milliseconds. */
     double awaitReadyMs(HttpClient http, Duration timeout) throws Exception {
         long deadline = System.nanoTime() + timeout.toNanos();
         HttpRequest req = HttpRequest.newBuilder(URI.create("https://127.0.0.1:" + port + "/readyz"))
@@ -86,7 +86,7 @@ final class OperatorProcess implements AutoCloseable {
             }
             try {
                 HttpResponse<String> r = http.send(req, HttpResponse.BodyHandlers.ofString());
-                if (r.statusCode() == 200) {
+                if (r.statusCode() == 204) {
                     return (System.nanoTime() - startNanos) / 1e6;
                 }
             } catch (IOException e) {

@@ -21,7 +21,7 @@ import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 import io.unboundedcloud.playpen.tls.Pki;
 
-/** Front-proxy authentication and SubjectAccessReview authorization matrix (SPEC A7, B2, B3). */
+/** Front-proxy authentication and SubjectAccessReview authorization matrix (SPEC A7, B3; refusals are 403). */
 class AuthRouteTest {
     static final ObjectMapper M = new ObjectMapper();
     static final String DISCOVERY = "/apis/playpen.unbounded-cloud.io/v1alpha1";
@@ -73,13 +73,13 @@ class AuthRouteTest {
         assertThat(M.readTree(g.body()).at("/preferredVersion/groupVersion").asText())
                 .isEqualTo("playpen.unbounded-cloud.io/v1alpha1");
         HttpClient anonymous = OperatorHarness.client(null);
-        assertThat(get(anonymous, "/healthz").statusCode()).isEqualTo(200);
-        assertThat(get(anonymous, "/readyz").statusCode()).isEqualTo(200);
-        assertStatus(get(anonymous, DISCOVERY), 401, "Unauthorized");
+        assertThat(get(anonymous, "/healthz").statusCode()).isEqualTo(204);
+        assertThat(get(anonymous, "/readyz").statusCode()).isEqualTo(204);
+        assertStatus(get(anonymous, DISCOVERY), 403, "Forbidden");
     }
 
     @Test
-    void untrustedExpiredNoClientAuthAndUnlistedCnAre401() throws Exception {
+    void untrustedExpiredNoClientAuthAndUnlistedCnAre403LikeTheReference() throws Exception {
         Instant now = Instant.now();
         Pki.Issued otherCa = Pki.selfSigned(Pki.Subject.cn("other-ca"), Pki.Usage.CA, now.minusSeconds(60), Duration.ofDays(1));
         Pki.Issued untrusted = Pki.issue(otherCa, Pki.Subject.cn("front-proxy-client"), Pki.Usage.CLIENT,
@@ -91,13 +91,16 @@ class AuthRouteTest {
         Pki.Issued wrongCn = Pki.issue(cluster.frontProxyCa, Pki.Subject.cn("someone-else"), Pki.Usage.CLIENT,
                 now.minusSeconds(60), Duration.ofDays(1));
         for (Pki.Issued cert : List.of(untrusted, expired, serverOnly, wrongCn)) {
-            assertStatus(dealloc(OperatorHarness.client(cert), "alice", "playpen-users"), 401, "Unauthorized");
-            assertStatus(get(OperatorHarness.client(cert), DISCOVERY), 401, "Unauthorized");
+            HttpResponse<String> refused = dealloc(OperatorHarness.client(cert), "alice", "playpen-users");
+            assertStatus(refused, 403, "Forbidden");
+            // the reference's text: kubectl prints "Error from server (Forbidden): forbidden", not "log in"
+            assertThat(M.readTree(refused.body()).get("message").asText()).isEqualTo("forbidden");
+            assertStatus(get(OperatorHarness.client(cert), DISCOVERY), 403, "Forbidden");
         }
-        assertStatus(dealloc(OperatorHarness.client(null), "alice", "playpen-users"), 401, "Unauthorized");
+        assertStatus(dealloc(OperatorHarness.client(null), "alice", "playpen-users"), 403, "Forbidden");
         HttpResponse<String> noUser = dealloc(op.frontProxy(), null);
-        assertStatus(noUser, 401, "Unauthorized");
-        assertThat(M.readTree(noUser.body()).get("message").asText()).contains("X-Remote-User");
+        assertStatus(noUser, 403, "Forbidden");
+        assertThat(M.readTree(noUser.body()).get("message").asText()).isEqualTo("missing remote user");
     }
 
     @Test
@@ -149,7 +152,7 @@ class AuthRouteTest {
         Pki.Issued newCa = Pki.selfSigned(Pki.Subject.cn("front-proxy-ca-2"), Pki.Usage.CA, now.minusSeconds(60), Duration.ofDays(1));
         Pki.Issued newClient = Pki.issue(newCa, Pki.Subject.cn("front-proxy-client"), Pki.Usage.CLIENT,
                 now.minusSeconds(60), Duration.ofDays(1));
-        assertStatus(get(OperatorHarness.client(newClient), DISCOVERY), 401, "Unauthorized");
+        assertStatus(get(OperatorHarness.client(newClient), DISCOVERY), 403, "Forbidden");
         try {
             cluster.setTrust(newCa.certificatePem(), "[\"front-proxy-client\"]");
             OperatorHarness.awaitTrue(() -> {
@@ -159,11 +162,11 @@ class AuthRouteTest {
                     return false;
                 }
             }, Duration.ofSeconds(10), "new CA accepted");
-            assertStatus(get(op.frontProxy(), DISCOVERY), 401, "Unauthorized");
+            assertStatus(get(op.frontProxy(), DISCOVERY), 403, "Forbidden");
             // an invalid bundle refuses everything and readiness drops
             cluster.setTrust("not a pem", null);
             OperatorHarness.awaitTrue(() -> !op.app.ready(), Duration.ofSeconds(10), "not ready with a bad bundle");
-            assertStatus(get(OperatorHarness.client(newClient), DISCOVERY), 401, "Unauthorized");
+            assertStatus(get(OperatorHarness.client(newClient), DISCOVERY), 403, "Forbidden");
         } finally {
             cluster.setTrust(cluster.frontProxyCa.certificatePem(), "[\"front-proxy-client\"]");
             OperatorHarness.awaitTrue(op.app::ready, Duration.ofSeconds(10), "ready again");

@@ -61,7 +61,7 @@ class LeaderElectionRouteTest {
         for (OperatorHarness h : new OperatorHarness[] {a, b}) {
             assertThat(OperatorHarness.client(null).send(java.net.http.HttpRequest.newBuilder(
                     java.net.URI.create(h.url("/readyz"))).build(), java.net.http.HttpResponse.BodyHandlers.ofString())
-                    .statusCode()).isEqualTo(200);
+                    .statusCode()).isEqualTo(204);
         }
         // stop the leader; the follower takes the Lease and continues the pool work
         leader.close();

@@ -125,7 +125,7 @@ class PoolRouteTest {
                 .statusCode()).isEqualTo(503);
         assertThat(OperatorHarness.client(null).send(java.net.http.HttpRequest.newBuilder(
                 java.net.URI.create(op.url("/healthz"))).build(), java.net.http.HttpResponse.BodyHandlers.ofString())
-                .statusCode()).isEqualTo(200);
+                .statusCode()).isEqualTo(204);
     }
 
     @Test

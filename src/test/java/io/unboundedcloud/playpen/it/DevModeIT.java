@@ -79,7 +79,7 @@ class DevModeIT {
         OperatorHarness.awaitTrue(() -> {
             try {
                 return anon.send(HttpRequest.newBuilder(URI.create(endpoints.get("OPERATOR_URL") + "/readyz")).build(),
-                        HttpResponse.BodyHandlers.ofString()).statusCode() == 200;
+                        HttpResponse.BodyHandlers.ofString()).statusCode() == 204;
             } catch (Exception e) {
                 return false;
             }

@@ -115,7 +115,7 @@ class RoutesIT {
                 .filter(l -> l.startsWith("OPERATOR_URL=")).findFirst().orElseThrow().substring("OPERATOR_URL=".length());
         HttpClient anon = OperatorHarness.client(null);
         assertThat(anon.send(HttpRequest.newBuilder(URI.create(operatorUrl + "/healthz")).build(),
-                HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(200);
+                HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(204);
         long ingressBefore = routeExchanges(mgmt, "https-ingress");
         Thread.sleep(1000);
         long before = routeExchanges(mgmt, "pool-reconcile");
@@ -130,7 +130,7 @@ class RoutesIT {
         }, Duration.ofSeconds(20), "reloaded pool-reconcile running every 300 ms");
         // the HTTPS route was not reloaded: it still serves and kept its statistics
         assertThat(anon.send(HttpRequest.newBuilder(URI.create(operatorUrl + "/healthz")).build(),
-                HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(200);
+                HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(204);
         assertThat(routeExchanges(mgmt, "https-ingress")).isGreaterThan(ingressBefore);
     }
 

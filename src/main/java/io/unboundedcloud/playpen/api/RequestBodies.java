@@ -1,0 +1,63 @@
+package io.unboundedcloud.playpen.api;
+
+import java.nio.charset.Charset;
+import java.nio.charset.StandardCharsets;
+import java.util.Locale;
+
+/**
+ * What a request body must be before it is decoded: any media type (the reference never looks at Content-Type),
+ * but a declared charset must be UTF-8 (or its subset US-ASCII), else 415; at most 64 KiB, else 413.
+ */
+public final class RequestBodies {
+    public static final int MAX_BODY_BYTES = 64 * 1024;
+
+    private RequestBodies() {
+    }
+
+    /** Returns the body (never null) when it may be decoded as JSON; throws 415 or 413. */
+    public static byte[] admit(String contentType, byte[] body) {
+        String charset = charset(contentType);
+        if (charset != null && !isUtf8(charset)) {
+            // the body would be read as UTF-8 regardless: refuse rather than misread it (the reference misreads)
+            throw ApiException.unsupportedMediaType("charset \"" + charset + "\" is not supported; send UTF-8");
+        }
+        if (body != null && body.length > MAX_BODY_BYTES) {
+            throw ApiException.tooLarge("request body is larger than " + MAX_BODY_BYTES + " bytes");
+        }
+        return body == null ? new byte[0] : body;
+    }
+
+    /** The charset parameter of a Content-Type value (unquoted), or null when there is none. */
+    static String charset(String contentType) {
+        if (contentType == null) {
+            return null;
+        }
+        String found = null;
+        String[] parts = contentType.split(";");
+        for (int i = 1; i < parts.length; i++) {
+            int eq = parts[i].indexOf('=');
+            if (eq < 0 || !parts[i].substring(0, eq).trim().equalsIgnoreCase("charset")) {
+                continue;
+            }
+            String value = parts[i].substring(eq + 1).trim();
+            if (value.length() >= 2 && value.startsWith("\"") && value.endsWith("\"")) {
+                value = value.substring(1, value.length() - 1).trim();
+            }
+            if (found == null || !isUtf8(value)) {
+                // two charset parameters: the one that is not UTF-8 decides
+                found = value;
+            }
+        }
+        return found;
+    }
+
+    static boolean isUtf8(String name) {
+        try {
+            Charset cs = Charset.forName(name.trim().toLowerCase(Locale.ROOT));
+            return cs.equals(StandardCharsets.UTF_8) || cs.equals(StandardCharsets.US_ASCII);
+        } catch (IllegalArgumentException e) {
+            // unknown or illegal names (bogus-cs, "", x y)
+            return false;
+        }
+    }
+}

@@ -1,0 +1,368 @@
+package io.unboundedcloud.playpen.camel;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.ByteArrayOutputStream;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.KeyStore;
+import java.security.cert.X509Certificate;
+import java.util.Arrays;
+import java.util.Base64;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLSocket;
+import javax.net.ssl.TrustManager;
+import javax.net.ssl.X509TrustManager;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
+import io.unboundedcloud.playpen.tls.Pki;
+
+/**
+ * HTTP semantics like the reference's handler, on raw HTTPS requests: method checked before authentication, exact
+ * paths, probes 204 to any method, HEAD without a body, any Content-Type but UTF-8 only, answers always UTF-8 JSON,
+ * dealloc's header means its body is never read. Every refused request leaves the cluster as it was.
+ */
+class HttpConformanceRouteTest {
+    static final ObjectMapper M = new ObjectMapper();
+    static final String V = "/apis/playpen.unbounded-cloud.io/v1alpha1";
+    static final String ALLOCS = V + "/allocs";
+    static final String DEALLOCS = V + "/deallocs";
+    static TestCluster cluster;
+    static OperatorHarness op;
+
+    @BeforeAll
+    static void up() throws Exception {
+        cluster = TestCluster.start();
+        cluster.addNode("node-a", "amd64", "203.0.113.10");
+        op = new OperatorHarness(cluster);
+    }
+
+    @AfterAll
+    static void down() {
+        if (op != null) {
+            op.close();
+        }
+        cluster.close();
+    }
+
+    @BeforeEach
+    void oneIdleRunner() throws Exception {
+        op.wipePods();
+        cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+        op.awaitCache(c -> c.size() == 1);
+    }
+
+    record Reply(int code, Map<String, String> headers, byte[] body) {
+        String header(String name) {
+            return headers.get(name.toLowerCase(Locale.ROOT));
+        }
+
+        String text() {
+            return new String(body, StandardCharsets.UTF_8);
+        }
+    }
+
+    /** One request on its own TLS connection, as the bytes say; the reply read until the server closes. */
+    static Reply raw(Pki.Issued cert, String method, String target, Map<String, String> headers, byte[] body)
+            throws Exception {
+        try (SSLSocket s = (SSLSocket) tls(cert).getSocketFactory().createSocket("127.0.0.1", op.port)) {
+            s.setSoTimeout(20_000);
+            StringBuilder head = new StringBuilder(method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    + "Connection: close\r\n");
+            headers.forEach((k, v) -> head.append(k).append(": ").append(v).append("\r\n"));
+            if (body != null) {
+                head.append("Content-Length: ").append(body.length).append("\r\n");
+            }
+            head.append("\r\n");
+            OutputStream out = s.getOutputStream();
+            out.write(head.toString().getBytes(StandardCharsets.ISO_8859_1));
+            if (body != null) {
+                out.write(body);
+            }
+            out.flush();
+            InputStream in = s.getInputStream();
+            ByteArrayOutputStream all = new ByteArrayOutputStream();
+            in.transferTo(all);
+            return parse(all.toByteArray());
+        }
+    }
+
+    static Reply parse(byte[] bytes) {
+        String text = new String(bytes, StandardCharsets.ISO_8859_1);
+        int end = text.indexOf("\r\n\r\n");
+        assertThat(end).as("a complete HTTP response, got: " + text).isPositive();
+        String[] lines = text.substring(0, end).split("\r\n");
+        Map<String, String> headers = new LinkedHashMap<>();
+        for (int i = 1; i < lines.length; i++) {
+            int colon = lines[i].indexOf(':');
+            headers.put(lines[i].substring(0, colon).trim().toLowerCase(Locale.ROOT), lines[i].substring(colon + 1).trim());
+        }
+        return new Reply(Integer.parseInt(lines[0].split(" ")[1]), headers,
+                Arrays.copyOfRange(bytes, end + 4, bytes.length));
+    }
+
+    static SSLContext tls(Pki.Issued cert) throws Exception {
+        KeyManagerFactory kmf = null;
+        if (cert != null) {
+            KeyStore ks = KeyStore.getInstance("PKCS12");
+            ks.load(null, null);
+            ks.setKeyEntry("c", cert.privateKey(), "pw".toCharArray(), new X509Certificate[] {cert.certificate()});
+            kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+            kmf.init(ks, "pw".toCharArray());
+        }
+        SSLContext ctx = SSLContext.getInstance("TLS");
+        ctx.init(kmf == null ? null : kmf.getKeyManagers(), new TrustManager[] {new X509TrustManager() {
+            @Override
+            public void checkClientTrusted(X509Certificate[] chain, String authType) {
+            }
+
+            @Override
+            public void checkServerTrusted(X509Certificate[] chain, String authType) {
+            }
+
+            @Override
+            public X509Certificate[] getAcceptedIssuers() {
+                return new X509Certificate[0];
+            }
+        }}, null);
+        return ctx;
+    }
+
+    /** A request as the aggregator sends it: front-proxy certificate and an allowed user. */
+    static Reply asUser(String method, String target, Map<String, String> headers, String body) throws Exception {
+        Map<String, String> h = new LinkedHashMap<>(headers);
+        h.put("X-Remote-User", "alice");
+        h.put("X-Remote-Group", "playpen-users");
+        return raw(cluster.frontProxyClient, method, target, h, body == null ? null : body.getBytes(StandardCharsets.UTF_8));
+    }
+
+    static String runner(String key) {
+        return "{\"idempotencyKey\":\"" + key + "\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(3) + "\"}";
+    }
+
+    static Map<String, String> state() {
+        Map<String, String> s = new TreeMap<>();
+        for (Pod p : cluster.pods()) {
+            s.put(p.getMetadata().getName(), p.getMetadata().getResourceVersion());
+        }
+        return s;
+    }
+
+    static long claimed() {
+        return cluster.pods().stream().filter(p -> p.getMetadata().getAnnotations() != null
+                && p.getMetadata().getAnnotations().containsKey(PlaypenKeys.IDEMPOTENCY_KEY_HASH)).count();
+    }
+
+    static String claimedBy() {
+        Map<String, String> annotations = cluster.pods().get(0).getMetadata().getAnnotations();
+        return annotations == null ? null : annotations.get(PlaypenKeys.IDEMPOTENCY_KEY_HASH);
+    }
+
+    static JsonNode status(Reply r, int code, String reason) throws Exception {
+        assertThat(r.code()).as(r.text()).isEqualTo(code);
+        assertThat(r.header("Content-Type")).isEqualTo("application/json");
+        JsonNode st = M.readTree(r.text());
+        assertThat(st.get("kind").asText()).isEqualTo("Status");
+        assertThat(st.get("reason").asText()).isEqualTo(reason);
+        assertThat(st.get("code").asInt()).isEqualTo(code);
+        return st;
+    }
+
+    @Test
+    void wrongMethodIs405WithAllowBeforeAnyCertificateIsAsked() throws Exception {
+        Map<String, String> before = state();
+        for (String[] c : new String[][] {{"GET", ALLOCS, "POST"}, {"PUT", DEALLOCS, "POST"}, {"DELETE", ALLOCS, "POST"},
+                {"OPTIONS", ALLOCS, "POST"}, {"TRACE", DEALLOCS, "POST"}, {"PATCH", ALLOCS, "POST"},
+                {"POST", V, "GET"}, {"OPTIONS", V, "GET"}, {"PUT", "/apis/playpen.unbounded-cloud.io", "GET"}}) {
+            // no client certificate at all: the reference answers 405 before it looks at the caller
+            Reply r = raw(null, c[0], c[1], Map.of(), c[0].equals("PUT") || c[0].equals("PATCH") ? new byte[0] : null);
+            JsonNode st = status(r, 405, "MethodNotAllowed");
+            assertThat(st.get("message").asText()).as(c[0] + " " + c[1]).isEqualTo("method not allowed");
+            assertThat(r.header("Allow")).as(c[0] + " " + c[1]).isEqualTo(c[2]);
+        }
+        // with the right method, no certificate is 403 "forbidden" like the reference, not 401
+        JsonNode st = status(raw(null, "POST", ALLOCS, Map.of(), runner("k").getBytes(StandardCharsets.UTF_8)),
+                403, "Forbidden");
+        assertThat(st.get("message").asText()).isEqualTo("forbidden");
+        assertThat(status(raw(null, "GET", V, Map.of(), null), 403, "Forbidden").get("message").asText())
+                .isEqualTo("forbidden");
+        assertThat(state()).isEqualTo(before);
+    }
+
+    @Test
+    void onlyExactPathsAreServedAndNothingElseClaims() throws Exception {
+        Map<String, String> before = state();
+        for (String target : List.of(ALLOCS + "/", V + "%2Fallocs", V + "%2fallocs", V + "//allocs",
+                V + "/./allocs", V + "/../v1alpha1/allocs", V + "/%2e%2e/v1alpha1/allocs", "/apis/playpen.unbounded-cloud.io/"
+                        + "v1alpha1/allocs/.", "//apis/playpen.unbounded-cloud.io/v1alpha1/allocs", ALLOCS + "%00",
+                V + "/Allocs", V + "/a{l}locs", V + "/al|locs", DEALLOCS + "/", V + "/")) {
+            JsonNode st = status(asUser("POST", target, Map.of("Content-Type", "application/json"), runner("k-" + target.length())),
+                    404, "NotFound");
+            assertThat(st.get("message").asText()).as(target).isEqualTo("the server could not find the requested resource");
+        }
+        // a bad %-escape is Go's 400, and the connection gets its answer (Camel's own URI parsing would drop it)
+        for (String target : List.of(V + "/allocs%", V + "/alloc%zzs", ALLOCS + "%2")) {
+            JsonNode st = status(asUser("POST", target, Map.of(), runner("k")), 400, "BadRequest");
+            assertThat(st.get("message").asText()).isEqualTo("malformed request path: invalid URL escape");
+        }
+        status(asUser("GET", V + "/", Map.of(), null), 404, "NotFound");
+        status(asUser("GET", "/apis/playpen.unbounded-cloud.io/", Map.of(), null), 404, "NotFound");
+        assertThat(state()).isEqualTo(before);
+        // the same request on the exact path (query ignored, segments may be percent-encoded) claims the pod
+        Reply ok = asUser("POST", V + "/%61llocs?dryRun=All", Map.of("Content-Type", "application/json"), runner("k-ok"));
+        assertThat(ok.code()).as(ok.text()).isEqualTo(200);
+        assertThat(claimedBy()).isNotNull();
+    }
+
+    @Test
+    void probesAnswer204WithNoBodyToAnyMethodWithoutACertificate() throws Exception {
+        for (String path : List.of("/healthz", "/readyz")) {
+            for (String method : List.of("GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "TRACE", "PATCH")) {
+                Reply r = raw(null, method, path, Map.of(), method.equals("POST") || method.equals("PUT")
+                        ? "x".getBytes(StandardCharsets.UTF_8) : null);
+                assertThat(r.code()).as(method + " " + path + ": " + r.text()).isEqualTo(204);
+                assertThat(r.body()).as(method + " " + path).isEmpty();
+                assertThat(r.header("Content-Type")).as(method + " " + path).isNull();
+            }
+            // exact paths here too
+            status(raw(null, "GET", path + "/", Map.of(), null), 404, "NotFound");
+        }
+    }
+
+    @Test
+    void headAnswersCarryNoBody() throws Exception {
+        // discovery is GET only in the reference, HEAD included: 405, and like every HEAD answer, headers only
+        for (Reply r : List.of(asUser("HEAD", V, Map.of(), null), raw(null, "HEAD", ALLOCS, Map.of(), null),
+                raw(null, "HEAD", "/nowhere", Map.of(), null), raw(null, "HEAD", "/healthz", Map.of(), null))) {
+            assertThat(r.body()).as(r.code() + " " + r.headers()).isEmpty();
+            assertThat(r.header("Content-Length")).isIn(null, "0");
+        }
+        assertThat(asUser("HEAD", V, Map.of(), null).code()).isEqualTo(405);
+        assertThat(asUser("HEAD", V, Map.of(), null).header("Allow")).isEqualTo("GET");
+        assertThat(raw(null, "HEAD", "/nowhere", Map.of(), null).code()).isEqualTo(404);
+    }
+
+    @Test
+    void anyContentTypeIsAcceptedAndTheAnswerIsUtf8Json() throws Exception {
+        // form-urlencoded gets an answer (Camel's form decoding never sees it) and its body is read as JSON
+        Reply form = asUser("POST", ALLOCS, Map.of("Content-Type", "application/x-www-form-urlencoded"), "idempotencyKey=a");
+        assertThat(status(form, 400, "BadRequest").get("message").asText()).isEqualTo("invalid JSON request");
+        List<String> types = List.of("text/plain", "application/x-www-form-urlencoded; charset=UTF-8", "application/xml",
+                "application/json; charset=\"utf-8\"", "application/json;charset=utf8", "text/plain; charset=us-ascii");
+        for (int i = 1; i < types.size(); i++) {
+            cluster.create(TestCluster.readyRunner("amd64", 51820 + i, "node-a"));
+        }
+        op.awaitCache(c -> c.size() == types.size());
+        for (int i = 0; i < types.size(); i++) {
+            String ct = types.get(i);
+            Reply r = asUser("POST", ALLOCS, Map.of("Content-Type", ct), runner("k-" + i));
+            assertThat(r.code()).as(ct + ": " + r.text()).isEqualTo(200);
+            assertThat(r.header("Content-Type")).as(ct).isEqualTo("application/json");
+            assertThat(M.readTree(r.text()).at("/pod/name").asText()).startsWith("playpen-runner-amd64-518");
+            assertThat(claimed()).as(ct).isEqualTo(i + 1);
+        }
+    }
+
+    @Test
+    void aCharsetOtherThanUtf8Is415BeforeAnythingIsClaimed() throws Exception {
+        Map<String, String> before = state();
+        for (String ct : List.of("application/json; charset=utf-16", "application/json; charset=UTF-32",
+                "application/json; charset=IBM037", "application/json; charset=bogus-cs", "text/plain; charset=latin1",
+                "application/json; charset=", "application/json; charset=utf-8; charset=utf-16")) {
+            Reply r = asUser("POST", ALLOCS, Map.of("Content-Type", ct), runner("k-" + ct.hashCode()));
+            // the Status is UTF-8 JSON whatever the request declared (it was UTF-16, or no answer at all)
+            JsonNode st = status(r, 415, "UnsupportedMediaType");
+            assertThat(r.body()[0]).isEqualTo((byte) '{');
+            assertThat(st.get("message").asText()).as(ct).contains("is not supported; send UTF-8");
+        }
+        assertThat(state()).isEqualTo(before);
+        assertThat(claimedBy()).isNull();
+    }
+
+    @Test
+    void deallocWithTheHeaderNeverReadsTheBodyAndAnEmptyBodyNeedsTheKey() throws Exception {
+        Reply claimed = asUser("POST", ALLOCS, Map.of(), runner("gone"));
+        assertThat(claimed.code()).as(claimed.text()).isEqualTo(200);
+        // header set: not JSON, an unknown charset and more than 64 KiB are all ignored, like the reference
+        byte[] big = new byte[70 * 1024];
+        Arrays.fill(big, (byte) 'x');
+        Map<String, String> h = Map.of("Idempotency-Key", "unknown-key", "Content-Type", "text/plain; charset=bogus-cs");
+        assertThat(asUser("POST", DEALLOCS, h, "not json").code()).isEqualTo(204);
+        Map<String, String> withUser = new LinkedHashMap<>(h);
+        withUser.put("X-Remote-User", "alice");
+        withUser.put("X-Remote-Group", "playpen-users");
+        assertThat(raw(cluster.frontProxyClient, "POST", DEALLOCS, withUser, big).code()).isEqualTo(204);
+        assertThat(cluster.pods()).hasSize(1);
+        assertThat(asUser("POST", DEALLOCS, Map.of("Idempotency-Key", " gone "), "[1,2").code()).isEqualTo(204);
+        op.awaitCache(java.util.Collection::isEmpty);
+        // no header: an empty or blank body is the reference's "key required", not "invalid JSON"
+        String required = "Idempotency-Key header or idempotencyKey body field is required";
+        for (String body : new String[] {null, "", " \r\n\t"}) {
+            assertThat(status(asUser("POST", DEALLOCS, Map.of(), body), 400, "BadRequest").get("message").asText())
+                    .isEqualTo(required);
+        }
+        assertThat(status(asUser("POST", DEALLOCS, Map.of("Idempotency-Key", "  "), ""), 400, "BadRequest")
+                .get("message").asText()).isEqualTo(required);
+        assertThat(status(asUser("POST", DEALLOCS, Map.of(), "not json"), 400, "BadRequest").get("message").asText())
+                .isEqualTo("invalid JSON request");
+        // without the header the body is read, so its charset and size count
+        status(asUser("POST", DEALLOCS, Map.of("Content-Type", "application/json; charset=utf-16"), "{}"), 415,
+                "UnsupportedMediaType");
+        status(raw(cluster.frontProxyClient, "POST", DEALLOCS, Map.of("X-Remote-User", "alice",
+                "X-Remote-Group", "playpen-users"), big), 413, "RequestEntityTooLarge");
+    }
+
+    @Test
+    void kubectlReadsARefusalAsForbiddenNotAsLogIn(@TempDir Path dir) throws Exception {
+        Path kubectl = Path.of(System.getenv().getOrDefault("KUBECTL", "/usr/bin/kubectl"));
+        Assumptions.assumeTrue(Files.isExecutable(kubectl), "kubectl not found at " + kubectl + "; set KUBECTL");
+        Path req = Files.writeString(dir.resolve("req.json"), runner("kubectl"));
+        Base64.Encoder b64 = Base64.getEncoder();
+        String certUser = "  user:\n    client-certificate-data: "
+                + b64.encodeToString(cluster.frontProxyClient.certificatePem().getBytes(StandardCharsets.UTF_8))
+                + "\n    client-key-data: "
+                + b64.encodeToString(cluster.frontProxyClient.privateKeyPem().getBytes(StandardCharsets.UTF_8)) + "\n";
+        // kubectl straight at the operator: with a token and no certificate (forbidden), with the front-proxy one but no
+        // X-Remote-User (kubectl cannot send it). A 401 would read "You must be logged in to the server".
+        for (String[] c : new String[][] {{"  user:\n    token: not-a-certificate\n", "Error from server (Forbidden): forbidden"},
+                {certUser, "Error from server (Forbidden): missing remote user"}}) {
+            Path kubeconfig = Files.writeString(dir.resolve("kubeconfig"), "apiVersion: v1\nkind: Config\n"
+                    + "clusters:\n- name: op\n  cluster:\n    server: " + op.url("") + "\n    insecure-skip-tls-verify: true\n"
+                    + "users:\n- name: u\n" + c[0] + "contexts:\n- name: op\n  context:\n    cluster: op\n    user: u\n"
+                    + "current-context: op\n");
+            Process p = new ProcessBuilder(kubectl.toString(), "--kubeconfig", kubeconfig.toString(), "--cache-dir",
+                    dir.resolve("cache").toString(), "--request-timeout", "30s", "create", "--raw", ALLOCS, "-f",
+                    req.toString()).redirectErrorStream(true).start();
+            p.getOutputStream().close();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+            assertThat(p.exitValue()).as(out).isNotZero();
+            assertThat(out.trim()).isEqualTo(c[1]);
+        }
+        assertThat(claimedBy()).isNull();
+    }
+}
