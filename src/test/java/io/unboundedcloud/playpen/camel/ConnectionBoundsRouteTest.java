@@ -186,10 +186,13 @@ class ConnectionBoundsRouteTest {
 
     @Test
     void connectionThatNeverHandshakesIsClosedByTheHeaderDeadline() throws Exception {
+        long timedOutBefore = op.app.connectionGuard().timedOut();
         try (Socket s = new Socket("127.0.0.1", op.port)) {
             s.setSoTimeout(20_000);
             assertThat(s.getInputStream().read()).isEqualTo(-1);
         }
+        // closed by the 2 s header deadline, not by Netty's own 10 s handshake timeout
+        assertThat(op.app.connectionGuard().timedOut()).isGreaterThan(timedOutBefore);
     }
 
     @Test
