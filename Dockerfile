@@ -28,7 +28,7 @@ WORKDIR /opt/playpen
 # archive only costs that speed-up: -Xshare:auto falls back silently.
 # The training JVM uses the ENTRYPOINT's flags (DockerfileTest checks they match).
 RUN timeout -s TERM 30 java -XX:MaxRAMPercentage=35 -XX:InitialRAMPercentage=10 -XX:+UseSerialGC -XX:MaxHeapFreeRatio=30 -XX:MinHeapFreeRatio=10 \
-        -Xss512k -XX:ReservedCodeCacheSize=64m -XX:ArchiveClassesAtExit=/opt/playpen/playpen.jsa \
+        -Xss512k -XX:ReservedCodeCacheSize=64m -XX:MaxDirectMemorySize=128m -XX:ArchiveClassesAtExit=/opt/playpen/playpen.jsa \
         -jar /opt/playpen/playpen-operator.jar --dev --dev-dir=/tmp/cds-training --management-addr= \
     ; rm -rf /tmp/cds-training; ls -l /opt/playpen/playpen.jsa || echo "no AppCDS archive: the image starts slower"
 # the Go operator's Deployment runs `command: [/unbounded/bin/playpen-operator]`: the same JVM as ENTRYPOINT, so a
@@ -41,6 +41,9 @@ EXPOSE 8443
 # collections during startup), the serial collector with a tight heap (RSS 259-276 MiB with 5000
 # pods under the Deployment's 768Mi limit, measured by the benchmark), exit (and get restarted)
 # on OOM instead of limping on, no hsperfdata file, temp files under the /tmp emptyDir.
+# Direct memory (Netty's buffers) is capped at 128 MiB instead of the heap size: heap 269 + direct 128 + metaspace,
+# code cache and stacks stay under 768 MiB. Normal use needs ~8 MiB; what a connection may buffer is bounded by
+# ConnectionGuard (4,000 hostile connections: see README "Connection bounds").
 # Extra JVM options can be added with JAVA_TOOL_OPTIONS.
 ENTRYPOINT ["java", \
             "-XX:MaxRAMPercentage=35", \
@@ -50,6 +53,7 @@ ENTRYPOINT ["java", \
             "-XX:MinHeapFreeRatio=10", \
             "-Xss512k", \
             "-XX:ReservedCodeCacheSize=64m", \
+            "-XX:MaxDirectMemorySize=128m", \
             "-XX:SharedArchiveFile=/opt/playpen/playpen.jsa", \
             "-Xshare:auto", \
             "-XX:+ExitOnOutOfMemoryError", \

@@ -17,7 +17,7 @@ import org.apache.camel.component.netty.ChannelHandlerFactory;
 import org.apache.camel.support.jsse.SSLContextParameters;
 
 /**
- * Adapts {@link ServingTls} to camel-netty-http: a per-channel SslHandler factory (want-client-auth, TLS 1.2+),
+ * Adapts {@link ServingTls} to camel-netty-http: a per-channel SslHandler factory (want-client-auth, TLS 1.3 only),
  * the SSLContextParameters camel-netty insists on when ssl=true, and an idle-connection closer.
  */
 public final class NettyTls {

@@ -59,6 +59,7 @@ public final class OperatorApp implements AutoCloseable {
     private TtlExpirer ttl;
     private final OperatorMetrics metrics = new OperatorMetrics();
     private ManagementServer management;
+    private ConnectionGuard connections;
 
     public OperatorApp(OperatorConfig config, KubernetesClient client, Clock clock, Map<String, String> env) {
         this.config = config;
@@ -148,7 +149,13 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("servingSslContext", new NettyTls.ContextParameters(tls));
         main.bind("idleCloser", new NettyTls.IdleCloser(config.idleTimeout()));
         main.bind("playpenHttpBinding", new PlaypenHttpBinding());
-        main.bind("frontDoor", new FrontDoor(new FrontProxyAuthenticator(trust, clock)));
+        FrontProxyAuthenticator authenticator = new FrontProxyAuthenticator(trust, clock);
+        connections = new ConnectionGuard(authenticator, new ConnectionGuard.Limits(config.maxConnections(),
+                config.maxUnauthenticatedConnections(), config.requestHeaderTimeout(), config.requestBodyTimeout(),
+                ConnectionGuard.UNAUTHENTICATED_HEAD_BYTES, ConnectionGuard.UNAUTHENTICATED_BODY_BYTES,
+                FrontDoor.MAX_BODY_BYTES));
+        main.bind("connectionGuard", connections);
+        main.bind("frontDoor", new FrontDoor(authenticator));
         main.bind("apiFlows", flows);
         main.bind("replyWriter", new ReplyWriter(config.retryAfterSeconds(), metrics));
         main.bind("trustBundles", trust);
@@ -194,6 +201,11 @@ public final class OperatorApp implements AutoCloseable {
     private String leaseIdentity() {
         String base = env.getOrDefault("POD_NAME", env.getOrDefault("HOSTNAME", "playpen-operator"));
         return base + "-" + java.util.UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    /** The HTTPS listener's connection bounds (counters for tests and metrics). */
+    public ConnectionGuard connectionGuard() {
+        return connections;
     }
 
     public LeaderElection leaderElection() {

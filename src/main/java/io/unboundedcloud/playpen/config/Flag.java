@@ -74,7 +74,11 @@ public enum Flag {
     DEV("dev", "false", "start the embedded simulated cluster and run against it"),
     DEV_DIR("dev-dir", "target/dev", "where --dev writes kubeconfigs, certificates and endpoints.env"),
     DEV_API_PORT("dev-api-port", "0", "--dev: port of the simulated API server (0 = free port)"),
-    DEV_SHIM_PORT("dev-shim-port", "0", "--dev: port of the aggregator stand-in kubectl talks to (0 = free port)");
+    DEV_SHIM_PORT("dev-shim-port", "0", "--dev: port of the aggregator stand-in kubectl talks to (0 = free port)"),
+    MAX_CONNECTIONS("max-connections", "1024", "HTTPS connections open at once; more are closed at accept"),
+    MAX_UNAUTHENTICATED_CONNECTIONS("max-unauthenticated-connections", "256", "HTTPS connections without a trusted front-proxy certificate (handshakes and probes); the oldest is closed to make room"),
+    REQUEST_HEADER_TIMEOUT("request-header-timeout", "10s", "time for the TLS handshake and request head of a new connection, and for each later request head"),
+    REQUEST_BODY_TIMEOUT("request-body-timeout", "30s", "time for a request body once its head has arrived");
 
     private final String flagName;
     private final String defaultValue;

@@ -33,7 +33,9 @@ public record OperatorConfig(
         Duration sarAllowedTtl, Duration sarDeniedTtl, int retryAfterSeconds, Duration idleTimeout, int httpWorkerThreads,
         Duration refillDebounce,
         NetworkProfile network,
-        boolean dev, String devDir, int devApiPort, int devShimPort) {
+        boolean dev, String devDir, int devApiPort, int devShimPort,
+        int maxConnections, int maxUnauthenticatedConnections, Duration requestHeaderTimeout,
+        Duration requestBodyTimeout) {
 
     /** An inclusive hostPort range. */
     public record PortRange(int start, int end) {
@@ -235,7 +237,17 @@ public record OperatorConfig(
                 v.duration(Flag.REFILL_DEBOUNCE),
                 network(v),
                 v.bool(Flag.DEV), v.nonEmpty(Flag.DEV_DIR),
-                v.intIn(Flag.DEV_API_PORT, 0, 65535), v.intIn(Flag.DEV_SHIM_PORT, 0, 65535));
+                v.intIn(Flag.DEV_API_PORT, 0, 65535), v.intIn(Flag.DEV_SHIM_PORT, 0, 65535),
+                v.intIn(Flag.MAX_CONNECTIONS, 1, 1_000_000), v.intIn(Flag.MAX_UNAUTHENTICATED_CONNECTIONS, 1, 1_000_000),
+                positive(v, Flag.REQUEST_HEADER_TIMEOUT), positive(v, Flag.REQUEST_BODY_TIMEOUT));
+    }
+
+    private static Duration positive(Values v, Flag f) {
+        Duration d = v.duration(f);
+        if (d.isZero() || d.isNegative()) {
+            throw v.bad(f, "must be greater than 0");
+        }
+        return d;
     }
 
     /** The alloc answers' network values; the VXLAN addresses and default Redfish URL derive as in the reference. */

@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
-/** Connection behaviour of the HTTPS listener: TLS 1.2+ only, idle connections closed, readiness follows the API. */
+/** Connection behaviour of the HTTPS listener: TLS 1.3 only, idle connections closed, readiness follows the API. */
 class ConnectionRouteTest {
     static TestCluster cluster;
     static OperatorHarness op;
@@ -61,10 +61,10 @@ class ConnectionRouteTest {
     }
 
     @Test
-    void negotiatesTls12OrNewerAndClosesIdleConnections() throws Exception {
+    void negotiatesTls13AndClosesIdleConnections() throws Exception {
         try (SSLSocket s = connect("TLSv1.3", "TLSv1.2")) {
             s.startHandshake();
-            assertThat(s.getSession().getProtocol()).isIn("TLSv1.3", "TLSv1.2");
+            assertThat(s.getSession().getProtocol()).isEqualTo("TLSv1.3");
             OutputStream out = s.getOutputStream();
             out.write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
             out.flush();
@@ -89,16 +89,19 @@ class ConnectionRouteTest {
     }
 
     @Test
-    void tls12ClientIsServedAndNothingOlderIsOffered() throws Exception {
+    void tls12ClientIsRefusedSoThereIsNoRenegotiation() throws Exception {
+        // TLS 1.3 has no renegotiation; a TLS 1.2 client (which could renegotiate without a certificate, and
+        // could pick CBC/SHA-1 suites) does not get a session at all
         try (SSLSocket s = connect("TLSv1.2")) {
-            s.startHandshake();
-            assertThat(s.getSession().getProtocol()).isEqualTo("TLSv1.2");
+            s.setSoTimeout(10_000);
+            org.assertj.core.api.Assertions.assertThatThrownBy(s::startHandshake)
+                    .isInstanceOf(javax.net.ssl.SSLException.class);
         }
-        // the server engine itself offers nothing older than TLS 1.2 and asks for (not requires) a client cert
+        // the server engine offers TLS 1.3 alone and asks for (not requires) a client cert
         var tls = new io.unboundedcloud.playpen.tls.ServingTls(cluster.frontProxyClient.certificatePem(),
                 cluster.frontProxyClient.privateKeyPem(), java.util.List::of);
         var engine = tls.newServerEngine();
-        assertThat(engine.getEnabledProtocols()).containsExactlyInAnyOrder("TLSv1.3", "TLSv1.2");
+        assertThat(engine.getEnabledProtocols()).containsExactly("TLSv1.3");
         assertThat(engine.getWantClientAuth()).isTrue();
         assertThat(engine.getNeedClientAuth()).isFalse();
     }

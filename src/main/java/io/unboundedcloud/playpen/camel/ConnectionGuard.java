@@ -1,0 +1,426 @@
+package io.unboundedcloud.playpen.camel;
+
+import java.nio.charset.StandardCharsets;
+import java.security.cert.Certificate;
+import java.security.cert.X509Certificate;
+import java.time.Duration;
+import java.util.Iterator;
+import java.util.LinkedHashSet;
+import java.util.Map;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import javax.net.ssl.SSLPeerUnverifiedException;
+
+import org.apache.camel.component.netty.ChannelHandlerFactory;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelDuplexHandler;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandler;
+import io.netty.channel.ChannelHandlerAdapter;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.codec.DecoderResult;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpContent;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpRequest;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.handler.codec.http.TooLongHttpHeaderException;
+import io.netty.handler.codec.http.TooLongHttpLineException;
+import io.netty.handler.ssl.SslHandler;
+import io.netty.handler.ssl.SslHandshakeCompletionEvent;
+import io.netty.util.ReferenceCountUtil;
+import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.api.ApiPaths;
+import io.unboundedcloud.playpen.auth.FrontProxyAuthenticator;
+
+/**
+ * Bounds what one HTTPS connection can cost, in the Netty pipeline before any body is aggregated: connection caps
+ * (unauthenticated ones evict the oldest), header and body deadlines, a small header budget and an early 401 for
+ * connections without a trusted front-proxy certificate, and Netty's own errors (bad or oversized request head,
+ * oversized body, TRACE) answered as a Kubernetes Status. Referenced as {@code decoders=#connectionGuard}.
+ */
+public final class ConnectionGuard extends ChannelHandlerAdapter implements ChannelHandlerFactory {
+    private static final Logger LOG = LoggerFactory.getLogger(ConnectionGuard.class);
+
+    /**
+     * The bounds. {@code maxConnections} caps every open connection (new ones beyond it are closed at once);
+     * {@code maxUnauthenticated} caps connections without a trusted client certificate, including those still in
+     * the TLS handshake (the oldest is closed to make room, so a slow attacker cannot lock out probes or the
+     * aggregator); {@code headerTimeout} is the time a request head (and, for a new connection, the handshake
+     * before it) may take, like Go's ReadHeaderTimeout; {@code bodyTimeout} the time a request body may take;
+     * {@code unauthenticatedHeadBytes} and {@code unauthenticatedBodyBytes} bound what a client without a
+     * trusted certificate may send (probes need little); {@code maxBodyBytes} bounds every body.
+     */
+    public record Limits(int maxConnections, int maxUnauthenticated, Duration headerTimeout, Duration bodyTimeout,
+            int unauthenticatedHeadBytes, int unauthenticatedBodyBytes, int maxBodyBytes) {
+    }
+
+    /** A probe's request head is a few hundred bytes; Netty's former default. */
+    public static final int UNAUTHENTICATED_HEAD_BYTES = 8192;
+    /** Probes send no body; a little slack for tools that do. */
+    public static final int UNAUTHENTICATED_BODY_BYTES = 4096;
+
+    private final FrontProxyAuthenticator authenticator;
+    private final Limits limits;
+    private final AtomicInteger open = new AtomicInteger();
+    /** Unauthenticated connections, oldest first. */
+    private final LinkedHashSet<Channel> unauthenticated = new LinkedHashSet<>();
+    private final AtomicLong refused = new AtomicLong();
+    private final AtomicLong evicted = new AtomicLong();
+    private final AtomicLong timedOut = new AtomicLong();
+    private final AtomicLong rejected = new AtomicLong();
+    private final AtomicLong lastWarnNanos = new AtomicLong(System.nanoTime() - TimeUnit.MINUTES.toNanos(1));
+
+    public ConnectionGuard(FrontProxyAuthenticator authenticator, Limits limits) {
+        this.authenticator = authenticator;
+        this.limits = limits;
+    }
+
+    @Override
+    public ChannelHandler newChannelHandler() {
+        return new PerConnection();
+    }
+
+    public int openConnections() {
+        return open.get();
+    }
+
+    public int unauthenticatedConnections() {
+        synchronized (unauthenticated) {
+            return unauthenticated.size();
+        }
+    }
+
+    /** Connections refused at the cap, evicted as the oldest unauthenticated one, closed by a deadline, and requests answered here. */
+    public long refused() {
+        return refused.get();
+    }
+
+    public long evicted() {
+        return evicted.get();
+    }
+
+    public long timedOut() {
+        return timedOut.get();
+    }
+
+    public long rejected() {
+        return rejected.get();
+    }
+
+    private void warn(String what) {
+        long now = System.nanoTime();
+        long last = lastWarnNanos.get();
+        // one line per 10 s at most: a flood must not become a log flood
+        if (now - last > TimeUnit.SECONDS.toNanos(10) && lastWarnNanos.compareAndSet(last, now)) {
+            LOG.warn("connection bounds: {} (open={} unauthenticated={} refused={} evicted={} timedOut={} rejected={})",
+                    what, open.get(), unauthenticatedConnections(), refused.get(), evicted.get(), timedOut.get(),
+                    rejected.get());
+        }
+    }
+
+    private void addUnauthenticated(Channel ch) {
+        Channel oldest = null;
+        synchronized (unauthenticated) {
+            unauthenticated.add(ch);
+            if (unauthenticated.size() > limits.maxUnauthenticated()) {
+                Iterator<Channel> it = unauthenticated.iterator();
+                oldest = it.next();
+                it.remove();
+            }
+        }
+        if (oldest != null) {
+            evicted.incrementAndGet();
+            warn("too many unauthenticated connections, closing the oldest");
+            oldest.close();
+        }
+    }
+
+    private void removeUnauthenticated(Channel ch) {
+        synchronized (unauthenticated) {
+            unauthenticated.remove(ch);
+        }
+    }
+
+    private enum Phase { HEAD, BODY, IDLE }
+
+    /** One per connection: counts it, runs its deadlines and judges each request head before its body is read. */
+    private final class PerConnection extends ChannelDuplexHandler {
+        private boolean counted;
+        private boolean trusted;
+        private boolean closing;
+        private Phase phase = Phase.HEAD;
+        private long headBytes;
+        private long bodyBytes;
+        private long bodyLimit;
+        private ScheduledFuture<?> deadline;
+
+        @Override
+        public void handlerAdded(ChannelHandlerContext ctx) {
+            ctxRef = ctx;
+            // sees the decrypted bytes before the HTTP decoder, so the head of an unauthenticated request can be
+            // cut off at a few KiB while the decoder itself allows the 1 MiB kube-apiserver may forward
+            if (ctx.pipeline().get("decoder") != null && ctx.pipeline().get("head-budget") == null) {
+                ctx.pipeline().addBefore("decoder", "head-budget", new HeadBudget(this));
+            }
+        }
+
+        @Override
+        public void channelActive(ChannelHandlerContext ctx) throws Exception {
+            counted = true;
+            if (open.incrementAndGet() > limits.maxConnections()) {
+                refused.incrementAndGet();
+                warn("connection limit reached, refusing a connection");
+                closing = true;
+                ctx.close();
+                return;
+            }
+            addUnauthenticated(ctx.channel());
+            // the TLS handshake and the first request head share one deadline, like Go's ReadHeaderTimeout
+            arm(ctx, limits.headerTimeout(), "request head");
+            super.channelActive(ctx);
+        }
+
+        @Override
+        public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+            if (counted) {
+                counted = false;
+                open.decrementAndGet();
+            }
+            removeUnauthenticated(ctx.channel());
+            disarm();
+            super.channelInactive(ctx);
+        }
+
+        @Override
+        public void userEventTriggered(ChannelHandlerContext ctx, Object evt) throws Exception {
+            if (evt instanceof SslHandshakeCompletionEvent done && done.isSuccess()) {
+                X509Certificate[] chain = peerChain(ctx);
+                if (chain != null) {
+                    try {
+                        authenticator.verifyPeer(chain);
+                        trusted = true;
+                        removeUnauthenticated(ctx.channel());
+                    } catch (ApiException e) {
+                        // stays unauthenticated: it may still call the probes
+                    }
+                }
+            }
+            super.userEventTriggered(ctx, evt);
+        }
+
+        /** Bytes of a request head arrived (called by HeadBudget before the decoder sees them). */
+        boolean onHeadBytes(ChannelHandlerContext ctx, int n) {
+            if (closing) {
+                return false;
+            }
+            if (phase == Phase.IDLE) {
+                // first byte of the next request on a kept-alive connection: its head gets the deadline
+                phase = Phase.HEAD;
+                headBytes = 0;
+                arm(ctx, limits.headerTimeout(), "request head");
+            }
+            if (phase == Phase.HEAD) {
+                headBytes += n;
+            }
+            return true;
+        }
+
+        /** After the decoder ran on those bytes: a head still incomplete beyond the budget is refused. */
+        void afterHeadBytes() {
+            if (phase == Phase.HEAD && !trusted && !closing && headBytes > limits.unauthenticatedHeadBytes()) {
+                reject(new ApiException(431, "RequestHeaderFieldsTooLarge", "request header fields are larger than "
+                        + limits.unauthenticatedHeadBytes() + " bytes without a trusted client certificate"));
+            }
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) throws Exception {
+            if (closing) {
+                ReferenceCountUtil.release(msg);
+                return;
+            }
+            if (msg instanceof HttpRequest request) {
+                disarm();
+                phase = Phase.BODY;
+                bodyBytes = 0;
+                ApiException refusal = judge(ctx, request);
+                if (refusal != null) {
+                    ReferenceCountUtil.release(msg);
+                    reject(refusal);
+                    return;
+                }
+                if (!(msg instanceof LastHttpContent) && (HttpUtil.isTransferEncodingChunked(request)
+                        || HttpUtil.getContentLength(request, 0L) > 0)) {
+                    arm(ctx, limits.bodyTimeout(), "request body");
+                }
+            }
+            if (msg instanceof HttpContent content) {
+                bodyBytes += content.content().readableBytes();
+                if (bodyBytes > bodyLimit) {
+                    ReferenceCountUtil.release(msg);
+                    reject(ApiException.tooLarge("request body is larger than " + bodyLimit + " bytes"));
+                    return;
+                }
+                if (msg instanceof LastHttpContent) {
+                    disarm();
+                    phase = Phase.IDLE;
+                }
+            }
+            super.channelRead(ctx, msg);
+        }
+
+        /** Decides on a request from its head alone; null lets it through to the routes. */
+        private ApiException judge(ChannelHandlerContext ctx, HttpRequest request) {
+            DecoderResult result = request.decoderResult();
+            if (result.isFailure()) {
+                Throwable cause = result.cause();
+                if (cause instanceof TooLongHttpHeaderException) {
+                    return new ApiException(431, "RequestHeaderFieldsTooLarge", "request header fields are too large");
+                }
+                if (cause instanceof TooLongHttpLineException) {
+                    return new ApiException(414, "RequestURITooLong", "request line is too long");
+                }
+                return ApiException.badRequest("malformed HTTP request");
+            }
+            if (request.protocolVersion().equals(HttpVersion.HTTP_1_1) && !request.headers().contains(HttpHeaderNames.HOST)) {
+                return ApiException.badRequest("missing Host header");
+            }
+            String uri = request.uri();
+            if (!isProbe(uri)) {
+                if (!trusted) {
+                    // refuse before reading a byte of the body; the verdict is the same the front door would give
+                    try {
+                        authenticator.verifyPeer(peerChain(ctx));
+                    } catch (ApiException e) {
+                        return e;
+                    }
+                }
+                if (HttpMethod.TRACE.equals(request.method())) {
+                    try {
+                        ApiPaths.route(request.method().name(), uri);
+                    } catch (ApiException e) {
+                        return e;
+                    }
+                }
+            } else if (HttpMethod.TRACE.equals(request.method())) {
+                return ApiException.methodNotAllowed("method TRACE is not allowed", "GET");
+            }
+            bodyLimit = trusted ? limits.maxBodyBytes() : limits.unauthenticatedBodyBytes();
+            long declared = HttpUtil.getContentLength(request, -1L);
+            if (declared > bodyLimit) {
+                return ApiException.tooLarge("request body is larger than " + bodyLimit + " bytes");
+            }
+            return null;
+        }
+
+        private void reject(ApiException e) {
+            if (closing || ctxRef == null) {
+                return;
+            }
+            closing = true;
+            disarm();
+            rejected.incrementAndGet();
+            HttpReply reply = HttpReply.status(e);
+            byte[] body = reply.body().getBytes(StandardCharsets.UTF_8);
+            FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
+                    HttpResponseStatus.valueOf(e.code()), Unpooled.wrappedBuffer(body));
+            response.headers().set(HttpHeaderNames.CONTENT_TYPE, HttpReply.JSON);
+            response.headers().set(HttpHeaderNames.CONTENT_LENGTH, body.length);
+            response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+            for (Map.Entry<String, String> h : e.headers().entrySet()) {
+                response.headers().set(h.getKey(), h.getValue());
+            }
+            // from the tail of the pipeline, so the response passes the HTTP encoder; the rest of the request is
+            // never read
+            Channel ch = ctxRef.channel();
+            ch.config().setAutoRead(false);
+            ch.writeAndFlush(response).addListener(ChannelFutureListener.CLOSE);
+        }
+
+        private ChannelHandlerContext ctxRef;
+
+        @Override
+        public void handlerRemoved(ChannelHandlerContext ctx) {
+            disarm();
+        }
+
+        private void arm(ChannelHandlerContext ctx, Duration timeout, String what) {
+            disarm();
+            deadline = ctx.executor().schedule(() -> {
+                if (!closing) {
+                    timedOut.incrementAndGet();
+                    warn(what + " not received within " + timeout.toMillis() + " ms, closing connections");
+                    closing = true;
+                    ctx.close();
+                }
+            }, timeout.toMillis(), TimeUnit.MILLISECONDS);
+        }
+
+        private void disarm() {
+            if (deadline != null) {
+                deadline.cancel(false);
+                deadline = null;
+            }
+        }
+    }
+
+    /** Between TLS and the HTTP decoder: reports the size of each request head as it arrives. */
+    private static final class HeadBudget extends ChannelInboundHandlerAdapter {
+        private final PerConnection guard;
+
+        HeadBudget(PerConnection guard) {
+            this.guard = guard;
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) throws Exception {
+            if (msg instanceof ByteBuf buf) {
+                if (!guard.onHeadBytes(ctx, buf.readableBytes())) {
+                    buf.release();
+                    return;
+                }
+                ctx.fireChannelRead(msg);
+                guard.afterHeadBytes();
+                return;
+            }
+            ctx.fireChannelRead(msg);
+        }
+    }
+
+    private static boolean isProbe(String uri) {
+        return uri != null && (uri.startsWith("/healthz") || uri.startsWith("/readyz"));
+    }
+
+    private static X509Certificate[] peerChain(ChannelHandlerContext ctx) {
+        SslHandler ssl = ctx.pipeline().get(SslHandler.class);
+        if (ssl == null) {
+            return null;
+        }
+        try {
+            Certificate[] certs = ssl.engine().getSession().getPeerCertificates();
+            X509Certificate[] out = new X509Certificate[certs.length];
+            for (int i = 0; i < certs.length; i++) {
+                out[i] = (X509Certificate) certs[i];
+            }
+            return out;
+        } catch (SSLPeerUnverifiedException | ClassCastException e) {
+            return null;
+        }
+    }
+}

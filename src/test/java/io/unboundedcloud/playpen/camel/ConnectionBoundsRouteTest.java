@@ -1,0 +1,219 @@
+package io.unboundedcloud.playpen.camel;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.net.URI;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.security.KeyStore;
+import java.security.cert.X509Certificate;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLSocket;
+import javax.net.ssl.TrustManager;
+import javax.net.ssl.X509TrustManager;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
+import io.unboundedcloud.playpen.tls.Pki;
+
+/**
+ * What a connection may cost on the real HTTPS listener (issues 10, 12.2, 12.5, 12.6): 401 before the body without
+ * a trusted certificate, 1 MiB heads with one, deadlines for slow heads and bodies, and unauthenticated floods that
+ * cannot lock out the aggregator.
+ */
+class ConnectionBoundsRouteTest {
+    static final String ALLOCS = "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs";
+    static TestCluster cluster;
+    static OperatorHarness op;
+
+    @BeforeAll
+    static void up() throws Exception {
+        cluster = TestCluster.start();
+        op = new OperatorHarness(cluster, "--max-unauthenticated-connections=4", "--request-header-timeout=2s",
+                "--request-body-timeout=2s");
+    }
+
+    @AfterAll
+    static void down() {
+        if (op != null) {
+            op.close();
+        }
+        cluster.close();
+    }
+
+    static SSLSocket tls(Pki.Issued clientCert) throws Exception {
+        KeyManagerFactory kmf = null;
+        if (clientCert != null) {
+            KeyStore ks = KeyStore.getInstance("PKCS12");
+            ks.load(null, null);
+            ks.setKeyEntry("c", clientCert.privateKey(), "pw".toCharArray(), new X509Certificate[] {clientCert.certificate()});
+            kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+            kmf.init(ks, "pw".toCharArray());
+        }
+        SSLContext ctx = SSLContext.getInstance("TLS");
+        ctx.init(kmf == null ? null : kmf.getKeyManagers(), new TrustManager[] {new X509TrustManager() {
+            @Override
+            public void checkClientTrusted(X509Certificate[] c, String a) {
+            }
+
+            @Override
+            public void checkServerTrusted(X509Certificate[] c, String a) {
+            }
+
+            @Override
+            public X509Certificate[] getAcceptedIssuers() {
+                return new X509Certificate[0];
+            }
+        }}, null);
+        SSLSocket s = (SSLSocket) ctx.getSocketFactory().createSocket("127.0.0.1", op.port);
+        s.setSoTimeout(20_000);
+        s.startHandshake();
+        return s;
+    }
+
+    /** Everything until the server closes (or 20 s pass). */
+    static String readAll(Socket s) throws IOException {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        InputStream in = s.getInputStream();
+        byte[] buf = new byte[8192];
+        int n;
+        try {
+            while ((n = in.read(buf)) >= 0) {
+                out.write(buf, 0, n);
+            }
+        } catch (SocketTimeoutException e) {
+            throw new AssertionError("connection still open after 20 s; got: " + out.toString(StandardCharsets.UTF_8));
+        } catch (IOException e) {
+            // a reset after the answer counts as closed
+        }
+        return out.toString(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void apisWithoutCertificateGets401BeforeTheBodyIsSent() throws Exception {
+        try (SSLSocket s = tls(null)) {
+            OutputStream out = s.getOutputStream();
+            out.write(("POST " + ALLOCS + " HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n")
+                    .getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            String r = readAll(s);
+            assertThat(r).startsWith("HTTP/1.1 401 ").contains("\"kind\":\"Status\"").contains("\"code\":401");
+        }
+    }
+
+    @Test
+    void usersInThousandsOfGroupsFitInTheHead() throws Exception {
+        // ~2000 X-Remote-Group lines (Entra ID group ids), ~110 KiB of head: Netty's old 8 KiB limit refused 155+
+        List<String> groups = new ArrayList<>();
+        for (int i = 0; i < 2000; i++) {
+            groups.add(String.format("%08x-4b1c-4c1e-9d1a-%012d", i, i));
+        }
+        groups.add("playpen-users");
+        HttpResponse<String> r = op.kubectlPost(op.frontProxy(), "/apis/playpen.unbounded-cloud.io/v1alpha1/deallocs",
+                "{\"idempotencyKey\":\"many-groups\"}", "alice", groups.toArray(new String[0]));
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(204);
+        assertThat(cluster.sarRequests.get(cluster.sarRequests.size() - 1).getSpec().getGroups()).hasSize(2001);
+    }
+
+    @Test
+    void headOverOneMebibyteIs431Status() throws Exception {
+        try (SSLSocket s = tls(cluster.frontProxyClient)) {
+            StringBuilder head = new StringBuilder("GET /apis/playpen.unbounded-cloud.io HTTP/1.1\r\nHost: x\r\n");
+            String line = "X-Remote-Group: " + "g".repeat(1000) + "\r\n";
+            while (head.length() < 1_100_000) {
+                head.append(line);
+            }
+            head.append("\r\n");
+            byte[] bytes = head.toString().getBytes(StandardCharsets.US_ASCII);
+            // written from another thread: the server answers and closes before the whole head is written, and the
+            // answer must be read while the write is still under way
+            Thread writer = new Thread(() -> {
+                try {
+                    s.getOutputStream().write(bytes);
+                    s.getOutputStream().flush();
+                } catch (IOException e) {
+                    // expected once the server has closed
+                }
+            });
+            writer.start();
+            String r = readAll(s);
+            writer.join(20_000);
+            assertThat(r).startsWith("HTTP/1.1 431 ").contains("\"kind\":\"Status\"").contains("\"code\":431");
+        }
+    }
+
+    @Test
+    void slowBodyFromTrustedClientIsCutOffByTheBodyDeadline() throws Exception {
+        try (SSLSocket s = tls(cluster.frontProxyClient)) {
+            OutputStream out = s.getOutputStream();
+            out.write(("POST " + ALLOCS + " HTTP/1.1\r\nHost: x\r\nX-Remote-User: alice\r\nContent-Length: 100\r\n\r\n{")
+                    .getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            long t0 = System.nanoTime();
+            // one byte every 200 ms never lets the idle timeout (60 s) fire; only the 2 s body deadline can
+            s.setSoTimeout(200);
+            boolean closed = false;
+            while (!closed && System.nanoTime() - t0 < Duration.ofSeconds(20).toNanos()) {
+                try {
+                    out.write(' ');
+                    out.flush();
+                    closed = s.getInputStream().read() < 0;
+                } catch (SocketTimeoutException stillOpen) {
+                    // keep trickling
+                } catch (IOException reset) {
+                    closed = true;
+                }
+            }
+            assertThat(closed).as("slow body closed within 20 s").isTrue();
+        }
+    }
+
+    @Test
+    void connectionThatNeverHandshakesIsClosedByTheHeaderDeadline() throws Exception {
+        long timedOutBefore = op.app.connectionGuard().timedOut();
+        try (Socket s = new Socket("127.0.0.1", op.port)) {
+            s.setSoTimeout(20_000);
+            assertThat(s.getInputStream().read()).isEqualTo(-1);
+        }
+        // closed by the 2 s header deadline, not by Netty's own 10 s handshake timeout
+        assertThat(op.app.connectionGuard().timedOut()).isGreaterThan(timedOutBefore);
+    }
+
+    @Test
+    void unauthenticatedFloodDoesNotLockOutTheAggregator() throws Exception {
+        List<Socket> flood = new ArrayList<>();
+        try {
+            for (int i = 0; i < 20; i++) {
+                flood.add(new Socket("127.0.0.1", op.port));
+            }
+            OperatorHarness.awaitTrue(() -> op.app.connectionGuard().evicted() >= 16, Duration.ofSeconds(10),
+                    "oldest unauthenticated connections evicted");
+            assertThat(op.app.connectionGuard().unauthenticatedConnections()).isLessThanOrEqualTo(4);
+            HttpResponse<String> r = op.frontProxy().send(HttpRequest.newBuilder(URI.create(
+                    op.url("/apis/playpen.unbounded-cloud.io"))).timeout(Duration.ofSeconds(10)).GET().build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertThat(r.statusCode()).isEqualTo(200);
+            assertThat(r.body()).contains("\"kind\":\"APIGroup\"");
+        } finally {
+            for (Socket s : flood) {
+                s.close();
+            }
+        }
+    }
+}

@@ -1,0 +1,226 @@
+package io.unboundedcloud.playpen.camel;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Test;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.embedded.EmbeddedChannel;
+import io.netty.handler.codec.http.HttpContent;
+import io.netty.handler.codec.http.HttpRequest;
+import io.netty.handler.codec.http.HttpRequestDecoder;
+import io.netty.handler.codec.http.HttpResponseEncoder;
+import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.util.ReferenceCountUtil;
+import io.unboundedcloud.playpen.auth.FrontProxyAuthenticator;
+
+/**
+ * The connection guard in a Netty pipeline shaped like camel-netty-http's (decoder, guard, encoder, handler), without
+ * TLS: every connection here is unauthenticated. Time is advanced by hand, so deadlines are exact.
+ */
+class ConnectionGuardTest {
+    static final String ALLOCS = "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs";
+
+    /** The bundle is never consulted: without a certificate the authenticator refuses first. */
+    final FrontProxyAuthenticator authenticator = new FrontProxyAuthenticator(() -> {
+        throw new AssertionError("no trust bundle lookup expected without a client certificate");
+    }, java.time.Clock.systemUTC());
+
+    ConnectionGuard guard(int maxConnections, int maxUnauthenticated) {
+        return new ConnectionGuard(authenticator, new ConnectionGuard.Limits(maxConnections, maxUnauthenticated,
+                Duration.ofSeconds(10), Duration.ofSeconds(30), 8192, 4096, 65536));
+    }
+
+    /** What reached the routes' side of the pipeline. */
+    static final class Sink extends ChannelInboundHandlerAdapter {
+        final List<Object> seen = new ArrayList<>();
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            seen.add(msg instanceof HttpRequest r ? r.method() + " " + r.uri()
+                    : msg instanceof LastHttpContent ? "last" : msg instanceof HttpContent ? "content" : msg);
+            ReferenceCountUtil.release(msg);
+        }
+    }
+
+    static EmbeddedChannel channel(ConnectionGuard guard, Sink sink) {
+        EmbeddedChannel ch = new EmbeddedChannel(new ChannelInitializer<Channel>() {
+            @Override
+            protected void initChannel(Channel c) {
+                c.pipeline().addLast("decoder", new HttpRequestDecoder(4096, 1 << 20, 8192));
+                c.pipeline().addLast("decoder-0", guard.newChannelHandler());
+                c.pipeline().addLast("encoder", new HttpResponseEncoder());
+                c.pipeline().addLast("handler", sink);
+            }
+        });
+        ch.freezeTime();
+        return ch;
+    }
+
+    static void send(EmbeddedChannel ch, String s) {
+        ch.writeInbound(Unpooled.copiedBuffer(s, StandardCharsets.ISO_8859_1));
+        ch.runPendingTasks();
+    }
+
+    static String response(EmbeddedChannel ch) {
+        StringBuilder sb = new StringBuilder();
+        Object o;
+        while ((o = ch.readOutbound()) != null) {
+            ByteBuf b = (ByteBuf) o;
+            sb.append(b.toString(StandardCharsets.UTF_8));
+            b.release();
+        }
+        return sb.toString();
+    }
+
+    @Test
+    void probeWithoutCertificatePassesThrough() {
+        Sink sink = new Sink();
+        EmbeddedChannel ch = channel(guard(10, 10), sink);
+        send(ch, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+        assertThat(sink.seen).containsExactly("GET /healthz", "last");
+        assertThat(response(ch)).isEmpty();
+        assertThat(ch.isOpen()).isTrue();
+    }
+
+    @Test
+    void apisRequestWithoutCertificateIsRefusedBeforeItsBody() {
+        Sink sink = new Sink();
+        EmbeddedChannel ch = channel(guard(10, 10), sink);
+        send(ch, "POST " + ALLOCS + " HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n");
+        String r = response(ch);
+        assertThat(r).startsWith("HTTP/1.1 401 ").contains("connection: close").contains("\"kind\":\"Status\"")
+                .contains("\"code\":401").contains("a client certificate signed by the front-proxy CA is required");
+        // answered from the head alone: the body was never sent, read or buffered, and the connection is closed
+        assertThat(sink.seen).isEmpty();
+        assertThat(ch.isOpen()).isFalse();
+    }
+
+    @Test
+    void oversizedHeadWithoutCertificateIs431() {
+        Sink sink = new Sink();
+        EmbeddedChannel ch = channel(guard(10, 10), sink);
+        send(ch, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Filler: " + "a".repeat(9000));
+        String r = response(ch);
+        assertThat(r).startsWith("HTTP/1.1 431 ").contains("\"code\":431").contains("\"kind\":\"Status\"");
+        assertThat(sink.seen).isEmpty();
+        assertThat(ch.isOpen()).isFalse();
+    }
+
+    @Test
+    void probeBodyBeyondTheUnauthenticatedBudgetIs413() {
+        Sink sink = new Sink();
+        EmbeddedChannel ch = channel(guard(10, 10), sink);
+        send(ch, "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n");
+        assertThat(response(ch)).startsWith("HTTP/1.1 413 ").contains("\"code\":413")
+                .contains("request body is larger than 4096 bytes");
+        assertThat(ch.isOpen()).isFalse();
+
+        // chunked: counted as it arrives, refused once over the budget
+        Sink sink2 = new Sink();
+        EmbeddedChannel ch2 = channel(guard(10, 10), sink2);
+        send(ch2, "POST /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+        send(ch2, "1000\r\n" + "a".repeat(4096) + "\r\n");
+        assertThat(response(ch2)).isEmpty();
+        send(ch2, "10\r\n" + "a".repeat(16) + "\r\n");
+        assertThat(response(ch2)).startsWith("HTTP/1.1 413 ");
+        assertThat(ch2.isOpen()).isFalse();
+    }
+
+    @Test
+    void nettyErrorsAreStatusObjects() {
+        EmbeddedChannel trace = channel(guard(10, 10), new Sink());
+        send(trace, "TRACE /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+        assertThat(response(trace)).startsWith("HTTP/1.1 405 ").contains("Allow: GET").contains("\"code\":405")
+                .contains("\"reason\":\"MethodNotAllowed\"");
+
+        EmbeddedChannel malformed = channel(guard(10, 10), new Sink());
+        send(malformed, "GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n");
+        assertThat(response(malformed)).startsWith("HTTP/1.1 400 ").contains("\"code\":400")
+                .contains("malformed HTTP request");
+
+        EmbeddedChannel noHost = channel(guard(10, 10), new Sink());
+        send(noHost, "GET /healthz HTTP/1.1\r\n\r\n");
+        assertThat(response(noHost)).startsWith("HTTP/1.1 400 ").contains("missing Host header");
+
+        EmbeddedChannel longLine = channel(guard(10, 10), new Sink());
+        send(longLine, "GET /healthz?" + "a".repeat(5000) + " HTTP/1.1\r\nHost: x\r\n\r\n");
+        assertThat(response(longLine)).startsWith("HTTP/1.1 414 ").contains("\"code\":414");
+    }
+
+    @Test
+    void slowHeadAndSlowBodyAreCutOffByTheirDeadlines() {
+        Sink sink = new Sink();
+        EmbeddedChannel head = channel(guard(10, 10), sink);
+        send(head, "GET /healthz HTTP/1.1\r\n");
+        head.advanceTimeBy(9, TimeUnit.SECONDS);
+        head.runScheduledPendingTasks();
+        send(head, "Host: x\r\n");
+        assertThat(head.isOpen()).isTrue();
+        head.advanceTimeBy(2, TimeUnit.SECONDS);
+        head.runScheduledPendingTasks();
+        assertThat(head.isOpen()).isFalse();
+
+        EmbeddedChannel body = channel(guard(10, 10), new Sink());
+        send(body, "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc");
+        body.advanceTimeBy(29, TimeUnit.SECONDS);
+        body.runScheduledPendingTasks();
+        assertThat(body.isOpen()).isTrue();
+        body.advanceTimeBy(2, TimeUnit.SECONDS);
+        body.runScheduledPendingTasks();
+        assertThat(body.isOpen()).isFalse();
+
+        // a kept-alive connection between requests is left to the idle timeout; the next head gets a fresh deadline
+        Sink sink3 = new Sink();
+        EmbeddedChannel idle = channel(guard(10, 10), sink3);
+        send(idle, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+        idle.advanceTimeBy(60, TimeUnit.SECONDS);
+        idle.runScheduledPendingTasks();
+        assertThat(idle.isOpen()).isTrue();
+        send(idle, "GET /readyz HTTP/1.1\r\n");
+        idle.advanceTimeBy(11, TimeUnit.SECONDS);
+        idle.runScheduledPendingTasks();
+        assertThat(idle.isOpen()).isFalse();
+        assertThat(sink3.seen).containsExactly("GET /healthz", "last");
+    }
+
+    @Test
+    void connectionsBeyondTheCapAreClosedAndTheOldestUnauthenticatedIsEvicted() {
+        ConnectionGuard capped = guard(3, 2);
+        EmbeddedChannel a = channel(capped, new Sink());
+        EmbeddedChannel b = channel(capped, new Sink());
+        assertThat(capped.unauthenticatedConnections()).isEqualTo(2);
+        EmbeddedChannel c = channel(capped, new Sink());
+        // the oldest unauthenticated connection made room for the newest
+        assertThat(a.isOpen()).isFalse();
+        assertThat(b.isOpen()).isTrue();
+        assertThat(c.isOpen()).isTrue();
+        assertThat(capped.evicted()).isEqualTo(1);
+        assertThat(capped.unauthenticatedConnections()).isEqualTo(2);
+        assertThat(capped.openConnections()).isEqualTo(2);
+
+        ConnectionGuard total = guard(2, 10);
+        EmbeddedChannel x = channel(total, new Sink());
+        EmbeddedChannel y = channel(total, new Sink());
+        EmbeddedChannel z = channel(total, new Sink());
+        assertThat(x.isOpen()).isTrue();
+        assertThat(y.isOpen()).isTrue();
+        assertThat(z.isOpen()).isFalse();
+        assertThat(total.refused()).isEqualTo(1);
+        assertThat(total.openConnections()).isEqualTo(2);
+        x.close();
+        assertThat(total.openConnections()).isEqualTo(1);
+        assertThat(channel(total, new Sink()).isOpen()).isTrue();
+    }
+}
