@@ -50,7 +50,7 @@ import io.unboundedcloud.playpen.auth.FrontProxyAuthenticator;
 
 /**
  * Bounds what one HTTPS connection can cost, in the Netty pipeline before any body is aggregated: connection caps
- * (unauthenticated ones evict the oldest), header and body deadlines, a small header budget and an early 401 for
+ * (unauthenticated ones evict the oldest), header and body deadlines, a small header budget and an early 403 for
  * connections without a trusted front-proxy certificate, and Netty's own errors (bad or oversized request head,
  * oversized body, TRACE) answered as a Kubernetes Status. Referenced as {@code decoders=#connectionGuard}.
  */
@@ -303,23 +303,23 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
             }
             String uri = request.uri();
             if (!isProbe(uri)) {
+                // the reference's order: method and exact path first (400/404/405 even without a certificate),
+                // then the certificate; either verdict is given from the head, before a byte of the body is read.
+                // HEAD goes on to the front door, which answers it without a body.
+                try {
+                    ApiPaths.route(request.method().name(), uri);
+                } catch (ApiException e) {
+                    if (!HttpMethod.HEAD.equals(request.method())) {
+                        return e;
+                    }
+                }
                 if (!trusted) {
-                    // refuse before reading a byte of the body; the verdict is the same the front door would give
                     try {
                         authenticator.verifyPeer(peerChain(ctx));
                     } catch (ApiException e) {
                         return e;
                     }
                 }
-                if (HttpMethod.TRACE.equals(request.method())) {
-                    try {
-                        ApiPaths.route(request.method().name(), uri);
-                    } catch (ApiException e) {
-                        return e;
-                    }
-                }
-            } else if (HttpMethod.TRACE.equals(request.method())) {
-                return ApiException.methodNotAllowed("method TRACE is not allowed", "GET");
             }
             bodyLimit = trusted ? limits.maxBodyBytes() : limits.unauthenticatedBodyBytes();
             long declared = HttpUtil.getContentLength(request, -1L);

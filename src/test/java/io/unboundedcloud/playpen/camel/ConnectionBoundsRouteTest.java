@@ -33,7 +33,7 @@ import io.unboundedcloud.playpen.support.TestCluster;
 import io.unboundedcloud.playpen.tls.Pki;
 
 /**
- * What a connection may cost on the real HTTPS listener (issues 10, 12.2, 12.5, 12.6): 401 before the body without
+ * What a connection may cost on the real HTTPS listener (issues 10, 12.2, 12.5, 12.6): 403 before the body without
  * a trusted certificate, 1 MiB heads with one, deadlines for slow heads and bodies, and unauthenticated floods that
  * cannot lock out the aggregator.
  */
@@ -106,14 +106,14 @@ class ConnectionBoundsRouteTest {
     }
 
     @Test
-    void apisWithoutCertificateGets401BeforeTheBodyIsSent() throws Exception {
+    void apisWithoutCertificateGets403BeforeTheBodyIsSent() throws Exception {
         try (SSLSocket s = tls(null)) {
             OutputStream out = s.getOutputStream();
             out.write(("POST " + ALLOCS + " HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n")
                     .getBytes(StandardCharsets.US_ASCII));
             out.flush();
             String r = readAll(s);
-            assertThat(r).startsWith("HTTP/1.1 401 ").contains("\"kind\":\"Status\"").contains("\"code\":401");
+            assertThat(r).startsWith("HTTP/1.1 403 ").contains("\"kind\":\"Status\"").contains("\"code\":403");
         }
     }
 

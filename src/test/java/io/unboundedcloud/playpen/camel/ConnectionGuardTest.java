@@ -100,8 +100,8 @@ class ConnectionGuardTest {
         EmbeddedChannel ch = channel(guard(10, 10), sink);
         send(ch, "POST " + ALLOCS + " HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n");
         String r = response(ch);
-        assertThat(r).startsWith("HTTP/1.1 401 ").contains("connection: close").contains("\"kind\":\"Status\"")
-                .contains("\"code\":401").contains("a client certificate signed by the front-proxy CA is required");
+        assertThat(r).startsWith("HTTP/1.1 403 ").contains("connection: close").contains("\"kind\":\"Status\"")
+                .contains("\"code\":403").contains("\"message\":\"forbidden\"");
         // answered from the head alone: the body was never sent, read or buffered, and the connection is closed
         assertThat(sink.seen).isEmpty();
         assertThat(ch.isOpen()).isFalse();

@@ -304,7 +304,7 @@ class ConnectionFloodIT {
         assertThat(probeAfter).isIn(200, 204);
         assertThat(discoveryAfter).isEqualTo(200);
         assertThat(duringAttack).as("trusted requests during the attack").contains(200);
-        // the slow connections were cut off: by the 10 s header deadline, the early 401 or eviction
+        // the slow connections were cut off: by the 10 s header deadline, the early 403 or eviction
         assertThat(stillTrickling).isLessThan(CONNECTIONS / 4);
     }
 }
