@@ -168,6 +168,8 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
         private long headBytes;
         private long bodyBytes;
         private long bodyLimit;
+        /** A dealloc that carries its key in the header: its body is never read (the reference's rule), only drained. */
+        private boolean discardBody;
         private ScheduledFuture<?> deadline;
 
         @Override
@@ -270,6 +272,17 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                     arm(ctx, limits.bodyTimeout(), "request body");
                 }
             }
+            if (msg instanceof HttpContent content && discardBody) {
+                boolean last = msg instanceof LastHttpContent;
+                ReferenceCountUtil.release(msg);
+                if (last) {
+                    disarm();
+                    phase = Phase.IDLE;
+                    discardBody = false;
+                    super.channelRead(ctx, LastHttpContent.EMPTY_LAST_CONTENT);
+                }
+                return;
+            }
             if (msg instanceof HttpContent content) {
                 bodyBytes += content.content().readableBytes();
                 if (bodyBytes > bodyLimit) {
@@ -306,12 +319,13 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                 // the reference's order: method and exact path first (400/404/405 even without a certificate),
                 // then the certificate; either verdict is given from the head, before a byte of the body is read.
                 // HEAD goes on to the front door, which answers it without a body.
+                if (HttpMethod.HEAD.equals(request.method())) {
+                    return null; // no route takes HEAD: the front door answers 405/404 without a body
+                }
                 try {
                     ApiPaths.route(request.method().name(), uri);
                 } catch (ApiException e) {
-                    if (!HttpMethod.HEAD.equals(request.method())) {
-                        return e;
-                    }
+                    return e;
                 }
                 if (!trusted) {
                     try {
@@ -322,11 +336,30 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                 }
             }
             bodyLimit = trusted ? limits.maxBodyBytes() : limits.unauthenticatedBodyBytes();
+            discardBody = trusted && !isProbe(uri) && isDeallocWithHeaderKey(request);
+            if (discardBody) {
+                // the flow sees an empty body; the bytes are counted against the deadline only, never buffered
+                request.headers().remove(HttpHeaderNames.TRANSFER_ENCODING);
+                request.headers().set(HttpHeaderNames.CONTENT_LENGTH, 0);
+                return null;
+            }
             long declared = HttpUtil.getContentLength(request, -1L);
             if (declared > bodyLimit) {
                 return ApiException.tooLarge("request body is larger than " + bodyLimit + " bytes");
             }
             return null;
+        }
+
+        private static boolean isDeallocWithHeaderKey(HttpRequest request) {
+            String key = request.headers().get("Idempotency-Key");
+            if (key == null || key.isBlank() || !HttpMethod.POST.equals(request.method())) {
+                return false;
+            }
+            try {
+                return ApiPaths.route("POST", request.uri()) == ApiPaths.Flow.DEALLOC;
+            } catch (ApiException e) {
+                return false;
+            }
         }
 
         private void reject(ApiException e) {

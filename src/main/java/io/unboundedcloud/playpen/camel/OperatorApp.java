@@ -153,7 +153,7 @@ public final class OperatorApp implements AutoCloseable {
         connections = new ConnectionGuard(authenticator, new ConnectionGuard.Limits(config.maxConnections(),
                 config.maxUnauthenticatedConnections(), config.requestHeaderTimeout(), config.requestBodyTimeout(),
                 ConnectionGuard.UNAUTHENTICATED_HEAD_BYTES, ConnectionGuard.UNAUTHENTICATED_BODY_BYTES,
-                FrontDoor.MAX_BODY_BYTES));
+                io.unboundedcloud.playpen.api.RequestBodies.MAX_BODY_BYTES));
         main.bind("connectionGuard", connections);
         main.bind("frontDoor", new FrontDoor(authenticator));
         main.bind("apiFlows", flows);

@@ -111,7 +111,7 @@ public final class OperatorHarness implements AutoCloseable {
         };
         ctx.init(kmf == null ? null : kmf.getKeyManagers(), new TrustManager[] {trustAll}, new SecureRandom());
         return HttpClient.newBuilder().sslContext(ctx).version(HttpClient.Version.HTTP_1_1)
-                .connectTimeout(Duration.ofSeconds(5)).build();
+                .connectTimeout(Duration.ofSeconds(30)).build();
     }
 
     /** The default front-proxy client, as kube-apiserver would call with it. */
