@@ -18,7 +18,7 @@ FROM eclipse-temurin:17-jre
 LABEL org.opencontainers.image.title="playpen-operator" \
       org.opencontainers.image.description="Kubernetes aggregated API server that hands out warm playpen runner and k3s control-plane pods"
 # /opt/playpen is read-only at run time. /opt/playpen/routes holds the default routes;
-# deploy/ mounts the playpen-operator-routes ConfigMap over it.
+# deploy/ runs these; deploy/components/route-override can mount single replacements over them.
 COPY --from=build /src/target/playpen-operator.jar /opt/playpen/playpen-operator.jar
 COPY --from=build /src/routes/ /opt/playpen/routes/
 WORKDIR /opt/playpen

@@ -7,7 +7,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.fabric8.kubernetes.api.model.APIService;
-import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.ContainerPort;
 import io.fabric8.kubernetes.api.model.HasMetadata;
@@ -16,7 +15,6 @@ import io.fabric8.kubernetes.api.model.Probe;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServiceAccount;
 import io.fabric8.kubernetes.api.model.Volume;
-import io.fabric8.kubernetes.api.model.VolumeMount;
 import io.fabric8.kubernetes.api.model.apps.Deployment;
 import io.fabric8.kubernetes.api.model.policy.v1.PodDisruptionBudget;
 import io.unboundedcloud.playpen.config.OperatorConfig;
@@ -53,14 +51,17 @@ class DeployManifestsTest {
         List<ObjectNode> docs = RenderedDeploy.documents();
         Map<String, Long> kinds = docs.stream()
                 .collect(Collectors.groupingBy(d -> d.path("kind").asText(), Collectors.counting()));
-        assertThat(kinds).containsEntry("Namespace", 1L)
+        assertThat(kinds).containsEntry("Namespace", 2L)
                 .containsEntry("ServiceAccount", 3L)
                 .containsEntry("Deployment", 1L)
                 .containsEntry("Service", 1L)
                 .containsEntry("APIService", 1L)
                 .containsEntry("PodDisruptionBudget", 1L)
-                .containsEntry("ConfigMap", 1L)
-                .containsKeys("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding");
+                .containsEntry("ValidatingAdmissionPolicy", 1L)
+                .containsEntry("ValidatingAdmissionPolicyBinding", 1L)
+                .containsKeys("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "NetworkPolicy")
+                // the routes come from the image; deploy/components/route-override adds a ConfigMap
+                .doesNotContainKey("ConfigMap");
         for (ObjectNode d : docs) {
             assertThat(d.path("metadata").path("name").asText()).as("name of %s", RenderedDeploy.describe(d)).isNotEmpty();
         }
@@ -105,25 +106,57 @@ class DeployManifestsTest {
     }
 
     @Test
-    void routesDirIsWhereTheRoutesConfigMapIsMounted() throws Exception {
+    void theOperatorRunsTheRoutesItsImageCarries() throws Exception {
         Deployment d = deployment();
         OperatorConfig config = deployedConfig();
+        // the Dockerfile copies routes/ there (DockerfileTest); nothing in deploy/ hides that copy
         assertThat(config.routesDir()).isEqualTo("/opt/playpen/routes");
+        assertThat(operatorContainer(d).getVolumeMounts()).as("mounts of the operator container")
+                .noneSatisfy(m -> assertThat(m.getMountPath()).startsWith(config.routesDir()));
+        // one source of truth: no second copy of routes/ under deploy/ (it used to need a sync script)
+        try (var files = java.nio.file.Files.walk(RenderedDeploy.deployDir())) {
+            assertThat(files.map(p -> RenderedDeploy.deployDir().relativize(p).toString())
+                    .filter(p -> p.endsWith(".camel.yaml") && !p.startsWith("components/route-override/")))
+                    .as("route files under deploy/ outside the route-override component").isEmpty();
+        }
+        assertThat(RenderedDeploy.deployDir().resolve("sync-routes.sh")).doesNotExist();
+    }
 
-        ConfigMap routes = StrictModel.read(RenderedDeploy.single("ConfigMap"), ConfigMap.class);
-        PodSpec pod = d.getSpec().getTemplate().getSpec();
-        Volume volume = pod.getVolumes().stream()
-                .filter(v -> v.getConfigMap() != null && routes.getMetadata().getName().equals(v.getConfigMap().getName()))
-                .findFirst()
-                .orElseThrow(() -> new AssertionError("no volume of the Deployment uses ConfigMap " + routes.getMetadata().getName()));
-        List<VolumeMount> mounts = operatorContainer(d).getVolumeMounts().stream()
-                .filter(m -> m.getName().equals(volume.getName()))
-                .collect(Collectors.toList());
-        assertThat(mounts).hasSize(1);
-        assertThat(mounts.get(0).getMountPath()).isEqualTo(config.routesDir());
-        assertThat(mounts.get(0).getReadOnly()).isTrue();
-        assertThat(mounts.get(0).getSubPath()).as("subPath mounts never see ConfigMap updates").isNullOrEmpty();
-        assertThat(routes.getMetadata().getNamespace()).isEqualTo(d.getMetadata().getNamespace());
+    @Test
+    void theOperatorHasANamespaceOfItsOwnApartFromTheRunners() throws Exception {
+        Deployment d = deployment();
+        OperatorConfig config = deployedConfig();
+        assertThat(config.namespace()).as("--namespace").isNotEqualTo(config.runnerNamespace());
+        assertThat(config.leaderElectionNamespace()).as("--leader-election-namespace").isEqualTo(config.namespace());
+        assertThat(d.getMetadata().getNamespace()).isEqualTo(config.namespace());
+        Map<String, ObjectNode> namespaces = RenderedDeploy.ofKind("Namespace").stream()
+                .collect(Collectors.toMap(n -> n.path("metadata").path("name").asText(), n -> n));
+        assertThat(namespaces).containsOnlyKeys(config.namespace(), config.runnerNamespace());
+        // the operator passes Pod Security "restricted"; only the runner namespace admits privileged pods
+        assertThat(namespaces.get(config.namespace()).path("metadata").path("labels")
+                .path("pod-security.kubernetes.io/enforce").asText()).isEqualTo("restricted");
+        assertThat(namespaces.get(config.runnerNamespace()).path("metadata").path("labels")
+                .path("pod-security.kubernetes.io/enforce").asText()).isEqualTo("privileged");
+        // in the runner namespace the operator owns only RBAC and the policies that fence the runners
+        for (ObjectNode doc : RenderedDeploy.documents()) {
+            if (config.runnerNamespace().equals(doc.path("metadata").path("namespace").asText())) {
+                assertThat(doc.path("kind").asText()).as("kind of %s", RenderedDeploy.describe(doc))
+                        .isIn("ServiceAccount", "Role", "RoleBinding", "NetworkPolicy");
+            }
+        }
+    }
+
+    @Test
+    void managementPortIsNamedJolokiaAndListensOnThePodAddress() throws Exception {
+        Container c = operatorContainer(deployment());
+        OperatorConfig config = deployedConfig();
+        ContainerPort jolokia = c.getPorts().stream().filter(p -> "jolokia".equals(p.getName())).findFirst()
+                .orElseThrow(() -> new AssertionError("container port \"jolokia\" missing (Hawtio Online finds pods by it)"));
+        assertThat(jolokia.getContainerPort()).isEqualTo(config.managementPort());
+        assertThat(jolokia.getProtocol()).isEqualTo("TCP");
+        // a loopback listener would make the named port useless (and an empty host disables the listener);
+        // the NetworkPolicy keeps it private
+        assertThat(config.managementHost()).as("host of --management-addr").isIn("0.0.0.0", "::");
     }
 
     @Test
@@ -198,7 +231,8 @@ class DeployManifestsTest {
                 ns + "/" + d.getSpec().getTemplate().getSpec().getServiceAccountName(),
                 config.runnerNamespace() + "/" + config.runnerServiceAccountName(),
                 config.runnerNamespace() + "/" + config.controlPlaneServiceAccountName());
-        assertThat(RenderedDeploy.single("Namespace").path("metadata").path("name").asText()).isEqualTo(ns);
+        assertThat(RenderedDeploy.ofKind("Namespace")).extracting(n -> n.path("metadata").path("name").asText())
+                .contains(ns, config.runnerNamespace());
     }
 
     @Test

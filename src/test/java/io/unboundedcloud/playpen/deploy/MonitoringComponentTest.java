@@ -83,21 +83,19 @@ class MonitoringComponentTest {
         ObjectNode deployment = one("Deployment", "playpen-operator");
         ObjectNode service = one("Service", "playpen-operator-metrics");
         ObjectNode monitor = one("ServiceMonitor", "playpen-operator");
-        ObjectNode policy = one("NetworkPolicy", "playpen-operator-metrics");
         String ns = deployment.path("metadata").path("namespace").asText();
-        for (ObjectNode d : List.of(service, monitor, policy, one("PrometheusRule", "playpen-operator"),
+        for (ObjectNode d : List.of(service, monitor, one("PrometheusRule", "playpen-operator"),
                 one("ConfigMap", "playpen-operator-dashboard"))) {
             assertThat(d.path("metadata").path("namespace").asText()).as(d.path("kind").asText()).isEqualTo(ns);
         }
         JsonNode podLabels = deployment.path("spec").path("template").path("metadata").path("labels");
         assertThat(selects(service.path("spec").path("selector"), podLabels)).as("Service selects the operator pods").isTrue();
-        assertThat(selects(policy.path("spec").path("podSelector").path("matchLabels"), podLabels)).isTrue();
         assertThat(selects(monitor.path("spec").path("selector").path("matchLabels"), service.path("metadata").path("labels")))
                 .as("ServiceMonitor selects the metrics Service").isTrue();
         assertThat(selects(monitor.path("spec").path("selector").path("matchLabels"),
                 one("Service", "playpen-operator").path("metadata").path("labels"))).as("but not the API Service").isFalse();
 
-        // the args as the operator parses them: the component's --management-addr wins and listens on all interfaces
+        // the args as the operator parses them: the management listener is on the pod's address
         List<String> args = new ArrayList<>();
         deployment.path("spec").path("template").path("spec").path("containers").get(0).path("args").forEach(a -> args.add(a.asText()));
         OperatorConfig config = OperatorConfig.parse(args.toArray(new String[0]));
@@ -106,8 +104,6 @@ class MonitoringComponentTest {
         assertThat(port.path("targetPort").asInt()).isEqualTo(config.managementPort());
         assertThat(monitor.path("spec").path("endpoints").get(0).path("port").asText()).isEqualTo(port.path("name").asText());
         assertThat(monitor.path("spec").path("endpoints").get(0).path("path").asText()).isEqualTo("/metrics");
-        assertThat(policy.path("spec").path("ingress").get(0).path("ports").get(0).path("port").asInt())
-                .isEqualTo(config.managementPort());
         assertThat(one("ConfigMap", "playpen-operator-dashboard").path("metadata").path("labels").path("grafana_dashboard").asText())
                 .isEqualTo("1");
     }

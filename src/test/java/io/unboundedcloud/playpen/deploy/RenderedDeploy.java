@@ -79,28 +79,29 @@ final class RenderedDeploy {
     /** Every document of {@code kubectl kustomize deploy/}, in output order. */
     static synchronized List<ObjectNode> documents() throws IOException, InterruptedException {
         if (cached == null) {
-            cached = Collections.unmodifiableList(parse(render()));
+            cached = Collections.unmodifiableList(parse(render(deployDir())));
         }
         return cached;
     }
 
-    static String render() throws IOException, InterruptedException {
+    /** {@code kubectl kustomize dir}: a kustomization folder, e.g. an overlay a test writes. */
+    static String render(Path dir) throws IOException, InterruptedException {
         Path kubectl = kubectl();
         Path out = Files.createTempFile("kustomize-", ".yaml");
         Path err = Files.createTempFile("kustomize-", ".err");
         try {
-            Process p = new ProcessBuilder(kubectl.toString(), "kustomize", deployDir().toString())
+            Process p = new ProcessBuilder(kubectl.toString(), "kustomize", dir.toString())
                     .redirectOutput(out.toFile())
                     .redirectError(err.toFile())
                     .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
                     .start();
             if (!p.waitFor(TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
                 p.destroyForcibly();
-                throw new AssertionError("kubectl kustomize deploy/ did not finish within " + TIMEOUT_SECONDS + " s");
+                throw new AssertionError("kubectl kustomize " + dir + " did not finish within " + TIMEOUT_SECONDS + " s");
             }
             String stderr = Files.readString(err, StandardCharsets.UTF_8);
             if (p.exitValue() != 0) {
-                throw new AssertionError("kubectl kustomize deploy/ failed (exit " + p.exitValue() + "): " + stderr);
+                throw new AssertionError("kubectl kustomize " + dir + " failed (exit " + p.exitValue() + "): " + stderr);
             }
             return Files.readString(out, StandardCharsets.UTF_8);
         } finally {
