@@ -68,7 +68,11 @@ public enum Flag {
     DEV("dev", "false", "start the embedded simulated cluster and run against it"),
     DEV_DIR("dev-dir", "target/dev", "where --dev writes kubeconfigs, certificates and endpoints.env"),
     DEV_API_PORT("dev-api-port", "0", "--dev: port of the simulated API server (0 = free port)"),
-    DEV_SHIM_PORT("dev-shim-port", "0", "--dev: port of the aggregator stand-in kubectl talks to (0 = free port)");
+    DEV_SHIM_PORT("dev-shim-port", "0", "--dev: port of the aggregator stand-in kubectl talks to (0 = free port)"),
+    DEV_OPERATORS("dev-operators", "1", "--dev: operators run inside the dev process: 1, or 0 for the simulated cluster alone"),
+    DEV_OPERATOR_ADDRS("dev-operator-addrs", "",
+            "--dev: more operator replicas behind the aggregator stand-in, comma-separated host:port or host:port-port"
+                    + " (with --dev-operators=0 the default is 127.0.0.1:9441-9448)");
 
     private final String flagName;
     private final String defaultValue;
