@@ -8,7 +8,6 @@ import java.net.http.HttpClient;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -17,12 +16,14 @@ import org.junit.jupiter.api.Test;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
+import io.unboundedcloud.playpen.chaos.ChaosSuite;
 import io.unboundedcloud.playpen.chaos.Playground;
-import io.unboundedcloud.playpen.support.OperatorHarness;
 
 /**
  * Issue 10 requirement 1: the simulated cluster alone ({@code --dev --dev-operators=0}), two operator processes
- * against it, kubectl's allocs spread over both, one replica killed with SIGKILL and kubectl still served.
+ * against it (through the chaos proxy, faults off), kubectl's allocs spread over both, the "replicas and duplicates"
+ * chaos scenario at a small size with zero invariant violations, then one replica killed with SIGKILL and kubectl
+ * still served.
  */
 class DevReplicasIT {
     static final String ALLOCS = "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs";
@@ -35,18 +36,10 @@ class DevReplicasIT {
         assumeTrue(new File(jar).isFile(), "packaged jar " + jar + " not found (run mvn verify)");
         assumeTrue(new File(KUBECTL).canExecute(), "kubectl not found at " + KUBECTL);
         Path dir = Files.createTempDirectory(Path.of("target"), "it-replicas-");
-        try (Playground pg = Playground.startCluster(Path.of(jar), dir, 2, List.of())) {
+        try (ChaosSuite suite = ChaosSuite.start(Path.of(jar), dir, 2, 7)) {
+            Playground pg = suite.playground();
             assertThat(pg.endpoints()).containsKeys("KUBE_API_URL", "SHIM_URL", "OPERATOR_REPLICAS", "OPERATOR_KUBECONFIG")
                     .doesNotContainKey("OPERATOR_URL");
-            List<String> flags = new ArrayList<>(List.of("--runner-amd64-count=3", "--runner-arm64-count=0",
-                    "--control-plane-count=0", "--playpen-ttl=1h"));
-            flags.addAll(Playground.FAST_LEASE);
-            pg.start(0, pg.operatorKubeconfig(), flags);
-            pg.start(1, pg.operatorKubeconfig(), flags);
-            HttpClient anon = OperatorHarness.client(null);
-            OperatorHarness.awaitTrue(() -> pg.ready(0, anon) && pg.ready(1, anon), Duration.ofSeconds(90),
-                    "both replicas ready");
-
             HttpClient plain = HttpClient.newHttpClient();
             int n = 0;
             // round robin over two ready replicas: within a handful of allocs both must have served one
@@ -55,6 +48,11 @@ class DevReplicasIT {
             }
             assertThat(allocsServed(pg, plain, 0)).as("allocs answered by replica 0").isPositive();
             assertThat(allocsServed(pg, plain, 1)).as("allocs answered by replica 1").isPositive();
+
+            ChaosSuite.Result smoke = suite.replicasAndDuplicates(300, 16);
+            System.out.println(ChaosSuite.table(List.of(smoke)));
+            assertThat(smoke.violations()).as("invariant violations").isEmpty();
+            assertThat(smoke.outcomes()).containsKey("200");
 
             pg.kill(0);
             double before = allocsServed(pg, plain, 1);
