@@ -194,6 +194,8 @@ public final class ChaosProxy implements AutoCloseable {
             String target = parts.length > 1 ? parts[1] : "/";
             boolean watch = target.matches(".*[?&]watch=(true|1)(&.*)?$");
             boolean write = Set.of("POST", "PUT", "PATCH", "DELETE").contains(method);
+            // fabric8's Vert.x client watches over WebSocket (Upgrade: websocket), kubectl over chunked HTTP
+            boolean websocket = "websocket".equalsIgnoreCase(req.header("Upgrade"));
             Fault fault = draw(watch, write);
             if (fault != null) {
                 injected.incrementAndGet(fault.ordinal());
@@ -233,7 +235,11 @@ public final class ChaosProxy implements AutoCloseable {
                         return;
                     }
                     case WATCH_GONE -> {
-                        watchGone(out);
+                        if (websocket) {
+                            webSocketGone(out, req);
+                        } else {
+                            watchGone(out);
+                        }
                         return;
                     }
                     default -> {
@@ -245,6 +251,10 @@ public final class ChaosProxy implements AutoCloseable {
                 up.connect(new InetSocketAddress(upstream.getHost(), upstream.getPort()), 5000);
                 up.setTcpNoDelay(true);
                 OutputStream upOut = up.getOutputStream();
+                if (websocket) {
+                    tunnel(client, in, out, up, req, fault == Fault.WATCH_CLOSED_EARLY);
+                    return;
+                }
                 upOut.write(requestBytes(req, body));
                 upOut.flush();
                 InputStream upIn = new BufferedInputStream(up.getInputStream());
@@ -273,6 +283,80 @@ public final class ChaosProxy implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
     }
+
+    /**
+     * A WebSocket watch: the handshake goes through verbatim, then bytes flow both ways until either side closes (or
+     * the early-close fault cuts it).
+     */
+    private void tunnel(Socket client, InputStream in, OutputStream out, Socket up, Head req, boolean closeEarly)
+            throws IOException {
+        StringBuilder sb = new StringBuilder(req.startLine()).append("\r\n");
+        for (String[] h : req.headers()) {
+            sb.append(h[0]).append(": ").append(h[1]).append("\r\n");
+        }
+        sb.append("\r\n");
+        OutputStream upOut = up.getOutputStream();
+        upOut.write(sb.toString().getBytes(StandardCharsets.ISO_8859_1));
+        upOut.flush();
+        if (closeEarly) {
+            closers.schedule(() -> {
+                closeQuietly(up);
+                closeQuietly(client);
+            }, drawMillis(200, 3000), TimeUnit.MILLISECONDS);
+        }
+        workers.execute(() -> {
+            try {
+                in.transferTo(upOut);
+            } catch (IOException e) {
+                // either side closed
+            } finally {
+                closeQuietly(up);
+            }
+        });
+        try {
+            up.getInputStream().transferTo(out);
+        } finally {
+            closeQuietly(client);
+        }
+    }
+
+    /** The handshake answered here, then one ERROR frame with a 410 Status and a close frame, as the API server does. */
+    private static void webSocketGone(OutputStream out, Head req) throws IOException {
+        String key = req.header("Sec-WebSocket-Key");
+        String accept;
+        try {
+            accept = java.util.Base64.getEncoder().encodeToString(java.security.MessageDigest.getInstance("SHA-1")
+                    .digest((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").getBytes(StandardCharsets.ISO_8859_1)));
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+        String protocol = req.header("Sec-WebSocket-Protocol");
+        out.write(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                + "Sec-WebSocket-Accept: " + accept + "\r\n"
+                + (protocol == null ? "" : "Sec-WebSocket-Protocol: " + protocol.split(",")[0].trim() + "\r\n")
+                + "\r\n").getBytes(StandardCharsets.ISO_8859_1));
+        byte[] event = GONE_EVENT.getBytes(StandardCharsets.UTF_8);
+        ByteArrayOutputStream frame = new ByteArrayOutputStream();
+        frame.write(0x81); // FIN + text
+        if (event.length < 126) {
+            frame.write(event.length);
+        } else {
+            frame.write(126);
+            frame.write(event.length >> 8);
+            frame.write(event.length & 0xff);
+        }
+        frame.write(event);
+        frame.write(0x88); // FIN + close, status 1000
+        frame.write(2);
+        frame.write(0x03);
+        frame.write(0xe8);
+        out.write(frame.toByteArray());
+        out.flush();
+    }
+
+    private static final String GONE_EVENT = "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\","
+            + "\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old resource version: 1 (2)\","
+            + "\"reason\":\"Expired\",\"code\":410}}";
 
     private static byte[] requestBytes(Head req, byte[] body) {
         StringBuilder sb = new StringBuilder(req.startLine()).append("\r\n");
@@ -343,9 +427,7 @@ public final class ChaosProxy implements AutoCloseable {
     }
 
     private static void watchGone(OutputStream out) throws IOException {
-        String event = "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
-                + "\"status\":\"Failure\",\"message\":\"too old resource version: 1 (2)\",\"reason\":\"Expired\","
-                + "\"code\":410}}\n";
+        String event = GONE_EVENT + "\n";
         byte[] e = event.getBytes(StandardCharsets.UTF_8);
         out.write(("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
                 + "Connection: close\r\n\r\n" + Integer.toHexString(e.length) + "\r\n").getBytes(StandardCharsets.ISO_8859_1));

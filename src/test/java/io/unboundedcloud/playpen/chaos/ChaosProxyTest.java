@@ -191,6 +191,69 @@ class ChaosProxyTest {
         assertThat(send("GET", "/echo", null).statusCode()).isEqualTo(201);
     }
 
+    /** A raw upstream that completes WebSocket handshakes and sends one text frame "hello" on each. */
+    static java.net.ServerSocket webSocketUpstream() throws IOException {
+        java.net.ServerSocket ss = new java.net.ServerSocket(0, 16, InetAddress.getLoopbackAddress());
+        Thread t = new Thread(() -> {
+            while (!ss.isClosed()) {
+                try (java.net.Socket s = ss.accept()) {
+                    reached.incrementAndGet();
+                    java.io.BufferedReader r = new java.io.BufferedReader(new java.io.InputStreamReader(s.getInputStream(),
+                            StandardCharsets.ISO_8859_1));
+                    String key = null;
+                    for (String line = r.readLine(); line != null && !line.isEmpty(); line = r.readLine()) {
+                        if (line.toLowerCase().startsWith("sec-websocket-key:")) {
+                            key = line.substring(line.indexOf(':') + 1).trim();
+                        }
+                    }
+                    String accept = java.util.Base64.getEncoder().encodeToString(java.security.MessageDigest
+                            .getInstance("SHA-1").digest((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11")
+                                    .getBytes(StandardCharsets.ISO_8859_1)));
+                    OutputStream os = s.getOutputStream();
+                    os.write(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                            + "Sec-WebSocket-Accept: " + accept + "\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
+                    os.write(new byte[] {(byte) 0x81, 5, 'h', 'e', 'l', 'l', 'o'});
+                    os.flush();
+                    s.getInputStream().read(); // until the client closes
+                } catch (Exception e) {
+                    // next connection
+                }
+            }
+        }, "ws-upstream");
+        t.setDaemon(true);
+        t.start();
+        return ss;
+    }
+
+    static String firstWebSocketText(HttpClient client, URI uri) throws Exception {
+        java.util.concurrent.CompletableFuture<String> text = new java.util.concurrent.CompletableFuture<>();
+        java.net.http.WebSocket ws = client.newWebSocketBuilder().buildAsync(uri, new java.net.http.WebSocket.Listener() {
+            @Override
+            public java.util.concurrent.CompletionStage<?> onText(java.net.http.WebSocket w, CharSequence data, boolean last) {
+                text.complete(data.toString());
+                return null;
+            }
+        }).get(30, TimeUnit.SECONDS);
+        try {
+            return text.get(30, TimeUnit.SECONDS);
+        } finally {
+            ws.abort();
+        }
+    }
+
+    @Test
+    void webSocketWatchesAreTunnelledAndCanBeTold410() throws Exception {
+        try (java.net.ServerSocket ws = webSocketUpstream();
+                ChaosProxy wsProxy = new ChaosProxy(URI.create("http://127.0.0.1:" + ws.getLocalPort()), 1)) {
+            URI watch = URI.create("ws://127.0.0.1:" + wsProxy.url().getPort() + "/api/v1/pods?watch=true");
+            assertThat(firstWebSocketText(http, watch)).isEqualTo("hello");
+            assertThat(reached.get()).isEqualTo(1);
+            wsProxy.rate(Fault.WATCH_GONE, 1.0);
+            assertThat(firstWebSocketText(http, watch)).contains("\"type\":\"ERROR\"", "\"code\":410");
+            assertThat(reached.get()).as("a 410 is answered by the proxy").isEqualTo(1);
+        }
+    }
+
     @Test
     void aRateIsAProbability() throws Exception {
         proxy.rate(Fault.SERVICE_UNAVAILABLE, 0.3);
