@@ -81,6 +81,8 @@ public final class ChaosProxy implements AutoCloseable {
     private final AtomicLongArray injected = new AtomicLongArray(Fault.values().length);
     private final AtomicLong requests = new AtomicLong();
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Client sockets of watches in flight, so a scenario can make every watcher reconnect (and meet the faults). */
+    private final Set<Socket> watches = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     /** Starts listening on a free loopback port; no faults until {@link #rate} sets some. */
     public ChaosProxy(URI upstream, long seed) throws IOException {
@@ -124,6 +126,16 @@ public final class ChaosProxy implements AutoCloseable {
         this.minLatency = min;
         this.maxLatency = max;
         return this;
+    }
+
+    /** Closes every watch in flight: watchers reconnect, and their new watches meet the current fault rates. */
+    public int closeWatches() {
+        int n = 0;
+        for (Socket s : watches) {
+            closeQuietly(s);
+            n++;
+        }
+        return n;
     }
 
     public long requests() {
@@ -196,6 +208,9 @@ public final class ChaosProxy implements AutoCloseable {
             boolean write = Set.of("POST", "PUT", "PATCH", "DELETE").contains(method);
             // fabric8's Vert.x client watches over WebSocket (Upgrade: websocket), kubectl over chunked HTTP
             boolean websocket = "websocket".equalsIgnoreCase(req.header("Upgrade"));
+            if (watch) {
+                watches.add(client);
+            }
             Fault fault = draw(watch, write);
             if (fault != null) {
                 injected.incrementAndGet(fault.ordinal());
@@ -281,6 +296,8 @@ public final class ChaosProxy implements AutoCloseable {
             // the client or the upstream went away; nothing to answer
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        } finally {
+            watches.remove(client);
         }
     }
 

@@ -255,6 +255,21 @@ class ChaosProxyTest {
     }
 
     @Test
+    void closeWatchesEndsEveryWatchInFlight() throws Exception {
+        HttpResponse<InputStream> w = http.send(HttpRequest.newBuilder(proxy.url().resolve("/stream?watch=true"))
+                .build(), HttpResponse.BodyHandlers.ofInputStream());
+        try (InputStream in = w.body()) {
+            assertThat(new String(in.readNBytes(17), StandardCharsets.UTF_8)).contains("ADDED");
+            assertThat(proxy.closeWatches()).isEqualTo(1);
+            try {
+                assertThat(in.readAllBytes()).isEmpty();
+            } catch (IOException cut) {
+                // an abrupt end is the point
+            }
+        }
+    }
+
+    @Test
     void aRateIsAProbability() throws Exception {
         proxy.rate(Fault.SERVICE_UNAVAILABLE, 0.3);
         int failed = 0;

@@ -183,8 +183,10 @@ public final class ChaosSuite implements AutoCloseable {
                 return l >= 0 && l != killed;
             }, Duration.ofSeconds(60));
             recovery.put("newLeaderMs", newLeader < 0 ? "none within 60 s" : (newLeader - kill) / 1_000_000);
-            long refill = awaitNanos(() -> history.firstAddedAfter(kill) > 0, Duration.ofSeconds(60));
-            long refillMs = refill < 0 ? -1 : (history.firstAddedAfter(kill) - kill) / 1_000_000;
+            // refill resumed: the first pod created once the new leader holds the Lease (the load keeps the pool drained)
+            long since = newLeader < 0 ? kill : newLeader;
+            long refill = awaitNanos(() -> history.firstAddedAfter(since) > 0, Duration.ofSeconds(60));
+            long refillMs = refill < 0 ? -1 : (history.firstAddedAfter(since) - kill) / 1_000_000;
             recovery.put("refillResumedMs", refill < 0 ? "none within 60 s" : refillMs);
             long budgetMs = LEASE.toMillis() + 2000;
             recovery.put("budgetMs", budgetMs);
@@ -244,16 +246,20 @@ public final class ChaosSuite implements AutoCloseable {
         LoadRun run = load("fault-" + fault.name().toLowerCase() + "-" + (int) (rate * 100));
         long faultsBefore = proxy.injected().get(fault);
         long apiBefore = proxy.requests();
+        Map<String, Object> recovery = new LinkedHashMap<>();
         ReadinessSampler sampler = new ReadinessSampler();
         sampler.start();
         proxy.clear().rate(fault, rate);
+        if (fault == Fault.WATCH_GONE || fault == Fault.WATCH_CLOSED_EARLY) {
+            // informers hold their watches for minutes: cut them so the new ones meet the fault
+            recovery.put("watchesCut", proxy.closeWatches());
+        }
         try {
             run.run(new LoadRun.Mix(requests, clients, 0.20, 0.05, 0.10, 4, Duration.ofSeconds(90)));
         } finally {
             proxy.clear();
         }
         long cleared = System.nanoTime();
-        Map<String, Object> recovery = new LinkedHashMap<>();
         long allReady = awaitNanos(this::allLiveReady, Duration.ofSeconds(60));
         sampler.stop();
         recovery.put("notReadyMs", sampler.notReadyMs.get());
