@@ -81,7 +81,8 @@ public final class DevMode implements AutoCloseable {
         if (operator == null) {
             LOG.info("dev playground ready in {} ms with no operator in this process: start replicas with "
                     + "--kubeconfig {} and --listen-addr set to one of {}", (System.nanoTime() - t0) / 1_000_000,
-                    cluster.operatorKubeconfigPath(), cluster.replicas());
+                    cluster.operatorKubeconfigPath(),
+                    cluster.replicas().stream().map(java.net.URI::getAuthority).toList());
         } else {
             LOG.info("dev playground ready in {} ms: kubeconfig {}", (System.nanoTime() - t0) / 1_000_000,
                     cluster.kubeconfigPath());

@@ -49,7 +49,7 @@ class DevReplicasIT {
             assertThat(allocsServed(pg, plain, 0)).as("allocs answered by replica 0").isPositive();
             assertThat(allocsServed(pg, plain, 1)).as("allocs answered by replica 1").isPositive();
 
-            ChaosSuite.Result smoke = suite.replicasAndDuplicates(300, 16);
+            ChaosSuite.Result smoke = suite.replicasAndDuplicates(200, 16);
             System.out.println(ChaosSuite.table(List.of(smoke)));
             assertThat(smoke.violations()).as("invariant violations").isEmpty();
             assertThat(smoke.outcomes()).containsKey("200");
