@@ -194,15 +194,15 @@ public final class ClusterHistory implements AutoCloseable {
         return out;
     }
 
-    /** nanoTime when a pod of that name carrying that key was seen deleted, or -1 while it lives (or never did). */
-    public synchronized long deletedAt(String podName, String keyHash) {
+    /** True if a pod of that name carrying that key hash was seen deleted at or before {@code nanoTime}. */
+    public synchronized boolean deletedBefore(String podName, String keyHash, long nanoTime) {
         for (Map.Entry<String, List<String>> e : keysByUid.entrySet()) {
-            if (e.getValue().contains(keyHash) && podName.equals(nameByUid.get(e.getKey()))) {
-                Long t = deletedAt.get(e.getKey());
-                return t == null ? -1 : t;
+            Long t = deletedAt.get(e.getKey());
+            if (t != null && t <= nanoTime && e.getValue().contains(keyHash) && podName.equals(nameByUid.get(e.getKey()))) {
+                return true;
             }
         }
-        return -1;
+        return false;
     }
 
     /** Pods created (first seen) after {@code nanoTime}. */
