@@ -78,7 +78,11 @@ public enum Flag {
     MAX_CONNECTIONS("max-connections", "1024", "HTTPS connections open at once; more are closed at accept"),
     MAX_UNAUTHENTICATED_CONNECTIONS("max-unauthenticated-connections", "256", "HTTPS connections without a trusted front-proxy certificate (handshakes and probes); the oldest is closed to make room"),
     REQUEST_HEADER_TIMEOUT("request-header-timeout", "10s", "time for the TLS handshake and request head of a new connection, and for each later request head"),
-    REQUEST_BODY_TIMEOUT("request-body-timeout", "30s", "time for a request body once its head has arrived");
+    REQUEST_BODY_TIMEOUT("request-body-timeout", "30s", "time for a request body once its head has arrived"),
+    DEV_OPERATORS("dev-operators", "1", "--dev: operators run inside the dev process: 1, or 0 for the simulated cluster alone"),
+    DEV_OPERATOR_ADDRS("dev-operator-addrs", "",
+            "--dev: more operator replicas behind the aggregator stand-in, comma-separated host:port or host:port-port"
+                    + " (with --dev-operators=0 the default is 127.0.0.1:9441-9448)");
 
     private final String flagName;
     private final String defaultValue;

@@ -35,7 +35,7 @@ public record OperatorConfig(
         NetworkProfile network,
         boolean dev, String devDir, int devApiPort, int devShimPort,
         int maxConnections, int maxUnauthenticatedConnections, Duration requestHeaderTimeout,
-        Duration requestBodyTimeout) {
+        Duration requestBodyTimeout, int devOperators, List<String> devOperatorAddrs) {
 
     /** An inclusive hostPort range. */
     public record PortRange(int start, int end) {
@@ -239,7 +239,8 @@ public record OperatorConfig(
                 v.bool(Flag.DEV), v.nonEmpty(Flag.DEV_DIR),
                 v.intIn(Flag.DEV_API_PORT, 0, 65535), v.intIn(Flag.DEV_SHIM_PORT, 0, 65535),
                 v.intIn(Flag.MAX_CONNECTIONS, 1, 1_000_000), v.intIn(Flag.MAX_UNAUTHENTICATED_CONNECTIONS, 1, 1_000_000),
-                positive(v, Flag.REQUEST_HEADER_TIMEOUT), positive(v, Flag.REQUEST_BODY_TIMEOUT));
+                positive(v, Flag.REQUEST_HEADER_TIMEOUT), positive(v, Flag.REQUEST_BODY_TIMEOUT),
+                v.intIn(Flag.DEV_OPERATORS, 0, 1), v.operatorAddrs(Flag.DEV_OPERATOR_ADDRS));
     }
 
     private static Duration positive(Values v, Flag f) {
@@ -427,6 +428,26 @@ public record OperatorConfig(
             for (String part : str(f).split(",")) {
                 if (!part.trim().isEmpty()) {
                     out.add(part.trim());
+                }
+            }
+            return Collections.unmodifiableList(out);
+        }
+
+        /** {@code host:port} or {@code host:port-port} items, expanded to one {@code host:port} per replica (at most 64). */
+        List<String> operatorAddrs(Flag f) {
+            List<String> out = new ArrayList<>();
+            for (String item : list(f)) {
+                java.util.regex.Matcher m = Pattern.compile("([A-Za-z0-9.-]+):(\\d{1,5})(?:-(\\d{1,5}))?").matcher(item);
+                if (!m.matches()) {
+                    throw bad(f, "\"" + item + "\" is not host:port or host:port-port");
+                }
+                int from = Integer.parseInt(m.group(2));
+                int to = m.group(3) == null ? from : Integer.parseInt(m.group(3));
+                if (from < 1 || to > 65535 || to < from || out.size() + (to - from + 1) > 64) {
+                    throw bad(f, "ports must be 1-65535, ranges ascending, at most 64 replicas");
+                }
+                for (int p = from; p <= to; p++) {
+                    out.add(m.group(1) + ":" + p);
                 }
             }
             return Collections.unmodifiableList(out);

@@ -24,6 +24,8 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
@@ -60,7 +62,8 @@ import io.unboundedcloud.playpen.tls.Pki;
  * Stands in for kube-apiserver's aggregation layer in front of kubectl: authenticates users by client certificate
  * (CN = user, O = groups), forwards {@code /apis/playpen.unbounded-cloud.io…} to the operator over HTTPS with the
  * front-proxy client certificate and {@code X-Remote-User}/{@code X-Remote-Group}, and everything else to the simulated
- * API server. Watches are not supported (plain request/response only).
+ * API server. Like a Service, it spreads requests over the operator replicas whose {@code /readyz} answers 200 and
+ * skips dead ones. Watches are not supported (plain request/response only).
  */
 final class AggregatorShim implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(AggregatorShim.class);
@@ -83,17 +86,22 @@ final class AggregatorShim implements AutoCloseable {
     private final HttpsServer server;
     private final ExecutorService executor;
     private final URI kubeApi;
-    private final Supplier<URI> operatorUrl;
+    /** Every replica address the shim may use, asked for at each probe (like a Service's selected pods). */
+    private final Supplier<List<URI>> replicas;
+    /** The replicas whose last probe answered 200 (like a Service's ready endpoints). */
+    private volatile List<URI> ready = List.of();
+    private final AtomicInteger nextReplica = new AtomicInteger();
+    private final ScheduledExecutorService prober;
     private final Supplier<Registration> registration;
     private final Pki.Issued frontProxyClient;
     private final HttpClient apiClient;
     private final AtomicReference<OperatorClient> operatorClient = new AtomicReference<>();
 
     AggregatorShim(int port, Pki.Issued serving, Pki.Issued servingCa, X509Certificate clientCa, URI kubeApi,
-            Supplier<URI> operatorUrl, Supplier<Registration> registration, Pki.Issued frontProxyClient)
+            Supplier<List<URI>> replicas, Supplier<Registration> registration, Pki.Issued frontProxyClient)
             throws IOException {
         this.kubeApi = kubeApi;
-        this.operatorUrl = operatorUrl;
+        this.replicas = replicas;
         this.registration = registration;
         this.frontProxyClient = frontProxyClient;
         this.apiClient = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
@@ -124,6 +132,86 @@ final class AggregatorShim implements AutoCloseable {
         server.setExecutor(executor);
         server.createContext("/", this::handle);
         server.start();
+        prober = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "dev-shim-prober");
+            t.setDaemon(true);
+            return t;
+        });
+        prober.scheduleWithFixedDelay(this::probeQuietly, 0, PROBE_INTERVAL.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    private static final Duration PROBE_INTERVAL = Duration.ofMillis(500);
+
+    /** The replicas the last probe found ready, in candidate order. */
+    List<URI> readyReplicas() {
+        return ready;
+    }
+
+    private void probeQuietly() {
+        try {
+            probe();
+        } catch (RuntimeException e) {
+            LOG.debug("dev shim: replica probe failed", e);
+        }
+    }
+
+    /** GET /readyz on every candidate, in parallel; the ready set becomes those that answered 200. */
+    private synchronized List<URI> probe() {
+        OperatorClient oc = operatorClient(registration.get());
+        if (oc == null) {
+            ready = List.of();
+            return ready;
+        }
+        List<URI> candidates = replicas.get();
+        List<java.util.concurrent.CompletableFuture<Boolean>> answers = new ArrayList<>();
+        for (URI r : candidates) {
+            HttpRequest probe = HttpRequest.newBuilder(URI.create(base(r) + "/readyz")).timeout(Duration.ofSeconds(2))
+                    .GET().build();
+            answers.add(oc.client().sendAsync(probe, HttpResponse.BodyHandlers.discarding())
+                    .thenApply(resp -> resp.statusCode() == 200).exceptionally(e -> false));
+        }
+        List<URI> now = new ArrayList<>();
+        for (int i = 0; i < candidates.size(); i++) {
+            if (answers.get(i).join()) {
+                now.add(candidates.get(i));
+            }
+        }
+        if (!now.equals(ready)) {
+            LOG.info("dev shim: ready operator replicas {}", now);
+        }
+        ready = List.copyOf(now);
+        return ready;
+    }
+
+    private static String base(URI uri) {
+        return uri.toString().replaceAll("/+$", "");
+    }
+
+    /** The client for the current registration (rebuilt when the caBundle changes); null while unregistered. */
+    private OperatorClient operatorClient(Registration reg) {
+        if (reg == null || reg.caBundlePem().isBlank()) {
+            return null;
+        }
+        OperatorClient oc = operatorClient.get();
+        if (oc == null || !oc.registration().equals(reg)) {
+            try {
+                oc = new OperatorClient(reg, HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+                        .connectTimeout(Duration.ofSeconds(5)).sslContext(operatorContext(reg)).build());
+            } catch (GeneralSecurityException | IOException e) {
+                throw new IllegalStateException("cannot build the client for the operator's caBundle: " + e.getMessage(), e);
+            }
+            operatorClient.set(oc);
+        }
+        return oc;
+    }
+
+    /** Drops a replica that just failed from the ready set until the next probe finds it ready again. */
+    private synchronized void markUnready(URI replica) {
+        List<URI> now = new ArrayList<>(ready);
+        if (now.remove(replica)) {
+            ready = List.copyOf(now);
+            LOG.info("dev shim: operator replica {} unreachable, skipped until it answers /readyz again", replica);
+        }
     }
 
     int port() {
@@ -171,24 +259,43 @@ final class AggregatorShim implements AutoCloseable {
                     "operator not registered yet: APIService " + PlaypenKeys.API_SERVICE + " has no caBundle");
             return;
         }
-        OperatorClient oc = operatorClient.get();
-        if (oc == null || !oc.registration().equals(reg)) {
-            oc = new OperatorClient(reg, HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-                    .connectTimeout(Duration.ofSeconds(5)).sslContext(operatorContext(reg)).build());
-            operatorClient.set(oc);
-        }
+        OperatorClient oc = operatorClient(reg);
         X500Name subject = X500Name.getInstance(peer.getSubjectX500Principal().getEncoded());
         List<String> user = values(subject, BCStyle.CN);
         List<String> groups = values(subject, BCStyle.O);
-        URI target = URI.create(operatorUrl.get().toString().replaceAll("/+$", "") + pathAndQuery);
-        try {
-            forward(exchange, oc.client(), target, body, Map.of("X-Remote-User",
-                    user.isEmpty() ? List.of("") : user.subList(0, 1), "X-Remote-Group", groups));
-        } catch (IOException e) {
-            // like the aggregator when the service does not answer (connection refused, TLS failure, timeout)
-            LOG.warn("dev shim: operator at {} unreachable: {}", target.getAuthority(), e.toString());
-            sendStatus(exchange, 503, "ServiceUnavailable", "error trying to reach the operator: " + e.getMessage());
+        Map<String, List<String>> identity = Map.of("X-Remote-User", user.isEmpty() ? List.of("") : user.subList(0, 1),
+                "X-Remote-Group", groups);
+        List<URI> live = ready;
+        if (live.isEmpty()) {
+            live = probe(); // a replica may have become ready since the last probe
         }
+        if (live.isEmpty()) {
+            sendStatus(exchange, 503, "ServiceUnavailable", "error trying to reach the operator: no replica among "
+                    + replicas.get() + " answers /readyz");
+            return;
+        }
+        // round robin like a Service; a replica that refuses the connection never saw the request, so the next one
+        // may take it (a request that reached a replica is not sent again unless it is a GET)
+        int start = Math.floorMod(nextReplica.getAndIncrement(), live.size());
+        boolean idempotent = exchange.getRequestMethod().equals("GET") || exchange.getRequestMethod().equals("HEAD");
+        IOException last = null;
+        for (int i = 0; i < live.size(); i++) {
+            URI replica = live.get((start + i) % live.size());
+            URI target = URI.create(base(replica) + pathAndQuery);
+            try {
+                forward(exchange, oc.client(), target, body, identity);
+                return;
+            } catch (UpstreamException e) {
+                LOG.warn("dev shim: operator at {} unreachable: {}", target.getAuthority(), e.getMessage());
+                markUnready(replica);
+                last = e;
+                if (!idempotent && !(e.getCause() instanceof java.net.ConnectException)) {
+                    break;
+                }
+            }
+        }
+        // like the aggregator when the service does not answer (connection refused, TLS failure, timeout)
+        sendStatus(exchange, 503, "ServiceUnavailable", "error trying to reach the operator: " + last.getMessage());
     }
 
     private static List<String> values(X500Name name, org.bouncycastle.asn1.ASN1ObjectIdentifier type) {
@@ -231,7 +338,12 @@ final class AggregatorShim implements AutoCloseable {
             }
         }
         extraHeaders.forEach((k, vs) -> vs.forEach(v -> rb.header(k, v)));
-        HttpResponse<byte[]> response = client.send(rb.build(), HttpResponse.BodyHandlers.ofByteArray());
+        HttpResponse<byte[]> response;
+        try {
+            response = client.send(rb.build(), HttpResponse.BodyHandlers.ofByteArray());
+        } catch (IOException e) {
+            throw new UpstreamException(e);
+        }
         Headers out = exchange.getResponseHeaders();
         response.headers().map().forEach((k, vs) -> {
             if (!k.startsWith(":") && !HOP_BY_HOP.contains(k.toLowerCase(Locale.ROOT))) {
@@ -246,6 +358,15 @@ final class AggregatorShim implements AutoCloseable {
             try (OutputStream os = exchange.getResponseBody()) {
                 os.write(responseBody);
             }
+        }
+    }
+
+    /** The upstream did not answer (as opposed to kubectl's side of the exchange failing). */
+    private static final class UpstreamException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        UpstreamException(IOException cause) {
+            super(cause.toString(), cause);
         }
     }
 
@@ -382,6 +503,7 @@ final class AggregatorShim implements AutoCloseable {
 
     @Override
     public void close() {
+        prober.shutdownNow();
         server.stop(0);
         executor.shutdownNow();
     }

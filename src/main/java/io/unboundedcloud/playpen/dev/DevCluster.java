@@ -83,6 +83,10 @@ public final class DevCluster implements AutoCloseable {
             .withGroup("apiregistration.k8s.io").withVersion("v1").withKind("APIService").withPlural("apiservices")
             .withNamespaced(false).build();
 
+    /** Where the shim looks for operators when none runs in the dev process and no address is given. */
+    static final List<String> DEFAULT_REPLICA_ADDRS = java.util.stream.IntStream.rangeClosed(9441, 9448)
+            .mapToObj(p -> "127.0.0.1:" + p).toList();
+
     private static final List<SimulatedKubelet.DevNode> NODES = List.of(
             new SimulatedKubelet.DevNode(NODE_AMD64, "amd64", "10.0.0.10", "203.0.113.10"),
             new SimulatedKubelet.DevNode(NODE_ARM64, "arm64", "10.0.0.11", "203.0.113.11"));
@@ -92,7 +96,9 @@ public final class DevCluster implements AutoCloseable {
         private Path devDir = Path.of("target/dev");
         private int apiPort;
         private int shimPort;
+        /** The operator running in this process, or null when there is none (--dev-operators=0). */
         private Supplier<URI> operatorUrl = () -> URI.create("https://127.0.0.1:8443");
+        private List<URI> moreReplicas = List.of();
         private String runnerNamespace = "playpen";
         private String operatorNamespace = "playpen";
         private String serviceName = "playpen-operator";
@@ -107,9 +113,16 @@ public final class DevCluster implements AutoCloseable {
             Options o = new Options().devDir(Path.of(config.devDir())).apiPort(config.devApiPort())
                     .shimPort(config.devShimPort()).runnerNamespace(config.runnerNamespace())
                     .operatorNamespace(config.namespace()).serviceName(config.serviceName());
-            if (config.listenPort() > 0) {
+            if (config.devOperators() == 0) {
+                o.operatorUrl = null;
+            } else if (config.listenPort() > 0) {
                 o.operatorPort(config.listenPort());
             }
+            List<String> addrs = config.devOperatorAddrs();
+            if (addrs.isEmpty() && config.devOperators() == 0) {
+                addrs = DEFAULT_REPLICA_ADDRS;
+            }
+            o.moreReplicas(addrs.stream().map(a -> URI.create("https://" + a)).toList());
             return o;
         }
 
@@ -140,6 +153,18 @@ public final class DevCluster implements AutoCloseable {
         /** The operator's base URL, asked for at every forward (for an operator that picks its port after we start). */
         public Options operatorUrl(Supplier<URI> url) {
             this.operatorUrl = Objects.requireNonNull(url);
+            return this;
+        }
+
+        /** No operator in this process: kubectl reaches only the {@link #moreReplicas} started separately. */
+        public Options noOperatorInProcess() {
+            this.operatorUrl = null;
+            return this;
+        }
+
+        /** Operator replicas in other processes (base URLs); the shim spreads requests over the ready ones. */
+        public Options moreReplicas(List<URI> urls) {
+            this.moreReplicas = List.copyOf(urls);
             return this;
         }
 
@@ -205,6 +230,8 @@ public final class DevCluster implements AutoCloseable {
 
     private void startAll() throws IOException {
         Files.createDirectories(options.devDir);
+        // endpoints.env means "ready": a file left by an earlier run must not announce this one
+        Files.deleteIfExists(options.devDir.resolve("endpoints.env"));
         InetAddress loopback = InetAddress.getByName("127.0.0.1");
 
         Map<ServerRequest, Queue<ServerResponse>> expectations = new HashMap<>();
@@ -232,11 +259,11 @@ public final class DevCluster implements AutoCloseable {
         Pki.Issued serving = Pki.issue(servingCa, new Pki.Subject("playpen-dev-apiserver", List.of(),
                 List.of("localhost"), List.of("127.0.0.1")), Pki.Usage.SERVER, notBefore, Duration.ofDays(365));
         shim = new AggregatorShim(options.shimPort, serving, servingCa, clientCa.certificate(), kubeApiUrl,
-                options.operatorUrl, this::registration, frontProxyClient);
+                this::replicas, this::registration, frontProxyClient);
         shimUrl = URI.create("https://127.0.0.1:" + shim.port());
         writeFiles();
-        LOG.info("dev cluster up: API {} (plain HTTP), kubectl endpoint {} , operator expected at {}, files in {}",
-                kubeApiUrl, shimUrl, options.operatorUrl.get(), options.devDir);
+        LOG.info("dev cluster up: API {} (plain HTTP), kubectl endpoint {} , operator replicas expected at {}, files in {}",
+                kubeApiUrl, shimUrl, replicas(), options.devDir);
     }
 
     private void seed() {
@@ -341,7 +368,6 @@ public final class DevCluster implements AutoCloseable {
         write("front-proxy-client.crt", frontProxyClient.certificatePem());
         writePrivate("front-proxy-client.key", frontProxyClient.privateKeyPem());
         write("serving-ca.crt", servingCaPem);
-        writeEndpointsEnv();
         byte[] b = new byte[8];
         ThreadLocalRandom.current().nextBytes(b);
         sampleIdempotencyKey = "dev-" + HexFormat.of().formatHex(b);
@@ -350,10 +376,44 @@ public final class DevCluster implements AutoCloseable {
         write("dealloc-request.json", "{\"idempotencyKey\":\"" + sampleIdempotencyKey + "\"}\n");
     }
 
-    /** (Re)writes {@code endpoints.env}; call again if the operator URL supplier only knows its port later. */
-    public void writeEndpointsEnv() throws IOException {
-        write("endpoints.env", "KUBE_API_URL=" + kubeApiUrl + "\nSHIM_URL=" + shimUrl + "\nOPERATOR_URL="
-                + options.operatorUrl.get().toString().replaceAll("/+$", "") + "\n");
+    /** Every operator replica the shim may forward to: the one in this process (if any) first. */
+    public List<URI> replicas() {
+        List<URI> all = new java.util.ArrayList<>();
+        if (options.operatorUrl != null) {
+            all.add(options.operatorUrl.get());
+        }
+        all.addAll(options.moreReplicas);
+        return all;
+    }
+
+    /** The replicas whose {@code /readyz} answered 200 at the shim's last probe (kubectl reaches only these). */
+    public List<URI> readyReplicas() {
+        return shim.readyReplicas();
+    }
+
+    /**
+     * Writes {@code endpoints.env} complete and atomically (temp file, then rename), so whoever waits for it never reads
+     * half a file; call it only once the playground is ready. {@code extra} lines go after the cluster's own.
+     */
+    public void writeEndpointsEnv(Map<String, String> extra) throws IOException {
+        StringBuilder env = new StringBuilder();
+        env.append("KUBE_API_URL=").append(kubeApiUrl).append('\n');
+        env.append("SHIM_URL=").append(shimUrl).append('\n');
+        if (options.operatorUrl != null) {
+            env.append("OPERATOR_URL=").append(options.operatorUrl.get().toString().replaceAll("/+$", "")).append('\n');
+        }
+        env.append("OPERATOR_REPLICAS=").append(String.join(",", replicas().stream().map(URI::toString).toList()))
+                .append('\n');
+        env.append("OPERATOR_KUBECONFIG=").append(operatorKubeconfigPath().toAbsolutePath()).append('\n');
+        extra.forEach((k, v) -> env.append(k).append('=').append(v).append('\n'));
+        Path tmp = Files.createTempFile(options.devDir, ".endpoints", ".tmp");
+        try {
+            Files.writeString(tmp, env, StandardCharsets.UTF_8);
+            Files.move(tmp, options.devDir.resolve("endpoints.env"), java.nio.file.StandardCopyOption.ATOMIC_MOVE,
+                    java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        } finally {
+            Files.deleteIfExists(tmp);
+        }
     }
 
     private void write(String name, String content) throws IOException {

@@ -6,6 +6,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -50,38 +51,48 @@ public final class DevMode implements AutoCloseable {
     public static DevMode start(OperatorConfig config, Map<String, String> env) throws Exception {
         long t0 = System.nanoTime();
         DevCluster cluster = DevCluster.start(DevCluster.Options.fromConfig(config));
-        OperatorApp operator = new OperatorApp(config, cluster.client(), Clock.systemUTC(), env);
+        OperatorApp operator = config.devOperators() == 0 ? null
+                : new OperatorApp(config, cluster.client(), Clock.systemUTC(), env);
         DevMode dev = new DevMode(cluster, operator);
         try {
-            operator.start();
-            // announce only what kubectl can use: the operator ready AND registered (its caBundle published by the
-            // ca-bundle route once it leads); before that the aggregator stand-in answers 503
-            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-            boolean ready = operator.ready();
-            boolean registered = ready && cluster.registered();
-            while (!registered && System.nanoTime() < deadline) {
-                Thread.sleep(20);
-                ready = operator.ready();
-                registered = ready && cluster.registered();
+            Map<String, String> extra = new LinkedHashMap<>();
+            if (operator != null) {
+                operator.start();
+                // announce only what kubectl can use: the operator ready AND registered (its caBundle published once
+                // it leads) AND seen ready by the aggregator stand-in; before that kubectl gets 503
+                long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+                while (!usable(operator, cluster) && System.nanoTime() < deadline) {
+                    Thread.sleep(20);
+                }
+                if (!usable(operator, cluster)) {
+                    LOG.warn("dev playground not fully up after 30 s (operator ready={}, caBundle published={}, "
+                            + "replicas ready at the stand-in={}); kubectl may answer 503 until it is", operator.ready(),
+                            cluster.registered(), cluster.readyReplicas());
+                }
+                if (operator.managementAddress() != null) {
+                    extra.put("MANAGEMENT_URL", "http://127.0.0.1:" + operator.managementAddress().getPort());
+                }
             }
-            if (!registered) {
-                LOG.warn("dev playground not fully up after 30 s (operator ready={}, caBundle published={}); "
-                        + "kubectl may answer 503 until it is", ready, cluster.registered());
-            }
-            cluster.writeEndpointsEnv();
-            if (operator.managementAddress() != null) {
-                java.nio.file.Files.writeString(cluster.devDir().resolve("endpoints.env"),
-                        "MANAGEMENT_URL=http://127.0.0.1:" + operator.managementAddress().getPort() + "\n",
-                        java.nio.file.StandardOpenOption.APPEND);
-            }
+            cluster.writeEndpointsEnv(extra);
         } catch (Exception | Error e) {
             dev.close();
             throw e;
         }
-        LOG.info("dev playground ready in {} ms: kubeconfig {}", (System.nanoTime() - t0) / 1_000_000,
-                cluster.kubeconfigPath());
+        if (operator == null) {
+            LOG.info("dev playground ready in {} ms with no operator in this process: start replicas with "
+                    + "--kubeconfig {} and --listen-addr set to one of {}", (System.nanoTime() - t0) / 1_000_000,
+                    cluster.operatorKubeconfigPath(),
+                    cluster.replicas().stream().map(java.net.URI::getAuthority).toList());
+        } else {
+            LOG.info("dev playground ready in {} ms: kubeconfig {}", (System.nanoTime() - t0) / 1_000_000,
+                    cluster.kubeconfigPath());
+        }
         cluster.printTryIt(System.out);
         return dev;
+    }
+
+    private static boolean usable(OperatorApp operator, DevCluster cluster) {
+        return operator.ready() && cluster.registered() && !cluster.readyReplicas().isEmpty();
     }
 
     private static int freePort() throws IOException {
@@ -92,7 +103,9 @@ public final class DevMode implements AutoCloseable {
 
     @Override
     public void close() {
-        operator.close();
+        if (operator != null) {
+            operator.close();
+        }
         cluster.close();
     }
 }

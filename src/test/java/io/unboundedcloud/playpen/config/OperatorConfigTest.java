@@ -411,4 +411,18 @@ public class OperatorConfigTest {
         assertThat(Flag.PLAYPEN_TTL.defaultValue()).isEqualTo("1h");
         assertThat(Flag.RECONCILE_INTERVAL.defaultValue()).isEqualTo("30s");
     }
+
+    @Test
+    void devReplicaFlags() {
+        OperatorConfig c = OperatorConfig.parse("--dev-operators=0", "--dev-operator-addrs=127.0.0.1:9441-9443, localhost:80");
+        assertThat(c.devOperators()).isZero();
+        assertThat(c.devOperatorAddrs()).containsExactly("127.0.0.1:9441", "127.0.0.1:9442", "127.0.0.1:9443", "localhost:80");
+        assertThat(OperatorConfig.parse().devOperators()).isEqualTo(1);
+        assertThat(OperatorConfig.parse().devOperatorAddrs()).isEmpty();
+        for (String bad : new String[] {"--dev-operators=2", "--dev-operator-addrs=9441", "--dev-operator-addrs=h:9443-9441",
+            "--dev-operator-addrs=h:0", "--dev-operator-addrs=h:1-100"}) {
+            assertThatThrownBy(() -> OperatorConfig.parse(bad)).as(bad).isInstanceOf(ConfigException.class)
+                    .hasMessageContaining("--dev-operator");
+        }
+    }
 }

@@ -115,6 +115,9 @@ class DevClusterTest {
     }
 
     private static void fakeOperatorHandler(HttpExchange ex) throws IOException {
+        if (answeredReadyz(ex)) {
+            return;
+        }
         String cn = null;
         try {
             X509Certificate peer = (X509Certificate) ((HttpsExchange) ex).getSSLSession().getPeerCertificates()[0];
@@ -153,9 +156,23 @@ class DevClusterTest {
         }
     }
 
+    /** The shim's readiness probe, answered 200 like a ready operator (and not recorded as a request). */
+    static boolean answeredReadyz(HttpExchange ex) throws IOException {
+        if (!ex.getRequestURI().getPath().equals("/readyz")) {
+            return false;
+        }
+        ex.getRequestBody().readAllBytes();
+        ex.sendResponseHeaders(200, -1);
+        ex.close();
+        return true;
+    }
+
     @Test
     void writesTheDevFiles() throws Exception {
         Path dir = cluster.devDir();
+        // endpoints.env announces a ready playground: the cluster alone does not write it
+        assertThat(dir.resolve("endpoints.env")).doesNotExist();
+        cluster.writeEndpointsEnv(Map.of("MANAGEMENT_URL", "http://127.0.0.1:1"));
         for (String f : List.of("kubeconfig", "kubeconfig-denied", "operator-kubeconfig", "front-proxy-ca.crt",
                 "front-proxy-client.crt", "front-proxy-client.key", "serving-ca.crt", "endpoints.env",
                 "alloc-request.json", "dealloc-request.json")) {
@@ -163,7 +180,14 @@ class DevClusterTest {
         }
         assertThat(Files.readString(dir.resolve("endpoints.env"))).contains(
                 "KUBE_API_URL=" + cluster.kubeApiUrl(), "SHIM_URL=" + cluster.shimUrl(),
-                "OPERATOR_URL=https://127.0.0.1:" + fakeOperator.getAddress().getPort());
+                "OPERATOR_URL=https://127.0.0.1:" + fakeOperator.getAddress().getPort(),
+                "OPERATOR_REPLICAS=https://127.0.0.1:" + fakeOperator.getAddress().getPort() + "\n",
+                "OPERATOR_KUBECONFIG=" + cluster.operatorKubeconfigPath().toAbsolutePath(),
+                "MANAGEMENT_URL=http://127.0.0.1:1\n");
+        try (var listing = Files.list(dir)) {
+            assertThat(listing.map(f -> f.getFileName().toString())).as("no temp file left behind")
+                    .noneMatch(n -> n.endsWith(".tmp"));
+        }
         assertThat(Files.readString(cluster.operatorKubeconfigPath())).contains("server: " + cluster.kubeApiUrl());
         X509Certificate client = Pki.parseCertificates(Files.readString(dir.resolve("front-proxy-client.crt"))).get(0);
         client.verify(Pki.parseCertificates(Files.readString(dir.resolve("front-proxy-ca.crt"))).get(0).getPublicKey());
@@ -358,6 +382,91 @@ class DevClusterTest {
         assertThat(r.exit()).as(r.output()).isZero();
         assertThat(r.output()).contains("allocs", "deallocs", PlaypenKeys.GROUP_VERSION, "pods", "leases",
                 "subjectaccessreviews", "apiservices");
+    }
+
+    @Test
+    void theShimSpreadsOverReadyReplicasAndSkipsDeadOnes() throws Exception {
+        java.util.concurrent.atomic.AtomicInteger servedByA = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicInteger servedByB = new java.util.concurrent.atomic.AtomicInteger();
+        HttpsServer a = fakeReplica(servedByA);
+        HttpsServer b = fakeReplica(servedByB);
+        int neverStarted;
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
+            neverStarted = s.getLocalPort();
+        }
+        URI uriA = URI.create("https://127.0.0.1:" + a.getAddress().getPort());
+        URI uriB = URI.create("https://127.0.0.1:" + b.getAddress().getPort());
+        try (DevCluster replicas = DevCluster.start(DevCluster.Options.defaults().devDir(tmp.resolve("dev-replicas"))
+                .noOperatorInProcess().moreReplicas(List.of(uriA, URI.create("https://127.0.0.1:" + neverStarted), uriB))
+                .podReadyDelay(Duration.ofMillis(20)))) {
+            replicas.client().genericKubernetesResources(DevCluster.API_SERVICES).withName(PlaypenKeys.API_SERVICE)
+                    .patch(PatchContext.of(PatchType.JSON_MERGE), "{\"spec\":{\"caBundle\":\"" + Base64.getEncoder()
+                            .encodeToString(operatorCert.certificatePem().getBytes(StandardCharsets.US_ASCII)) + "\"}}");
+            awaitReady(replicas, List.of(uriA, uriB));
+            HttpClient user = userClient(replicas);
+            for (int i = 0; i < 10; i++) {
+                assertThat(postAlloc(user, replicas).statusCode()).isEqualTo(200);
+            }
+            // like a Service: both ready replicas take requests, the one that never started none
+            assertThat(servedByA.get()).as("served by A").isPositive();
+            assertThat(servedByB.get()).as("served by B").isPositive();
+            assertThat(servedByA.get() + servedByB.get()).isEqualTo(10);
+
+            a.stop(0); // A dies; the shim has not probed yet, so its first attempts find the port closed
+            int beforeB = servedByB.get();
+            for (int i = 0; i < 6; i++) {
+                HttpResponse<String> r = postAlloc(user, replicas);
+                assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+            }
+            assertThat(servedByB.get() - beforeB).isEqualTo(6);
+            awaitReady(replicas, List.of(uriB));
+        } finally {
+            a.stop(0);
+            b.stop(0);
+        }
+    }
+
+    private static HttpsServer fakeReplica(java.util.concurrent.atomic.AtomicInteger served) throws Exception {
+        HttpsServer replica = HttpsServer.create(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0), 16);
+        SSLContext tls = SSLContext.getInstance("TLS");
+        tls.init(keyManagers(operatorCert), null, null);
+        replica.setHttpsConfigurator(new HttpsConfigurator(tls));
+        replica.createContext("/", ex -> {
+            if (answeredReadyz(ex)) {
+                return;
+            }
+            ex.getRequestBody().readAllBytes();
+            served.incrementAndGet();
+            byte[] ok = "{\"fake\":\"replica\"}".getBytes(StandardCharsets.UTF_8);
+            ex.sendResponseHeaders(200, ok.length);
+            try (OutputStream os = ex.getResponseBody()) {
+                os.write(ok);
+            }
+        });
+        replica.start();
+        return replica;
+    }
+
+    private static void awaitReady(DevCluster c, List<URI> expected) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (!c.readyReplicas().equals(expected)) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("ready replicas " + c.readyReplicas() + ", expected " + expected);
+            }
+            Thread.sleep(50);
+        }
+    }
+
+    private static HttpClient userClient(DevCluster c) throws Exception {
+        SSLContext tls = SSLContext.getInstance("TLS");
+        tls.init(keyManagers(c.issueUser(DevCluster.DEV_USER, List.of(DevCluster.USERS_GROUP))),
+                trustManagers(c.servingCa().certificate()), null);
+        return HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).sslContext(tls).build();
+    }
+
+    private static HttpResponse<String> postAlloc(HttpClient user, DevCluster c) throws Exception {
+        return user.send(HttpRequest.newBuilder(c.shimUrl().resolve("/apis/playpen.unbounded-cloud.io/v1alpha1/allocs"))
+                .POST(HttpRequest.BodyPublishers.ofString("{}")).build(), HttpResponse.BodyHandlers.ofString());
     }
 
     // ---- helpers

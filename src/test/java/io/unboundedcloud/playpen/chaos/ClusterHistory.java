@@ -1,0 +1,285 @@
+package io.unboundedcloud.playpen.chaos;
+
+import java.net.URI;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodCondition;
+import io.fabric8.kubernetes.client.Config;
+import io.fabric8.kubernetes.client.ConfigBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.fabric8.kubernetes.client.Watch;
+import io.fabric8.kubernetes.client.Watcher;
+import io.fabric8.kubernetes.client.WatcherException;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+
+/**
+ * The cluster's own record of what happened to the playpen pods, from a watch straight on the simulated API (never
+ * through the fault proxy, never from the operator's word), checked event by event against the invariants of issue 10:
+ * no pod carries two keys, no key is on two pods, the pool never holds more ready idle pods of a kind than its target,
+ * no two live pods share a node's hostPort. {@link #podsThatCarried} answers "did this claim land?" afterwards.
+ */
+public final class ClusterHistory implements AutoCloseable {
+    private final KubernetesClient client;
+    private final Watch watch;
+    private final Map<String, Integer> targets;
+    /** uid -> latest state of live pods. */
+    private final Map<String, Pod> live = new HashMap<>();
+    /** uid -> every key hash the pod ever carried (in order). */
+    private final Map<String, List<String>> keysByUid = new HashMap<>();
+    private final Map<String, String> nameByUid = new HashMap<>();
+    /** uid -> nanoTime of deletion. */
+    private final Map<String, Long> deletedAt = new HashMap<>();
+    /** uid -> nanoTime of creation as seen here. */
+    private final Map<String, Long> addedAt = new HashMap<>();
+    private final Set<String> violations = new java.util.LinkedHashSet<>();
+    private long events;
+    private final java.time.Duration ttl;
+    /** uid -> claimed-at of claimed pods. */
+    private final Map<String, java.time.Instant> claimedAt = new HashMap<>();
+    /** [deletion wall ms, ms after claimed-at + ttl] of every claimed pod deleted past its expiry. */
+    private final List<long[]> expiries = new ArrayList<>();
+
+    /** Watches pods in {@code namespace}; {@code targets} maps "runner/amd64" etc. to the pool's idle target. */
+    public ClusterHistory(URI kubeApi, String namespace, Map<String, Integer> targets, java.time.Duration ttl) {
+        this.targets = Map.copyOf(targets);
+        this.ttl = ttl;
+        Config config = new ConfigBuilder(Config.empty()).withMasterUrl(kubeApi.toString()).withNamespace(namespace)
+                .withHttp2Disable(true).withRequestRetryBackoffLimit(3).build();
+        client = new KubernetesClientBuilder().withConfig(config).build();
+        // the list and the watch under one lock: events are applied in the order the API server sent them
+        synchronized (this) {
+            for (Pod p : client.pods().inNamespace(namespace).list().getItems()) {
+                apply(Watcher.Action.ADDED, p);
+            }
+            watch = client.pods().inNamespace(namespace).watch(new Watcher<>() {
+                @Override
+                public void eventReceived(Action action, Pod pod) {
+                    synchronized (ClusterHistory.this) {
+                        apply(action, pod);
+                    }
+                }
+
+                @Override
+                public void onClose(WatcherException cause) {
+                    if (cause != null) {
+                        synchronized (ClusterHistory.this) {
+                            violations.add("checker: the pod watch on the simulated API broke: " + cause.getMessage());
+                        }
+                    }
+                }
+            });
+        }
+    }
+
+    static String kind(Pod p) {
+        Map<String, String> l = p.getMetadata().getLabels() == null ? Map.of() : p.getMetadata().getLabels();
+        String type = l.getOrDefault(PlaypenKeys.RESOURCE_TYPE, "?");
+        return type.equals("runner") ? type + "/" + l.getOrDefault(PlaypenKeys.ARCHITECTURE, "?")
+                : type + "/" + l.getOrDefault(PlaypenKeys.KUBERNETES_VERSION, "?");
+    }
+
+    static String keyHash(Pod p) {
+        Map<String, String> a = p.getMetadata().getAnnotations();
+        String h = a == null ? null : a.get(PlaypenKeys.IDEMPOTENCY_KEY_HASH);
+        return h == null || h.isEmpty() ? null : h;
+    }
+
+    static boolean ready(Pod p) {
+        if (p.getStatus() == null || p.getStatus().getConditions() == null) {
+            return false;
+        }
+        for (PodCondition c : p.getStatus().getConditions()) {
+            if ("Ready".equals(c.getType()) && "True".equals(c.getStatus())) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    static boolean terminating(Pod p) {
+        return p.getMetadata().getDeletionTimestamp() != null && !p.getMetadata().getDeletionTimestamp().isEmpty();
+    }
+
+    private void apply(Watcher.Action action, Pod pod) {
+        events++;
+        String uid = pod.getMetadata().getUid();
+        String name = pod.getMetadata().getName();
+        nameByUid.put(uid, name);
+        String hash = keyHash(pod);
+        List<String> keys = keysByUid.computeIfAbsent(uid, u -> new ArrayList<>());
+        if (hash != null && !keys.contains(hash)) {
+            keys.add(hash);
+            if (keys.size() > 1) {
+                violations.add("pod " + name + " carried two keys: " + abbreviate(keys));
+            }
+        }
+        String claimed = pod.getMetadata().getAnnotations() == null ? null
+                : pod.getMetadata().getAnnotations().get(PlaypenKeys.CLAIMED_AT);
+        if (hash != null && claimed != null && !claimed.isEmpty()) {
+            try {
+                claimedAt.putIfAbsent(uid, java.time.Instant.parse(claimed));
+            } catch (java.time.format.DateTimeParseException e) {
+                violations.add("pod " + name + " has an unparsable claimed-at");
+            }
+        }
+        if (action == Watcher.Action.DELETED) {
+            java.time.Instant c = claimedAt.get(uid);
+            long now = System.currentTimeMillis();
+            if (c != null && now >= c.plus(ttl).toEpochMilli()) {
+                expiries.add(new long[] {now, now - c.plus(ttl).toEpochMilli()});
+            }
+            live.remove(uid);
+            deletedAt.putIfAbsent(uid, System.nanoTime());
+            return;
+        }
+        addedAt.putIfAbsent(uid, System.nanoTime());
+        live.put(uid, pod);
+        check();
+    }
+
+    private void check() {
+        Map<String, String> podByKey = new HashMap<>();
+        Map<String, String> podByPort = new HashMap<>();
+        Map<String, Integer> idleReady = new HashMap<>();
+        for (Pod p : live.values()) {
+            String name = p.getMetadata().getName();
+            String hash = keyHash(p);
+            if (hash != null) {
+                String other = podByKey.putIfAbsent(hash, name);
+                if (other != null && !other.equals(name)) {
+                    violations.add("key " + abbreviate(List.of(hash)) + " on two pods: " + other + ", " + name);
+                }
+            } else if (!terminating(p) && ready(p)) {
+                idleReady.merge(kind(p), 1, Integer::sum);
+            }
+            Map<String, String> l = p.getMetadata().getLabels();
+            String port = l == null ? null : l.get(PlaypenKeys.HOST_PORT);
+            if (port != null && !terminating(p)) {
+                String node = p.getSpec() != null && p.getSpec().getNodeName() != null ? p.getSpec().getNodeName()
+                        : kind(p);
+                String other = podByPort.putIfAbsent(node + ":" + kind(p).split("/")[0] + ":" + port, name);
+                if (other != null && !other.equals(name)) {
+                    violations.add("hostPort " + port + " on " + node + " held by two pods: " + other + ", " + name);
+                }
+            }
+        }
+        idleReady.forEach((kind, n) -> {
+            Integer target = targets.get(kind);
+            if (target != null && n > target) {
+                violations.add("pool " + kind + " held " + n + " ready idle pods, target " + target);
+            }
+        });
+    }
+
+    private static String abbreviate(List<String> hashes) {
+        return hashes.stream().map(h -> h.substring(0, Math.min(12, h.length()))).toList().toString();
+    }
+
+    /** Names of every pod (live or deleted) that ever carried this key hash. */
+    public synchronized Set<String> podsThatCarried(String keyHash) {
+        Set<String> out = new HashSet<>();
+        keysByUid.forEach((uid, keys) -> {
+            if (keys.contains(keyHash)) {
+                out.add(nameByUid.get(uid));
+            }
+        });
+        return out;
+    }
+
+    /** True if a pod of that name carrying that key hash was seen deleted at or before {@code nanoTime}. */
+    public synchronized boolean deletedBefore(String podName, String keyHash, long nanoTime) {
+        for (Map.Entry<String, List<String>> e : keysByUid.entrySet()) {
+            Long t = deletedAt.get(e.getKey());
+            if (t != null && t <= nanoTime && e.getValue().contains(keyHash) && podName.equals(nameByUid.get(e.getKey()))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Pods created (first seen) after {@code nanoTime}. */
+    public synchronized int podsAddedAfter(long nanoTime) {
+        return (int) addedAt.values().stream().filter(t -> t > nanoTime).count();
+    }
+
+    /** nanoTime of the first pod first seen after {@code nanoTime}, or -1. */
+    public synchronized long firstAddedAfter(long nanoTime) {
+        return addedAt.values().stream().filter(t -> t > nanoTime).min(Long::compare).orElse(-1L);
+    }
+
+    /** nanoTime of the first deletion of a claimed pod after {@code nanoTime}, or -1. */
+    public synchronized long firstClaimedDeletedAfter(long nanoTime) {
+        long best = -1;
+        for (Map.Entry<String, Long> e : deletedAt.entrySet()) {
+            if (e.getValue() > nanoTime && !keysByUid.getOrDefault(e.getKey(), List.of()).isEmpty()
+                    && (best < 0 || e.getValue() < best)) {
+                best = e.getValue();
+            }
+        }
+        return best;
+    }
+
+    /** Live claimed pods and their claimed-at annotation. */
+    public synchronized Map<String, String> liveClaims() {
+        Map<String, String> out = new LinkedHashMap<>();
+        for (Pod p : live.values()) {
+            if (keyHash(p) != null) {
+                Map<String, String> a = p.getMetadata().getAnnotations();
+                out.put(p.getMetadata().getName(), a.getOrDefault(PlaypenKeys.CLAIMED_AT, ""));
+            }
+        }
+        return out;
+    }
+
+    /** Deletions of claimed pods at or after their expiry since {@code sinceWallMs}: [count, worst lateness ms]. */
+    public synchronized long[] expiriesSince(long sinceWallMs) {
+        long n = 0;
+        long worst = 0;
+        for (long[] e : expiries) {
+            if (e[0] >= sinceWallMs) {
+                n++;
+                worst = Math.max(worst, e[1]);
+            }
+        }
+        return new long[] {n, worst};
+    }
+
+    /** Claimed pods still alive although their expiry passed more than {@code grace} ago. */
+    public synchronized List<String> overdue(java.time.Duration grace) {
+        List<String> out = new ArrayList<>();
+        long now = System.currentTimeMillis();
+        live.forEach((uid, p) -> {
+            java.time.Instant c = claimedAt.get(uid);
+            if (c != null && keyHash(p) != null && now > c.plus(ttl).plus(grace).toEpochMilli()) {
+                out.add(p.getMetadata().getName());
+            }
+        });
+        return out;
+    }
+
+    public synchronized List<String> violations() {
+        return new ArrayList<>(violations);
+    }
+
+    public synchronized long events() {
+        return events;
+    }
+
+    public KubernetesClient client() {
+        return client;
+    }
+
+    @Override
+    public void close() {
+        watch.close();
+        client.close();
+    }
+}
