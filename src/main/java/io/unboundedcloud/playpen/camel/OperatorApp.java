@@ -224,6 +224,10 @@ public final class OperatorApp implements AutoCloseable {
         return pods;
     }
 
+    public NodeCache nodeCache() {
+        return nodes;
+    }
+
     @Override
     public void close() {
         // stop taking requests and background work first, then the executors they feed, then the caches
