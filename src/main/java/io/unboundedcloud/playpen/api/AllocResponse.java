@@ -6,15 +6,19 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.annotation.JsonPropertyOrder;
 
-/** The 200 answer of an alloc, field for field and in the order of the reference (SPEC A5). */
+/**
+ * The 200 answer of an alloc, field for field and in the order of the reference's structs; written with
+ * {@link Json#encode} it is byte-identical to the reference's answer.
+ */
 @JsonPropertyOrder({"resourceType", "pod", "endpoint", "wireGuard", "vxlan", "network", "redfish", "controlPlane"})
 public record AllocResponse(String resourceType, PodInfo pod, Endpoint endpoint, WireGuard wireGuard, Vxlan vxlan,
         Network network, Redfish redfish, ControlPlane controlPlane) {
 
-    @JsonPropertyOrder({"namespace", "name", "nodeName", "nodePublicIP", "resourceType", "kubernetesVersion", "architecture"})
+    // the reference's PodResponse declares architecture before the omitempty kubernetesVersion
+    @JsonPropertyOrder({"namespace", "name", "nodeName", "nodePublicIP", "resourceType", "architecture", "kubernetesVersion"})
     public record PodInfo(String namespace, String name, String nodeName,
-            @JsonProperty("nodePublicIP") String nodePublicIP, String resourceType,
-            @JsonInclude(JsonInclude.Include.NON_EMPTY) String kubernetesVersion, String architecture) {
+            @JsonProperty("nodePublicIP") String nodePublicIP, String resourceType, String architecture,
+            @JsonInclude(JsonInclude.Include.NON_EMPTY) String kubernetesVersion) {
     }
 
     @JsonPropertyOrder({"host", "wireGuardUDPPort", "apiServerTCPPort", "externalTrafficPolicy"})
@@ -41,7 +45,8 @@ public record AllocResponse(String resourceType, PodInfo pod, Endpoint endpoint,
         public static final Network EMPTY = new Network("", "", "", "", null);
     }
 
-    @JsonPropertyOrder({"url", "username", "password", "certPEM", "deviceID", "systemURL", "serialConsoleStreamURI"})
+    // the reference's redfish is a map[string]string, which encoding/json writes with its keys sorted
+    @JsonPropertyOrder({"certPEM", "deviceID", "password", "serialConsoleStreamURI", "systemURL", "url", "username"})
     public record Redfish(String url, String username, String password, @JsonProperty("certPEM") String certPEM,
             @JsonProperty("deviceID") String deviceID, @JsonProperty("systemURL") String systemURL,
             @JsonProperty("serialConsoleStreamURI") String serialConsoleStreamURI) {

@@ -1,35 +1,43 @@
 package io.unboundedcloud.playpen.api;
 
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 
-/** The discovery documents of the aggregated group (APIGroup and APIResourceList), rendered once. */
+/**
+ * The discovery documents of the aggregated group (APIGroup and APIResourceList), rendered once. The reference
+ * builds them from Go maps, so every object's keys are written sorted; {@link Json#encode} adds its newline.
+ */
 public final class Discovery {
-    public static final String API_GROUP = Json.write(new Group("APIGroup", "v1", PlaypenKeys.GROUP,
-            List.of(new GroupVersion(PlaypenKeys.GROUP_VERSION, PlaypenKeys.VERSION)),
-            new GroupVersion(PlaypenKeys.GROUP_VERSION, PlaypenKeys.VERSION)));
+    public static final String API_GROUP = Json.encode(sorted(Map.of(
+            "kind", "APIGroup",
+            "apiVersion", "v1",
+            "name", PlaypenKeys.GROUP,
+            "versions", List.of(groupVersion()),
+            "preferredVersion", groupVersion())));
 
-    public static final String API_RESOURCE_LIST = Json.write(new ResourceList("APIResourceList", "v1", PlaypenKeys.GROUP_VERSION,
-            List.of(new Resource("allocs", "alloc", false, "Alloc", List.of("create")),
-                    new Resource("deallocs", "dealloc", false, "Dealloc", List.of("create")))));
+    public static final String API_RESOURCE_LIST = Json.encode(sorted(Map.of(
+            "kind", "APIResourceList",
+            "apiVersion", "v1",
+            "groupVersion", PlaypenKeys.GROUP_VERSION,
+            "resources", List.of(resource("allocs", "alloc", "Alloc"), resource("deallocs", "dealloc", "Dealloc")))));
 
     private Discovery() {
     }
 
-    @com.fasterxml.jackson.annotation.JsonPropertyOrder({"kind", "apiVersion", "name", "versions", "preferredVersion"})
-    record Group(String kind, String apiVersion, String name, List<GroupVersion> versions, GroupVersion preferredVersion) {
+    private static Map<String, Object> groupVersion() {
+        return sorted(Map.of("groupVersion", PlaypenKeys.GROUP_VERSION, "version", PlaypenKeys.VERSION));
     }
 
-    @com.fasterxml.jackson.annotation.JsonPropertyOrder({"groupVersion", "version"})
-    record GroupVersion(String groupVersion, String version) {
+    private static Map<String, Object> resource(String name, String singular, String kind) {
+        return sorted(Map.of("name", name, "singularName", singular, "namespaced", false, "kind", kind,
+                "verbs", List.of("create")));
     }
 
-    @com.fasterxml.jackson.annotation.JsonPropertyOrder({"kind", "apiVersion", "groupVersion", "resources"})
-    record ResourceList(String kind, String apiVersion, String groupVersion, List<Resource> resources) {
-    }
-
-    @com.fasterxml.jackson.annotation.JsonPropertyOrder({"name", "singularName", "namespaced", "kind", "verbs"})
-    record Resource(String name, String singularName, boolean namespaced, String kind, List<String> verbs) {
+    // Go's encoding/json sorts map keys by their bytes; the keys here are ASCII, so String order is the same
+    private static Map<String, Object> sorted(Map<String, ?> map) {
+        return new TreeMap<>(map);
     }
 }

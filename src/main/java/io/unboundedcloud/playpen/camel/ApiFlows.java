@@ -58,7 +58,7 @@ public final class ApiFlows {
     }
 
     public HttpReply allocated(Allocator.Allocation allocation) {
-        return HttpReply.json(Json.write(responses.build(allocation.pod(), allocation.externalIp())),
+        return HttpReply.json(Json.encode(responses.build(allocation.pod(), allocation.externalIp())),
                 allocation.replay() ? "replayed" : "allocated");
     }
 

@@ -120,7 +120,7 @@ public final class OperatorApp implements AutoCloseable {
         allocator = new Allocator(pods, nodes, writer,
                 candidates, config.retryAfterSeconds());
         ApiFlows flows = new ApiFlows(reviewer, new AllocRequestParser(config.controlPlaneVersions()), allocator,
-                new AllocResponses(config.network(), config.redfishBaseUrl()), this::ready, config.retryAfterSeconds());
+                new AllocResponses(config.network(), config.redfishBaseUrl(), config.retryAfterSeconds()), this::ready, config.retryAfterSeconds());
         allocator.addObserver(observed);
         metrics.bind(config, pods, templates, reviewer, calls, leader, events);
 
@@ -240,6 +240,10 @@ public final class OperatorApp implements AutoCloseable {
 
     public PodCache podCache() {
         return pods;
+    }
+
+    public NodeCache nodeCache() {
+        return nodes;
     }
 
     @Override

@@ -1,21 +1,19 @@
 package io.unboundedcloud.playpen.model;
 
-import java.io.IOException;
-import java.util.ArrayList;
 import java.util.Base64;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Optional;
 import java.util.regex.Pattern;
 
-import com.fasterxml.jackson.core.JsonParser;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-
 import io.unboundedcloud.playpen.api.ApiException;
 
-/** Validates and normalises alloc and dealloc request bodies in the order SPEC A3 prescribes. */
+/**
+ * Decodes, validates and normalises alloc and dealloc request bodies in the reference's order (SPEC A3): the
+ * body is read like Go's json.Decoder (see {@link GoJson}), and the request hash covers what the reference hashes.
+ */
 public final class AllocRequestParser {
     public static final String INVALID_JSON = "invalid JSON request";
     public static final String KEY_REQUIRED = "Idempotency-Key header or idempotencyKey body field is required";
@@ -23,10 +21,10 @@ public final class AllocRequestParser {
     public static final String BAD_WIREGUARD_KEY = "wireGuardPublicKey must be a valid WireGuard public key";
     public static final String BAD_ARCHITECTURE = "architecture must be \"amd64\" or \"arm64\"";
 
-    private static final ObjectMapper MAPPER = new ObjectMapper();
     private static final Pattern WG_KEY = Pattern.compile("[A-Za-z0-9+/]{43}=");
-    private static final List<String> FIELDS =
+    private static final List<String> ALLOC_FIELDS =
             List.of("idempotencyKey", "resourceType", "kubernetesVersion", "wireGuardPublicKey", "architecture");
+    private static final List<String> DEALLOC_FIELDS = List.of("idempotencyKey");
 
     private final List<String> controlPlaneVersions;
 
@@ -36,33 +34,56 @@ public final class AllocRequestParser {
 
     /** Parses an alloc body; {@code headerKey} is the Idempotency-Key header (null when absent). */
     public AllocCommand parseAlloc(byte[] body, String headerKey) {
-        JsonNode json = parseObject(body, false);
-        String keyHash = Hashes.keyHash(idempotencyKey(json, headerKey));
-        ResourceType type = ResourceType.fromRequest(field(json, "resourceType"))
+        Map<String, String> req;
+        try {
+            req = GoJson.decode(body, ALLOC_FIELDS);
+        } catch (GoJson.EndOfInput | GoJson.DecodeError e) {
+            throw ApiException.badRequest(INVALID_JSON);
+        }
+        String keyHash = Hashes.keyHash(idempotencyKey(req.getOrDefault("idempotencyKey", ""), headerKey));
+        ResourceType type = ResourceType.fromRequest(req.getOrDefault("resourceType", ""))
                 .orElseThrow(() -> ApiException.badRequest(BAD_RESOURCE_TYPE));
-        String wgKey = "";
-        if (type == ResourceType.RUNNER) {
-            wgKey = GoStrings.trimSpace(field(json, "wireGuardPublicKey"));
-            if (!isWireGuardKey(wgKey)) {
-                throw ApiException.badRequest(BAD_WIREGUARD_KEY);
-            }
+        // trimmed for both kinds: a control plane's key is not checked, but it is part of the request hash
+        String wgKey = GoStrings.trimSpace(req.getOrDefault("wireGuardPublicKey", ""));
+        if (type == ResourceType.RUNNER && !isWireGuardKey(wgKey)) {
+            throw ApiException.badRequest(BAD_WIREGUARD_KEY);
         }
-        String arch = normaliseArchitecture(field(json, "architecture"))
+        String arch = normaliseArchitecture(req.getOrDefault("architecture", ""))
                 .orElseThrow(() -> ApiException.badRequest(BAD_ARCHITECTURE));
-        String version = "";
         if (type == ResourceType.CONTROL_PLANE) {
-            version = resolveVersion(field(json, "kubernetesVersion"));
+            String version = resolveVersion(req.getOrDefault("kubernetesVersion", ""));
+            return new AllocCommand(keyHash, type, version, "", arch,
+                    Hashes.requestHash(type.wire(), version, wgKey, arch));
         }
-        return new AllocCommand(keyHash, type, version, wgKey, arch);
+        // a runner's kubernetesVersion is ignored, yet the reference hashes it exactly as sent
+        return new AllocCommand(keyHash, type, "", wgKey, arch,
+                Hashes.requestHash(type.wire(), req.getOrDefault("kubernetesVersion", ""), wgKey, arch));
     }
 
-    /** Parses a dealloc body (may be empty when the header carries the key) and returns the key hash. */
+    /**
+     * Parses a dealloc and returns the key hash. A non-blank header key means the body is never read (the
+     * reference does not read it); otherwise an empty body is an empty request, and other bad JSON is a 400.
+     */
     public String parseDealloc(byte[] body, String headerKey) {
-        JsonNode json = parseObject(body, headerKey != null && !GoStrings.trimSpace(headerKey).isEmpty());
-        return Hashes.keyHash(idempotencyKey(json, headerKey));
+        if (headerKey != null && !GoStrings.trimSpace(headerKey).isEmpty()) {
+            return Hashes.keyHash(GoStrings.trimSpace(headerKey));
+        }
+        Map<String, String> req;
+        try {
+            req = GoJson.decode(body, DEALLOC_FIELDS);
+        } catch (GoJson.EndOfInput e) {
+            req = Map.of();
+        } catch (GoJson.DecodeError e) {
+            throw ApiException.badRequest(INVALID_JSON);
+        }
+        return Hashes.keyHash(idempotencyKey(req.getOrDefault("idempotencyKey", ""), null));
     }
 
-    public static boolean isWireGuardKey(String key) {
+    /**
+     * Go's wgtypes.ParseKey: standard base64 (CR and LF anywhere are skipped, as Go's decoder does) of 32 bytes.
+     */
+    public static boolean isWireGuardKey(String raw) {
+        String key = raw == null ? null : raw.replace("\r", "").replace("\n", "");
         if (key == null || !WG_KEY.matcher(key).matches()) {
             return false;
         }
@@ -88,15 +109,22 @@ public final class AllocRequestParser {
     private String resolveVersion(String raw) {
         String v = GoStrings.trimSpace(raw);
         if (v.isEmpty()) {
-            return highest(controlPlaneVersions);
+            return highest(controlPlaneVersions.stream().map(AllocRequestParser::withV).toList());
         }
-        if (!v.startsWith("v")) {
-            v = "v" + v;
+        String wanted = withV(v);
+        for (String configured : controlPlaneVersions) {
+            if (withV(configured).equals(wanted)) {
+                return wanted;
+            }
         }
-        if (!controlPlaneVersions.contains(v)) {
-            throw ApiException.badRequest("kubernetes version \"" + v + "\" is not configured for control-plane allocation");
-        }
-        return v;
+        throw ApiException.badRequest("kubernetes version " + GoJson.quote(wanted)
+                + " is not configured for control-plane allocation");
+    }
+
+    /** The reference's normalizeKubernetesVersionValue: trimmed, with a "v" added when missing. */
+    private static String withV(String version) {
+        String v = GoStrings.trimSpace(version);
+        return v.startsWith("v") ? v : "v" + v;
     }
 
     /** The highest version by numeric major.minor.patch, ignoring pre-release and build suffixes. */
@@ -135,58 +163,14 @@ public final class AllocRequestParser {
         return 0;
     }
 
-    private static String idempotencyKey(JsonNode json, String headerKey) {
+    private static String idempotencyKey(String bodyKey, String headerKey) {
         if (headerKey != null && !GoStrings.trimSpace(headerKey).isEmpty()) {
             return GoStrings.trimSpace(headerKey);
         }
-        String body = GoStrings.trimSpace(field(json, "idempotencyKey"));
+        String body = GoStrings.trimSpace(bodyKey);
         if (body.isEmpty()) {
             throw ApiException.badRequest(KEY_REQUIRED);
         }
         return body;
     }
-
-    private static String field(JsonNode json, String name) {
-        JsonNode n = json.get(name);
-        return n == null || n.isNull() ? "" : n.textValue();
-    }
-
-    /** One JSON object, nothing after it but whitespace; the known fields must be strings or null. */
-    private static JsonNode parseObject(byte[] body, boolean emptyAllowed) {
-        if (body == null || body.length == 0 || isBlank(body)) {
-            if (emptyAllowed) {
-                return MAPPER.createObjectNode();
-            }
-            throw ApiException.badRequest(INVALID_JSON);
-        }
-        try (JsonParser p = MAPPER.getFactory().createParser(body)) {
-            JsonNode node = MAPPER.readTree(p);
-            if (node == null || !node.isObject() || p.nextToken() != null) {
-                throw ApiException.badRequest(INVALID_JSON);
-            }
-            List<String> bad = new ArrayList<>();
-            for (String f : FIELDS) {
-                JsonNode v = node.get(f);
-                if (v != null && !v.isNull() && !v.isTextual()) {
-                    bad.add(f);
-                }
-            }
-            if (!bad.isEmpty()) {
-                throw ApiException.badRequest(INVALID_JSON);
-            }
-            return node;
-        } catch (IOException e) {
-            throw ApiException.badRequest(INVALID_JSON);
-        }
-    }
-
-    private static boolean isBlank(byte[] body) {
-        for (byte b : body) {
-            if (b != ' ' && b != '\n' && b != '\r' && b != '\t') {
-                return false;
-            }
-        }
-        return true;
-    }
-
 }

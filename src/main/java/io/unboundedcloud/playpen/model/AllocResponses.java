@@ -12,19 +12,29 @@ import io.unboundedcloud.playpen.api.AllocResponse.PodInfo;
 import io.unboundedcloud.playpen.api.AllocResponse.Redfish;
 import io.unboundedcloud.playpen.api.AllocResponse.Vxlan;
 import io.unboundedcloud.playpen.api.AllocResponse.WireGuard;
+import io.unboundedcloud.playpen.api.ApiException;
 import io.unboundedcloud.playpen.config.NetworkProfile;
 
-/** Builds the alloc answer from a claimed pod and its node's ExternalIP (SPEC A5); replays rebuild the same body. */
+/**
+ * Builds the alloc answer from a claimed pod and its node's ExternalIP with the reference's rules (SPEC A5);
+ * replays rebuild the same body, and a pod that can no longer be described is a 503 in the reference's words.
+ */
 public final class AllocResponses {
     private static final String HOST_PORT_POLICY = "HostPort";
 
     private final NetworkProfile net;
     private final String redfishBaseUrl;
+    private final int retryAfterSeconds;
 
     public AllocResponses(NetworkProfile net, String redfishBaseUrl) {
+        this(net, redfishBaseUrl, 1);
+    }
+
+    public AllocResponses(NetworkProfile net, String redfishBaseUrl, int retryAfterSeconds) {
         this.net = net;
-        this.redfishBaseUrl = redfishBaseUrl.endsWith("/")
-                ? redfishBaseUrl.substring(0, redfishBaseUrl.length() - 1) : redfishBaseUrl;
+        // used as given, like the reference: a trailing slash shows up doubled in systemURL there too
+        this.redfishBaseUrl = redfishBaseUrl;
+        this.retryAfterSeconds = retryAfterSeconds;
     }
 
     public AllocResponse build(Pod pod, String externalIp) {
@@ -35,14 +45,21 @@ public final class AllocResponses {
         String node = pod.getSpec() == null || pod.getSpec().getNodeName() == null ? "" : pod.getSpec().getNodeName();
         String ip = externalIp == null ? "" : externalIp;
         int hostPort = Candidates.hostPort(pod, type);
-        String version = ManagedPods.labels(pod).getOrDefault(PlaypenKeys.KUBERNETES_VERSION, "");
-        PodInfo podInfo = new PodInfo(ns, name, node, ip, type.wire(), version, ManagedPods.architecture(pod));
         if (type == ResourceType.RUNNER) {
+            String serverKey = GoStrings.trimSpace(ann.getOrDefault(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY, ""));
+            if (!AllocRequestParser.isWireGuardKey(serverKey)) {
+                throw unavailable("runner pod \"" + name + "\" has no valid server WireGuard public key");
+            }
+            requireNode(pod, ip);
+            if (hostPort <= 0) {
+                throw unavailable("runner pod " + ns + "/" + name + " has no WireGuard hostPort");
+            }
             String deviceId = net.redfishDeviceId();
-            return new AllocResponse(type.wire(), podInfo,
+            return new AllocResponse(type.wire(),
+                    new PodInfo(ns, name, node, ip, type.wire(), ManagedPods.architecture(pod), ""),
                     new Endpoint(ip, hostPort, 0, HOST_PORT_POLICY),
-                    new WireGuard(net.wireGuardInterface(), ann.getOrDefault(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY, ""),
-                            net.wireGuardServerAddress(), net.wireGuardClientAddress(), net.wireGuardListenPort()),
+                    new WireGuard(net.wireGuardInterface(), serverKey, net.wireGuardServerAddress(),
+                            net.wireGuardClientAddress(), net.wireGuardListenPort()),
                     new Vxlan(net.vxlanInterface(), net.vxlanVni(), net.vxlanUdpPort(), net.vxlanServerAddress(),
                             net.vxlanClientAddress()),
                     new Network(net.guestMAC(), net.guestIPv4(), net.subnetMask(), net.guestGateway(), List.copyOf(net.dns())),
@@ -51,14 +68,38 @@ public final class AllocResponses {
                             "/redfish/v1/Systems/" + deviceId + "/Oem/Unbounded/SerialConsole/Stream"),
                     ControlPlane.EMPTY);
         }
+        requireNode(pod, ip);
+        if (hostPort <= 0) {
+            throw unavailable("control-plane pod " + ns + "/" + name + " has no API server hostPort");
+        }
+        String kubeconfig = GoStrings.trimSpace(ann.getOrDefault(PlaypenKeys.CONTROL_PLANE_KUBECONFIG, ""));
+        if (kubeconfig.isEmpty()) {
+            throw unavailable("control-plane pod " + ns + "/" + name + " has no kubeconfig annotation");
+        }
+        String version = ManagedPods.kubernetesVersion(pod);
         String serverUrl = "https://" + ip + ":" + hostPort;
-        String kubeconfig = ann.getOrDefault(PlaypenKeys.CONTROL_PLANE_KUBECONFIG, "");
-        String rewritten = kubeconfig.isBlank() ? "" : KubeconfigRewriter.rewrite(kubeconfig, serverUrl, net.guestGateway());
-        String guest = ann.get(PlaypenKeys.CONTROL_PLANE_GUEST_SERVER);
-        return new AllocResponse(type.wire(), podInfo,
+        String guest = GoStrings.trimSpace(ann.getOrDefault(PlaypenKeys.CONTROL_PLANE_GUEST_SERVER, ""));
+        String rewritten;
+        try {
+            rewritten = KubeconfigRewriter.rewrite(kubeconfig, serverUrl, net.guestGateway());
+        } catch (IllegalArgumentException e) {
+            throw unavailable("parse control-plane kubeconfig: " + e.getMessage());
+        }
+        return new AllocResponse(type.wire(),
+                new PodInfo(ns, name, node, ip, type.wire(), ManagedPods.architecture(pod), version),
                 new Endpoint(ip, 0, hostPort, HOST_PORT_POLICY),
                 WireGuard.EMPTY, Vxlan.EMPTY, Network.EMPTY, null,
-                new ControlPlane(version, rewritten, serverUrl,
-                        guest == null || guest.isBlank() ? net.guestApiServerUrl() : guest));
+                new ControlPlane(version, rewritten, serverUrl, guest.isEmpty() ? net.guestApiServerUrl() : guest));
+    }
+
+    private void requireNode(Pod pod, String ip) {
+        String why = Candidates.nodeReason(pod, n -> ip.isEmpty() ? java.util.Optional.empty() : java.util.Optional.of(ip));
+        if (why != null) {
+            throw unavailable(why);
+        }
+    }
+
+    private ApiException unavailable(String message) {
+        return ApiException.unavailable(message, retryAfterSeconds);
     }
 }

@@ -9,7 +9,6 @@ import java.util.Optional;
 import java.util.PriorityQueue;
 import java.util.function.Function;
 
-import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.ContainerStatus;
 import io.fabric8.kubernetes.api.model.Pod;
 
@@ -44,7 +43,8 @@ public final class Candidates {
     public Selection select(AllocCommand cmd, Collection<Pod> pods, Function<String, Optional<String>> externalIp) {
         long seed = Hashes.seed(cmd.keyHash());
         List<Usable> usable = new ArrayList<>();
-        List<String> skipped = new ArrayList<>();
+        List<Pod> skippedPods = new ArrayList<>();
+        Map<Pod, String> reasons = new java.util.IdentityHashMap<>();
         int ofKind = 0;
         String want = idleKindKey(cmd);
         for (Pod pod : pods) {
@@ -52,23 +52,22 @@ public final class Candidates {
                 continue;
             }
             ofKind++;
-            String why = unusableReason(cmd.resourceType(), pod);
+            String why = unusableReason(cmd.resourceType(), pod, externalIp);
             if (why == null) {
                 String node = pod.getSpec().getNodeName();
-                Optional<String> ip = externalIp.apply(node);
-                if (ip.isEmpty()) {
-                    why = "node \"" + node + "\" has no ExternalIP";
-                } else {
-                    String name = pod.getMetadata().getName();
-                    usable.add(new Usable(pod, hostPort(pod, cmd.resourceType()), ip.get(), Hashes.rendezvous(seed, name)));
-                    continue;
-                }
+                String name = pod.getMetadata().getName();
+                usable.add(new Usable(pod, hostPort(pod, cmd.resourceType()), externalIp.apply(node).orElseThrow(),
+                        Hashes.rendezvous(seed, name)));
+                continue;
             }
-            skipped.add(pod.getMetadata().getName() + ": " + why);
+            skippedPods.add(pod);
+            reasons.put(pod, why);
         }
         usable.sort(Comparator.comparingLong(Usable::score).reversed()
                 .thenComparing(u -> u.pod().getMetadata().getName()));
-        return new Selection(usable, skipped, ofKind);
+        // the reference reports its reasons in the API server's list order, which is by pod name
+        skippedPods.sort(Comparator.comparing(ManagedPods::name));
+        return new Selection(usable, skippedPods.stream().map(reasons::get).toList(), ofKind);
     }
 
     /**
@@ -112,32 +111,36 @@ public final class Candidates {
         public Optional<Usable> next() {
             Scored s;
             while ((s = queue.poll()) != null) {
-                if (unusableReason(type, s.pod()) != null) {
-                    continue;
-                }
-                Optional<String> ip = externalIp.apply(s.pod().getSpec().getNodeName());
-                if (ip.isPresent()) {
-                    return Optional.of(new Usable(s.pod(), hostPort(s.pod(), type), ip.get(), s.score()));
+                if (unusableReason(type, s.pod(), externalIp) == null) {
+                    Optional<String> ip = externalIp.apply(s.pod().getSpec().getNodeName());
+                    return Optional.of(new Usable(s.pod(), hostPort(s.pod(), type), ip.orElseThrow(), s.score()));
                 }
             }
             return Optional.empty();
         }
     }
 
-    /** The 503 message when a selection has nothing to offer (SPEC A4). */
+    /**
+     * The 503 message when a selection has nothing to offer, in the reference's words: why each idle pod of the
+     * kind was skipped (at most ten reasons, in pod-name order), else that there is no idle pod of the kind.
+     */
     public static String unavailableMessage(AllocCommand cmd, Selection selection) {
         boolean runner = cmd.resourceType() == ResourceType.RUNNER;
+        String kind = runner ? "runner" : "control-plane";
+        if (!selection.skipped().isEmpty()) {
+            List<String> reasons = new ArrayList<>(selection.skipped().stream().limit(MAX_REASONS).toList());
+            if (selection.skipped().size() > MAX_REASONS) {
+                reasons.add("and " + (selection.skipped().size() - MAX_REASONS) + " more");
+            }
+            return "no idle playpen " + kind + " pods are available with hostPort endpoints on ExternalIP nodes: "
+                    + String.join("; ", reasons);
+        }
         if (selection.ofKind() == 0) {
-            return runner
-                    ? "no idle " + cmd.architecture() + " playpen runner pods are available"
-                    : "no idle " + cmd.kubernetesVersion() + " playpen control-plane pods are available";
+            return "no idle " + (runner ? cmd.architecture() : cmd.kubernetesVersion()) + " playpen " + kind
+                    + " pods are available";
         }
-        List<String> reasons = new ArrayList<>(selection.skipped().stream().sorted().limit(MAX_REASONS).toList());
-        if (selection.skipped().size() > MAX_REASONS) {
-            reasons.add("and " + (selection.skipped().size() - MAX_REASONS) + " more");
-        }
-        return "no idle playpen " + (runner ? "runner" : "control-plane")
-                + " pods are available with hostPort endpoints on ExternalIP nodes: " + String.join("; ", reasons);
+        // idle pods of the kind existed and were usable, but others claimed them while we walked
+        return "no idle playpen " + kind + " pods are available";
     }
 
     /**
@@ -159,8 +162,9 @@ public final class Candidates {
             return "runner/" + ManagedPods.architecture(pod);
         }
         if (type == ResourceType.CONTROL_PLANE) {
-            String v = ManagedPods.labels(pod).get(PlaypenKeys.KUBERNETES_VERSION);
-            return v == null ? null : "controlPlane/" + v;
+            // the label compared with a "v" added when missing, as the reference's podKubernetesVersion does
+            String v = ManagedPods.kubernetesVersion(pod);
+            return v.isEmpty() ? null : "controlPlane/" + PodTemplates.kubernetesVersionLabel(v);
         }
         return null;
     }
@@ -178,47 +182,75 @@ public final class Candidates {
     }
 
 
-    /** Why an unclaimed pod of the right kind cannot be handed out, or null when it can (node checked separately). */
-    static String unusableReason(ResourceType type, Pod pod) {
-        if (ManagedPods.isTerminating(pod)) {
-            return "terminating";
+    /**
+     * Why an unclaimed pod of the right kind cannot be handed out, in the reference's words and in the order it
+     * checks (readiness, server key, hostPort, node, kubeconfig), or null when it can.
+     */
+    static String unusableReason(ResourceType type, Pod pod, Function<String, Optional<String>> externalIp) {
+        String why = notReadyReason(pod);
+        if (why != null) {
+            return why;
         }
-        String phase = pod.getStatus() == null ? null : pod.getStatus().getPhase();
-        if (!"Running".equals(phase)) {
-            return "phase is " + (phase == null ? "unknown" : phase);
-        }
-        if (!allContainersReady(pod)) {
-            return "containers are not all running and ready";
-        }
+        String name = ManagedPods.name(pod);
+        String ns = pod.getMetadata().getNamespace();
         Map<String, String> ann = ManagedPods.annotations(pod);
-        if (type == ResourceType.RUNNER && !AllocRequestParser.isWireGuardKey(ann.get(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY))) {
-            return "no valid server WireGuard public key annotation";
+        if (type == ResourceType.RUNNER) {
+            String serverKey = ann.get(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY);
+            if (!AllocRequestParser.isWireGuardKey(serverKey == null ? "" : GoStrings.trimSpace(serverKey))) {
+                return "runner pod \"" + name + "\" has no valid server WireGuard public key";
+            }
+            if (hostPort(pod, type) <= 0) {
+                return "runner pod " + ns + "/" + name + " has no WireGuard hostPort";
+            }
+        } else if (hostPort(pod, type) <= 0) {
+            return "control-plane pod " + ns + "/" + name + " has no API server hostPort";
+        }
+        why = nodeReason(pod, externalIp);
+        if (why != null) {
+            return why;
         }
         if (type == ResourceType.CONTROL_PLANE && isBlank(ann.get(PlaypenKeys.CONTROL_PLANE_KUBECONFIG))) {
-            return "control-plane kubeconfig not published yet";
-        }
-        if (hostPort(pod, type) <= 0) {
-            return "no hostPort on port \"" + portName(type) + "\"";
-        }
-        String node = pod.getSpec() == null ? null : pod.getSpec().getNodeName();
-        if (isBlank(node)) {
-            return "not scheduled to a node";
+            return "control-plane pod " + name + " has no kubeconfig annotation";
         }
         return null;
     }
 
-    private static boolean allContainersReady(Pod pod) {
-        List<Container> containers = pod.getSpec() == null ? List.of() : pod.getSpec().getContainers();
+    /** The reference's runnerPodUnavailableReason (worded "runner pod" for control planes too), or null. */
+    static String notReadyReason(Pod pod) {
+        String name = ManagedPods.name(pod);
+        if (ManagedPods.isTerminating(pod)) {
+            return "runner pod " + name + " is terminating";
+        }
+        String phase = pod.getStatus() == null || pod.getStatus().getPhase() == null ? "" : pod.getStatus().getPhase();
+        if (!"Running".equals(phase)) {
+            return "runner pod " + name + " is " + phase;
+        }
         List<ContainerStatus> statuses = pod.getStatus().getContainerStatuses();
-        if (containers.isEmpty() || statuses == null || statuses.size() < containers.size()) {
-            return false;
+        if (statuses == null || statuses.isEmpty()) {
+            return "runner pod " + name + " has no container status";
         }
         for (ContainerStatus s : statuses) {
-            if (!Boolean.TRUE.equals(s.getReady()) || s.getState() == null || s.getState().getRunning() == null) {
-                return false;
+            if (s.getState() == null || s.getState().getRunning() == null) {
+                return "runner pod " + name + " container " + s.getName() + " is not running";
+            }
+            if (!Boolean.TRUE.equals(s.getReady())) {
+                return "runner pod " + name + " container " + s.getName() + " is not ready";
             }
         }
-        return true;
+        return null;
+    }
+
+    /** The reference's gatewayForPod failures: unscheduled, or a node without an ExternalIP (unknown nodes too). */
+    static String nodeReason(Pod pod, Function<String, Optional<String>> externalIp) {
+        String node = pod.getSpec() == null ? null : pod.getSpec().getNodeName();
+        if (node == null || node.isEmpty()) {
+            return "runner pod is not scheduled";
+        }
+        if (externalIp.apply(node).filter(ip -> !ip.isEmpty()).isEmpty()) {
+            return "runner pod " + pod.getMetadata().getNamespace() + "/" + ManagedPods.name(pod) + " is on node "
+                    + node + " with no ExternalIP";
+        }
+        return null;
     }
 
     static String portName(ResourceType type) {

@@ -15,7 +15,11 @@ public final class Hashes {
         return sha256Hex(GoStrings.trimSpace(idempotencyKey));
     }
 
-    /** hex(sha256(resourceType \n kubernetesVersion \n wireGuardPublicKey \n architecture)) over normalised values. */
+    /**
+     * hex(sha256(resourceType \n kubernetesVersion \n wireGuardPublicKey \n architecture)), for every resource type,
+     * over the values the reference hashes: normalised type and architecture, the trimmed WireGuard key (control
+     * planes included), the resolved version for control planes and the version as sent for runners.
+     */
     public static String requestHash(String resourceType, String kubernetesVersion, String wireGuardPublicKey,
             String architecture) {
         return sha256Hex(resourceType + "\n" + kubernetesVersion + "\n" + wireGuardPublicKey + "\n" + architecture);

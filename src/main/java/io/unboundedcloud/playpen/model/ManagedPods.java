@@ -58,7 +58,7 @@ public final class ManagedPods {
      */
     public static String architecture(Pod pod) {
         String raw = label(pod, PlaypenKeys.ARCHITECTURE);
-        String v = raw == null ? "" : raw.trim().toLowerCase(Locale.ROOT);
+        String v = raw == null ? "" : GoStrings.trimSpace(raw).toLowerCase(Locale.ROOT);
         if (v.isEmpty() || v.equals(AMD64)) {
             return AMD64;
         }
@@ -71,10 +71,10 @@ public final class ManagedPods {
     /** The kubernetes-version label with a leading {@code v} added when missing; "" when absent. */
     public static String kubernetesVersion(Pod pod) {
         String raw = label(pod, PlaypenKeys.KUBERNETES_VERSION);
-        if (raw == null || raw.trim().isEmpty()) {
-            return "";
+        if (raw == null || GoStrings.trimSpace(raw).isEmpty()) {
+            return raw == null ? "" : raw;
         }
-        String v = raw.trim();
+        String v = GoStrings.trimSpace(raw);
         return v.startsWith("v") ? v : "v" + v;
     }
 

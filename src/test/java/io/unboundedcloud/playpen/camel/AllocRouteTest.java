@@ -139,7 +139,7 @@ class AllocRouteTest {
         assertThat(r.statusCode()).isEqualTo(503);
         assertThat(M.readTree(r.body()).get("message").asText()).isEqualTo(
                 "no idle playpen runner pods are available with hostPort endpoints on ExternalIP nodes: "
-                        + "playpen-runner-amd64-51835: node \"node-noip\" has no ExternalIP");
+                        + "runner pod playpen/playpen-runner-amd64-51835 is on node node-noip with no ExternalIP");
         assertThat(pod("playpen-runner-amd64-51835").getMetadata().getAnnotations())
                 .doesNotContainKey(PlaypenKeys.IDEMPOTENCY_KEY_HASH);
         assertThat(pod("playpen-runner-amd64-51835").getMetadata().getLabels()).doesNotContainKey(PlaypenKeys.ALLOCATED);
@@ -158,12 +158,13 @@ class AllocRouteTest {
         HttpResponse<String> r = op.alloc(runnerReq("key-skip", TestCluster.wgKey(13), null));
         assertThat(r.statusCode()).isEqualTo(503);
         String msg = M.readTree(r.body()).get("message").asText();
-        assertThat(msg).startsWith("no idle playpen runner pods are available with hostPort endpoints on ExternalIP nodes: ")
-                .contains("playpen-runner-amd64-51840: phase is Pending")
-                .contains("playpen-runner-amd64-51841: containers are not all running and ready")
-                .contains("playpen-runner-amd64-51842: no valid server WireGuard public key annotation")
-                .contains("playpen-runner-amd64-51843: no hostPort on port \"wireguard\"")
-                .contains("playpen-runner-amd64-51844: not scheduled to a node");
+        // the reference's words, in pod-name order
+        assertThat(msg).isEqualTo("no idle playpen runner pods are available with hostPort endpoints on ExternalIP nodes: "
+                + "runner pod playpen-runner-amd64-51840 is Pending; "
+                + "runner pod playpen-runner-amd64-51841 container runner is not ready; "
+                + "runner pod \"playpen-runner-amd64-51842\" has no valid server WireGuard public key; "
+                + "runner pod playpen/playpen-runner-amd64-51843 has no WireGuard hostPort; "
+                + "runner pod is not scheduled");
         assertThat(cluster.pods()).allSatisfy(p ->
                 assertThat(p.getMetadata().getAnnotations()).doesNotContainKey(PlaypenKeys.IDEMPOTENCY_KEY_HASH));
     }

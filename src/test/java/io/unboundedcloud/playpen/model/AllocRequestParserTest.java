@@ -53,7 +53,6 @@ class AllocRequestParserTest {
                 Arguments.of("JSON array", "[]", "hdr", INVALID_JSON),
                 Arguments.of("JSON array of an object", "[{\"idempotencyKey\":\"abc\"}]", null, INVALID_JSON),
                 Arguments.of("JSON string", "\"abc\"", "hdr", INVALID_JSON),
-                Arguments.of("JSON null", "null", "hdr", INVALID_JSON),
                 Arguments.of("JSON number", "42", "hdr", INVALID_JSON),
                 Arguments.of("number-typed field", "{\"idempotencyKey\":\"abc\",\"architecture\":1}", null, INVALID_JSON),
                 Arguments.of("number-typed key even with the header set", "{\"idempotencyKey\":5}", "hdr", INVALID_JSON),
@@ -61,8 +60,14 @@ class AllocRequestParserTest {
                 Arguments.of("boolean-typed field", "{\"idempotencyKey\":\"abc\",\"wireGuardPublicKey\":true}", null, INVALID_JSON),
                 Arguments.of("empty body", "", "hdr", INVALID_JSON),
                 Arguments.of("whitespace body", " \r\n\t", "hdr", INVALID_JSON),
-                Arguments.of("trailing garbage", "{\"idempotencyKey\":\"abc\"} x", null, INVALID_JSON),
-                Arguments.of("two objects", "{}{}", "hdr", INVALID_JSON),
+                Arguments.of("garbage inside the first value", "{\"idempotencyKey\":\"abc\" x}", null, INVALID_JSON),
+                Arguments.of("a byte order mark", "\uFEFF{\"idempotencyKey\":\"abc\"}", null, INVALID_JSON),
+                Arguments.of("string-typed key field in another case", "{\"IdempotencyKey\":[\"abc\"]}", "hdr", INVALID_JSON),
+                // Go's decoder reads the first value only: null is an empty request, what follows is never read
+                Arguments.of("JSON null is an empty request", "null", null, KEY_REQUIRED),
+                Arguments.of("JSON null with a header key", "null x", "hdr", BAD_WIREGUARD_KEY),
+                Arguments.of("trailing garbage is never read", "{\"idempotencyKey\":\"abc\"} x", null, BAD_WIREGUARD_KEY),
+                Arguments.of("only the first of two objects", "{}{\"idempotencyKey\":\"abc\"}", null, KEY_REQUIRED),
                 Arguments.of("truncated, also no key", "{\"resourceType\":", null, INVALID_JSON),
                 // rule 2: idempotency key
                 Arguments.of("no key anywhere", "{}", null, KEY_REQUIRED),
@@ -139,10 +144,17 @@ class AllocRequestParserTest {
         AllocCommand cmd = parser.parseAlloc(utf8(
                 "{\"resourceType\":\"runner\",\"wireGuardPublicKey\":\" " + WG + " \",\"architecture\":\"arm64\","
                         + "\"kubernetesVersion\":\"v1.33.0\"}"), "abc");
-        // the WireGuard key is trimmed and a runner's kubernetesVersion is ignored
-        assertThat(cmd).isEqualTo(new AllocCommand(HASH_ABC, ResourceType.RUNNER, "", WG, "arm64"));
+        // the WireGuard key is trimmed; a runner's kubernetesVersion is not used, yet the reference hashes it as sent
+        assertThat(cmd).isEqualTo(new AllocCommand(HASH_ABC, ResourceType.RUNNER, "", WG, "arm64",
+                // printf 'runner\nv1.33.0\n<WG>\narm64' | sha256sum
+                "fbb98071269f4eb69053f4972c18b930b561a0307311560a60a7a0fe1f8ad8d1"));
+        AllocCommand without = parser.parseAlloc(utf8(
+                "{\"wireGuardPublicKey\":\"" + WG + "\",\"architecture\":\"arm64\"}"), "abc");
         // printf 'runner\n\n<WG>\narm64' | sha256sum
-        assertThat(cmd.requestHash()).isEqualTo("2d7f8a7ac0ccb786afb40f2e91fa30dc700d57e5e5c5360ee9dc9b409970f418");
+        assertThat(without.requestHash()).isEqualTo("2d7f8a7ac0ccb786afb40f2e91fa30dc700d57e5e5c5360ee9dc9b409970f418");
+        AllocCommand untrimmed = parser.parseAlloc(utf8("{\"wireGuardPublicKey\":\"" + WG + "\",\"kubernetesVersion\":\"1.2 \"}"), "abc");
+        // printf 'runner\n1.2 \n<WG>\namd64' | sha256sum
+        assertThat(untrimmed.requestHash()).isEqualTo("d70536dd4635adb40478089719a34ea433d59c911f886fe4fcc37dce29474e59");
     }
 
     @Test
@@ -197,17 +209,18 @@ class AllocRequestParserTest {
 
     @ParameterizedTest(name = "kubernetesVersion \"{0}\" → {1}")
     @CsvSource({
-            "v1.33.0,      v1.33.0",
-            "1.33.0,       v1.33.0",
-            "v1.31.2,      v1.31.2",
-            "1.32.9-rc.1,  v1.32.9-rc.1",
-            "'',           v1.33.0",
+            // request hash: printf 'controlPlane\n<version>\n<WG>\namd64' | sha256sum
+            "v1.33.0,      v1.33.0,      c78732a79532970953dd42b4b81ede9174ed3ef50b4069886067b01ac55de92b",
+            "1.33.0,       v1.33.0,      c78732a79532970953dd42b4b81ede9174ed3ef50b4069886067b01ac55de92b",
+            "v1.31.2,      v1.31.2,      3a550994630566e061b8a7943cee8548675c195f38f40481979e60cf79b1f589",
+            "1.32.9-rc.1,  v1.32.9-rc.1, d8a20e0f9cce19555fffde466d35760ccc4730022967f1ca579f094ee3585acc",
+            "'',           v1.33.0,      c78732a79532970953dd42b4b81ede9174ed3ef50b4069886067b01ac55de92b",
     })
-    void controlPlaneVersion(String version, String expected) {
+    void controlPlaneVersion(String version, String expected, String requestHash) {
         AllocCommand cmd = parser.parseAlloc(utf8("{\"idempotencyKey\":\"abc\",\"resourceType\":\"controlPlane\","
                 + "\"kubernetesVersion\":\"" + version + "\",\"wireGuardPublicKey\":\"" + WG + "\"}"), null);
-        // a control plane's claim carries no client WireGuard key, even when one was sent
-        assertThat(cmd).isEqualTo(new AllocCommand(HASH_ABC, ResourceType.CONTROL_PLANE, expected, "", "amd64"));
+        // a control plane's claim carries no client WireGuard key, but the one sent is part of the request hash
+        assertThat(cmd).isEqualTo(new AllocCommand(HASH_ABC, ResourceType.CONTROL_PLANE, expected, "", "amd64", requestHash));
     }
 
     @Test
@@ -279,10 +292,65 @@ class AllocRequestParserTest {
     }
 
     @Test
-    void deallocEmptyBodyWithoutHeaderIsRefused() {
-        // No header, so the body must be a JSON object; an empty one is not JSON at all.
-        assertThat(badRequest(() -> parser.parseDealloc(new byte[0], null)).getMessage()).isEqualTo(INVALID_JSON);
-        assertThat(badRequest(() -> parser.parseDealloc(null, " ")).getMessage()).isEqualTo(INVALID_JSON);
+    void deallocEmptyBodyWithoutHeaderIsAnEmptyRequest() {
+        // the reference tolerates io.EOF on dealloc, so the missing key is what is reported
+        assertThat(badRequest(() -> parser.parseDealloc(new byte[0], null)).getMessage()).isEqualTo(KEY_REQUIRED);
+        assertThat(badRequest(() -> parser.parseDealloc(null, " ")).getMessage()).isEqualTo(KEY_REQUIRED);
+        assertThat(badRequest(() -> parser.parseDealloc(utf8(" \r\n"), null)).getMessage()).isEqualTo(KEY_REQUIRED);
+        assertThat(badRequest(() -> parser.parseDealloc(utf8("null"), null)).getMessage()).isEqualTo(KEY_REQUIRED);
+    }
+
+    @Test
+    void deallocWithAHeaderKeyNeverReadsTheBody() {
+        assertThat(parser.parseDealloc(utf8("not json at all"), "hdr")).isEqualTo(HASH_HDR);
+        assertThat(parser.parseDealloc(utf8("{\"idempotencyKey\":1}"), "hdr")).isEqualTo(HASH_HDR);
+    }
+
+    // --- decoding like Go's json.Decoder ---
+
+    @Test
+    void fieldNamesMatchCaseInsensitively() {
+        AllocCommand cmd = parser.parseAlloc(utf8("{\"IDEMPOTENCYKEY\":\"abc\",\"ResourceType\":\"controlPlane\","
+                + "\"kubernetesversion\":\"v1.31.2\",\"ARCHITECTURE\":\"arm64\"}"), null);
+        assertThat(cmd.keyHash()).isEqualTo(HASH_ABC);
+        assertThat(cmd.resourceType()).isEqualTo(ResourceType.CONTROL_PLANE);
+        assertThat(cmd.kubernetesVersion()).isEqualTo("v1.31.2");
+        assertThat(cmd.architecture()).isEqualTo("arm64");
+        // Go folds the Kelvin sign to K and the long s to S, so these name the Go fields too
+        AllocCommand folded = parser.parseAlloc(utf8("{\"idempotency\u212Aey\":\"abc\",\"wireGuardPublic\u212Aey\":\"" + WG + "\","
+                + "\"re\u017Fourcetype\":\"runner\"}"), null);
+        assertThat(folded.keyHash()).isEqualTo(HASH_ABC);
+        assertThat(folded.wireGuardPublicKey()).isEqualTo(WG);
+    }
+
+    @Test
+    void laterFieldsWinAndNullKeepsTheEarlierValue() {
+        AllocCommand cmd = parser.parseAlloc(utf8("{\"idempotencyKey\":\"x\",\"IdempotencyKey\":\"abc\",\"idempotencyKey\":null,"
+                + "\"wireGuardPublicKey\":\"" + WG + "\",\"unknown\":{\"deep\":[1,2,{\"a\":null}]}}"), null);
+        assertThat(cmd.keyHash()).isEqualTo(HASH_ABC);
+    }
+
+    @Test
+    void invalidUtf8BecomesReplacementCharactersOnePerByte() {
+        byte[] body = {'{', '"', 'i', 'd', 'e', 'm', 'p', 'o', 't', 'e', 'n', 'c', 'y', 'K', 'e', 'y', '"', ':', '"',
+            'a', (byte) 0xE2, (byte) 0x82, 'b', '"', '}'};
+        // Go decodes the truncated sequence E2 82 as two U+FFFD: printf 'a\xef\xbf\xbd\xef\xbf\xbdb' | sha256sum
+        assertThat(parser.parseDealloc(body, null)).isEqualTo("df6bc292638d56dc79730424c8c70e0b90271d0ee49a96462e3b1c2fbc37b810");
+    }
+
+    @Test
+    void wireGuardKeyMayHoldLineBreaksLikeGoBase64() {
+        String split = WG.substring(0, 20) + "\\r\\n" + WG.substring(20);
+        AllocCommand cmd = parser.parseAlloc(utf8("{\"wireGuardPublicKey\":\"" + split + "\"}"), "abc");
+        // accepted, and claimed and hashed exactly as sent (after trimming), as the reference does
+        assertThat(cmd.wireGuardPublicKey()).isEqualTo(WG.substring(0, 20) + "\r\n" + WG.substring(20));
+    }
+
+    @Test
+    void unconfiguredVersionIsQuotedLikeGo() {
+        ApiException e = badRequest(() -> parser.parseAlloc(
+                utf8("{\"resourceType\":\"controlPlane\",\"kubernetesVersion\":\"1.99\\t\\\"x\"}"), "abc"));
+        assertThat(e.getMessage()).isEqualTo("kubernetes version \"v1.99\\t\\\"x\" is not configured for control-plane allocation");
     }
 
     @Test

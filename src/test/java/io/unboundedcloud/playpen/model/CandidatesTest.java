@@ -108,41 +108,41 @@ class CandidatesTest {
     static Stream<Arguments> unusableRunners() {
         Pod base = readyRunner("amd64", 51820);
         return Stream.of(
-                Arguments.of("terminating", TestPods.terminating(base), "terminating"),
-                Arguments.of("phase Pending", edit(base, b -> b.editStatus().withPhase("Pending").endStatus()), "phase is Pending"),
+                Arguments.of("terminating", TestPods.terminating(base), "runner pod playpen-runner-amd64-51820 is terminating"),
+                Arguments.of("phase Pending", edit(base, b -> b.editStatus().withPhase("Pending").endStatus()), "runner pod playpen-runner-amd64-51820 is Pending"),
                 Arguments.of("phase Succeeded", edit(base, b -> b.editStatus().withPhase("Succeeded").endStatus()),
-                        "phase is Succeeded"),
-                Arguments.of("no status", edit(base, b -> b.withStatus(null)), "phase is unknown"),
+                        "runner pod playpen-runner-amd64-51820 is Succeeded"),
+                Arguments.of("no status", edit(base, b -> b.withStatus(null)), "runner pod playpen-runner-amd64-51820 is "),
                 Arguments.of("container not ready", edit(base, b -> b.editStatus().editFirstContainerStatus().withReady(false)
-                        .endContainerStatus().endStatus()), "containers are not all running and ready"),
+                        .endContainerStatus().endStatus()), "runner pod playpen-runner-amd64-51820 container runner is not ready"),
                 Arguments.of("container ready but waiting", edit(base, b -> b.editStatus().editFirstContainerStatus()
                         .withNewState().withNewWaiting().withReason("CrashLoopBackOff").endWaiting().endState()
-                        .endContainerStatus().endStatus()), "containers are not all running and ready"),
+                        .endContainerStatus().endStatus()), "runner pod playpen-runner-amd64-51820 container runner is not running"),
                 Arguments.of("container terminated", edit(base, b -> b.editStatus().editFirstContainerStatus()
                         .withNewState().withNewTerminated().withExitCode(1).endTerminated().endState()
-                        .endContainerStatus().endStatus()), "containers are not all running and ready"),
+                        .endContainerStatus().endStatus()), "runner pod playpen-runner-amd64-51820 container runner is not running"),
                 Arguments.of("no container statuses yet", edit(base, b -> b.editStatus().withContainerStatuses().endStatus()),
-                        "containers are not all running and ready"),
+                        "runner pod playpen-runner-amd64-51820 has no container status"),
                 Arguments.of("missing server WireGuard key", edit(base, b -> b.editMetadata()
                         .removeFromAnnotations(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY).endMetadata()),
-                        "no valid server WireGuard public key annotation"),
+                        "runner pod \"playpen-runner-amd64-51820\" has no valid server WireGuard public key"),
                 Arguments.of("invalid server WireGuard key", edit(base, b -> b.editMetadata()
                         .addToAnnotations(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY, "not-a-key").endMetadata()),
-                        "no valid server WireGuard public key annotation"),
+                        "runner pod \"playpen-runner-amd64-51820\" has no valid server WireGuard public key"),
                 Arguments.of("wireguard port only on TCP", edit(base, b -> b.editSpec().editFirstContainer()
                         .withPorts(new ContainerPortBuilder().withName("wireguard").withProtocol("TCP").withContainerPort(51820)
                                 .withHostPort(51820).build())
-                        .endContainer().endSpec()), "no hostPort on port \"wireguard\""),
+                        .endContainer().endSpec()), "runner pod playpen/playpen-runner-amd64-51820 has no WireGuard hostPort"),
                 Arguments.of("wireguard port without hostPort", edit(base, b -> b.editSpec().editFirstContainer()
                         .withPorts(new ContainerPortBuilder().withName("wireguard").withProtocol("UDP").withContainerPort(51820).build())
-                        .endContainer().endSpec()), "no hostPort on port \"wireguard\""),
+                        .endContainer().endSpec()), "runner pod playpen/playpen-runner-amd64-51820 has no WireGuard hostPort"),
                 Arguments.of("hostPort on another port name", edit(base, b -> b.editSpec().editFirstContainer()
                         .withPorts(new ContainerPortBuilder().withName("wg").withProtocol("UDP").withContainerPort(51820)
                                 .withHostPort(51820).build())
-                        .endContainer().endSpec()), "no hostPort on port \"wireguard\""),
-                Arguments.of("unscheduled", edit(base, b -> b.editSpec().withNodeName(null).endSpec()), "not scheduled to a node"),
+                        .endContainer().endSpec()), "runner pod playpen/playpen-runner-amd64-51820 has no WireGuard hostPort"),
+                Arguments.of("unscheduled", edit(base, b -> b.editSpec().withNodeName(null).endSpec()), "runner pod is not scheduled"),
                 Arguments.of("node without ExternalIP", ready(TestPods.runner("amd64", 51820), "node-c"),
-                        "node \"node-c\" has no ExternalIP"));
+                        "runner pod playpen/playpen-runner-amd64-51820 is on node node-c with no ExternalIP"));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -152,33 +152,31 @@ class CandidatesTest {
         Candidates.Selection s = candidates.select(cmd, List.of(pod), EXTERNAL_IP);
         assertThat(s.ordered()).isEmpty();
         assertThat(s.ofKind()).isEqualTo(1);
-        assertThat(s.skipped()).containsExactly("playpen-runner-amd64-51820: " + reason);
-        assertThat(Candidates.unavailableMessage(cmd, s))
-                .isEqualTo(UNUSABLE_RUNNERS + "playpen-runner-amd64-51820: " + reason);
+        assertThat(s.skipped()).containsExactly(reason);
+        assertThat(Candidates.unavailableMessage(cmd, s)).isEqualTo(UNUSABLE_RUNNERS + reason);
     }
 
     static Stream<Arguments> unusableControlPlanes() {
         Pod base = readyControlPlane("v1.33.0", 16443);
         return Stream.of(
-                Arguments.of("terminating", TestPods.terminating(base), "terminating"),
-                Arguments.of("phase Pending", edit(base, b -> b.editStatus().withPhase("Pending").endStatus()), "phase is Pending"),
+                // the reference words these "runner pod" for control planes too
+                Arguments.of("terminating", TestPods.terminating(base), "runner pod playpen-control-plane-1.33.0-16443 is terminating"),
+                Arguments.of("phase Pending", edit(base, b -> b.editStatus().withPhase("Pending").endStatus()), "runner pod playpen-control-plane-1.33.0-16443 is Pending"),
                 Arguments.of("helper not ready", edit(base, b -> b.editStatus().editLastContainerStatus().withReady(false)
-                        .endContainerStatus().endStatus()), "containers are not all running and ready"),
-                Arguments.of("helper has no status", edit(base, b -> b.editStatus().removeMatchingFromContainerStatuses(
-                        cs -> "helper".equals(cs.getName())).endStatus()), "containers are not all running and ready"),
+                        .endContainerStatus().endStatus()), "runner pod playpen-control-plane-1.33.0-16443 container helper is not ready"),
                 Arguments.of("missing kubeconfig", edit(base, b -> b.editMetadata()
                         .removeFromAnnotations(PlaypenKeys.CONTROL_PLANE_KUBECONFIG).endMetadata()),
-                        "control-plane kubeconfig not published yet"),
+                        "control-plane pod playpen-control-plane-1.33.0-16443 has no kubeconfig annotation"),
                 Arguments.of("blank kubeconfig", edit(base, b -> b.editMetadata()
                         .addToAnnotations(PlaypenKeys.CONTROL_PLANE_KUBECONFIG, " \n").endMetadata()),
-                        "control-plane kubeconfig not published yet"),
+                        "control-plane pod playpen-control-plane-1.33.0-16443 has no kubeconfig annotation"),
                 Arguments.of("apiserver port only on UDP", edit(base, b -> b.editSpec().editFirstContainer()
                         .withPorts(new ContainerPortBuilder().withName("apiserver").withProtocol("UDP").withContainerPort(6443)
                                 .withHostPort(16443).build())
-                        .endContainer().endSpec()), "no hostPort on port \"apiserver\""),
-                Arguments.of("unscheduled", edit(base, b -> b.editSpec().withNodeName("").endSpec()), "not scheduled to a node"),
+                        .endContainer().endSpec()), "control-plane pod playpen/playpen-control-plane-1.33.0-16443 has no API server hostPort"),
+                Arguments.of("unscheduled", edit(base, b -> b.editSpec().withNodeName("").endSpec()), "runner pod is not scheduled"),
                 Arguments.of("node without ExternalIP", ready(TestPods.controlPlane("v1.33.0", 16443), "node-gone"),
-                        "node \"node-gone\" has no ExternalIP"));
+                        "runner pod playpen/playpen-control-plane-1.33.0-16443 is on node node-gone with no ExternalIP"));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -187,9 +185,16 @@ class CandidatesTest {
         AllocCommand cmd = controlPlaneCmd("k", "v1.33.0");
         Candidates.Selection s = candidates.select(cmd, List.of(pod), EXTERNAL_IP);
         assertThat(s.ordered()).isEmpty();
-        assertThat(s.skipped()).containsExactly("playpen-control-plane-1.33.0-16443: " + reason);
-        assertThat(Candidates.unavailableMessage(cmd, s))
-                .isEqualTo(UNUSABLE_CONTROL_PLANES + "playpen-control-plane-1.33.0-16443: " + reason);
+        assertThat(s.skipped()).containsExactly(reason);
+        assertThat(Candidates.unavailableMessage(cmd, s)).isEqualTo(UNUSABLE_CONTROL_PLANES + reason);
+    }
+
+    @Test
+    void onlyTheContainerStatusesPresentAreChecked() {
+        // like the reference: a container without a status yet does not make the pod unusable
+        Pod pod = edit(readyControlPlane("v1.33.0", 16443), b -> b.editStatus().removeMatchingFromContainerStatuses(
+                cs -> "helper".equals(cs.getName())).endStatus());
+        assertThat(candidates.select(controlPlaneCmd("k", "v1.33.0"), List.of(pod), EXTERNAL_IP).ordered()).hasSize(1);
     }
 
     @Test
@@ -204,7 +209,7 @@ class CandidatesTest {
     }
 
     @Test
-    void reasonsAreSortedAndJoined() {
+    void reasonsAreInPodNameOrderAndJoined() {
         AllocCommand cmd = runnerCmd("k", "amd64");
         List<Pod> pods = List.of(
                 TestPods.terminating(readyRunner("amd64", 51822)),
@@ -212,9 +217,9 @@ class CandidatesTest {
                 readyRunner("amd64", 51823).toBuilder().editSpec().withNodeName("node-c").endSpec().build());
         Candidates.Selection s = candidates.select(cmd, pods, EXTERNAL_IP);
         assertThat(Candidates.unavailableMessage(cmd, s)).isEqualTo(UNUSABLE_RUNNERS
-                + "playpen-runner-amd64-51821: phase is Pending; "
-                + "playpen-runner-amd64-51822: terminating; "
-                + "playpen-runner-amd64-51823: node \"node-c\" has no ExternalIP");
+                + "runner pod playpen-runner-amd64-51821 is Pending; "
+                + "runner pod playpen-runner-amd64-51822 is terminating; "
+                + "runner pod playpen/playpen-runner-amd64-51823 is on node node-c with no ExternalIP");
     }
 
     @Test
@@ -226,8 +231,8 @@ class CandidatesTest {
         }
         Candidates.Selection s = candidates.select(cmd, pods, EXTERNAL_IP);
         String message = Candidates.unavailableMessage(cmd, s);
-        assertThat(message).startsWith(UNUSABLE_RUNNERS + "playpen-runner-amd64-51820: terminating; ")
-                .endsWith("playpen-runner-amd64-51829: terminating; and 2 more")
+        assertThat(message).startsWith(UNUSABLE_RUNNERS + "runner pod playpen-runner-amd64-51820 is terminating; ")
+                .endsWith("runner pod playpen-runner-amd64-51829 is terminating; and 2 more")
                 .doesNotContain("51830").doesNotContain("51831");
         assertThat(message.split("; ")).hasSize(11);
     }
