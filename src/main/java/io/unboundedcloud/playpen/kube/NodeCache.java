@@ -18,7 +18,7 @@ public final class NodeCache implements AutoCloseable {
 
     public synchronized void start() {
         if (informer == null) {
-            informer = client.nodes().runnableInformer(0);
+            informer = Informers.keepRetrying(client.nodes().runnableInformer(0), "nodes");
             informer.start();
         }
     }

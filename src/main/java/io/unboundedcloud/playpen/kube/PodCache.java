@@ -76,7 +76,7 @@ public final class PodCache implements AutoCloseable {
         if (informer != null) {
             return;
         }
-        SharedIndexInformer<Pod> inf = client.pods().inNamespace(namespace).runnableInformer(0);
+        SharedIndexInformer<Pod> inf = Informers.keepRetrying(client.pods().inNamespace(namespace).runnableInformer(0), "pods");
         inf.addIndexers(Map.of(KEY_INDEX, pod -> {
             String h = ManagedPods.keyHash(pod);
             return h.isEmpty() ? List.of() : List.of(h);

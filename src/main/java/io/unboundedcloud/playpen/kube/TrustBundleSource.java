@@ -48,7 +48,8 @@ public final class TrustBundleSource implements Supplier<TrustBundle>, AutoClose
         if (informer != null) {
             return;
         }
-        informer = client.configMaps().inNamespace(NAMESPACE).withName(KubeApiCall.TRUST_CONFIGMAP_NAME).runnableInformer(0);
+        informer = Informers.keepRetrying(client.configMaps().inNamespace(NAMESPACE).withName(KubeApiCall.TRUST_CONFIGMAP_NAME)
+                .runnableInformer(0), "trust bundle ConfigMap");
         informer.addEventHandler(new ResourceEventHandler<>() {
             @Override
             public void onAdd(ConfigMap cm) {

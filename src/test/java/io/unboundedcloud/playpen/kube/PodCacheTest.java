@@ -98,4 +98,27 @@ class PodCacheTest {
             }
         }
     }
+
+    @Test
+    void aFailedFirstListIsRetriedUntilTheCacheSyncs() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+            // the API server refuses the informer's first LIST and WATCH (overload, RBAC not applied yet...)
+            cluster.forbidden = key -> key.startsWith("GET /api/v1/namespaces/playpen/pods")
+                    || key.startsWith("GET WATCH /api/v1/namespaces/playpen/pods");
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            pods.start();
+            try {
+                OperatorHarness.awaitTrue(() -> cluster.requestCount(k -> k.startsWith("GET /api/v1/namespaces/playpen/pods")) >= 1,
+                        Duration.ofSeconds(10), "the first LIST was refused");
+                assertThat(pods.isWatching()).isFalse();
+                cluster.forbidden = key -> false;
+                // fabric8's default gives up for good after a failed first LIST; the cache must recover by itself
+                OperatorHarness.awaitTrue(pods::isWatching, Duration.ofSeconds(30), "pod cache synced after the refusal ended");
+                assertThat(pods.get("playpen-runner-amd64-51820")).isPresent();
+            } finally {
+                pods.close();
+            }
+        }
+    }
 }
