@@ -68,24 +68,43 @@ public final class ClaimWriter {
      * @return true when the pod is deleted or already gone, false when it no longer belongs to the key
      */
     public boolean deleteIfClaimedBy(Pod pod, String keyHash) {
+        return delete(pod, keyHash) != Deletion.NOT_OURS;
+    }
+
+    /** What a conditional delete did. */
+    public enum Deletion {
+        /** this call deleted the pod */
+        DELETED,
+        /** the pod was already gone or being deleted: someone else's delete (the TTL timer's or the sweep's) */
+        GONE,
+        /** the pod now belongs to another key (or to none): left alone */
+        NOT_OURS
+    }
+
+    /** {@link #deleteIfClaimedBy} telling apart whose delete it was, so an expiry is counted once. */
+    public Deletion delete(Pod pod, String keyHash) {
         String ns = pod.getMetadata().getNamespace();
         String name = pod.getMetadata().getName();
         Pod current = pod;
         for (int attempt = 0; attempt < 3; attempt++) {
             if (current == null) {
-                return true;
+                return Deletion.GONE;
             }
             if (!keyHash.equals(ManagedPods.keyHash(current))) {
-                return false;
+                return Deletion.NOT_OURS;
+            }
+            if (attempt > 0 && ManagedPods.isTerminating(current)) {
+                return Deletion.GONE;
             }
             try {
                 calls.count(KubeApiCall.PODS_DELETE);
-                client.pods().inNamespace(ns).resource(current)
+                // fabric8 answers a delete of a missing pod with an empty list, not a 404 exception
+                var deleted = client.pods().inNamespace(ns).resource(current)
                         .lockResourceVersion(current.getMetadata().getResourceVersion()).delete();
-                return true;
+                return deleted == null || deleted.isEmpty() ? Deletion.GONE : Deletion.DELETED;
             } catch (KubernetesClientException e) {
                 if (e.getCode() == 404) {
-                    return true;
+                    return Deletion.GONE;
                 }
                 if (e.getCode() != 409) {
                     throw e;
@@ -93,6 +112,6 @@ public final class ClaimWriter {
             }
             current = read(ns, name);
         }
-        return false;
+        return Deletion.NOT_OURS;
     }
 }

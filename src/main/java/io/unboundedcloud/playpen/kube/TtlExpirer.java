@@ -139,21 +139,28 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
     }
 
     private boolean deleteIfExpired(Pod pod, Instant now) {
-        if (!leader.getAsBoolean() || !ManagedPods.isClaimed(pod) || !policy.isExpired(pod, now)) {
+        if (!leader.getAsBoolean() || !ManagedPods.isClaimed(pod) || ManagedPods.isTerminating(pod)
+                || !policy.isExpired(pod, now)) {
             return false;
         }
         String ns = pod.getMetadata().getNamespace();
         String name = pod.getMetadata().getName();
         String keyHash = ManagedPods.keyHash(pod);
+        ClaimWriter.Deletion outcome;
         try {
-            if (!writer.deleteIfClaimedBy(pod, keyHash)) {
-                return false;
-            }
+            outcome = writer.delete(pod, keyHash);
         } catch (RuntimeException e) {
             LOG.warn("ttl delete failed pod={}/{}: {}", ns, name, e.toString());
             return false;
         }
+        if (outcome == ClaimWriter.Deletion.NOT_OURS) {
+            return false;
+        }
         pods.observeDeleted(name);
+        if (outcome == ClaimWriter.Deletion.GONE) {
+            // the timer and the sweep can both reach one expired pod: only the delete that landed counts
+            return false;
+        }
         // lateness against the expiry instant; a claim without a usable claimed-at has none, so it is never late
         Instant deletedAt = clock.instant();
         Instant due = policy.expiresAt(pod).filter(at -> !at.equals(TtlPolicy.ALREADY_EXPIRED)).orElse(deletedAt);

@@ -41,4 +41,17 @@ class ClaimWriterTest {
             assertThat(writer.deleteIfClaimedBy(live, K1)).isFalse();
         }
     }
+
+    @Test
+    void aSecondDeleteOfTheSamePodIsReportedAsSomeoneElses() {
+        try (TestCluster cluster = TestCluster.start()) {
+            Pod claimed = cluster.create(TestCluster.readyRunner("amd64", 51821, "n").editMetadata()
+                    .addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, K1).endMetadata());
+            ClaimWriter writer = new ClaimWriter(cluster.client, Clock.systemUTC(), new ApiCallCounter());
+            // the TTL timer and the backstop sweep hold the same cached pod: one delete lands, the other finds it gone
+            assertThat(writer.delete(claimed, K1)).isEqualTo(ClaimWriter.Deletion.DELETED);
+            assertThat(writer.delete(claimed, K1)).isEqualTo(ClaimWriter.Deletion.GONE);
+            assertThat(writer.deleteIfClaimedBy(claimed, K1)).as("still 'gone' for dealloc's purposes").isTrue();
+        }
+    }
 }
