@@ -158,10 +158,21 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                 observers.forEach(o -> o.created(made));
                 return new Attempt(true, conflicts);
             } catch (KubernetesClientException e) {
-                expected.remove(name);
                 if (e.getCode() != 409) {
+                    if (!mayHaveLanded(e) || !existsAfterUnknownOutcome(name)) {
+                        expected.remove(name);
+                    }
                     throw e;
                 }
+                if (isPendingPoolPod(name)) {
+                    // our own earlier create landed though its answer was lost (fabric8 retries a POST answered
+                    // 500, and the retry meets the pod the first try wrote): it is this pool's pod, not a port
+                    // held by someone else. Moving on would create a second one; wait for the watch instead.
+                    LOG.info("pod={}/{} pool={} hostPort={} outcome=already-created", config.runnerNamespace(), name,
+                            planned.target().key(), port);
+                    return new Attempt(true, conflicts);
+                }
+                expected.remove(name);
             }
             used.add(port);
             OptionalInt next = ports.next(used, port);
@@ -174,6 +185,45 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         }
     }
 
+
+    /**
+     * Whether the pod behind an AlreadyExists is an unclaimed pool pod the cache has not shown yet: a managed pod,
+     * not claimed, not terminating. A claimed, terminating or foreign pod really holds the port: move on.
+     */
+    private boolean isPendingPoolPod(String name) {
+        try {
+            calls.count(KubeApiCall.PODS_GET);
+            Pod existing = client.pods().inNamespace(config.runnerNamespace()).withName(name).get();
+            return existing != null && ManagedPods.isManaged(existing) && !ManagedPods.isClaimed(existing)
+                    && !ManagedPods.isTerminating(existing);
+        } catch (RuntimeException e) {
+            return false;
+        }
+    }
+
+    /**
+     * A create that failed without a clear refusal (connection reset, timeout, 500/504) may have landed: the
+     * API server wrote the pod and the answer was lost. 4xx answers and 429/503 (API Priority and Fairness,
+     * overload) are refusals before the write.
+     */
+    private static boolean mayHaveLanded(KubernetesClientException e) {
+        int code = e.getCode();
+        return code <= 0 || code == 500 || code == 504;
+    }
+
+    /**
+     * After an unknown outcome, one read settles it: a pod that exists stays expected until the watch shows it
+     * (the next pass must not create it again under another hostPort), one that does not is forgotten. When the
+     * read fails too, the expectation stays and lapses after its TTL.
+     */
+    private boolean existsAfterUnknownOutcome(String name) {
+        try {
+            calls.count(KubeApiCall.PODS_GET);
+            return client.pods().inNamespace(config.runnerNamespace()).withName(name).get() != null;
+        } catch (RuntimeException e) {
+            return true;
+        }
+    }
 
     /** Asks for a pass soon (debounced): bursts of events coalesce into one pass. */
     public void requestRefill() {

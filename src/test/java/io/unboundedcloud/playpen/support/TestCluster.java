@@ -66,6 +66,8 @@ public final class TestCluster implements AutoCloseable {
      * roles do not grant. Counted like any other request. Replace it at any time (an RBAC fix while running).
      */
     public volatile Predicate<String> forbidden = key -> false;
+    /** Requests ("METHOD path") that reach the store and then get a 500: the write landed, its answer is lost. */
+    public volatile Predicate<String> failAfterWrite = key -> false;
 
     /** Told about each request as it reaches the mock API, before it is served (the benchmark timestamps creates and deletes). */
     @FunctionalInterface
@@ -86,6 +88,11 @@ public final class TestCluster implements AutoCloseable {
                 }
                 if (forbidden.test(key)) {
                     return forbiddenAnswer(key);
+                }
+                if (failAfterWrite.test(key)) {
+                    super.dispatch(request);
+                    return new MockResponse().setResponseCode(500).setBody(
+                            "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":500}");
                 }
                 return super.dispatch(request);
             }

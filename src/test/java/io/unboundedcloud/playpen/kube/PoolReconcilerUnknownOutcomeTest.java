@@ -1,0 +1,67 @@
+package io.unboundedcloud.playpen.kube;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import org.junit.jupiter.api.Test;
+
+import io.unboundedcloud.playpen.config.OperatorConfig;
+import io.unboundedcloud.playpen.model.Candidates;
+import io.unboundedcloud.playpen.model.PodTemplates;
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/**
+ * A pod CREATE whose answer is lost after the API server wrote it (found by the chaos suite's reset-after-write
+ * fault: the pool overshot its target). Neither the client's retry (AlreadyExists) nor the next pass, both before
+ * the watch shows the pod, may create it again under another hostPort.
+ */
+class PoolReconcilerUnknownOutcomeTest {
+
+    @Test
+    void aCreateThatLandedWithoutAnAnswerIsNotCreatedAgainUnderAnotherPort() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            OperatorConfig config = OperatorConfig.parse("--runner-amd64-count=1", "--runner-arm64-count=0");
+            Candidates candidates = new Candidates(config.runnerLabelSelector());
+            CountDownLatch release = new CountDownLatch(1);
+            Thread test = Thread.currentThread();
+            // the watch stalls on the first runner pod it sees, so the cache lags behind the API server
+            PodCache cache = new PodCache(cluster.client, TestCluster.NS, pod -> {
+                if (Thread.currentThread() != test && pod.getMetadata().getName().startsWith("playpen-runner-amd64-")) {
+                    try {
+                        release.await(30, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+                return candidates.idleKindKey(pod);
+            });
+            cache.start();
+            try {
+                OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(10), "cache synced");
+                PoolReconciler pool = new PoolReconciler(cluster.client, config, cache, new PodTemplates(config, Map.of()),
+                        () -> true, new ApiCallCounter());
+                AtomicBoolean once = new AtomicBoolean(true);
+                cluster.failAfterWrite = key -> key.equals("POST /api/v1/namespaces/playpen/pods") && once.getAndSet(false);
+                // fabric8 retries the POST answered 500; the retry meets the pod the first try wrote (AlreadyExists)
+                pool.reconcile();
+                assertThat(cluster.pods()).as("one pod, not a second one under the next hostPort").hasSize(1);
+                assertThat(cluster.pods().get(0).getMetadata().getName()).isEqualTo("playpen-runner-amd64-51820");
+
+                PoolReconciler.Result second = pool.reconcile();
+                assertThat(second.created()).isZero();
+                assertThat(cluster.pods()).as("the next pass waits for the watch instead of creating a second pod")
+                        .hasSize(1);
+                pool.close();
+            } finally {
+                release.countDown();
+                cache.close();
+            }
+        }
+    }
+}
