@@ -12,17 +12,12 @@ import java.net.URI;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.security.KeyStore;
-import java.security.cert.X509Certificate;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
-import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLSocket;
-import javax.net.ssl.TrustManager;
-import javax.net.ssl.X509TrustManager;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -58,29 +53,7 @@ class ConnectionBoundsRouteTest {
     }
 
     static SSLSocket tls(Pki.Issued clientCert) throws Exception {
-        KeyManagerFactory kmf = null;
-        if (clientCert != null) {
-            KeyStore ks = KeyStore.getInstance("PKCS12");
-            ks.load(null, null);
-            ks.setKeyEntry("c", clientCert.privateKey(), "pw".toCharArray(), new X509Certificate[] {clientCert.certificate()});
-            kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
-            kmf.init(ks, "pw".toCharArray());
-        }
-        SSLContext ctx = SSLContext.getInstance("TLS");
-        ctx.init(kmf == null ? null : kmf.getKeyManagers(), new TrustManager[] {new X509TrustManager() {
-            @Override
-            public void checkClientTrusted(X509Certificate[] c, String a) {
-            }
-
-            @Override
-            public void checkServerTrusted(X509Certificate[] c, String a) {
-            }
-
-            @Override
-            public X509Certificate[] getAcceptedIssuers() {
-                return new X509Certificate[0];
-            }
-        }}, null);
+        SSLContext ctx = OperatorHarness.sslContext(clientCert);
         SSLSocket s = (SSLSocket) ctx.getSocketFactory().createSocket("127.0.0.1", op.port);
         s.setSoTimeout(20_000);
         s.startHandshake();

@@ -15,9 +15,6 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.KeyStore;
-import java.security.SecureRandom;
-import java.security.cert.X509Certificate;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -33,16 +30,14 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLSocket;
-import javax.net.ssl.TrustManager;
-import javax.net.ssl.X509TrustManager;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.tls.Pki;
 
 /**
@@ -136,33 +131,12 @@ class ConnectionFloodIT {
     }
 
     static SSLContext tlsContext(boolean withFrontProxyCertificate) throws Exception {
-        KeyManagerFactory kmf = null;
-        if (withFrontProxyCertificate) {
-            Path dev = dir.resolve("dev");
-            X509Certificate cert = Pki.parseCertificates(Files.readString(dev.resolve("front-proxy-client.crt"))).get(0);
-            KeyStore ks = KeyStore.getInstance("PKCS12");
-            ks.load(null, null);
-            ks.setKeyEntry("c", Pki.parsePrivateKey(Files.readString(dev.resolve("front-proxy-client.key"))),
-                    "pw".toCharArray(), new X509Certificate[] {cert});
-            kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
-            kmf.init(ks, "pw".toCharArray());
+        if (!withFrontProxyCertificate) {
+            return OperatorHarness.sslContext(null, null);
         }
-        SSLContext ctx = SSLContext.getInstance("TLS");
-        ctx.init(kmf == null ? null : kmf.getKeyManagers(), new TrustManager[] {new X509TrustManager() {
-            @Override
-            public void checkClientTrusted(X509Certificate[] c, String a) {
-            }
-
-            @Override
-            public void checkServerTrusted(X509Certificate[] c, String a) {
-            }
-
-            @Override
-            public X509Certificate[] getAcceptedIssuers() {
-                return new X509Certificate[0];
-            }
-        }}, new SecureRandom());
-        return ctx;
+        Path dev = dir.resolve("dev");
+        return OperatorHarness.sslContext(Pki.parsePrivateKey(Files.readString(dev.resolve("front-proxy-client.key"))),
+                Pki.parseCertificates(Files.readString(dev.resolve("front-proxy-client.crt"))).get(0));
     }
 
     /** GET as the aggregator would (front-proxy certificate); the status code, or -1 when it failed. */

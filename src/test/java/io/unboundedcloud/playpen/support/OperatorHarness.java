@@ -86,12 +86,22 @@ public final class OperatorHarness implements AutoCloseable {
 
     /** An HTTP client presenting {@code cert} (null = no client certificate); trusts any server. */
     public static HttpClient client(Pki.Issued cert) throws Exception {
-        SSLContext ctx = SSLContext.getInstance("TLS");
+        return HttpClient.newBuilder().sslContext(sslContext(cert)).version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(Duration.ofSeconds(30)).build();
+    }
+
+    /** A TLS context presenting {@code cert} (null = no client certificate) that trusts any server. */
+    public static SSLContext sslContext(Pki.Issued cert) throws Exception {
+        return cert == null ? sslContext(null, null) : sslContext(cert.privateKey(), cert.certificate());
+    }
+
+    /** A TLS context presenting that key and certificate (null = none) that trusts any server. */
+    public static SSLContext sslContext(java.security.PrivateKey key, X509Certificate cert) throws Exception {
         KeyManagerFactory kmf = null;
         if (cert != null) {
             KeyStore ks = KeyStore.getInstance("PKCS12");
             ks.load(null, null);
-            ks.setKeyEntry("c", cert.privateKey(), "pw".toCharArray(), new X509Certificate[] {cert.certificate()});
+            ks.setKeyEntry("c", key, "pw".toCharArray(), new X509Certificate[] {cert});
             kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
             kmf.init(ks, "pw".toCharArray());
         }
@@ -109,9 +119,9 @@ public final class OperatorHarness implements AutoCloseable {
                 return new X509Certificate[0];
             }
         };
+        SSLContext ctx = SSLContext.getInstance("TLS");
         ctx.init(kmf == null ? null : kmf.getKeyManagers(), new TrustManager[] {trustAll}, new SecureRandom());
-        return HttpClient.newBuilder().sslContext(ctx).version(HttpClient.Version.HTTP_1_1)
-                .connectTimeout(Duration.ofSeconds(30)).build();
+        return ctx;
     }
 
     /** The default front-proxy client, as kube-apiserver would call with it. */
