@@ -62,7 +62,7 @@ import io.unboundedcloud.playpen.tls.Pki;
  * Stands in for kube-apiserver's aggregation layer in front of kubectl: authenticates users by client certificate
  * (CN = user, O = groups), forwards {@code /apis/playpen.unbounded-cloud.io…} to the operator over HTTPS with the
  * front-proxy client certificate and {@code X-Remote-User}/{@code X-Remote-Group}, and everything else to the simulated
- * API server. Like a Service, it spreads requests over the operator replicas whose {@code /readyz} answers 200 and
+ * API server. Like a Service, it spreads requests over the operator replicas whose {@code /readyz} answers 2xx (204 today) and
  * skips dead ones. Watches are not supported (plain request/response only).
  */
 final class AggregatorShim implements AutoCloseable {
@@ -155,7 +155,7 @@ final class AggregatorShim implements AutoCloseable {
         }
     }
 
-    /** GET /readyz on every candidate, in parallel; the ready set becomes those that answered 200. */
+    /** GET /readyz on every candidate, in parallel; the ready set becomes those that answered 2xx. */
     private synchronized List<URI> probe() {
         OperatorClient oc = operatorClient(registration.get());
         if (oc == null) {
@@ -168,7 +168,7 @@ final class AggregatorShim implements AutoCloseable {
             HttpRequest probe = HttpRequest.newBuilder(URI.create(base(r) + "/readyz")).timeout(Duration.ofSeconds(2))
                     .GET().build();
             answers.add(oc.client().sendAsync(probe, HttpResponse.BodyHandlers.discarding())
-                    .thenApply(resp -> resp.statusCode() == 200).exceptionally(e -> false));
+                    .thenApply(resp -> resp.statusCode() >= 200 && resp.statusCode() < 300).exceptionally(e -> false));
         }
         List<URI> now = new ArrayList<>();
         for (int i = 0; i < candidates.size(); i++) {

@@ -386,7 +386,7 @@ public final class DevCluster implements AutoCloseable {
         return all;
     }
 
-    /** The replicas whose {@code /readyz} answered 200 at the shim's last probe (kubectl reaches only these). */
+    /** The replicas whose {@code /readyz} answered 2xx at the shim's last probe (kubectl reaches only these). */
     public List<URI> readyReplicas() {
         return shim.readyReplicas();
     }

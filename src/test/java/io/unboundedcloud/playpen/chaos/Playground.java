@@ -166,7 +166,7 @@ public final class Playground implements AutoCloseable {
         }
         try {
             return anonymous.send(HttpRequest.newBuilder(URI.create("https://127.0.0.1:" + r.port + "/readyz"))
-                    .timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.discarding()).statusCode() == 200;
+                    .timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.discarding()).statusCode() / 100 == 2;
         } catch (IOException e) {
             return false;
         } catch (InterruptedException e) {

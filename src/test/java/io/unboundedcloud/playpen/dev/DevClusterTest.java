@@ -156,13 +156,13 @@ class DevClusterTest {
         }
     }
 
-    /** The shim's readiness probe, answered 200 like a ready operator (and not recorded as a request). */
+    /** The shim's readiness probe, answered 204 like a ready operator (not recorded as a request). */
     static boolean answeredReadyz(HttpExchange ex) throws IOException {
         if (!ex.getRequestURI().getPath().equals("/readyz")) {
             return false;
         }
         ex.getRequestBody().readAllBytes();
-        ex.sendResponseHeaders(200, -1);
+        ex.sendResponseHeaders(204, -1);
         ex.close();
         return true;
     }
