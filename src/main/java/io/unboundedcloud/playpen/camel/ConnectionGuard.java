@@ -56,6 +56,8 @@ import io.unboundedcloud.playpen.auth.FrontProxyAuthenticator;
  */
 public final class ConnectionGuard extends ChannelHandlerAdapter implements ChannelHandlerFactory {
     private static final Logger LOG = LoggerFactory.getLogger(ConnectionGuard.class);
+    /** How long a refused connection keeps draining its request before it is closed. */
+    static final long LINGER_MILLIS = 1000;
 
     /**
      * The bounds. {@code maxConnections} caps every open connection (new ones beyond it are closed at once);
@@ -379,11 +381,14 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
             for (Map.Entry<String, String> h : e.headers().entrySet()) {
                 response.headers().set(h.getKey(), h.getValue());
             }
-            // from the tail of the pipeline, so the response passes the HTTP encoder; the rest of the request is
-            // never read
+            // from the tail of the pipeline, so the response passes the HTTP encoder. The rest of the request is
+            // drained unbuffered (channelRead releases everything once closing) for a short linger before the close:
+            // closing with unread bytes makes TCP send a reset, and a client still sending its body would lose the
+            // answer (a 413 or 403 given from the head alone)
             Channel ch = ctxRef.channel();
-            ch.config().setAutoRead(false);
-            ch.writeAndFlush(response).addListener(ChannelFutureListener.CLOSE);
+            ch.writeAndFlush(response).addListener(f -> ch.eventLoop().schedule(() -> {
+                ch.close();
+            }, LINGER_MILLIS, TimeUnit.MILLISECONDS));
         }
 
         private ChannelHandlerContext ctxRef;

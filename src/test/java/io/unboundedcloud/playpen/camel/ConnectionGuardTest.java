@@ -104,7 +104,7 @@ class ConnectionGuardTest {
                 .contains("\"code\":403").contains("\"message\":\"forbidden\"");
         // answered from the head alone: the body was never sent, read or buffered, and the connection is closed
         assertThat(sink.seen).isEmpty();
-        assertThat(ch.isOpen()).isFalse();
+        assertThat(closedAfterLinger(ch)).isTrue();
     }
 
     @Test
@@ -115,7 +115,7 @@ class ConnectionGuardTest {
         String r = response(ch);
         assertThat(r).startsWith("HTTP/1.1 431 ").contains("\"code\":431").contains("\"kind\":\"Status\"");
         assertThat(sink.seen).isEmpty();
-        assertThat(ch.isOpen()).isFalse();
+        assertThat(closedAfterLinger(ch)).isTrue();
     }
 
     @Test
@@ -125,7 +125,7 @@ class ConnectionGuardTest {
         send(ch, "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n");
         assertThat(response(ch)).startsWith("HTTP/1.1 413 ").contains("\"code\":413")
                 .contains("request body is larger than 4096 bytes");
-        assertThat(ch.isOpen()).isFalse();
+        assertThat(closedAfterLinger(ch)).isTrue();
 
         // chunked: counted as it arrives, refused once over the budget
         Sink sink2 = new Sink();
@@ -135,7 +135,7 @@ class ConnectionGuardTest {
         assertThat(response(ch2)).isEmpty();
         send(ch2, "10\r\n" + "a".repeat(16) + "\r\n");
         assertThat(response(ch2)).startsWith("HTTP/1.1 413 ");
-        assertThat(ch2.isOpen()).isFalse();
+        assertThat(closedAfterLinger(ch2)).isTrue();
     }
 
     @Test
@@ -223,5 +223,12 @@ class ConnectionGuardTest {
         x.close();
         assertThat(total.openConnections()).isEqualTo(1);
         assertThat(channel(total, new Sink()).isOpen()).isTrue();
+    }
+
+    /** A refused connection drains for {@link ConnectionGuard#LINGER_MILLIS}, then closes. */
+    static boolean closedAfterLinger(EmbeddedChannel ch) {
+        ch.advanceTimeBy(ConnectionGuard.LINGER_MILLIS, TimeUnit.MILLISECONDS);
+        ch.runScheduledPendingTasks();
+        return !ch.isOpen();
     }
 }
