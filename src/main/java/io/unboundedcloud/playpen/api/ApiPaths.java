@@ -19,11 +19,21 @@ public final class ApiPaths {
     /** The reference's text for a wrong method (its handlers call http.Error with it). */
     public static final String METHOD_NOT_ALLOWED = "method not allowed";
     public static final String MALFORMED = "malformed request path: invalid URL escape";
+    public static final String OPENAPI_V2_PATH = "/openapi/v2";
+    public static final String OPENAPI_V3_PATH = "/openapi/v3";
+    public static final String OPENAPI_V3_GROUP_PATH = OPENAPI_V3_PATH + "/apis/" + PlaypenKeys.GROUP_VERSION;
+    /** Allow on the allocs collection: POST (the reference's alloc) and GET (list, ours). */
+    public static final String ALLOCS_ALLOW = "GET, POST";
+    /** Allow on one allocation. */
+    public static final String ALLOC_ITEM_ALLOW = "DELETE, GET";
 
     /** The flows behind the HTTPS listener; {@code authenticated} ones need a trusted front-proxy certificate. */
     public enum Flow {
         HEALTHZ(false, null), READYZ(false, null), DISCOVERY_GROUP(true, "GET"), DISCOVERY_VERSION(true, "GET"),
-        ALLOC(true, "POST"), DEALLOC(true, "POST");
+        ALLOC(true, "POST"), DEALLOC(true, "POST"),
+        // ours only: allocations as a kubectl resource, and the OpenAPI documents the aggregator merges
+        ALLOCS_LIST(true, "GET"), ALLOCS_GET(true, "GET"), ALLOCS_DELETE(true, "DELETE"),
+        OPENAPI_V2(true, "GET"), OPENAPI_V3(true, "GET"), OPENAPI_V3_GROUP(true, "GET");
 
         private final boolean authenticated;
         private final String method;
@@ -42,6 +52,11 @@ public final class ApiPaths {
             return this == ALLOC || this == DEALLOC;
         }
 
+        /** Flows that act for a user (X-Remote-User required): alloc, dealloc and the allocs reads and delete. */
+        public boolean forUser() {
+            return mutating() || this == ALLOCS_LIST || this == ALLOCS_GET || this == ALLOCS_DELETE;
+        }
+
         /** The one method served, or null when any method is (the probes answer whatever is asked). */
         public String method() {
             return method;
@@ -58,7 +73,23 @@ public final class ApiPaths {
      * elsewhere. The method is checked here, before any authentication, as the reference's handlers do.
      */
     public static Flow route(String method, String rawTarget) {
-        Flow flow = flow(path(rawTarget));
+        String path = path(rawTarget);
+        if (path.equals(ALLOCS_PATH) && "GET".equals(method)) {
+            return Flow.ALLOCS_LIST;
+        }
+        if (path.startsWith(ALLOCS_PATH + "/") && path.indexOf('/', ALLOCS_PATH.length() + 1) < 0) {
+            if ("GET".equals(method)) {
+                return Flow.ALLOCS_GET;
+            }
+            if ("DELETE".equals(method)) {
+                return Flow.ALLOCS_DELETE;
+            }
+            throw ApiException.methodNotAllowed(METHOD_NOT_ALLOWED, ALLOC_ITEM_ALLOW);
+        }
+        Flow flow = flow(path);
+        if (flow == Flow.ALLOC && !flow.method().equals(method)) {
+            throw ApiException.methodNotAllowed(METHOD_NOT_ALLOWED, ALLOCS_ALLOW);
+        }
         if (flow.method() != null && !flow.method().equals(method)) {
             // HEAD is not GET here either: the reference's discovery handlers compare the method exactly
             throw ApiException.methodNotAllowed(METHOD_NOT_ALLOWED, flow.method());
@@ -74,8 +105,30 @@ public final class ApiPaths {
             case VERSION_PATH: return Flow.DISCOVERY_VERSION;
             case ALLOCS_PATH: return Flow.ALLOC;
             case DEALLOCS_PATH: return Flow.DEALLOC;
+            case OPENAPI_V2_PATH: return Flow.OPENAPI_V2;
+            case OPENAPI_V3_PATH: return Flow.OPENAPI_V3;
+            case OPENAPI_V3_GROUP_PATH: return Flow.OPENAPI_V3_GROUP;
             default: throw ApiException.notFound(NOT_FOUND);
         }
+    }
+
+    /** The allocation name of {@code .../allocs/<name>} (percent-decoded), or null for any other target. */
+    public static String allocName(String rawTarget) {
+        String path = path(rawTarget);
+        return path.startsWith(ALLOCS_PATH + "/") ? path.substring(ALLOCS_PATH.length() + 1) : null;
+    }
+
+    /** The raw query string of a request target ("" when none); the fragment is dropped. */
+    public static String rawQuery(String rawTarget) {
+        if (rawTarget == null) {
+            return "";
+        }
+        int q = rawTarget.indexOf('?');
+        if (q < 0) {
+            return "";
+        }
+        int hash = rawTarget.indexOf('#', q);
+        return hash < 0 ? rawTarget.substring(q + 1) : rawTarget.substring(q + 1, hash);
     }
 
     /** The decoded path when every segment is a plain name; 404 for anything a clean, exact path cannot be. */

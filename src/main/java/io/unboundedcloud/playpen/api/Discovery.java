@@ -22,13 +22,25 @@ public final class Discovery {
             "kind", "APIResourceList",
             "apiVersion", "v1",
             "groupVersion", PlaypenKeys.GROUP_VERSION,
-            "resources", List.of(resource("allocs", "alloc", "Alloc"), resource("deallocs", "dealloc", "Dealloc")))));
+            "resources", List.of(allocs(), resource("deallocs", "dealloc", "Dealloc")))));
 
     private Discovery() {
     }
 
     private static Map<String, Object> groupVersion() {
         return sorted(Map.of("groupVersion", PlaypenKeys.GROUP_VERSION, "version", PlaypenKeys.VERSION));
+    }
+
+    /**
+     * allocs: the reference's create plus get, list and delete (ours), with kubectl's short name and category;
+     * the reference's keys stay, the new ones sort in among them.
+     */
+    private static Map<String, Object> allocs() {
+        Map<String, Object> r = resource("allocs", "alloc", "Alloc");
+        r.put("verbs", List.of("create", "delete", "get", "list"));
+        r.put("shortNames", List.of("alloc"));
+        r.put("categories", List.of("playpen"));
+        return r;
     }
 
     private static Map<String, Object> resource(String name, String singular, String kind) {

@@ -17,6 +17,7 @@ import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.AllocRequestParser;
 import io.unboundedcloud.playpen.model.AllocResponses;
 import io.unboundedcloud.playpen.model.GoStrings;
+import io.unboundedcloud.playpen.model.Hashes;
 
 /** Thin adapters between the HTTP routes and the domain beans: bind exchange parts, return domain values. */
 public final class ApiFlows {
@@ -53,8 +54,9 @@ public final class ApiFlows {
         return parser.parseAlloc(body, key);
     }
 
-    public Allocator.Allocation allocate(AllocCommand cmd) {
-        return allocator.allocate(cmd);
+    /** Claims for the caller: the claim records the hash of their user name (owner) and counts against their quota. */
+    public Allocator.Allocation allocate(@Body AllocCommand cmd, @ExchangeProperty(FrontDoor.IDENTITY) Identity who) {
+        return allocator.allocate(cmd, who == null ? null : Hashes.ownerHash(who.user()));
     }
 
     public HttpReply allocated(Allocator.Allocation allocation) {

@@ -31,6 +31,8 @@ import io.unboundedcloud.playpen.auth.Identity;
 public final class FrontDoor {
     public static final String FLOW = "playpenFlow";
     public static final String IDENTITY = "playpenIdentity";
+    /** The request target as sent (path and query), for flows that read their own parameters. */
+    public static final String TARGET = "playpenTarget";
     private static final String EXTRA_PREFIX = "x-remote-extra-";
 
     private final FrontProxyAuthenticator authenticator;
@@ -42,12 +44,14 @@ public final class FrontDoor {
     public void admit(Exchange exchange) {
         Message in = exchange.getMessage();
         String method = in.getHeader(Exchange.HTTP_METHOD, String.class);
-        ApiPaths.Flow flow = ApiPaths.route(method, rawTarget(in));
+        String target = rawTarget(in);
+        ApiPaths.Flow flow = ApiPaths.route(method, target);
         exchange.setProperty(FLOW, flow.name().toLowerCase(Locale.ROOT));
+        exchange.setProperty(TARGET, target);
         if (flow.authenticated()) {
             authenticator.verifyPeer(peerChain(in));
         }
-        if (flow.mutating()) {
+        if (flow.forUser()) {
             exchange.setProperty(IDENTITY, identity(in));
         }
     }

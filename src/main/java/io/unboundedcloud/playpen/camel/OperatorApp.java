@@ -118,7 +118,7 @@ public final class OperatorApp implements AutoCloseable {
         AccessReviewer reviewer = new AccessReviewer(client, config.sarAllowedTtl(), config.sarDeniedTtl(),
                 config.retryAfterSeconds(), calls);
         allocator = new Allocator(pods, nodes, writer,
-                candidates, config.retryAfterSeconds());
+                candidates, config.retryAfterSeconds(), config.maxAllocsPerUser());
         ApiFlows flows = new ApiFlows(reviewer, new AllocRequestParser(config.controlPlaneVersions()), allocator,
                 new AllocResponses(config.network(), config.redfishBaseUrl(), config.retryAfterSeconds()), this::ready, config.retryAfterSeconds());
         allocator.addObserver(observed);
@@ -157,6 +157,8 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("connectionGuard", connections);
         main.bind("frontDoor", new FrontDoor(authenticator));
         main.bind("apiFlows", flows);
+        main.bind("allocsApi", new AllocsApi(reviewer, pods, nodes, clock, config.playpenTtl(),
+                config.retryAfterSeconds()));
         main.bind("replyWriter", new ReplyWriter(config.retryAfterSeconds(), metrics));
         main.bind("trustBundles", trust);
         main.bind("leaderOnly", leaderRoutes);

@@ -82,7 +82,8 @@ public enum Flag {
     DEV_OPERATORS("dev-operators", "1", "--dev: operators run inside the dev process: 1, or 0 for the simulated cluster alone"),
     DEV_OPERATOR_ADDRS("dev-operator-addrs", "",
             "--dev: more operator replicas behind the aggregator stand-in, comma-separated host:port or host:port-port"
-                    + " (with --dev-operators=0 the default is 127.0.0.1:9441-9448)");
+                    + " (with --dev-operators=0 the default is 127.0.0.1:9441-9448)"),
+    MAX_ALLOCS_PER_USER("max-allocs-per-user", "0", "allocations one user may hold at once (owner counted from the pods' owner-hash annotation); a new one beyond it is 429 with Retry-After; 0 = unlimited");
 
     private final String flagName;
     private final String defaultValue;

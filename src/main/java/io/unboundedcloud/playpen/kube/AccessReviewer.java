@@ -28,12 +28,19 @@ public final class AccessReviewer {
     private record Decision(boolean allowed, String reason, long untilNanos) {
     }
 
+    /** What a decision is about: the user, the verb and the subresource ("" = allocs itself). */
+    private record Question(Identity who, String verb, String subresource) {
+    }
+
+    /** The subresource whose verbs grant the same verb on every user's allocations (playpen-admin). */
+    public static final String ALL_USERS = "all";
+
     private final KubernetesClient client;
     private final long allowedNanos;
     private final long deniedNanos;
     private final int retryAfterSeconds;
     private final ApiCallCounter calls;
-    private final Map<Identity, Decision> cache = new ConcurrentHashMap<>();
+    private final Map<Question, Decision> cache = new ConcurrentHashMap<>();
     private final LongAdder hits = new LongAdder();
     private final LongAdder misses = new LongAdder();
 
@@ -48,29 +55,52 @@ public final class AccessReviewer {
 
     /** Throws 403 when the user may not create allocs. */
     public void authorize(Identity who) {
+        authorize(who, "create");
+    }
+
+    /** Throws 403 when the user may not {@code verb} allocs (their own; the owner check is the caller's). */
+    public void authorize(Identity who, String verb) {
+        Decision d = decide(new Question(who, verb, ""));
+        if (!d.allowed()) {
+            String why = d.reason() == null || d.reason().isBlank() ? "" : ": " + d.reason();
+            throw ApiException.forbidden("allocs." + PlaypenKeys.GROUP + " is forbidden: User \"" + who.user()
+                    + "\" cannot " + verb + " resource \"allocs\" in API group \"" + PlaypenKeys.GROUP + "\"" + why);
+        }
+    }
+
+    /**
+     * True when RBAC grants {@code verb} on {@code allocs/all}: the caller acts on every user's allocations, not
+     * only their own. A failed review counts as no (the caller then sees only their own).
+     */
+    public boolean allowedForAllUsers(Identity who, String verb) {
+        try {
+            return decide(new Question(who, verb, ALL_USERS)).allowed();
+        } catch (ApiException e) {
+            return false;
+        }
+    }
+
+    private Decision decide(Question q) {
         long now = System.nanoTime();
-        Decision d = cache.get(who);
+        Decision d = cache.get(q);
         if (d != null && now - d.untilNanos() < 0) {
             hits.increment();
         } else {
             misses.increment();
-            d = review(who, now);
+            d = review(q, now);
             long ttl = d.allowed() ? allowedNanos : deniedNanos;
             if (ttl > 0) {
                 if (cache.size() > 10_000) {
                     cache.clear();
                 }
-                cache.put(who, new Decision(d.allowed(), d.reason(), now + ttl));
+                cache.put(q, new Decision(d.allowed(), d.reason(), now + ttl));
             }
         }
-        if (!d.allowed()) {
-            String why = d.reason() == null || d.reason().isBlank() ? "" : ": " + d.reason();
-            throw ApiException.forbidden("allocs." + PlaypenKeys.GROUP + " is forbidden: User \"" + who.user()
-                    + "\" cannot create resource \"allocs\" in API group \"" + PlaypenKeys.GROUP + "\"" + why);
-        }
+        return d;
     }
 
-    private Decision review(Identity who, long now) {
+    private Decision review(Question q, long now) {
+        Identity who = q.who();
         SubjectAccessReview sar = new SubjectAccessReviewBuilder()
                 .withNewSpec()
                 .withUser(who.user())
@@ -79,7 +109,8 @@ public final class AccessReviewer {
                 .withExtra(who.extra().isEmpty() ? null : new TreeMap<String, List<String>>(who.extra()))
                 .withResourceAttributes(new ResourceAttributesBuilder()
                         .withGroup(PlaypenKeys.GROUP).withVersion(PlaypenKeys.VERSION)
-                        .withResource("allocs").withVerb("create").build())
+                        .withResource("allocs").withSubresource(q.subresource().isEmpty() ? null : q.subresource())
+                        .withVerb(q.verb()).build())
                 .endSpec()
                 .build();
         SubjectAccessReview answer;

@@ -46,10 +46,23 @@ public final class Allocator {
     private final ClaimWriter writer;
     private final Candidates candidates;
     private final int retryAfterSeconds;
+    private final int maxPerOwner;
+    /** Per-owner critical sections (striped) so one replica's count-then-claim never admits two at once. */
+    private final Object[] ownerStripes = new Object[64];
     private final Map<String, CompletableFuture<Allocation>> inFlight = new ConcurrentHashMap<>();
     private final java.util.List<Observer> observers = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     public Allocator(PodCache pods, NodeCache nodes, ClaimWriter writer, Candidates candidates, int retryAfterSeconds) {
+        this(pods, nodes, writer, candidates, retryAfterSeconds, 0);
+    }
+
+    /** {@code maxPerOwner}: allocations one owner may hold at once (--max-allocs-per-user); 0 = unlimited. */
+    public Allocator(PodCache pods, NodeCache nodes, ClaimWriter writer, Candidates candidates, int retryAfterSeconds,
+            int maxPerOwner) {
+        this.maxPerOwner = maxPerOwner;
+        for (int i = 0; i < ownerStripes.length; i++) {
+            ownerStripes[i] = new Object();
+        }
         this.pods = pods;
         this.nodes = nodes;
         this.writer = writer;
@@ -63,14 +76,22 @@ public final class Allocator {
 
     /** Allocates for a validated command; concurrent calls with one key share one outcome. */
     public Allocation allocate(AllocCommand cmd) {
+        return allocate(cmd, null);
+    }
+
+    /**
+     * Allocates for {@code ownerHash} (null: no owner recorded, no quota): the claim carries the owner annotation,
+     * and a new claim beyond {@code maxPerOwner} is 429 (a replay of an existing claim never counts).
+     */
+    public Allocation allocate(AllocCommand cmd, String ownerHash) {
         requireSynced();
         CompletableFuture<Allocation> mine = new CompletableFuture<>();
         CompletableFuture<Allocation> running = inFlight.putIfAbsent(cmd.keyHash(), mine);
         if (running != null) {
-            return join(running, cmd);
+            return join(running, cmd, ownerHash);
         }
         try {
-            Allocation a = doAllocate(cmd);
+            Allocation a = doAllocate(cmd, ownerHash);
             mine.complete(a);
             if (!a.replay()) {
                 for (Observer o : observers) {
@@ -86,14 +107,14 @@ public final class Allocator {
         }
     }
 
-    private Allocation join(CompletableFuture<Allocation> running, AllocCommand cmd) {
+    private Allocation join(CompletableFuture<Allocation> running, AllocCommand cmd, String ownerHash) {
         Allocation first;
         try {
             first = running.join();
         } catch (CompletionException e) {
             if (e.getCause() instanceof ApiException api && api.code() == 409) {
                 // the owner's request conflicted with the existing claim; ours may be the matching one
-                return doAllocate(cmd);
+                return doAllocate(cmd, ownerHash);
             }
             if (e.getCause() instanceof RuntimeException re) {
                 throw re;
@@ -104,7 +125,7 @@ public final class Allocator {
         return replayOrConflict(first.pod(), cmd);
     }
 
-    private Allocation doAllocate(AllocCommand cmd) {
+    private Allocation doAllocate(AllocCommand cmd, String ownerHash) {
         // one consistent read: a claim landing between a "claimed by this key?" read and an "idle?" read would be
         // in neither answer, and the walk would claim a second pod for the key
         PodCache.ClaimView view = pods.claimView(cmd.keyHash(), Candidates.idleKindKey(cmd));
@@ -113,12 +134,39 @@ public final class Allocator {
             // replays the same one: the earliest claim, then the lowest name
             return replayOrConflict(view.claimed().stream().min(CLAIM_ORDER).orElseThrow(), cmd);
         }
+        if (maxPerOwner > 0 && ownerHash != null) {
+            // count and claim under the owner's lock: this replica's own claims are in the cache's overlay at once,
+            // so its next count includes them; other replicas' claims count once their watch delivers them
+            synchronized (ownerStripes[Math.floorMod(ownerHash.hashCode(), ownerStripes.length)]) {
+                long held = ownedBy(ownerHash);
+                if (held >= maxPerOwner) {
+                    LOG.info("refused key={} outcome=quota-exceeded held={} max={}", cmd.keyHashPrefix(), held,
+                            maxPerOwner);
+                    throw new ApiException(429, "TooManyRequests", "allocation quota exceeded: you hold " + held
+                            + " of at most " + maxPerOwner + " allocations (--max-allocs-per-user); deallocate one"
+                            + " first", Map.of("Retry-After", String.valueOf(retryAfterSeconds)));
+                }
+                return walk(cmd, view, ownerHash);
+            }
+        }
+        return walk(cmd, view, ownerHash);
+    }
+
+    /** Live claims (not being deleted) recorded with this owner hash, as this process sees the cluster now. */
+    public long ownedBy(String ownerHash) {
+        return pods.pods().stream()
+                .filter(p -> ownerHash.equals(ManagedPods.annotations(p).get(PlaypenKeys.OWNER_HASH)))
+                .filter(p -> ManagedPods.isClaimed(p) && !ManagedPods.isTerminating(p))
+                .count();
+    }
+
+    private Allocation walk(AllocCommand cmd, PodCache.ClaimView view, String ownerHash) {
         // replicas share the order, so a same-key race ends in a 409 on the winner's pod and a replay; what they do
         // not always share is the idle set: a pod that became idle within one replica's watch lag can be first for
         // one replica and unseen by the other (closing that would need a second, per-key write)
         Candidates.Walk walk = candidates.walk(cmd, view.idle(), nodes::externalIp);
         for (Optional<Candidates.Usable> u = walk.next(); u.isPresent(); u = walk.next()) {
-            Optional<Allocation> a = tryClaim(u.get(), cmd);
+            Optional<Allocation> a = tryClaim(u.get(), cmd, ownerHash);
             if (a.isPresent()) {
                 return a.get();
             }
@@ -128,14 +176,14 @@ public final class Allocator {
                 candidates.select(cmd, pods.pods(), nodes::externalIp)), retryAfterSeconds);
     }
 
-    private Optional<Allocation> tryClaim(Candidates.Usable u, AllocCommand cmd) {
+    private Optional<Allocation> tryClaim(Candidates.Usable u, AllocCommand cmd, String ownerHash) {
         String ns = u.pod().getMetadata().getNamespace();
         String name = u.pod().getMetadata().getName();
         Pod current = u.pod();
         String rv = current.getMetadata().getResourceVersion();
         for (int attempt = 0; attempt < SAME_POD_RETRIES; attempt++) {
             try {
-                Pod claimed = writer.claim(current, rv, cmd);
+                Pod claimed = writer.claim(current, rv, cmd, ownerHash);
                 pods.observe(claimed);
                 LOG.info("claimed pod={}/{} key={} outcome=allocated", ns, name, cmd.keyHashPrefix());
                 return Optional.of(new Allocation(claimed, u.externalIp(), false));

@@ -35,18 +35,31 @@ public final class ClaimWriter {
      * means it changed. The pod is handed to fabric8 so it patches straight away instead of GETting it first.
      */
     public Pod claim(Pod pod, String resourceVersion, AllocCommand cmd) {
+        return claim(pod, resourceVersion, cmd, null);
+    }
+
+    /** {@link #claim(Pod, String, AllocCommand)} recording the owner hash (null: none) in the same single write. */
+    public Pod claim(Pod pod, String resourceVersion, AllocCommand cmd, String ownerHash) {
         calls.count(KubeApiCall.PODS_PATCH);
         String ns = pod.getMetadata().getNamespace();
         String name = pod.getMetadata().getName();
-        return client.pods().inNamespace(ns).resource(pod).patch(MERGE, claimPatch(ns, name, resourceVersion, cmd));
+        return client.pods().inNamespace(ns).resource(pod)
+                .patch(MERGE, claimPatch(ns, name, resourceVersion, cmd, ownerHash));
     }
 
     String claimPatch(String namespace, String name, String resourceVersion, AllocCommand cmd) {
+        return claimPatch(namespace, name, resourceVersion, cmd, null);
+    }
+
+    String claimPatch(String namespace, String name, String resourceVersion, AllocCommand cmd, String ownerHash) {
         Map<String, Object> annotations = new LinkedHashMap<>();
         annotations.put(PlaypenKeys.IDEMPOTENCY_KEY_HASH, cmd.keyHash());
         annotations.put(PlaypenKeys.REQUEST_HASH, cmd.requestHash());
         annotations.put(PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY, cmd.wireGuardPublicKey());
         annotations.put(PlaypenKeys.CLAIMED_AT, TtlPolicy.formatClaimedAt(clock.instant()));
+        if (ownerHash != null) {
+            annotations.put(PlaypenKeys.OWNER_HASH, ownerHash);
+        }
         Map<String, Object> metadata = new LinkedHashMap<>();
         metadata.put("resourceVersion", resourceVersion);
         metadata.put("labels", Map.of(PlaypenKeys.ALLOCATED, Hashes.allocationId(namespace, name)));

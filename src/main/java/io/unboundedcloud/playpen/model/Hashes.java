@@ -25,6 +25,11 @@ public final class Hashes {
         return sha256Hex(resourceType + "\n" + kubernetesVersion + "\n" + wireGuardPublicKey + "\n" + architecture);
     }
 
+    /** hex(sha256(user name)): who made a claim, without writing the name on the pod. */
+    public static String ownerHash(String user) {
+        return sha256Hex(user);
+    }
+
     /** First 16 hex chars of sha256(namespace/podName). */
     public static String allocationId(String namespace, String podName) {
         return sha256Hex(namespace + "/" + podName).substring(0, 16);

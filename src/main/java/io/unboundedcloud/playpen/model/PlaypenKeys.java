@@ -14,6 +14,8 @@ public final class PlaypenKeys {
     public static final String REDFISH_CERT_PEM = P + "redfish-cert-pem";
     public static final String IDEMPOTENCY_KEY_HASH = P + "idempotency-key-hash";
     public static final String REQUEST_HASH = P + "request-hash";
+    /** hex(sha256(user name)) of the user who made the claim (ours only; the reference writes no owner). */
+    public static final String OWNER_HASH = P + "owner-hash";
     public static final String CLAIMED_AT = P + "claimed-at";
     public static final String CONTROL_PLANE_KUBECONFIG = P + "control-plane-kubeconfig";
     public static final String CONTROL_PLANE_GUEST_SERVER = P + "control-plane-guest-server";

@@ -1,0 +1,165 @@
+package io.unboundedcloud.playpen.api;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+import io.unboundedcloud.playpen.model.Hashes;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+
+/**
+ * The OpenAPI documents of the group (ours; the reference serves none): {@code /openapi/v2} and {@code /openapi/v3}
+ * with its group document, so kube-apiserver's aggregator merges them and {@code kubectl explain allocs} prints field
+ * docs. Schemas only describe what the read API returns; alloc and dealloc bodies stay documented in the README.
+ */
+public final class OpenApi {
+    public static final String ALLOC_SCHEMA = "io.unboundedcloud.playpen.v1alpha1.Alloc";
+    public static final String ALLOC_LIST_SCHEMA = "io.unboundedcloud.playpen.v1alpha1.AllocList";
+
+    /** The Swagger 2.0 document (definitions keyed like Kubernetes' own). */
+    public static final String V2 = Json.write(v2());
+    /** The OpenAPI 3.0 document of playpen.unbounded-cloud.io/v1alpha1. */
+    public static final String V3_GROUP = Json.write(v3Group());
+    /** Its hash, as kube-apiserver puts it in the v3 index so clients can cache the document. */
+    public static final String V3_GROUP_HASH = Hashes.sha256Hex(V3_GROUP).toUpperCase(Locale.ROOT);
+    /** The v3 index: where the group's document is. */
+    public static final String V3_ROOT = Json.write(Map.of("paths", Map.of("apis/" + PlaypenKeys.GROUP_VERSION,
+            Map.of("serverRelativeURL", "/openapi/v3/apis/" + PlaypenKeys.GROUP_VERSION + "?hash=" + V3_GROUP_HASH))));
+
+    private OpenApi() {
+    }
+
+    private static Map<String, Object> gvk(String kind) {
+        return Map.of("group", PlaypenKeys.GROUP, "version", PlaypenKeys.VERSION, "kind", kind);
+    }
+
+    private static Map<String, Object> str(String description) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("description", description);
+        m.put("type", "string");
+        return m;
+    }
+
+    private static Map<String, Object> obj(String description, Map<String, Object> properties) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("description", description);
+        m.put("type", "object");
+        m.put("properties", properties);
+        return m;
+    }
+
+    private static Map<String, Object> props(Object... kv) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        for (int i = 0; i < kv.length; i += 2) {
+            m.put((String) kv[i], kv[i + 1]);
+        }
+        return m;
+    }
+
+    private static Map<String, Object> metadata() {
+        return obj("Standard object metadata: the allocation id is the name.", props(
+                "name", str("The allocation id: the first 16 hex characters of sha256(<namespace>/<pod>), also the "
+                        + "value of the pod's playpen.unbounded-cloud.io/allocated label."),
+                "uid", str("The UID of the pod serving the allocation."),
+                "resourceVersion", str("The resourceVersion of the pod serving the allocation."),
+                "creationTimestamp", str("When the allocation was made (the claimed-at annotation).")));
+    }
+
+    /** The Alloc schema; {@code ref} builds a reference to another schema of the same document. */
+    private static Map<String, Object> alloc() {
+        Map<String, Object> m = obj("Alloc is one allocation: a warm runner or control-plane pod claimed by an "
+                + "idempotency key through POST allocs. Listed, read and deleted by its owner (or by users granted "
+                + "the verb on allocs/all); created only through POST allocs.", props(
+                "apiVersion", str("APIVersion: playpen.unbounded-cloud.io/v1alpha1."),
+                "kind", str("Kind: Alloc."),
+                "metadata", metadata(),
+                "spec", obj("What was asked for.", props(
+                        "resourceType", str("runner or control-plane."),
+                        "architecture", str("CPU architecture of the pod: amd64 or arm64."),
+                        "kubernetesVersion", str("Kubernetes version of a control plane (absent for runners)."))),
+                "status", obj("Where the allocation runs and until when.", props(
+                        "pod", str("Name of the pod serving the allocation."),
+                        "node", str("Node the pod runs on."),
+                        "endpoint", str("The node's ExternalIP and the allocation's host port (WireGuard UDP for "
+                                + "runners, the API server's TCP port for control planes)."),
+                        "claimedAt", str("When the pod was claimed (RFC 3339)."),
+                        "expiresAt", str("When the allocation expires and its pod is deleted (RFC 3339); absent "
+                                + "when allocations do not expire.")))));
+        m.put("x-kubernetes-group-version-kind", List.of(gvk("Alloc")));
+        return m;
+    }
+
+    private static Map<String, Object> allocList(String itemsRef) {
+        Map<String, Object> items = new LinkedHashMap<>();
+        items.put("description", "The allocations.");
+        items.put("type", "array");
+        items.put("items", Map.of("$ref", itemsRef));
+        Map<String, Object> m = obj("AllocList is a list of allocations.", props(
+                "apiVersion", str("APIVersion: playpen.unbounded-cloud.io/v1alpha1."),
+                "kind", str("Kind: AllocList."),
+                "metadata", obj("List metadata.", props("continue", str("Token for the next page."),
+                        "resourceVersion", str("Always empty: the list is read from the operator's cache."))),
+                "items", items));
+        m.put("x-kubernetes-group-version-kind", List.of(gvk("AllocList")));
+        return m;
+    }
+
+    private static Map<String, Object> paths(String prefix, boolean v3) {
+        String base = "/apis/" + PlaypenKeys.GROUP_VERSION + "/allocs";
+        Map<String, Object> paths = new LinkedHashMap<>();
+        paths.put(base, Map.of(
+                "get", operation("listAllocs", "list your allocations (everyone's with list on allocs/all)",
+                        prefix + ALLOC_LIST_SCHEMA, v3, "list"),
+                "post", operation("createAlloc", "allocate a pod (the reference's alloc; body and answer in the "
+                        + "README)", null, v3, "create")));
+        paths.put(base + "/{name}", Map.of(
+                "get", operation("readAlloc", "read one of your allocations", prefix + ALLOC_SCHEMA, v3, "get"),
+                "delete", operation("deleteAlloc", "deallocate: deletes the pod, like POST deallocs",
+                        prefix + ALLOC_SCHEMA, v3, "delete")));
+        return paths;
+    }
+
+    private static Map<String, Object> operation(String id, String description, String ref, boolean v3, String verb) {
+        Map<String, Object> op = new LinkedHashMap<>();
+        op.put("operationId", id);
+        op.put("description", description);
+        Map<String, Object> ok = new LinkedHashMap<>();
+        ok.put("description", "OK");
+        if (ref != null) {
+            if (v3) {
+                ok.put("content", Map.of("application/json", Map.of("schema", Map.of("$ref", ref))));
+            } else {
+                ok.put("schema", Map.of("$ref", ref));
+            }
+        }
+        op.put("responses", Map.of("200", ok));
+        op.put("x-kubernetes-action", verb.equals("create") ? "post" : verb);
+        op.put("x-kubernetes-group-version-kind", gvk("Alloc"));
+        return op;
+    }
+
+    private static Map<String, Object> v2() {
+        Map<String, Object> doc = new LinkedHashMap<>();
+        doc.put("swagger", "2.0");
+        doc.put("info", Map.of("title", "playpen-operator", "version", PlaypenKeys.VERSION));
+        doc.put("paths", paths("#/definitions/", false));
+        Map<String, Object> defs = new LinkedHashMap<>();
+        defs.put(ALLOC_SCHEMA, alloc());
+        defs.put(ALLOC_LIST_SCHEMA, allocList("#/definitions/" + ALLOC_SCHEMA));
+        doc.put("definitions", defs);
+        return doc;
+    }
+
+    private static Map<String, Object> v3Group() {
+        Map<String, Object> doc = new LinkedHashMap<>();
+        doc.put("openapi", "3.0.0");
+        doc.put("info", Map.of("title", "playpen-operator", "version", PlaypenKeys.VERSION));
+        doc.put("paths", paths("#/components/schemas/", true));
+        Map<String, Object> schemas = new LinkedHashMap<>();
+        schemas.put(ALLOC_SCHEMA, alloc());
+        schemas.put(ALLOC_LIST_SCHEMA, allocList("#/components/schemas/" + ALLOC_SCHEMA));
+        doc.put("components", Map.of("schemas", schemas));
+        return doc;
+    }
+}

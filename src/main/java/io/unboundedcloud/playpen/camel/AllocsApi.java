@@ -1,0 +1,183 @@
+package io.unboundedcloud.playpen.camel;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Map;
+
+import org.apache.camel.Body;
+import org.apache.camel.ExchangeProperty;
+import org.apache.camel.Header;
+
+import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.api.ApiPaths;
+import io.unboundedcloud.playpen.api.Json;
+import io.unboundedcloud.playpen.api.OpenApi;
+import io.unboundedcloud.playpen.auth.Identity;
+import io.unboundedcloud.playpen.kube.AccessReviewer;
+import io.unboundedcloud.playpen.kube.NodeCache;
+import io.unboundedcloud.playpen.kube.PodCache;
+import io.unboundedcloud.playpen.model.AllocViews;
+import io.unboundedcloud.playpen.model.Hashes;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+
+/**
+ * The allocs read and delete flows' steps (ours; the reference has none): authorize with the request's verb, parse
+ * the options, decide whose allocations the caller sees (their own, or everyone's with the verb on
+ * {@code allocs/all}), select them from the pod cache and render them as kubectl asked (Table or JSON).
+ */
+public final class AllocsApi {
+    public static final String TABLE_V1 = "application/json;as=Table;g=meta.k8s.io;v=v1";
+
+    /** A read's options and whose allocations it covers ({@code ownerHash} null = everyone's). */
+    public record Read(AllocViews.Query query, String ownerHash) {
+    }
+
+    /** What a read found. */
+    public record Selection(Read read, AllocViews.Page page) {
+    }
+
+    private final AccessReviewer reviewer;
+    private final PodCache pods;
+    private final NodeCache nodes;
+    private final Clock clock;
+    private final Duration ttl;
+    private final int retryAfterSeconds;
+
+    public AllocsApi(AccessReviewer reviewer, PodCache pods, NodeCache nodes, Clock clock, Duration ttl,
+            int retryAfterSeconds) {
+        this.retryAfterSeconds = retryAfterSeconds;
+        this.reviewer = reviewer;
+        this.pods = pods;
+        this.nodes = nodes;
+        this.clock = clock;
+        this.ttl = ttl;
+    }
+
+    static String verb(String flow) {
+        return switch (flow) {
+            case "allocs_list" -> "list";
+            case "allocs_get" -> "get";
+            case "allocs_delete" -> "delete";
+            default -> throw new IllegalStateException("not an allocs flow: " + flow);
+        };
+    }
+
+    /** 403 unless RBAC lets the user {@code verb} allocs at all (the same check kube-apiserver made). */
+    public void authorize(@ExchangeProperty(FrontDoor.IDENTITY) Identity who, @ExchangeProperty(FrontDoor.FLOW) String flow) {
+        reviewer.authorize(who, verb(flow));
+    }
+
+    /**
+     * The name (get/delete: 16 hex characters, else 400) and list options; DELETE's DeleteOptions body may not ask
+     * for a dry run (400: this server cannot promise one). Nothing is read from the cluster yet.
+     */
+    public AllocViews.Query parseQuery(@ExchangeProperty(FrontDoor.TARGET) String target,
+            @ExchangeProperty(FrontDoor.FLOW) String flow, @Header("Accept") String accept, @Body byte[] body) {
+        String name = null;
+        if (!"allocs_list".equals(flow)) {
+            name = ApiPaths.allocName(target);
+            if (!AllocViews.validName(name)) {
+                throw ApiException.badRequest("invalid alloc name " + AllocViews.quoteShort(name == null ? "" : name)
+                        + ": an allocation id is 16 lowercase hexadecimal characters");
+            }
+        }
+        AllocViews.Query q;
+        try {
+            q = AllocViews.parseQuery(name, ApiPaths.rawQuery(target), accept);
+        } catch (IllegalArgumentException e) {
+            throw ApiException.badRequest(e.getMessage());
+        } catch (UnsupportedOperationException e) {
+            throw ApiException.methodNotAllowed(e.getMessage(), "allocs_list".equals(flow) ? ApiPaths.ALLOCS_ALLOW
+                    : ApiPaths.ALLOC_ITEM_ALLOW);
+        }
+        if ("allocs_delete".equals(flow)) {
+            checkDeleteOptions(body, target);
+        }
+        return q;
+    }
+
+    private static void checkDeleteOptions(byte[] body, String target) {
+        if (ApiPaths.rawQuery(target).contains("dryRun=")) {
+            throw ApiException.badRequest("dry-run deletes are not supported on allocs: nothing was deleted");
+        }
+        if (body == null || body.length == 0 || ApiFlows.jsonBlank(body)) {
+            return;
+        }
+        Map<?, ?> options;
+        try {
+            options = Json.MAPPER.readValue(body, Map.class);
+        } catch (Exception e) {
+            throw ApiException.badRequest("invalid DeleteOptions body: not a JSON object");
+        }
+        if (options.get("dryRun") instanceof java.util.List<?> dry && !dry.isEmpty()) {
+            throw ApiException.badRequest("dry-run deletes are not supported on allocs: nothing was deleted");
+        }
+    }
+
+    /** Whose allocations: everyone's when RBAC grants the verb on allocs/all, else the caller's own. */
+    public Read scope(@Body AllocViews.Query query, @ExchangeProperty(FrontDoor.IDENTITY) Identity who,
+            @ExchangeProperty(FrontDoor.FLOW) String flow) {
+        boolean everyone = reviewer.allowedForAllUsers(who, verb(flow));
+        return new Read(query, everyone ? null : Hashes.ownerHash(who.user()));
+    }
+
+    /**
+     * The visible allocations that match, from the pod cache; for one name, 404 when it is missing or not the
+     * caller's (the same answer, so ids of other users' allocations cannot be probed).
+     */
+    public Selection select(@Body Read read) {
+        requireSynced();
+        AllocViews.Page page = AllocViews.select(pods.pods(), nodes::externalIp, ttl, read.ownerHash(), read.query());
+        if (read.query().name() != null && page.items().isEmpty()) {
+            throw notFound(read.query().name());
+        }
+        return new Selection(read, page);
+    }
+
+    private void requireSynced() {
+        if (!pods.hasSynced() || !nodes.hasSynced()) {
+            throw ApiException.unavailable("the operator's pod and node caches are not synced yet", retryAfterSeconds);
+        }
+    }
+
+    static ApiException notFound(String name) {
+        return ApiException.notFound("allocs." + PlaypenKeys.GROUP + " \"" + name + "\" not found");
+    }
+
+    /** Table when kubectl asked for one (get), else the Alloc or AllocList JSON (-o json|yaml|name). */
+    public HttpReply render(@Body Selection s) {
+        AllocViews.Query q = s.read().query();
+        if (q.table()) {
+            String type = "application/json;as=Table;g=meta.k8s.io;v=" + q.tableVersion();
+            return new HttpReply(200, type, Json.write(AllocViews.table(s.page(), q, clock.instant())), Map.of(), "ok");
+        }
+        Object doc = q.name() != null ? AllocViews.object(s.page().items().get(0)) : AllocViews.list(s.page());
+        return HttpReply.json(Json.write(doc));
+    }
+
+    /** The key hash to deallocate the one selected allocation with (the dealloc flow's input). */
+    public String claimKey(@Body Selection s) {
+        return s.page().items().get(0).keyHash();
+    }
+
+    /**
+     * After the dealloc step: the deleted Alloc (200, what kubectl delete expects), or 404 when its pod was
+     * already gone or re-claimed by then.
+     */
+    public HttpReply deleted(@Body HttpReply dealloc, @ExchangeProperty("playpenAlloc") Selection s) {
+        AllocViews.Alloc a = s.page().items().get(0);
+        if (!"deallocated".equals(dealloc.result())) {
+            throw notFound(a.name());
+        }
+        return HttpReply.json(Json.write(AllocViews.object(a)), "deallocated");
+    }
+
+    /** /openapi/v2, /openapi/v3 and the group's v3 document. */
+    public HttpReply openapi(@ExchangeProperty(FrontDoor.FLOW) String flow) {
+        return HttpReply.json(switch (flow) {
+            case "openapi_v2" -> OpenApi.V2;
+            case "openapi_v3" -> OpenApi.V3_ROOT;
+            default -> OpenApi.V3_GROUP;
+        });
+    }
+}

@@ -1,0 +1,432 @@
+package io.unboundedcloud.playpen.model;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.function.Function;
+import java.util.regex.Pattern;
+
+import io.fabric8.kubernetes.api.model.Pod;
+
+/**
+ * Allocations as a read-only kubectl resource ({@code kind: Alloc}): one per claimed, live managed pod, named by the
+ * allocation id of its {@code allocated} label. Builds the objects, lists and server-side Tables kubectl prints, and
+ * parses the list options (limit, continue, fieldSelector, labelSelector). Never exposes the idempotency key or its
+ * hash.
+ */
+public final class AllocViews {
+    public static final String KIND = "Alloc";
+    public static final String LIST_KIND = "AllocList";
+    /** Written by per-allocation TTLs (renewals); when absent, expiry is claimed-at + --playpen-ttl. */
+    public static final String EXPIRES_AT = PlaypenKeys.GROUP + "/expires-at";
+    /** Bounds on list options: longer values are refused with 400 before anything is parsed. */
+    public static final int MAX_OPTION_CHARS = 1024;
+    private static final Pattern ID = Pattern.compile("[0-9a-f]{16}");
+    private static final Pattern RFC3339 = Pattern.compile(
+            "\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?(Z|[+-]\\d{2}:\\d{2})");
+
+    private AllocViews() {
+    }
+
+    /** One allocation as its owner sees it. {@code expiresAt} is null when it never expires. */
+    public record Alloc(String name, String uid, String resourceVersion, Instant claimedAt, String resourceType,
+            String architecture, String kubernetesVersion, String pod, String node, String endpoint, Instant expiresAt,
+            String ownerHash, String keyHash) {
+    }
+
+    /** The options of one read: a name (get/delete) or none (list), and how to render. */
+    public record Query(String name, long limit, String continueAfter, List<String[]> fieldTerms,
+            LabelSelector labelSelector, boolean table, String tableVersion, String includeObject) {
+    }
+
+    /** Whether an id looks like an allocation id: 16 lowercase hex characters. */
+    public static boolean validName(String name) {
+        return name != null && ID.matcher(name).matches();
+    }
+
+    /**
+     * The allocation of a pod: claimed (key hash and {@code allocated} label), managed and not being deleted;
+     * empty otherwise. {@code externalIp} maps a node name to its ExternalIP.
+     */
+    public static Optional<Alloc> of(Pod pod, Function<String, Optional<String>> externalIp, Duration ttl) {
+        if (!ManagedPods.isManaged(pod) || !ManagedPods.isClaimed(pod) || ManagedPods.isTerminating(pod)) {
+            return Optional.empty();
+        }
+        String id = ManagedPods.labels(pod).get(PlaypenKeys.ALLOCATED);
+        if (id == null || id.isEmpty()) {
+            return Optional.empty();
+        }
+        Map<String, String> ann = ManagedPods.annotations(pod);
+        Instant claimed = TtlPolicy.claimedAt(pod).orElse(null);
+        String node = pod.getSpec() == null || pod.getSpec().getNodeName() == null ? "" : pod.getSpec().getNodeName();
+        OptionalInt port = ManagedPods.hostPort(pod);
+        String ip = node.isEmpty() ? "" : externalIp.apply(node).orElse("");
+        String endpoint = ip.isEmpty() || port.isEmpty() ? "" : ip + ":" + port.getAsInt();
+        String uid = pod.getMetadata().getUid() == null ? Hashes.sha256Hex(pod.getMetadata().getNamespace() + "/"
+                + ManagedPods.name(pod) + "/" + ann.getOrDefault(PlaypenKeys.CLAIMED_AT, "")) : pod.getMetadata().getUid();
+        String type = ManagedPods.resourceType(pod).map(ResourceType::wire).orElse("");
+        return Optional.of(new Alloc(id, uid, nullToEmpty(pod.getMetadata().getResourceVersion()), claimed, type,
+                ManagedPods.architecture(pod), ManagedPods.kubernetesVersion(pod), ManagedPods.name(pod), node,
+                endpoint, expiresAt(ann, claimed, ttl), ann.getOrDefault(PlaypenKeys.OWNER_HASH, ""),
+                ann.getOrDefault(PlaypenKeys.IDEMPOTENCY_KEY_HASH, "")));
+    }
+
+    /** The expires-at annotation when present and valid, else claimed-at + ttl, else none (ttl &lt;= 0). */
+    static Instant expiresAt(Map<String, String> annotations, Instant claimedAt, Duration ttl) {
+        String raw = annotations.get(EXPIRES_AT);
+        if (raw != null && RFC3339.matcher(raw).matches()) {
+            try {
+                return OffsetDateTime.parse(raw).toInstant();
+            } catch (DateTimeParseException e) {
+                // fall through to the ttl
+            }
+        }
+        if (ttl == null || ttl.isZero() || ttl.isNegative() || claimedAt == null) {
+            return null;
+        }
+        return claimedAt.plus(ttl);
+    }
+
+    /**
+     * The allocations among {@code pods} the caller may see ({@code ownerHash} null = everyone's), matching the
+     * query, sorted by name, at most {@code limit} after the continue point; returns them and the next continue
+     * token ("" when complete).
+     */
+    public static Page select(Collection<Pod> pods, Function<String, Optional<String>> externalIp, Duration ttl,
+            String ownerHash, Query q) {
+        List<Alloc> all = new ArrayList<>();
+        for (Pod p : pods) {
+            of(p, externalIp, ttl).filter(a -> ownerHash == null || ownerHash.equals(a.ownerHash()))
+                    .filter(a -> q.name() == null || q.name().equals(a.name()))
+                    .filter(a -> fieldsMatch(q.fieldTerms(), a))
+                    .filter(a -> q.labelSelector().matches(Map.of()))
+                    .filter(a -> q.continueAfter().isEmpty() || a.name().compareTo(q.continueAfter()) > 0)
+                    .ifPresent(all::add);
+        }
+        all.sort(Comparator.comparing(Alloc::name).thenComparing(Alloc::pod));
+        if (q.limit() > 0 && all.size() > q.limit()) {
+            List<Alloc> page = List.copyOf(all.subList(0, (int) q.limit()));
+            return new Page(page, encodeContinue(page.get(page.size() - 1).name()));
+        }
+        return new Page(List.copyOf(all), "");
+    }
+
+    /** One page of allocations and the token for the next ("" = none). */
+    public record Page(List<Alloc> items, String continueToken) {
+    }
+
+    private static boolean fieldsMatch(List<String[]> terms, Alloc a) {
+        for (String[] t : terms) {
+            boolean eq = a.name().equals(t[2]);
+            if (t[1].equals("!=") == eq) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    // ---- list options ----
+
+    /**
+     * Parses the raw query string of a read ({@code name} null for a list). Bad or oversized options are 400 with
+     * the reason; unknown options are ignored like Kubernetes does.
+     */
+    public static Query parseQuery(String name, String rawQuery, String accept) {
+        Map<String, String> params = params(rawQuery);
+        long limit = 0;
+        String rawLimit = params.get("limit");
+        if (rawLimit != null && !rawLimit.isEmpty()) {
+            try {
+                limit = Long.parseLong(rawLimit);
+            } catch (NumberFormatException e) {
+                limit = -1;
+            }
+            if (limit < 0) {
+                throw new IllegalArgumentException("invalid value for limit: " + quoteShort(rawLimit)
+                        + ": must be a non-negative 64-bit integer");
+            }
+        }
+        String cont = params.getOrDefault("continue", "");
+        String after = cont.isEmpty() ? "" : decodeContinue(cont);
+        List<String[]> terms = fieldTerms(params.getOrDefault("fieldSelector", ""));
+        LabelSelector labels;
+        try {
+            labels = LabelSelector.parse(params.getOrDefault("labelSelector", ""));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("invalid labelSelector: " + e.getMessage());
+        }
+        String include = params.getOrDefault("includeObject", "");
+        if (!include.isEmpty() && !List.of("None", "Metadata", "Object").contains(include)) {
+            throw new IllegalArgumentException("invalid value for includeObject: " + quoteShort(include)
+                    + ": must be None, Metadata or Object");
+        }
+        if ("true".equals(params.get("watch")) || "1".equals(params.get("watch"))) {
+            throw new UnsupportedOperationException("watch is not supported on allocs");
+        }
+        String tableVersion = tableVersion(accept);
+        return new Query(name, limit, after, terms, labels, tableVersion != null, tableVersion,
+                include.isEmpty() ? "Metadata" : include);
+    }
+
+    /** "v1" or "v1beta1" when the Accept header asks for a meta.k8s.io Table (v1 preferred), else null. */
+    static String tableVersion(String accept) {
+        if (accept == null) {
+            return null;
+        }
+        String found = null;
+        for (String range : accept.split(",")) {
+            String r = range.replace(" ", "").toLowerCase(Locale.ROOT);
+            if (!r.startsWith("application/json;") || !r.contains(";as=table") || !r.contains(";g=meta.k8s.io")) {
+                continue;
+            }
+            if (r.contains(";v=v1;") || r.endsWith(";v=v1")) {
+                return "v1";
+            }
+            if (r.contains(";v=v1beta1")) {
+                found = "v1beta1";
+            }
+        }
+        return found;
+    }
+
+    private static List<String[]> fieldTerms(String selector) {
+        List<String[]> out = new ArrayList<>();
+        if (selector.isBlank()) {
+            return out;
+        }
+        for (String term : selector.split(",", -1)) {
+            String t = term.trim();
+            String op = t.contains("!=") ? "!=" : t.contains("==") ? "==" : t.contains("=") ? "=" : null;
+            if (op == null) {
+                throw new IllegalArgumentException("invalid fieldSelector: " + quoteShort(t)
+                        + ": each term must be key=value, key==value or key!=value");
+            }
+            int at = t.indexOf(op);
+            String key = t.substring(0, at).trim();
+            String value = t.substring(at + op.length()).trim();
+            if (!key.equals("metadata.name")) {
+                throw new IllegalArgumentException("field label not supported: " + quoteShort(key)
+                        + " (allocs support metadata.name only)");
+            }
+            out.add(new String[] {key, op, value});
+        }
+        return out;
+    }
+
+    static String encodeContinue(String lastName) {
+        return Base64.getUrlEncoder().withoutPadding().encodeToString(("alloc:" + lastName).getBytes(StandardCharsets.UTF_8));
+    }
+
+    static String decodeContinue(String token) {
+        String text;
+        try {
+            text = new String(Base64.getUrlDecoder().decode(token), StandardCharsets.UTF_8);
+        } catch (IllegalArgumentException e) {
+            text = "";
+        }
+        if (!text.startsWith("alloc:") || !validName(text.substring(6))) {
+            throw new IllegalArgumentException("invalid continue token: it must be one this server returned");
+        }
+        return text.substring(6);
+    }
+
+    /** The query's parameters, percent-decoded (last one wins); values longer than {@link #MAX_OPTION_CHARS} are 400. */
+    static Map<String, String> params(String rawQuery) {
+        Map<String, String> out = new LinkedHashMap<>();
+        if (rawQuery == null || rawQuery.isEmpty()) {
+            return out;
+        }
+        for (String pair : rawQuery.split("&")) {
+            if (pair.isEmpty()) {
+                continue;
+            }
+            int eq = pair.indexOf('=');
+            String k = decode(eq < 0 ? pair : pair.substring(0, eq));
+            String v = eq < 0 ? "" : decode(pair.substring(eq + 1));
+            if (v.length() > MAX_OPTION_CHARS) {
+                throw new IllegalArgumentException("query parameter " + quoteShort(k) + " is too long: "
+                        + v.length() + " characters, at most " + MAX_OPTION_CHARS);
+            }
+            out.put(k, v);
+        }
+        return out;
+    }
+
+    private static String decode(String s) {
+        try {
+            return java.net.URLDecoder.decode(s, StandardCharsets.UTF_8);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("malformed query: invalid URL escape");
+        }
+    }
+
+    /** A user-supplied value for a message: quoted, cut to 64 characters. */
+    public static String quoteShort(String s) {
+        String v = s.length() > 64 ? s.substring(0, 64) + "..." : s;
+        return "\"" + v.replaceAll("[\\p{Cntrl}\"\\\\]", "?") + "\"";
+    }
+
+    // ---- rendering ----
+
+    /** The Alloc object kubectl shows with -o yaml|json. */
+    public static Map<String, Object> object(Alloc a) {
+        Map<String, Object> metadata = new LinkedHashMap<>();
+        metadata.put("name", a.name());
+        metadata.put("uid", a.uid());
+        metadata.put("resourceVersion", a.resourceVersion());
+        metadata.put("creationTimestamp", a.claimedAt() == null ? null : a.claimedAt().toString());
+        Map<String, Object> spec = new LinkedHashMap<>();
+        spec.put("resourceType", a.resourceType());
+        spec.put("architecture", a.architecture());
+        if (!a.kubernetesVersion().isEmpty()) {
+            spec.put("kubernetesVersion", a.kubernetesVersion());
+        }
+        Map<String, Object> status = new LinkedHashMap<>();
+        status.put("pod", a.pod());
+        status.put("node", a.node());
+        status.put("endpoint", a.endpoint());
+        status.put("claimedAt", a.claimedAt() == null ? null : a.claimedAt().toString());
+        if (a.expiresAt() != null) {
+            status.put("expiresAt", a.expiresAt().toString());
+        }
+        Map<String, Object> o = new LinkedHashMap<>();
+        o.put("apiVersion", PlaypenKeys.GROUP_VERSION);
+        o.put("kind", KIND);
+        o.put("metadata", metadata);
+        o.put("spec", spec);
+        o.put("status", status);
+        return o;
+    }
+
+    /** The AllocList of a page. */
+    public static Map<String, Object> list(Page page) {
+        Map<String, Object> o = new LinkedHashMap<>();
+        o.put("apiVersion", PlaypenKeys.GROUP_VERSION);
+        o.put("kind", LIST_KIND);
+        o.put("metadata", listMeta(page));
+        o.put("items", page.items().stream().map(AllocViews::object).toList());
+        return o;
+    }
+
+    private static Map<String, Object> listMeta(Page page) {
+        Map<String, Object> meta = new LinkedHashMap<>();
+        meta.put("resourceVersion", "");
+        if (!page.continueToken().isEmpty()) {
+            meta.put("continue", page.continueToken());
+        }
+        return meta;
+    }
+
+    /** The columns, in order; priority 1 ones show with -o wide only. */
+    static final List<Map<String, Object>> COLUMNS = List.of(
+            column("Name", "string", "name", 0, "The allocation id (also the pod's allocated label)."),
+            column("Type", "string", "", 0, "The resource type: runner or control-plane."),
+            column("Arch", "string", "", 0, "The CPU architecture."),
+            column("Version", "string", "", 0, "The Kubernetes version of a control plane."),
+            column("Pod", "string", "", 0, "The pod serving the allocation."),
+            column("Age", "string", "", 0, "Time since the claim."),
+            column("Expires", "string", "", 0, "Time left until the allocation expires."),
+            column("Node", "string", "", 1, "The node running the pod."),
+            column("Endpoint", "string", "", 1, "The node's ExternalIP and the allocation's host port."));
+
+    private static Map<String, Object> column(String name, String type, String format, int priority, String d) {
+        Map<String, Object> c = new LinkedHashMap<>();
+        c.put("name", name);
+        c.put("type", type);
+        c.put("format", format);
+        c.put("description", d);
+        c.put("priority", priority);
+        return c;
+    }
+
+    /** A meta.k8s.io Table of a page, as kubectl get prints it; {@code now} for the AGE and EXPIRES cells. */
+    public static Map<String, Object> table(Page page, Query q, Instant now) {
+        List<Object> rows = new ArrayList<>();
+        for (Alloc a : page.items()) {
+            Map<String, Object> row = new LinkedHashMap<>();
+            row.put("cells", List.of(a.name(), a.resourceType(), a.architecture(), orNone(a.kubernetesVersion()),
+                    a.pod(), a.claimedAt() == null ? "<unknown>" : humanDuration(Duration.between(a.claimedAt(), now)),
+                    expires(a.expiresAt(), now), orNone(a.node()), orNone(a.endpoint())));
+            if ("Object".equals(q.includeObject())) {
+                row.put("object", object(a));
+            } else if ("Metadata".equals(q.includeObject())) {
+                Map<String, Object> partial = new LinkedHashMap<>();
+                partial.put("kind", "PartialObjectMetadata");
+                partial.put("apiVersion", "meta.k8s.io/" + q.tableVersion());
+                partial.put("metadata", object(a).get("metadata"));
+                row.put("object", partial);
+            }
+            rows.add(row);
+        }
+        Map<String, Object> t = new LinkedHashMap<>();
+        t.put("kind", "Table");
+        t.put("apiVersion", "meta.k8s.io/" + q.tableVersion());
+        t.put("metadata", listMeta(page));
+        t.put("columnDefinitions", COLUMNS);
+        t.put("rows", rows);
+        return t;
+    }
+
+    private static String orNone(String s) {
+        return s == null || s.isEmpty() ? "<none>" : s;
+    }
+
+    static String expires(Instant at, Instant now) {
+        if (at == null) {
+            return "<none>";
+        }
+        Duration left = Duration.between(now, at);
+        return left.isNegative() || left.isZero() ? "expired" : humanDuration(left);
+    }
+
+    /** Kubernetes' duration.HumanDuration, the AGE format of kubectl get. */
+    public static String humanDuration(Duration d) {
+        long seconds = d.getSeconds();
+        if (seconds < -1) {
+            return "<invalid>";
+        } else if (seconds < 0) {
+            return "0s";
+        } else if (seconds < 60 * 2) {
+            return seconds + "s";
+        }
+        long minutes = seconds / 60;
+        if (minutes < 10) {
+            long s = seconds % 60;
+            return s == 0 ? minutes + "m" : minutes + "m" + s + "s";
+        } else if (minutes < 60 * 3) {
+            return minutes + "m";
+        }
+        long hours = seconds / 3600;
+        if (hours < 8) {
+            long m = minutes % 60;
+            return m == 0 ? hours + "h" : hours + "h" + m + "m";
+        } else if (hours < 48) {
+            return hours + "h";
+        } else if (hours < 24 * 8) {
+            long h = hours % 24;
+            return h == 0 ? (hours / 24) + "d" : (hours / 24) + "d" + h + "h";
+        } else if (hours < 24 * 365 * 2) {
+            return (hours / 24) + "d";
+        } else if (hours < 24 * 365 * 8) {
+            long dy = (hours / 24) % 365;
+            return dy == 0 ? (hours / 24 / 365) + "y" : (hours / 24 / 365) + "y" + dy + "d";
+        }
+        return (hours / 24 / 365) + "y";
+    }
+
+    private static String nullToEmpty(String s) {
+        return s == null ? "" : s;
+    }
+}
