@@ -1,0 +1,368 @@
+package io.unboundedcloud.playpen.camel;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.model.Hashes;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/**
+ * Allocations as a resource over the real routes: owners recorded in the claim, list/get/delete scoped to the caller,
+ * everyone's with the verb on allocs/all, 404 for other users' ids, Table output, bad options, and the per-user quota
+ * under concurrency (one replica: exact; two replicas: at most twice the quota).
+ */
+class AllocsRouteTest {
+    static final ObjectMapper M = new ObjectMapper();
+    static final String ALLOCS = "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs";
+    static final String TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;"
+            + "g=meta.k8s.io,application/json";
+
+    TestCluster cluster;
+    OperatorHarness op;
+    OperatorHarness op2;
+    HttpClient http;
+
+    @BeforeEach
+    void up() throws Exception {
+        cluster = TestCluster.start();
+        cluster.addNode("node-a", "amd64", "203.0.113.10");
+        // normal users may use allocs; only playpen-admins may act on allocs/all (everyone's)
+        cluster.sarPolicy = sar -> {
+            List<String> groups = sar.getSpec().getGroups() == null ? List.of() : sar.getSpec().getGroups();
+            String sub = sar.getSpec().getResourceAttributes().getSubresource();
+            return sub != null && !sub.isEmpty() ? groups.contains("playpen-admins") : groups.contains("playpen-users");
+        };
+    }
+
+    @AfterEach
+    void down() {
+        if (op2 != null) {
+            op2.close();
+        }
+        if (op != null) {
+            op.close();
+        }
+        cluster.close();
+    }
+
+    void runners(int n) throws Exception {
+        for (int i = 0; i < n; i++) {
+            cluster.create(TestCluster.readyRunner("amd64", 51820 + i, "node-a"));
+        }
+        op.awaitCache(c -> c.size() == n);
+    }
+
+    HttpResponse<String> send(String method, String path, String accept, String user, String... groups) throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(op.url(path))).timeout(Duration.ofSeconds(20));
+        b.method(method, HttpRequest.BodyPublishers.noBody());
+        if (accept != null) {
+            b.header("Accept", accept);
+        }
+        return http.send(OperatorHarness.asUser(b, user, groups).build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    HttpResponse<String> alloc(OperatorHarness to, String key, String user, String... groups) throws Exception {
+        return to.kubectlPost(http, ALLOCS, "{\"idempotencyKey\":\"" + key + "\",\"wireGuardPublicKey\":\""
+                + TestCluster.wgKey(7) + "\"}", user, groups);
+    }
+
+    static JsonNode json(HttpResponse<String> r) throws Exception {
+        return M.readTree(r.body());
+    }
+
+    static void assertStatus(HttpResponse<String> r, int code, String reason, String message) throws Exception {
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(code);
+        JsonNode st = json(r);
+        assertThat(st.get("kind").asText()).isEqualTo("Status");
+        assertThat(st.get("reason").asText()).isEqualTo(reason);
+        if (message != null) {
+            assertThat(st.get("message").asText()).isEqualTo(message);
+        }
+    }
+
+    Map<String, String> podState() {
+        Map<String, String> st = new TreeMap<>();
+        cluster.pods().forEach(p -> st.put(p.getMetadata().getName(), p.getMetadata().getResourceVersion()));
+        return st;
+    }
+
+    Pod podOf(String key) {
+        String hash = Hashes.keyHash(key);
+        return cluster.pods().stream()
+                .filter(p -> hash.equals(p.getMetadata().getAnnotations().get(PlaypenKeys.IDEMPOTENCY_KEY_HASH)))
+                .findFirst().orElseThrow();
+    }
+
+    static String idOf(Pod p) {
+        return p.getMetadata().getLabels().get(PlaypenKeys.ALLOCATED);
+    }
+
+    @Test
+    void ownersSeeGetAndDeleteOnlyTheirOwnAdminsSeeEveryones() throws Exception {
+        op = new OperatorHarness(cluster, "--playpen-ttl=1h");
+        http = op.frontProxy();
+        runners(4);
+        assertThat(alloc(op, "alice-1", "alice", "playpen-users").statusCode()).isEqualTo(200);
+        assertThat(alloc(op, "alice-2", "alice", "playpen-users").statusCode()).isEqualTo(200);
+        assertThat(alloc(op, "bob-1", "bob", "playpen-users").statusCode()).isEqualTo(200);
+        Pod a1 = podOf("alice-1");
+        Pod a2 = podOf("alice-2");
+        Pod b1 = podOf("bob-1");
+        // the owner is the hash of the user name, written by the claim itself; the name appears nowhere
+        assertThat(a1.getMetadata().getAnnotations()).containsEntry(PlaypenKeys.OWNER_HASH, Hashes.sha256Hex("alice"));
+        assertThat(b1.getMetadata().getAnnotations()).containsEntry(PlaypenKeys.OWNER_HASH, Hashes.sha256Hex("bob"));
+        assertThat(M.writeValueAsString(a1.getMetadata())).doesNotContain("\"alice\"");
+
+        // list: alice sees her two, sorted by name, with exactly the promised fields
+        HttpResponse<String> list = send("GET", ALLOCS, "application/json", "alice", "playpen-users");
+        assertThat(list.statusCode()).as(list.body()).isEqualTo(200);
+        JsonNode l = json(list);
+        assertThat(l.get("kind").asText()).isEqualTo("AllocList");
+        assertThat(l.get("apiVersion").asText()).isEqualTo("playpen.unbounded-cloud.io/v1alpha1");
+        List<String> names = new ArrayList<>();
+        l.get("items").forEach(i -> names.add(i.at("/metadata/name").asText()));
+        assertThat(names).containsExactlyElementsOf(new java.util.TreeSet<>(List.of(idOf(a1), idOf(a2))));
+        assertThat(list.body()).doesNotContain(Hashes.keyHash("alice-1")).doesNotContain("alice-1")
+                .doesNotContain("idempotency");
+
+        HttpResponse<String> get = send("GET", ALLOCS + "/" + idOf(a1), "application/json", "alice", "playpen-users");
+        assertThat(get.statusCode()).isEqualTo(200);
+        String claimedAt = a1.getMetadata().getAnnotations().get(PlaypenKeys.CLAIMED_AT);
+        int port = a1.getSpec().getContainers().get(0).getPorts().get(1).getHostPort();
+        assertThat(json(get)).isEqualTo(M.readTree("{\"apiVersion\":\"playpen.unbounded-cloud.io/v1alpha1\",\"kind\":\"Alloc\","
+                + "\"metadata\":{\"name\":\"" + idOf(a1) + "\",\"uid\":\"" + a1.getMetadata().getUid() + "\","
+                + "\"resourceVersion\":\"" + a1.getMetadata().getResourceVersion() + "\",\"creationTimestamp\":\"" + claimedAt + "\"},"
+                + "\"spec\":{\"resourceType\":\"runner\",\"architecture\":\"amd64\"},"
+                + "\"status\":{\"pod\":\"" + a1.getMetadata().getName() + "\",\"node\":\"node-a\",\"endpoint\":\"203.0.113.10:" + port
+                + "\",\"claimedAt\":\"" + claimedAt + "\",\"expiresAt\":\"" + Instant.parse(claimedAt).plusSeconds(3600) + "\"}}"));
+
+        // bob's id is 404 for alice, exactly like an id nobody holds: ids cannot be probed
+        Map<String, String> before = podState();
+        HttpResponse<String> other = send("GET", ALLOCS + "/" + idOf(b1), null, "alice", "playpen-users");
+        assertStatus(other, 404, "NotFound", "allocs.playpen.unbounded-cloud.io \"" + idOf(b1) + "\" not found");
+        assertStatus(send("GET", ALLOCS + "/0000000000000000", null, "alice", "playpen-users"), 404, "NotFound",
+                "allocs.playpen.unbounded-cloud.io \"0000000000000000\" not found");
+        assertStatus(send("DELETE", ALLOCS + "/" + idOf(b1), null, "alice", "playpen-users"), 404, "NotFound", null);
+        assertThat(podState()).isEqualTo(before);
+
+        // bob sees only his; an admin sees all three and may delete bob's
+        assertThat(json(send("GET", ALLOCS, null, "bob", "playpen-users")).get("items")).hasSize(1);
+        assertThat(json(send("GET", ALLOCS, null, "root", "playpen-users", "playpen-admins")).get("items")).hasSize(3);
+        assertThat(send("GET", ALLOCS + "/" + idOf(b1), null, "root", "playpen-users", "playpen-admins").statusCode())
+                .isEqualTo(200);
+        // no list permission at all: 403 with the verb
+        assertStatus(send("GET", ALLOCS, null, "mallory", "others"), 403, "Forbidden", null);
+        assertThat(json(send("GET", ALLOCS, null, "mallory", "others")).get("message").asText())
+                .contains("cannot list resource \"allocs\"");
+
+        // alice deletes her own: 200 with the object, the pod is gone, then 404
+        HttpResponse<String> del = send("DELETE", ALLOCS + "/" + idOf(a1), null, "alice", "playpen-users");
+        assertThat(del.statusCode()).as(del.body()).isEqualTo(200);
+        assertThat(json(del).at("/metadata/name").asText()).isEqualTo(idOf(a1));
+        assertThat(cluster.client.pods().inNamespace("playpen").withName(a1.getMetadata().getName()).get()).isNull();
+        assertStatus(send("GET", ALLOCS + "/" + idOf(a1), null, "alice", "playpen-users"), 404, "NotFound", null);
+        assertStatus(send("DELETE", ALLOCS + "/" + idOf(a1), null, "alice", "playpen-users"), 404, "NotFound", null);
+        HttpResponse<String> adminDel = send("DELETE", ALLOCS + "/" + idOf(b1), null, "root", "playpen-users",
+                "playpen-admins");
+        assertThat(adminDel.statusCode()).isEqualTo(200);
+        assertThat(cluster.client.pods().inNamespace("playpen").withName(b1.getMetadata().getName()).get()).isNull();
+        // the SubjectAccessReviews asked the request's verb
+        assertThat(cluster.sarRequests).anyMatch(s -> "delete".equals(s.getSpec().getResourceAttributes().getVerb())
+                && "all".equals(s.getSpec().getResourceAttributes().getSubresource()));
+        assertThat(cluster.sarRequests).anyMatch(s -> "list".equals(s.getSpec().getResourceAttributes().getVerb())
+                && s.getSpec().getResourceAttributes().getSubresource() == null);
+    }
+
+    @Test
+    void tableOutputAndListOptions() throws Exception {
+        op = new OperatorHarness(cluster, "--playpen-ttl=0");
+        http = op.frontProxy();
+        runners(3);
+        for (String k : List.of("t1", "t2", "t3")) {
+            assertThat(alloc(op, k, "alice", "playpen-users").statusCode()).isEqualTo(200);
+        }
+        List<String> ids = new ArrayList<>(List.of(idOf(podOf("t1")), idOf(podOf("t2")), idOf(podOf("t3"))));
+        java.util.Collections.sort(ids);
+
+        HttpResponse<String> t = send("GET", ALLOCS + "?limit=500", TABLE, "alice", "playpen-users");
+        assertThat(t.statusCode()).isEqualTo(200);
+        assertThat(t.headers().firstValue("Content-Type")).hasValue("application/json;as=Table;g=meta.k8s.io;v=v1");
+        JsonNode table = json(t);
+        assertThat(table.get("kind").asText()).isEqualTo("Table");
+        List<String> cols = new ArrayList<>();
+        table.get("columnDefinitions").forEach(c -> cols.add(c.get("name").asText() + "/" + c.get("priority").asInt()));
+        assertThat(cols).containsExactly("Name/0", "Type/0", "Arch/0", "Version/0", "Pod/0", "Age/0", "Expires/0",
+                "Node/1", "Endpoint/1");
+        JsonNode row = table.get("rows").get(0);
+        Pod first = cluster.pods().stream().filter(p -> ids.get(0).equals(idOf(p))).findFirst().orElseThrow();
+        List<String> cells = new ArrayList<>();
+        row.get("cells").forEach(c -> cells.add(c.asText()));
+        assertThat(cells).hasSize(9);
+        assertThat(cells.subList(0, 5)).containsExactly(ids.get(0), "runner", "amd64", "<none>",
+                first.getMetadata().getName());
+        assertThat(cells.get(5)).matches("\\d+s");
+        assertThat(cells.subList(6, 9)).containsExactly("<none>", "node-a", "203.0.113.10:"
+                + first.getMetadata().getLabels().get(PlaypenKeys.HOST_PORT));
+        assertThat(row.at("/object/kind").asText()).isEqualTo("PartialObjectMetadata");
+        assertThat(row.at("/object/metadata/name").asText()).isEqualTo(ids.get(0));
+
+        // paging: limit and continue walk the sorted list
+        JsonNode p1 = json(send("GET", ALLOCS + "?limit=2", null, "alice", "playpen-users"));
+        assertThat(p1.get("items")).hasSize(2);
+        String cont = p1.at("/metadata/continue").asText();
+        assertThat(cont).isNotEmpty();
+        JsonNode p2 = json(send("GET", ALLOCS + "?limit=2&continue=" + cont, null, "alice", "playpen-users"));
+        assertThat(p2.get("items")).hasSize(1);
+        assertThat(p2.at("/items/0/metadata/name").asText()).isEqualTo(ids.get(2));
+        assertThat(p2.at("/metadata/continue").isMissingNode()).isTrue();
+        // fieldSelector metadata.name (kubectl delete --wait uses it) and labelSelector (allocs carry no labels)
+        assertThat(json(send("GET", ALLOCS + "?fieldSelector=metadata.name%3D" + ids.get(1), null, "alice",
+                "playpen-users")).get("items")).hasSize(1);
+        assertThat(json(send("GET", ALLOCS + "?labelSelector=team%3Dx", null, "alice", "playpen-users")).get("items"))
+                .isEmpty();
+
+        // bad options: a clear 400 Status, nothing changed
+        Map<String, String> before = podState();
+        // over the 1024-character option bound but inside the request line bound
+        String huge = "x".repeat(2000);
+        for (String bad : List.of("?limit=-1", "?limit=99999999999999999999", "?limit=ten", "?continue=bm9wZQ",
+                "?continue=" + huge, "?fieldSelector=spec.node%3Dx", "?fieldSelector=" + huge,
+                "?labelSelector=a%20in%20(", "?labelSelector=" + huge, "?includeObject=All")) {
+            HttpResponse<String> r = send("GET", ALLOCS + bad, null, "alice", "playpen-users");
+            assertStatus(r, 400, "BadRequest", null);
+            assertThat(json(r).get("message").asText().length()).as(bad).isLessThan(300);
+        }
+        // a request line beyond the listener's bound never reaches the flow
+        assertStatus(send("GET", ALLOCS + "?labelSelector=" + "x".repeat(20_000), null, "alice", "playpen-users"), 414,
+                "RequestURITooLong", null);
+        assertStatus(send("GET", ALLOCS + "/NOT-AN-ID", null, "alice", "playpen-users"), 400, "BadRequest",
+                "invalid alloc name \"NOT-AN-ID\": an allocation id is 16 lowercase hexadecimal characters");
+        assertStatus(send("DELETE", ALLOCS + "/" + "a".repeat(300), null, "alice", "playpen-users"), 400, "BadRequest",
+                null);
+        assertStatus(send("DELETE", ALLOCS + "/" + ids.get(0) + "?dryRun=All", null, "alice", "playpen-users"), 400,
+                "BadRequest", "dry-run deletes are not supported on allocs: nothing was deleted");
+        HttpResponse<String> watch = send("GET", ALLOCS + "?watch=true", null, "alice", "playpen-users");
+        assertStatus(watch, 405, "MethodNotAllowed", "watch is not supported on allocs");
+        HttpResponse<String> put = send("PUT", ALLOCS + "/" + ids.get(0), null, "alice", "playpen-users");
+        assertStatus(put, 405, "MethodNotAllowed", "method not allowed");
+        assertThat(put.headers().firstValue("Allow")).hasValue("DELETE, GET");
+        HttpResponse<String> patch = send("PATCH", ALLOCS, null, "alice", "playpen-users");
+        assertStatus(patch, 405, "MethodNotAllowed", "method not allowed");
+        assertThat(patch.headers().firstValue("Allow")).hasValue("GET, POST");
+        assertStatus(send("GET", ALLOCS + "/" + ids.get(0) + "/status", null, "alice", "playpen-users"), 404,
+                "NotFound", null);
+        assertThat(podState()).isEqualTo(before);
+    }
+
+    @Test
+    void quotaIsExactOnOneReplicaAndReplaysNeverCount() throws Exception {
+        op = new OperatorHarness(cluster, "--max-allocs-per-user=3");
+        http = op.frontProxy();
+        runners(12);
+        List<HttpResponse<String>> answers = concurrently(16, i -> alloc(op, "q-" + i, "alice", "playpen-users"));
+        long ok = answers.stream().filter(r -> r.statusCode() == 200).count();
+        List<HttpResponse<String>> refused = answers.stream().filter(r -> r.statusCode() == 429).toList();
+        assertThat(ok).isEqualTo(3);
+        assertThat(refused).hasSize(13);
+        assertThat(refused.get(0).headers().firstValue("Retry-After")).hasValue("1");
+        assertStatus(refused.get(0), 429, "TooManyRequests",
+                "allocation quota exceeded: you hold 3 of at most 3 allocations (--max-allocs-per-user); deallocate one first");
+        List<Pod> alices = cluster.pods().stream().filter(p -> Hashes.sha256Hex("alice")
+                .equals(p.getMetadata().getAnnotations().get(PlaypenKeys.OWNER_HASH))).toList();
+        assertThat(alices).hasSize(3);
+        // a replay of a held key is answered at the quota, not refused
+        String heldKey = null;
+        for (int i = 0; i < 16; i++) {
+            if (answers.get(i).statusCode() == 200) {
+                heldKey = "q-" + i;
+            }
+        }
+        HttpResponse<String> replay = alloc(op, heldKey, "alice", "playpen-users");
+        assertThat(replay.statusCode()).isEqualTo(200);
+        assertThat(replay.body()).isEqualTo(answers.get(Integer.parseInt(heldKey.substring(2))).body());
+        // other users are not affected; freeing one (DELETE) makes room again
+        assertThat(alloc(op, "bob-q", "bob", "playpen-users").statusCode()).isEqualTo(200);
+        assertThat(send("DELETE", ALLOCS + "/" + idOf(podOf(heldKey)), null, "alice", "playpen-users").statusCode())
+                .isEqualTo(200);
+        assertThat(alloc(op, "q-after", "alice", "playpen-users").statusCode()).isEqualTo(200);
+        assertThat(alloc(op, "q-over", "alice", "playpen-users").statusCode()).isEqualTo(429);
+    }
+
+    @Test
+    void quotaAcrossTwoReplicasNeverExceedsReplicasTimesQuota() throws Exception {
+        op = new OperatorHarness(cluster, "--max-allocs-per-user=2");
+        op2 = new OperatorHarness(cluster, "--max-allocs-per-user=2");
+        http = op.frontProxy();
+        runners(12);
+        op2.awaitCache(c -> c.size() == 12);
+        List<HttpResponse<String>> answers = concurrently(16,
+                i -> alloc(i % 2 == 0 ? op : op2, "r-" + i, "alice", "playpen-users"));
+        long ok = answers.stream().filter(r -> r.statusCode() == 200).count();
+        assertThat(answers).allMatch(r -> r.statusCode() == 200 || r.statusCode() == 429);
+        // the README's bound: exact per replica, so at most replicas x quota while the watches lag
+        assertThat(ok).isBetween(2L, 4L);
+        long held = cluster.pods().stream().filter(p -> Hashes.sha256Hex("alice")
+                .equals(p.getMetadata().getAnnotations().get(PlaypenKeys.OWNER_HASH))).count();
+        assertThat(held).isEqualTo(ok);
+        // once both watches have seen the claims, neither replica admits another
+        op2.awaitCache(c -> c.stream().filter(p -> p.getMetadata().getAnnotations() != null && Hashes.sha256Hex("alice")
+                .equals(p.getMetadata().getAnnotations().get(PlaypenKeys.OWNER_HASH))).count() == ok);
+        op.awaitCache(c -> c.stream().filter(p -> p.getMetadata().getAnnotations() != null && Hashes.sha256Hex("alice")
+                .equals(p.getMetadata().getAnnotations().get(PlaypenKeys.OWNER_HASH))).count() == ok);
+        assertThat(alloc(op, "r-late-1", "alice", "playpen-users").statusCode()).isEqualTo(429);
+        assertThat(alloc(op2, "r-late-2", "alice", "playpen-users").statusCode()).isEqualTo(429);
+    }
+
+    interface Call {
+        HttpResponse<String> call(int i) throws Exception;
+    }
+
+    static List<HttpResponse<String>> concurrently(int n, Call call) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(n);
+        try {
+            CountDownLatch go = new CountDownLatch(1);
+            List<Future<HttpResponse<String>>> fs = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                int idx = i;
+                Callable<HttpResponse<String>> c = () -> {
+                    go.await();
+                    return call.call(idx);
+                };
+                fs.add(pool.submit(c));
+            }
+            go.countDown();
+            List<HttpResponse<String>> out = new ArrayList<>();
+            for (Future<HttpResponse<String>> f : fs) {
+                out.add(f.get());
+            }
+            return out;
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+}
