@@ -57,7 +57,6 @@ class ApiPathsTest {
             "POST, /healthz/",
             "POST, /apis/playpen.unbounded-cloud.io/v1alpha1/alloc",
             "POST, /apis/playpen.unbounded-cloud.io/v1alpha1/allocs/",
-            "POST, /apis/playpen.unbounded-cloud.io/v1alpha1/allocs/x",
             "POST, /apis/playpen.unbounded-cloud.io/v1alpha1/allocs//",
             "POST, /apis/playpen.unbounded-cloud.io/v1alpha1%2Fallocs",
             "POST, /apis/playpen.unbounded-cloud.io/v1alpha1%2fdeallocs",
@@ -99,9 +98,12 @@ class ApiPathsTest {
 
     @ParameterizedTest(name = "{0} {1} → 405 Allow {2}")
     @CsvSource({
-            "GET,     " + V + "/allocs,    POST",
-            "HEAD,    " + V + "/allocs,    POST",
-            "OPTIONS, " + V + "/allocs,    POST",
+            // GET on allocs lists allocations (ours), so Allow names it next to the reference's POST
+            "HEAD,    " + V + "/allocs,    'GET, POST'",
+            "OPTIONS, " + V + "/allocs,    'GET, POST'",
+            "DELETE,  " + V + "/allocs,    'GET, POST'",
+            "POST,    " + V + "/allocs/x,  'DELETE, GET'",
+            "PUT,     " + V + "/allocs/0123456789abcdef, 'DELETE, GET'",
             "PUT,     " + V + "/deallocs,  POST",
             "DELETE,  " + V + "/deallocs,  POST",
             "TRACE,   " + V + "/deallocs,  POST",

@@ -23,8 +23,17 @@ class DiscoveryTest {
         assertThat(Discovery.API_GROUP).isEqualTo(golden("discovery-api-group.json"));
     }
 
+    /**
+     * The reference's document with allocs extended (ours): verbs get, list and delete next to create, the short name
+     * alloc and the category playpen; every other byte (key order, deallocs, the trailing newline) as the reference.
+     */
     @Test
     void apiResourceList() throws IOException {
-        assertThat(Discovery.API_RESOURCE_LIST).isEqualTo(golden("discovery-api-resource-list.json"));
+        String reference = golden("discovery-api-resource-list.json");
+        String extended = reference.replace("\"singularName\":\"alloc\",\"verbs\":[\"create\"]}",
+                "\"shortNames\":[\"alloc\"],\"singularName\":\"alloc\",\"verbs\":[\"create\",\"delete\",\"get\",\"list\"]}")
+                .replace("{\"kind\":\"Alloc\",", "{\"categories\":[\"playpen\"],\"kind\":\"Alloc\",");
+        assertThat(extended).isNotEqualTo(reference);
+        assertThat(Discovery.API_RESOURCE_LIST).isEqualTo(extended);
     }
 }

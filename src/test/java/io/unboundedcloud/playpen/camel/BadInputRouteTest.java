@@ -110,9 +110,10 @@ class BadInputRouteTest {
         expect(send("POST", ALLOCS, "application/x-www-form-urlencoded", "idempotencyKey=a".getBytes()), 400,
                 "BadRequest", "invalid JSON request");
         expect(send("POST", ALLOCS, "text/plain; charset=utf-16", "{}".getBytes()), 415, "UnsupportedMediaType", null);
-        HttpResponse<String> get = send("GET", ALLOCS, null, null);
-        expect(get, 405, "MethodNotAllowed", null);
-        assertThat(get.headers().firstValue("Allow")).hasValue("POST");
+        // GET lists allocations (ours); other methods are 405 naming both
+        HttpResponse<String> put = send("PUT", ALLOCS, null, null);
+        expect(put, 405, "MethodNotAllowed", null);
+        assertThat(put.headers().firstValue("Allow")).hasValue("GET, POST");
         expect(send("GET", "/apis/playpen.unbounded-cloud.io/v1alpha1/widgets", null, null), 404, "NotFound", null);
         expect(send("POST", "/apis/other.group/v1/allocs", "application/json", "{}".getBytes()), 404, "NotFound", null);
         // JSON with a charset parameter is JSON
