@@ -68,6 +68,8 @@ import io.unboundedcloud.playpen.tls.Pki;
 final class AggregatorShim implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(AggregatorShim.class);
     private static final String GROUP_PREFIX = "/apis/" + PlaypenKeys.GROUP;
+    /** The group's OpenAPI v3 document, served by the operator (the v3 index comes from the simulated API server). */
+    private static final String OPENAPI_V3_GROUP = "/openapi/v3/apis/" + PlaypenKeys.GROUP_VERSION;
     /** Never forwarded in either direction (RFC 9110 hop-by-hop, plus what the HTTP stacks compute themselves). */
     private static final Set<String> HOP_BY_HOP = Set.of("connection", "keep-alive", "proxy-authenticate",
             "proxy-authorization", "proxy-connection", "te", "trailer", "trailers", "transfer-encoding", "upgrade",
@@ -235,7 +237,7 @@ final class AggregatorShim implements AutoCloseable {
                 return;
             }
             String path = uri.getRawPath();
-            if (path.equals(GROUP_PREFIX) || path.startsWith(GROUP_PREFIX + "/")) {
+            if (path.equals(GROUP_PREFIX) || path.startsWith(GROUP_PREFIX + "/") || path.equals(OPENAPI_V3_GROUP)) {
                 forwardToOperator(exchange, pathAndQuery, body, peer);
             } else {
                 forward(exchange, apiClient, URI.create(kubeApi.toString().replaceAll("/+$", "") + pathAndQuery), body, Map.of());

@@ -26,6 +26,8 @@ final class DevApiDispatcher extends Dispatcher {
     static final String SAR_PATH = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
     /** Groups the dev authorizer allows to do anything. */
     static final Set<String> ALLOWED_GROUPS = Set.of(DevCluster.USERS_GROUP, "system:masters");
+    /** Groups the dev authorizer allows on allocs/all too: acting on every user's allocations. */
+    static final Set<String> ADMIN_GROUPS = Set.of(DevCluster.ADMINS_GROUP, "system:masters");
 
     private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -80,7 +82,9 @@ final class DevApiDispatcher extends Dispatcher {
         Set<String> groups = new HashSet<>();
         review.path("spec").path("groups").forEach(g -> groups.add(g.asText()));
         String user = review.path("spec").path("user").asText("");
-        boolean allowed = groups.stream().anyMatch(ALLOWED_GROUPS::contains);
+        boolean everyone = !review.path("spec").path("resourceAttributes").path("subresource").asText("").isEmpty();
+        Set<String> allowedGroups = everyone ? ADMIN_GROUPS : ALLOWED_GROUPS;
+        boolean allowed = groups.stream().anyMatch(allowedGroups::contains);
         review.put("apiVersion", "authorization.k8s.io/v1");
         review.put("kind", "SubjectAccessReview");
         if (!review.path("metadata").isObject()) {
@@ -89,8 +93,10 @@ final class DevApiDispatcher extends Dispatcher {
         ObjectNode status = review.putObject("status");
         status.put("allowed", allowed);
         status.put("reason", allowed
-                ? "dev cluster: members of " + String.join(", ", ALLOWED_GROUPS.stream().filter(groups::contains).sorted().toList())
+                ? "dev cluster: members of " + String.join(", ", allowedGroups.stream().filter(groups::contains).sorted().toList())
                         + " may do anything"
+                : everyone ? "dev cluster: only members of \"" + DevCluster.ADMINS_GROUP
+                        + "\" or \"system:masters\" act on every user's allocations"
                 : "dev cluster: user \"" + user + "\" is in neither group \"" + DevCluster.USERS_GROUP
                         + "\" nor \"system:masters\"");
         return json(HttpURLConnection.HTTP_CREATED, review.toString());

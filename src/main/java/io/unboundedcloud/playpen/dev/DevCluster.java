@@ -72,6 +72,9 @@ public final class DevCluster implements AutoCloseable {
     /** The group the dev authorizer allows (besides system:masters); dev-user is in it, dev-denied is not. */
     public static final String USERS_GROUP = "playpen-users";
     public static final String DEV_USER = "dev-user";
+    /** The group the dev authorizer allows on allocs/all (everyone's allocations); dev-admin is in it. */
+    public static final String ADMINS_GROUP = "playpen-admins";
+    public static final String ADMIN_USER = "dev-admin";
     public static final String DENIED_USER = "dev-denied";
     public static final String NODE_AMD64 = "dev-amd64";
     public static final String NODE_ARM64 = "dev-arm64";
@@ -362,6 +365,8 @@ public final class DevCluster implements AutoCloseable {
                 DEV_USER, issueUser(DEV_USER, List.of(USERS_GROUP)), options.runnerNamespace));
         writePrivate("kubeconfig-denied", Kubeconfigs.withClientCertificate("playpen-dev", shimUrl.toString(),
                 servingCaPem, DENIED_USER, issueUser(DENIED_USER, List.of("dev-others")), options.runnerNamespace));
+        writePrivate("kubeconfig-admin", Kubeconfigs.withClientCertificate("playpen-dev", shimUrl.toString(), servingCaPem,
+                ADMIN_USER, issueUser(ADMIN_USER, List.of(USERS_GROUP, ADMINS_GROUP)), options.runnerNamespace));
         writePrivate("operator-kubeconfig", Kubeconfigs.anonymous("playpen-dev-api", kubeApiUrl.toString(),
                 options.operatorNamespace));
         write("front-proxy-ca.crt", frontProxyCa.certificatePem());
