@@ -352,30 +352,54 @@ class DeployRbacTest {
         }
     }
 
-    @Test
-    void playpenUserMayCreateAllocsAndDeallocsOnly() throws Exception {
-        ClusterRole user = null;
+    Set<String> clusterRoleGrants(String name) throws Exception {
+        ClusterRole role = null;
         for (ObjectNode doc : clusterRoles) {
             ClusterRole r = StrictModel.read(doc, ClusterRole.class);
-            if (r.getMetadata().getName().equals("playpen-user")) {
-                user = r;
+            if (r.getMetadata().getName().equals(name)) {
+                role = r;
             }
         }
-        assertThat(user).as("ClusterRole playpen-user").isNotNull();
+        assertThat(role).as("ClusterRole " + name).isNotNull();
         List<Grant> grants = new ArrayList<>();
-        for (PolicyRule r : nullSafe(user.getRules())) {
+        for (PolicyRule r : nullSafe(role.getRules())) {
             expand(r, CLUSTER, grants);
         }
-        assertThat(grants.stream().map(Grant::toString).collect(Collectors.toSet())).containsExactlyInAnyOrder(
+        return grants.stream().map(Grant::toString).collect(Collectors.toSet());
+    }
+
+    /**
+     * playpen-user: create allocs and deallocs (the reference's), get/list/delete allocs (kubectl get/delete, the
+     * operator scopes them to the caller's own); never allocs/all, which would show everyone's.
+     */
+    @Test
+    void playpenUserMayCreateAllocsAndDeallocsAndReadAndDeleteAllocs() throws Exception {
+        assertThat(clusterRoleGrants("playpen-user")).containsExactlyInAnyOrder(
                 "playpen.unbounded-cloud.io/allocs create @" + CLUSTER,
-                "playpen.unbounded-cloud.io/deallocs create @" + CLUSTER);
+                "playpen.unbounded-cloud.io/deallocs create @" + CLUSTER,
+                "playpen.unbounded-cloud.io/allocs get @" + CLUSTER,
+                "playpen.unbounded-cloud.io/allocs list @" + CLUSTER,
+                "playpen.unbounded-cloud.io/allocs delete @" + CLUSTER);
         // deploy/ does not decide who the users are
         for (String kind : List.of("RoleBinding", "ClusterRoleBinding")) {
             for (ObjectNode doc : RenderedDeploy.ofKind(kind)) {
                 assertThat(doc.path("roleRef").path("name").asText()).as("roleRef of %s", RenderedDeploy.describe(doc))
-                        .isNotEqualTo("playpen-user");
+                        .isNotIn("playpen-user", "playpen-admin");
             }
         }
+    }
+
+    /** playpen-admin: get/list/delete on allocs (kube-apiserver's check) and allocs/all (the operator's: everyone's). */
+    @Test
+    void playpenAdminMayGetListAndDeleteEveryonesAllocs() throws Exception {
+        assertThat(clusterRoleGrants("playpen-admin")).containsExactlyInAnyOrder(
+                "playpen.unbounded-cloud.io/allocs get @" + CLUSTER,
+                "playpen.unbounded-cloud.io/allocs list @" + CLUSTER,
+                "playpen.unbounded-cloud.io/allocs delete @" + CLUSTER,
+                "playpen.unbounded-cloud.io/allocs/all get @" + CLUSTER,
+                "playpen.unbounded-cloud.io/allocs/all list @" + CLUSTER,
+                "playpen.unbounded-cloud.io/allocs/all delete @" + CLUSTER);
+        assertThat(clusterRoleGrants("playpen-admin")).noneMatch(g -> g.contains(" create "));
     }
 
     @Test
