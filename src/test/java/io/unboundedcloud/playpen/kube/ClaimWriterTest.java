@@ -54,4 +54,24 @@ class ClaimWriterTest {
             assertThat(writer.deleteIfClaimedBy(claimed, K1)).as("still 'gone' for dealloc's purposes").isTrue();
         }
     }
+
+    /** The owner hash rides in the claim's single merge patch, next to the reference's annotations; none without one. */
+    @Test
+    void ownerHashIsPartOfTheOneClaimPatch() throws Exception {
+        ClaimWriter w = new ClaimWriter(null, java.time.Clock.fixed(java.time.Instant.parse("2026-01-02T03:04:05Z"),
+                java.time.ZoneOffset.UTC), new ApiCallCounter());
+        var cmd = new io.unboundedcloud.playpen.model.AllocCommand("ab".repeat(32),
+                io.unboundedcloud.playpen.model.ResourceType.RUNNER, "", "wg", "amd64");
+        var json = new com.fasterxml.jackson.databind.ObjectMapper();
+        var withOwner = json.readTree(w.claimPatch("playpen", "p", "12", cmd,
+                io.unboundedcloud.playpen.model.Hashes.ownerHash("alice")));
+        assertThat(withOwner.at("/metadata/resourceVersion").asText()).isEqualTo("12");
+        assertThat(withOwner.at("/metadata/annotations").size()).isEqualTo(5);
+        assertThat(withOwner.at("/metadata/annotations").get(io.unboundedcloud.playpen.model.PlaypenKeys.OWNER_HASH)
+                .asText()).isEqualTo(io.unboundedcloud.playpen.model.Hashes.sha256Hex("alice"));
+        assertThat(withOwner.toString()).doesNotContain("\"alice\"");
+        var without = json.readTree(w.claimPatch("playpen", "p", "12", cmd));
+        assertThat(without.at("/metadata/annotations").size()).isEqualTo(4);
+        assertThat(without.at("/metadata/annotations").has(io.unboundedcloud.playpen.model.PlaypenKeys.OWNER_HASH)).isFalse();
+    }
 }
