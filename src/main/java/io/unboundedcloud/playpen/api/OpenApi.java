@@ -85,7 +85,9 @@ public final class OpenApi {
                                 + "runners, the API server's TCP port for control planes)."),
                         "claimedAt", str("When the pod was claimed (RFC 3339)."),
                         "expiresAt", str("When the allocation expires and its pod is deleted (RFC 3339); absent "
-                                + "when allocations do not expire.")))));
+                                + "when allocations do not expire."),
+                        "kubeconfig", str("A control plane's kubeconfig, as the alloc answer gives it; only when its "
+                                + "owner reads that one allocation.")))));
         m.put("x-kubernetes-group-version-kind", List.of(gvk("Alloc")));
         return m;
     }

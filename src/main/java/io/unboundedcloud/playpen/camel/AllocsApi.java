@@ -16,7 +16,9 @@ import io.unboundedcloud.playpen.auth.Identity;
 import io.unboundedcloud.playpen.kube.AccessReviewer;
 import io.unboundedcloud.playpen.kube.NodeCache;
 import io.unboundedcloud.playpen.kube.PodCache;
+import io.unboundedcloud.playpen.model.AllocResponses;
 import io.unboundedcloud.playpen.model.AllocViews;
+import io.unboundedcloud.playpen.model.ResourceType;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 
@@ -28,8 +30,8 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
 public final class AllocsApi {
     public static final String TABLE_V1 = "application/json;as=Table;g=meta.k8s.io;v=v1";
 
-    /** A read's options and whose allocations it covers ({@code ownerHash} null = everyone's). */
-    public record Read(AllocViews.Query query, String ownerHash) {
+    /** A read's options, whose allocations it covers ({@code ownerHash} null = everyone's) and who asks. */
+    public record Read(AllocViews.Query query, String ownerHash, String viewerHash) {
     }
 
     /** What a read found. */
@@ -42,9 +44,12 @@ public final class AllocsApi {
     private final Clock clock;
     private final Duration ttl;
     private final int retryAfterSeconds;
+    private final AllocResponses responses;
 
+    /** {@code responses} renders a control plane's kubeconfig for its owner exactly as the alloc answer has it. */
     public AllocsApi(AccessReviewer reviewer, PodCache pods, NodeCache nodes, Clock clock, Duration ttl,
-            int retryAfterSeconds) {
+            int retryAfterSeconds, AllocResponses responses) {
+        this.responses = responses;
         this.retryAfterSeconds = retryAfterSeconds;
         this.reviewer = reviewer;
         this.pods = pods;
@@ -118,7 +123,8 @@ public final class AllocsApi {
     public Read scope(@Body AllocViews.Query query, @ExchangeProperty(FrontDoor.IDENTITY) Identity who,
             @ExchangeProperty(FrontDoor.FLOW) String flow) {
         boolean everyone = reviewer.allowedForAllUsers(who, verb(flow));
-        return new Read(query, everyone ? null : Hashes.ownerHash(who.user()));
+        String viewer = Hashes.ownerHash(who.user());
+        return new Read(query, everyone ? null : viewer, viewer);
     }
 
     /**
@@ -151,8 +157,34 @@ public final class AllocsApi {
             String type = "application/json;as=Table;g=meta.k8s.io;v=" + q.tableVersion();
             return new HttpReply(200, type, Json.write(AllocViews.table(s.page(), q, clock.instant())), Map.of(), "ok");
         }
-        Object doc = q.name() != null ? AllocViews.object(s.page().items().get(0)) : AllocViews.list(s.page());
-        return HttpReply.json(Json.write(doc));
+        if (q.name() == null) {
+            return HttpReply.json(Json.write(AllocViews.list(s.page())));
+        }
+        AllocViews.Alloc a = s.page().items().get(0);
+        Map<String, Object> o = AllocViews.object(a);
+        ownersKubeconfig(a, s.read().viewerHash()).ifPresent(k -> AllocViews.withKubeconfig(o, k));
+        return HttpReply.json(Json.write(o));
+    }
+
+    /**
+     * A control plane's kubeconfig as its alloc answer gives it, for one object read by its owner only (an admin
+     * reading someone else's, and every list or table, never sees it); empty when it cannot be rendered now.
+     */
+    private java.util.Optional<String> ownersKubeconfig(AllocViews.Alloc a, String viewerHash) {
+        if (!ResourceType.CONTROL_PLANE.wire().equals(a.resourceType()) || a.ownerHash().isEmpty()
+                || !a.ownerHash().equals(viewerHash)) {
+            return java.util.Optional.empty();
+        }
+        return pods.get(a.pod()).flatMap(pod -> {
+            try {
+                String kubeconfig = responses.build(pod, nodes.externalIp(a.node()).orElse("")).controlPlane()
+                        .kubeconfig();
+                return kubeconfig == null || kubeconfig.isEmpty() ? java.util.Optional.empty()
+                        : java.util.Optional.of(kubeconfig);
+            } catch (ApiException e) {
+                return java.util.Optional.empty();
+            }
+        });
     }
 
     /** The key hash to deallocate the one selected allocation with (the dealloc flow's input). */

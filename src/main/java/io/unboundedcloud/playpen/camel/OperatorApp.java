@@ -119,8 +119,9 @@ public final class OperatorApp implements AutoCloseable {
                 config.retryAfterSeconds(), calls);
         allocator = new Allocator(pods, nodes, writer,
                 candidates, config.retryAfterSeconds(), config.maxAllocsPerUser());
+        AllocResponses responses = new AllocResponses(config.network(), config.redfishBaseUrl(), config.retryAfterSeconds());
         ApiFlows flows = new ApiFlows(reviewer, new AllocRequestParser(config.controlPlaneVersions()), allocator,
-                new AllocResponses(config.network(), config.redfishBaseUrl(), config.retryAfterSeconds()), this::ready, config.retryAfterSeconds());
+                responses, this::ready, config.retryAfterSeconds());
         allocator.addObserver(observed);
         metrics.bind(config, pods, templates, reviewer, calls, leader, events);
 
@@ -158,7 +159,7 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("frontDoor", new FrontDoor(authenticator));
         main.bind("apiFlows", flows);
         main.bind("allocsApi", new AllocsApi(reviewer, pods, nodes, clock, config.playpenTtl(),
-                config.retryAfterSeconds()));
+                config.retryAfterSeconds(), responses));
         main.bind("replyWriter", new ReplyWriter(config.retryAfterSeconds(), metrics));
         main.bind("trustBundles", trust);
         main.bind("leaderOnly", leaderRoutes);

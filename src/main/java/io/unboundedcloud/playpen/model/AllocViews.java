@@ -310,6 +310,12 @@ public final class AllocViews {
         return o;
     }
 
+    /** Adds a control plane's kubeconfig to an object's status (for its owner only: the caller decides). */
+    @SuppressWarnings("unchecked")
+    public static void withKubeconfig(Map<String, Object> object, String kubeconfig) {
+        ((Map<String, Object>) object.get("status")).put("kubeconfig", kubeconfig);
+    }
+
     /** The AllocList of a page. */
     public static Map<String, Object> list(Page page) {
         Map<String, Object> o = new LinkedHashMap<>();

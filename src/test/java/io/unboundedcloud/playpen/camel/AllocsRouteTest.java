@@ -198,6 +198,50 @@ class AllocsRouteTest {
                 && s.getSpec().getResourceAttributes().getSubresource() == null);
     }
 
+    /** A control plane's kubeconfig is in the one object its owner reads, nowhere else (lists, tables, admins). */
+    @Test
+    void controlPlaneKubeconfigOnlyForItsOwner() throws Exception {
+        op = new OperatorHarness(cluster, "--playpen-ttl=1h");
+        http = op.frontProxy();
+        cluster.create(TestCluster.readyControlPlane("v1.33.0", 16443, "node-a", AllocRouteTest.KUBECONFIG));
+        op.awaitCache(c -> c.size() == 1);
+        HttpResponse<String> cp = op.kubectlPost(http, ALLOCS, "{\"idempotencyKey\":\"cp\",\"resourceType\":\"controlPlane\"}",
+                "alice", "playpen-users");
+        assertThat(cp.statusCode()).as(cp.body()).isEqualTo(200);
+        String kubeconfig = json(cp).at("/controlPlane/kubeconfig").asText();
+        assertThat(kubeconfig).contains("server: https://203.0.113.10:16443");
+        String id = idOf(podOf("cp"));
+        JsonNode own = json(send("GET", ALLOCS + "/" + id, "application/json", "alice", "playpen-users"));
+        assertThat(own.at("/spec/resourceType").asText()).isEqualTo("controlPlane");
+        assertThat(own.at("/spec/kubernetesVersion").asText()).isEqualTo("v1.33.0");
+        assertThat(own.at("/status/kubeconfig").asText()).isEqualTo(kubeconfig);
+        HttpResponse<String> admin = send("GET", ALLOCS + "/" + id, "application/json", "root", "playpen-users",
+                "playpen-admins");
+        assertThat(admin.statusCode()).isEqualTo(200);
+        assertThat(json(admin).at("/status/kubeconfig").isMissingNode()).isTrue();
+        assertThat(send("GET", ALLOCS, null, "alice", "playpen-users").body()).doesNotContain("kubeconfig")
+                .doesNotContain("BEGIN").doesNotContain("token");
+        assertThat(send("GET", ALLOCS + "/" + id, TABLE, "alice", "playpen-users").body()).doesNotContain("kubeconfig");
+        // the OpenAPI documents the aggregator fetches with its front-proxy certificate (no user needed)
+        for (String path : List.of("/openapi/v2", "/openapi/v3", "/openapi/v3/apis/playpen.unbounded-cloud.io/v1alpha1")) {
+            HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(op.url(path))).GET();
+            HttpResponse<String> r = http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(r.statusCode()).as(path).isEqualTo(200);
+        }
+        JsonNode v2 = json(http.send(HttpRequest.newBuilder(URI.create(op.url("/openapi/v2"))).build(),
+                HttpResponse.BodyHandlers.ofString()));
+        assertThat(v2.at("/definitions/io.unboundedcloud.playpen.v1alpha1.Alloc/x-kubernetes-group-version-kind/0/kind")
+                .asText()).isEqualTo("Alloc");
+        JsonNode v3 = json(http.send(HttpRequest.newBuilder(URI.create(op.url("/openapi/v3"))).build(),
+                HttpResponse.BodyHandlers.ofString()));
+        assertThat(v3.at("/paths/apis~1playpen.unbounded-cloud.io~1v1alpha1/serverRelativeURL").asText())
+                .startsWith("/openapi/v3/apis/playpen.unbounded-cloud.io/v1alpha1?hash=");
+        // without the front-proxy certificate: 403 like every /apis path
+        HttpResponse<String> anon = OperatorHarness.client(null).send(HttpRequest.newBuilder(URI.create(op.url(
+                "/openapi/v2"))).build(), HttpResponse.BodyHandlers.ofString());
+        assertStatus(anon, 403, "Forbidden", null);
+    }
+
     @Test
     void tableOutputAndListOptions() throws Exception {
         op = new OperatorHarness(cluster, "--playpen-ttl=0");
