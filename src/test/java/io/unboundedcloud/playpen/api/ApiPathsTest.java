@@ -27,9 +27,38 @@ class ApiPathsTest {
             "POST,    /apis/playpen.unbounded-cloud.io/v1alpha1/%61llocs,     ALLOC",
             "POST,    https://playpen-operator.playpen.svc:443/apis/playpen.unbounded-cloud.io/v1alpha1/allocs, ALLOC",
             "POST,    /apis/playpen.unbounded-cloud.io/v1alpha1/deallocs,     DEALLOC",
+            "GET,     /apis/playpen.unbounded-cloud.io/v1alpha1/allocs?limit=500, ALLOCS_LIST",
+            "GET,     /apis/playpen.unbounded-cloud.io/v1alpha1/allocs/0123456789abcdef, ALLOCS_GET",
+            "GET,     /apis/playpen.unbounded-cloud.io/v1alpha1/allocs/not-an-id, ALLOCS_GET",
+            "DELETE,  /apis/playpen.unbounded-cloud.io/v1alpha1/allocs/0123456789abcdef, ALLOCS_DELETE",
+            "GET,     /openapi/v2,                                    OPENAPI_V2",
+            "GET,     /openapi/v3,                                    OPENAPI_V3",
+            "GET,     /openapi/v3/apis/playpen.unbounded-cloud.io/v1alpha1?hash=AB, OPENAPI_V3_GROUP",
     })
     void routes(String method, String path, Flow flow) {
         assertThat(ApiPaths.route(method, path)).isEqualTo(flow);
+    }
+
+    /** The allocs flows act for a user; the name comes percent-decoded from the path, the query raw. */
+    @Test
+    void allocsFlowsActForAUserAndCarryNameAndQuery() {
+        for (Flow f : new Flow[] {Flow.ALLOCS_LIST, Flow.ALLOCS_GET, Flow.ALLOCS_DELETE}) {
+            assertThat(f.authenticated()).isTrue();
+            assertThat(f.forUser()).isTrue();
+            assertThat(f.mutating()).isFalse();
+        }
+        assertThat(Flow.OPENAPI_V2.authenticated()).isTrue();
+        assertThat(Flow.OPENAPI_V2.forUser()).isFalse();
+        assertThat(Flow.ALLOC.forUser()).isTrue();
+        assertThat(ApiPaths.allocName(V + "/allocs/%30123456789abcdef?x=1")).isEqualTo("0123456789abcdef");
+        assertThat(ApiPaths.allocName(V + "/allocs")).isNull();
+        assertThat(ApiPaths.rawQuery(V + "/allocs?limit=5&continue=a%3D#frag")).isEqualTo("limit=5&continue=a%3D");
+        assertThat(ApiPaths.rawQuery(V + "/allocs")).isEmpty();
+        // a name with an encoded slash or a subresource is not an allocation path
+        assertThat(catchThrowableOfType(ApiException.class, () -> ApiPaths.route("GET", V + "/allocs/a%2Fb")).code())
+                .isEqualTo(404);
+        assertThat(catchThrowableOfType(ApiException.class, () -> ApiPaths.route("GET", V + "/allocs/a/status")).code())
+                .isEqualTo(404);
     }
 
     @Test

@@ -319,10 +319,25 @@ class DevClusterTest {
         assertThat(denied.getStatus().getReason()).contains("dev-denied", "playpen-users");
     }
 
+    /** allocs/all (everyone's allocations) only for playpen-admins and system:masters. */
+    @Test
+    void subjectAccessReviewAllowsEveryonesAllocsToAdminsOnly() {
+        assertThat(sar("dev-user", List.of("playpen-users"), "all").getStatus().getAllowed()).isFalse();
+        assertThat(sar("dev-admin", List.of("playpen-users", "playpen-admins"), "all").getStatus().getAllowed()).isTrue();
+        assertThat(sar("root", List.of("system:masters"), "all").getStatus().getAllowed()).isTrue();
+        assertThat(sar("dev-user", List.of("playpen-users"), "all").getStatus().getReason()).contains("playpen-admins");
+        assertThat(cluster.devDir().resolve("kubeconfig-admin")).exists();
+    }
+
     private static SubjectAccessReview sar(String user, List<String> groups) {
+        return sar(user, groups, null);
+    }
+
+    private static SubjectAccessReview sar(String user, List<String> groups, String subresource) {
         return cluster.client().authorization().v1().subjectAccessReview().create(new SubjectAccessReviewBuilder()
                 .withNewSpec().withUser(user).withGroups(groups).withNewResourceAttributes().withVerb("create")
-                .withGroup(PlaypenKeys.GROUP).withResource("allocs").endResourceAttributes().endSpec().build());
+                .withGroup(PlaypenKeys.GROUP).withResource("allocs").withSubresource(subresource).endResourceAttributes()
+                .endSpec().build());
     }
 
     @Test
