@@ -452,6 +452,7 @@ public final class DevCluster implements AutoCloseable {
                 + "  " + kubectl + " create --raw " + base + "/allocs -f " + dir + "/alloc-request.json\n"
                 + "  " + kubectl + " create --raw " + base + "/allocs -f " + dir + "/alloc-request.json"
                 + "   # same key again: same answer\n"
+                + "  " + kubectl + " get allocs -o wide   # your allocations (kubectl delete alloc <NAME> releases one)\n"
                 + "  " + kubectl + " create --raw " + base + "/deallocs -f " + dir + "/dealloc-request.json\n"
                 + "  " + kubectl + " get pods -n " + options.runnerNamespace + " -o wide\n";
     }

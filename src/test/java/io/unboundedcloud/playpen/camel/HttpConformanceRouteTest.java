@@ -190,6 +190,11 @@ class HttpConformanceRouteTest {
         assertThat(st.get("message").asText()).isEqualTo("forbidden");
         assertThat(status(raw(null, "GET", V, Map.of(), null), 403, "Forbidden").get("message").asText())
                 .isEqualTo("forbidden");
+        // GET allocs and DELETE allocs/<id> (ours) are real flows: no certificate is 403 like every /apis flow
+        assertThat(status(raw(null, "GET", ALLOCS, Map.of(), null), 403, "Forbidden").get("message").asText())
+                .isEqualTo("forbidden");
+        assertThat(status(raw(null, "DELETE", ALLOCS + "/0123456789abcdef", Map.of(), null), 403, "Forbidden")
+                .get("message").asText()).isEqualTo("forbidden");
         assertThat(state()).isEqualTo(before);
     }
 

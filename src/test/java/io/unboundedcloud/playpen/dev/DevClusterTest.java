@@ -193,6 +193,7 @@ class DevClusterTest {
         client.verify(Pki.parseCertificates(Files.readString(dir.resolve("front-proxy-ca.crt"))).get(0).getPublicKey());
         assertThat(client.getExtendedKeyUsage()).contains("1.3.6.1.5.5.7.3.2");
         assertThat(Files.readString(dir.resolve("alloc-request.json"))).contains(cluster.sampleIdempotencyKey());
+        assertThat(cluster.tryItCommands()).contains(" get allocs -o wide ");
         assertThat(cluster.tryItCommands()).contains("create --raw /apis/playpen.unbounded-cloud.io/v1alpha1/allocs -f "
                 + dir + "/alloc-request.json", "/deallocs");
     }
