@@ -420,7 +420,7 @@ public final class ChaosSuite implements AutoCloseable {
         int clients = Integer.getInteger("chaos.clients", 64);
         int requests = Integer.getInteger("chaos.requests", 2000);
         int crashRequests = Integer.getInteger("chaos.crashRequests", 1500);
-        int faultRequests = Integer.getInteger("chaos.faultRequests", 200);
+        int faultRequests = Integer.getInteger("chaos.faultRequests", 120);
         int faultClients = Integer.getInteger("chaos.faultClients", 16);
         List<Fault> faults = new ArrayList<>();
         for (String f : System.getProperty("chaos.faults", "").split(",")) {
@@ -456,7 +456,7 @@ public final class ChaosSuite implements AutoCloseable {
             if (scenarios.contains("slow")) {
                 results.add(attacks.slowAndIdleClients(Integer.getInteger("chaos.idle", 1000),
                         Integer.getInteger("chaos.slowloris", 50), Integer.getInteger("chaos.slowBodies", 10),
-                        Integer.getInteger("chaos.normalClients", 8), Integer.getInteger("chaos.normalOps", 100)));
+                        Integer.getInteger("chaos.normalClients", 8), Integer.getInteger("chaos.normalOps", 60)));
                 System.out.println(table(results.subList(results.size() - 1, results.size())));
             }
             if (scenarios.contains("duplicates")) {
