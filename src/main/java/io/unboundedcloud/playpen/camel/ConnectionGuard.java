@@ -274,6 +274,13 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                     arm(ctx, limits.bodyTimeout(), "request body");
                 }
             }
+            if (msg instanceof HttpContent content && content.decoderResult().isFailure()) {
+                // a broken chunked body (bad or overflowing chunk size): without this, netty-http answers a bare
+                // text/plain 400
+                ReferenceCountUtil.release(msg);
+                reject(ApiException.badRequest("malformed HTTP request body"));
+                return;
+            }
             if (msg instanceof HttpContent content && discardBody) {
                 boolean last = msg instanceof LastHttpContent;
                 ReferenceCountUtil.release(msg);
@@ -313,8 +320,31 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                 }
                 return ApiException.badRequest("malformed HTTP request");
             }
-            if (request.protocolVersion().equals(HttpVersion.HTTP_1_1) && !request.headers().contains(HttpHeaderNames.HOST)) {
-                return ApiException.badRequest("missing Host header");
+            HttpVersion version = request.protocolVersion();
+            if (version != HttpVersion.HTTP_1_0 && version != HttpVersion.HTTP_1_1) {
+                // Netty upper-cases what it parses ("http/1.1" becomes HTTP/1.1) and takes any major version; Go
+                // refuses a misspelt version (400) and answers other majors 505, except the HTTP/2 preface
+                boolean preface = version.majorVersion() == 2 && "PRI".equals(request.method().name());
+                if (version.majorVersion() != 1 && !preface) {
+                    return new ApiException(505, "HTTPVersionNotSupported", "unsupported protocol version");
+                }
+                if (preface || version.equals(HttpVersion.HTTP_1_0) || version.equals(HttpVersion.HTTP_1_1)) {
+                    return ApiException.badRequest("malformed HTTP version");
+                }
+            }
+            if (!request.headers().contains(HttpHeaderNames.HOST)) {
+                if (version.minorVersion() > 0 || version.majorVersion() > 1) {
+                    return ApiException.badRequest("missing Host header");
+                }
+                // HTTP/1.0 needs no Host (Go serves it); netty-http would answer a bare text/plain 400 without one
+                request.headers().set(HttpHeaderNames.HOST, "");
+            }
+            String expect = request.headers().get(HttpHeaderNames.EXPECT);
+            if (expect != null && !expect.isEmpty()
+                    && !request.headers().containsValue(HttpHeaderNames.EXPECT, HttpHeaderValues.CONTINUE, true)) {
+                // Go's server answers any expectation but 100-continue 417 before the handler; netty's aggregator
+                // would answer it with an empty text body
+                return new ApiException(417, "ExpectationFailed", "expectation failed");
             }
             String uri = request.uri();
             if (!isProbe(uri)) {

@@ -372,6 +372,8 @@ public final class DevCluster implements AutoCloseable {
         write("front-proxy-ca.crt", frontProxyCa.certificatePem());
         write("front-proxy-client.crt", frontProxyClient.certificatePem());
         writePrivate("front-proxy-client.key", frontProxyClient.privateKeyPem());
+        // the playground's own throwaway CA: tests issue bad front-proxy certificates with it (expired, wrong CN, ...)
+        writePrivate("front-proxy-ca.key", frontProxyCa.privateKeyPem());
         write("serving-ca.crt", servingCaPem);
         byte[] b = new byte[8];
         ThreadLocalRandom.current().nextBytes(b);

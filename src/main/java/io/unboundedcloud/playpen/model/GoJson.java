@@ -35,9 +35,12 @@ final class GoJson {
         }
     }
 
-    // encoding/json refuses nesting deeper than 10000; unknown fields may nest that deep and still decode
+    // encoding/json refuses nesting deeper than 10000; unknown fields may nest that deep and still decode. A number
+    // literal of any length is valid JSON to Go (Jackson stops at 1000 digits); numbers are only ever skipped here,
+    // never converted, and bodies are at most 64 KiB
     private static final JsonFactory FACTORY = JsonFactory.builder()
-            .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(10_000).build())
+            .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(10_000)
+                    .maxNumberLength(Integer.MAX_VALUE).build())
             .build();
 
     private GoJson() {

@@ -22,8 +22,9 @@ import io.unboundedcloud.playpen.support.OperatorHarness;
 
 /**
  * The chaos suite of issue 10 ({@code mvn -B -Pchaos verify}): one simulated cluster, N operator replicas of the
- * packaged jar (separate processes, their API traffic through a {@link ChaosProxy}), and the scenarios "replicas and
- * duplicates", "crash mid-load" and "API faults". Every loop is bounded in count and time. Writes
+ * packaged jar (separate processes, their API traffic through a {@link ChaosProxy}), and the scenarios "hostile
+ * clients", "slow and idle clients" ({@link ClientAttacks}), "replicas and duplicates", "crash mid-load" and "API
+ * faults". Every loop is bounded in count and time. Writes
  * {@code target/chaos/report.json} and a table on stdout; exits 1 on any invariant violation.
  */
 public final class ChaosSuite implements AutoCloseable {
@@ -408,7 +409,9 @@ public final class ChaosSuite implements AutoCloseable {
      * {@code -Dchaos.jar}, {@code -Dchaos.out} (report directory), {@code -Dchaos.seed}, {@code -Dchaos.requests}
      * (replicas and duplicates), {@code -Dchaos.crashRequests}, {@code -Dchaos.faultRequests} (per fault and rate),
      * {@code -Dchaos.clients}, {@code -Dchaos.faults} (comma-separated Fault names, default all),
-     * {@code -Dchaos.rates} (default 0.1,0.3).
+     * {@code -Dchaos.rates} (default 0.1,0.3), {@code -Dchaos.scenarios} (default
+     * hostile,slow,duplicates,crash,faults), {@code -Dchaos.idle}, {@code -Dchaos.slowloris},
+     * {@code -Dchaos.slowBodies}, {@code -Dchaos.normalClients}, {@code -Dchaos.normalOps} (slow and idle clients).
      */
     public static void main(String[] args) throws Exception {
         Path jar = Path.of(System.getProperty("chaos.jar", "target/playpen-operator.jar"));
@@ -417,7 +420,7 @@ public final class ChaosSuite implements AutoCloseable {
         int clients = Integer.getInteger("chaos.clients", 64);
         int requests = Integer.getInteger("chaos.requests", 2000);
         int crashRequests = Integer.getInteger("chaos.crashRequests", 1500);
-        int faultRequests = Integer.getInteger("chaos.faultRequests", 200);
+        int faultRequests = Integer.getInteger("chaos.faultRequests", 120);
         int faultClients = Integer.getInteger("chaos.faultClients", 16);
         List<Fault> faults = new ArrayList<>();
         for (String f : System.getProperty("chaos.faults", "").split(",")) {
@@ -428,6 +431,8 @@ public final class ChaosSuite implements AutoCloseable {
         if (faults.isEmpty()) {
             faults.addAll(List.of(Fault.values()));
         }
+        List<String> scenarios = List.of(System.getProperty("chaos.scenarios", "hostile,slow,duplicates,crash,faults")
+                .split(","));
         List<Double> rates = new ArrayList<>();
         for (String r : System.getProperty("chaos.rates", "0.1,0.3").split(",")) {
             rates.add(Double.parseDouble(r.trim()));
@@ -442,11 +447,27 @@ public final class ChaosSuite implements AutoCloseable {
             System.out.println("chaos: 3 replicas ready after " + seconds(t0) + " s (seed " + seed + ", files in " + dir + ")");
             startup.addAll(suite.startupNotes);
             suite.startupNotes.forEach(n -> System.out.println("chaos: startup: " + n));
-            results.add(suite.replicasAndDuplicates(requests, clients));
-            System.out.println(table(results));
-            results.add(suite.crashMidLoad(crashRequests, clients));
-            System.out.println(table(results.subList(results.size() - 1, results.size())));
-            for (Fault f : faults) {
+            // client-side scenarios first, while the cluster is calm (the corpus checks that no claim appears)
+            ClientAttacks attacks = new ClientAttacks(suite);
+            if (scenarios.contains("hostile")) {
+                results.add(attacks.hostileClients());
+                System.out.println(table(results.subList(results.size() - 1, results.size())));
+            }
+            if (scenarios.contains("slow")) {
+                results.add(attacks.slowAndIdleClients(Integer.getInteger("chaos.idle", 1000),
+                        Integer.getInteger("chaos.slowloris", 50), Integer.getInteger("chaos.slowBodies", 10),
+                        Integer.getInteger("chaos.normalClients", 8), Integer.getInteger("chaos.normalOps", 60)));
+                System.out.println(table(results.subList(results.size() - 1, results.size())));
+            }
+            if (scenarios.contains("duplicates")) {
+                results.add(suite.replicasAndDuplicates(requests, clients));
+                System.out.println(table(results.subList(results.size() - 1, results.size())));
+            }
+            if (scenarios.contains("crash")) {
+                results.add(suite.crashMidLoad(crashRequests, clients));
+                System.out.println(table(results.subList(results.size() - 1, results.size())));
+            }
+            for (Fault f : scenarios.contains("faults") ? faults : List.<Fault>of()) {
                 for (double r : rates) {
                     results.add(suite.apiFault(f, r, faultRequests, faultClients));
                     System.out.println(table(results.subList(results.size() - 1, results.size())));

@@ -131,6 +131,17 @@ class AllocRequestParserTest {
     }
 
     @Test
+    void numberOfAnyLengthInAnUnknownFieldIsValidJsonLikeGo() {
+        // Go's scanner takes a number literal of any length; Jackson's default stops at 1000 digits (hostile corpus)
+        String digits = "9".repeat(20_000);
+        AllocCommand cmd = parser.parseAlloc(utf8("{\"idempotencyKey\":\"abc\",\"x\":" + digits + ",\"y\":-0." + digits
+                + "e-" + digits + ",\"wireGuardPublicKey\":\"" + WG + "\"}"), null);
+        assertThat(cmd).isEqualTo(new AllocCommand(HASH_ABC, ResourceType.RUNNER, "", WG, "amd64"));
+        assertThat(badRequest(() -> parser.parseAlloc(utf8("{\"idempotencyKey\":" + digits + "}"), null)).getMessage())
+                .isEqualTo(INVALID_JSON);
+    }
+
+    @Test
     void runnerWithDefaults() {
         AllocCommand cmd = parser.parseAlloc(utf8("{\"idempotencyKey\":\"abc\",\"wireGuardPublicKey\":\"" + WG + "\"}\n"), null);
         assertThat(cmd).isEqualTo(new AllocCommand(HASH_ABC, ResourceType.RUNNER, "", WG, "amd64"));
