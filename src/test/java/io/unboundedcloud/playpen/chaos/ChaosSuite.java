@@ -446,6 +446,7 @@ public final class ChaosSuite implements AutoCloseable {
             System.out.println(table(results));
             results.add(suite.crashMidLoad(crashRequests, clients));
             System.out.println(table(results.subList(results.size() - 1, results.size())));
+            results.add(CertRotationScenario.run(suite));
             for (Fault f : faults) {
                 for (double r : rates) {
                     results.add(suite.apiFault(f, r, faultRequests, faultClients));
