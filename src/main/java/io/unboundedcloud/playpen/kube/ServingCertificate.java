@@ -51,6 +51,7 @@ public final class ServingCertificate {
      */
     private final Map<String, X509Certificate> retired = new ConcurrentHashMap<>();
     private volatile String lastPublishedCertificatePem;
+    private volatile Instant lastForbiddenWarning;
 
     public ServingCertificate(KubernetesClient client, String namespace, String secretName, String serviceName, Clock clock,
             ApiCallCounter calls) {
@@ -200,6 +201,10 @@ public final class ServingCertificate {
                 return false;
             }
             if (e.getCode() == 403) {
+                if (lastForbiddenWarning != null && now.isBefore(lastForbiddenWarning.plus(Duration.ofHours(1)))) {
+                    return false; // said within the hour
+                }
+                lastForbiddenWarning = now;
                 LOG.warn("cannot renew the serving certificate: update on secret {}/{} is forbidden (grant it, see "
                         + "deploy/030-operator-rbac.yaml); it expires at {}", namespace, secretName,
                         leaf.getNotAfter().toInstant());
