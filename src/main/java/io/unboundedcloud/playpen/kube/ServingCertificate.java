@@ -94,6 +94,19 @@ public final class ServingCertificate {
 
     /** The certificates of the caBundle (empty when it is empty or holds no parsable certificate). */
     public record Published(List<X509Certificate> certificates) implements Bundle {
+        /**
+         * True when the bundle holds a certificate of the served chain (leaf first, then intermediates) or one whose
+         * key signed a certificate of it: a gate on when to serve, the aggregator does the full verification.
+         */
+        public boolean trusts(List<X509Certificate> chain) {
+            for (X509Certificate c : chain) {
+                if (trusts(c)) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
         /** True when the bundle holds the leaf itself or a certificate whose key signed it. */
         public boolean trusts(X509Certificate leaf) {
             for (X509Certificate c : certificates) {

@@ -78,7 +78,8 @@ public final class ServingCertificateReload {
         boolean ready;
         if (bundle instanceof ServingCertificate.NoApiService) {
             ready = true;
-        } else if (bundle instanceof ServingCertificate.Published p && p.trusts(next)) {
+        } else if (bundle instanceof ServingCertificate.Published p
+                && p.trusts(io.unboundedcloud.playpen.tls.Pki.parseCertificates(m.certificatePem()))) {
             if (trustedSince == null) {
                 trustedSince = now;
             }

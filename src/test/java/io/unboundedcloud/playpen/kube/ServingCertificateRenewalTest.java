@@ -181,6 +181,14 @@ class ServingCertificateRenewalTest {
         // same issuer name, different key: not trusted
         assertThat(new ServingCertificate.Published(List.of(other.certificate())).trusts(leafCert.certificate())).isFalse();
         assertThat(new ServingCertificate.Published(List.of()).trusts(leafCert.certificate())).isFalse();
+        // a chain served with its intermediate: a bundle holding the root trusts it
+        Pki.Issued intermediate = Pki.issue(ca, Pki.Subject.cn("corp-intermediate"), Pki.Usage.CA, clock.now, Duration.ofDays(2));
+        Pki.Issued viaIntermediate = Pki.issue(intermediate, Pki.Subject.cn("playpen-operator"), Pki.Usage.SERVER, clock.now,
+                Duration.ofDays(1));
+        List<X509Certificate> chain = List.of(viaIntermediate.certificate(), intermediate.certificate());
+        assertThat(new ServingCertificate.Published(List.of(ca.certificate())).trusts(chain)).isTrue();
+        assertThat(new ServingCertificate.Published(List.of(ca.certificate())).trusts(viaIntermediate.certificate())).isFalse();
+        assertThat(new ServingCertificate.Published(List.of(other.certificate())).trusts(chain)).isFalse();
     }
 
     @Test
