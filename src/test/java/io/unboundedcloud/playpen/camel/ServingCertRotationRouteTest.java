@@ -112,7 +112,7 @@ class ServingCertRotationRouteTest {
             // happened, the test watches the next)
             try (OperatorHarness op = new OperatorHarness(cluster, "--serving-cert-validity=20s",
                     "--serving-cert-renew-fraction=0.5", "--serving-cert-check-interval=200ms",
-                    "--serving-cert-publish-grace=300ms")) {
+                    "--serving-cert-publish-grace=2s")) {
                 OperatorHarness.awaitTrue(() -> !bundle(cluster).isEmpty(), Duration.ofSeconds(10), "caBundle published");
                 Instant started = Instant.now();
                 X509Certificate first = sampleUntil(op, c -> true, Duration.ofSeconds(1)).get(0).served();
@@ -143,7 +143,7 @@ class ServingCertRotationRouteTest {
         try (TestCluster cluster = TestCluster.start()) {
             CaBundleRouteTest.createApiService(cluster);
             try (OperatorHarness op = new OperatorHarness(cluster, "--serving-cert-check-interval=200ms",
-                    "--serving-cert-publish-grace=300ms")) {
+                    "--serving-cert-publish-grace=2s")) {
                 OperatorHarness.awaitTrue(() -> !bundle(cluster).isEmpty(), Duration.ofSeconds(10), "caBundle published");
                 X509Certificate first = handshake(op.port, bundle(cluster));
 
@@ -161,7 +161,7 @@ class ServingCertRotationRouteTest {
                 Sample switched = samples.get(samples.size() - 1);
                 long millis = (switched.nanos() - replacedAt) / 1_000_000;
                 System.out.printf("serving Secret replaced -> new certificate served after %d ms (check interval 200 ms, "
-                        + "grace 300 ms)%n", millis);
+                        + "grace 2 s)%n", millis);
                 assertThat(switched.bundle()).contains(corp.certificate(), first);
                 assertThat(samples).anySatisfy(x -> {
                     assertThat(x.served()).isEqualTo(first);
