@@ -183,7 +183,14 @@ public final class ServingCertificate {
      */
     public boolean renewIfDue() {
         calls.count(KubeApiCall.SECRETS_GET);
-        Secret s = client.secrets().inNamespace(namespace).withName(secretName).get();
+        Secret s;
+        try {
+            s = client.secrets().inNamespace(namespace).withName(secretName).get();
+        } catch (KubernetesClientException e) {
+            LOG.warn("cannot read serving certificate secret {}/{} to check its renewal: {}", namespace, secretName,
+                    e.getMessage());
+            return false;
+        }
         if (s == null || !selfSignedByUs(s)) {
             return false;
         }
@@ -213,17 +220,19 @@ public final class ServingCertificate {
                         secretName);
                 return false;
             }
-            if (e.getCode() == 403) {
-                if (lastForbiddenWarning != null && now.isBefore(lastForbiddenWarning.plus(Duration.ofHours(1)))) {
-                    return false; // said within the hour
-                }
+            if (e.getCode() != 403) {
+                // unknown outcome (5xx, reset: the write may have landed): the Secret holds the truth, and the next
+                // pass reads it again and decides afresh
+                LOG.warn("cannot renew serving certificate secret {}/{}: {}", namespace, secretName, e.getMessage());
+                return false;
+            }
+            if (lastForbiddenWarning == null || !now.isBefore(lastForbiddenWarning.plus(Duration.ofHours(1)))) {
                 lastForbiddenWarning = now;
                 LOG.warn("cannot renew the serving certificate: update on secret {}/{} is forbidden (grant it, see "
                         + "deploy/030-operator-rbac.yaml); it expires at {}", namespace, secretName,
                         leaf.getNotAfter().toInstant());
-                return false;
             }
-            throw e;
+            return false;
         }
         LOG.info("renewed self-signed serving certificate secret={}/{} oldNotAfter={} newNotAfter={}", namespace,
                 secretName, leaf.getNotAfter().toInstant(), issued.certificate().getNotAfter().toInstant());

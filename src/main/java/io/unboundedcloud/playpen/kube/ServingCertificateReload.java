@@ -40,11 +40,18 @@ public final class ServingCertificateReload {
     }
 
     /** What one check did. */
-    public enum Outcome { UNCHANGED, NO_SECRET, WAITING_FOR_CA_BUNDLE, SWITCHED, INVALID }
+    public enum Outcome { UNCHANGED, NO_SECRET, READ_FAILED, WAITING_FOR_CA_BUNDLE, SWITCHED, INVALID }
 
     /** One pass; the route calls it every {@code --serving-cert-check-interval}. */
     public synchronized Outcome check() {
-        ServingCertificate.Material m = source.read();
+        ServingCertificate.Material m;
+        try {
+            m = source.read();
+        } catch (RuntimeException e) {
+            // the API server failing now and then is normal: keep serving, the next pass reads again
+            LOG.warn("cannot read the serving certificate secret; keeping the one served: {}", e.toString());
+            return Outcome.READ_FAILED;
+        }
         if (m == null) {
             return Outcome.NO_SECRET;
         }

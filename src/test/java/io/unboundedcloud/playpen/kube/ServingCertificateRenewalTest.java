@@ -239,6 +239,32 @@ class ServingCertificateRenewalTest {
         assertThat(leaf(replica.read())).isEqualTo(leaf(first));
     }
 
+    @Test
+    void apiFailuresLeaveTheServedCertificateAndTheNextPassDecidesAfresh() {
+        createApiService();
+        ServingCertificate.Material first = leader.ensure();
+        leader.publishCaBundle(APISERVICE);
+        ServingTls tls = new ServingTls(first.certificatePem(), first.privateKeyPem(), List::of);
+        ServingCertificateReload reload = new ServingCertificateReload(replica, tls, APISERVICE, clock, Duration.ZERO);
+        advance(Duration.ofSeconds(201));
+        // the write lands but its answer is lost: a 500 after the write
+        cluster.failAfterWrite = k -> k.startsWith("PUT /api/v1/namespaces/playpen/secrets/");
+        assertThat(leader.renewIfDue()).isFalse();
+        cluster.failAfterWrite = k -> false;
+        X509Certificate landed = leaf(replica.read());
+        assertThat(landed).as("the write landed").isNotEqualTo(leaf(first));
+        assertThat(leader.renewIfDue()).as("not renewed twice").isFalse();
+        // reads failing: nothing changes, no exception reaches the route
+        cluster.forbidden = k -> k.startsWith("GET /api/v1/namespaces/playpen/secrets/");
+        assertThat(reload.check()).isEqualTo(Outcome.READ_FAILED);
+        assertThat(leader.renewIfDue()).isFalse();
+        cluster.forbidden = k -> false;
+        leader.publishCaBundle(APISERVICE);
+        assertThat(bundle()).containsExactly(landed, leaf(first));
+        assertThat(reload.check()).isEqualTo(Outcome.SWITCHED);
+        assertThat(tls.certificate()).isEqualTo(landed);
+    }
+
     static String b64(String s) {
         return Base64.getEncoder().encodeToString(s.getBytes(StandardCharsets.UTF_8));
     }
