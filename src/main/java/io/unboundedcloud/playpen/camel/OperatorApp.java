@@ -29,6 +29,7 @@ import io.unboundedcloud.playpen.kube.KubeApiCall;
 import io.unboundedcloud.playpen.kube.NodeCache;
 import io.unboundedcloud.playpen.kube.PodCache;
 import io.unboundedcloud.playpen.kube.ServingCertificate;
+import io.unboundedcloud.playpen.kube.ServingCertificateReload;
 import io.unboundedcloud.playpen.kube.TrustBundleSource;
 import io.unboundedcloud.playpen.model.AllocRequestParser;
 import io.unboundedcloud.playpen.model.AllocResponses;
@@ -60,6 +61,7 @@ public final class OperatorApp implements AutoCloseable {
     private final OperatorMetrics metrics = new OperatorMetrics();
     private ManagementServer management;
     private ConnectionGuard connections;
+    private ServingCertificateReload servingReload;
 
     public OperatorApp(OperatorConfig config, KubernetesClient client, Clock clock, Map<String, String> env) {
         this.config = config;
@@ -71,7 +73,7 @@ public final class OperatorApp implements AutoCloseable {
     /** Starts caches and routes; returns once the HTTPS listener is up. */
     public void start() throws Exception {
         ServingCertificate serving = new ServingCertificate(client, config.namespace(), config.tlsSecretName(),
-                config.serviceName(), clock, calls);
+                config.serviceName(), clock, calls, config.servingCertRenewal());
         ServingCertificate.Material material = serving.ensure();
 
         Candidates candidates = new Candidates(config.runnerLabelSelector());
@@ -98,7 +100,7 @@ public final class OperatorApp implements AutoCloseable {
                 // the ca-bundle route's first tick can be lost while the route policy is still starting it
                 // (seen under load: the caBundle then waited a whole --reconcile-interval, and the aggregated
                 // API answered 503 meanwhile); publish once now, the route repeats it
-                DaemonThreads.named("ca-bundle-on-leadership").newThread(() -> publishCaBundle(serving, material)).start();
+                DaemonThreads.named("ca-bundle-on-leadership").newThread(() -> publishCaBundle(serving)).start();
             }
         });
         ObservedEvents observed = new ObservedEvents(events, config, env);
@@ -142,6 +144,8 @@ public final class OperatorApp implements AutoCloseable {
         props.setProperty("playpen.listen.host", config.listenHost().isEmpty() ? "0.0.0.0" : config.listenHost());
         props.setProperty("playpen.listen.port", String.valueOf(config.listenPort()));
         props.setProperty("playpen.reconcile.interval-ms", String.valueOf(config.reconcileInterval().toMillis()));
+        props.setProperty("playpen.serving-cert.check-interval-ms",
+                String.valueOf(config.servingCertRenewal().checkInterval().toMillis()));
         // camel-netty pins each connection to one thread of this pool (default 2 x cores + 1): alloc blocks on
         // API calls, so a small pool would serialise concurrent requests from kube-apiserver's connections
         props.setProperty("camel.component.netty-http.maximumPoolSize", String.valueOf(config.httpWorkerThreads()));
@@ -165,7 +169,11 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("leaderOnly", leaderRoutes);
         main.bind("poolReconciler", pool);
         main.bind("ttlExpirer", ttl);
-        main.bind("caBundle", (CaBundlePublisher) () -> publishCaBundle(serving, material));
+        main.bind("caBundle", (CaBundlePublisher) () -> publishCaBundle(serving));
+        main.bind("servingCertificate", serving);
+        servingReload = new ServingCertificateReload(serving, tls, KubeApiCall.API_SERVICE_NAME, clock,
+                config.servingCertRenewal().publishGrace());
+        main.bind("servingCertificateReload", servingReload);
         main.start();
         LOG.info("playpen-operator serving https on {}:{} routes={}", config.listenHost(), config.listenPort(),
                 routesPattern());
@@ -186,9 +194,9 @@ public final class OperatorApp implements AutoCloseable {
         return management == null ? null : management.address();
     }
 
-    private void publishCaBundle(ServingCertificate serving, ServingCertificate.Material material) {
+    private void publishCaBundle(ServingCertificate serving) {
         try {
-            serving.publishCaBundle(KubeApiCall.API_SERVICE_NAME, material.certificatePem());
+            serving.publishCaBundle(KubeApiCall.API_SERVICE_NAME);
         } catch (RuntimeException e) {
             LOG.warn("cannot publish the APIService caBundle: {}", e.toString());
         }
@@ -209,6 +217,11 @@ public final class OperatorApp implements AutoCloseable {
     /** The HTTPS listener's connection bounds (counters for tests and metrics). */
     public ConnectionGuard connectionGuard() {
         return connections;
+    }
+
+    /** Picks up a replaced or renewed serving certificate (tests read when it last switched). */
+    public ServingCertificateReload servingCertificateReload() {
+        return servingReload;
     }
 
     public LeaderElection leaderElection() {

@@ -83,7 +83,11 @@ public enum Flag {
     DEV_OPERATOR_ADDRS("dev-operator-addrs", "",
             "--dev: more operator replicas behind the aggregator stand-in, comma-separated host:port or host:port-port"
                     + " (with --dev-operators=0 the default is 127.0.0.1:9441-9448)"),
-    MAX_ALLOCS_PER_USER("max-allocs-per-user", "0", "allocations one user may hold at once (owner counted from the pods' owner-hash annotation); a new one beyond it is 429 with Retry-After; 0 = unlimited");
+    MAX_ALLOCS_PER_USER("max-allocs-per-user", "0", "allocations one user may hold at once (owner counted from the pods' owner-hash annotation); a new one beyond it is 429 with Retry-After; 0 = unlimited"),
+    SERVING_CERT_VALIDITY("serving-cert-validity", "8760h", "lifetime of the self-signed serving certificate the operator creates and renews"),
+    SERVING_CERT_RENEW_FRACTION("serving-cert-renew-fraction", "0.667", "share of its lifetime after which the leader renews a self-signed serving certificate (between 0 and 1)"),
+    SERVING_CERT_CHECK_INTERVAL("serving-cert-check-interval", "10s", "how often each replica re-reads the serving Secret (the leader also renews and publishes the caBundle)"),
+    SERVING_CERT_PUBLISH_GRACE("serving-cert-publish-grace", "5s", "a new serving certificate is served only this long after the caBundle was seen trusting it");
 
     private final String flagName;
     private final String defaultValue;

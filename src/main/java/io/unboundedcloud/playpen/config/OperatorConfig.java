@@ -36,7 +36,7 @@ public record OperatorConfig(
         boolean dev, String devDir, int devApiPort, int devShimPort,
         int maxConnections, int maxUnauthenticatedConnections, Duration requestHeaderTimeout,
         Duration requestBodyTimeout, int devOperators, List<String> devOperatorAddrs,
-        int maxAllocsPerUser) {
+        int maxAllocsPerUser, io.unboundedcloud.playpen.tls.CertificateRenewal servingCertRenewal) {
 
     /** An inclusive hostPort range. */
     public record PortRange(int start, int end) {
@@ -242,7 +242,27 @@ public record OperatorConfig(
                 v.intIn(Flag.MAX_CONNECTIONS, 1, 1_000_000), v.intIn(Flag.MAX_UNAUTHENTICATED_CONNECTIONS, 1, 1_000_000),
                 positive(v, Flag.REQUEST_HEADER_TIMEOUT), positive(v, Flag.REQUEST_BODY_TIMEOUT),
                 v.intIn(Flag.DEV_OPERATORS, 0, 1), v.operatorAddrs(Flag.DEV_OPERATOR_ADDRS),
-                v.intIn(Flag.MAX_ALLOCS_PER_USER, 0, 1_000_000));
+                v.intIn(Flag.MAX_ALLOCS_PER_USER, 0, 1_000_000),
+                servingCertRenewal(v));
+    }
+
+    /** Lifetime and renewal point of the self-signed serving certificate, and how replicas pick up a new one. */
+    private static io.unboundedcloud.playpen.tls.CertificateRenewal servingCertRenewal(Values v) {
+        double fraction;
+        try {
+            fraction = Double.parseDouble(v.str(Flag.SERVING_CERT_RENEW_FRACTION).trim());
+        } catch (NumberFormatException e) {
+            throw v.bad(Flag.SERVING_CERT_RENEW_FRACTION, "must be a number between 0 and 1, e.g. 0.667");
+        }
+        if (!(fraction > 0 && fraction < 1)) {
+            throw v.bad(Flag.SERVING_CERT_RENEW_FRACTION, "must be greater than 0 and less than 1");
+        }
+        Duration validity = positive(v, Flag.SERVING_CERT_VALIDITY);
+        if (validity.compareTo(Duration.ofSeconds(2)) < 0) {
+            throw v.bad(Flag.SERVING_CERT_VALIDITY, "must be at least 2s");
+        }
+        return new io.unboundedcloud.playpen.tls.CertificateRenewal(validity, fraction,
+                positive(v, Flag.SERVING_CERT_CHECK_INTERVAL), v.duration(Flag.SERVING_CERT_PUBLISH_GRACE));
     }
 
     private static Duration positive(Values v, Flag f) {

@@ -18,6 +18,8 @@ public enum KubeApiCall {
     NODES_WATCH("", "nodes", "watch", Scope.CLUSTER),
     SECRETS_GET("", "secrets", "get", Scope.OPERATOR_NAMESPACE),
     SECRETS_CREATE("", "secrets", "create", Scope.OPERATOR_NAMESPACE),
+    /** Renewing the self-signed serving certificate (the leader, at --serving-cert-renew-fraction of its lifetime). */
+    SECRETS_UPDATE("", "secrets", "update", Scope.OPERATOR_NAMESPACE),
     CONFIGMAPS_GET("", "configmaps", "get", Scope.KUBE_SYSTEM),
     CONFIGMAPS_LIST("", "configmaps", "list", Scope.KUBE_SYSTEM),
     CONFIGMAPS_WATCH("", "configmaps", "watch", Scope.KUBE_SYSTEM),

@@ -3,9 +3,14 @@ package io.unboundedcloud.playpen.kube;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Duration;
+import java.security.cert.X509Certificate;
+import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Base64;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -18,6 +23,7 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.dsl.base.PatchContext;
 import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.unboundedcloud.playpen.api.Json;
+import io.unboundedcloud.playpen.tls.CertificateRenewal;
 import io.unboundedcloud.playpen.tls.Pki;
 
 /**
@@ -26,6 +32,11 @@ import io.unboundedcloud.playpen.tls.Pki;
  */
 public final class ServingCertificate {
     private static final Logger LOG = LoggerFactory.getLogger(ServingCertificate.class);
+    /** Marks a Secret this operator created (and therefore renews). */
+    public static final String ORIGIN_ANNOTATION = "playpen.unbounded-cloud.io/serving-certificate";
+    public static final String SELF_SIGNED = "self-signed";
+    /** Secret key holding the certificate a renewal replaced; kept in the caBundle until it expires. */
+    public static final String PREVIOUS_KEY = "previous.crt";
 
     private final KubernetesClient client;
     private final String namespace;
@@ -33,19 +44,86 @@ public final class ServingCertificate {
     private final String serviceName;
     private final Clock clock;
     private final ApiCallCounter calls;
+    private final CertificateRenewal renewal;
+    /**
+     * Certificates this process published and that the Secret no longer holds (it was replaced by someone else): kept
+     * in the caBundle until they expire, so replicas still serving them are not rejected meanwhile.
+     */
+    private final Map<String, X509Certificate> retired = new ConcurrentHashMap<>();
+    private volatile String lastPublishedCertificatePem;
+    private volatile Instant lastForbiddenWarning;
 
     public ServingCertificate(KubernetesClient client, String namespace, String secretName, String serviceName, Clock clock,
             ApiCallCounter calls) {
+        this(client, namespace, secretName, serviceName, clock, calls, CertificateRenewal.DEFAULT);
+    }
+
+    public ServingCertificate(KubernetesClient client, String namespace, String secretName, String serviceName, Clock clock,
+            ApiCallCounter calls, CertificateRenewal renewal) {
         this.client = client;
         this.namespace = namespace;
         this.secretName = secretName;
         this.serviceName = serviceName;
         this.clock = clock;
         this.calls = calls;
+        this.renewal = renewal;
     }
 
-    /** The certificate chain PEM and key to serve with. */
-    public record Material(String certificatePem, String privateKeyPem) {
+    /**
+     * The certificate chain PEM and key to serve with, and the certificate it replaced ({@code previous.crt}, empty
+     * when none) which stays in the caBundle until it expires.
+     */
+    public record Material(String certificatePem, String privateKeyPem, String previousCertificatePem) {
+        public Material(String certificatePem, String privateKeyPem) {
+            this(certificatePem, privateKeyPem, "");
+        }
+
+        /** The leaf (first) certificate of the chain. */
+        public X509Certificate leaf() {
+            return Pki.parseCertificates(certificatePem).get(0);
+        }
+    }
+
+    /** What the APIService caBundle holds now. */
+    public sealed interface Bundle {
+    }
+
+    /** The APIService does not exist: nobody verifies us against a bundle. */
+    public record NoApiService() implements Bundle {
+    }
+
+    /** The certificates of the caBundle (empty when it is empty or holds no parsable certificate). */
+    public record Published(List<X509Certificate> certificates) implements Bundle {
+        /**
+         * True when the bundle holds a certificate of the served chain (leaf first, then intermediates) or one whose
+         * key signed a certificate of it: a gate on when to serve, the aggregator does the full verification.
+         */
+        public boolean trusts(List<X509Certificate> chain) {
+            for (X509Certificate c : chain) {
+                if (trusts(c)) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        /** True when the bundle holds the leaf itself or a certificate whose key signed it. */
+        public boolean trusts(X509Certificate leaf) {
+            for (X509Certificate c : certificates) {
+                if (c.equals(leaf)) {
+                    return true;
+                }
+                if (c.getSubjectX500Principal().equals(leaf.getIssuerX500Principal())) {
+                    try {
+                        leaf.verify(c.getPublicKey());
+                        return true;
+                    } catch (Exception e) {
+                        // not this one
+                    }
+                }
+            }
+            return false;
+        }
     }
 
     public Material ensure() {
@@ -55,19 +133,18 @@ public final class ServingCertificate {
             return fromSecret(existing);
         }
         String svc = serviceName;
-        Pki.Issued issued = Pki.selfSigned(new Pki.Subject(svc, List.of(),
-                List.of(svc, svc + "." + namespace, svc + "." + namespace + ".svc",
-                        svc + "." + namespace + ".svc.cluster.local", "localhost"),
-                List.of()), Pki.Usage.SERVER, clock.instant().minusSeconds(60), Duration.ofDays(365));
+        Pki.Issued issued = issueSelfSigned();
         Secret secret = new SecretBuilder().withNewMetadata().withName(secretName).withNamespace(namespace)
-                .addToLabels("app.kubernetes.io/name", "playpen-operator").endMetadata()
+                .addToLabels("app.kubernetes.io/name", "playpen-operator")
+                .addToAnnotations(ORIGIN_ANNOTATION, SELF_SIGNED).endMetadata()
                 .withType("kubernetes.io/tls")
                 .withData(Map.of("tls.crt", b64(issued.certificatePem()), "tls.key", b64(issued.privateKeyPem())))
                 .build();
         try {
             calls.count(KubeApiCall.SECRETS_CREATE);
             client.secrets().inNamespace(namespace).resource(secret).create();
-            LOG.info("created self-signed serving certificate secret={}/{} cn={}", namespace, secretName, svc);
+            LOG.info("created self-signed serving certificate secret={}/{} cn={} notAfter={}", namespace, secretName, svc,
+                    issued.certificate().getNotAfter().toInstant());
             return new Material(issued.certificatePem(), issued.privateKeyPem());
         } catch (KubernetesClientException e) {
             if (e.getCode() != 409) {
@@ -79,6 +156,109 @@ public final class ServingCertificate {
         }
     }
 
+    /** The serving certificate the Secret holds now; null when the Secret is absent. */
+    public Material read() {
+        calls.count(KubeApiCall.SECRETS_GET);
+        Secret s = client.secrets().inNamespace(namespace).withName(secretName).get();
+        return s == null ? null : fromSecret(s);
+    }
+
+    private Pki.Issued issueSelfSigned() {
+        String svc = serviceName;
+        Duration validity = renewal.validity();
+        // back-dated a minute against clock skew, unless the lifetime is short (tests)
+        Duration backdate = validity.compareTo(Duration.ofHours(1)) >= 0 ? Duration.ofSeconds(60) : Duration.ZERO;
+        return Pki.selfSigned(new Pki.Subject(svc, List.of(),
+                List.of(svc, svc + "." + namespace, svc + "." + namespace + ".svc",
+                        svc + "." + namespace + ".svc.cluster.local", "localhost"),
+                List.of()), Pki.Usage.SERVER, clock.instant().minus(backdate), validity);
+    }
+
+    /**
+     * Renews the self-signed serving certificate once it is due ({@code --serving-cert-renew-fraction} of its
+     * lifetime): a new key and certificate go into the Secret, the old certificate into {@code previous.crt} (it stays
+     * in the caBundle until it expires). Only certificates this operator created are renewed; a certificate supplied
+     * in the Secret is left to whoever supplies it. Replicas serve the new one once the caBundle trusts it
+     * (ServingCertificateReload). Returns true when it renewed.
+     */
+    public boolean renewIfDue() {
+        calls.count(KubeApiCall.SECRETS_GET);
+        Secret s;
+        try {
+            s = client.secrets().inNamespace(namespace).withName(secretName).get();
+        } catch (KubernetesClientException e) {
+            LOG.warn("cannot read serving certificate secret {}/{} to check its renewal: {}", namespace, secretName,
+                    e.getMessage());
+            return false;
+        }
+        if (s == null || !selfSignedByUs(s)) {
+            return false;
+        }
+        Material current = fromSecret(s);
+        X509Certificate leaf = current.leaf();
+        Instant now = clock.instant();
+        if (now.isBefore(renewal.renewAt(leaf))) {
+            return false;
+        }
+        Pki.Issued issued = issueSelfSigned();
+        Map<String, String> data = new LinkedHashMap<>(s.getData());
+        Map<String, String> annotations = new LinkedHashMap<>(
+                s.getMetadata().getAnnotations() == null ? Map.of() : s.getMetadata().getAnnotations());
+        annotations.put(ORIGIN_ANNOTATION, SELF_SIGNED);
+        s.getMetadata().setAnnotations(annotations);
+        data.put("tls.crt", b64(issued.certificatePem()));
+        data.put("tls.key", b64(issued.privateKeyPem()));
+        data.put(PREVIOUS_KEY, b64(current.certificatePem()));
+        s.setData(data);
+        try {
+            calls.count(KubeApiCall.SECRETS_UPDATE);
+            // the resourceVersion read above is the precondition: two leaders cannot both renew
+            client.secrets().inNamespace(namespace).resource(s).update();
+        } catch (KubernetesClientException e) {
+            if (e.getCode() == 409) {
+                LOG.info("serving certificate secret {}/{} changed while renewing; next pass decides again", namespace,
+                        secretName);
+                return false;
+            }
+            if (e.getCode() != 403) {
+                // unknown outcome (5xx, reset: the write may have landed): the Secret holds the truth, and the next
+                // pass reads it again and decides afresh
+                LOG.warn("cannot renew serving certificate secret {}/{}: {}", namespace, secretName, e.getMessage());
+                return false;
+            }
+            if (lastForbiddenWarning == null || !now.isBefore(lastForbiddenWarning.plus(Duration.ofHours(1)))) {
+                lastForbiddenWarning = now;
+                LOG.warn("cannot renew the serving certificate: update on secret {}/{} is forbidden (grant it, see "
+                        + "deploy/030-operator-rbac.yaml); it expires at {}", namespace, secretName,
+                        leaf.getNotAfter().toInstant());
+            }
+            return false;
+        }
+        LOG.info("renewed self-signed serving certificate secret={}/{} oldNotAfter={} newNotAfter={}", namespace,
+                secretName, leaf.getNotAfter().toInstant(), issued.certificate().getNotAfter().toInstant());
+        return true;
+    }
+
+    /**
+     * Ours to renew: created by this operator (the origin annotation), or, for Secrets created before it (by an
+     * earlier version or by the Go reference, which also creates a one-year self-signed certificate), a self-signed
+     * certificate whose CN is the service name. The annotation set to anything else ({@code external}) opts out.
+     */
+    private boolean selfSignedByUs(Secret s) {
+        Map<String, String> ann = s.getMetadata().getAnnotations() == null ? Map.of() : s.getMetadata().getAnnotations();
+        String origin = ann.get(ORIGIN_ANNOTATION);
+        if (origin != null) {
+            return SELF_SIGNED.equals(origin);
+        }
+        try {
+            X509Certificate leaf = fromSecret(s).leaf();
+            leaf.verify(leaf.getPublicKey());
+            return leaf.getSubjectX500Principal().getName().equals("CN=" + serviceName);
+        } catch (Exception e) {
+            return false;
+        }
+    }
+
     private Material fromSecret(Secret s) {
         Map<String, String> data = s.getData() == null ? Map.of() : s.getData();
         String crt = data.get("tls.crt");
@@ -86,10 +266,86 @@ public final class ServingCertificate {
         if (crt == null || key == null) {
             throw new IllegalStateException("secret " + namespace + "/" + secretName + " lacks tls.crt or tls.key");
         }
-        return new Material(unb64(crt), unb64(key));
+        String previous = data.get(PREVIOUS_KEY);
+        return new Material(unb64(crt), unb64(key), previous == null ? "" : unb64(previous));
     }
 
-    /** Writes the certificate into the APIService caBundle when the APIService exists and differs. */
+    /** The APIService's caBundle now; throws when it cannot be read. */
+    public Bundle readCaBundle(String apiServiceName) {
+        calls.count(KubeApiCall.API_SERVICES_GET);
+        GenericKubernetesResource svc = client.genericKubernetesResources("apiregistration.k8s.io/v1", "APIService")
+                .withName(apiServiceName).get();
+        if (svc == null) {
+            return new NoApiService();
+        }
+        return new Published(certificates(caBundleOf(svc)));
+    }
+
+    private static String caBundleOf(GenericKubernetesResource svc) {
+        Object spec = svc.getAdditionalProperties().get("spec");
+        return spec instanceof Map<?, ?> m && m.get("caBundle") instanceof String str ? str : "";
+    }
+
+    /** The certificates of a base64 caBundle; none when it is empty or not certificates. */
+    private static List<X509Certificate> certificates(String caBundleB64) {
+        if (caBundleB64 == null || caBundleB64.isBlank()) {
+            return List.of();
+        }
+        try {
+            return Pki.parseCertificates(new String(Base64.getMimeDecoder().decode(caBundleB64), StandardCharsets.US_ASCII));
+        } catch (IllegalArgumentException e) {
+            return List.of();
+        }
+    }
+
+    /**
+     * Publishes what the Secret holds now: the serving certificate plus, until they expire, the certificate it
+     * replaced ({@code previous.crt}) and any this process published before the Secret was replaced. No Secret, nothing.
+     */
+    public synchronized void publishCaBundle(String apiServiceName) {
+        Material m = read();
+        if (m == null) {
+            LOG.warn("serving certificate secret {}/{} not found; caBundle not published", namespace, secretName);
+            return;
+        }
+        Instant now = clock.instant();
+        retireReplaced(m.certificatePem(), now);
+        StringBuilder bundle = new StringBuilder(m.certificatePem());
+        List<X509Certificate> serving = Pki.parseCertificates(m.certificatePem());
+        List<X509Certificate> keep = new ArrayList<>();
+        if (!m.previousCertificatePem().isBlank()) {
+            keep.addAll(Pki.parseCertificates(m.previousCertificatePem()));
+        }
+        keep.addAll(retired.values());
+        List<X509Certificate> added = new ArrayList<>(serving);
+        for (X509Certificate c : keep) {
+            if (c.getNotAfter().toInstant().isAfter(now) && !added.contains(c)) {
+                if (bundle.length() > 0 && bundle.charAt(bundle.length() - 1) != '\n') {
+                    bundle.append('\n');
+                }
+                bundle.append(Pki.toPem(c));
+                added.add(c);
+            }
+        }
+        publishCaBundle(apiServiceName, bundle.toString());
+    }
+
+    /** Remembers the certificate published before, when the Secret now holds another one; forgets expired ones. */
+    private void retireReplaced(String servingPem, Instant now) {
+        String last = lastPublishedCertificatePem;
+        if (last != null && !last.equals(servingPem)) {
+            List<X509Certificate> current = Pki.parseCertificates(servingPem);
+            for (X509Certificate c : Pki.parseCertificates(last)) {
+                if (!current.contains(c)) {
+                    retired.put(c.getSerialNumber().toString(16) + "/" + c.getIssuerX500Principal().getName(), c);
+                }
+            }
+        }
+        lastPublishedCertificatePem = servingPem;
+        retired.values().removeIf(c -> !c.getNotAfter().toInstant().isAfter(now));
+    }
+
+    /** Writes the bundle (PEM) into the APIService caBundle when the APIService exists and differs. */
     public void publishCaBundle(String apiServiceName, String certificatePem) {
         String want = b64(certificatePem);
         GenericKubernetesResource svc;

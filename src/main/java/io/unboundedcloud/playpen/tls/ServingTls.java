@@ -24,12 +24,36 @@ public final class ServingTls {
     // renegotiate without a certificate, 197 times cost 1.3 s of CPU) and none of TLS 1.2's CBC/SHA-1 suites
     private static final String[] PROTOCOLS = {"TLSv1.3"};
 
-    private final SSLContext context;
+    private final Supplier<List<X509Certificate>> acceptedIssuers;
+    /** Swapped whole when the serving certificate changes: new handshakes get the new one, open connections keep theirs. */
+    private volatile Served served;
+
+    private record Served(SSLContext context, X509Certificate leaf) {
+    }
 
     public ServingTls(String certificatePem, String privateKeyPem, Supplier<List<X509Certificate>> acceptedIssuers) {
+        this.acceptedIssuers = acceptedIssuers;
+        this.served = build(certificatePem, privateKeyPem, acceptedIssuers);
+    }
+
+    /** Serves another certificate from the next handshake on; throws (and keeps the current one) when it is unusable. */
+    public void replace(String certificatePem, String privateKeyPem) {
+        served = build(certificatePem, privateKeyPem, acceptedIssuers);
+    }
+
+    /** The leaf certificate new handshakes present. */
+    public X509Certificate certificate() {
+        return served.leaf();
+    }
+
+    private static Served build(String certificatePem, String privateKeyPem, Supplier<List<X509Certificate>> acceptedIssuers) {
         try {
             List<X509Certificate> chain = Pki.parseCertificates(certificatePem);
+            if (chain.isEmpty()) {
+                throw new IllegalArgumentException("no certificate in tls.crt");
+            }
             PrivateKey key = Pki.parsePrivateKey(privateKeyPem);
+            checkKeyMatches(key, chain.get(0));
             // in memory only, never written: JKS, because PKCS12 encrypts the key with 10000 rounds of PBKDF2 on
             // the way in and again on the way out, which cost 200-350 ms of a cold start (profiled with JFR)
             KeyStore ks = KeyStore.getInstance("JKS");
@@ -38,21 +62,45 @@ public final class ServingTls {
             ks.setKeyEntry("serving", key, pw, chain.toArray(new X509Certificate[0]));
             KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
             kmf.init(ks, pw);
-            context = SSLContext.getInstance("TLS");
+            SSLContext context = SSLContext.getInstance("TLS");
             context.init(kmf.getKeyManagers(), new TrustManager[] {new DeferredClientTrust(acceptedIssuers)},
                     new SecureRandom());
+            return new Served(context, chain.get(0));
         } catch (Exception e) {
             throw new IllegalStateException("cannot build the serving TLS context: " + e.getMessage(), e);
         }
     }
 
+    /** A replaced Secret whose key is not the certificate's would break every handshake: refuse it up front. */
+    private static void checkKeyMatches(PrivateKey key, X509Certificate leaf) throws java.security.GeneralSecurityException {
+        String alg = switch (key.getAlgorithm()) {
+            case "EC" -> "SHA256withECDSA";
+            case "RSA" -> "SHA256withRSA";
+            case "Ed25519", "EdDSA" -> "Ed25519";
+            default -> null;
+        };
+        if (alg == null) {
+            return;
+        }
+        byte[] probe = "playpen serving key check".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        java.security.Signature sig = java.security.Signature.getInstance(alg);
+        sig.initSign(key);
+        sig.update(probe);
+        byte[] signature = sig.sign();
+        sig.initVerify(leaf.getPublicKey());
+        sig.update(probe);
+        if (!sig.verify(signature)) {
+            throw new IllegalArgumentException("tls.key does not belong to the certificate in tls.crt");
+        }
+    }
+
     public SSLContext context() {
-        return context;
+        return served.context();
     }
 
     /** A server-side engine: TLS 1.3, client certificate wanted, not needed. */
     public SSLEngine newServerEngine() {
-        SSLEngine engine = context.createSSLEngine();
+        SSLEngine engine = served.context().createSSLEngine();
         engine.setUseClientMode(false);
         engine.setEnabledProtocols(PROTOCOLS);
         engine.setWantClientAuth(true);

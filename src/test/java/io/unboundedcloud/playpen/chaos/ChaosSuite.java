@@ -410,7 +410,7 @@ public final class ChaosSuite implements AutoCloseable {
      * (replicas and duplicates), {@code -Dchaos.crashRequests}, {@code -Dchaos.faultRequests} (per fault and rate),
      * {@code -Dchaos.clients}, {@code -Dchaos.faults} (comma-separated Fault names, default all),
      * {@code -Dchaos.rates} (default 0.1,0.3), {@code -Dchaos.scenarios} (default
-     * hostile,slow,duplicates,crash,faults), {@code -Dchaos.idle}, {@code -Dchaos.slowloris},
+     * hostile,slow,duplicates,crash,rotation,faults), {@code -Dchaos.idle}, {@code -Dchaos.slowloris},
      * {@code -Dchaos.slowBodies}, {@code -Dchaos.normalClients}, {@code -Dchaos.normalOps} (slow and idle clients).
      */
     public static void main(String[] args) throws Exception {
@@ -431,7 +431,7 @@ public final class ChaosSuite implements AutoCloseable {
         if (faults.isEmpty()) {
             faults.addAll(List.of(Fault.values()));
         }
-        List<String> scenarios = List.of(System.getProperty("chaos.scenarios", "hostile,slow,duplicates,crash,faults")
+        List<String> scenarios = List.of(System.getProperty("chaos.scenarios", "hostile,slow,duplicates,crash,rotation,faults")
                 .split(","));
         List<Double> rates = new ArrayList<>();
         for (String r : System.getProperty("chaos.rates", "0.1,0.3").split(",")) {
@@ -465,6 +465,10 @@ public final class ChaosSuite implements AutoCloseable {
             }
             if (scenarios.contains("crash")) {
                 results.add(suite.crashMidLoad(crashRequests, clients));
+                System.out.println(table(results.subList(results.size() - 1, results.size())));
+            }
+            if (scenarios.contains("rotation")) {
+                results.add(CertRotationScenario.run(suite));
                 System.out.println(table(results.subList(results.size() - 1, results.size())));
             }
             for (Fault f : scenarios.contains("faults") ? faults : List.<Fault>of()) {

@@ -1,0 +1,271 @@
+package io.unboundedcloud.playpen.kube;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.charset.StandardCharsets;
+import java.security.cert.X509Certificate;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
+import io.fabric8.kubernetes.api.model.Secret;
+import io.fabric8.kubernetes.api.model.SecretBuilder;
+import io.unboundedcloud.playpen.kube.ServingCertificateReload.Outcome;
+import io.unboundedcloud.playpen.support.MutableClock;
+import io.unboundedcloud.playpen.support.TestCluster;
+import io.unboundedcloud.playpen.tls.CertificateRenewal;
+import io.unboundedcloud.playpen.tls.Pki;
+import io.unboundedcloud.playpen.tls.ServingTls;
+
+/**
+ * Issue 12.4 with an injected clock: the self-signed serving certificate is renewed at its renewal point, the new
+ * certificate reaches the caBundle before any replica serves it, the old one stays in the bundle until it expires,
+ * and a Secret replaced by someone else is picked up the same way.
+ */
+class ServingCertificateRenewalTest {
+    static final String SECRET = "playpen-operator-tls";
+    static final String APISERVICE = KubeApiCall.API_SERVICE_NAME;
+    // 300 s lifetime, renewed after 2/3 (200 s), served 5 s after the bundle trusts it
+    static final CertificateRenewal RENEWAL = new CertificateRenewal(Duration.ofSeconds(300), 2.0 / 3,
+            Duration.ofSeconds(1), Duration.ofSeconds(5));
+
+    TestCluster cluster;
+    MutableClock clock;
+    ServingCertificate leader;
+    ServingCertificate replica;
+
+    @BeforeEach
+    void up() {
+        cluster = TestCluster.start();
+        clock = new MutableClock(Instant.now());
+        leader = new ServingCertificate(cluster.client, TestCluster.NS, SECRET, "playpen-operator", clock,
+                new ApiCallCounter(), RENEWAL);
+        replica = new ServingCertificate(cluster.client, TestCluster.NS, SECRET, "playpen-operator", clock,
+                new ApiCallCounter(), RENEWAL);
+    }
+
+    @AfterEach
+    void down() {
+        cluster.close();
+    }
+
+    void createApiService() {
+        cluster.client.genericKubernetesResources("apiregistration.k8s.io/v1", "APIService")
+                .resource(new GenericKubernetesResourceBuilder().withApiVersion("apiregistration.k8s.io/v1")
+                        .withKind("APIService").withNewMetadata().withName(APISERVICE).endMetadata()
+                        .addToAdditionalProperties("spec", Map.of("group", "playpen.unbounded-cloud.io",
+                                "version", "v1alpha1", "caBundle", ""))
+                        .build())
+                .create();
+    }
+
+    List<X509Certificate> bundle() {
+        GenericKubernetesResource svc = cluster.client.genericKubernetesResources("apiregistration.k8s.io/v1", "APIService")
+                .withName(APISERVICE).get();
+        Object spec = svc.getAdditionalProperties().get("spec");
+        String b64 = spec instanceof Map<?, ?> m && m.get("caBundle") instanceof String s ? s : "";
+        return b64.isEmpty() ? List.of() : Pki.parseCertificates(new String(Base64.getDecoder().decode(b64), StandardCharsets.US_ASCII));
+    }
+
+    Secret secret() {
+        return cluster.client.secrets().inNamespace(TestCluster.NS).withName(SECRET).get();
+    }
+
+    static X509Certificate leaf(ServingCertificate.Material m) {
+        return m.leaf();
+    }
+
+    void advance(Duration d) {
+        clock.now = clock.now.plus(d);
+    }
+
+    @Test
+    void renewsAtTheRenewalPointPublishesFirstAndKeepsTheOldUntilItExpires() {
+        createApiService();
+        ServingCertificate.Material first = leader.ensure();
+        X509Certificate c0 = leaf(first);
+        assertThat(Duration.between(c0.getNotBefore().toInstant(), c0.getNotAfter().toInstant())).isEqualTo(Duration.ofSeconds(300));
+        assertThat(secret().getMetadata().getAnnotations()).containsEntry(ServingCertificate.ORIGIN_ANNOTATION, "self-signed");
+        leader.publishCaBundle(APISERVICE);
+        assertThat(bundle()).containsExactly(c0);
+        ServingTls tls = new ServingTls(first.certificatePem(), first.privateKeyPem(), List::of);
+        ServingCertificateReload reload = new ServingCertificateReload(replica, tls, APISERVICE, clock, RENEWAL.publishGrace());
+
+        advance(Duration.ofSeconds(150)); // before the renewal point (200 s)
+        assertThat(leader.renewIfDue()).isFalse();
+        assertThat(reload.check()).isEqualTo(Outcome.UNCHANGED);
+
+        advance(Duration.ofSeconds(55)); // 205 s: due
+        assertThat(leader.renewIfDue()).isTrue();
+        assertThat(leader.renewIfDue()).as("renewed once, not on every pass").isFalse();
+        ServingCertificate.Material renewed = replica.read();
+        X509Certificate c1 = leaf(renewed);
+        assertThat(c1).isNotEqualTo(c0);
+        assertThat(renewed.privateKeyPem()).isNotEqualTo(first.privateKeyPem());
+        assertThat(Pki.parseCertificates(renewed.previousCertificatePem())).containsExactly(c0);
+
+        // the Secret holds c1 but the caBundle does not trust it yet: keep serving c0
+        assertThat(reload.check()).isEqualTo(Outcome.WAITING_FOR_CA_BUNDLE);
+        assertThat(tls.certificate()).isEqualTo(c0);
+
+        leader.publishCaBundle(APISERVICE);
+        assertThat(bundle()).as("new and old CA during the overlap").containsExactly(c1, c0);
+        // trusted now, but the aggregator gets the grace period to pick the bundle up
+        assertThat(reload.check()).isEqualTo(Outcome.WAITING_FOR_CA_BUNDLE);
+        assertThat(tls.certificate()).isEqualTo(c0);
+        advance(Duration.ofSeconds(5));
+        assertThat(reload.check()).isEqualTo(Outcome.SWITCHED);
+        assertThat(tls.certificate()).isEqualTo(c1);
+        assertThat(reload.check()).isEqualTo(Outcome.UNCHANGED);
+
+        advance(Duration.ofSeconds(60)); // 270 s: c0 still valid, still in the bundle
+        leader.publishCaBundle(APISERVICE);
+        assertThat(bundle()).containsExactly(c1, c0);
+        advance(Duration.ofSeconds(31)); // 301 s: c0 expired, dropped
+        leader.publishCaBundle(APISERVICE);
+        assertThat(bundle()).containsExactly(c1);
+    }
+
+    @Test
+    void aSecretReplacedBySomeoneElseIsServedOnceTheBundleTrustsItAndTheOldStaysPublished() {
+        createApiService();
+        ServingCertificate.Material first = leader.ensure();
+        X509Certificate c0 = leaf(first);
+        leader.publishCaBundle(APISERVICE);
+        ServingTls tls = new ServingTls(first.certificatePem(), first.privateKeyPem(), List::of);
+        ServingCertificateReload reload = new ServingCertificateReload(replica, tls, APISERVICE, clock, RENEWAL.publishGrace());
+
+        // an administrator (or cert-manager) writes a certificate from their own CA, marked as not ours to renew
+        Pki.Issued ca = Pki.selfSigned(Pki.Subject.cn("corp-ca"), Pki.Usage.CA, clock.now.minusSeconds(60), Duration.ofDays(30));
+        Pki.Issued corp = Pki.issue(ca, new Pki.Subject("playpen-operator", List.of(), List.of("playpen-operator.playpen.svc"),
+                List.of()), Pki.Usage.SERVER, clock.now.minusSeconds(60), Duration.ofDays(10));
+        cluster.client.secrets().inNamespace(TestCluster.NS).resource(new SecretBuilder().withNewMetadata().withName(SECRET)
+                .withNamespace(TestCluster.NS).addToAnnotations(ServingCertificate.ORIGIN_ANNOTATION, "external").endMetadata()
+                .withType("kubernetes.io/tls").withData(Map.of("tls.crt", b64(corp.certificatePem()), "tls.key",
+                        b64(corp.privateKeyPem())))
+                .build()).update();
+
+        assertThat(reload.check()).isEqualTo(Outcome.WAITING_FOR_CA_BUNDLE);
+        assertThat(tls.certificate()).isEqualTo(c0);
+        leader.publishCaBundle(APISERVICE);
+        assertThat(bundle()).as("the new certificate, and the one replicas may still serve").containsExactly(corp.certificate(), c0);
+        assertThat(reload.check()).isEqualTo(Outcome.WAITING_FOR_CA_BUNDLE); // trusted from now: the grace starts
+        advance(Duration.ofSeconds(5));
+        assertThat(reload.check()).isEqualTo(Outcome.SWITCHED);
+        assertThat(tls.certificate()).isEqualTo(corp.certificate());
+
+        // never renewed by us, however old it gets
+        advance(Duration.ofDays(9));
+        assertThat(leader.renewIfDue()).isFalse();
+        assertThat(leaf(replica.read())).isEqualTo(corp.certificate());
+        // c0 expired long ago: gone from the bundle
+        leader.publishCaBundle(APISERVICE);
+        assertThat(bundle()).containsExactly(corp.certificate());
+    }
+
+    @Test
+    void aBundleHoldingTheIssuingCaTrustsTheNewCertificate() {
+        Pki.Issued ca = Pki.selfSigned(Pki.Subject.cn("corp-ca"), Pki.Usage.CA, clock.now.minusSeconds(60), Duration.ofDays(30));
+        Pki.Issued other = Pki.selfSigned(Pki.Subject.cn("corp-ca"), Pki.Usage.CA, clock.now.minusSeconds(60), Duration.ofDays(30));
+        Pki.Issued leafCert = Pki.issue(ca, Pki.Subject.cn("playpen-operator"), Pki.Usage.SERVER, clock.now, Duration.ofDays(1));
+        assertThat(new ServingCertificate.Published(List.of(ca.certificate())).trusts(leafCert.certificate())).isTrue();
+        assertThat(new ServingCertificate.Published(List.of(leafCert.certificate())).trusts(leafCert.certificate())).isTrue();
+        // same issuer name, different key: not trusted
+        assertThat(new ServingCertificate.Published(List.of(other.certificate())).trusts(leafCert.certificate())).isFalse();
+        assertThat(new ServingCertificate.Published(List.of()).trusts(leafCert.certificate())).isFalse();
+        // a chain served with its intermediate: a bundle holding the root trusts it
+        Pki.Issued intermediate = Pki.issue(ca, Pki.Subject.cn("corp-intermediate"), Pki.Usage.CA, clock.now, Duration.ofDays(2));
+        Pki.Issued viaIntermediate = Pki.issue(intermediate, Pki.Subject.cn("playpen-operator"), Pki.Usage.SERVER, clock.now,
+                Duration.ofDays(1));
+        List<X509Certificate> chain = List.of(viaIntermediate.certificate(), intermediate.certificate());
+        assertThat(new ServingCertificate.Published(List.of(ca.certificate())).trusts(chain)).isTrue();
+        assertThat(new ServingCertificate.Published(List.of(ca.certificate())).trusts(viaIntermediate.certificate())).isFalse();
+        assertThat(new ServingCertificate.Published(List.of(other.certificate())).trusts(chain)).isFalse();
+    }
+
+    @Test
+    void withoutAnApiServiceTheNewCertificateIsServedAtOnce() {
+        ServingCertificate.Material first = leader.ensure();
+        ServingTls tls = new ServingTls(first.certificatePem(), first.privateKeyPem(), List::of);
+        ServingCertificateReload reload = new ServingCertificateReload(replica, tls, APISERVICE, clock, RENEWAL.publishGrace());
+        advance(Duration.ofSeconds(201));
+        assertThat(leader.renewIfDue()).isTrue();
+        assertThat(reload.check()).isEqualTo(Outcome.SWITCHED);
+        assertThat(tls.certificate()).isEqualTo(leaf(replica.read()));
+    }
+
+    @Test
+    void anExpiredServedCertificateIsReplacedEvenBeforeTheBundleTrustsTheNewOne() {
+        createApiService();
+        ServingCertificate.Material first = leader.ensure();
+        leader.publishCaBundle(APISERVICE);
+        ServingTls tls = new ServingTls(first.certificatePem(), first.privateKeyPem(), List::of);
+        ServingCertificateReload reload = new ServingCertificateReload(replica, tls, APISERVICE, clock, RENEWAL.publishGrace());
+        advance(Duration.ofSeconds(301)); // the leader was gone all along: nobody renewed or published
+        assertThat(leader.renewIfDue()).isTrue();
+        assertThat(reload.check()).isEqualTo(Outcome.SWITCHED);
+    }
+
+    @Test
+    void aKeyThatDoesNotMatchTheCertificateIsNotServed() {
+        createApiService();
+        ServingCertificate.Material first = leader.ensure();
+        ServingTls tls = new ServingTls(first.certificatePem(), first.privateKeyPem(), List::of);
+        ServingCertificateReload reload = new ServingCertificateReload(replica, tls, APISERVICE, clock, Duration.ZERO);
+        Pki.Issued a = Pki.selfSigned(Pki.Subject.cn("playpen-operator"), Pki.Usage.SERVER, clock.now, Duration.ofDays(1));
+        Pki.Issued b = Pki.selfSigned(Pki.Subject.cn("playpen-operator"), Pki.Usage.SERVER, clock.now, Duration.ofDays(1));
+        Secret s = secret();
+        s.setData(Map.of("tls.crt", b64(a.certificatePem()), "tls.key", b64(b.privateKeyPem())));
+        cluster.client.secrets().inNamespace(TestCluster.NS).resource(s).update();
+        leader.publishCaBundle(APISERVICE);
+        assertThat(reload.check()).isEqualTo(Outcome.INVALID);
+        assertThat(tls.certificate()).isEqualTo(leaf(first));
+    }
+
+    @Test
+    void renewalForbiddenByRbacIsALoggedNoOp() {
+        ServingCertificate.Material first = leader.ensure();
+        cluster.forbidden = k -> k.startsWith("PUT /api/v1/namespaces/playpen/secrets/");
+        advance(Duration.ofSeconds(201));
+        assertThat(leader.renewIfDue()).isFalse();
+        assertThat(leaf(replica.read())).isEqualTo(leaf(first));
+    }
+
+    @Test
+    void apiFailuresLeaveTheServedCertificateAndTheNextPassDecidesAfresh() {
+        createApiService();
+        ServingCertificate.Material first = leader.ensure();
+        leader.publishCaBundle(APISERVICE);
+        ServingTls tls = new ServingTls(first.certificatePem(), first.privateKeyPem(), List::of);
+        ServingCertificateReload reload = new ServingCertificateReload(replica, tls, APISERVICE, clock, Duration.ZERO);
+        advance(Duration.ofSeconds(201));
+        // the write lands but its answer is lost: a 500 after the write
+        cluster.failAfterWrite = k -> k.startsWith("PUT /api/v1/namespaces/playpen/secrets/");
+        assertThat(leader.renewIfDue()).isFalse();
+        cluster.failAfterWrite = k -> false;
+        X509Certificate landed = leaf(replica.read());
+        assertThat(landed).as("the write landed").isNotEqualTo(leaf(first));
+        assertThat(leader.renewIfDue()).as("not renewed twice").isFalse();
+        // reads failing: nothing changes, no exception reaches the route
+        cluster.forbidden = k -> k.startsWith("GET /api/v1/namespaces/playpen/secrets/");
+        assertThat(reload.check()).isEqualTo(Outcome.READ_FAILED);
+        assertThat(leader.renewIfDue()).isFalse();
+        cluster.forbidden = k -> false;
+        leader.publishCaBundle(APISERVICE);
+        assertThat(bundle()).containsExactly(landed, leaf(first));
+        assertThat(reload.check()).isEqualTo(Outcome.SWITCHED);
+        assertThat(tls.certificate()).isEqualTo(landed);
+    }
+
+    static String b64(String s) {
+        return Base64.getEncoder().encodeToString(s.getBytes(StandardCharsets.UTF_8));
+    }
+}
