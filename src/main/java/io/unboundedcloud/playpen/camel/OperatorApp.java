@@ -102,8 +102,11 @@ public final class OperatorApp implements AutoCloseable {
             }
         });
         ObservedEvents observed = new ObservedEvents(events, config, env);
-        pool.addObserver(observed);
-        ttl.addObserver(observed);
+        // Events and audit lines of expiries and pool pods go through their routes (ttl-expired, pool-created,
+        // pool-exhausted); the bridge records them directly while Camel is not running
+        FlowBridge bridge = new FlowBridge(observed);
+        pool.addObserver(bridge);
+        ttl.addObserver(bridge);
         pool.addObserver(metrics);
         ttl.addObserver(metrics);
         trust.onInvalid(observed::trustBundleInvalid);
@@ -121,7 +124,8 @@ public final class OperatorApp implements AutoCloseable {
                 candidates, config.retryAfterSeconds());
         ApiFlows flows = new ApiFlows(reviewer, new AllocRequestParser(config.controlPlaneVersions()), allocator,
                 new AllocResponses(config.network(), config.redfishBaseUrl(), config.retryAfterSeconds()), this::ready, config.retryAfterSeconds());
-        allocator.addObserver(observed);
+        flows.events(observed);
+        allocator.addObserver(flows);
         metrics.bind(config, pods, templates, reviewer, calls, leader, events);
 
         main = new Main();
@@ -163,7 +167,11 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("poolReconciler", pool);
         main.bind("ttlExpirer", ttl);
         main.bind("caBundle", (CaBundlePublisher) () -> publishCaBundle(serving, material));
+        main.bind("kubeEvents", observed);
+        main.bind("auditLog", new AuditLog(clock));
+        RouteMetrics.bind(main, metrics.registry());
         main.start();
+        bridge.start(main.getCamelContext());
         LOG.info("playpen-operator serving https on {}:{} routes={}", config.listenHost(), config.listenPort(),
                 routesPattern());
         leader.start();
