@@ -170,8 +170,17 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("kubeEvents", observed);
         main.bind("auditLog", new AuditLog(clock));
         RouteMetrics.bind(main, metrics.registry());
+        // Camel's health-check registry: its context check plus our readiness (routes, consumers and producers
+        // are left out: the leader-only routes are stopped on purpose on every other replica)
+        main.configure().health().withEnabled(true).withRoutesEnabled(false);
+        main.configure().health().setConsumersEnabled(false);
+        main.configure().health().setProducersEnabled(false);
         main.start();
         bridge.start(main.getCamelContext());
+        org.apache.camel.health.HealthCheckRegistry health = org.apache.camel.health.HealthCheckRegistry.get(main.getCamelContext());
+        if (health != null) {
+            health.register(new ReadinessHealthCheck(this::ready));
+        }
         LOG.info("playpen-operator serving https on {}:{} routes={}", config.listenHost(), config.listenPort(),
                 routesPattern());
         leader.start();
@@ -181,7 +190,7 @@ public final class OperatorApp implements AutoCloseable {
                 .description("1 while a valid front-proxy trust bundle is loaded").register(metrics.registry());
         if (!config.managementHost().isEmpty() && config.managementPort() >= 0) {
             management = new ManagementServer(config.managementHost(), config.managementPort(), metrics.registry(),
-                    this::ready);
+                    this::camelReady);
             management.start();
         }
     }
@@ -235,6 +244,21 @@ public final class OperatorApp implements AutoCloseable {
         }
         LOG.info("routes folder {} not found; using the routes packaged in the jar", dir.getAbsolutePath());
         return "classpath:routes/*.camel.yaml";
+    }
+
+    /**
+     * Readiness as Camel's health-check registry sees it (the management listener's /observe/health): every
+     * readiness check UP, i.e. the Camel context started and {@link #ready()}.
+     */
+    boolean camelReady() {
+        CamelContext c = camelContext();
+        if (c == null) {
+            return false;
+        }
+        java.util.Collection<org.apache.camel.health.HealthCheck.Result> results =
+                org.apache.camel.health.HealthCheckHelper.invokeReadiness(c);
+        return !results.isEmpty() && results.stream()
+                .allMatch(r -> r.getState() == org.apache.camel.health.HealthCheck.State.UP);
     }
 
     /** Ready when the caches are synced and watching, and a valid trust bundle is loaded. */

@@ -153,6 +153,25 @@ class FlowRoutesRouteTest {
         assertThat(series(scrape, "nodeId=\"alloc-answer\"")).isNotEmpty();
     }
 
+    @Test
+    void readinessIsACheckInCamelsHealthRegistryBehindObserveHealth() throws Exception {
+        var registry = org.apache.camel.health.HealthCheckRegistry.get(op.app.camelContext());
+        var check = registry.getCheck("playpen-ready").orElseThrow();
+        assertThat(check.isReadiness()).isTrue();
+        assertThat(check.isLiveness()).as("an unready replica is not restarted").isFalse();
+        assertThat(check.call().getState()).isEqualTo(org.apache.camel.health.HealthCheck.State.UP);
+        assertThat(registry.getCheck("context")).isPresent();
+        // leader-only routes are stopped on every other replica: route checks must not make a replica unready
+        assertThat(registry.stream().map(c -> c.getId())).noneMatch(id -> id.startsWith("route:"));
+        assertThat(org.apache.camel.health.HealthCheckHelper.invokeReadiness(op.app.camelContext()))
+                .allMatch(r -> r.getState() == org.apache.camel.health.HealthCheck.State.UP);
+        var a = op.app.managementAddress();
+        HttpResponse<String> health = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                URI.create("http://127.0.0.1:" + a.getPort() + "/observe/health/ready")).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertThat(health.statusCode()).isEqualTo(200);
+    }
+
     static List<String> reasons() {
         return cluster.client.v1().events().inNamespace("playpen").list().getItems().stream().map(Event::getReason).toList();
     }
