@@ -43,7 +43,7 @@ class FlowRoutesRouteTest {
         AUDIT_LOGGER.addAppender(AUDIT);
         cluster = TestCluster.start();
         cluster.addNode("node-a", "amd64", "203.0.113.10");
-        op = new OperatorHarness(cluster, "--management-addr=127.0.0.1:0", "--playpen-ttl=3s",
+        op = new OperatorHarness(cluster, "--management-addr=127.0.0.1:0", "--playpen-ttl=1h",
                 "--reconcile-interval=10m", "--runner-amd64-count=0");
         cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
         cluster.create(TestCluster.readyRunner("amd64", 51821, "node-a"));
@@ -96,24 +96,28 @@ class FlowRoutesRouteTest {
         assertThat(op.dealloc("{\"idempotencyKey\":\"" + freed + "\"}").statusCode()).isEqualTo(204);
         assertThat(op.dealloc("{\"idempotencyKey\":\"never-used-0004\"}").statusCode()).isEqualTo(204);
 
-        // the first claim runs out (--playpen-ttl=3s): its timer deletes it, the ttl-expired route audits it
+        // this test's lines: its keys' hashes, or mallory's (refused before the body is read)
+        java.util.Set<String> mine = java.util.Set.of(kept, freed, "never-used-0004").stream()
+                .map(k -> io.unboundedcloud.playpen.model.Hashes.keyHash(k).substring(0, 8))
+                .collect(java.util.stream.Collectors.toSet());
+        java.util.function.Predicate<JsonNode> ours = j -> mine.contains(j.get("keyHashPrefix").asText())
+                || "mallory".equals(j.get("user").asText());
         OperatorHarness.awaitTrue(() -> {
             try {
-                return summary().contains("system:playpen-operator expire expired " + pod);
+                return auditLines().stream().filter(ours).count() >= 7;
             } catch (Exception e) {
                 return false;
             }
-        }, Duration.ofSeconds(15), "the expiry's audit line");
-        OperatorHarness.awaitTrue(() -> AUDIT.list.size() >= 8, Duration.ofSeconds(5), "8 audit lines");
-        assertThat(summary()).containsExactlyInAnyOrder(
+        }, Duration.ofSeconds(5), "7 audit lines");
+        assertThat(auditLines().stream().filter(ours).map(j -> j.get("user").asText() + " " + j.get("verb").asText()
+                + " " + j.get("outcome").asText() + " " + j.get("allocation").asText()).toList()).containsExactlyInAnyOrder(
                 "alice allocate allocated " + pod,
                 "alice allocate replayed " + pod,
                 "alice allocate conflict ",
                 "mallory allocate forbidden ",
                 "alice allocate allocated " + other,
                 "alice deallocate deallocated " + other,
-                "alice deallocate unknown-key ",
-                "system:playpen-operator expire expired " + pod);
+                "alice deallocate unknown-key ");
         for (JsonNode line : auditLines()) {
             List<String> fields = new ArrayList<>();
             line.fieldNames().forEachRemaining(fields::add);
@@ -134,9 +138,11 @@ class FlowRoutesRouteTest {
                 .get("keyHashPrefix").asText()).isEqualTo(keptHash);
 
         // the Events went through the kube-event route (one exchange per caller) into EventRecorder
-        OperatorHarness.awaitTrue(() -> reasons().containsAll(List.of("Allocated", "Deallocated", "Expired")),
-                Duration.ofSeconds(5), "Allocated, Deallocated and Expired events");
-        assertThat(reasons().stream().filter("Allocated"::equals).count()).as("no Event for a replay").isEqualTo(2);
+        OperatorHarness.awaitTrue(() -> reasons().containsAll(List.of("Allocated", "Deallocated")),
+                Duration.ofSeconds(5), "Allocated and Deallocated events");
+        assertThat(cluster.client.v1().events().inNamespace("playpen").list().getItems().stream()
+                .filter(e -> "Allocated".equals(e.getReason()) && pod.equals(e.getInvolvedObject().getName())).count())
+                .as("one Allocated Event for the claim, none for its replay").isEqualTo(1);
         String scrape = scrape();
         assertThat(series(scrape, "routeId=\"kube-event\"")).as(scrape).isNotEmpty();
     }
@@ -170,6 +176,64 @@ class FlowRoutesRouteTest {
                 URI.create("http://127.0.0.1:" + a.getPort() + "/observe/health/ready")).build(),
                 HttpResponse.BodyHandlers.ofString());
         assertThat(health.statusCode()).isEqualTo(200);
+    }
+
+    /** A claim that runs out is deleted by its timer; the ttl-expired route writes its Event and audit line. */
+    @Test
+    void anExpiryIsAuditedAsTheOperatorWithItsEvent() throws Exception {
+        try (TestCluster c = TestCluster.start()) {
+            c.addNode("node-a", "amd64", "203.0.113.10");
+            try (OperatorHarness o = new OperatorHarness(c, "--playpen-ttl=1s", "--reconcile-interval=10m",
+                    "--runner-amd64-count=0")) {
+                c.create(TestCluster.readyRunner("amd64", 51840, "node-a"));
+                o.awaitCache(p -> p.size() == 1);
+                HttpResponse<String> r = o.alloc(alloc("expiring-key-0007", 7));
+                assertThat(r.statusCode()).isEqualTo(200);
+                String pod = M.readTree(r.body()).get("pod").get("name").asText();
+                String expected = "system:playpen-operator expire expired " + pod;
+                OperatorHarness.awaitTrue(() -> {
+                    try {
+                        return summary().contains(expected);
+                    } catch (Exception e) {
+                        return false;
+                    }
+                }, Duration.ofSeconds(15), "the expiry's audit line");
+                JsonNode line = auditLines().stream().filter(j -> "expire".equals(j.get("verb").asText())
+                        && pod.equals(j.get("allocation").asText())).findFirst().orElseThrow();
+                String claimHash = auditLines().stream().filter(j -> "allocate".equals(j.get("verb").asText())
+                        && pod.equals(j.get("allocation").asText())).findFirst().orElseThrow().get("keyHashPrefix").asText();
+                assertThat(line.get("keyHashPrefix").asText()).isEqualTo(claimHash);
+                OperatorHarness.awaitTrue(() -> c.client.v1().events().inNamespace("playpen").list().getItems().stream()
+                        .anyMatch(e -> "Expired".equals(e.getReason())), Duration.ofSeconds(5), "Expired event");
+                assertThat(o.app.camelContext().getRoute("ttl-expired")).isNotNull();
+            }
+        }
+    }
+
+    /** Camel's test kit on the live routes: a mock endpoint woven after record-event sees each Event once. */
+    @Test
+    void theEventRouteCarriesOneKubeEventPerNewClaimAndNoneForAReplay() throws Exception {
+        org.apache.camel.CamelContext ctx = op.app.camelContext();
+        org.apache.camel.builder.AdviceWith.adviceWith(ctx, "kube-event",
+                a -> a.weaveById("record-event").after().to("mock:events"));
+        org.apache.camel.component.mock.MockEndpoint events = ctx.getEndpoint("mock:events",
+                org.apache.camel.component.mock.MockEndpoint.class);
+        events.expectedMessageCount(1);
+        events.message(0).body().isInstanceOf(KubeEvent.class);
+        int auditBefore = AUDIT.list.size();
+        cluster.create(TestCluster.readyRunner("amd64", 51830, "node-a"));
+        op.awaitCache(c -> c.stream().anyMatch(p -> p.getMetadata().getName().endsWith("51830")));
+        String body = alloc("mock-key-0006", 6);
+        HttpResponse<String> first = op.alloc(body);
+        assertThat(first.statusCode()).isEqualTo(200);
+        assertThat(op.alloc(body).statusCode()).isEqualTo(200);
+        OperatorHarness.awaitTrue(() -> AUDIT.list.size() >= auditBefore + 2, Duration.ofSeconds(10), "two audit lines");
+        events.assertIsSatisfied(5000);
+        KubeEvent e = events.getExchanges().get(0).getMessage().getBody(KubeEvent.class);
+        assertThat(e.reason()).isEqualTo("Allocated");
+        assertThat(e.type()).isEqualTo(KubeEvent.NORMAL);
+        assertThat(e.about().getMetadata().getName()).isEqualTo(M.readTree(first.body()).get("pod").get("name").asText());
+        assertThat(e.message()).doesNotContain("mock-key-0006");
     }
 
     static List<String> reasons() {
