@@ -1,11 +1,16 @@
 package io.unboundedcloud.playpen.camel;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.function.BooleanSupplier;
+import java.util.stream.Collectors;
 
 import org.apache.camel.Body;
+import org.apache.camel.Exchange;
 import org.apache.camel.ExchangeProperty;
 import org.apache.camel.Header;
 
+import io.fabric8.kubernetes.api.model.Pod;
 import io.unboundedcloud.playpen.api.ApiException;
 import io.unboundedcloud.playpen.api.Discovery;
 import io.unboundedcloud.playpen.api.Json;
@@ -19,9 +24,18 @@ import io.unboundedcloud.playpen.model.AllocResponses;
 import io.unboundedcloud.playpen.model.GoStrings;
 import io.unboundedcloud.playpen.model.Hashes;
 
-/** Thin adapters between the HTTP routes and the domain beans: bind exchange parts, return domain values. */
-public final class ApiFlows {
+/**
+ * Thin adapters between the HTTP routes and the domain beans: bind exchange parts, return domain values, and leave
+ * the decisions the routes branch on (and the audit line reads) in exchange properties ({@link AuditLog}).
+ */
+public final class ApiFlows implements Allocator.Observer {
     private static final byte[] NO_BODY = new byte[0];
+    /** Exchange property: the validated {@link AllocCommand} (holds the key hash, never the key). */
+    public static final String COMMAND = "playpenCommand";
+
+    /** The pods a dealloc on this thread deleted (the allocator reports them synchronously, on the caller's thread). */
+    private final ThreadLocal<List<Pod>> deleting = new ThreadLocal<>();
+    private ObservedEvents events;
 
     private final AccessReviewer reviewer;
     private final AllocRequestParser parser;
@@ -54,9 +68,30 @@ public final class ApiFlows {
         return parser.parseAlloc(body, key);
     }
 
-    /** Claims for the caller: the claim records the hash of their user name (owner) and counts against their quota. */
-    public Allocator.Allocation allocate(@Body AllocCommand cmd, @ExchangeProperty(FrontDoor.IDENTITY) Identity who) {
-        return allocator.allocate(cmd, who == null ? null : Hashes.ownerHash(who.user()));
+    /** Events go through the routes; this is where the deallocated pods of a direct {@link #deallocate} call go. */
+    void events(ObservedEvents events) {
+        this.events = events;
+    }
+
+    /**
+     * Replay or claim (kube/Allocator: exactly once per key): the allocation, with {@value AuditLog#OUTCOME} set to
+     * {@code allocated} (a pod was claimed now) or {@code replayed}; a conflicting reuse of the key is a 409.
+     */
+    public Allocator.Allocation allocate(AllocCommand cmd, Exchange exchange) {
+        exchange.setProperty(COMMAND, cmd);
+        exchange.setProperty(AuditLog.KEY_HASH_PREFIX, cmd.keyHashPrefix());
+        Identity who = exchange.getProperty(FrontDoor.IDENTITY, Identity.class);
+        // the claim records the hash of the caller's user name (owner) and counts against their quota
+        Allocator.Allocation a = allocator.allocate(cmd, who == null ? null : Hashes.ownerHash(who.user()));
+        exchange.setProperty(AuditLog.ALLOCATION_ID, a.pod().getMetadata().getName());
+        exchange.setProperty(AuditLog.OUTCOME, a.replay() ? "replayed" : "allocated");
+        return a;
+    }
+
+    /** The Kubernetes Event of a new claim (step of the alloc route's "allocated" branch). */
+    public List<KubeEvent> allocatedEvents(@Body Allocator.Allocation allocation,
+            @ExchangeProperty(COMMAND) AllocCommand cmd) {
+        return events.allocatedEvents(allocation, cmd);
     }
 
     public HttpReply allocated(Allocator.Allocation allocation) {
@@ -91,9 +126,54 @@ public final class ApiFlows {
         return true;
     }
 
+    /**
+     * Deletes the pods claimed with this key hash (kube/Allocator); returns them, with {@value AuditLog#OUTCOME}
+     * {@code deallocated} or {@code unknown-key}.
+     */
+    public List<Pod> deleteClaimed(@Body String keyHash, Exchange exchange) {
+        exchange.setProperty(AuditLog.KEY_HASH_PREFIX, keyHash.substring(0, Math.min(8, keyHash.length())));
+        List<Pod> deleted = new ArrayList<>();
+        deleting.set(deleted);
+        try {
+            allocator.deallocate(keyHash);
+        } finally {
+            deleting.remove();
+        }
+        exchange.setProperty(AuditLog.OUTCOME, deleted.isEmpty() ? "unknown-key" : "deallocated");
+        exchange.setProperty(AuditLog.ALLOCATION_ID,
+                deleted.stream().map(p -> p.getMetadata().getName()).collect(Collectors.joining(",")));
+        return deleted;
+    }
+
+    /** The Kubernetes Events of a dealloc: one per deleted pod. */
+    public List<KubeEvent> deallocatedEvents(@Body List<Pod> deleted) {
+        return events.deallocatedEvents(deleted);
+    }
+
+    /** The dealloc answer: 204 whether or not the key had a claim, like the reference. */
+    public HttpReply deallocated(@Body List<Pod> deleted) {
+        return HttpReply.noContent(deleted.isEmpty() ? "unknown-key" : "deallocated");
+    }
+
+    /** Deletes and answers in one step, recording the Events itself (for routes without the event step). */
     public HttpReply deallocate(String keyHash) {
         int deleted = allocator.deallocate(keyHash);
         return HttpReply.noContent(deleted > 0 ? "deallocated" : "unknown-key");
+    }
+
+    @Override
+    public void allocated(Allocator.Allocation allocation, AllocCommand cmd) {
+        // the alloc route records the event (its "allocated" branch)
+    }
+
+    @Override
+    public void deallocated(Pod pod) {
+        List<Pod> collecting = deleting.get();
+        if (collecting != null) {
+            collecting.add(pod);
+        } else if (events != null) {
+            events.deallocatedEvents(List.of(pod)).forEach(events::record);
+        }
     }
 
     public HttpReply discovery(@ExchangeProperty(FrontDoor.FLOW) String flow) {

@@ -1,7 +1,10 @@
 package io.unboundedcloud.playpen.camel;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
+
+import org.apache.camel.Body;
 
 import io.fabric8.kubernetes.api.model.ObjectReference;
 import io.fabric8.kubernetes.api.model.ObjectReferenceBuilder;
@@ -16,10 +19,13 @@ import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.PoolPlan;
 
 /**
- * Turns domain outcomes into Kubernetes Events (never blocking the caller): Allocated, Deallocated, Expired
- * and Created on pods; HostPortRangeExhausted and TrustBundleInvalid on the operator's pod or the APIService.
+ * The Kubernetes Events of the flows (bean {@code kubeEvents}): builds them (Allocated, Deallocated, Expired and
+ * Created on pods; HostPortRangeExhausted and TrustBundleInvalid on the operator's pod or the APIService) and
+ * records them through {@link EventRecorder} (queued, never blocking the caller; 403 suspends recording). The
+ * routes call {@link #record} from the {@code kube-event} route; as an observer it is the fallback the
+ * {@link FlowBridge} uses while Camel is not running.
  */
-final class ObservedEvents implements Allocator.Observer, PoolReconciler.Observer, TtlExpirer.Observer {
+public final class ObservedEvents implements PoolReconciler.Observer, TtlExpirer.Observer {
     private final EventRecorder events;
     private final ObjectReference operatorRef;
     private final String operatorNamespace;
@@ -35,30 +41,57 @@ final class ObservedEvents implements Allocator.Observer, PoolReconciler.Observe
                         .withName(KubeApiCall.API_SERVICE_NAME).build();
     }
 
-    @Override
-    public void allocated(Allocator.Allocation a, AllocCommand cmd) {
-        events.normal(a.pod(), "Allocated", "allocated as " + cmd.resourceType().wire() + " (key hash "
-                + cmd.keyHashPrefix() + ") on " + a.externalIp());
+    /** The step of the {@code kube-event} route: hands one event to the recorder. */
+    public void record(@Body KubeEvent e) {
+        if (e == null) {
+            return;
+        }
+        if (e.about() != null) {
+            if (KubeEvent.WARNING.equals(e.type())) {
+                events.warning(e.about(), e.reason(), e.message());
+            } else {
+                events.normal(e.about(), e.reason(), e.message());
+            }
+        } else {
+            events.warning(e.reference(), e.namespace(), e.reason(), e.message());
+        }
     }
 
-    @Override
-    public void deallocated(Pod pod) {
-        events.normal(pod, "Deallocated", "deallocated; the pod is deleted and the pool refills");
+    public List<KubeEvent> allocatedEvents(Allocator.Allocation a, AllocCommand cmd) {
+        return List.of(KubeEvent.normal(a.pod(), "Allocated", "allocated as " + cmd.resourceType().wire()
+                + " (key hash " + cmd.keyHashPrefix() + ") on " + a.externalIp()));
+    }
+
+    public List<KubeEvent> deallocatedEvents(List<Pod> pods) {
+        return pods.stream().map(p -> KubeEvent.normal(p, "Deallocated",
+                "deallocated; the pod is deleted and the pool refills")).toList();
+    }
+
+    public List<KubeEvent> expiredEvents(@Body Pod pod) {
+        return List.of(KubeEvent.normal(pod, "Expired", "allocation TTL expired; the pod is deleted"));
+    }
+
+    public List<KubeEvent> createdEvents(@Body Pod pod) {
+        return List.of(KubeEvent.normal(pod, "Created", "created for the warm pool"));
+    }
+
+    public List<KubeEvent> exhaustedEvents(@Body PoolPlan.Exhaustion x) {
+        return List.of(KubeEvent.warning(operatorRef, operatorNamespace, "HostPortRangeExhausted", x.message()));
     }
 
     @Override
     public void expired(Pod pod, Duration lateness) {
-        events.normal(pod, "Expired", "allocation TTL expired; the pod is deleted");
+        expiredEvents(pod).forEach(this::record);
     }
 
     @Override
     public void created(Pod pod) {
-        events.normal(pod, "Created", "created for the warm pool");
+        createdEvents(pod).forEach(this::record);
     }
 
     @Override
     public void exhausted(PoolPlan.Exhaustion x) {
-        events.warning(operatorRef, operatorNamespace, "HostPortRangeExhausted", x.message());
+        exhaustedEvents(x).forEach(this::record);
     }
 
     @Override

@@ -104,8 +104,11 @@ public final class OperatorApp implements AutoCloseable {
             }
         });
         ObservedEvents observed = new ObservedEvents(events, config, env);
-        pool.addObserver(observed);
-        ttl.addObserver(observed);
+        // Events and audit lines of expiries and pool pods go through their routes (ttl-expired, pool-created,
+        // pool-exhausted); the bridge records them directly while Camel is not running
+        FlowBridge bridge = new FlowBridge(observed);
+        pool.addObserver(bridge);
+        ttl.addObserver(bridge);
         pool.addObserver(metrics);
         ttl.addObserver(metrics);
         trust.onInvalid(observed::trustBundleInvalid);
@@ -124,7 +127,8 @@ public final class OperatorApp implements AutoCloseable {
         AllocResponses responses = new AllocResponses(config.network(), config.redfishBaseUrl(), config.retryAfterSeconds());
         ApiFlows flows = new ApiFlows(reviewer, new AllocRequestParser(config.controlPlaneVersions()), allocator,
                 responses, this::ready, config.retryAfterSeconds());
-        allocator.addObserver(observed);
+        flows.events(observed);
+        allocator.addObserver(flows);
         metrics.bind(config, pods, templates, reviewer, calls, leader, events);
 
         main = new Main();
@@ -174,7 +178,20 @@ public final class OperatorApp implements AutoCloseable {
         servingReload = new ServingCertificateReload(serving, tls, KubeApiCall.API_SERVICE_NAME, clock,
                 config.servingCertRenewal().publishGrace());
         main.bind("servingCertificateReload", servingReload);
+        main.bind("kubeEvents", observed);
+        main.bind("auditLog", new AuditLog(clock));
+        RouteMetrics.bind(main, metrics.registry());
+        // Camel's health-check registry: its context check plus our readiness (routes, consumers and producers
+        // are left out: the leader-only routes are stopped on purpose on every other replica)
+        main.configure().health().withEnabled(true).withRoutesEnabled(false);
+        main.configure().health().setConsumersEnabled(false);
+        main.configure().health().setProducersEnabled(false);
         main.start();
+        bridge.start(main.getCamelContext());
+        org.apache.camel.health.HealthCheckRegistry health = org.apache.camel.health.HealthCheckRegistry.get(main.getCamelContext());
+        if (health != null) {
+            health.register(new ReadinessHealthCheck(this::ready));
+        }
         LOG.info("playpen-operator serving https on {}:{} routes={}", config.listenHost(), config.listenPort(),
                 routesPattern());
         leader.start();
@@ -184,7 +201,7 @@ public final class OperatorApp implements AutoCloseable {
                 .description("1 while a valid front-proxy trust bundle is loaded").register(metrics.registry());
         if (!config.managementHost().isEmpty() && config.managementPort() >= 0) {
             management = new ManagementServer(config.managementHost(), config.managementPort(), metrics.registry(),
-                    this::ready);
+                    this::camelReady);
             management.start();
         }
     }
@@ -243,6 +260,21 @@ public final class OperatorApp implements AutoCloseable {
         }
         LOG.info("routes folder {} not found; using the routes packaged in the jar", dir.getAbsolutePath());
         return "classpath:routes/*.camel.yaml";
+    }
+
+    /**
+     * Readiness as Camel's health-check registry sees it (the management listener's /observe/health): every
+     * readiness check UP, i.e. the Camel context started and {@link #ready()}.
+     */
+    boolean camelReady() {
+        CamelContext c = camelContext();
+        if (c == null) {
+            return false;
+        }
+        java.util.Collection<org.apache.camel.health.HealthCheck.Result> results =
+                org.apache.camel.health.HealthCheckHelper.invokeReadiness(c);
+        return !results.isEmpty() && results.stream()
+                .allMatch(r -> r.getState() == org.apache.camel.health.HealthCheck.State.UP);
     }
 
     /** Ready when the caches are synced and watching, and a valid trust bundle is loaded. */

@@ -19,6 +19,8 @@ import io.unboundedcloud.playpen.api.ApiException;
 public final class ReplyWriter implements Processor {
     private static final Logger LOG = LoggerFactory.getLogger(ReplyWriter.class);
     private static final String REPLIED = "playpenReplied";
+    /** Exchange property: the answer's result (allocated, forbidden, conflict, ...), read by the audit line. */
+    public static final String RESULT = "playpenResult";
     private static final byte[] NO_BODY = new byte[0];
     private final int retryAfterSeconds;
 
@@ -46,6 +48,7 @@ public final class ReplyWriter implements Processor {
         // set by Camel from the request's Content-Type; it would re-encode a String answer (UTF-16, or an
         // exception for an unknown name). Answers are UTF-8 bytes whatever the request said.
         exchange.removeProperty(Exchange.CHARSET_NAME);
+        exchange.setProperty(RESULT, reply.result());
         m.setHeader(Exchange.HTTP_RESPONSE_CODE, reply.code());
         if (reply.contentType() != null) {
             m.setHeader(Exchange.CONTENT_TYPE, reply.contentType());

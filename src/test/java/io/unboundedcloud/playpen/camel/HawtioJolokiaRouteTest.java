@@ -119,6 +119,15 @@ class HawtioJolokiaRouteTest {
             assertThat(xml).as("route %s in the diagram source", id).contains("id=\"" + id + "\"");
         }
         assertThat(xml).contains("<bean").contains("<choice");
+        // the diagrams show the steps a person would name, side effects included (issue 16.2)
+        for (String node : List.of("alloc-authorize", "alloc-read-body", "alloc-parse", "alloc-replay-or-claim",
+                "alloc-claimed-or-replayed", "alloc-event", "alloc-audit", "alloc-answer", "dealloc-delete-claimed",
+                "dealloc-event", "dealloc-audit", "ttl-expired", "ttl-event", "ttl-audit", "pool-created", "kube-event",
+                "record-event", "audit", "audit-off-the-answer-path", "audit-line", "write-audit-line")) {
+            assertThat(xml).as("node %s in the diagram source", node).contains("id=\"" + node + "\"");
+        }
+        assertThat(xml).contains("<wireTap").contains("<split").contains("uri=\"direct:kube-event\"")
+                .contains("uri=\"direct:audit\"");
         String stats = ok("{\"type\":\"exec\",\"mbean\":" + q(context)
                 + ",\"operation\":\"dumpRoutesStatsAsXml\",\"arguments\":[true,true]}").asText();
         assertThat(stats).contains("<routeStat").contains("<processorStat").contains("id=\"alloc\"");

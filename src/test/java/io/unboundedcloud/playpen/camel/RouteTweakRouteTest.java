@@ -2,65 +2,107 @@ package io.unboundedcloud.playpen.camel;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.slf4j.LoggerFactory;
 
-import ch.qos.logback.classic.Logger;
-import ch.qos.logback.classic.spi.ILoggingEvent;
-import ch.qos.logback.core.read.ListAppender;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.sun.net.httpserver.HttpServer;
+
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
-/** The README's worked example "add an audit log step to alloc" works as written. */
+/** The README's worked example "send every allocation to a webhook" works as written, without touching Java. */
 class RouteTweakRouteTest {
-    /** The step exactly as README.md shows it. */
-    static final String AUDIT_STEP = String.join("\n",
-            "        - log:",
-            "            logName: playpen.audit",
-            "            loggingLevel: INFO",
-            "            message: \"alloc pod=${body.pod.metadata.name} replay=${body.replay} user=${exchangeProperty.playpenIdentity.user}\"",
+    /** The URL the README uses; the test points it at a loopback server. */
+    static final String README_URL = "http://allocations-hook.example.svc:8080/allocations";
+    /** The steps exactly as README.md shows them, appended to the audit-line route. */
+    static final String WEBHOOK_STEP = String.join("\n",
+            "        - filter:",
+            "            simple: \"${exchangeProperty.playpenAuditVerb} == 'allocate' && ${exchangeProperty.playpenOutcome} == 'allocated'\"",
+            "            steps:",
+            "              - to: \"netty-http:" + README_URL + "\"",
             "");
 
     @Test
-    void auditStepLogsEachAllocationWithoutTheKey(@TempDir Path tmp) throws Exception {
-        Path routes = tmp.resolve("routes");
-        Files.createDirectories(routes);
-        try (Stream<Path> files = Files.list(Path.of("routes"))) {
-            for (Path f : files.toList()) {
-                Files.copy(f, routes.resolve(f.getFileName()));
+    void everyNewAllocationIsPostedToTheWebhookOffTheAnswerPathAndWithoutTheKey(@TempDir Path tmp) throws Exception {
+        assertThat(Files.readString(Path.of("README.md"))).contains(WEBHOOK_STEP);
+        List<String> posted = new CopyOnWriteArrayList<>();
+        CountDownLatch answered = new CountDownLatch(1);
+        CountDownLatch hookCalled = new CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicBoolean hookAnswered = new java.util.concurrent.atomic.AtomicBoolean();
+        HttpServer hook = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+        hook.createContext("/allocations", ex -> {
+            posted.add(ex.getRequestMethod() + " " + new String(ex.getRequestBody().readAllBytes(), StandardCharsets.UTF_8));
+            hookCalled.countDown();
+            try {
+                // a slow webhook: it answers only once the client has its alloc answer
+                answered.await(20, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
             }
-        }
-        Path alloc = routes.resolve("alloc.camel.yaml");
-        String yaml = Files.readString(alloc);
-        String anchor = "            method: allocate\n";
-        assertThat(yaml).contains(anchor);
-        Files.writeString(alloc, yaml.replace(anchor, anchor + AUDIT_STEP));
-        assertThat(Files.readString(Path.of("README.md"))).contains(AUDIT_STEP);
+            hookAnswered.set(true);
+            ex.sendResponseHeaders(204, -1);
+            ex.close();
+        });
+        hook.start();
+        try {
+            Path routes = tmp.resolve("routes");
+            Files.createDirectories(routes);
+            try (Stream<Path> files = Files.list(Path.of("routes"))) {
+                for (Path f : files.toList()) {
+                    Files.copy(f, routes.resolve(f.getFileName()));
+                }
+            }
+            Path audit = routes.resolve("audit.camel.yaml");
+            String yaml = Files.readString(audit);
+            assertThat(yaml).endsWith("            message: \"${body}\"\n");
+            Files.writeString(audit, yaml + WEBHOOK_STEP.replace(README_URL,
+                    "http://127.0.0.1:" + hook.getAddress().getPort() + "/allocations"));
 
-        Logger audit = (Logger) LoggerFactory.getLogger("playpen.audit");
-        ListAppender<ILoggingEvent> captured = new ListAppender<>();
-        captured.start();
-        audit.addAppender(captured);
-        try (TestCluster cluster = TestCluster.start()) {
-            cluster.addNode("node-a", "amd64", "203.0.113.10");
-            try (OperatorHarness op = new OperatorHarness(cluster, "--routes-dir=" + routes)) {
-                cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
-                op.awaitCache(c -> c.size() == 1);
-                String body = "{\"idempotencyKey\":\"audit-secret\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(1) + "\"}";
-                assertThat(op.alloc(body).statusCode()).isEqualTo(200);
-                assertThat(op.alloc(body).statusCode()).isEqualTo(200);
+            ObjectMapper m = new ObjectMapper();
+            try (TestCluster cluster = TestCluster.start()) {
+                cluster.addNode("node-a", "amd64", "203.0.113.10");
+                try (OperatorHarness op = new OperatorHarness(cluster, "--routes-dir=" + routes, "--runner-amd64-count=0")) {
+                    cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+                    op.awaitCache(c -> c.size() == 1);
+                    String body = "{\"idempotencyKey\":\"hook-secret\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(1) + "\"}";
+                    HttpResponse<String> first = op.alloc(body);
+                    assertThat(first.statusCode()).isEqualTo(200);
+                    // the answer did not wait for the webhook: the hook answers only once the test lets it
+                    assertThat(hookAnswered).as("webhook answered before the alloc answer").isFalse();
+                    assertThat(hookCalled.await(10, TimeUnit.SECONDS)).as("webhook called").isTrue();
+                    answered.countDown();
+                    assertThat(op.alloc(body).statusCode()).as("replay: no second post").isEqualTo(200);
+                    assertThat(op.dealloc("{\"idempotencyKey\":\"hook-secret\"}").statusCode()).isEqualTo(204);
+                    OperatorHarness.awaitTrue(() -> op.app.camelContext().getInflightRepository().size() == 0,
+                            java.time.Duration.ofSeconds(10), "audit lines written");
+                    assertThat(posted).hasSize(1);
+                    assertThat(posted.get(0)).startsWith("POST {");
+                    JsonNode line = m.readTree(posted.get(0).substring("POST ".length()));
+                    assertThat(line.get("verb").asText()).isEqualTo("allocate");
+                    assertThat(line.get("outcome").asText()).isEqualTo("allocated");
+                    assertThat(line.get("user").asText()).isEqualTo("alice");
+                    assertThat(line.get("allocation").asText())
+                            .isEqualTo(m.readTree(first.body()).get("pod").get("name").asText());
+                    assertThat(posted.get(0)).doesNotContain("hook-secret").doesNotContain(TestCluster.wgKey(1));
+                }
             }
         } finally {
-            audit.detachAppender(captured);
+            answered.countDown();
+            hook.stop(0);
         }
-        assertThat(captured.list).extracting(ILoggingEvent::getFormattedMessage)
-                .containsExactly("alloc pod=playpen-runner-amd64-51820 replay=false user=alice",
-                        "alloc pod=playpen-runner-amd64-51820 replay=true user=alice");
-        assertThat(captured.list).noneMatch(e -> e.getFormattedMessage().contains("audit-secret"));
     }
 }

@@ -1,0 +1,87 @@
+package io.unboundedcloud.playpen.camel;
+
+import java.time.Clock;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+import org.apache.camel.Body;
+import org.apache.camel.Exchange;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.api.Json;
+import io.unboundedcloud.playpen.auth.Identity;
+import io.unboundedcloud.playpen.model.ManagedPods;
+
+/**
+ * The audit line of an allocation decision (bean {@code auditLog}, step of the {@code audit-line} route): one JSON
+ * object with time, user, verb, allocation id, key hash prefix and outcome, built only from the exchange properties
+ * below, so it can never carry an idempotency key, a kubeconfig or a private key. kube-apiserver audits requests
+ * proxied to an aggregated API at Metadata level only; this is the record of what the operator decided.
+ *
+ * <p>A flow audits with one step, {@code - to: direct:audit}, after setting:
+ * <ul>
+ * <li>{@value #VERB}: allocate, deallocate, expire, ... (required: no verb, no line)</li>
+ * <li>{@value #OUTCOME}: allocated, replayed, deallocated, unknown-key, expired, ...; when the exchange failed, the
+ * answer's result (forbidden, conflict, serviceUnavailable, ...) that {@link ReplyWriter} leaves in
+ * {@value ReplyWriter#RESULT} is used instead</li>
+ * <li>{@value #ALLOCATION_ID}: the pod name(s), comma separated (optional)</li>
+ * <li>{@value #KEY_HASH_PREFIX}: the first 8 hex characters of the key hash (optional; never the key)</li>
+ * <li>{@value #USER}: who (optional; default: the authenticated {@code playpenIdentity}'s user, else
+ * {@value #OPERATOR_USER})</li>
+ * </ul>
+ */
+public final class AuditLog {
+    public static final String VERB = "playpenAuditVerb";
+    public static final String OUTCOME = "playpenOutcome";
+    public static final String ALLOCATION_ID = "playpenAllocationId";
+    public static final String KEY_HASH_PREFIX = "playpenKeyHashPrefix";
+    public static final String USER = "playpenAuditUser";
+    public static final String OPERATOR_USER = "system:playpen-operator";
+
+    private final Clock clock;
+
+    public AuditLog(Clock clock) {
+        this.clock = clock;
+    }
+
+    /** The JSON line (no trailing newline) for this exchange. */
+    public String line(Exchange exchange) {
+        Map<String, Object> line = new LinkedHashMap<>();
+        line.put("time", clock.instant().toString());
+        line.put("user", user(exchange));
+        line.put("verb", exchange.getProperty(VERB, "", String.class));
+        line.put("allocation", exchange.getProperty(ALLOCATION_ID, "", String.class));
+        line.put("keyHashPrefix", prefix(exchange.getProperty(KEY_HASH_PREFIX, "", String.class)));
+        line.put("outcome", outcome(exchange));
+        return Json.write(line);
+    }
+
+    private static String user(Exchange exchange) {
+        String user = exchange.getProperty(USER, String.class);
+        if (user != null) {
+            return user;
+        }
+        Identity identity = exchange.getProperty(FrontDoor.IDENTITY, Identity.class);
+        return identity != null ? identity.user() : OPERATOR_USER;
+    }
+
+    private static String outcome(Exchange exchange) {
+        boolean failed = exchange.getProperty(Exchange.EXCEPTION_CAUGHT) != null || exchange.getException() != null;
+        String result = exchange.getProperty(ReplyWriter.RESULT, String.class);
+        if (failed && result != null) {
+            return result;
+        }
+        String outcome = exchange.getProperty(OUTCOME, String.class);
+        return outcome != null ? outcome : result != null ? result : "unknown";
+    }
+
+    /** The key hash prefix of a claimed pod (for flows whose body is the pod, e.g. ttl-expired). */
+    public String keyHashPrefix(@Body Pod pod) {
+        return prefix(ManagedPods.keyHash(pod));
+    }
+
+    /** At most 8 characters, whatever a route put there: a full hash (or a key by mistake) is cut. */
+    private static String prefix(String s) {
+        return s.length() > 8 ? s.substring(0, 8) : s;
+    }
+}

@@ -1,0 +1,88 @@
+package io.unboundedcloud.playpen.camel;
+
+import java.time.Duration;
+
+import org.apache.camel.CamelContext;
+import org.apache.camel.ProducerTemplate;
+import org.apache.camel.ServiceStatus;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.kube.PoolReconciler;
+import io.unboundedcloud.playpen.kube.TtlExpirer;
+import io.unboundedcloud.playpen.model.PoolPlan;
+
+/**
+ * Hands what the background beans did to their routes, so the side effects are route steps an operator can see and
+ * re-wire: an expired claim to {@code direct:ttl-expired} (ttl-expiry.camel.yaml), a pod created for the pool to
+ * {@code direct:pool-created} and a full hostPort range to {@code direct:pool-exhausted} (pool-reconcile.camel.yaml).
+ * Sent on the bean's own thread, like the observer calls it replaces. While Camel is not running (startup,
+ * shutdown) or a route is missing, the {@code fallback} records the Event directly, so none is lost that was not
+ * lost before.
+ */
+final class FlowBridge implements PoolReconciler.Observer, TtlExpirer.Observer {
+    private static final Logger LOG = LoggerFactory.getLogger(FlowBridge.class);
+    static final String TTL_EXPIRED = "ttl-expired";
+    static final String POOL_CREATED = "pool-created";
+    static final String POOL_EXHAUSTED = "pool-exhausted";
+
+    private final ObservedEvents fallback;
+    private volatile CamelContext camel;
+    private volatile ProducerTemplate producer;
+
+    FlowBridge(ObservedEvents fallback) {
+        this.fallback = fallback;
+    }
+
+    void start(CamelContext camel) {
+        this.producer = camel.createProducerTemplate();
+        this.camel = camel;
+    }
+
+    @Override
+    public void expired(Pod pod, Duration lateness) {
+        if (!send(TTL_EXPIRED, pod)) {
+            fallback.expired(pod, lateness);
+        }
+    }
+
+    @Override
+    public void created(Pod pod) {
+        if (!send(POOL_CREATED, pod)) {
+            fallback.created(pod);
+        }
+    }
+
+    @Override
+    public void exhausted(PoolPlan.Exhaustion exhaustion) {
+        if (!send(POOL_EXHAUSTED, exhaustion)) {
+            fallback.exhausted(exhaustion);
+        }
+    }
+
+    @Override
+    public void pass(PoolReconciler.Result result, long nanos, boolean failed) {
+    }
+
+    /** True when the route took it; never waits for a missing consumer (block=false). */
+    private boolean send(String routeId, Object body) {
+        CamelContext c = camel;
+        ProducerTemplate p = producer;
+        if (c == null || p == null || !c.isStarted() || c.getRouteController().getRouteStatus(routeId) != ServiceStatus.Started) {
+            return false;
+        }
+        try {
+            p.sendBody("direct:" + routeId + "?block=false", body);
+            return true;
+        } catch (RuntimeException e) {
+            if (e.getCause() instanceof org.apache.camel.component.direct.DirectConsumerNotAvailableException) {
+                return false;
+            }
+            // the route ran and one of its steps failed (e.g. a re-wired endpoint): its Event step may have run,
+            // so do not record it a second time
+            LOG.warn("route {} failed: {}", routeId, e.toString());
+            return true;
+        }
+    }
+}

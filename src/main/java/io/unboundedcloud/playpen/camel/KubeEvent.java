@@ -1,0 +1,23 @@
+package io.unboundedcloud.playpen.camel;
+
+import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.api.model.ObjectReference;
+
+/**
+ * One Kubernetes Event a flow wants recorded: the body of each message of the {@code kube-event} route. Either
+ * {@code about} (an object, usually a pod) or {@code reference} plus {@code namespace} (the operator's pod or the
+ * APIService) names what it is about.
+ */
+public record KubeEvent(HasMetadata about, ObjectReference reference, String namespace, String type, String reason,
+        String message) {
+    public static final String NORMAL = "Normal";
+    public static final String WARNING = "Warning";
+
+    public static KubeEvent normal(HasMetadata about, String reason, String message) {
+        return new KubeEvent(about, null, null, NORMAL, reason, message);
+    }
+
+    public static KubeEvent warning(ObjectReference reference, String namespace, String reason, String message) {
+        return new KubeEvent(null, reference, namespace, WARNING, reason, message);
+    }
+}
