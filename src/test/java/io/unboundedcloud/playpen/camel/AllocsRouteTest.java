@@ -22,6 +22,11 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import org.slf4j.LoggerFactory;
+
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
@@ -37,6 +42,8 @@ import io.unboundedcloud.playpen.support.TestCluster;
  * under concurrency (one replica: exact; two replicas: at most twice the quota).
  */
 class AllocsRouteTest {
+    static final ListAppender<ILoggingEvent> AUDIT = new ListAppender<>();
+    static final Logger AUDIT_LOGGER = (Logger) LoggerFactory.getLogger("playpen.audit");
     static final ObjectMapper M = new ObjectMapper();
     static final String ALLOCS = "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs";
     static final String TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;"
@@ -49,6 +56,9 @@ class AllocsRouteTest {
 
     @BeforeEach
     void up() throws Exception {
+        AUDIT.list.clear();
+        AUDIT.start();
+        AUDIT_LOGGER.addAppender(AUDIT);
         cluster = TestCluster.start();
         cluster.addNode("node-a", "amd64", "203.0.113.10");
         // normal users may use allocs; only playpen-admins may act on allocs/all (everyone's)
@@ -61,6 +71,7 @@ class AllocsRouteTest {
 
     @AfterEach
     void down() {
+        AUDIT_LOGGER.detachAppender(AUDIT);
         if (op2 != null) {
             op2.close();
         }
@@ -186,6 +197,15 @@ class AllocsRouteTest {
         assertThat(json(del).at("/metadata/name").asText()).isEqualTo(idOf(a1));
         assertThat(cluster.client.pods().inNamespace("playpen").withName(a1.getMetadata().getName()).get()).isNull();
         assertStatus(send("GET", ALLOCS + "/" + idOf(a1), null, "alice", "playpen-users"), 404, "NotFound", null);
+        // the delete went through the dealloc steps: its audit line (verb delete, never the key) and its Event
+        String pod = a1.getMetadata().getName();
+        OperatorHarness.awaitTrue(() -> AUDIT.list.stream().map(ILoggingEvent::getFormattedMessage)
+                .anyMatch(line -> line.contains("\"verb\":\"delete\"") && line.contains("\"outcome\":\"deallocated\"")
+                        && line.contains("\"allocation\":\"" + pod + "\"") && line.contains("\"user\":\"alice\"")),
+                Duration.ofSeconds(10), "the delete's audit line");
+        OperatorHarness.awaitTrue(() -> cluster.client.v1().events().inNamespace("playpen").list().getItems().stream()
+                .anyMatch(e -> "Deallocated".equals(e.getReason()) && pod.equals(e.getInvolvedObject().getName())),
+                Duration.ofSeconds(10), "the delete's Deallocated Event");
         assertStatus(send("DELETE", ALLOCS + "/" + idOf(a1), null, "alice", "playpen-users"), 404, "NotFound", null);
         HttpResponse<String> adminDel = send("DELETE", ALLOCS + "/" + idOf(b1), null, "root", "playpen-users",
                 "playpen-admins");
