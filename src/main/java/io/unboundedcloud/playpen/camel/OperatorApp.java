@@ -83,10 +83,11 @@ public final class OperatorApp implements AutoCloseable {
         leader = new LeaderElection(client, config.leaderElect(), config.leaderElectionNamespace(),
                 config.leaderElectionLeaseName(), leaseIdentity(), config.leaseDuration(), config.renewDeadline(),
                 config.retryPeriod());
-        ClaimWriter writer = new ClaimWriter(client, clock, calls);
+        TtlPolicy leases = new TtlPolicy(config.playpenTtl(), config.leases().maxLifetime());
+        ClaimWriter writer = new ClaimWriter(client, clock, calls, leases);
         PodTemplates templates = new PodTemplates(config, env);
         pool = new PoolReconciler(client, config, pods, templates, leader::isLeader, calls);
-        ttl = new TtlExpirer(pods, writer, new TtlPolicy(config.playpenTtl()), clock, leader::isLeader);
+        ttl = new TtlExpirer(pods, writer, leases, clock, leader::isLeader);
         pods.addListener(pool);
         pods.addListener(ttl);
         leaderRoutes = new LeaderRoutePolicy();
@@ -119,8 +120,8 @@ public final class OperatorApp implements AutoCloseable {
                 config.retryAfterSeconds(), calls);
         allocator = new Allocator(pods, nodes, writer,
                 candidates, config.retryAfterSeconds());
-        ApiFlows flows = new ApiFlows(reviewer, new AllocRequestParser(config.controlPlaneVersions()), allocator,
-                new AllocResponses(config.network(), config.redfishBaseUrl(), config.retryAfterSeconds()), this::ready, config.retryAfterSeconds());
+        ApiFlows flows = new ApiFlows(reviewer, new AllocRequestParser(config.controlPlaneVersions(), config.leases()), allocator,
+                new AllocResponses(config.network(), config.redfishBaseUrl(), config.retryAfterSeconds(), leases), this::ready, config.retryAfterSeconds());
         allocator.addObserver(observed);
         metrics.bind(config, pods, templates, reviewer, calls, leader, events);
 

@@ -82,7 +82,10 @@ public enum Flag {
     DEV_OPERATORS("dev-operators", "1", "--dev: operators run inside the dev process: 1, or 0 for the simulated cluster alone"),
     DEV_OPERATOR_ADDRS("dev-operator-addrs", "",
             "--dev: more operator replicas behind the aggregator stand-in, comma-separated host:port or host:port-port"
-                    + " (with --dev-operators=0 the default is 127.0.0.1:9441-9448)");
+                    + " (with --dev-operators=0 the default is 127.0.0.1:9441-9448)"),
+    PLAYPEN_MAX_TTL("playpen-max-ttl", "24h", "longest ttl an alloc or a renewal may ask for (Go duration, > 0); more is a 400"),
+    PLAYPEN_MAX_LIFETIME("playpen-max-lifetime", "0", "renewals never move an expiry past claimed-at + this (Go duration; 0 = no cap)"),
+    MAX_WAIT("max-wait", "120", "largest waitSeconds an alloc may ask for (seconds, 0-3600; 0 turns waiting off); more is a 400");
 
     private final String flagName;
     private final String defaultValue;

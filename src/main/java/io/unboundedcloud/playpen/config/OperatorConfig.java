@@ -35,7 +35,8 @@ public record OperatorConfig(
         NetworkProfile network,
         boolean dev, String devDir, int devApiPort, int devShimPort,
         int maxConnections, int maxUnauthenticatedConnections, Duration requestHeaderTimeout,
-        Duration requestBodyTimeout, int devOperators, List<String> devOperatorAddrs) {
+        Duration requestBodyTimeout, int devOperators, List<String> devOperatorAddrs,
+        LeaseLimits leases) {
 
     /** An inclusive hostPort range. */
     public record PortRange(int start, int end) {
@@ -240,7 +241,9 @@ public record OperatorConfig(
                 v.intIn(Flag.DEV_API_PORT, 0, 65535), v.intIn(Flag.DEV_SHIM_PORT, 0, 65535),
                 v.intIn(Flag.MAX_CONNECTIONS, 1, 1_000_000), v.intIn(Flag.MAX_UNAUTHENTICATED_CONNECTIONS, 1, 1_000_000),
                 positive(v, Flag.REQUEST_HEADER_TIMEOUT), positive(v, Flag.REQUEST_BODY_TIMEOUT),
-                v.intIn(Flag.DEV_OPERATORS, 0, 1), v.operatorAddrs(Flag.DEV_OPERATOR_ADDRS));
+                v.intIn(Flag.DEV_OPERATORS, 0, 1), v.operatorAddrs(Flag.DEV_OPERATOR_ADDRS),
+                new LeaseLimits(positive(v, Flag.PLAYPEN_MAX_TTL), v.duration(Flag.PLAYPEN_MAX_LIFETIME),
+                        v.intIn(Flag.MAX_WAIT, 0, 3600)));
     }
 
     private static Duration positive(Values v, Flag f) {
