@@ -15,6 +15,7 @@ public final class ApiPaths {
     public static final String VERSION_PATH = GROUP_PATH + "/" + PlaypenKeys.VERSION;
     public static final String ALLOCS_PATH = VERSION_PATH + "/allocs";
     public static final String DEALLOCS_PATH = VERSION_PATH + "/deallocs";
+    public static final String RENEWALS_PATH = VERSION_PATH + "/renewals";
     public static final String NOT_FOUND = "the server could not find the requested resource";
     /** The reference's text for a wrong method (its handlers call http.Error with it). */
     public static final String METHOD_NOT_ALLOWED = "method not allowed";
@@ -23,7 +24,7 @@ public final class ApiPaths {
     /** The flows behind the HTTPS listener; {@code authenticated} ones need a trusted front-proxy certificate. */
     public enum Flow {
         HEALTHZ(false, null), READYZ(false, null), DISCOVERY_GROUP(true, "GET"), DISCOVERY_VERSION(true, "GET"),
-        ALLOC(true, "POST"), DEALLOC(true, "POST");
+        ALLOC(true, "POST"), DEALLOC(true, "POST"), RENEWAL(true, "POST");
 
         private final boolean authenticated;
         private final String method;
@@ -39,7 +40,7 @@ public final class ApiPaths {
 
         /** Alloc and dealloc act on the cluster: they need a user and an authorization decision. */
         public boolean mutating() {
-            return this == ALLOC || this == DEALLOC;
+            return this == ALLOC || this == DEALLOC || this == RENEWAL;
         }
 
         /** The one method served, or null when any method is (the probes answer whatever is asked). */
@@ -74,6 +75,7 @@ public final class ApiPaths {
             case VERSION_PATH: return Flow.DISCOVERY_VERSION;
             case ALLOCS_PATH: return Flow.ALLOC;
             case DEALLOCS_PATH: return Flow.DEALLOC;
+            case RENEWALS_PATH: return Flow.RENEWAL;
             default: throw ApiException.notFound(NOT_FOUND);
         }
     }

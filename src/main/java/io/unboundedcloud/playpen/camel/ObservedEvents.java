@@ -19,7 +19,8 @@ import io.unboundedcloud.playpen.model.PoolPlan;
  * Turns domain outcomes into Kubernetes Events (never blocking the caller): Allocated, Deallocated, Expired
  * and Created on pods; HostPortRangeExhausted and TrustBundleInvalid on the operator's pod or the APIService.
  */
-final class ObservedEvents implements Allocator.Observer, PoolReconciler.Observer, TtlExpirer.Observer {
+final class ObservedEvents implements Allocator.Observer, PoolReconciler.Observer, TtlExpirer.Observer,
+        io.unboundedcloud.playpen.kube.Renewer.Observer {
     private final EventRecorder events;
     private final ObjectReference operatorRef;
     private final String operatorNamespace;
@@ -49,6 +50,14 @@ final class ObservedEvents implements Allocator.Observer, PoolReconciler.Observe
     @Override
     public void expired(Pod pod, Duration lateness) {
         events.normal(pod, "Expired", "allocation TTL expired; the pod is deleted");
+    }
+
+    @Override
+    public void renewal(String result, io.unboundedcloud.playpen.kube.Renewer.Renewal r) {
+        if (r != null && r.written()) {
+            events.normal(r.pod(), "Renewed", "allocation renewed; it now expires at "
+                    + io.unboundedcloud.playpen.model.TtlPolicy.formatClaimedAt(r.expiresAt()));
+        }
     }
 
     @Override

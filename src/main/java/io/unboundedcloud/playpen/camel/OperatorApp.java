@@ -123,6 +123,16 @@ public final class OperatorApp implements AutoCloseable {
         ApiFlows flows = new ApiFlows(reviewer, new AllocRequestParser(config.controlPlaneVersions(), config.leases()), allocator,
                 new AllocResponses(config.network(), config.redfishBaseUrl(), config.retryAfterSeconds(), leases), this::ready, config.retryAfterSeconds());
         allocator.addObserver(observed);
+        io.unboundedcloud.playpen.kube.Renewer renewer =
+                new io.unboundedcloud.playpen.kube.Renewer(client, pods, leases, clock, calls);
+        // the TTL timer follows a renewal made here at once (other replicas' renewals reach it through the watch)
+        renewer.addObserver((result, r) -> {
+            if (r != null && r.written()) {
+                ttl.onPodEvent(PodCache.Change.UPDATED, r.pod());
+            }
+        });
+        renewer.addObserver(observed);
+        renewer.addObserver(metrics);
         metrics.bind(config, pods, templates, reviewer, calls, leader, events);
 
         main = new Main();
@@ -158,6 +168,8 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("connectionGuard", connections);
         main.bind("frontDoor", new FrontDoor(authenticator));
         main.bind("apiFlows", flows);
+        main.bind("renewalFlows", new RenewalFlows(new AllocRequestParser(config.controlPlaneVersions(), config.leases()),
+                renewer, config.playpenTtl()));
         main.bind("replyWriter", new ReplyWriter(config.retryAfterSeconds(), metrics));
         main.bind("trustBundles", trust);
         main.bind("leaderOnly", leaderRoutes);

@@ -32,7 +32,8 @@ import io.unboundedcloud.playpen.model.PodTemplates;
 import io.unboundedcloud.playpen.model.ResourceType;
 
 /** The operator's Prometheus metrics (names prefixed playpen_); pool gauges are computed from the cache at scrape. */
-public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpirer.Observer {
+public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpirer.Observer,
+        io.unboundedcloud.playpen.kube.Renewer.Observer {
     private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     private final Timer allocLatency;
     private final Timer reconcileDuration;
@@ -151,6 +152,15 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
     @Override
     public void expired(Pod pod, Duration lateness) {
         ttlExpirations.increment();
+    }
+
+    private final Map<String, Counter> renewalCounters = new ConcurrentHashMap<>();
+
+    /** playpen_renewals_total{result}: renewed, unchanged, not-found, gone (issue 14). */
+    @Override
+    public void renewal(String result, io.unboundedcloud.playpen.kube.Renewer.Renewal renewal) {
+        renewalCounters.computeIfAbsent(result, r -> Counter.builder("playpen_renewals")
+                .description("renewals by result").tag("result", r).register(registry)).increment();
     }
 
 }

@@ -128,6 +128,24 @@ public final class AllocRequestParser {
     }
 
     /**
+     * Parses a renewal {@code {"idempotencyKey": "...", "ttl": "2h"}}; the Idempotency-Key header wins over the body
+     * field, and with it the body may be empty. The ttl is checked as an alloc's.
+     */
+    public RenewalCommand parseRenewal(byte[] body, String headerKey) {
+        Map<String, String> req;
+        Map<String, GoJson.Value> lease = new HashMap<>();
+        try {
+            req = GoJson.decode(body, DEALLOC_FIELDS, List.of("ttl"), lease);
+        } catch (GoJson.EndOfInput e) {
+            req = Map.of();
+        } catch (GoJson.DecodeError e) {
+            throw ApiException.badRequest(INVALID_JSON);
+        }
+        String keyHash = Hashes.keyHash(idempotencyKey(req.getOrDefault("idempotencyKey", ""), headerKey));
+        return new RenewalCommand(keyHash, ttl(lease.get("ttl")));
+    }
+
+    /**
      * Parses a dealloc and returns the key hash. A non-blank header key means the body is never read (the
      * reference does not read it); otherwise an empty body is an empty request, and other bad JSON is a 400.
      */
