@@ -1,10 +1,16 @@
 package io.unboundedcloud.playpen.camel;
 
+import java.util.concurrent.CompletableFuture;
 import java.util.function.BooleanSupplier;
 
 import org.apache.camel.Body;
 import org.apache.camel.ExchangeProperty;
 import org.apache.camel.Header;
+import org.apache.camel.component.netty.NettyConstants;
+
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
 
 import io.unboundedcloud.playpen.api.ApiException;
 import io.unboundedcloud.playpen.api.Discovery;
@@ -13,6 +19,7 @@ import io.unboundedcloud.playpen.api.RequestBodies;
 import io.unboundedcloud.playpen.auth.Identity;
 import io.unboundedcloud.playpen.kube.AccessReviewer;
 import io.unboundedcloud.playpen.kube.Allocator;
+import io.unboundedcloud.playpen.kube.CapacityQueue;
 import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.AllocRequestParser;
 import io.unboundedcloud.playpen.model.AllocResponses;
@@ -28,9 +35,17 @@ public final class ApiFlows {
     private final AllocResponses responses;
     private final BooleanSupplier ready;
     private final int retryAfterSeconds;
+    private final CapacityQueue waiting;
 
     public ApiFlows(AccessReviewer reviewer, AllocRequestParser parser, Allocator allocator, AllocResponses responses,
             BooleanSupplier ready, int retryAfterSeconds) {
+        this(reviewer, parser, allocator, responses, ready, retryAfterSeconds, null);
+    }
+
+    /** With {@code waiting} (null: none) an alloc with waitSeconds waits for capacity instead of a 503. */
+    public ApiFlows(AccessReviewer reviewer, AllocRequestParser parser, Allocator allocator, AllocResponses responses,
+            BooleanSupplier ready, int retryAfterSeconds, CapacityQueue waiting) {
+        this.waiting = waiting;
         this.reviewer = reviewer;
         this.parser = parser;
         this.allocator = allocator;
@@ -53,8 +68,34 @@ public final class ApiFlows {
         return parser.parseAlloc(body, key);
     }
 
-    public Allocator.Allocation allocate(AllocCommand cmd) {
-        return allocator.allocate(cmd);
+    /**
+     * Claims a pod now, or (waitSeconds) once one is claimable. A CompletionStage makes this step asynchronous in
+     * Camel: a waiting request holds no thread, and the rest of the route runs when the future completes. A
+     * client that closes its connection leaves the queue.
+     */
+    public CompletableFuture<Allocator.Allocation> allocate(AllocCommand cmd,
+            @Header(NettyConstants.NETTY_CHANNEL_HANDLER_CONTEXT) ChannelHandlerContext ctx) {
+        try {
+            if (cmd.waitSeconds() <= 0 || waiting == null) {
+                return CompletableFuture.completedFuture(allocator.allocate(cmd));
+            }
+            CapacityQueue.Ticket ticket = waiting.await(cmd);
+            CompletableFuture<Allocator.Allocation> result = ticket.result();
+            Channel channel = ctx == null ? null : ctx.channel();
+            if (result.isDone() || channel == null) {
+                return result;
+            }
+            channel.attr(NettyTls.WAITING).set(true);
+            ChannelFutureListener gone = f -> ticket.subscription().leave();
+            channel.closeFuture().addListener(gone);
+            result.whenComplete((a, e) -> {
+                channel.closeFuture().removeListener(gone);
+                channel.attr(NettyTls.WAITING).set(false);
+            });
+            return result;
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
     }
 
     public HttpReply allocated(Allocator.Allocation allocation) {

@@ -60,6 +60,26 @@ public final class OperatorApp implements AutoCloseable {
     private final OperatorMetrics metrics = new OperatorMetrics();
     private ManagementServer management;
     private ConnectionGuard connections;
+    private io.unboundedcloud.playpen.kube.CapacityQueue waiting;
+    private final WaitingWake waitingWake = new WaitingWake();
+
+    /** Forwards pod events to the waiting queue once it exists (listeners must be added before the cache starts). */
+    private static final class WaitingWake implements PodCache.Listener {
+        volatile io.unboundedcloud.playpen.kube.CapacityQueue target;
+
+        @Override
+        public void onPodEvent(PodCache.Change change, io.fabric8.kubernetes.api.model.Pod pod) {
+            io.unboundedcloud.playpen.kube.CapacityQueue q = target;
+            if (q != null) {
+                q.onPodEvent(change, pod);
+            }
+        }
+    }
+
+    /** The queue of allocs waiting for capacity (tests, metrics). */
+    public io.unboundedcloud.playpen.kube.CapacityQueue waitingQueue() {
+        return waiting;
+    }
 
     public OperatorApp(OperatorConfig config, KubernetesClient client, Clock clock, Map<String, String> env) {
         this.config = config;
@@ -90,6 +110,8 @@ public final class OperatorApp implements AutoCloseable {
         ttl = new TtlExpirer(pods, writer, leases, clock, leader::isLeader);
         pods.addListener(pool);
         pods.addListener(ttl);
+        // the queue of allocs waiting for capacity is built with the allocator below; pod events wake it
+        pods.addListener(waitingWake);
         leaderRoutes = new LeaderRoutePolicy();
         leader.addListener(leaderRoutes);
         leader.addListener(isLeader -> {
@@ -120,8 +142,12 @@ public final class OperatorApp implements AutoCloseable {
                 config.retryAfterSeconds(), calls);
         allocator = new Allocator(pods, nodes, writer,
                 candidates, config.retryAfterSeconds());
+        waiting = new io.unboundedcloud.playpen.kube.CapacityQueue(allocator);
+        waitingWake.target = waiting;
+        waiting.addObserver(metrics);
         ApiFlows flows = new ApiFlows(reviewer, new AllocRequestParser(config.controlPlaneVersions(), config.leases()), allocator,
-                new AllocResponses(config.network(), config.redfishBaseUrl(), config.retryAfterSeconds(), leases), this::ready, config.retryAfterSeconds());
+                new AllocResponses(config.network(), config.redfishBaseUrl(), config.retryAfterSeconds(), leases), this::ready, config.retryAfterSeconds(),
+                waiting);
         allocator.addObserver(observed);
         io.unboundedcloud.playpen.kube.Renewer renewer =
                 new io.unboundedcloud.playpen.kube.Renewer(client, pods, leases, clock, calls);
@@ -134,6 +160,7 @@ public final class OperatorApp implements AutoCloseable {
         renewer.addObserver(observed);
         renewer.addObserver(metrics);
         metrics.bind(config, pods, templates, reviewer, calls, leader, events);
+        metrics.bindWaiting(config, templates, waiting);
 
         main = new Main();
         main.configure().withName("playpen-operator");
@@ -271,6 +298,7 @@ public final class OperatorApp implements AutoCloseable {
                 LOG.warn("error stopping Camel: {}", e.toString());
             }
         }
+        closeQuietly(waiting);
         closeQuietly(pool);
         closeQuietly(ttl);
         if (leaderRoutes != null) {
