@@ -50,8 +50,10 @@ final class WaitBurst {
             HttpClient http = HttpClient.newBuilder().sslContext(OperatorHarness.sslContext(e.cluster.frontProxyClient))
                     .version(HttpClient.Version.HTTP_1_1).executor(clientThreads).connectTimeout(Duration.ofSeconds(60))
                     .build();
+            warm(http, e, requests);
             long[] nanos = new long[requests];
             AtomicInteger errors = new AtomicInteger();
+            Map<String, Integer> failures = new java.util.concurrent.ConcurrentHashMap<>();
             List<CompletableFuture<Void>> done = new ArrayList<>();
             long t0 = System.nanoTime();
             for (int i = 0; i < requests; i++) {
@@ -66,12 +68,15 @@ final class WaitBurst {
                             nanos[index] = System.nanoTime() - start;
                             if (r.statusCode() != 200) {
                                 errors.incrementAndGet();
+                                failures.merge(r.statusCode() + " " + r.body().substring(0, Math.min(120, r.body().length())),
+                                        1, Integer::sum);
                                 return;
                             }
                             String name = podName(r.body());
                             releaser.schedule(() -> release(e, name), holdMs, TimeUnit.MILLISECONDS);
                         }).exceptionally(x -> {
                             errors.incrementAndGet();
+                            failures.merge(String.valueOf(x.getCause() == null ? x : x.getCause()), 1, Integer::sum);
                             return null;
                         }));
             }
@@ -86,6 +91,10 @@ final class WaitBurst {
             m.put("waitP99Ms", Stats.round(s.pMs(99)));
             m.put("waitMaxMs", Stats.round(s.maxMs()));
             m.put("errors", errors.get());
+            m.put("failures", failures);
+            if (!failures.isEmpty()) {
+                bench.log("  burst failures: %s", failures);
+            }
             // the floor: 4 rounds of the pool, each held holdMs
             m.put("idealMs", 3 * holdMs);
             bench.log("  burst 4x pool (%d requests, pool %d, hold %d ms): all served in %.0f ms; wait p50 %.1f ms, p99 %.1f ms;"
@@ -95,6 +104,33 @@ final class WaitBurst {
             clientThreads.shutdownNow();
         }
         return m;
+    }
+
+    /**
+     * Opens the burst's connections before the timed window: {@code n} probes at once leave {@code n} kept-alive
+     * connections in the client's pool, so the burst measures waiting, not {@code n} simultaneous TLS handshakes
+     * (which on a loaded 2-core machine can exceed Netty's 10 s handshake timeout).
+     */
+    private void warm(HttpClient http, Bench.Env e, int n) throws Exception {
+        for (int round = 0; round < 3; round++) {
+            List<CompletableFuture<HttpResponse<Void>>> probes = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                probes.add(http.sendAsync(HttpRequest.newBuilder(URI.create(e.op.url("/healthz"))).build(),
+                        HttpResponse.BodyHandlers.discarding()));
+            }
+            int ok = 0;
+            for (CompletableFuture<HttpResponse<Void>> p : probes) {
+                try {
+                    p.get(60, TimeUnit.SECONDS);
+                    ok++;
+                } catch (Exception x) {
+                    // a handshake lost to load: the next round opens another
+                }
+            }
+            if (ok == n) {
+                return;
+            }
+        }
     }
 
     private static String podName(String body) {
