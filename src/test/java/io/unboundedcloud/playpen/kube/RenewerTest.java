@@ -78,6 +78,40 @@ class RenewerTest {
     }
 
     @Test
+    void aStormOfIdenticalRenewalsWritesOnce() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            claimed(cluster, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z");
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            pods.start();
+            OperatorHarness.awaitTrue(() -> pods.byKeyHash(KEY).size() == 1, Duration.ofSeconds(10), "cache");
+            MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:10:00.250Z"));
+            Renewer renewer = new Renewer(cluster.client, pods, new TtlPolicy(Duration.ofHours(1)), clock,
+                    new ApiCallCounter());
+            ExecutorService pool = Executors.newFixedThreadPool(8);
+            try {
+                int before = cluster.requestCount(k -> k.startsWith("PATCH "));
+                List<Future<Renewer.Renewal>> results = new ArrayList<>();
+                for (int i = 0; i < 20; i++) {
+                    results.add(pool.submit(() -> renewer.renew(KEY, Duration.ofHours(3))));
+                }
+                int written = 0;
+                for (Future<Renewer.Renewal> f : results) {
+                    assertThat(f.get().expiresAt()).isEqualTo(Instant.parse("2026-01-01T03:10:00Z"));
+                    written += f.get().written() ? 1 : 0;
+                }
+                // one successful write; racers' conditional writes met it (409) and found nothing left to do, later
+                // ones see it in the cache and write nothing: at most one write attempt per request in flight
+                assertThat(expiresAt(cluster)).isEqualTo("2026-01-01T03:10:00Z");
+                assertThat(written).isEqualTo(1);
+                assertThat(cluster.requestCount(k -> k.startsWith("PATCH "))).isLessThanOrEqualTo(before + 8);
+            } finally {
+                pool.shutdownNow();
+                pods.close();
+            }
+        }
+    }
+
+    @Test
     void aStaleCacheDoesNotTurnARenewalIntoALostUpdate() throws Exception {
         try (TestCluster cluster = TestCluster.start()) {
             Pod stale = claimed(cluster, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z");
