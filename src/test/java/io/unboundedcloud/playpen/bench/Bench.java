@@ -141,6 +141,8 @@ public final class Bench {
         }
         if (phases.contains("ttl")) {
             results.put("ttl", ttl());
+            // issue 14: the timer follows renewed expiries (RenewedTtl)
+            results.put("ttlRenewed", new RenewedTtl(this).run());
         }
         if (phases.contains("large")) {
             results.put("large", largePhase());
