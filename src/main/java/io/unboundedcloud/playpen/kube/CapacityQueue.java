@@ -86,33 +86,22 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     }
 
     /**
-     * Allocates for {@code cmd}, waiting up to {@code cmd.waitSeconds()} for capacity. Completes at once when the
-     * key already holds a claim (replay or 409) or a pod is claimable and nobody of this kind is waiting before it.
+     * Allocates for {@code cmd}, waiting up to {@code cmd.waitSeconds()} for capacity: queued behind the waiters of
+     * its kind, and served by the dispatcher as soon as it is at the head and a pod is claimable (at once when
+     * one is). A key that already holds a claim is answered by the first try (replay or 409).
      */
     public Ticket await(AllocCommand cmd) {
         String kind = Candidates.idleKindKey(cmd);
         Waiter w;
-        synchronized (this) {
-            Waiter twin = byKey.get(cmd.keyHash());
-            if (twin != null) {
-                if (!twin.cmd.requestHash().equals(cmd.requestHash())) {
-                    throw ApiException.conflict(Allocator.CONFLICT_MESSAGE);
-                }
-                return subscribe(twin, true);
-            }
-        }
-        // nobody of this kind waits: try now, as a request without waitSeconds would (outside the lock: API call)
-        if (!hasWaiters(kind)) {
-            Optional<Allocator.Allocation> now = allocator.tryAllocate(cmd);
-            if (now.isPresent()) {
-                return new Ticket(CompletableFuture.completedFuture(now.get()), () -> { });
-            }
-        } else {
-            // waiters first, but a key that already holds a claim is answered at once (replay or 409)
-            Optional<Allocator.Allocation> replay = allocator.replay(cmd);
-            if (replay.isPresent()) {
-                return new Ticket(CompletableFuture.completedFuture(replay.get()), () -> { });
-            }
+        Ticket ticket;
+        // every request that may wait goes through the queue, even when a pod is claimable now: the one
+        // dispatcher then claims for them in arrival order without racing itself (a burst of N requests for fewer
+        // pods would otherwise walk the same candidates at once and spend its time in conflicting claim writes);
+        // a key that already holds a claim is replayed (or refused) at once, from the cache, never queued behind
+        // other keys' waits
+        Optional<Allocator.Allocation> replay = allocator.replay(cmd);
+        if (replay.isPresent()) {
+            return new Ticket(CompletableFuture.completedFuture(replay.get()), () -> { });
         }
         synchronized (this) {
             Waiter twin = byKey.get(cmd.keyHash());
@@ -126,15 +115,13 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
             queues.computeIfAbsent(kind, k -> new ArrayDeque<>()).addLast(w);
             byKey.put(cmd.keyHash(), w);
             counter(cmd).incrementAndGet();
+            ticket = subscribe(w, false);
         }
         Waiter waiter = w;
         w.timeout = timers.schedule(() -> timeout(waiter), cmd.waitSeconds(), TimeUnit.SECONDS);
-        LOG.info("waiting key={} kind={} waitSeconds={}", cmd.keyHashPrefix(), kind, cmd.waitSeconds());
-        // a pod freed between the try above and the enqueue woke nobody: look again
+        LOG.debug("queued key={} kind={} waitSeconds={}", cmd.keyHashPrefix(), kind, cmd.waitSeconds());
         requestDrain();
-        synchronized (this) {
-            return subscribe(w, false);
-        }
+        return ticket;
     }
 
     private Ticket subscribe(Waiter w, boolean joined) {
@@ -172,11 +159,6 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     /** The metric's variant label: the architecture of a runner, the Kubernetes version of a control plane. */
     public static String variant(AllocCommand cmd) {
         return cmd.resourceType() == ResourceType.CONTROL_PLANE ? cmd.kubernetesVersion() : cmd.architecture();
-    }
-
-    private synchronized boolean hasWaiters(String kind) {
-        ArrayDeque<Waiter> q = queues.get(kind);
-        return q != null && !q.isEmpty();
     }
 
     private synchronized boolean remove(Waiter w) {
@@ -278,7 +260,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
                 if (remove(head)) {
                     finish(head, "served");
                 }
-                LOG.info("served from queue key={} kind={}", head.cmd.keyHashPrefix(), kind);
+                LOG.debug("served from queue key={} kind={}", head.cmd.keyHashPrefix(), kind);
                 head.result.complete(a.get());
             }
         }

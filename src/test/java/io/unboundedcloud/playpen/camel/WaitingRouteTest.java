@@ -144,6 +144,13 @@ class WaitingRouteTest {
         assertThat(b.statusCode()).isEqualTo(200);
         assertThat(b.body()).isEqualTo(a.body());
         assertThat(cluster.requestCount(k -> k.startsWith("PATCH "))).as("one claim").isEqualTo(1);
+        // with others waiting ahead, a retry of the served key is replayed at once, not queued behind them
+        CompletableFuture<HttpResponse<String>> other = allocAsync(http, body("someone-else", 30));
+        OperatorHarness.awaitTrue(() -> queue().waiting() == 1, Duration.ofSeconds(10), "another key waiting");
+        HttpResponse<String> replay = allocAsync(http, body("twice", 30)).get(5, TimeUnit.SECONDS);
+        assertThat(replay.statusCode()).isEqualTo(200);
+        assertThat(replay.body()).isEqualTo(a.body());
+        assertThat(other).isNotDone();
     }
 
     @Test
