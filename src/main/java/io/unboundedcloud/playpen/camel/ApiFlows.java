@@ -131,6 +131,10 @@ public final class ApiFlows {
     }
 
     public HttpReply deallocate(String keyHash) {
+        if (waiting != null) {
+            // a key still waiting for capacity must not be handed a pod after its dealloc
+            waiting.cancel(keyHash);
+        }
         int deleted = allocator.deallocate(keyHash);
         return HttpReply.noContent(deleted > 0 ? "deallocated" : "unknown-key");
     }

@@ -141,6 +141,25 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         });
     }
 
+    /**
+     * A dealloc of a key that is still waiting: the wait ends with 410 and nothing is claimed for it (the client
+     * released what it had not got yet). Returns whether a waiter was dropped.
+     */
+    public boolean cancel(String keyHash) {
+        Waiter w;
+        synchronized (this) {
+            w = byKey.get(keyHash);
+        }
+        if (w == null || !remove(w)) {
+            return false;
+        }
+        finish(w, "deallocated");
+        LOG.info("left queue key={} kind={} outcome=deallocated", w.cmd.keyHashPrefix(), w.kind);
+        w.result.completeExceptionally(new ApiException(410, "Gone",
+                "the allocation was deallocated while it waited for capacity"));
+        return true;
+    }
+
     /** Requests waiting now for this kind of pod (resource type and architecture or Kubernetes version). */
     public int waiting(ResourceType type, String variant) {
         AtomicInteger n = counts.get(type.wire() + "|" + variant);

@@ -176,6 +176,23 @@ class WaitingRouteTest {
         assertThat(cluster.requestCount(k -> k.startsWith("PATCH "))).isZero();
     }
 
+    @Test
+    void aDeallocOfAWaitingKeyEndsTheWaitAndNothingIsClaimedForIt() throws Exception {
+        op = new OperatorHarness(cluster);
+        CompletableFuture<HttpResponse<String>> waiter = allocAsync(op.frontProxy(), body("changed-my-mind", 30));
+        OperatorHarness.awaitTrue(() -> queue().waiting() == 1, Duration.ofSeconds(10), "queued");
+        assertThat(op.dealloc("{\"idempotencyKey\":\"changed-my-mind\"}").statusCode()).isEqualTo(204);
+        HttpResponse<String> r = waiter.get(10, TimeUnit.SECONDS);
+        assertThat(r.statusCode()).isEqualTo(410);
+        assertThat(r.body()).contains("\"message\":\"the allocation was deallocated while it waited for capacity\"");
+        assertThat(queue().waiting()).isZero();
+        cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+        op.awaitCache(c -> c.size() == 1);
+        Thread.sleep(1500);
+        assertThat(pod("playpen-runner-amd64-51820").getMetadata().getAnnotations())
+                .doesNotContainKey(PlaypenKeys.IDEMPOTENCY_KEY_HASH);
+    }
+
     /**
      * 1,000 requests wait at once: with 64 HTTP worker threads that is only possible if a waiter holds none, and
      * the process's thread count stays flat; health and discovery are still answered meanwhile.
