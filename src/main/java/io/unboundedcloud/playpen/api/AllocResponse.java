@@ -8,11 +8,26 @@ import com.fasterxml.jackson.annotation.JsonPropertyOrder;
 
 /**
  * The 200 answer of an alloc, field for field and in the order of the reference's structs; written with
- * {@link Json#encode} it is byte-identical to the reference's answer.
+ * {@link Json#encode} it is byte-identical to the reference's answer up to its last field. Ours adds one trailing
+ * field, {@code expiresAt} (RFC 3339 UTC), left out when the allocation never expires.
  */
-@JsonPropertyOrder({"resourceType", "pod", "endpoint", "wireGuard", "vxlan", "network", "redfish", "controlPlane"})
+@JsonPropertyOrder({"resourceType", "pod", "endpoint", "wireGuard", "vxlan", "network", "redfish", "controlPlane",
+    "expiresAt"})
 public record AllocResponse(String resourceType, PodInfo pod, Endpoint endpoint, WireGuard wireGuard, Vxlan vxlan,
-        Network network, Redfish redfish, ControlPlane controlPlane) {
+        Network network, Redfish redfish, ControlPlane controlPlane,
+        @JsonInclude(JsonInclude.Include.NON_NULL) String expiresAt) {
+
+    /** The reference's answer, without an expiry. */
+    public AllocResponse(String resourceType, PodInfo pod, Endpoint endpoint, WireGuard wireGuard, Vxlan vxlan,
+            Network network, Redfish redfish, ControlPlane controlPlane) {
+        this(resourceType, pod, endpoint, wireGuard, vxlan, network, redfish, controlPlane, null);
+    }
+
+    /** This answer with {@code expiresAt} (null: none) as its trailing field. */
+    public AllocResponse withExpiresAt(String expiresAt) {
+        return new AllocResponse(resourceType, pod, endpoint, wireGuard, vxlan, network, redfish, controlPlane,
+                expiresAt);
+    }
 
     // the reference's PodResponse declares architecture before the omitempty kubernetesVersion
     @JsonPropertyOrder({"namespace", "name", "nodeName", "nodePublicIP", "resourceType", "architecture", "kubernetesVersion"})

@@ -15,6 +15,7 @@ public final class ApiPaths {
     public static final String VERSION_PATH = GROUP_PATH + "/" + PlaypenKeys.VERSION;
     public static final String ALLOCS_PATH = VERSION_PATH + "/allocs";
     public static final String DEALLOCS_PATH = VERSION_PATH + "/deallocs";
+    public static final String RENEWALS_PATH = VERSION_PATH + "/renewals";
     public static final String NOT_FOUND = "the server could not find the requested resource";
     /** The reference's text for a wrong method (its handlers call http.Error with it). */
     public static final String METHOD_NOT_ALLOWED = "method not allowed";
@@ -33,7 +34,9 @@ public final class ApiPaths {
         ALLOC(true, "POST"), DEALLOC(true, "POST"),
         // ours only: allocations as a kubectl resource, and the OpenAPI documents the aggregator merges
         ALLOCS_LIST(true, "GET"), ALLOCS_GET(true, "GET"), ALLOCS_DELETE(true, "DELETE"),
-        OPENAPI_V2(true, "GET"), OPENAPI_V3(true, "GET"), OPENAPI_V3_GROUP(true, "GET");
+        OPENAPI_V2(true, "GET"), OPENAPI_V3(true, "GET"), OPENAPI_V3_GROUP(true, "GET"),
+        // ours only: lease renewal
+        RENEWAL(true, "POST");
 
         private final boolean authenticated;
         private final String method;
@@ -49,7 +52,7 @@ public final class ApiPaths {
 
         /** Alloc and dealloc act on the cluster: they need a user and an authorization decision. */
         public boolean mutating() {
-            return this == ALLOC || this == DEALLOC;
+            return this == ALLOC || this == DEALLOC || this == RENEWAL;
         }
 
         /** Flows that act for a user (X-Remote-User required): alloc, dealloc and the allocs reads and delete. */
@@ -108,6 +111,7 @@ public final class ApiPaths {
             case OPENAPI_V2_PATH: return Flow.OPENAPI_V2;
             case OPENAPI_V3_PATH: return Flow.OPENAPI_V3;
             case OPENAPI_V3_GROUP_PATH: return Flow.OPENAPI_V3_GROUP;
+            case RENEWALS_PATH: return Flow.RENEWAL;
             default: throw ApiException.notFound(NOT_FOUND);
         }
     }

@@ -22,7 +22,8 @@ public final class Discovery {
             "kind", "APIResourceList",
             "apiVersion", "v1",
             "groupVersion", PlaypenKeys.GROUP_VERSION,
-            "resources", List.of(allocs(), resource("deallocs", "dealloc", "Dealloc")))));
+            "resources", List.of(allocs(), resource("deallocs", "dealloc", "Dealloc"),
+                    resource("renewals", "renewal", "Renewal")))));
 
     private Discovery() {
     }

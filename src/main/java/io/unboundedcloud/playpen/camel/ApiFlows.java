@@ -2,6 +2,7 @@ package io.unboundedcloud.playpen.camel;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
 
@@ -9,6 +10,11 @@ import org.apache.camel.Body;
 import org.apache.camel.Exchange;
 import org.apache.camel.ExchangeProperty;
 import org.apache.camel.Header;
+import org.apache.camel.component.netty.NettyConstants;
+
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.unboundedcloud.playpen.api.ApiException;
@@ -18,6 +24,7 @@ import io.unboundedcloud.playpen.api.RequestBodies;
 import io.unboundedcloud.playpen.auth.Identity;
 import io.unboundedcloud.playpen.kube.AccessReviewer;
 import io.unboundedcloud.playpen.kube.Allocator;
+import io.unboundedcloud.playpen.kube.CapacityQueue;
 import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.AllocRequestParser;
 import io.unboundedcloud.playpen.model.AllocResponses;
@@ -43,9 +50,17 @@ public final class ApiFlows implements Allocator.Observer {
     private final AllocResponses responses;
     private final BooleanSupplier ready;
     private final int retryAfterSeconds;
+    private final CapacityQueue waiting;
 
     public ApiFlows(AccessReviewer reviewer, AllocRequestParser parser, Allocator allocator, AllocResponses responses,
             BooleanSupplier ready, int retryAfterSeconds) {
+        this(reviewer, parser, allocator, responses, ready, retryAfterSeconds, null);
+    }
+
+    /** With {@code waiting} (null: none) an alloc with waitSeconds waits for capacity instead of a 503. */
+    public ApiFlows(AccessReviewer reviewer, AllocRequestParser parser, Allocator allocator, AllocResponses responses,
+            BooleanSupplier ready, int retryAfterSeconds, CapacityQueue waiting) {
+        this.waiting = waiting;
         this.reviewer = reviewer;
         this.parser = parser;
         this.allocator = allocator;
@@ -74,18 +89,48 @@ public final class ApiFlows implements Allocator.Observer {
     }
 
     /**
-     * Replay or claim (kube/Allocator: exactly once per key): the allocation, with {@value AuditLog#OUTCOME} set to
-     * {@code allocated} (a pod was claimed now) or {@code replayed}; a conflicting reuse of the key is a 409.
+     * Replay or claim (kube/Allocator: exactly once per key), now or (waitSeconds) once a pod is claimable: the
+     * allocation, with {@value AuditLog#OUTCOME} set to {@code allocated} (a pod was claimed now) or
+     * {@code replayed}; a conflicting reuse of the key is a 409. The claim records the hash of the caller's user
+     * name (owner) and counts against their quota. A CompletionStage makes this step asynchronous in Camel: a
+     * waiting request holds no thread, and the rest of the route runs when the future completes. A client that
+     * closes its connection leaves the queue.
      */
-    public Allocator.Allocation allocate(AllocCommand cmd, Exchange exchange) {
+    public CompletableFuture<Allocator.Allocation> allocate(AllocCommand cmd, Exchange exchange,
+            @Header(NettyConstants.NETTY_CHANNEL_HANDLER_CONTEXT) ChannelHandlerContext ctx) {
         exchange.setProperty(COMMAND, cmd);
         exchange.setProperty(AuditLog.KEY_HASH_PREFIX, cmd.keyHashPrefix());
         Identity who = exchange.getProperty(FrontDoor.IDENTITY, Identity.class);
-        // the claim records the hash of the caller's user name (owner) and counts against their quota
-        Allocator.Allocation a = allocator.allocate(cmd, who == null ? null : Hashes.ownerHash(who.user()));
-        exchange.setProperty(AuditLog.ALLOCATION_ID, a.pod().getMetadata().getName());
-        exchange.setProperty(AuditLog.OUTCOME, a.replay() ? "replayed" : "allocated");
-        return a;
+        String ownerHash = who == null ? null : Hashes.ownerHash(who.user());
+        return claim(cmd, ownerHash, ctx).thenApply(a -> {
+            exchange.setProperty(AuditLog.ALLOCATION_ID, a.pod().getMetadata().getName());
+            exchange.setProperty(AuditLog.OUTCOME, a.replay() ? "replayed" : "allocated");
+            return a;
+        });
+    }
+
+    private CompletableFuture<Allocator.Allocation> claim(AllocCommand cmd, String ownerHash, ChannelHandlerContext ctx) {
+        try {
+            if (cmd.waitSeconds() <= 0 || waiting == null) {
+                return CompletableFuture.completedFuture(allocator.allocate(cmd, ownerHash));
+            }
+            CapacityQueue.Ticket ticket = waiting.await(cmd, ownerHash);
+            CompletableFuture<Allocator.Allocation> result = ticket.result();
+            Channel channel = ctx == null ? null : ctx.channel();
+            if (result.isDone() || channel == null) {
+                return result;
+            }
+            channel.attr(NettyTls.WAITING).set(true);
+            ChannelFutureListener gone = f -> ticket.subscription().leave();
+            channel.closeFuture().addListener(gone);
+            result.whenComplete((a, e) -> {
+                channel.closeFuture().removeListener(gone);
+                channel.attr(NettyTls.WAITING).set(false);
+            });
+            return result;
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
     }
 
     /** The Kubernetes Event of a new claim (step of the alloc route's "allocated" branch). */
@@ -132,6 +177,10 @@ public final class ApiFlows implements Allocator.Observer {
      */
     public List<Pod> deleteClaimed(@Body String keyHash, Exchange exchange) {
         exchange.setProperty(AuditLog.KEY_HASH_PREFIX, keyHash.substring(0, Math.min(8, keyHash.length())));
+        if (waiting != null) {
+            // a key still waiting for capacity must not be handed a pod after its dealloc
+            waiting.cancel(keyHash);
+        }
         List<Pod> deleted = new ArrayList<>();
         deleting.set(deleted);
         try {
@@ -157,6 +206,10 @@ public final class ApiFlows implements Allocator.Observer {
 
     /** Deletes and answers in one step, recording the Events itself (for routes without the event step). */
     public HttpReply deallocate(String keyHash) {
+        if (waiting != null) {
+            // a key still waiting for capacity must not be handed a pod after its dealloc
+            waiting.cancel(keyHash);
+        }
         int deleted = allocator.deallocate(keyHash);
         return HttpReply.noContent(deleted > 0 ? "deallocated" : "unknown-key");
     }

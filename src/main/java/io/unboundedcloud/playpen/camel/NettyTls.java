@@ -54,6 +54,9 @@ public final class NettyTls {
     }
 
     /** Referenced as {@code decoders=#...}: closes connections that stay idle longer than the timeout. */
+    /** Set while the connection's request waits for capacity: the idle closer leaves it open. */
+    public static final io.netty.util.AttributeKey<Boolean> WAITING = io.netty.util.AttributeKey.valueOf("playpenWaiting");
+
     public static final class IdleCloser extends ChannelInboundHandlerAdapter implements ChannelHandlerFactory {
         private final long millis;
 
@@ -66,6 +69,10 @@ public final class NettyTls {
             return new IdleStateHandler(0, 0, millis, TimeUnit.MILLISECONDS) {
                 @Override
                 protected void channelIdle(ChannelHandlerContext ctx, IdleStateEvent evt) {
+                    if (Boolean.TRUE.equals(ctx.channel().attr(WAITING).get())) {
+                        // an alloc waiting for capacity (waitSeconds) is quiet, not idle
+                        return;
+                    }
                     ctx.close();
                 }
             };

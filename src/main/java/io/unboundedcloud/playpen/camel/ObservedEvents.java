@@ -25,7 +25,8 @@ import io.unboundedcloud.playpen.model.PoolPlan;
  * routes call {@link #record} from the {@code kube-event} route; as an observer it is the fallback the
  * {@link FlowBridge} uses while Camel is not running.
  */
-public final class ObservedEvents implements PoolReconciler.Observer, TtlExpirer.Observer {
+public final class ObservedEvents implements PoolReconciler.Observer, TtlExpirer.Observer,
+        io.unboundedcloud.playpen.kube.Renewer.Observer {
     private final EventRecorder events;
     private final ObjectReference operatorRef;
     private final String operatorNamespace;
@@ -82,6 +83,14 @@ public final class ObservedEvents implements PoolReconciler.Observer, TtlExpirer
     @Override
     public void expired(Pod pod, Duration lateness) {
         expiredEvents(pod).forEach(this::record);
+    }
+
+    @Override
+    public void renewal(String result, io.unboundedcloud.playpen.kube.Renewer.Renewal r) {
+        if (r != null && r.written()) {
+            events.normal(r.pod(), "Renewed", "allocation renewed; it now expires at "
+                    + io.unboundedcloud.playpen.model.TtlPolicy.formatClaimedAt(r.expiresAt()));
+        }
     }
 
     @Override

@@ -62,6 +62,26 @@ public final class OperatorApp implements AutoCloseable {
     private ManagementServer management;
     private ConnectionGuard connections;
     private ServingCertificateReload servingReload;
+    private io.unboundedcloud.playpen.kube.CapacityQueue waiting;
+    private final WaitingWake waitingWake = new WaitingWake();
+
+    /** Forwards pod events to the waiting queue once it exists (listeners must be added before the cache starts). */
+    private static final class WaitingWake implements PodCache.Listener {
+        volatile io.unboundedcloud.playpen.kube.CapacityQueue target;
+
+        @Override
+        public void onPodEvent(PodCache.Change change, io.fabric8.kubernetes.api.model.Pod pod) {
+            io.unboundedcloud.playpen.kube.CapacityQueue q = target;
+            if (q != null) {
+                q.onPodEvent(change, pod);
+            }
+        }
+    }
+
+    /** The queue of allocs waiting for capacity (tests, metrics). */
+    public io.unboundedcloud.playpen.kube.CapacityQueue waitingQueue() {
+        return waiting;
+    }
 
     public OperatorApp(OperatorConfig config, KubernetesClient client, Clock clock, Map<String, String> env) {
         this.config = config;
@@ -85,12 +105,15 @@ public final class OperatorApp implements AutoCloseable {
         leader = new LeaderElection(client, config.leaderElect(), config.leaderElectionNamespace(),
                 config.leaderElectionLeaseName(), leaseIdentity(), config.leaseDuration(), config.renewDeadline(),
                 config.retryPeriod());
-        ClaimWriter writer = new ClaimWriter(client, clock, calls);
+        TtlPolicy leases = new TtlPolicy(config.playpenTtl(), config.leases().maxLifetime());
+        ClaimWriter writer = new ClaimWriter(client, clock, calls, leases);
         PodTemplates templates = new PodTemplates(config, env);
         pool = new PoolReconciler(client, config, pods, templates, leader::isLeader, calls);
-        ttl = new TtlExpirer(pods, writer, new TtlPolicy(config.playpenTtl()), clock, leader::isLeader);
+        ttl = new TtlExpirer(pods, writer, leases, clock, leader::isLeader);
         pods.addListener(pool);
         pods.addListener(ttl);
+        // the queue of allocs waiting for capacity is built with the allocator below; pod events wake it
+        pods.addListener(waitingWake);
         leaderRoutes = new LeaderRoutePolicy();
         leader.addListener(leaderRoutes);
         leader.addListener(isLeader -> {
@@ -124,12 +147,27 @@ public final class OperatorApp implements AutoCloseable {
                 config.retryAfterSeconds(), calls);
         allocator = new Allocator(pods, nodes, writer,
                 candidates, config.retryAfterSeconds(), config.maxAllocsPerUser());
-        AllocResponses responses = new AllocResponses(config.network(), config.redfishBaseUrl(), config.retryAfterSeconds());
-        ApiFlows flows = new ApiFlows(reviewer, new AllocRequestParser(config.controlPlaneVersions()), allocator,
-                responses, this::ready, config.retryAfterSeconds());
+        waiting = new io.unboundedcloud.playpen.kube.CapacityQueue(allocator);
+        waitingWake.target = waiting;
+        waiting.addObserver(metrics);
+        AllocResponses responses = new AllocResponses(config.network(), config.redfishBaseUrl(),
+                config.retryAfterSeconds(), leases);
+        ApiFlows flows = new ApiFlows(reviewer, new AllocRequestParser(config.controlPlaneVersions(), config.leases()),
+                allocator, responses, this::ready, config.retryAfterSeconds(), waiting);
         flows.events(observed);
         allocator.addObserver(flows);
+        io.unboundedcloud.playpen.kube.Renewer renewer =
+                new io.unboundedcloud.playpen.kube.Renewer(client, pods, leases, clock, calls);
+        // the TTL timer follows a renewal made here at once (other replicas' renewals reach it through the watch)
+        renewer.addObserver((result, r) -> {
+            if (r != null && r.written()) {
+                ttl.onPodEvent(PodCache.Change.UPDATED, r.pod());
+            }
+        });
+        renewer.addObserver(observed);
+        renewer.addObserver(metrics);
         metrics.bind(config, pods, templates, reviewer, calls, leader, events);
+        metrics.bindWaiting(config, templates, waiting);
 
         main = new Main();
         main.configure().withName("playpen-operator");
@@ -168,6 +206,8 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("apiFlows", flows);
         main.bind("allocsApi", new AllocsApi(reviewer, pods, nodes, clock, config.playpenTtl(),
                 config.retryAfterSeconds(), responses));
+        main.bind("renewalFlows", new RenewalFlows(new AllocRequestParser(config.controlPlaneVersions(), config.leases()),
+                renewer, config.playpenTtl()));
         main.bind("replyWriter", new ReplyWriter(config.retryAfterSeconds(), metrics));
         main.bind("trustBundles", trust);
         main.bind("leaderOnly", leaderRoutes);
@@ -306,6 +346,7 @@ public final class OperatorApp implements AutoCloseable {
                 LOG.warn("error stopping Camel: {}", e.toString());
             }
         }
+        closeQuietly(waiting);
         closeQuietly(pool);
         closeQuietly(ttl);
         if (leaderRoutes != null) {

@@ -32,7 +32,8 @@ import io.unboundedcloud.playpen.model.PodTemplates;
 import io.unboundedcloud.playpen.model.ResourceType;
 
 /** The operator's Prometheus metrics (names prefixed playpen_); pool gauges are computed from the cache at scrape. */
-public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpirer.Observer {
+public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpirer.Observer,
+        io.unboundedcloud.playpen.kube.Renewer.Observer, io.unboundedcloud.playpen.kube.CapacityQueue.Observer {
     private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     private final Timer allocLatency;
     private final Timer reconcileDuration;
@@ -119,6 +120,37 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
                 .description("Kubernetes events the API server refused for another reason than RBAC").register(registry);
     }
 
+    /**
+     * playpen_waiting_requests{resource_type,variant}: allocs waiting for capacity now, per runner architecture and
+     * configured control-plane version (issue 14).
+     */
+    public void bindWaiting(OperatorConfig config, PodTemplates templates,
+            io.unboundedcloud.playpen.kube.CapacityQueue queue) {
+        java.util.List<String[]> kinds = new java.util.ArrayList<>();
+        kinds.add(new String[] {"runner", "amd64"});
+        kinds.add(new String[] {"runner", "arm64"});
+        for (String v : config.controlPlaneVersions()) {
+            kinds.add(new String[] {"controlPlane", v.startsWith("v") ? v : "v" + v});
+        }
+        for (String[] k : kinds) {
+            ResourceType type = "runner".equals(k[0]) ? ResourceType.RUNNER : ResourceType.CONTROL_PLANE;
+            Gauge.builder("playpen_waiting_requests", queue, q -> q.waiting(type, k[1]))
+                    .description("alloc requests waiting for capacity (waitSeconds)")
+                    .tag("resource_type", k[0]).tag("variant", k[1]).register(registry);
+        }
+    }
+
+    private final Map<String, Timer> waitTimers = new ConcurrentHashMap<>();
+
+    /** playpen_wait_duration_seconds{outcome}: how long allocs waited (served, timeout, left, failed). */
+    @Override
+    public void waited(io.unboundedcloud.playpen.model.AllocCommand cmd, Duration waited, String outcome) {
+        waitTimers.computeIfAbsent(outcome, o -> Timer.builder("playpen_wait_duration")
+                .description("time alloc requests waited for capacity, by outcome").tag("outcome", o)
+                .publishPercentileHistogram().minimumExpectedValue(Duration.ofMillis(10))
+                .maximumExpectedValue(Duration.ofSeconds(3600)).register(registry)).record(waited);
+    }
+
     private static String variant(Pod p, ResourceType type) {
         return type == ResourceType.RUNNER ? ManagedPods.architecture(p) : ManagedPods.kubernetesVersion(p);
     }
@@ -151,6 +183,15 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
     @Override
     public void expired(Pod pod, Duration lateness) {
         ttlExpirations.increment();
+    }
+
+    private final Map<String, Counter> renewalCounters = new ConcurrentHashMap<>();
+
+    /** playpen_renewals_total{result}: renewed, unchanged, not-found, gone (issue 14). */
+    @Override
+    public void renewal(String result, io.unboundedcloud.playpen.kube.Renewer.Renewal renewal) {
+        renewalCounters.computeIfAbsent(result, r -> Counter.builder("playpen_renewals")
+                .description("renewals by result").tag("result", r).register(registry)).increment();
     }
 
 }

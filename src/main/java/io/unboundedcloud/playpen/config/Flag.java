@@ -87,7 +87,10 @@ public enum Flag {
     SERVING_CERT_VALIDITY("serving-cert-validity", "8760h", "lifetime of the self-signed serving certificate the operator creates and renews"),
     SERVING_CERT_RENEW_FRACTION("serving-cert-renew-fraction", "0.667", "share of its lifetime after which the leader renews a self-signed serving certificate (between 0 and 1)"),
     SERVING_CERT_CHECK_INTERVAL("serving-cert-check-interval", "10s", "how often each replica re-reads the serving Secret (the leader also renews and publishes the caBundle)"),
-    SERVING_CERT_PUBLISH_GRACE("serving-cert-publish-grace", "5s", "a new serving certificate is served only this long after the caBundle was seen trusting it");
+    SERVING_CERT_PUBLISH_GRACE("serving-cert-publish-grace", "5s", "a new serving certificate is served only this long after the caBundle was seen trusting it"),
+    PLAYPEN_MAX_TTL("playpen-max-ttl", "24h", "longest ttl an alloc or a renewal may ask for (Go duration, > 0); more is a 400"),
+    PLAYPEN_MAX_LIFETIME("playpen-max-lifetime", "0", "renewals never move an expiry past claimed-at + this (Go duration; 0 = no cap)"),
+    MAX_WAIT("max-wait", "120", "largest waitSeconds an alloc may ask for (seconds, 0-3600; 0 turns waiting off); more is a 400");
 
     private final String flagName;
     private final String defaultValue;

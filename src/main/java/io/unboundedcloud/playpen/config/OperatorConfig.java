@@ -36,7 +36,8 @@ public record OperatorConfig(
         boolean dev, String devDir, int devApiPort, int devShimPort,
         int maxConnections, int maxUnauthenticatedConnections, Duration requestHeaderTimeout,
         Duration requestBodyTimeout, int devOperators, List<String> devOperatorAddrs,
-        int maxAllocsPerUser, io.unboundedcloud.playpen.tls.CertificateRenewal servingCertRenewal) {
+        int maxAllocsPerUser, io.unboundedcloud.playpen.tls.CertificateRenewal servingCertRenewal,
+        LeaseLimits leases) {
 
     /** An inclusive hostPort range. */
     public record PortRange(int start, int end) {
@@ -243,7 +244,9 @@ public record OperatorConfig(
                 positive(v, Flag.REQUEST_HEADER_TIMEOUT), positive(v, Flag.REQUEST_BODY_TIMEOUT),
                 v.intIn(Flag.DEV_OPERATORS, 0, 1), v.operatorAddrs(Flag.DEV_OPERATOR_ADDRS),
                 v.intIn(Flag.MAX_ALLOCS_PER_USER, 0, 1_000_000),
-                servingCertRenewal(v));
+                servingCertRenewal(v),
+                new LeaseLimits(positive(v, Flag.PLAYPEN_MAX_TTL), v.duration(Flag.PLAYPEN_MAX_LIFETIME),
+                        v.intIn(Flag.MAX_WAIT, 0, 3600)));
     }
 
     /** Lifetime and renewal point of the self-signed serving certificate, and how replicas pick up a new one. */

@@ -74,6 +74,9 @@ public final class Allocator {
         observers.add(observer);
     }
 
+    /** Thrown (never seen by clients) by {@link #tryAllocate} when nothing is claimable: no 503 text is built. */
+    private static final ApiException NO_CAPACITY = new ApiException(503, "ServiceUnavailable", "no capacity");
+
     /** Allocates for a validated command; concurrent calls with one key share one outcome. */
     public Allocation allocate(AllocCommand cmd) {
         return allocate(cmd, null);
@@ -84,14 +87,53 @@ public final class Allocator {
      * and a new claim beyond {@code maxPerOwner} is 429 (a replay of an existing claim never counts).
      */
     public Allocation allocate(AllocCommand cmd, String ownerHash) {
+        return allocate(cmd, ownerHash, true);
+    }
+
+    /**
+     * Like {@link #allocate} but empty instead of the 503 when nothing is claimable right now (the waiting queue
+     * asks this on every wake-up, so the 503's reasons, a walk over every pod, are not built).
+     */
+    public Optional<Allocation> tryAllocate(AllocCommand cmd) {
+        return tryAllocate(cmd, null);
+    }
+
+    /** {@link #tryAllocate(AllocCommand)} for an owner (quota and owner annotation as in {@link #allocate}). */
+    public Optional<Allocation> tryAllocate(AllocCommand cmd, String ownerHash) {
+        try {
+            return Optional.of(allocate(cmd, ownerHash, false));
+        } catch (ApiException e) {
+            if (e == NO_CAPACITY) {
+                return Optional.empty();
+            }
+            throw e;
+        }
+    }
+    /** The existing claim of this key, replayed (409 when the request differs); empty when the key holds none. */
+    public Optional<Allocation> replay(AllocCommand cmd) {
+        requireSynced();
+        List<Pod> claimed = pods.byKeyHash(cmd.keyHash());
+        if (claimed.isEmpty()) {
+            return Optional.empty();
+        }
+        return Optional.of(replayOrConflict(claimed.stream().min(CLAIM_ORDER).orElseThrow(), cmd));
+    }
+
+    /** Today's 503 for a command that found nothing claimable, with the reference's reasons. */
+    public ApiException unavailable(AllocCommand cmd) {
+        return ApiException.unavailable(Candidates.unavailableMessage(cmd,
+                candidates.select(cmd, pods.pods(), nodes::externalIp)), retryAfterSeconds);
+    }
+
+    private Allocation allocate(AllocCommand cmd, String ownerHash, boolean explain) {
         requireSynced();
         CompletableFuture<Allocation> mine = new CompletableFuture<>();
         CompletableFuture<Allocation> running = inFlight.putIfAbsent(cmd.keyHash(), mine);
         if (running != null) {
-            return join(running, cmd, ownerHash);
+            return join(running, cmd, ownerHash, explain);
         }
         try {
-            Allocation a = doAllocate(cmd, ownerHash);
+            Allocation a = doAllocate(cmd, ownerHash, explain);
             mine.complete(a);
             if (!a.replay()) {
                 for (Observer o : observers) {
@@ -107,14 +149,15 @@ public final class Allocator {
         }
     }
 
-    private Allocation join(CompletableFuture<Allocation> running, AllocCommand cmd, String ownerHash) {
+    private Allocation join(CompletableFuture<Allocation> running, AllocCommand cmd, String ownerHash, boolean explain) {
         Allocation first;
         try {
             first = running.join();
         } catch (CompletionException e) {
-            if (e.getCause() instanceof ApiException api && api.code() == 409) {
-                // the owner's request conflicted with the existing claim; ours may be the matching one
-                return doAllocate(cmd, ownerHash);
+            if (e.getCause() instanceof ApiException api && (api.code() == 409 || api == NO_CAPACITY)) {
+                // the owner's request conflicted with the existing claim; ours may be the matching one (or the
+                // owner asked without explaining a 503 that this caller must explain)
+                return doAllocate(cmd, ownerHash, explain);
             }
             if (e.getCause() instanceof RuntimeException re) {
                 throw re;
@@ -125,7 +168,7 @@ public final class Allocator {
         return replayOrConflict(first.pod(), cmd);
     }
 
-    private Allocation doAllocate(AllocCommand cmd, String ownerHash) {
+    private Allocation doAllocate(AllocCommand cmd, String ownerHash, boolean explain) {
         // one consistent read: a claim landing between a "claimed by this key?" read and an "idle?" read would be
         // in neither answer, and the walk would claim a second pod for the key
         PodCache.ClaimView view = pods.claimView(cmd.keyHash(), Candidates.idleKindKey(cmd));
@@ -146,10 +189,10 @@ public final class Allocator {
                             + " of at most " + maxPerOwner + " allocations (--max-allocs-per-user); deallocate one"
                             + " first", Map.of("Retry-After", String.valueOf(retryAfterSeconds)));
                 }
-                return walk(cmd, view, ownerHash);
+                return walk(cmd, view, ownerHash, explain);
             }
         }
-        return walk(cmd, view, ownerHash);
+        return walk(cmd, view, ownerHash, explain);
     }
 
     /** Live claims (not being deleted) recorded with this owner hash, as this process sees the cluster now. */
@@ -160,7 +203,7 @@ public final class Allocator {
                 .count();
     }
 
-    private Allocation walk(AllocCommand cmd, PodCache.ClaimView view, String ownerHash) {
+    private Allocation walk(AllocCommand cmd, PodCache.ClaimView view, String ownerHash, boolean explain) {
         // replicas share the order, so a same-key race ends in a 409 on the winner's pod and a replay; what they do
         // not always share is the idle set: a pod that became idle within one replica's watch lag can be first for
         // one replica and unseen by the other (closing that would need a second, per-key write)
@@ -172,8 +215,10 @@ public final class Allocator {
             }
         }
         // nothing usable, or every usable candidate was taken by someone else while we walked: explain why
-        throw ApiException.unavailable(Candidates.unavailableMessage(cmd,
-                candidates.select(cmd, pods.pods(), nodes::externalIp)), retryAfterSeconds);
+        if (!explain) {
+            throw NO_CAPACITY;
+        }
+        throw unavailable(cmd);
     }
 
     private Optional<Allocation> tryClaim(Candidates.Usable u, AllocCommand cmd, String ownerHash) {

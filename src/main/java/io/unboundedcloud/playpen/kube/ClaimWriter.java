@@ -1,6 +1,7 @@
 package io.unboundedcloud.playpen.kube;
 
 import java.time.Clock;
+import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -23,11 +24,19 @@ public final class ClaimWriter {
     private final KubernetesClient client;
     private final Clock clock;
     private final ApiCallCounter calls;
+    private final TtlPolicy leases;
 
+    /** A writer whose claims carry no expires-at (they expire at claimed-at + --playpen-ttl, as the reference's). */
     public ClaimWriter(KubernetesClient client, Clock clock, ApiCallCounter calls) {
+        this(client, clock, calls, null);
+    }
+
+    /** A writer whose claims carry their expiry (expires-at) as {@code leases} decides it; null: none. */
+    public ClaimWriter(KubernetesClient client, Clock clock, ApiCallCounter calls, TtlPolicy leases) {
         this.client = client;
         this.clock = clock;
         this.calls = calls;
+        this.leases = leases;
     }
 
     /**
@@ -56,7 +65,13 @@ public final class ClaimWriter {
         annotations.put(PlaypenKeys.IDEMPOTENCY_KEY_HASH, cmd.keyHash());
         annotations.put(PlaypenKeys.REQUEST_HASH, cmd.requestHash());
         annotations.put(PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY, cmd.wireGuardPublicKey());
-        annotations.put(PlaypenKeys.CLAIMED_AT, TtlPolicy.formatClaimedAt(clock.instant()));
+        Instant now = clock.instant();
+        annotations.put(PlaypenKeys.CLAIMED_AT, TtlPolicy.formatClaimedAt(now));
+        if (leases != null) {
+            // the expiry goes in the same single write as the claim: there is never a claim without its lease
+            leases.claimExpiry(now, cmd.ttl())
+                    .ifPresent(at -> annotations.put(PlaypenKeys.EXPIRES_AT, TtlPolicy.formatClaimedAt(at)));
+        }
         if (ownerHash != null) {
             annotations.put(PlaypenKeys.OWNER_HASH, ownerHash);
         }
@@ -96,6 +111,14 @@ public final class ClaimWriter {
 
     /** {@link #deleteIfClaimedBy} telling apart whose delete it was, so an expiry is counted once. */
     public Deletion delete(Pod pod, String keyHash) {
+        return delete(pod, keyHash, p -> true);
+    }
+
+    /**
+     * {@link #delete(Pod, String)} that also re-checks {@code stillWanted} on the fresh pod after a conflict: the
+     * TTL's delete must not remove a claim whose expiry a renewal has just moved.
+     */
+    public Deletion delete(Pod pod, String keyHash, java.util.function.Predicate<Pod> stillWanted) {
         String ns = pod.getMetadata().getNamespace();
         String name = pod.getMetadata().getName();
         Pod current = pod;
@@ -108,6 +131,9 @@ public final class ClaimWriter {
             }
             if (attempt > 0 && ManagedPods.isTerminating(current)) {
                 return Deletion.GONE;
+            }
+            if (attempt > 0 && !stillWanted.test(current)) {
+                return Deletion.NOT_OURS;
             }
             try {
                 calls.count(KubeApiCall.PODS_DELETE);

@@ -31,7 +31,8 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
         void expired(Pod pod, Duration lateness);
     }
 
-    private record Scheduled(String claimedAt, ScheduledFuture<?> future) {
+    /** A timer and the expiry instant it was set for: a renewal moves the instant, and the timer with it. */
+    private record Scheduled(Instant at, ScheduledFuture<?> future) {
     }
 
     private final PodCache pods;
@@ -58,8 +59,8 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
     @Override
     public void onPodEvent(PodCache.Change change, Pod pod) {
         String name = ManagedPods.name(pod);
-        if (change == PodCache.Change.DELETED || !policy.enabled() || !ManagedPods.isManaged(pod)
-                || !ManagedPods.isClaimed(pod)) {
+        // no global "ttl disabled" shortcut: a claim may carry its own expires-at (issue 14)
+        if (change == PodCache.Change.DELETED || !ManagedPods.isManaged(pod) || !ManagedPods.isClaimed(pod)) {
             cancel(name);
             return;
         }
@@ -68,19 +69,19 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
 
     private void schedule(Pod pod) {
         String name = ManagedPods.name(pod);
-        String claimedAt = ManagedPods.annotations(pod).getOrDefault(io.unboundedcloud.playpen.model.PlaypenKeys.CLAIMED_AT, "");
-        Scheduled existing = timers.get(name);
-        if (existing != null && existing.claimedAt().equals(claimedAt) && !existing.future().isDone()) {
-            return;
-        }
         Optional<Instant> at = policy.expiresAt(pod);
         if (at.isEmpty()) {
+            cancel(name);
+            return;
+        }
+        Scheduled existing = timers.get(name);
+        if (existing != null && existing.at().equals(at.get()) && !existing.future().isDone()) {
             return;
         }
         // round up: a timer that fires a hair before the instant would find the claim not yet expired
         long delayMs = Math.max(0, ceilMillis(Duration.between(clock.instant(), at.get())));
         ScheduledFuture<?> f = scheduler.schedule(() -> expire(name), delayMs, TimeUnit.MILLISECONDS);
-        Scheduled prev = timers.put(name, new Scheduled(claimedAt, f));
+        Scheduled prev = timers.put(name, new Scheduled(at.get(), f));
         if (prev != null) {
             prev.future().cancel(false);
         }
@@ -96,7 +97,7 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
     private void expire(String name) {
         timers.remove(name);
         pods.get(name).ifPresent(pod -> {
-            if (!policy.enabled() || !ManagedPods.isClaimed(pod)) {
+            if (!ManagedPods.isClaimed(pod)) {
                 return;
             }
             // judge against one reading of the clock: reading it twice could see "not yet" and then "already"
@@ -118,9 +119,6 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
 
     /** Backstop: deletes every expired claim in the cache; returns how many. */
     public int sweep() {
-        if (!policy.enabled()) {
-            return 0;
-        }
         int n = 0;
         Instant now = clock.instant();
         for (Pod p : policy.expired(pods.pods(), now)) {
@@ -148,7 +146,7 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
         String keyHash = ManagedPods.keyHash(pod);
         ClaimWriter.Deletion outcome;
         try {
-            outcome = writer.delete(pod, keyHash);
+            outcome = writer.delete(pod, keyHash, fresh -> policy.isExpired(fresh, now));
         } catch (RuntimeException e) {
             LOG.warn("ttl delete failed pod={}/{}: {}", ns, name, e.toString());
             return false;

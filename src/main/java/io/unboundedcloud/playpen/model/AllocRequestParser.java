@@ -1,6 +1,8 @@
 package io.unboundedcloud.playpen.model;
 
+import java.time.Duration;
 import java.util.Base64;
+import java.util.HashMap;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
@@ -8,7 +10,11 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.regex.Pattern;
 
+import com.fasterxml.jackson.core.JsonToken;
+
 import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.config.GoDuration;
+import io.unboundedcloud.playpen.config.LeaseLimits;
 
 /**
  * Decodes, validates and normalises alloc and dealloc request bodies in the reference's order (SPEC A3): the
@@ -25,21 +31,37 @@ public final class AllocRequestParser {
     private static final List<String> ALLOC_FIELDS =
             List.of("idempotencyKey", "resourceType", "kubernetesVersion", "wireGuardPublicKey", "architecture");
     private static final List<String> DEALLOC_FIELDS = List.of("idempotencyKey");
+    /** This implementation's additions (issue 14): validated after the reference's fields, with their own messages. */
+    private static final List<String> LEASE_FIELDS = List.of("ttl", "waitSeconds");
+    public static final String BAD_TTL = "ttl must be a duration string such as \"30m\" or \"2h\"";
+    public static final String TTL_NOT_POSITIVE = "ttl must be greater than 0";
 
     private final List<String> controlPlaneVersions;
+    private final LeaseLimits limits;
 
     public AllocRequestParser(List<String> controlPlaneVersions) {
+        this(controlPlaneVersions, LeaseLimits.DEFAULTS);
+    }
+
+    public AllocRequestParser(List<String> controlPlaneVersions, LeaseLimits limits) {
         this.controlPlaneVersions = List.copyOf(controlPlaneVersions);
+        this.limits = limits;
     }
 
     /** Parses an alloc body; {@code headerKey} is the Idempotency-Key header (null when absent). */
     public AllocCommand parseAlloc(byte[] body, String headerKey) {
         Map<String, String> req;
+        Map<String, GoJson.Value> lease = new HashMap<>();
         try {
-            req = GoJson.decode(body, ALLOC_FIELDS);
+            req = GoJson.decode(body, ALLOC_FIELDS, LEASE_FIELDS, lease);
         } catch (GoJson.EndOfInput | GoJson.DecodeError e) {
             throw ApiException.badRequest(INVALID_JSON);
         }
+        AllocCommand cmd = parseReferenceFields(req, headerKey);
+        return cmd.withLease(ttl(lease.get("ttl")), waitSeconds(lease.get("waitSeconds")));
+    }
+
+    private AllocCommand parseReferenceFields(Map<String, String> req, String headerKey) {
         String keyHash = Hashes.keyHash(idempotencyKey(req.getOrDefault("idempotencyKey", ""), headerKey));
         ResourceType type = ResourceType.fromRequest(req.getOrDefault("resourceType", ""))
                 .orElseThrow(() -> ApiException.badRequest(BAD_RESOURCE_TYPE));
@@ -58,6 +80,69 @@ public final class AllocRequestParser {
         // a runner's kubernetesVersion is ignored, yet the reference hashes it exactly as sent
         return new AllocCommand(keyHash, type, "", wgKey, arch,
                 Hashes.requestHash(type.wire(), req.getOrDefault("kubernetesVersion", ""), wgKey, arch));
+    }
+
+    /** The ttl an alloc asked for: null when absent, null or ""; else a Go duration in (0, --playpen-max-ttl]. */
+    Duration ttl(GoJson.Value v) {
+        if (v == null || (v.isString() && GoStrings.trimSpace(v.text()).isEmpty())) {
+            return null;
+        }
+        if (!v.isString()) {
+            throw ApiException.badRequest(BAD_TTL);
+        }
+        return checkTtl(v.text());
+    }
+
+    /** A requested ttl (alloc or renewal) checked against --playpen-max-ttl. */
+    public Duration checkTtl(String raw) {
+        Duration ttl;
+        try {
+            ttl = GoDuration.parse(GoStrings.trimSpace(raw));
+        } catch (IllegalArgumentException e) {
+            throw ApiException.badRequest(BAD_TTL);
+        }
+        if (ttl.isNegative() || ttl.isZero()) {
+            throw ApiException.badRequest(TTL_NOT_POSITIVE);
+        }
+        if (ttl.compareTo(limits.maxTtl()) > 0) {
+            throw ApiException.badRequest("ttl must not exceed " + GoDuration.format(limits.maxTtl())
+                    + " (--playpen-max-ttl)");
+        }
+        return ttl;
+    }
+
+    /** waitSeconds: a JSON integer from 0 to --max-wait; absent or null is 0. */
+    int waitSeconds(GoJson.Value v) {
+        if (v == null) {
+            return 0;
+        }
+        String bad = "waitSeconds must be an integer from 0 to " + limits.maxWaitSeconds() + " (--max-wait)";
+        if (v.token() != JsonToken.VALUE_NUMBER_INT) {
+            throw ApiException.badRequest(bad);
+        }
+        java.math.BigInteger n = new java.math.BigInteger(v.text());
+        if (n.signum() < 0 || n.compareTo(java.math.BigInteger.valueOf(limits.maxWaitSeconds())) > 0) {
+            throw ApiException.badRequest(bad);
+        }
+        return n.intValue();
+    }
+
+    /**
+     * Parses a renewal {@code {"idempotencyKey": "...", "ttl": "2h"}}; the Idempotency-Key header wins over the body
+     * field, and with it the body may be empty. The ttl is checked as an alloc's.
+     */
+    public RenewalCommand parseRenewal(byte[] body, String headerKey) {
+        Map<String, String> req;
+        Map<String, GoJson.Value> lease = new HashMap<>();
+        try {
+            req = GoJson.decode(body, DEALLOC_FIELDS, List.of("ttl"), lease);
+        } catch (GoJson.EndOfInput e) {
+            req = Map.of();
+        } catch (GoJson.DecodeError e) {
+            throw ApiException.badRequest(INVALID_JSON);
+        }
+        String keyHash = Hashes.keyHash(idempotencyKey(req.getOrDefault("idempotencyKey", ""), headerKey));
+        return new RenewalCommand(keyHash, ttl(lease.get("ttl")));
     }
 
     /**

@@ -25,12 +25,22 @@ public final class AllocResponses {
     private final NetworkProfile net;
     private final String redfishBaseUrl;
     private final int retryAfterSeconds;
+    private final TtlPolicy leases;
 
     public AllocResponses(NetworkProfile net, String redfishBaseUrl) {
         this(net, redfishBaseUrl, 1);
     }
 
     public AllocResponses(NetworkProfile net, String redfishBaseUrl, int retryAfterSeconds) {
+        this(net, redfishBaseUrl, retryAfterSeconds, null);
+    }
+
+    /**
+     * With {@code leases} (null: none) the answer ends with the pod's current expiry (expires-at, else claimed-at +
+     * --playpen-ttl), so a replay tells the expiry as renewals have moved it.
+     */
+    public AllocResponses(NetworkProfile net, String redfishBaseUrl, int retryAfterSeconds, TtlPolicy leases) {
+        this.leases = leases;
         this.net = net;
         // used as given, like the reference: a trailing slash shows up doubled in systemURL there too
         this.redfishBaseUrl = redfishBaseUrl;
@@ -38,6 +48,15 @@ public final class AllocResponses {
     }
 
     public AllocResponse build(Pod pod, String externalIp) {
+        AllocResponse answer = describe(pod, externalIp);
+        if (leases == null) {
+            return answer;
+        }
+        return answer.withExpiresAt(leases.expiresAt(pod).filter(at -> !at.equals(TtlPolicy.ALREADY_EXPIRED))
+                .map(TtlPolicy::formatClaimedAt).orElse(null));
+    }
+
+    private AllocResponse describe(Pod pod, String externalIp) {
         ResourceType type = ManagedPods.resourceType(pod).orElse(ResourceType.RUNNER);
         Map<String, String> ann = ManagedPods.annotations(pod);
         String ns = pod.getMetadata().getNamespace();

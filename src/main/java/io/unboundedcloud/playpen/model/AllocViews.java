@@ -30,7 +30,7 @@ public final class AllocViews {
     public static final String KIND = "Alloc";
     public static final String LIST_KIND = "AllocList";
     /** Written by per-allocation TTLs (renewals); when absent, expiry is claimed-at + --playpen-ttl. */
-    public static final String EXPIRES_AT = PlaypenKeys.GROUP + "/expires-at";
+    public static final String EXPIRES_AT = PlaypenKeys.EXPIRES_AT;
     /** Bounds on list options: longer values are refused with 400 before anything is parsed. */
     public static final int MAX_OPTION_CHARS = 1024;
     private static final Pattern ID = Pattern.compile("[0-9a-f]{16}");

@@ -46,8 +46,26 @@ final class GoJson {
     private GoJson() {
     }
 
+    /** A field's JSON value as sent: its token and its text (null for objects and arrays). */
+    record Value(JsonToken token, String text) {
+        boolean isString() {
+            return token == JsonToken.VALUE_STRING;
+        }
+    }
+
     /** The string fields named in {@code fields} (absent when not sent or null); throws for EOF and bad JSON. */
     static Map<String, String> decode(byte[] body, List<String> fields) throws EndOfInput, DecodeError {
+        return decode(body, fields, List.of(), new HashMap<>());
+    }
+
+    /**
+     * Like {@link #decode(byte[], List)}, and the fields named in {@code loose} (any JSON type: this
+     * implementation's additions, which the caller validates with its own messages) go to {@code looseOut}.
+     */
+    static Map<String, String> decode(byte[] body, List<String> fields, List<String> loose, Map<String, Value> looseOut)
+            throws EndOfInput, DecodeError {
+        List<String> all = new java.util.ArrayList<>(fields);
+        all.addAll(loose);
         String text = decodeUtf8(body == null ? new byte[0] : body);
         int start = 0;
         while (start < text.length() && isJsonSpace(text.charAt(start))) {
@@ -69,9 +87,17 @@ final class GoJson {
                 throw new DecodeError("json: cannot unmarshal " + t + " into the request");
             }
             while ((t = p.nextToken()) == JsonToken.FIELD_NAME) {
-                String field = match(p.currentName(), fields);
+                String field = match(p.currentName(), all);
                 JsonToken v = p.nextToken();
-                if (field == null) {
+                if (field != null && loose.contains(field)) {
+                    boolean scalar = v != JsonToken.START_OBJECT && v != JsonToken.START_ARRAY;
+                    String valueText = scalar ? withoutLoneSurrogates(p.getText()) : null;
+                    p.skipChildren();
+                    if (v != JsonToken.VALUE_NULL) {
+                        // null leaves the field as it was, as Go's decoder does
+                        looseOut.put(field, new Value(v, valueText));
+                    }
+                } else if (field == null) {
                     p.skipChildren();
                 } else if (v == JsonToken.VALUE_STRING) {
                     out.put(field, withoutLoneSurrogates(p.getText()));

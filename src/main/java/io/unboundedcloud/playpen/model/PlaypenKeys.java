@@ -17,6 +17,8 @@ public final class PlaypenKeys {
     /** hex(sha256(user name)) of the user who made the claim (ours only; the reference writes no owner). */
     public static final String OWNER_HASH = P + "owner-hash";
     public static final String CLAIMED_AT = P + "claimed-at";
+    /** When the allocation expires (RFC 3339 UTC); written by the claim and moved by renewals (ours only). */
+    public static final String EXPIRES_AT = P + "expires-at";
     public static final String CONTROL_PLANE_KUBECONFIG = P + "control-plane-kubeconfig";
     public static final String CONTROL_PLANE_GUEST_SERVER = P + "control-plane-guest-server";
     public static final String SET_KUBE_SERVICE_HOST_FQDN = "kubernetes.azure.com/set-kube-service-host-fqdn";

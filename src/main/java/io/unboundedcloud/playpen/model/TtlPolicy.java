@@ -30,29 +30,94 @@ public final class TtlPolicy {
     public static final Instant ALREADY_EXPIRED = Instant.EPOCH;
 
     private final Duration ttl;
+    private final Duration maxLifetime;
 
     /** Judges at instants the caller reads from its clock once per decision (never twice: see TtlExpirer). */
     public TtlPolicy(Duration ttl) {
+        this(ttl, Duration.ZERO);
+    }
+
+    /** With {@code maxLifetime} (zero = none): no expiry is ever set past claimed-at + maxLifetime. */
+    public TtlPolicy(Duration ttl, Duration maxLifetime) {
         this.ttl = Objects.requireNonNull(ttl, "ttl");
-        if (ttl.isNegative()) {
-            throw new IllegalArgumentException("ttl must not be negative");
+        this.maxLifetime = Objects.requireNonNull(maxLifetime, "maxLifetime");
+        if (ttl.isNegative() || maxLifetime.isNegative()) {
+            throw new IllegalArgumentException("ttl and maxLifetime must not be negative");
         }
     }
 
-    /** False when the ttl is zero: nothing ever expires. */
+    /** False when the default ttl is zero: claims without an expires-at annotation never expire. */
     public boolean enabled() {
         return !ttl.isZero();
     }
 
+    /** The default ttl (--playpen-ttl); zero when disabled. */
+    public Duration ttl() {
+        return ttl;
+    }
+
     /**
-     * When the pod's allocation expires: empty when expiry is disabled or the pod is not a claimed managed pod;
-     * {@link #ALREADY_EXPIRED} when its claimed-at annotation is missing or not RFC 3339.
+     * When the pod's allocation expires: its expires-at annotation when it carries a valid one (written by this
+     * operator's claim or a renewal); else claimed-at + ttl, as the reference judges (empty when the default ttl is
+     * disabled, {@link #ALREADY_EXPIRED} when claimed-at is missing or not RFC 3339). Empty for pods that are not
+     * claimed managed pods.
      */
     public Optional<Instant> expiresAt(Pod pod) {
-        if (!enabled() || !ManagedPods.isManaged(pod) || !ManagedPods.isClaimed(pod)) {
+        if (!ManagedPods.isManaged(pod) || !ManagedPods.isClaimed(pod)) {
+            return Optional.empty();
+        }
+        Optional<Instant> written = parse(ManagedPods.annotation(pod, PlaypenKeys.EXPIRES_AT));
+        if (written.isPresent()) {
+            return written;
+        }
+        if (!enabled()) {
             return Optional.empty();
         }
         return Optional.of(claimedAt(pod).map(at -> at.plus(ttl)).orElse(ALREADY_EXPIRED));
+    }
+
+    /**
+     * The expiry a claim made at {@code claimedAt} writes: claimed-at + the requested ttl (null: the default ttl),
+     * capped at claimed-at + maxLifetime; empty when there is none (no ttl asked and the default disabled).
+     */
+    public Optional<Instant> claimExpiry(Instant claimedAt, Duration requested) {
+        Instant at = claimedAt.truncatedTo(ChronoUnit.SECONDS);
+        Duration d = requested != null ? requested : ttl;
+        if (d.isZero()) {
+            return Optional.empty();
+        }
+        return Optional.of(cap(at, at.plus(d)));
+    }
+
+    /** claimed-at + maxLifetime, the latest expiry a renewal may set; empty without a cap or a usable claimed-at. */
+    public Optional<Instant> maxExpiresAt(Pod pod) {
+        if (maxLifetime.isZero()) {
+            return Optional.empty();
+        }
+        return claimedAt(pod).map(at -> at.plus(maxLifetime));
+    }
+
+    /**
+     * The expiry after renewing at {@code now} for {@code ttl}: now + ttl capped at {@link #maxExpiresAt}, and
+     * never earlier than the current expiry. Renewals only extend, so two racing renewals commute: whichever
+     * order their writes land in, the later expiry stays.
+     */
+    public Instant renewedExpiry(Pod pod, Instant now, Duration ttl) {
+        Instant wanted = now.truncatedTo(ChronoUnit.SECONDS).plus(ttl);
+        Optional<Instant> max = maxExpiresAt(pod);
+        if (max.isPresent() && wanted.isAfter(max.get())) {
+            wanted = max.get();
+        }
+        Optional<Instant> current = expiresAt(pod).filter(at -> !at.equals(ALREADY_EXPIRED));
+        return current.isPresent() && current.get().isAfter(wanted) ? current.get() : wanted;
+    }
+
+    private Instant cap(Instant claimedAt, Instant wanted) {
+        if (maxLifetime.isZero()) {
+            return wanted;
+        }
+        Instant max = claimedAt.plus(maxLifetime);
+        return wanted.isAfter(max) ? max : wanted;
     }
 
     /** True when the pod is claimed and claimed-at + ttl &lt;= now (or claimed-at is unusable). */
@@ -73,7 +138,11 @@ public final class TtlPolicy {
 
     /** The claimed-at annotation as an instant; empty when missing or not RFC 3339. */
     public static Optional<Instant> claimedAt(Pod pod) {
-        String raw = ManagedPods.annotation(pod, PlaypenKeys.CLAIMED_AT);
+        return parse(ManagedPods.annotation(pod, PlaypenKeys.CLAIMED_AT));
+    }
+
+    /** An RFC 3339 timestamp as Go's time.RFC3339 parser reads it; empty when missing or invalid. */
+    public static Optional<Instant> parse(String raw) {
         if (raw == null || !RFC3339.matcher(raw).matches()) {
             return Optional.empty();
         }

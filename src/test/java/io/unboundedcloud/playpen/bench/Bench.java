@@ -82,7 +82,7 @@ public final class Bench {
     final String jarJvmArgs = System.getProperty("bench.jarJvmArgs",
             "-XX:MaxRAM=768m -XX:MaxRAMPercentage=75 -XX:+ExitOnOutOfMemoryError -Dfile.encoding=UTF-8");
     final Path out = Path.of(System.getProperty("bench.out", "target/bench"));
-    final List<String> phases = List.of(System.getProperty("bench.phases", "compare,refill,ttl,large").split(","));
+    final List<String> phases = List.of(System.getProperty("bench.phases", "compare,refill,ttl,large,burst").split(","));
 
     final Map<String, Object> results = new LinkedHashMap<>();
     final List<Run> runs = new ArrayList<>();
@@ -141,9 +141,15 @@ public final class Bench {
         }
         if (phases.contains("ttl")) {
             results.put("ttl", ttl());
+            // issue 14: the timer follows renewed expiries (RenewedTtl)
+            results.put("ttlRenewed", new RenewedTtl(this).run());
         }
         if (phases.contains("large")) {
             results.put("large", largePhase());
+        }
+        if (phases.contains("burst")) {
+            // issue 14: a burst of 4x the pool with waitSeconds (WaitBurst)
+            results.put("burstWithWait", new WaitBurst(this).run());
         }
         if (!phases.containsAll(List.of("compare", "refill", "ttl", "large"))) {
             // development aid (-Dbench.phases=ttl): no report without every phase

@@ -73,6 +73,32 @@ class AllocResponsesGoldenTest {
         assertThat(Json.encode(responses().build(claimed, IP))).isEqualTo(resource("/golden/alloc-runner.json"));
     }
 
+    /** Issue 14: the reference's bytes, then one trailing field; absent when the allocation never expires. */
+    @Test
+    void expiresAtIsAppendedAfterTheReferenceFields() {
+        Pod claimed = new PodBuilder(TestPods.claimed(runner("amd64", 51820, "node-a", true), "2026-01-02T03:04:05Z"))
+                .editMetadata().addToAnnotations(PlaypenKeys.EXPIRES_AT, "2026-01-02T05:04:05Z").endMetadata().build();
+        OperatorConfig config = OperatorConfig.parse();
+        String golden = resource("/golden/alloc-runner.json");
+        String withExpiry = golden.substring(0, golden.length() - 2) + ",\"expiresAt\":\"2026-01-02T05:04:05Z\"}\n";
+        AllocResponses leased = new AllocResponses(config.network(), config.redfishBaseUrl(), 1,
+                new TtlPolicy(java.time.Duration.ofHours(1)));
+        assertThat(golden).endsWith("}}\n");
+        assertThat(Json.encode(leased.build(claimed, IP))).isEqualTo(withExpiry);
+        // a pod claimed without expires-at (by the reference) answers claimed-at + --playpen-ttl
+        Pod reference = TestPods.claimed(runner("amd64", 51820, "node-a", true), "2026-01-02T03:04:05Z");
+        assertThat(Json.encode(leased.build(reference, IP)))
+                .isEqualTo(withExpiry.replace("05:04:05Z", "04:04:05Z"));
+        // expiry disabled and no expires-at: the reference's bytes exactly
+        AllocResponses unleased = new AllocResponses(config.network(), config.redfishBaseUrl(), 1,
+                new TtlPolicy(java.time.Duration.ZERO));
+        assertThat(Json.encode(unleased.build(reference, IP))).isEqualTo(golden);
+        String cp = resource("/golden/alloc-control-plane.json");
+        Pod cpClaimed = new PodBuilder(TestPods.claimed(controlPlanePod(), "2026-01-02T03:04:05Z")).build();
+        assertThat(Json.encode(leased.build(cpClaimed, IP)))
+                .isEqualTo(cp.substring(0, cp.length() - 2) + ",\"expiresAt\":\"2026-01-02T04:04:05Z\"}\n");
+    }
+
     @Test
     void runnerWithPublicRedfishUrl() {
         String golden = resource("/golden/alloc-runner-public-redfish.json");

@@ -1,0 +1,54 @@
+package io.unboundedcloud.playpen.camel;
+
+import java.time.Duration;
+
+import org.apache.camel.Body;
+import org.apache.camel.ExchangeProperty;
+import org.apache.camel.Header;
+
+import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.api.Json;
+import io.unboundedcloud.playpen.api.RenewalResponse;
+import io.unboundedcloud.playpen.kube.Renewer;
+import io.unboundedcloud.playpen.model.AllocRequestParser;
+import io.unboundedcloud.playpen.model.GoStrings;
+import io.unboundedcloud.playpen.model.RenewalCommand;
+import io.unboundedcloud.playpen.model.TtlPolicy;
+
+/** The renewal route's steps (issue 14): read and validate the request, renew, answer the new expiry. */
+public final class RenewalFlows {
+    public static final String TTL_REQUIRED = "ttl is required: expiry has no default (--playpen-ttl is 0)";
+    private static final byte[] NO_BODY = new byte[0];
+
+    private final AllocRequestParser parser;
+    private final Renewer renewer;
+    private final Duration defaultTtl;
+
+    public RenewalFlows(AllocRequestParser parser, Renewer renewer, Duration defaultTtl) {
+        this.parser = parser;
+        this.renewer = renewer;
+        this.defaultTtl = defaultTtl;
+    }
+
+    /** Key from the Idempotency-Key header or the body, ttl from the body; with the header an empty body is fine. */
+    public RenewalCommand parseRenewal(@Body byte[] body, @Header("Idempotency-Key") String key,
+            @ExchangeProperty(PlaypenHttpBinding.ORIGINAL_CONTENT_TYPE) String contentType) {
+        byte[] admitted = body == null || body.length == 0 ? NO_BODY
+                : io.unboundedcloud.playpen.api.RequestBodies.admit(contentType, body);
+        RenewalCommand cmd = parser.parseRenewal(admitted, key != null && GoStrings.trimSpace(key).isEmpty() ? null : key);
+        if (cmd.ttl() == null) {
+            if (defaultTtl.isZero()) {
+                throw ApiException.badRequest(TTL_REQUIRED);
+            }
+            return new RenewalCommand(cmd.keyHash(), defaultTtl);
+        }
+        return cmd;
+    }
+
+    public HttpReply renew(RenewalCommand cmd) {
+        Renewer.Renewal r = renewer.renew(cmd.keyHash(), cmd.ttl());
+        return HttpReply.json(Json.encode(new RenewalResponse(TtlPolicy.formatClaimedAt(r.expiresAt()),
+                r.maxExpiresAt() == null ? null : TtlPolicy.formatClaimedAt(r.maxExpiresAt()))),
+                r.written() ? "renewed" : "unchanged");
+    }
+}

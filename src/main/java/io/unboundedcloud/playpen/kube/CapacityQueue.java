@@ -1,0 +1,311 @@
+package io.unboundedcloud.playpen.kube;
+
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.model.AllocCommand;
+import io.unboundedcloud.playpen.model.Candidates;
+import io.unboundedcloud.playpen.model.ResourceType;
+
+/**
+ * Alloc requests waiting for capacity (issue 14, {@code waitSeconds}): one FIFO queue per kind (architecture or
+ * Kubernetes version), answered as soon as a pod is claimed for them, or with today's 503 when their wait ends. A
+ * waiter is a future, not a thread: the pod cache's watch events (a pod turning idle, the pool's new pods) wake
+ * one dispatcher thread that claims for the queue heads in order. A retried key joins its waiting twin; a waiter
+ * whose every client left is dropped without claiming.
+ */
+public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(CapacityQueue.class);
+    /** The backstop wake-up, should a watch event ever be missed (claims that lost a race free nothing). */
+    private static final long SWEEP_MS = 1000;
+
+    /** Told how each wait ended: served, timeout or left (metrics). */
+    public interface Observer {
+        void waited(AllocCommand cmd, Duration waited, String outcome);
+    }
+
+    /** A client's leaving (connection closed): dropping the registration. */
+    public interface Subscription {
+        void leave();
+    }
+
+    private final class Waiter {
+        final AllocCommand cmd;
+        /** The caller's owner hash (null: none): the claim records it and counts it against the quota. */
+        final String ownerHash;
+        final String kind;
+        final long since = System.nanoTime();
+        final CompletableFuture<Allocator.Allocation> result = new CompletableFuture<>();
+        final AtomicInteger clients = new AtomicInteger();
+        volatile ScheduledFuture<?> timeout;
+
+        Waiter(AllocCommand cmd, String ownerHash, String kind) {
+            this.cmd = cmd;
+            this.ownerHash = ownerHash;
+            this.kind = kind;
+        }
+    }
+
+    /** What {@link #await} hands back: the outcome and the hook to call when this client goes away. */
+    public record Ticket(CompletableFuture<Allocator.Allocation> result, Subscription subscription) {
+    }
+
+    private final Allocator allocator;
+    private final Map<String, ArrayDeque<Waiter>> queues = new HashMap<>();
+    private final Map<String, Waiter> byKey = new HashMap<>();
+    private final Map<String, AtomicInteger> counts = new ConcurrentHashMap<>();
+    private final List<Observer> observers = new CopyOnWriteArrayList<>();
+    private final AtomicBoolean drainPending = new AtomicBoolean();
+    private final ExecutorService dispatcher = Executors.newSingleThreadExecutor(DaemonThreads.named("capacity-dispatch"));
+    private final ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("capacity-timeouts"));
+
+    public CapacityQueue(Allocator allocator) {
+        this.allocator = allocator;
+        timers.scheduleWithFixedDelay(this::requestDrain, SWEEP_MS, SWEEP_MS, TimeUnit.MILLISECONDS);
+    }
+
+    public void addObserver(Observer o) {
+        observers.add(o);
+    }
+
+    /**
+     * Allocates for {@code cmd}, waiting up to {@code cmd.waitSeconds()} for capacity: queued behind the waiters of
+     * its kind, and served by the dispatcher as soon as it is at the head and a pod is claimable (at once when
+     * one is). A key that already holds a claim is answered by the first try (replay or 409).
+     */
+    public Ticket await(AllocCommand cmd) {
+        return await(cmd, null);
+    }
+
+    /** {@link #await(AllocCommand)} for an owner: the claim records {@code ownerHash} and counts against its quota. */
+    public Ticket await(AllocCommand cmd, String ownerHash) {
+        String kind = Candidates.idleKindKey(cmd);
+        Waiter w;
+        Ticket ticket;
+        // every request that may wait goes through the queue, even when a pod is claimable now: the one
+        // dispatcher then claims for them in arrival order without racing itself (a burst of N requests for fewer
+        // pods would otherwise walk the same candidates at once and spend its time in conflicting claim writes);
+        // a key that already holds a claim is replayed (or refused) at once, from the cache, never queued behind
+        // other keys' waits
+        Optional<Allocator.Allocation> replay = allocator.replay(cmd);
+        if (replay.isPresent()) {
+            return new Ticket(CompletableFuture.completedFuture(replay.get()), () -> { });
+        }
+        synchronized (this) {
+            Waiter twin = byKey.get(cmd.keyHash());
+            if (twin != null) {
+                if (!twin.cmd.requestHash().equals(cmd.requestHash())) {
+                    throw ApiException.conflict(Allocator.CONFLICT_MESSAGE);
+                }
+                return subscribe(twin, true);
+            }
+            w = new Waiter(cmd, ownerHash, kind);
+            queues.computeIfAbsent(kind, k -> new ArrayDeque<>()).addLast(w);
+            byKey.put(cmd.keyHash(), w);
+            counter(cmd).incrementAndGet();
+            ticket = subscribe(w, false);
+        }
+        Waiter waiter = w;
+        w.timeout = timers.schedule(() -> timeout(waiter), cmd.waitSeconds(), TimeUnit.SECONDS);
+        LOG.debug("queued key={} kind={} waitSeconds={}", cmd.keyHashPrefix(), kind, cmd.waitSeconds());
+        requestDrain();
+        return ticket;
+    }
+
+    private Ticket subscribe(Waiter w, boolean joined) {
+        w.clients.incrementAndGet();
+        AtomicBoolean left = new AtomicBoolean();
+        CompletableFuture<Allocator.Allocation> result = joined
+                ? w.result.thenApply(a -> new Allocator.Allocation(a.pod(), a.externalIp(), true))
+                : w.result;
+        return new Ticket(result, () -> {
+            if (left.compareAndSet(false, true) && !w.result.isDone() && w.clients.decrementAndGet() == 0) {
+                if (remove(w)) {
+                    LOG.info("left queue key={} kind={} outcome=client-gone", w.cmd.keyHashPrefix(), w.kind);
+                    finish(w, "left");
+                    w.result.completeExceptionally(new ApiException(499, "ClientClosedRequest", "client left"));
+                }
+            }
+        });
+    }
+
+    /**
+     * A dealloc of a key that is still waiting: the wait ends with 410 and nothing is claimed for it (the client
+     * released what it had not got yet). Returns whether a waiter was dropped.
+     */
+    public boolean cancel(String keyHash) {
+        Waiter w;
+        synchronized (this) {
+            w = byKey.get(keyHash);
+        }
+        if (w == null || !remove(w)) {
+            return false;
+        }
+        finish(w, "deallocated");
+        LOG.info("left queue key={} kind={} outcome=deallocated", w.cmd.keyHashPrefix(), w.kind);
+        w.result.completeExceptionally(new ApiException(410, "Gone",
+                "the allocation was deallocated while it waited for capacity"));
+        return true;
+    }
+
+    /** Requests waiting now for this kind of pod (resource type and architecture or Kubernetes version). */
+    public int waiting(ResourceType type, String variant) {
+        AtomicInteger n = counts.get(type.wire() + "|" + variant);
+        return n == null ? 0 : n.get();
+    }
+
+    /** Every request waiting now. */
+    public synchronized int waiting() {
+        return byKey.size();
+    }
+
+    private AtomicInteger counter(AllocCommand cmd) {
+        return counts.computeIfAbsent(cmd.resourceType().wire() + "|" + variant(cmd), k -> new AtomicInteger());
+    }
+
+    /** The metric's variant label: the architecture of a runner, the Kubernetes version of a control plane. */
+    public static String variant(AllocCommand cmd) {
+        return cmd.resourceType() == ResourceType.CONTROL_PLANE ? cmd.kubernetesVersion() : cmd.architecture();
+    }
+
+    private synchronized boolean remove(Waiter w) {
+        ArrayDeque<Waiter> q = queues.get(w.kind);
+        boolean removed = q != null && q.remove(w);
+        if (removed) {
+            byKey.remove(w.cmd.keyHash(), w);
+            counter(w.cmd).decrementAndGet();
+            if (q.isEmpty()) {
+                queues.remove(w.kind);
+            }
+        }
+        return removed;
+    }
+
+    private void timeout(Waiter w) {
+        if (!remove(w)) {
+            return;
+        }
+        finish(w, "timeout");
+        ApiException unavailable;
+        try {
+            unavailable = allocator.unavailable(w.cmd);
+        } catch (RuntimeException e) {
+            unavailable = ApiException.unavailable("no idle playpen pods became available in time", 1);
+        }
+        LOG.info("wait ended key={} kind={} outcome=timeout", w.cmd.keyHashPrefix(), w.kind);
+        w.result.completeExceptionally(unavailable);
+    }
+
+    private void finish(Waiter w, String outcome) {
+        ScheduledFuture<?> t = w.timeout;
+        if (t != null) {
+            t.cancel(false);
+        }
+        Duration waited = Duration.ofNanos(System.nanoTime() - w.since);
+        for (Observer o : observers) {
+            o.waited(w.cmd, waited, outcome);
+        }
+    }
+
+    @Override
+    public void onPodEvent(PodCache.Change change, Pod pod) {
+        // any change can make a pod claimable (Running, Ready, key published, node with an ExternalIP)
+        if (change != PodCache.Change.DELETED) {
+            requestDrain();
+        }
+    }
+
+    /** Coalesces wake-ups: at most one drain queued behind the one running. */
+    public void requestDrain() {
+        synchronized (this) {
+            if (byKey.isEmpty()) {
+                return;
+            }
+        }
+        if (drainPending.compareAndSet(false, true)) {
+            try {
+                dispatcher.execute(() -> {
+                    drainPending.set(false);
+                    drain();
+                });
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                drainPending.set(false);
+            }
+        }
+    }
+
+    /** Serves queue heads, kind by kind, first come first served, until a kind has nothing claimable. */
+    void drain() {
+        List<String> kinds;
+        synchronized (this) {
+            kinds = List.copyOf(queues.keySet());
+        }
+        for (String kind : kinds) {
+            while (true) {
+                Waiter head;
+                synchronized (this) {
+                    ArrayDeque<Waiter> q = queues.get(kind);
+                    head = q == null ? null : q.peekFirst();
+                }
+                if (head == null) {
+                    break;
+                }
+                Optional<Allocator.Allocation> a;
+                try {
+                    a = allocator.tryAllocate(head.cmd, head.ownerHash);
+                } catch (RuntimeException e) {
+                    if (remove(head)) {
+                        finish(head, "failed");
+                        head.result.completeExceptionally(e);
+                    }
+                    continue;
+                }
+                if (a.isEmpty()) {
+                    break;
+                }
+                // a client that left while its claim was being written finds it on a retry with its key (replay)
+                if (remove(head)) {
+                    finish(head, "served");
+                }
+                LOG.debug("served from queue key={} kind={}", head.cmd.keyHashPrefix(), kind);
+                head.result.complete(a.get());
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        dispatcher.shutdownNow();
+        timers.shutdownNow();
+        synchronized (this) {
+            for (ArrayDeque<Waiter> q : queues.values()) {
+                for (Iterator<Waiter> it = q.iterator(); it.hasNext();) {
+                    it.next().result.completeExceptionally(
+                            ApiException.unavailable("the operator is shutting down", 1));
+                }
+            }
+            queues.clear();
+            byKey.clear();
+        }
+    }
+}

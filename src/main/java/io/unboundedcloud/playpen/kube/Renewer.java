@@ -1,0 +1,146 @@
+package io.unboundedcloud.playpen.kube;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.fabric8.kubernetes.client.dsl.base.PatchContext;
+import io.fabric8.kubernetes.client.dsl.base.PatchType;
+import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.api.Json;
+import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.model.TtlPolicy;
+
+/**
+ * Renews an allocation (issue 14): moves its expires-at to now + ttl, capped at claimed-at + --playpen-max-lifetime
+ * and never earlier than it was, with one conditional write (resourceVersion precondition). A conflict is read
+ * fresh and decided again, so racing renewals end with the later expiry and none is lost.
+ */
+public final class Renewer {
+    private static final Logger LOG = LoggerFactory.getLogger(Renewer.class);
+    private static final PatchContext MERGE = PatchContext.of(PatchType.JSON_MERGE);
+    private static final int ATTEMPTS = 5;
+    public static final String NOT_FOUND = "no allocation is held with this idempotency key";
+    public static final String GONE = "the allocation held with this idempotency key has expired or is being deleted";
+
+    /** The renewed lease: the new expiry and the latest one renewals may reach (null: no cap). */
+    public record Renewal(Pod pod, Instant expiresAt, Instant maxExpiresAt, boolean written) {
+    }
+
+    /** Told about each renewal outcome (metrics: renewed, unchanged, not-found, gone; the Renewed event). */
+    public interface Observer {
+        void renewal(String result, Renewal renewal);
+    }
+
+    private final KubernetesClient client;
+    private final PodCache pods;
+    private final TtlPolicy policy;
+    private final Clock clock;
+    private final ApiCallCounter calls;
+    private final List<Observer> observers = new CopyOnWriteArrayList<>();
+
+    public Renewer(KubernetesClient client, PodCache pods, TtlPolicy policy, Clock clock, ApiCallCounter calls) {
+        this.client = client;
+        this.pods = pods;
+        this.policy = policy;
+        this.clock = clock;
+        this.calls = calls;
+    }
+
+    public void addObserver(Observer o) {
+        observers.add(o);
+    }
+
+    /** Renews the allocation held with {@code keyHash} for {@code ttl}; 404 when there is none, 410 when it ended. */
+    public Renewal renew(String keyHash, Duration ttl) {
+        Optional<Pod> cached = pods.byKeyHash(keyHash).stream()
+                .min(Comparator.comparing((Pod p) -> ManagedPods.annotations(p).getOrDefault(PlaypenKeys.CLAIMED_AT, ""))
+                        .thenComparing(ManagedPods::name));
+        if (cached.isEmpty()) {
+            notify("not-found", null);
+            throw ApiException.notFound(NOT_FOUND);
+        }
+        return renew(cached.get(), keyHash, ttl);
+    }
+
+    /** Renews starting from {@code pod} as this replica's cache has it (possibly stale: the write is conditional). */
+    Renewal renew(Pod cached, String keyHash, Duration ttl) {
+        Pod pod = cached;
+        String ns = pod.getMetadata().getNamespace();
+        String name = pod.getMetadata().getName();
+        for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
+            Instant now = clock.instant();
+            if (pod == null || !keyHash.equals(ManagedPods.keyHash(pod)) || ManagedPods.isTerminating(pod)
+                    || policy.isExpired(pod, now)) {
+                notify("gone", null);
+                throw gone();
+            }
+            Instant next = policy.renewedExpiry(pod, now, ttl);
+            Instant max = policy.maxExpiresAt(pod).orElse(null);
+            String written = ManagedPods.annotations(pod).get(PlaypenKeys.EXPIRES_AT);
+            if (TtlPolicy.formatClaimedAt(next).equals(written)) {
+                // already there (a twin request, or asking for less than is left): nothing to write
+                Renewal r = new Renewal(pod, next, max, false);
+                notify("unchanged", r);
+                return r;
+            }
+            try {
+                calls.count(KubeApiCall.PODS_PATCH);
+                Pod updated = client.pods().inNamespace(ns).resource(pod).patch(MERGE,
+                        patch(pod.getMetadata().getResourceVersion(), next));
+                pods.observe(updated);
+                LOG.info("renewed pod={}/{} key={} outcome=renewed expiresAt={}", ns, name, keyHash.substring(0, 8),
+                        TtlPolicy.formatClaimedAt(next));
+                Renewal r = new Renewal(updated, next, max, true);
+                notify("renewed", r);
+                return r;
+            } catch (KubernetesClientException e) {
+                if (e.getCode() == 404) {
+                    pods.observeDeleted(name);
+                    notify("gone", null);
+                    throw gone();
+                }
+                if (e.getCode() != 409) {
+                    throw e;
+                }
+            }
+            // someone wrote the pod meanwhile (another renewal, the kubelet, a delete): decide again on its state
+            calls.count(KubeApiCall.PODS_GET);
+            pod = client.pods().inNamespace(ns).withName(name).get();
+            if (pod != null) {
+                pods.observe(pod);
+            }
+        }
+        throw ApiException.unavailable("the allocation kept changing while it was renewed; try again", 1);
+    }
+
+    private static String patch(String resourceVersion, Instant expiresAt) {
+        Map<String, Object> metadata = new LinkedHashMap<>();
+        metadata.put("resourceVersion", resourceVersion);
+        metadata.put("annotations", Map.of(PlaypenKeys.EXPIRES_AT, TtlPolicy.formatClaimedAt(expiresAt)));
+        return Json.write(Map.of("metadata", metadata));
+    }
+
+    private static ApiException gone() {
+        return new ApiException(410, "Gone", GONE);
+    }
+
+    private void notify(String result, Renewal r) {
+        for (Observer o : observers) {
+            o.renewal(result, r);
+        }
+    }
+}

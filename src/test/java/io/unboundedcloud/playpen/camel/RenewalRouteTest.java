@@ -1,0 +1,174 @@
+package io.unboundedcloud.playpen.camel;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.net.URI;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Map;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.model.Hashes;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/** POST .../renewals over HTTPS (issue 14): 200 with the new expiry, 404, 410, 400, 403, discovery, the event. */
+class RenewalRouteTest {
+    static final String RENEWALS = "/apis/playpen.unbounded-cloud.io/v1alpha1/renewals";
+    static final String RUNNER = "playpen-runner-amd64-51820";
+    TestCluster cluster;
+    OperatorHarness op;
+
+    @BeforeEach
+    void up() {
+        cluster = TestCluster.start();
+        cluster.addNode("node-a", "amd64", "203.0.113.10");
+    }
+
+    @AfterEach
+    void down() {
+        if (op != null) {
+            op.close();
+        }
+        cluster.close();
+    }
+
+    Pod pod(String name) {
+        return cluster.client.pods().inNamespace("playpen").withName(name).get();
+    }
+
+    HttpResponse<String> renew(String body) throws Exception {
+        return op.kubectlPost(op.frontProxy(), RENEWALS, body, "alice", "playpen-users");
+    }
+
+    void allocate(String key) throws Exception {
+        HttpResponse<String> r = op.alloc("{\"idempotencyKey\":\"" + key + "\",\"wireGuardPublicKey\":\""
+                + TestCluster.wgKey(3) + "\"}");
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+    }
+
+    @Test
+    void aRenewalMovesTheExpiryWithOneConditionalWriteAndSaysSo() throws Exception {
+        cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+        op = new OperatorHarness(cluster, "--playpen-ttl=1h", "--playpen-max-lifetime=5h", "--reconcile-interval=10m");
+        op.awaitCache(c -> c.size() == 1);
+        allocate("renew-me");
+        Instant claimedAt = Instant.parse(pod(RUNNER).getMetadata().getAnnotations().get(PlaypenKeys.CLAIMED_AT));
+        int patches = cluster.requestCount(k -> k.startsWith("PATCH "));
+        Instant before = Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS);
+        HttpResponse<String> r = renew("{\"idempotencyKey\":\"renew-me\",\"ttl\":\"3h\"}");
+        Instant after = Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS);
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        assertThat(r.headers().firstValue("Content-Type")).contains("application/json");
+        String expiresAt = pod(RUNNER).getMetadata().getAnnotations().get(PlaypenKeys.EXPIRES_AT);
+        assertThat(Instant.parse(expiresAt)).isBetween(before.plus(Duration.ofHours(3)), after.plus(Duration.ofHours(3)));
+        assertThat(r.body()).isEqualTo("{\"expiresAt\":\"" + expiresAt + "\",\"maxExpiresAt\":\""
+                + claimedAt.plus(Duration.ofHours(5)) + "\"}\n");
+        assertThat(cluster.requestCount(k -> k.startsWith("PATCH "))).isEqualTo(patches + 1);
+        // the answer of a replayed alloc tells the renewed expiry
+        HttpResponse<String> replay = op.alloc("{\"idempotencyKey\":\"renew-me\",\"wireGuardPublicKey\":\""
+                + TestCluster.wgKey(3) + "\"}");
+        assertThat(replay.body()).endsWith(",\"expiresAt\":\"" + expiresAt + "\"}\n");
+        // past the maximum lifetime: capped, and the key may come in the header with an empty body
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(op.url(RENEWALS))).header("Idempotency-Key", "renew-me")
+                .POST(HttpRequest.BodyPublishers.ofString("{\"ttl\":\"24h\"}"));
+        HttpResponse<String> capped = op.frontProxy().send(OperatorHarness.asUser(b, "bob", "playpen-users").build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertThat(capped.statusCode()).as(capped.body()).isEqualTo(200);
+        assertThat(pod(RUNNER).getMetadata().getAnnotations())
+                .containsEntry(PlaypenKeys.EXPIRES_AT, claimedAt.plus(Duration.ofHours(5)).toString());
+        OperatorHarness.awaitTrue(() -> cluster.client.v1().events().inNamespace("playpen").list().getItems().stream()
+                .anyMatch(e -> "Renewed".equals(e.getReason()) && RUNNER.equals(e.getInvolvedObject().getName())),
+                Duration.ofSeconds(5), "Renewed event");
+        // the SubjectAccessReview is alloc's: allocs/create in the group
+        assertThat(cluster.sarRequests).isNotEmpty().allSatisfy(sar -> {
+            assertThat(sar.getSpec().getResourceAttributes().getResource()).isEqualTo("allocs");
+            assertThat(sar.getSpec().getResourceAttributes().getVerb()).isEqualTo("create");
+        });
+    }
+
+    @Test
+    void unknownKeyIs404AndAnEndingAllocationIs410() throws Exception {
+        cluster.create(TestCluster.readyRunner("amd64", 51821, "node-a").editMetadata()
+                .addToAnnotations(Map.of(PlaypenKeys.IDEMPOTENCY_KEY_HASH, Hashes.keyHash("leaving"),
+                        PlaypenKeys.CLAIMED_AT, Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS).toString()))
+                .addToFinalizers("example.com/hold").endMetadata());
+        cluster.client.pods().inNamespace("playpen").withName("playpen-runner-amd64-51821").delete();
+        op = new OperatorHarness(cluster, "--playpen-ttl=1h");
+        op.awaitCache(c -> c.size() == 1 && c.iterator().next().getMetadata().getDeletionTimestamp() != null);
+        HttpResponse<String> unknown = renew("{\"idempotencyKey\":\"nobody\",\"ttl\":\"1h\"}");
+        assertThat(unknown.statusCode()).isEqualTo(404);
+        assertThat(unknown.body()).contains("\"reason\":\"NotFound\"")
+                .contains("\"message\":\"no allocation is held with this idempotency key\"");
+        HttpResponse<String> gone = renew("{\"idempotencyKey\":\"leaving\",\"ttl\":\"1h\"}");
+        assertThat(gone.statusCode()).isEqualTo(410);
+        assertThat(gone.body()).contains("\"kind\":\"Status\"").contains("\"reason\":\"Gone\"").contains("\"code\":410");
+        assertThat(cluster.requestCount(k -> k.startsWith("PATCH "))).isZero();
+    }
+
+    @Test
+    void badRenewalsAre400AndDeniedOnesAre403() throws Exception {
+        cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+        op = new OperatorHarness(cluster, "--playpen-ttl=0", "--playpen-max-ttl=2h");
+        op.awaitCache(c -> c.size() == 1);
+        allocate("mine");
+        Map<String, String> cases = Map.of(
+                "{\"ttl\":\"1h\"}", "Idempotency-Key header or idempotencyKey body field is required",
+                "{\"idempotencyKey\":\"mine\",\"ttl\":\"3h\"}", "ttl must not exceed 2h0m0s (--playpen-max-ttl)",
+                "{\"idempotencyKey\":\"mine\",\"ttl\":0}", "ttl must be a duration string such as \\\"30m\\\" or \\\"2h\\\"",
+                "{\"idempotencyKey\":\"mine\",\"ttl\":\"-1s\"}", "ttl must be greater than 0",
+                "{\"idempotencyKey\":\"mine\"}", "ttl is required: expiry has no default (--playpen-ttl is 0)",
+                "[1]", "invalid JSON request");
+        for (Map.Entry<String, String> c : cases.entrySet()) {
+            HttpResponse<String> r = renew(c.getKey());
+            assertThat(r.statusCode()).as(c.getKey()).isEqualTo(400);
+            assertThat(r.body()).as(c.getKey()).contains("\"message\":\"" + c.getValue() + "\"");
+        }
+        cluster.sarPolicy = sar -> false;
+        Thread.sleep(50);
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(op.url(RENEWALS)))
+                .POST(HttpRequest.BodyPublishers.ofString("{\"idempotencyKey\":\"mine\",\"ttl\":\"1h\"}"));
+        HttpResponse<String> denied = op.frontProxy().send(OperatorHarness.asUser(b, "mallory").build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertThat(denied.statusCode()).isEqualTo(403);
+        assertThat(pod(RUNNER).getMetadata().getAnnotations()).doesNotContainKey(PlaypenKeys.EXPIRES_AT);
+        // GET is 405 with Allow: POST, and discovery lists the resource
+        HttpResponse<String> get = op.frontProxy().send(HttpRequest.newBuilder(URI.create(op.url(RENEWALS))).GET().build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertThat(get.statusCode()).isEqualTo(405);
+        HttpResponse<String> discovery = op.frontProxy().send(HttpRequest.newBuilder(
+                URI.create(op.url("/apis/playpen.unbounded-cloud.io/v1alpha1"))).GET().build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(discovery.body()).contains("{\"kind\":\"Renewal\",\"name\":\"renewals\",\"namespaced\":false,"
+                + "\"singularName\":\"renewal\",\"verbs\":[\"create\"]}");
+    }
+
+    @Test
+    void theTimerFollowsARenewedExpiry() throws Exception {
+        cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+        op = new OperatorHarness(cluster, "--playpen-ttl=2s", "--reconcile-interval=10m");
+        op.awaitCache(c -> c.size() == 1);
+        allocate("keep-going");
+        HttpResponse<String> r = renew("{\"idempotencyKey\":\"keep-going\",\"ttl\":\"5s\"}");
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        Instant renewed = Instant.parse(pod(RUNNER).getMetadata().getAnnotations().get(PlaypenKeys.EXPIRES_AT));
+        Instant claimedAt = Instant.parse(pod(RUNNER).getMetadata().getAnnotations().get(PlaypenKeys.CLAIMED_AT));
+        assertThat(renewed).isAfter(claimedAt.plusSeconds(2));
+        // the first expiry passes without a delete ...
+        while (Instant.now().isBefore(claimedAt.plusSeconds(3))) {
+            Thread.sleep(50);
+        }
+        assertThat(pod(RUNNER)).as("deleted at the old expiry").isNotNull();
+        // ... and the renewed one is met within a second
+        OperatorHarness.awaitTrue(() -> pod(RUNNER) == null, Duration.ofSeconds(8), "expiry at the renewed instant");
+        Instant gone = Instant.now();
+        assertThat(gone).isAfterOrEqualTo(renewed);
+        assertThat(Duration.between(renewed, gone)).isLessThan(Duration.ofMillis(1500));
+    }
+}

@@ -1,0 +1,253 @@
+package io.unboundedcloud.playpen.camel;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.OutputStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+
+import javax.net.ssl.SSLSocket;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import com.fasterxml.jackson.databind.JsonNode;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.api.Json;
+import io.unboundedcloud.playpen.kube.CapacityQueue;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.model.ResourceType;
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/** Waiting for capacity (issue 14, waitSeconds): FIFO per kind, joining, leaving, timeouts, no thread per waiter. */
+class WaitingRouteTest {
+    static final String ALLOCS = "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs";
+    TestCluster cluster;
+    OperatorHarness op;
+
+    @BeforeEach
+    void up() {
+        cluster = TestCluster.start();
+        cluster.addNode("node-a", "amd64", "203.0.113.10");
+    }
+
+    @AfterEach
+    void down() {
+        if (op != null) {
+            op.close();
+        }
+        cluster.close();
+    }
+
+    CapacityQueue queue() {
+        return op.app.waitingQueue();
+    }
+
+    static String body(String key, int waitSeconds) {
+        return "{\"idempotencyKey\":\"" + key + "\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(3)
+                + "\",\"waitSeconds\":" + waitSeconds + "}";
+    }
+
+    CompletableFuture<HttpResponse<String>> allocAsync(HttpClient http, String body) {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(op.url(ALLOCS))).timeout(Duration.ofSeconds(120))
+                .POST(HttpRequest.BodyPublishers.ofString(body));
+        return http.sendAsync(OperatorHarness.asUser(b, "alice", "playpen-users").build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    Pod pod(String name) {
+        return cluster.client.pods().inNamespace("playpen").withName(name).get();
+    }
+
+    static String podName(HttpResponse<String> r) throws Exception {
+        JsonNode json = Json.MAPPER.readTree(r.body());
+        return json.at("/pod/name").asText();
+    }
+
+    @Test
+    void waitersAreServedFirstComeFirstServedAsPodsAppear() throws Exception {
+        op = new OperatorHarness(cluster, "--reconcile-interval=10m", "--management-addr=127.0.0.1:0");
+        HttpClient http = op.frontProxy();
+        List<CompletableFuture<HttpResponse<String>>> waiting = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            waiting.add(allocAsync(http, body("fifo-" + i, 30)));
+            int expected = i + 1;
+            OperatorHarness.awaitTrue(() -> queue().waiting() == expected, Duration.ofSeconds(10), "waiter " + i + " queued");
+        }
+        assertThat(queue().waiting(ResourceType.RUNNER, "amd64")).isEqualTo(3);
+        assertThat(metrics()).containsPattern("playpen_waiting_requests\\{resource_type=\"runner\",variant=\"amd64\",?\\} 3\\.0");
+        assertThat(queue().waiting(ResourceType.RUNNER, "arm64")).isZero();
+        // an arm64 pod serves nobody here; other requests are answered meanwhile
+        cluster.create(TestCluster.readyRunner("arm64", 51830, "node-a"));
+        HttpResponse<String> health = http.send(HttpRequest.newBuilder(URI.create(op.url("/healthz"))).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertThat(health.statusCode()).isEqualTo(204);
+        for (int i = 0; i < 3; i++) {
+            cluster.create(TestCluster.readyRunner("amd64", 51820 + i, "node-a"));
+            HttpResponse<String> r = waiting.get(i).get(15, TimeUnit.SECONDS);
+            assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+            assertThat(podName(r)).as("waiter %d gets the %d. pod", i, i + 1).isEqualTo("playpen-runner-amd64-" + (51820 + i));
+        }
+        assertThat(queue().waiting()).isZero();
+        assertThat(pod("playpen-runner-arm64-51830").getMetadata().getAnnotations())
+                .doesNotContainKey(PlaypenKeys.IDEMPOTENCY_KEY_HASH);
+        String metrics = metrics();
+        assertThat(metrics).containsPattern("playpen_wait_duration_seconds_count\\{outcome=\"served\",?\\} 3(\\.0)?\n")
+                .containsPattern("playpen_waiting_requests\\{resource_type=\"runner\",variant=\"amd64\",?\\} 0\\.0");
+    }
+
+    @Test
+    void aWaitThatEndsIsTodays503WithRetryAfter() throws Exception {
+        op = new OperatorHarness(cluster, "--max-wait=5");
+        long start = System.nanoTime();
+        HttpResponse<String> r = op.alloc(body("impatient", 1));
+        long waitedMs = (System.nanoTime() - start) / 1_000_000;
+        assertThat(r.statusCode()).isEqualTo(503);
+        assertThat(r.headers().firstValue("Retry-After")).contains("1");
+        assertThat(r.body()).contains("\"message\":\"no idle amd64 playpen runner pods are available\"");
+        assertThat(waitedMs).isGreaterThanOrEqualTo(950);
+        assertThat(queue().waiting()).isZero();
+        // waitSeconds 0 is today's immediate 503
+        assertThat(op.alloc(body("now", 0)).statusCode()).isEqualTo(503);
+        assertThat(op.alloc(body("too-long", 6)).statusCode()).isEqualTo(400);
+    }
+
+    @Test
+    void aRetriedKeyJoinsItsWaitAndADifferentRequestWithItIs409() throws Exception {
+        op = new OperatorHarness(cluster);
+        HttpClient http = op.frontProxy();
+        CompletableFuture<HttpResponse<String>> first = allocAsync(http, body("twice", 30));
+        OperatorHarness.awaitTrue(() -> queue().waiting() == 1, Duration.ofSeconds(10), "first queued");
+        CompletableFuture<HttpResponse<String>> retry = allocAsync(http, body("twice", 20));
+        String otherKey = "{\"idempotencyKey\":\"twice\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(9)
+                + "\",\"waitSeconds\":20}";
+        HttpResponse<String> conflict = allocAsync(http, otherKey).get(10, TimeUnit.SECONDS);
+        assertThat(conflict.statusCode()).isEqualTo(409);
+        Thread.sleep(200);
+        assertThat(queue().waiting()).as("joined, not queued twice").isEqualTo(1);
+        cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+        HttpResponse<String> a = first.get(15, TimeUnit.SECONDS);
+        HttpResponse<String> b = retry.get(15, TimeUnit.SECONDS);
+        assertThat(a.statusCode()).isEqualTo(200);
+        assertThat(b.statusCode()).isEqualTo(200);
+        assertThat(b.body()).isEqualTo(a.body());
+        assertThat(cluster.requestCount(k -> k.startsWith("PATCH "))).as("one claim").isEqualTo(1);
+        // with others waiting ahead, a retry of the served key is replayed at once, not queued behind them
+        CompletableFuture<HttpResponse<String>> other = allocAsync(http, body("someone-else", 30));
+        OperatorHarness.awaitTrue(() -> queue().waiting() == 1, Duration.ofSeconds(10), "another key waiting");
+        HttpResponse<String> replay = allocAsync(http, body("twice", 30)).get(5, TimeUnit.SECONDS);
+        assertThat(replay.statusCode()).isEqualTo(200);
+        assertThat(replay.body()).isEqualTo(a.body());
+        assertThat(other).isNotDone();
+    }
+
+    @Test
+    void aClientThatDisconnectsLeavesTheQueueWithoutClaiming() throws Exception {
+        op = new OperatorHarness(cluster);
+        byte[] body = body("gone", 30).getBytes(StandardCharsets.UTF_8);
+        try (SSLSocket s = (SSLSocket) OperatorHarness.sslContext(cluster.frontProxyClient).getSocketFactory()
+                .createSocket("127.0.0.1", op.port)) {
+            OutputStream out = s.getOutputStream();
+            out.write(("POST " + ALLOCS + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    + "X-Remote-User: alice\r\nX-Remote-Group: playpen-users\r\nContent-Length: " + body.length
+                    + "\r\n\r\n").getBytes(StandardCharsets.UTF_8));
+            out.write(body);
+            out.flush();
+            OperatorHarness.awaitTrue(() -> queue().waiting() == 1, Duration.ofSeconds(10), "queued");
+        }
+        OperatorHarness.awaitTrue(() -> queue().waiting() == 0, Duration.ofSeconds(5), "left the queue");
+        cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+        op.awaitCache(c -> c.size() == 1);
+        Thread.sleep(1500);
+        assertThat(pod("playpen-runner-amd64-51820").getMetadata().getAnnotations())
+                .doesNotContainKey(PlaypenKeys.IDEMPOTENCY_KEY_HASH);
+        assertThat(cluster.requestCount(k -> k.startsWith("PATCH "))).isZero();
+    }
+
+    @Test
+    void aDeallocOfAWaitingKeyEndsTheWaitAndNothingIsClaimedForIt() throws Exception {
+        op = new OperatorHarness(cluster);
+        CompletableFuture<HttpResponse<String>> waiter = allocAsync(op.frontProxy(), body("changed-my-mind", 30));
+        OperatorHarness.awaitTrue(() -> queue().waiting() == 1, Duration.ofSeconds(10), "queued");
+        assertThat(op.dealloc("{\"idempotencyKey\":\"changed-my-mind\"}").statusCode()).isEqualTo(204);
+        HttpResponse<String> r = waiter.get(10, TimeUnit.SECONDS);
+        assertThat(r.statusCode()).isEqualTo(410);
+        assertThat(r.body()).contains("\"message\":\"the allocation was deallocated while it waited for capacity\"");
+        assertThat(queue().waiting()).isZero();
+        cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+        op.awaitCache(c -> c.size() == 1);
+        Thread.sleep(1500);
+        assertThat(pod("playpen-runner-amd64-51820").getMetadata().getAnnotations())
+                .doesNotContainKey(PlaypenKeys.IDEMPOTENCY_KEY_HASH);
+    }
+
+    /**
+     * 1,000 requests wait at once: with 64 HTTP worker threads that is only possible if a waiter holds none, and
+     * the process's thread count stays flat; health and discovery are still answered meanwhile.
+     */
+    @Test
+    void aThousandWaitersHoldNoThreads() throws Exception {
+        // 1,000 connections open at once: the connection bounds must allow them (handshakes count as unauthenticated)
+        op = new OperatorHarness(cluster, "--max-connections=2000", "--max-unauthenticated-connections=2000",
+                "--request-header-timeout=120s", "--http-worker-threads=64");
+        ExecutorService clientThreads = Executors.newFixedThreadPool(4);
+        try {
+            HttpClient http = HttpClient.newBuilder().sslContext(OperatorHarness.sslContext(cluster.frontProxyClient))
+                    .version(HttpClient.Version.HTTP_1_1).executor(clientThreads).connectTimeout(Duration.ofSeconds(60))
+                    .build();
+            // warm up: the worker pool and the client's selector exist before the baseline is taken
+            http.send(HttpRequest.newBuilder(URI.create(op.url("/healthz"))).build(), HttpResponse.BodyHandlers.ofString());
+            int baseline = Thread.getAllStackTraces().size();
+            List<CompletableFuture<HttpResponse<String>>> waiting = new ArrayList<>();
+            for (int batch = 0; batch < 10; batch++) {
+                for (int i = 0; i < 100; i++) {
+                    waiting.add(allocAsync(http, body("many-" + (batch * 100 + i), 120)));
+                }
+                int expected = (batch + 1) * 100;
+                OperatorHarness.awaitTrue(() -> queue().waiting() == expected, Duration.ofSeconds(60), expected + " waiting");
+            }
+            int during = Thread.getAllStackTraces().size();
+            assertThat(during - baseline).as("threads added while 1,000 requests wait (baseline %d)", baseline)
+                    .isLessThan(100);
+            assertThat(waiting).noneMatch(CompletableFuture::isDone);
+            HttpResponse<String> health = http.send(HttpRequest.newBuilder(URI.create(op.url("/healthz"))).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertThat(health.statusCode()).isEqualTo(204);
+            HttpResponse<String> discovery = http.send(HttpRequest.newBuilder(
+                    URI.create(op.url("/apis/playpen.unbounded-cloud.io/v1alpha1"))).build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(discovery.statusCode()).isEqualTo(200);
+            // capacity arrives: two waiters are served, the rest keep waiting
+            cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+            cluster.create(TestCluster.readyRunner("amd64", 51821, "node-a"));
+            OperatorHarness.awaitTrue(() -> waiting.stream().filter(CompletableFuture::isDone).count() == 2,
+                    Duration.ofSeconds(20), "two served");
+            Thread.sleep(300);
+            assertThat(waiting.stream().filter(CompletableFuture::isDone).map(CompletableFuture::join)
+                    .map(HttpResponse::statusCode)).containsExactly(200, 200);
+            assertThat(queue().waiting()).isEqualTo(998);
+        } finally {
+            op.close();
+            op = null;
+            clientThreads.shutdownNow();
+        }
+    }
+
+    String metrics() throws Exception {
+        var addr = op.app.managementAddress();
+        return HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                URI.create("http://127.0.0.1:" + addr.getPort() + "/metrics")).build(), HttpResponse.BodyHandlers.ofString())
+                .body();
+    }
+}

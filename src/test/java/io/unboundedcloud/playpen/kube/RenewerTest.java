@@ -1,0 +1,147 @@
+package io.unboundedcloud.playpen.kube;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.model.TtlPolicy;
+import io.unboundedcloud.playpen.support.MutableClock;
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/** Renewals against the mock API server: racing renewals end with the later expiry; expired claims are 410. */
+class RenewerTest {
+    static final String KEY = "ab".repeat(32);
+    static final String NAME = "playpen-runner-amd64-51820";
+
+    static Pod claimed(TestCluster cluster, String claimedAt, String expiresAt) {
+        return cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a").editMetadata()
+                .addToAnnotations(Map.of(PlaypenKeys.IDEMPOTENCY_KEY_HASH, KEY, PlaypenKeys.CLAIMED_AT, claimedAt,
+                        PlaypenKeys.EXPIRES_AT, expiresAt)).endMetadata());
+    }
+
+    static String expiresAt(TestCluster cluster) {
+        return cluster.client.pods().inNamespace("playpen").withName(NAME).get().getMetadata().getAnnotations()
+                .get(PlaypenKeys.EXPIRES_AT);
+    }
+
+    @Test
+    void racingRenewalsEndWithTheLaterExpiryAndNoneIsLost() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            claimed(cluster, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z");
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            pods.start();
+            OperatorHarness.awaitTrue(() -> pods.byKeyHash(KEY).size() == 1, Duration.ofSeconds(10), "cache");
+            MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:10:00Z"));
+            Renewer renewer = new Renewer(cluster.client, pods, new TtlPolicy(Duration.ofHours(1)), clock,
+                    new ApiCallCounter());
+            ExecutorService pool = Executors.newFixedThreadPool(6);
+            try {
+                // rounds of six renewals released at once, asking for 2h..7h: every round must end with the latest
+                for (int round = 0; round < 5; round++) {
+                    clock.now = Instant.parse("2026-01-01T00:10:00Z").plus(Duration.ofHours(round));
+                    CyclicBarrier start = new CyclicBarrier(6);
+                    List<Future<Renewer.Renewal>> results = new ArrayList<>();
+                    for (int i = 0; i < 6; i++) {
+                        Duration ttl = Duration.ofHours(2 + i);
+                        results.add(pool.submit(() -> {
+                            start.await();
+                            return renewer.renew(KEY, ttl);
+                        }));
+                    }
+                    for (Future<Renewer.Renewal> f : results) {
+                        f.get();
+                    }
+                    assertThat(expiresAt(cluster)).as("round %d", round)
+                            .isEqualTo(clock.now.plus(Duration.ofHours(7)).toString());
+                }
+            } finally {
+                pool.shutdownNow();
+                pods.close();
+            }
+        }
+    }
+
+    @Test
+    void aStormOfIdenticalRenewalsWritesOnce() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            claimed(cluster, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z");
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            pods.start();
+            OperatorHarness.awaitTrue(() -> pods.byKeyHash(KEY).size() == 1, Duration.ofSeconds(10), "cache");
+            MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:10:00.250Z"));
+            Renewer renewer = new Renewer(cluster.client, pods, new TtlPolicy(Duration.ofHours(1)), clock,
+                    new ApiCallCounter());
+            ExecutorService pool = Executors.newFixedThreadPool(8);
+            try {
+                int before = cluster.requestCount(k -> k.startsWith("PATCH "));
+                List<Future<Renewer.Renewal>> results = new ArrayList<>();
+                for (int i = 0; i < 20; i++) {
+                    results.add(pool.submit(() -> renewer.renew(KEY, Duration.ofHours(3))));
+                }
+                int written = 0;
+                for (Future<Renewer.Renewal> f : results) {
+                    assertThat(f.get().expiresAt()).isEqualTo(Instant.parse("2026-01-01T03:10:00Z"));
+                    written += f.get().written() ? 1 : 0;
+                }
+                // one successful write; racers' conditional writes met it (409) and found nothing left to do, later
+                // ones see it in the cache and write nothing: at most one write attempt per request in flight
+                assertThat(expiresAt(cluster)).isEqualTo("2026-01-01T03:10:00Z");
+                assertThat(written).isEqualTo(1);
+                assertThat(cluster.requestCount(k -> k.startsWith("PATCH "))).isLessThanOrEqualTo(before + 8);
+            } finally {
+                pool.shutdownNow();
+                pods.close();
+            }
+        }
+    }
+
+    @Test
+    void aStaleCacheDoesNotTurnARenewalIntoALostUpdate() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            Pod stale = claimed(cluster, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z");
+            // another replica renewed to 05:00 after this replica's cache copy
+            cluster.client.pods().inNamespace("playpen").withName(NAME).edit(p -> new PodBuilder(p).editMetadata()
+                    .addToAnnotations(PlaypenKeys.EXPIRES_AT, "2026-01-01T05:00:00Z").endMetadata().build());
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            TtlPolicy policy = new TtlPolicy(Duration.ofHours(1));
+            MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:30:00Z"));
+            Renewer renewer = new Renewer(cluster.client, pods, policy, clock, new ApiCallCounter());
+            Renewer.Renewal r = renewer.renew(stale, KEY, Duration.ofHours(2));
+            // the conditional write met the newer version: 05:00 stays, and the answer says so
+            assertThat(expiresAt(cluster)).isEqualTo("2026-01-01T05:00:00Z");
+            assertThat(r.expiresAt()).isEqualTo(Instant.parse("2026-01-01T05:00:00Z"));
+        }
+    }
+
+    @Test
+    void anExpiredClaimIs410AndNothingIsWritten() {
+        try (TestCluster cluster = TestCluster.start()) {
+            Pod pod = claimed(cluster, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z");
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            MutableClock clock = new MutableClock(Instant.parse("2026-01-01T01:00:00Z"));
+            Renewer renewer = new Renewer(cluster.client, pods, new TtlPolicy(Duration.ofHours(1)), clock,
+                    new ApiCallCounter());
+            int before = cluster.requestCount(k -> k.startsWith("PATCH "));
+            assertThatThrownBy(() -> renewer.renew(pod, KEY, Duration.ofHours(1))).isInstanceOf(ApiException.class)
+                    .satisfies(e -> assertThat(((ApiException) e).code()).isEqualTo(410));
+            assertThat(cluster.requestCount(k -> k.startsWith("PATCH "))).isEqualTo(before);
+            assertThat(expiresAt(cluster)).isEqualTo("2026-01-01T01:00:00Z");
+        }
+    }
+}
