@@ -84,6 +84,10 @@ public final class Bench {
     final Path out = Path.of(System.getProperty("bench.out", "target/bench"));
     final List<String> phases = List.of(System.getProperty("bench.phases", "compare,refill,ttl,large").split(","));
 
+    final int cpuAllocs = intProp("bench.cpuAllocs", 400);
+    final int[] cpuConcurrency = ints(System.getProperty("bench.cpuConcurrency", "32"));
+    final int[] cpuReplicas = ints(System.getProperty("bench.cpuReplicas", "1,2"));
+
     final Map<String, Object> results = new LinkedHashMap<>();
     final List<Run> runs = new ArrayList<>();
     final Map<Integer, Object> selection = new LinkedHashMap<>();
@@ -122,6 +126,10 @@ public final class Bench {
                         List.of("--runner-amd64-count=0", "--runner-arm64-count=0"), 0);
                 if (jarAtN != null) {
                     startups.get(pods).put("jarProcess", jarAtN);
+                    if (cpuAllocs > 0) {
+                        results.put("operatorProcessAllocs", operatorProcessAllocs(env,
+                                List.of("--runner-amd64-count=0", "--runner-arm64-count=0")));
+                    }
                 }
             }
             for (int n : scale) {
@@ -345,14 +353,42 @@ public final class Bench {
         }
         long w1 = System.nanoTime();
         long c1 = threads.getCurrentThreadCpuTime();
+        // what a request pays: one consistent read of the cache and the walk to its first usable candidate
+        var cache = e.op.app.podCache();
+        String kind = io.unboundedcloud.playpen.model.Candidates.idleKindKey(command(0));
+        for (int i = 0; i < 2000; i++) {
+            sink += firstCandidate(cand, cache, command(i), kind);
+        }
+        int hotCalls = 5000;
+        long h0 = threads.getCurrentThreadCpuTime();
+        long hw0 = System.nanoTime();
+        for (int i = 0; i < hotCalls; i++) {
+            sink += firstCandidate(cand, cache, command(i), kind);
+        }
+        long hw1 = System.nanoTime();
+        long h1 = threads.getCurrentThreadCpuTime();
         return map("pods", cached.size(), "cpuMicrosPerSelect", Stats.round((c1 - c0) / 1e3 / calls),
-                "wallMicrosPerSelect", Stats.round((w1 - w0) / 1e3 / calls), "usable", sink / (2 * calls));
+                "wallMicrosPerSelect", Stats.round((w1 - w0) / 1e3 / calls), "usable", sink == 42 ? -1 : 0,
+                "hotPathCpuMicrosPerCall", Stats.round((h1 - h0) / 1e3 / hotCalls),
+                "hotPathWallMicrosPerCall", Stats.round((hw1 - hw0) / 1e3 / hotCalls),
+                "note", "cpuMicrosPerSelect: Candidates.select over every cached pod (full usability, the 503 "
+                        + "explanation path); hotPath: PodCache.claimView + the walk to the first usable candidate, "
+                        + "which is what an allocation pays before its claim write");
+    }
+
+    /** The allocation hot path's selection: one cache read, then the first usable candidate of the walk. */
+    static int firstCandidate(io.unboundedcloud.playpen.model.Candidates cand, io.unboundedcloud.playpen.kube.PodCache cache,
+            AllocCommand cmd, String kind) {
+        var view = cache.claimView(cmd.keyHash(), kind);
+        return cand.walk(cmd, view.idle(), node -> java.util.Optional.of("203.0.113.10")).next()
+                .map(u -> u.hostPort()).orElse(0);
     }
 
     void comparison(Env e) throws Exception {
         Map<String, Object> sel = selectionCost(e);
         selection.put(e.pods, sel);
-        log("  Candidates.select over %d cached pods: %s us CPU per call", e.pods, sel.get("cpuMicrosPerSelect"));
+        log("  Candidates.select over %d cached pods: %s us CPU per call; hot path (cache read + walk to the first "
+                + "candidate): %s us CPU per call", e.pods, sel.get("cpuMicrosPerSelect"), sel.get("hotPathCpuMicrosPerCall"));
         Scenario baseline = new BaselineScenario();
         Scenario reference = new ReferenceScenario();
         OursScenario ours = new OursScenario();
@@ -816,6 +852,10 @@ public final class Bench {
             rec.put("apiCallsByVerb", api.byVerb);
             rec.put("podsCreated", created);
             m.put("idleReconcile", rec);
+            Map<String, Object> sel = selectionCost(e);
+            selection.put(large, sel);
+            log("  selection over %d cached pods: select %s us, hot path %s us CPU per call", large,
+                    sel.get("cpuMicrosPerSelect"), sel.get("hotPathCpuMicrosPerCall"));
             log("  idle reconcile over %d pods: cpu %s ms, wall %s ms, api calls %d, created %d", large, summary(cpu),
                     summary(wall), api.total(), created);
 
@@ -936,6 +976,155 @@ public final class Bench {
             m.put("gc", gc.find() ? gc.group() : "unknown");
             log("  jar process with %d pods: VmRSS %.1f MiB (peak %.1f), heap used %s MiB", podCount,
                     p.statusKb("VmRSS") / 1024.0, p.statusKb("VmHWM") / 1024.0, m.get("heapUsedMiB"));
+        }
+        return m;
+    }
+
+    // ------------------------------------------------------------------ operator CPU per allocation
+
+    /**
+     * Allocations against the packaged jar as one or more separate processes (replicas) sharing the mock API,
+     * clients spread round-robin over them: the operator's own CPU time per allocation from the processes' CPU
+     * accounting (/proc utime + stime via {@link ProcessHandle.Info#totalCpuDuration()}) over the measured batches
+     * and the settling of their asynchronous writes, plus latency, throughput and API calls per allocation.
+     */
+    Map<String, Object> operatorProcessAllocs(Env e, List<String> flags) throws Exception {
+        Map<String, Object> res = new LinkedHashMap<>();
+        Path jarPath = Path.of(jar);
+        Path routes = Path.of("routes").toAbsolutePath();
+        List<String> all = new ArrayList<>(List.of("--routes-dir=" + routes));
+        all.addAll(flags);
+        List<String> jvm = new ArrayList<>(jarJvmArgs.isBlank() ? List.of() : List.of(jarJvmArgs.trim().split("\\s+")));
+        Path archive = out.resolve("playpen.jsa");
+        if (cds && Files.exists(archive)) {
+            jvm.add("-XX:SharedArchiveFile=" + archive.toAbsolutePath());
+        }
+        for (int replicas : cpuReplicas) {
+            List<OperatorProcess> procs = new ArrayList<>();
+            try {
+                for (int r = 0; r < replicas; r++) {
+                    procs.add(OperatorProcess.start(jarPath, e.cluster.server.url("/"), out, jvm, all,
+                            out.resolve("operator-jar-cpu-" + replicas + "-" + r + ".log")));
+                }
+                HttpClient probe = OperatorHarness.client(e.cluster.frontProxyClient);
+                for (OperatorProcess p : procs) {
+                    p.awaitReadyMs(probe, Duration.ofSeconds(60));
+                }
+                for (int c : cpuConcurrency) {
+                    Map<String, Object> m = jarAllocRun(e, procs, c);
+                    res.put("replicas" + replicas + "_c" + c, m);
+                    log("  jar x%d c=%d: %s", replicas, c, m);
+                }
+            } finally {
+                for (OperatorProcess p : procs) {
+                    p.close();
+                }
+            }
+        }
+        return res;
+    }
+
+    static long cpuNanos(OperatorProcess p) {
+        return p.process.toHandle().info().totalCpuDuration().map(Duration::toNanos).orElse(-1L);
+    }
+
+    static HttpRequest jarAllocRequest(int port, int index) {
+        AllocCommand cmd = command(index);
+        String body = "{\"idempotencyKey\":\"bench-" + index + "\",\"resourceType\":\"runner\",\"wireGuardPublicKey\":\""
+                + cmd.wireGuardPublicKey() + "\",\"architecture\":\"amd64\"}";
+        return HttpRequest.newBuilder(URI.create("https://127.0.0.1:" + port + ALLOC_PATH)).timeout(Duration.ofSeconds(30))
+                .header("Content-Type", "application/json").header("Accept", "application/json, */*")
+                .header("X-Remote-User", "bench-user").header("X-Remote-Group", "playpen-users")
+                .header("X-Remote-Group", "system:authenticated")
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build();
+    }
+
+    /** Waits until no request reaches the mock API for 300 ms (asynchronous Event writes landed), at most 5 s. */
+    static void quiesce(Env e) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+        Map<String, Integer> last = e.cluster.requestSnapshot();
+        while (System.nanoTime() < deadline) {
+            Thread.sleep(300);
+            Map<String, Integer> now = e.cluster.requestSnapshot();
+            boolean same = true;
+            for (Map.Entry<String, Integer> x : now.entrySet()) {
+                if (!x.getKey().contains(" WATCH ") && !x.getValue().equals(last.get(x.getKey()))) {
+                    same = false;
+                }
+            }
+            if (same) {
+                return;
+            }
+            last = now;
+        }
+    }
+
+    Map<String, Object> jarAllocRun(Env e, List<OperatorProcess> procs, int c) throws Exception {
+        HttpClient[] clients = new HttpClient[c];
+        for (int i = 0; i < c; i++) {
+            clients[i] = OperatorHarness.client(e.cluster.frontProxyClient);
+        }
+        Load.Op op = (i, w) -> {
+            HttpResponse<String> r = clients[w].send(jarAllocRequest(procs.get(w % procs.size()).port, i),
+                    HttpResponse.BodyHandlers.ofString());
+            if (r.statusCode() != 200 || !r.body().contains("\"resourceType\":\"runner\"")) {
+                throw new IllegalStateException("jar alloc answered " + r.statusCode() + ": " + r.body());
+            }
+        };
+        int batch = Math.max(1, e.pods / 2);
+        release(e);
+        int w = Math.min(warmup, batch);
+        Load.run(w, c, keySeq.getAndAdd(w), op);
+        quiesce(e);
+        long cpu = 0;
+        List<long[]> parts = new ArrayList<>();
+        long wall = 0;
+        int errors = 0;
+        Throwable firstError = null;
+        Map<String, Integer> sumBefore = new HashMap<>();
+        Map<String, Integer> sumAfter = new HashMap<>();
+        int done = 0;
+        while (done < cpuAllocs) {
+            release(e);
+            Thread.sleep(500); // the replicas' watches deliver the releases outside the measured window
+            int n = Math.min(batch, cpuAllocs - done);
+            int first = keySeq.getAndAdd(n);
+            Map<String, Integer> before = e.cluster.requestSnapshot();
+            long[] c0 = procs.stream().mapToLong(Bench::cpuNanos).toArray();
+            Load.Batch b = Load.run(n, c, first, op);
+            quiesce(e);
+            long[] c1 = procs.stream().mapToLong(Bench::cpuNanos).toArray();
+            for (int i = 0; i < c0.length; i++) {
+                cpu += c1[i] - c0[i];
+            }
+            accumulate(sumBefore, sumAfter, before, e.cluster.requestSnapshot());
+            parts.add(b.nanos());
+            wall += b.wallNanos();
+            errors += b.errors();
+            if (firstError == null) {
+                firstError = b.firstError();
+            }
+            done += n;
+        }
+        release(e);
+        long[] samples = parts.stream().flatMapToLong(Arrays::stream).toArray();
+        Stats s = new Stats("jar-x" + procs.size(), e.pods, c, samples, wall, errors);
+        ApiCounts api = ApiCounts.between(sumBefore, sumAfter);
+        Map<String, Object> per = api.perOperation(s.count());
+        int patches = api.get("patch pods");
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("allocs", s.count());
+        m.put("errors", errors);
+        m.put("operatorCpuMicrosPerAlloc", Stats.round(cpu / 1e3 / Math.max(1, s.count())));
+        m.put("p50Ms", Stats.round(s.pMs(50)));
+        m.put("p99Ms", Stats.round(s.pMs(99)));
+        m.put("perSec", Stats.round(s.throughput()));
+        m.put("writesPerAllocInAll", Stats.round((num(per.get("writesPerOp")) + num(per.get("eventWritesPerOp")))));
+        m.put("eventWritesPerAlloc", per.get("eventWritesPerOp"));
+        m.put("conflictsPerAlloc", Stats.round((patches - s.count()) / (double) Math.max(1, s.count())));
+        m.put("getsPerAlloc", per.get("getsPerOp"));
+        if (firstError != null) {
+            m.put("firstError", String.valueOf(firstError));
         }
         return m;
     }
@@ -1180,8 +1369,15 @@ public final class Bench {
             }
         }
         selection.forEach((n, v) -> sb.append(String.format(Locale.ROOT,
-                "Candidates.select over %5d cached pods: %s us CPU per call%n", n,
-                ((Map<String, Object>) v).get("cpuMicrosPerSelect"))));
+                "Candidates.select over %5d cached pods: %s us CPU per call; hot-path selection (cache read + walk to "
+                + "the first candidate): %s us CPU per call%n", n,
+                ((Map<String, Object>) v).get("cpuMicrosPerSelect"), ((Map<String, Object>) v).get("hotPathCpuMicrosPerCall"))));
+        Map<String, Object> jarCpu = (Map<String, Object>) results.get("operatorProcessAllocs");
+        if (jarCpu != null) {
+            sb.append(String.format(Locale.ROOT, "%n== allocations against the packaged jar as separate process(es), N=%d "
+                    + "(operator CPU from /proc accounting) ==%n", pods));
+            jarCpu.forEach((k, v) -> sb.append(String.format(Locale.ROOT, "%-22s %s%n", k, compactTarget((Map<String, Object>) v))));
+        }
         Map<String, Object> refill = (Map<String, Object>) results.get("refill");
         Map<String, Object> ttl = (Map<String, Object>) results.get("ttl");
         Map<String, Object> large = (Map<String, Object>) results.get("large");
