@@ -242,6 +242,10 @@ public final class OperatorApp implements AutoCloseable {
         return pods;
     }
 
+    public Allocator allocator() {
+        return allocator;
+    }
+
     public NodeCache nodeCache() {
         return nodes;
     }

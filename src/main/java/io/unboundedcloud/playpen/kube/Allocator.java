@@ -1,11 +1,15 @@
 package io.unboundedcloud.playpen.kube;
 
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -15,16 +19,19 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.unboundedcloud.playpen.api.ApiException;
 import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.Candidates;
+import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.model.ManagedPods;
 
 /**
  * Hands out pods exactly once (DESIGN §2): single-flight per key hash in this process, replay from the
- * watch-fed cache, and otherwise a walk over idle candidates in rendezvous order, one conditional patch per try.
+ * watch-fed cache, and otherwise a walk over the kind's consistent-hash ring from the key, one conditional patch per
+ * try, each pod reserved within this replica while a request writes to it.
  */
 public final class Allocator {
     private static final Logger LOG = LoggerFactory.getLogger(Allocator.class);
     private static final int SAME_POD_RETRIES = 3;
+    private static final long RESERVATION_WAIT_SECONDS = 30;
     private static final java.util.Comparator<Pod> CLAIM_ORDER = java.util.Comparator
             .comparing((Pod p) -> ManagedPods.annotations(p).getOrDefault(PlaypenKeys.CLAIMED_AT, ""))
             .thenComparing(ManagedPods::name);
@@ -47,6 +54,9 @@ public final class Allocator {
     private final Candidates candidates;
     private final int retryAfterSeconds;
     private final Map<String, CompletableFuture<Allocation>> inFlight = new ConcurrentHashMap<>();
+    /** Pods a request of this replica is writing to now (see {@link #visit}). */
+    private final Map<String, CompletableFuture<Void>> reserved = new ConcurrentHashMap<>();
+    private final java.util.concurrent.atomic.LongAdder reservationWaits = new java.util.concurrent.atomic.LongAdder();
     private final java.util.List<Observer> observers = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     public Allocator(PodCache pods, NodeCache nodes, ClaimWriter writer, Candidates candidates, int retryAfterSeconds) {
@@ -105,20 +115,20 @@ public final class Allocator {
     }
 
     private Allocation doAllocate(AllocCommand cmd) {
-        // one consistent read: a claim landing between a "claimed by this key?" read and an "idle?" read would be
-        // in neither answer, and the walk would claim a second pod for the key
-        PodCache.ClaimView view = pods.claimView(cmd.keyHash(), Candidates.idleKindKey(cmd));
-        if (!view.claimed().isEmpty()) {
+        List<Pod> claimed = pods.byKeyHash(cmd.keyHash());
+        if (!claimed.isEmpty()) {
             // normally one pod; should replicas with diverging caches ever have claimed two, every replica
             // replays the same one: the earliest claim, then the lowest name
-            return replayOrConflict(view.claimed().stream().min(CLAIM_ORDER).orElseThrow(), cmd);
+            return replayOrConflict(claimed.stream().min(CLAIM_ORDER).orElseThrow(), cmd);
         }
-        // replicas share the order, so a same-key race ends in a 409 on the winner's pod and a replay; what they do
-        // not always share is the idle set: a pod that became idle within one replica's watch lag can be first for
-        // one replica and unseen by the other (closing that would need a second, per-key write)
-        Candidates.Walk walk = candidates.walk(cmd, view.idle(), nodes::externalIp);
-        for (Optional<Candidates.Usable> u = walk.next(); u.isPresent(); u = walk.next()) {
-            Optional<Allocation> a = tryClaim(u.get(), cmd);
+        // walk the kind's consistent-hash ring clockwise from the key: replicas share the order, so a same-key race
+        // ends in a 409 on the winner's pod and a replay. Each pod is judged by its freshest version when the walk
+        // reaches it, and claimed pods keep their place on the ring, so a claim made for this key since the read
+        // above (by another replica) is met and replayed rather than passed by. What replicas do not always share
+        // is the ring itself: a pod that became idle within one replica's watch lag can be on one ring only.
+        Iterator<String> ring = pods.ring(Candidates.idleKindKey(cmd), Hashes.seed(cmd.keyHash()));
+        while (ring.hasNext()) {
+            Optional<Allocation> a = visit(ring.next(), cmd);
             if (a.isPresent()) {
                 return a.get();
             }
@@ -126,6 +136,67 @@ public final class Allocator {
         // nothing usable, or every usable candidate was taken by someone else while we walked: explain why
         throw ApiException.unavailable(Candidates.unavailableMessage(cmd,
                 candidates.select(cmd, pods.pods(), nodes::externalIp)), retryAfterSeconds);
+    }
+
+    /**
+     * One pod of the walk, under this replica's reservation of it: two requests of this replica never write to
+     * one pod at once (no self-inflicted 409s). A request that finds the pod reserved waits for the holder's
+     * attempt to end and then judges the pod again from the cache, which the holder has updated: it does not skip
+     * ahead, since the shared order is what turns a cross-replica same-key race into a replay (DESIGN §2).
+     */
+    private Optional<Allocation> visit(String name, AllocCommand cmd) {
+        while (true) {
+            CompletableFuture<Void> mine = new CompletableFuture<>();
+            CompletableFuture<Void> held = reserved.putIfAbsent(name, mine);
+            if (held != null) {
+                reservationWaits.increment();
+                awaitQuietly(held);
+                continue;
+            }
+            try {
+                Pod fresh = pods.get(name).orElse(null);
+                if (fresh == null) {
+                    return Optional.empty();
+                }
+                return switch (candidates.classify(cmd, fresh, nodes::externalIp)) {
+                    case USABLE -> tryClaim(candidates.usable(cmd, fresh, nodes::externalIp), cmd);
+                    case CLAIMED_BY_THIS_KEY -> Optional.of(replayOrConflict(fresh, cmd));
+                    case SKIP -> Optional.empty();
+                };
+            } finally {
+                reserved.remove(name, mine);
+                mine.complete(null);
+            }
+        }
+    }
+
+    private static void awaitQuietly(CompletableFuture<Void> held) {
+        try {
+            // the holder's attempt is a few bounded API calls; past this, write anyway (the precondition guards it)
+            held.get(RESERVATION_WAIT_SECONDS, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw ApiException.unavailable("interrupted", 1);
+        } catch (ExecutionException | TimeoutException e) {
+            // judge the pod afresh
+        }
+    }
+
+    /** How often a request of this replica waited for another one's attempt on the same pod (metrics, bench). */
+    public long reservationWaits() {
+        return reservationWaits.sum();
+    }
+
+    /** The hot path's selection alone (bench): the first candidate this key would try now, without claiming it. */
+    public Optional<Candidates.Usable> firstCandidate(AllocCommand cmd) {
+        Iterator<String> ring = pods.ring(Candidates.idleKindKey(cmd), Hashes.seed(cmd.keyHash()));
+        while (ring.hasNext()) {
+            Pod fresh = pods.get(ring.next()).orElse(null);
+            if (fresh != null && candidates.classify(cmd, fresh, nodes::externalIp) == Candidates.Verdict.USABLE) {
+                return Optional.of(candidates.usable(cmd, fresh, nodes::externalIp));
+            }
+        }
+        return Optional.empty();
     }
 
     private Optional<Allocation> tryClaim(Candidates.Usable u, AllocCommand cmd) {

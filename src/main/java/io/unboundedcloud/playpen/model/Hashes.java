@@ -51,6 +51,24 @@ public final class Hashes {
         return mix64(h);
     }
 
+    /**
+     * A pod's position on the consistent-hash ring (independent of any key): a request walks the ring clockwise
+     * from its key's {@link #seed}, so every replica walks the same order for a key, and the pod cache keeps the
+     * ring sorted as pods come and go (no per-request work over the whole pool).
+     */
+    public static long ringPosition(String podName) {
+        long h = 0xcbf29ce484222325L;
+        for (int i = 0; i < podName.length(); i++) {
+            h = (h ^ podName.charAt(i)) * 0x100000001b3L;
+        }
+        return mix64(h);
+    }
+
+    /** How far clockwise a pod lies from a key's start on the ring (unsigned: smaller is earlier). */
+    public static long ringDistance(long keySeed, String podName) {
+        return ringPosition(podName) - keySeed;
+    }
+
     /** Seed for {@link #rendezvous} from a hex key hash (its first 16 hex chars). */
     public static long seed(String keyHash) {
         return Long.parseUnsignedLong(keyHash.substring(0, 16), 16);
