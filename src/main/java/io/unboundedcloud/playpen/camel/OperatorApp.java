@@ -79,7 +79,7 @@ public final class OperatorApp implements AutoCloseable {
         nodes = new NodeCache(client);
         trust = new TrustBundleSource(client, calls);
 
-        events = new EventRecorder(client, clock, calls, 1000);
+        events = new EventRecorder(client, clock, calls, 1000, config.eventBurst(), config.eventRateInterval());
         leader = new LeaderElection(client, config.leaderElect(), config.leaderElectionNamespace(),
                 config.leaderElectionLeaseName(), leaseIdentity(), config.leaseDuration(), config.renewDeadline(),
                 config.retryPeriod());

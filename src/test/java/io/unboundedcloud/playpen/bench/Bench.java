@@ -614,7 +614,7 @@ public final class Bench {
 
     static long eventsSettled(Env e) {
         var ev = e.op.app.events();
-        return ev.written() + ev.failed() + ev.dropped();
+        return ev.written() + ev.failed() + ev.dropped() + ev.aggregated();
     }
 
     /** The same requests again: idempotent replays answered from the cache. */
