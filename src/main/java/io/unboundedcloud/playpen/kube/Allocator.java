@@ -32,6 +32,8 @@ public final class Allocator {
     private static final Logger LOG = LoggerFactory.getLogger(Allocator.class);
     private static final int SAME_POD_RETRIES = 3;
     private static final long RESERVATION_WAIT_SECONDS = 30;
+    /** Lost stops before the walk stops probing and tries every pod of the ring in turn. */
+    private static final int MAX_PROBES = 16;
     private static final java.util.Comparator<Pod> CLAIM_ORDER = java.util.Comparator
             .comparing((Pod p) -> ManagedPods.annotations(p).getOrDefault(PlaypenKeys.CLAIMED_AT, ""))
             .thenComparing(ManagedPods::name);
@@ -124,13 +126,19 @@ public final class Allocator {
         // walk the kind's consistent-hash ring clockwise from the key: replicas share the order, so a same-key race
         // ends in a 409 on the winner's pod and a replay. Each pod is judged by its freshest version when the walk
         // reaches it, and claimed pods keep their place on the ring, so a claim made for this key since the read
-        // above (by another replica) is met and replayed rather than passed by. What replicas do not always share
-        // is the ring itself: a pod that became idle within one replica's watch lag can be on one ring only.
-        Iterator<String> ring = pods.ring(Candidates.idleKindKey(cmd), Hashes.seed(cmd.keyHash()));
-        while (ring.hasNext()) {
-            Optional<Allocation> a = visit(ring.next(), cmd);
-            if (a.isPresent()) {
-                return a.get();
+        // above (by another replica) is met and replayed rather than passed by. A stop taken by another key sends
+        // the walk to the key's next probe (Hashes.probeStart), the same sequence on every replica; after
+        // MAX_PROBES such stops one last walk tries every pod. What replicas do not always share is the ring
+        // itself: a pod that became idle within one replica's watch lag can be on one ring only.
+        String kind = Candidates.idleKindKey(cmd);
+        long seed = Hashes.seed(cmd.keyHash());
+        for (int k = 0; k <= MAX_PROBES; k++) {
+            Visit v = walk(kind, Hashes.probeStart(seed, k), cmd, k == MAX_PROBES);
+            if (v.allocation() != null) {
+                return v.allocation();
+            }
+            if (!v.stopped()) {
+                break; // round the whole ring without a usable pod: more probes would find none either
             }
         }
         // nothing usable, or every usable candidate was taken by someone else while we walked: explain why
@@ -138,30 +146,60 @@ public final class Allocator {
                 candidates.select(cmd, pods.pods(), nodes::externalIp)), retryAfterSeconds);
     }
 
+    /** What a walk or a visit came to: an allocation, or whether it stopped at a pod and lost it. */
+    private record Visit(Allocation allocation, boolean stopped) {
+    }
+
+    private static final Visit SKIPPED = new Visit(null, false);
+    private static final Visit LOST = new Visit(null, true);
+
+    /** Clockwise from {@code start}, once round; returns at the first stop lost to another key unless {@code tryAll}. */
+    private Visit walk(String kind, long start, AllocCommand cmd, boolean tryAll) {
+        Iterator<String> ring = pods.ring(kind, start);
+        boolean lostAny = false;
+        while (ring.hasNext()) {
+            Visit v = visit(ring.next(), cmd);
+            if (v.allocation() != null) {
+                return v;
+            }
+            if (v.stopped()) {
+                if (!tryAll) {
+                    return LOST;
+                }
+                lostAny = true;
+            }
+        }
+        return lostAny ? LOST : SKIPPED;
+    }
+
     /**
      * One pod of the walk, under this replica's reservation of it: two requests of this replica never write to
      * one pod at once (no self-inflicted 409s). A request that finds the pod reserved waits for the holder's
-     * attempt to end and then judges the pod again from the cache, which the holder has updated: it does not skip
-     * ahead, since the shared order is what turns a cross-replica same-key race into a replay (DESIGN §2).
+     * attempt to end and then judges the pod again from the cache, which the holder has updated (taken: a lost
+     * stop, so the walk moves to its next probe); it does not skip ahead unseen, since the shared order is what
+     * turns a cross-replica same-key race into a replay (DESIGN §2).
      */
-    private Optional<Allocation> visit(String name, AllocCommand cmd) {
+    private Visit visit(String name, AllocCommand cmd) {
+        boolean waited = false;
         while (true) {
             CompletableFuture<Void> mine = new CompletableFuture<>();
             CompletableFuture<Void> held = reserved.putIfAbsent(name, mine);
             if (held != null) {
                 reservationWaits.increment();
                 awaitQuietly(held);
+                waited = true;
                 continue;
             }
             try {
                 Pod fresh = pods.get(name).orElse(null);
                 if (fresh == null) {
-                    return Optional.empty();
+                    return waited ? LOST : SKIPPED;
                 }
                 return switch (candidates.classify(cmd, fresh, nodes::externalIp)) {
-                    case USABLE -> tryClaim(candidates.usable(cmd, fresh, nodes::externalIp), cmd);
-                    case CLAIMED_BY_THIS_KEY -> Optional.of(replayOrConflict(fresh, cmd));
-                    case SKIP -> Optional.empty();
+                    case USABLE -> tryClaim(candidates.usable(cmd, fresh, nodes::externalIp), cmd)
+                            .map(a -> new Visit(a, true)).orElse(LOST);
+                    case CLAIMED_BY_THIS_KEY -> new Visit(replayOrConflict(fresh, cmd), true);
+                    case SKIP -> waited ? LOST : SKIPPED;
                 };
             } finally {
                 reserved.remove(name, mine);

@@ -64,6 +64,15 @@ public final class Hashes {
         return mix64(h);
     }
 
+    /**
+     * Where a key's k-th probe starts on the ring (k = 0: the key's {@link #seed} itself). A walk whose stop was
+     * taken by another key restarts from its next probe instead of the next pod clockwise: two keys that met at
+     * one pod then part ways, rather than queueing for the same successors (a convoy, worst across replicas).
+     */
+    public static long probeStart(long keySeed, int k) {
+        return k == 0 ? keySeed : mix64(keySeed + k * 0x9e3779b97f4a7c15L);
+    }
+
     /** How far clockwise a pod lies from a key's start on the ring (unsigned: smaller is earlier). */
     public static long ringDistance(long keySeed, String podName) {
         return ringPosition(podName) - keySeed;
