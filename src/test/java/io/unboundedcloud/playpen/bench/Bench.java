@@ -801,6 +801,7 @@ public final class Bench {
             await(() -> idle(harness.app.podCache().pods()) == ttlSamples + 1, Duration.ofSeconds(10), "pods in cache");
             HttpClient http = OperatorHarness.client(cluster.frontProxyClient);
             Map<String, Long> patchMillis = new LinkedHashMap<>();
+            Map<String, Instant> claimedAt = new HashMap<>();
             for (int i = 0; i < ttlSamples + 1; i++) {
                 int index = keySeq.getAndIncrement();
                 long t0 = System.nanoTime();
@@ -809,15 +810,16 @@ public final class Bench {
                     throw new IllegalStateException("ttl claim answered " + r.statusCode() + ": " + r.body());
                 }
                 Timestamps.Hit patch = ts.firstAfter("PATCH ", t0);
-                patchMillis.put(patch.key().substring(patch.key().lastIndexOf('/') + 1), patch.epochMillis());
-                Thread.sleep(1000 / Math.max(1, ttlSamples) + 37);
-            }
-            Map<String, Instant> claimedAt = new HashMap<>();
-            for (Pod p : cluster.pods()) {
-                String at = ManagedPods.annotations(p).get(PlaypenKeys.CLAIMED_AT);
-                if (at != null) {
-                    claimedAt.put(p.getMetadata().getName(), Instant.parse(at));
+                String claimedName = patch.key().substring(patch.key().lastIndexOf('/') + 1);
+                patchMillis.put(claimedName, patch.epochMillis());
+                // read claimed-at now: on a loaded machine the first claims can expire before the loop ends
+                for (Pod p : cluster.pods()) {
+                    String at = ManagedPods.annotations(p).get(PlaypenKeys.CLAIMED_AT);
+                    if (at != null && p.getMetadata().getName().equals(claimedName)) {
+                        claimedAt.put(claimedName, Instant.parse(at));
+                    }
                 }
+                Thread.sleep(1000 / Math.max(1, ttlSamples) + 37);
             }
             await(() -> ts.hits.stream().filter(h -> h.key().startsWith("DELETE ")).count() >= patchMillis.size(),
                     Duration.ofSeconds(15), "TTL deletes");
