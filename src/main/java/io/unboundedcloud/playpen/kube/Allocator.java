@@ -32,8 +32,8 @@ public final class Allocator {
     private static final Logger LOG = LoggerFactory.getLogger(Allocator.class);
     private static final int SAME_POD_RETRIES = 3;
     private static final long RESERVATION_WAIT_SECONDS = 30;
-    /** Lost stops before the walk stops probing and tries every pod of the ring in turn. */
-    private static final int MAX_PROBES = 16;
+    /** Probes (walks restarted after meeting another key's claim) before one walk tries every pod in turn. */
+    private static final int MAX_PROBES = 64;
     private static final java.util.Comparator<Pod> CLAIM_ORDER = java.util.Comparator
             .comparing((Pod p) -> ManagedPods.annotations(p).getOrDefault(PlaypenKeys.CLAIMED_AT, ""))
             .thenComparing(ManagedPods::name);
@@ -123,13 +123,15 @@ public final class Allocator {
             // replays the same one: the earliest claim, then the lowest name
             return replayOrConflict(claimed.stream().min(CLAIM_ORDER).orElseThrow(), cmd);
         }
-        // walk the kind's consistent-hash ring clockwise from the key: replicas share the order, so a same-key race
-        // ends in a 409 on the winner's pod and a replay. Each pod is judged by its freshest version when the walk
-        // reaches it, and claimed pods keep their place on the ring, so a claim made for this key since the read
-        // above (by another replica) is met and replayed rather than passed by. A stop taken by another key sends
-        // the walk to the key's next probe (Hashes.probeStart), the same sequence on every replica; after
-        // MAX_PROBES such stops one last walk tries every pod. What replicas do not always share is the ring
-        // itself: a pod that became idle within one replica's watch lag can be on one ring only.
+        // walk the kind's consistent-hash ring from the key: replicas share the order, so a same-key race ends in a
+        // 409 on the winner's pod and a replay. Each pod is judged by its freshest version when the walk reaches it,
+        // and claimed pods keep their place on the ring, so a claim made for this key since the read above (by
+        // another replica) is met and replayed rather than passed by. Reaching a pod claimed by another key (found
+        // so, or lost to it just now: the rule must not depend on which, or replicas would part ways) sends the walk
+        // to the key's next probe (Hashes.probeStart), the same sequence on every replica; pods that cannot serve
+        // (not ready, gone) are passed clockwise. After MAX_PROBES probes one last walk tries every pod. What
+        // replicas do not always share is the ring itself: a pod that became idle within one replica's watch lag
+        // can be on one ring only.
         String kind = Candidates.idleKindKey(cmd);
         long seed = Hashes.seed(cmd.keyHash());
         for (int k = 0; k <= MAX_PROBES; k++) {
@@ -137,7 +139,7 @@ public final class Allocator {
             if (v.allocation() != null) {
                 return v.allocation();
             }
-            if (!v.stopped()) {
+            if (!v.claimedByOther()) {
                 break; // round the whole ring without a usable pod: more probes would find none either
             }
         }
@@ -146,61 +148,69 @@ public final class Allocator {
                 candidates.select(cmd, pods.pods(), nodes::externalIp)), retryAfterSeconds);
     }
 
-    /** What a walk or a visit came to: an allocation, or whether it stopped at a pod and lost it. */
-    private record Visit(Allocation allocation, boolean stopped) {
+    /** What a walk or a visit came to: an allocation, or whether it met a pod claimed by another key. */
+    private record Visit(Allocation allocation, boolean claimedByOther) {
     }
 
-    private static final Visit SKIPPED = new Visit(null, false);
-    private static final Visit LOST = new Visit(null, true);
+    private static final Visit PASS = new Visit(null, false);
+    private static final Visit CLAIMED_BY_OTHER = new Visit(null, true);
 
-    /** Clockwise from {@code start}, once round; returns at the first stop lost to another key unless {@code tryAll}. */
+    /**
+     * Clockwise from {@code start}, once round. Returns at the first pod claimed by another key (the caller moves
+     * to the next probe) unless {@code tryAll}, which passes those too.
+     */
     private Visit walk(String kind, long start, AllocCommand cmd, boolean tryAll) {
         Iterator<String> ring = pods.ring(kind, start);
-        boolean lostAny = false;
+        boolean metClaimed = false;
         while (ring.hasNext()) {
             Visit v = visit(ring.next(), cmd);
             if (v.allocation() != null) {
                 return v;
             }
-            if (v.stopped()) {
+            if (v.claimedByOther()) {
                 if (!tryAll) {
-                    return LOST;
+                    return CLAIMED_BY_OTHER;
                 }
-                lostAny = true;
+                metClaimed = true;
             }
         }
-        return lostAny ? LOST : SKIPPED;
+        return metClaimed ? CLAIMED_BY_OTHER : PASS;
     }
 
     /**
      * One pod of the walk, under this replica's reservation of it: two requests of this replica never write to
      * one pod at once (no self-inflicted 409s). A request that finds the pod reserved waits for the holder's
-     * attempt to end and then judges the pod again from the cache, which the holder has updated (taken: a lost
-     * stop, so the walk moves to its next probe); it does not skip ahead unseen, since the shared order is what
-     * turns a cross-replica same-key race into a replay (DESIGN §2).
+     * attempt to end and then judges the pod again from the cache, which the holder has updated; it does not skip
+     * ahead unseen, since the shared order is what turns a cross-replica same-key race into a replay (DESIGN §2).
      */
     private Visit visit(String name, AllocCommand cmd) {
-        boolean waited = false;
         while (true) {
             CompletableFuture<Void> mine = new CompletableFuture<>();
             CompletableFuture<Void> held = reserved.putIfAbsent(name, mine);
             if (held != null) {
                 reservationWaits.increment();
                 awaitQuietly(held);
-                waited = true;
                 continue;
             }
             try {
                 Pod fresh = pods.get(name).orElse(null);
                 if (fresh == null) {
-                    return waited ? LOST : SKIPPED;
+                    return PASS;
                 }
-                return switch (candidates.classify(cmd, fresh, nodes::externalIp)) {
-                    case USABLE -> tryClaim(candidates.usable(cmd, fresh, nodes::externalIp), cmd)
-                            .map(a -> new Visit(a, true)).orElse(LOST);
-                    case CLAIMED_BY_THIS_KEY -> new Visit(replayOrConflict(fresh, cmd), true);
-                    case SKIP -> waited ? LOST : SKIPPED;
-                };
+                Candidates.Verdict verdict = candidates.classify(cmd, fresh, nodes::externalIp);
+                if (verdict == Candidates.Verdict.CLAIMED_BY_THIS_KEY) {
+                    return new Visit(replayOrConflict(fresh, cmd), false);
+                }
+                if (verdict == Candidates.Verdict.USABLE) {
+                    Optional<Allocation> a = tryClaim(candidates.usable(cmd, fresh, nodes::externalIp), cmd);
+                    if (a.isPresent()) {
+                        return new Visit(a.get(), false);
+                    }
+                    // lost it (tryClaim recorded what it learnt in the cache): judge it as found now
+                    fresh = pods.get(name).orElse(null);
+                }
+                return fresh != null && ManagedPods.isClaimed(fresh) && !cmd.keyHash().equals(ManagedPods.keyHash(fresh))
+                        ? CLAIMED_BY_OTHER : PASS;
             } finally {
                 reserved.remove(name, mine);
                 mine.complete(null);
@@ -227,11 +237,23 @@ public final class Allocator {
 
     /** The hot path's selection alone (bench): the first candidate this key would try now, without claiming it. */
     public Optional<Candidates.Usable> firstCandidate(AllocCommand cmd) {
-        Iterator<String> ring = pods.ring(Candidates.idleKindKey(cmd), Hashes.seed(cmd.keyHash()));
-        while (ring.hasNext()) {
-            Pod fresh = pods.get(ring.next()).orElse(null);
-            if (fresh != null && candidates.classify(cmd, fresh, nodes::externalIp) == Candidates.Verdict.USABLE) {
-                return Optional.of(candidates.usable(cmd, fresh, nodes::externalIp));
+        String kind = Candidates.idleKindKey(cmd);
+        long seed = Hashes.seed(cmd.keyHash());
+        for (int k = 0; k < MAX_PROBES; k++) {
+            Iterator<String> ring = pods.ring(kind, Hashes.probeStart(seed, k));
+            boolean claimedByOther = false;
+            while (ring.hasNext() && !claimedByOther) {
+                Pod fresh = pods.get(ring.next()).orElse(null);
+                if (fresh == null) {
+                    continue;
+                }
+                if (candidates.classify(cmd, fresh, nodes::externalIp) == Candidates.Verdict.USABLE) {
+                    return Optional.of(candidates.usable(cmd, fresh, nodes::externalIp));
+                }
+                claimedByOther = ManagedPods.isClaimed(fresh);
+            }
+            if (!claimedByOther) {
+                break;
             }
         }
         return Optional.empty();
