@@ -135,6 +135,75 @@ class AllocatorReservationTest {
         }
     }
 
+    /**
+     * Two replicas (own caches, own allocators) walk one key the same way: the key's first stop is taken by another
+     * key, so the walk jumps to its next probe, and the second replica, asked the same key afterwards, replays
+     * the first one's claim instead of claiming a second pod.
+     */
+    @Test
+    void twoReplicasWalkOneKeyTheSameWayPastAnotherKeysClaim() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            cluster.addNode("node-a", "amd64", "203.0.113.10");
+            for (int i = 0; i < 8; i++) {
+                cluster.create(TestCluster.readyRunner("amd64", 51820 + i, "node-a"));
+            }
+            Candidates candidates = new Candidates(Map.of());
+            PodCache pods1 = new PodCache(cluster.client, TestCluster.NS, candidates::idleKindKey);
+            PodCache pods2 = new PodCache(cluster.client, TestCluster.NS, candidates::idleKindKey);
+            NodeCache nodes1 = new NodeCache(cluster.client);
+            NodeCache nodes2 = new NodeCache(cluster.client);
+            List<AutoCloseable> all = List.of(pods1, pods2, nodes1, nodes2);
+            pods1.start();
+            pods2.start();
+            nodes1.start();
+            nodes2.start();
+            try {
+                Allocator replica1 = new Allocator(pods1, nodes1,
+                        new ClaimWriter(cluster.client, Clock.systemUTC(), new ApiCallCounter()), candidates, 1);
+                Allocator replica2 = new Allocator(pods2, nodes2,
+                        new ClaimWriter(cluster.client, Clock.systemUTC(), new ApiCallCounter()), candidates, 1);
+                OperatorHarness.awaitTrue(() -> pods1.hasSynced() && pods2.hasSynced() && nodes1.hasSynced()
+                        && nodes2.hasSynced() && pods1.ringSize(KIND) == 8 && pods2.ringSize(KIND) == 8
+                        && nodes1.externalIp("node-a").isPresent() && nodes2.externalIp("node-a").isPresent(),
+                        Duration.ofSeconds(10), "both replicas synced");
+                AllocCommand other = cmd("someone-else");
+                String taken = firstOnRing(pods1, other);
+                AllocCommand key = null;
+                for (int k = 0; key == null; k++) {
+                    AllocCommand c = cmd("shared-key-" + k);
+                    if (firstOnRing(pods1, c).equals(taken)) {
+                        key = c;
+                    }
+                }
+                assertThat(replica2.allocate(other).pod().getMetadata().getName()).isEqualTo(taken);
+                OperatorHarness.awaitTrue(() -> pods1.get(taken).map(ManagedPods::isClaimed).orElse(false),
+                        Duration.ofSeconds(10), "replica 1 sees the other key's claim");
+
+                OperatorHarness.awaitTrue(() -> pods2.get(taken).map(ManagedPods::isClaimed).orElse(false),
+                        Duration.ofSeconds(10), "replica 2 sees the other key's claim");
+                // both replicas' walks for the key pass the taken pod the same way (next probe) and stop at one pod
+                String next1 = replica1.firstCandidate(key).orElseThrow().pod().getMetadata().getName();
+                String next2 = replica2.firstCandidate(key).orElseThrow().pod().getMetadata().getName();
+                assertThat(next1).isEqualTo(next2).isNotEqualTo(taken);
+
+                Allocator.Allocation first = replica1.allocate(key);
+                assertThat(first.replay()).isFalse();
+                assertThat(first.pod().getMetadata().getName()).isEqualTo(next1);
+                AllocCommand same = key;
+                OperatorHarness.awaitTrue(() -> pods2.get(first.pod().getMetadata().getName())
+                        .map(ManagedPods::isClaimed).orElse(false), Duration.ofSeconds(10), "replica 2 sees the claim");
+                Allocator.Allocation second = replica2.allocate(same);
+                assertThat(second.replay()).isTrue();
+                assertThat(second.pod().getMetadata().getName()).isEqualTo(first.pod().getMetadata().getName());
+                assertThat(cluster.pods()).filteredOn(p -> same.keyHash().equals(ManagedPods.keyHash(p))).hasSize(1);
+            } finally {
+                for (AutoCloseable c : all) {
+                    c.close();
+                }
+            }
+        }
+    }
+
     private static AllocCommand cmd(String key) {
         return new AllocCommand(Hashes.keyHash(key), ResourceType.RUNNER, "", TestCluster.wgKey(3), "amd64");
     }
