@@ -40,8 +40,8 @@ public final class Hashes {
     }
 
     /**
-     * Rendezvous score of a pod for a key: a stable 64-bit mix (no per-process seed) so every replica walks
-     * candidates in the same order for the same key.
+     * Rendezvous score of a pod for a key: a stable 64-bit mix (no per-process seed). The claim path ordered
+     * candidates by it until issue 15 (O(N) per request); it now walks the ring ({@link #ringPosition}).
      */
     public static long rendezvous(long keySeed, String podName) {
         long h = keySeed;

@@ -1212,7 +1212,7 @@ public final class Bench {
                 "baseline-patch: ClaimWriter.claim (the exact conditional JSON merge patch) from a separate fabric8 "
                         + "client tuned by KubeClients.create, one distinct idle pod per request.",
                 "reference-pattern: LIST pods, LIST runner pods, GET node, GET pod, PUT pod per allocation, in the "
-                        + "same rendezvous order as ours (generous to it: fewer conflicts).",
+                        + "same candidate order as Candidates.select (the ring order) (generous to it: fewer conflicts).",
                 "alloc-https: POST allocs through the HTTPS front door with the front-proxy client certificate and "
                         + "X-Remote-* headers, one keep-alive connection per worker, a fresh key each; the "
                         + "SubjectAccessReview cache is warmed by the warm-up run.",
