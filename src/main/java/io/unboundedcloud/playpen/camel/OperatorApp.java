@@ -101,7 +101,7 @@ public final class OperatorApp implements AutoCloseable {
         nodes = new NodeCache(client);
         trust = new TrustBundleSource(client, calls);
 
-        events = new EventRecorder(client, clock, calls, 1000);
+        events = new EventRecorder(client, clock, calls, 1000, config.eventBurst(), config.eventRateInterval());
         leader = new LeaderElection(client, config.leaderElect(), config.leaderElectionNamespace(),
                 config.leaderElectionLeaseName(), leaseIdentity(), config.leaseDuration(), config.renewDeadline(),
                 config.retryPeriod());
@@ -328,6 +328,10 @@ public final class OperatorApp implements AutoCloseable {
 
     public PodCache podCache() {
         return pods;
+    }
+
+    public Allocator allocator() {
+        return allocator;
     }
 
     public NodeCache nodeCache() {

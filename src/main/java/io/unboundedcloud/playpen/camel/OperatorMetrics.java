@@ -116,6 +116,9 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
         FunctionCounter.builder("playpen_events_dropped", events, EventRecorder::forbidden)
                 .description("Kubernetes events not recorded: queue full, or forbidden by RBAC")
                 .tag("reason", "forbidden").register(registry);
+        FunctionCounter.builder("playpen_events_aggregated", events, EventRecorder::aggregated)
+                .description("Kubernetes events over their rate (--event-burst, --event-rate-interval) combined into a "
+                        + "later Event instead of written on their own").register(registry);
         FunctionCounter.builder("playpen_events_failed", events, EventRecorder::failed)
                 .description("Kubernetes events the API server refused for another reason than RBAC").register(registry);
     }

@@ -71,6 +71,8 @@ public enum Flag {
     IDLE_TIMEOUT("idle-timeout", "60s", "close HTTPS connections idle for this long"),
     HTTP_WORKER_THREADS("http-worker-threads", "64", "threads that run the HTTP flows (each connection is served by one; alloc blocks on API calls)"),
     REFILL_DEBOUNCE("refill-debounce", "100ms", "delay that coalesces cache events before a pool pass"),
+    EVENT_BURST("event-burst", "25", "Events of one reason and kind per namespace written at once before rate limiting (0 = no limit)"),
+    EVENT_RATE_INTERVAL("event-rate-interval", "5s", "past the burst, one Event per reason and kind per namespace per interval; the others are aggregated into it"),
     DEV("dev", "false", "start the embedded simulated cluster and run against it"),
     DEV_DIR("dev-dir", "target/dev", "where --dev writes kubeconfigs, certificates and endpoints.env"),
     DEV_API_PORT("dev-api-port", "0", "--dev: port of the simulated API server (0 = free port)"),

@@ -1,11 +1,15 @@
 package io.unboundedcloud.playpen.kube;
 
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -15,16 +19,21 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.unboundedcloud.playpen.api.ApiException;
 import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.Candidates;
+import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.model.ManagedPods;
 
 /**
  * Hands out pods exactly once (DESIGN §2): single-flight per key hash in this process, replay from the
- * watch-fed cache, and otherwise a walk over idle candidates in rendezvous order, one conditional patch per try.
+ * watch-fed cache, and otherwise a walk over the kind's consistent-hash ring from the key, one conditional patch per
+ * try, each pod reserved within this replica while a request writes to it.
  */
 public final class Allocator {
     private static final Logger LOG = LoggerFactory.getLogger(Allocator.class);
     private static final int SAME_POD_RETRIES = 3;
+    private static final long RESERVATION_WAIT_SECONDS = 30;
+    /** Probes (walks restarted after meeting another key's claim) before one walk tries every pod in turn. */
+    private static final int MAX_PROBES = 64;
     private static final java.util.Comparator<Pod> CLAIM_ORDER = java.util.Comparator
             .comparing((Pod p) -> ManagedPods.annotations(p).getOrDefault(PlaypenKeys.CLAIMED_AT, ""))
             .thenComparing(ManagedPods::name);
@@ -50,6 +59,9 @@ public final class Allocator {
     /** Per-owner critical sections (striped) so one replica's count-then-claim never admits two at once. */
     private final Object[] ownerStripes = new Object[64];
     private final Map<String, CompletableFuture<Allocation>> inFlight = new ConcurrentHashMap<>();
+    /** Pods a request of this replica is writing to now (see {@link #visit}). */
+    private final Map<String, CompletableFuture<Void>> reserved = new ConcurrentHashMap<>();
+    private final java.util.concurrent.atomic.LongAdder reservationWaits = new java.util.concurrent.atomic.LongAdder();
     private final java.util.List<Observer> observers = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     public Allocator(PodCache pods, NodeCache nodes, ClaimWriter writer, Candidates candidates, int retryAfterSeconds) {
@@ -169,13 +181,11 @@ public final class Allocator {
     }
 
     private Allocation doAllocate(AllocCommand cmd, String ownerHash, boolean explain) {
-        // one consistent read: a claim landing between a "claimed by this key?" read and an "idle?" read would be
-        // in neither answer, and the walk would claim a second pod for the key
-        PodCache.ClaimView view = pods.claimView(cmd.keyHash(), Candidates.idleKindKey(cmd));
-        if (!view.claimed().isEmpty()) {
+        List<Pod> claimed = pods.byKeyHash(cmd.keyHash());
+        if (!claimed.isEmpty()) {
             // normally one pod; should replicas with diverging caches ever have claimed two, every replica
             // replays the same one: the earliest claim, then the lowest name
-            return replayOrConflict(view.claimed().stream().min(CLAIM_ORDER).orElseThrow(), cmd);
+            return replayOrConflict(claimed.stream().min(CLAIM_ORDER).orElseThrow(), cmd);
         }
         if (maxPerOwner > 0 && ownerHash != null) {
             // count and claim under the owner's lock: this replica's own claims are in the cache's overlay at once,
@@ -189,10 +199,10 @@ public final class Allocator {
                             + " of at most " + maxPerOwner + " allocations (--max-allocs-per-user); deallocate one"
                             + " first", Map.of("Retry-After", String.valueOf(retryAfterSeconds)));
                 }
-                return walk(cmd, view, ownerHash, explain);
+                return ringWalk(cmd, ownerHash, explain);
             }
         }
-        return walk(cmd, view, ownerHash, explain);
+        return ringWalk(cmd, ownerHash, explain);
     }
 
     /** Live claims (not being deleted) recorded with this owner hash, as this process sees the cluster now. */
@@ -203,15 +213,26 @@ public final class Allocator {
                 .count();
     }
 
-    private Allocation walk(AllocCommand cmd, PodCache.ClaimView view, String ownerHash, boolean explain) {
-        // replicas share the order, so a same-key race ends in a 409 on the winner's pod and a replay; what they do
-        // not always share is the idle set: a pod that became idle within one replica's watch lag can be first for
-        // one replica and unseen by the other (closing that would need a second, per-key write)
-        Candidates.Walk walk = candidates.walk(cmd, view.idle(), nodes::externalIp);
-        for (Optional<Candidates.Usable> u = walk.next(); u.isPresent(); u = walk.next()) {
-            Optional<Allocation> a = tryClaim(u.get(), cmd, ownerHash);
-            if (a.isPresent()) {
-                return a.get();
+    /** The ring walk of a command (quota already checked): the claim or a replay, else the 503. */
+    private Allocation ringWalk(AllocCommand cmd, String ownerHash, boolean explain) {
+        // walk the kind's consistent-hash ring from the key: replicas share the order, so a same-key race ends in a
+        // 409 on the winner's pod and a replay. Each pod is judged by its freshest version when the walk reaches it,
+        // and claimed pods keep their place on the ring, so a claim made for this key since the read above (by
+        // another replica) is met and replayed rather than passed by. Reaching a pod claimed by another key (found
+        // so, or lost to it just now: the rule must not depend on which, or replicas would part ways) sends the walk
+        // to the key's next probe (Hashes.probeStart), the same sequence on every replica; pods that cannot serve
+        // (not ready, gone) are passed clockwise. After MAX_PROBES probes one last walk tries every pod. What
+        // replicas do not always share is the ring itself: a pod that became idle within one replica's watch lag
+        // can be on one ring only.
+        String kind = Candidates.idleKindKey(cmd);
+        long seed = Hashes.seed(cmd.keyHash());
+        for (int k = 0; k <= MAX_PROBES; k++) {
+            Visit v = walk(kind, Hashes.probeStart(seed, k), cmd, ownerHash, k == MAX_PROBES);
+            if (v.allocation() != null) {
+                return v.allocation();
+            }
+            if (!v.claimedByOther()) {
+                break; // round the whole ring without a usable pod: more probes would find none either
             }
         }
         // nothing usable, or every usable candidate was taken by someone else while we walked: explain why
@@ -219,6 +240,117 @@ public final class Allocator {
             throw NO_CAPACITY;
         }
         throw unavailable(cmd);
+    }
+
+    /** What a walk or a visit came to: an allocation, or whether it met a pod claimed by another key. */
+    private record Visit(Allocation allocation, boolean claimedByOther) {
+    }
+
+    private static final Visit PASS = new Visit(null, false);
+    private static final Visit CLAIMED_BY_OTHER = new Visit(null, true);
+
+    /**
+     * Clockwise from {@code start}, once round. Returns at the first pod claimed by another key (the caller moves
+     * to the next probe) unless {@code tryAll}, which passes those too.
+     */
+    private Visit walk(String kind, long start, AllocCommand cmd, String ownerHash, boolean tryAll) {
+        Iterator<String> ring = pods.ring(kind, start);
+        boolean metClaimed = false;
+        while (ring.hasNext()) {
+            Visit v = visit(ring.next(), cmd, ownerHash);
+            if (v.allocation() != null) {
+                return v;
+            }
+            if (v.claimedByOther()) {
+                if (!tryAll) {
+                    return CLAIMED_BY_OTHER;
+                }
+                metClaimed = true;
+            }
+        }
+        return metClaimed ? CLAIMED_BY_OTHER : PASS;
+    }
+
+    /**
+     * One pod of the walk, under this replica's reservation of it: two requests of this replica never write to
+     * one pod at once (no self-inflicted 409s). A request that finds the pod reserved waits for the holder's
+     * attempt to end and then judges the pod again from the cache, which the holder has updated; it does not skip
+     * ahead unseen, since the shared order is what turns a cross-replica same-key race into a replay (DESIGN §2).
+     */
+    private Visit visit(String name, AllocCommand cmd, String ownerHash) {
+        while (true) {
+            CompletableFuture<Void> mine = new CompletableFuture<>();
+            CompletableFuture<Void> held = reserved.putIfAbsent(name, mine);
+            if (held != null) {
+                reservationWaits.increment();
+                awaitQuietly(held);
+                continue;
+            }
+            try {
+                Pod fresh = pods.get(name).orElse(null);
+                if (fresh == null) {
+                    return PASS;
+                }
+                Candidates.Verdict verdict = candidates.classify(cmd, fresh, nodes::externalIp);
+                if (verdict == Candidates.Verdict.CLAIMED_BY_THIS_KEY) {
+                    return new Visit(replayOrConflict(fresh, cmd), false);
+                }
+                if (verdict == Candidates.Verdict.USABLE) {
+                    Optional<Allocation> a = tryClaim(candidates.usable(cmd, fresh, nodes::externalIp), cmd, ownerHash);
+                    if (a.isPresent()) {
+                        return new Visit(a.get(), false);
+                    }
+                    // lost it (tryClaim recorded what it learnt in the cache): judge it as found now
+                    fresh = pods.get(name).orElse(null);
+                }
+                return fresh != null && ManagedPods.isClaimed(fresh) && !cmd.keyHash().equals(ManagedPods.keyHash(fresh))
+                        ? CLAIMED_BY_OTHER : PASS;
+            } finally {
+                reserved.remove(name, mine);
+                mine.complete(null);
+            }
+        }
+    }
+
+    private static void awaitQuietly(CompletableFuture<Void> held) {
+        try {
+            // the holder's attempt is a few bounded API calls; past this, write anyway (the precondition guards it)
+            held.get(RESERVATION_WAIT_SECONDS, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw ApiException.unavailable("interrupted", 1);
+        } catch (ExecutionException | TimeoutException e) {
+            // judge the pod afresh
+        }
+    }
+
+    /** How often a request of this replica waited for another one's attempt on the same pod (metrics, bench). */
+    public long reservationWaits() {
+        return reservationWaits.sum();
+    }
+
+    /** The hot path's selection alone (bench): the first candidate this key would try now, without claiming it. */
+    public Optional<Candidates.Usable> firstCandidate(AllocCommand cmd) {
+        String kind = Candidates.idleKindKey(cmd);
+        long seed = Hashes.seed(cmd.keyHash());
+        for (int k = 0; k < MAX_PROBES; k++) {
+            Iterator<String> ring = pods.ring(kind, Hashes.probeStart(seed, k));
+            boolean claimedByOther = false;
+            while (ring.hasNext() && !claimedByOther) {
+                Pod fresh = pods.get(ring.next()).orElse(null);
+                if (fresh == null) {
+                    continue;
+                }
+                if (candidates.classify(cmd, fresh, nodes::externalIp) == Candidates.Verdict.USABLE) {
+                    return Optional.of(candidates.usable(cmd, fresh, nodes::externalIp));
+                }
+                claimedByOther = ManagedPods.isClaimed(fresh);
+            }
+            if (!claimedByOther) {
+                break;
+            }
+        }
+        return Optional.empty();
     }
 
     private Optional<Allocation> tryClaim(Candidates.Usable u, AllocCommand cmd, String ownerHash) {

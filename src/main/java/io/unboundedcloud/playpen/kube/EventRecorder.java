@@ -26,6 +26,15 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
  * background thread; when the queue is full (API slow or refusing) new events are dropped and counted. A
  * namespace whose events the API server forbids (403, e.g. the Go operator's RBAC) is warned about once, and
  * after a few refusals its events are dropped without asking, except one probe per interval.
+ *
+ * <p>Rate limiting and aggregation, after client-go's EventCorrelator: per namespace, type, reason and kind of the
+ * object, a token bucket of {@code burst} Events refilled by one per {@code interval}. An event over the limit is not
+ * written but aggregated (counted in {@link #aggregated()}): the next Event that key may write carries it, with the
+ * message prefixed "(combined from similar events): " and {@code count} = the events it stands for, written with the
+ * next event of that key or on its own once a token is back. Unlike client-go's spam filter the key leaves out the
+ * object's name: every allocation's Event is about a different pod, so a per-object filter would never engage, and
+ * at high allocation rates the Events would cost the API server as much as the claims. Low rates (up to
+ * {@code burst} at once, then one per {@code interval}) still get one Event each.
  */
 public final class EventRecorder implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(EventRecorder.class);
@@ -39,8 +48,21 @@ public final class EventRecorder implements AutoCloseable {
     private record Pending(ObjectReference regarding, String namespace, String type, String reason, String message) {
     }
 
+    /** One rate-limited key: its tokens and the events aggregated while it had none (writer thread only). */
+    private static final class Bucket {
+        double tokens;
+        long lastNanos;
+        Pending latest;
+        int aggregated;
+        String firstTimestamp;
+    }
+
     private final KubernetesClient client;
     private final Clock clock;
+    private final int burst;
+    private final long intervalNanos;
+    private final Map<String, Bucket> buckets = new HashMap<>();
+    private final LongAdder aggregated = new LongAdder();
     private final ApiCallCounter calls;
     private final BlockingQueue<Pending> queue;
     private final LongAdder written = new LongAdder();
@@ -60,14 +82,31 @@ public final class EventRecorder implements AutoCloseable {
         long suspendedUntilNanos;
     }
 
+    /** Without rate limiting: every event is written. */
     public EventRecorder(KubernetesClient client, Clock clock, ApiCallCounter calls, int capacity) {
-        this(client, clock, calls, capacity, FORBIDDEN_PROBE_INTERVAL);
+        this(client, clock, calls, capacity, FORBIDDEN_PROBE_INTERVAL, 0, Duration.ofSeconds(1));
+    }
+
+    /**
+     * Rate-limited: per namespace, type, reason and kind, {@code burst} Events at once, then one per
+     * {@code interval}, the others aggregated into those ({@code burst} 0: no limit).
+     */
+    public EventRecorder(KubernetesClient client, Clock clock, ApiCallCounter calls, int capacity, int burst,
+            Duration interval) {
+        this(client, clock, calls, capacity, FORBIDDEN_PROBE_INTERVAL, burst, interval);
     }
 
     /** With an explicit probe interval for forbidden namespaces (tests). */
     EventRecorder(KubernetesClient client, Clock clock, ApiCallCounter calls, int capacity, Duration probeInterval) {
+        this(client, clock, calls, capacity, probeInterval, 0, Duration.ofSeconds(1));
+    }
+
+    EventRecorder(KubernetesClient client, Clock clock, ApiCallCounter calls, int capacity, Duration probeInterval,
+            int burst, Duration interval) {
         this.client = client;
         this.clock = clock;
+        this.burst = burst;
+        this.intervalNanos = Math.max(1, interval.toNanos());
         this.calls = calls;
         this.probeInterval = probeInterval;
         this.queue = new ArrayBlockingQueue<>(capacity);
@@ -109,6 +148,7 @@ public final class EventRecorder implements AutoCloseable {
                 return;
             }
             if (p == null) {
+                flushAggregates();
                 continue;
             }
             // let the request that produced the event finish its answer first: events are not urgent, and
@@ -118,26 +158,106 @@ public final class EventRecorder implements AutoCloseable {
             } catch (InterruptedException e) {
                 return;
             }
-            write(p);
+            admit(p);
             Pending more;
             while ((more = queue.poll()) != null) {
-                write(more);
+                admit(more);
+            }
+            flushAggregates();
+        }
+    }
+
+    /** Writes the event if its key has a token (carrying what was aggregated meanwhile), else aggregates it. */
+    private void admit(Pending p) {
+        if (burst <= 0) {
+            write(p, 0, null);
+            return;
+        }
+        String key = p.namespace() + "\u0000" + p.type() + "\u0000" + p.reason() + "\u0000" + p.regarding().getKind();
+        Bucket b = buckets.get(key);
+        long now = System.nanoTime();
+        if (b == null) {
+            b = new Bucket();
+            b.tokens = burst;
+            b.lastNanos = now;
+            buckets.put(key, b);
+        }
+        refill(b, now);
+        if (b.tokens >= 1) {
+            b.tokens -= 1;
+            int carried = b.aggregated;
+            String first = b.firstTimestamp;
+            b.latest = null;
+            b.aggregated = 0;
+            b.firstTimestamp = null;
+            write(p, carried, first);
+            return;
+        }
+        if (b.aggregated == 0) {
+            b.firstTimestamp = clock.instant().toString();
+        }
+        b.latest = p;
+        b.aggregated++;
+        aggregated.increment();
+    }
+
+    private void refill(Bucket b, long now) {
+        long elapsed = now - b.lastNanos;
+        if (elapsed > 0) {
+            b.tokens = Math.min(burst, b.tokens + (double) elapsed / intervalNanos);
+            b.lastNanos = now;
+        }
+    }
+
+    /** Aggregated events whose key has a token again are written as one combined Event; full idle buckets go. */
+    private void flushAggregates() {
+        if (buckets.isEmpty()) {
+            return;
+        }
+        long now = System.nanoTime();
+        var it = buckets.values().iterator();
+        while (it.hasNext()) {
+            Bucket b = it.next();
+            refill(b, now);
+            if (b.aggregated > 0 && b.tokens >= 1) {
+                b.tokens -= 1;
+                // the latest aggregated event stands for itself and the others before it
+                Pending latest = b.latest;
+                int others = b.aggregated - 1;
+                String first = b.firstTimestamp;
+                b.latest = null;
+                b.aggregated = 0;
+                b.firstTimestamp = null;
+                write(latest, others, first, true);
+            } else if (b.aggregated == 0 && b.tokens >= burst) {
+                it.remove();
             }
         }
     }
 
-    private void write(Pending p) {
+    private void write(Pending p, int carried, String firstTimestamp) {
+        write(p, carried, firstTimestamp, false);
+    }
+
+    /**
+     * One Event; {@code carried} earlier events of its key are combined into it (client-go's aggregate form).
+     * {@code flushed}: p is itself an aggregated event, written on its own once its key had a token again.
+     */
+    private void write(Pending p, int carried, String firstTimestamp, boolean flushed) {
         Refusal refusal = refusals.get(p.namespace());
         if (refusal != null && refusal.suspended && System.nanoTime() - refusal.suspendedUntilNanos < 0) {
             forbidden.increment(); // RBAC refuses this namespace's events: do not ask again before the probe
             return;
         }
         String now = clock.instant().toString();
+        boolean combined = carried > 0 || flushed;
         Event e = new EventBuilder().withNewMetadata()
                 .withName(p.regarding().getName() + "." + UUID.randomUUID().toString().substring(0, 8))
                 .withNamespace(p.namespace()).endMetadata()
-                .withInvolvedObject(p.regarding()).withType(p.type()).withReason(p.reason()).withMessage(p.message())
-                .withFirstTimestamp(now).withLastTimestamp(now).withCount(1)
+                .withInvolvedObject(p.regarding()).withType(p.type()).withReason(p.reason())
+                .withMessage(combined ? "(combined from similar events): " + p.message() : p.message())
+                .withFirstTimestamp(firstTimestamp != null ? firstTimestamp : now).withLastTimestamp(now)
+                .withCount(1 + carried)
                 .withNewSource().withComponent(COMPONENT).endSource()
                 .withReportingComponent(COMPONENT).build();
         try {
@@ -182,8 +302,14 @@ public final class EventRecorder implements AutoCloseable {
         }
     }
 
+    /** Event objects created (a combined one counts once). */
     public long written() {
         return written.sum();
+    }
+
+    /** Events not written on their own because their key was over its rate: combined into a later Event. */
+    public long aggregated() {
+        return aggregated.sum();
     }
 
     /** Events dropped because the queue was full. */

@@ -2,11 +2,14 @@ package io.unboundedcloud.playpen.kube;
 
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.HashMap;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
@@ -14,8 +17,12 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
+import io.fabric8.kubernetes.client.informers.cache.BasicItemStore;
+import io.fabric8.kubernetes.client.informers.cache.Cache;
 import io.fabric8.kubernetes.client.informers.cache.Indexer;
+import io.fabric8.kubernetes.client.informers.cache.ItemStore;
 import io.fabric8.kubernetes.client.informers.impl.cache.CacheImpl;
+import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
 
 /**
@@ -43,6 +50,25 @@ public final class PodCache implements AutoCloseable {
     /** The claim path's input, read at one instant: the pods carrying a key hash and the idle pods of a kind. */
     public record ClaimView(List<Pod> claimed, List<Pod> idle) {
     }
+
+    /** A pod's place on a kind's consistent-hash ring: position unsigned, then name. */
+    private record RingKey(long position, String name) implements Comparable<RingKey> {
+        @Override
+        public int compareTo(RingKey o) {
+            int c = Long.compareUnsigned(position, o.position);
+            return c != 0 ? c : name.compareTo(o.name);
+        }
+    }
+
+    /**
+     * Per kind ("runner/amd64"), the pods on its ring, sorted by {@link Hashes#ringPosition}. Maintained by the
+     * watch store itself ({@link RingStore}, under the store's lock), so it never lags the store. A pod joins
+     * its kind's ring when the watch first sees it idle and keeps its place once claimed (a walk must meet a
+     * pod claimed for its own key since the walk began, to replay it); it leaves when deleted or when it is
+     * idle but no longer of a kind.
+     */
+    private final Map<String, ConcurrentSkipListMap<RingKey, Boolean>> rings = new ConcurrentHashMap<>();
+    private final Map<String, String> ringKindOf = new ConcurrentHashMap<>();
 
     private final KubernetesClient client;
     private final String namespace;
@@ -77,6 +103,7 @@ public final class PodCache implements AutoCloseable {
             return;
         }
         SharedIndexInformer<Pod> inf = Informers.keepRetrying(client.pods().inNamespace(namespace).runnableInformer(0), "pods");
+        inf.itemStore(new RingStore());
         inf.addIndexers(Map.of(KEY_INDEX, pod -> {
             String h = ManagedPods.keyHash(pod);
             return h.isEmpty() ? List.of() : List.of(h);
@@ -217,6 +244,115 @@ public final class PodCache implements AutoCloseable {
             }
         }
         return out;
+    }
+
+    /**
+     * The names on the ring of {@code kindKey} clockwise from {@code start} (a key's {@link Hashes#seed}), once
+     * round: O(log N) to begin, then one step per pod, whatever the pool size. Weakly consistent (pods joining or
+     * leaving meanwhile may or may not be met); callers judge each name by its freshest version ({@link #get}).
+     */
+    public Iterator<String> ring(String kindKey, long start) {
+        ConcurrentSkipListMap<RingKey, Boolean> r = rings.get(kindKey);
+        if (r == null) {
+            return Collections.emptyIterator();
+        }
+        RingKey from = new RingKey(start, "");
+        Iterator<RingKey> after = r.tailMap(from, true).keySet().iterator();
+        Iterator<RingKey> before = r.headMap(from, false).keySet().iterator();
+        return new Iterator<>() {
+            @Override
+            public boolean hasNext() {
+                return after.hasNext() || before.hasNext();
+            }
+
+            @Override
+            public String next() {
+                return (after.hasNext() ? after.next() : before.next()).name();
+            }
+        };
+    }
+
+    /** How many pods are on the ring of a kind (idle ones and claimed ones that were idle here). */
+    public int ringSize(String kindKey) {
+        ConcurrentSkipListMap<RingKey, Boolean> r = rings.get(kindKey);
+        return r == null ? 0 : r.size();
+    }
+
+    /** The watch store's item store: keeps the rings in step with every put and remove, under the store's lock. */
+    private final class RingStore implements ItemStore<Pod> {
+        private final BasicItemStore<Pod> items = new BasicItemStore<>(Cache::metaNamespaceKeyFunc);
+
+        @Override
+        public String getKey(Pod pod) {
+            return items.getKey(pod);
+        }
+
+        @Override
+        public Pod put(String key, Pod pod) {
+            Pod old = items.put(key, pod);
+            ringPut(pod);
+            return old;
+        }
+
+        @Override
+        public Pod remove(String key) {
+            Pod old = items.remove(key);
+            if (old != null) {
+                ringRemove(old.getMetadata().getName());
+            }
+            return old;
+        }
+
+        @Override
+        public java.util.stream.Stream<String> keySet() {
+            return items.keySet();
+        }
+
+        @Override
+        public java.util.stream.Stream<Pod> values() {
+            return items.values();
+        }
+
+        @Override
+        public int size() {
+            return items.size();
+        }
+
+        @Override
+        public Pod get(String key) {
+            return items.get(key);
+        }
+    }
+
+    private void ringPut(Pod pod) {
+        String name = pod.getMetadata().getName();
+        String kind = idleKind.apply(pod);
+        String current = ringKindOf.get(name);
+        if (kind == null) {
+            if (current != null && !ManagedPods.isClaimed(pod)) {
+                ringRemove(name);
+            }
+            return;
+        }
+        if (kind.equals(current)) {
+            return;
+        }
+        if (current != null) {
+            ringRemove(name);
+        }
+        rings.computeIfAbsent(kind, k -> new ConcurrentSkipListMap<>()).put(new RingKey(Hashes.ringPosition(name), name),
+                Boolean.TRUE);
+        ringKindOf.put(name, kind);
+    }
+
+    private void ringRemove(String name) {
+        String kind = ringKindOf.remove(name);
+        if (kind != null) {
+            ConcurrentSkipListMap<RingKey, Boolean> r = rings.get(kind);
+            if (r != null) {
+                r.remove(new RingKey(Hashes.ringPosition(name), name));
+            }
+        }
     }
 
     /** Managed pods that carry this idempotency-key hash. */

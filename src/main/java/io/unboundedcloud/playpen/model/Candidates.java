@@ -13,14 +13,26 @@ import io.fabric8.kubernetes.api.model.ContainerStatus;
 import io.fabric8.kubernetes.api.model.Pod;
 
 /**
- * Chooses which idle pods may serve an alloc and in which order to try them: usability per SPEC A4,
- * then a rendezvous order on (keyHash, podName) that every replica computes identically.
+ * Chooses which idle pods may serve an alloc and in which order to try them: usability per SPEC A4, then the
+ * consistent-hash ring order (clockwise from the key's hash, {@link Hashes#ringPosition}) that every replica
+ * computes identically. The pod cache keeps the ring sorted, so the hot path starts its walk in O(log N)
+ * ({@link #classify} judges each pod it reaches); {@link #select} sorts a whole collection the same way.
  */
 public final class Candidates {
     private static final int MAX_REASONS = 10;
 
-    /** A pod that can be claimed now, with the endpoint it would hand out. */
+    /** A pod that can be claimed now, with the endpoint it would hand out; score = its ring distance from the key. */
     public record Usable(Pod pod, int hostPort, String externalIp, long score) {
+    }
+
+    /** How the hot path's walk treats the freshest version of a pod it reaches on the ring. */
+    public enum Verdict {
+        /** Idle, of the requested kind and usable: try to claim it. */
+        USABLE,
+        /** Already claimed with this very key (another replica, or a claim the walk's start did not see): replay. */
+        CLAIMED_BY_THIS_KEY,
+        /** Anything else (claimed by another key, another kind, not usable): go on. */
+        SKIP
     }
 
     /** The ordered usable candidates, plus why the others of the right kind were skipped. */
@@ -57,23 +69,28 @@ public final class Candidates {
                 String node = pod.getSpec().getNodeName();
                 String name = pod.getMetadata().getName();
                 usable.add(new Usable(pod, hostPort(pod, cmd.resourceType()), externalIp.apply(node).orElseThrow(),
-                        Hashes.rendezvous(seed, name)));
+                        Hashes.ringDistance(seed, name)));
                 continue;
             }
             skippedPods.add(pod);
             reasons.put(pod, why);
         }
-        usable.sort(Comparator.comparingLong(Usable::score).reversed()
-                .thenComparing(u -> u.pod().getMetadata().getName()));
+        usable.sort(RING_ORDER);
         // the reference reports its reasons in the API server's list order, which is by pod name
         skippedPods.sort(Comparator.comparing(ManagedPods::name));
         return new Selection(usable, skippedPods.stream().map(reasons::get).toList(), ofKind);
     }
 
+    /** Ring order: clockwise distance from the key (unsigned), then the pod name. */
+    private static final Comparator<Usable> RING_ORDER = (a, b) -> {
+        int c = Long.compareUnsigned(a.score(), b.score());
+        return c != 0 ? c : a.pod().getMetadata().getName().compareTo(b.pod().getMetadata().getName());
+    };
+
     /**
-     * The hot-path form of {@link #select}: the idle pods of the requested kind in rendezvous order, checked
-     * for usability only as the walk reaches them (the first is nearly always usable, so a request pays for
-     * the cheap label checks and a 64-bit score per pod, not for every pod's full usability check).
+     * The lazy form of {@link #select} over a plain collection (tests, tools): the idle pods of the requested
+     * kind in ring order, checked for usability only as the walk reaches them. The allocator walks the pod
+     * cache's sorted ring instead and judges each pod with {@link #classify}.
      */
     public Walk walk(AllocCommand cmd, Collection<Pod> pods, Function<String, Optional<String>> externalIp) {
         long seed = Hashes.seed(cmd.keyHash());
@@ -81,21 +98,42 @@ public final class Candidates {
         String want = idleKindKey(cmd);
         for (Pod pod : pods) {
             if (want.equals(kindKey(pod)) && !ManagedPods.isClaimed(pod)) {
-                scored.add(new Scored(Hashes.rendezvous(seed, pod.getMetadata().getName()), pod));
+                scored.add(new Scored(Hashes.ringDistance(seed, pod.getMetadata().getName()), pod));
             }
         }
         return new Walk(cmd.resourceType(), new PriorityQueue<>(scored), externalIp);
     }
 
+    /**
+     * How the hot path treats {@code pod} (its freshest known version) when its walk reaches it: claimed with
+     * the request's key → replay; idle, of the kind and usable → try it; else skip.
+     */
+    public Verdict classify(AllocCommand cmd, Pod pod, Function<String, Optional<String>> externalIp) {
+        if (ManagedPods.isClaimed(pod)) {
+            return cmd.keyHash().equals(ManagedPods.keyHash(pod)) ? Verdict.CLAIMED_BY_THIS_KEY : Verdict.SKIP;
+        }
+        if (!idleKindKey(cmd).equals(kindKey(pod))) {
+            return Verdict.SKIP;
+        }
+        return unusableReason(cmd.resourceType(), pod, externalIp) == null ? Verdict.USABLE : Verdict.SKIP;
+    }
+
+    /** The candidate {@link #classify} found usable, with its endpoint. */
+    public Usable usable(AllocCommand cmd, Pod pod, Function<String, Optional<String>> externalIp) {
+        return new Usable(pod, hostPort(pod, cmd.resourceType()),
+                externalIp.apply(pod.getSpec().getNodeName()).orElseThrow(),
+                Hashes.ringDistance(Hashes.seed(cmd.keyHash()), pod.getMetadata().getName()));
+    }
+
     private record Scored(long score, Pod pod) implements Comparable<Scored> {
         @Override
         public int compareTo(Scored o) {
-            int c = Long.compare(o.score, score);
+            int c = Long.compareUnsigned(score, o.score);
             return c != 0 ? c : pod.getMetadata().getName().compareTo(o.pod.getMetadata().getName());
         }
     }
 
-    /** A lazy walk over candidates in rendezvous order. */
+    /** A lazy walk over candidates in ring order. */
     public static final class Walk {
         private final ResourceType type;
         private final PriorityQueue<Scored> queue;

@@ -45,8 +45,8 @@ public final class Hashes {
     }
 
     /**
-     * Rendezvous score of a pod for a key: a stable 64-bit mix (no per-process seed) so every replica walks
-     * candidates in the same order for the same key.
+     * Rendezvous score of a pod for a key: a stable 64-bit mix (no per-process seed). The claim path ordered
+     * candidates by it until issue 15 (O(N) per request); it now walks the ring ({@link #ringPosition}).
      */
     public static long rendezvous(long keySeed, String podName) {
         long h = keySeed;
@@ -54,6 +54,33 @@ public final class Hashes {
             h = (h ^ podName.charAt(i)) * 0x100000001b3L;
         }
         return mix64(h);
+    }
+
+    /**
+     * A pod's position on the consistent-hash ring (independent of any key): a request walks the ring clockwise
+     * from its key's {@link #seed}, so every replica walks the same order for a key, and the pod cache keeps the
+     * ring sorted as pods come and go (no per-request work over the whole pool).
+     */
+    public static long ringPosition(String podName) {
+        long h = 0xcbf29ce484222325L;
+        for (int i = 0; i < podName.length(); i++) {
+            h = (h ^ podName.charAt(i)) * 0x100000001b3L;
+        }
+        return mix64(h);
+    }
+
+    /**
+     * Where a key's k-th probe starts on the ring (k = 0: the key's {@link #seed} itself). A walk whose stop was
+     * taken by another key restarts from its next probe instead of the next pod clockwise: two keys that met at
+     * one pod then part ways, rather than queueing for the same successors (a convoy, worst across replicas).
+     */
+    public static long probeStart(long keySeed, int k) {
+        return k == 0 ? keySeed : mix64(keySeed + k * 0x9e3779b97f4a7c15L);
+    }
+
+    /** How far clockwise a pod lies from a key's start on the ring (unsigned: smaller is earlier). */
+    public static long ringDistance(long keySeed, String podName) {
+        return ringPosition(podName) - keySeed;
     }
 
     /** Seed for {@link #rendezvous} from a hex key hash (its first 16 hex chars). */

@@ -21,7 +21,7 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
  * The reference (Go) operator's request pattern for one allocation, issued with the fabric8 client:
  * LIST the namespace's pods (idempotency lookup over managed pods), LIST runner pods by the runner selector,
  * GET the chosen pod's node (ExternalIP), GET the pod fresh, PUT it with the claim annotations and label.
- * A 409 on the PUT starts over (counted). Candidates are tried in the same rendezvous order as ours, which
+ * A 409 on the PUT starts over (counted). Candidates are tried in Candidates.select order (the ring order), which
  * is generous to the reference: it keeps concurrent allocations off the same pod.
  */
 final class ReferencePattern {

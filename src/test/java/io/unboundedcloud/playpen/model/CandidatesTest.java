@@ -93,7 +93,7 @@ class CandidatesTest {
         assertThat(u.pod()).isSameAs(pod);
         assertThat(u.hostPort()).isEqualTo(51820);
         assertThat(u.externalIp()).isEqualTo("203.0.113.10");
-        assertThat(u.score()).isEqualTo(Hashes.rendezvous(Hashes.seed(Hashes.keyHash("k")), "playpen-runner-amd64-51820"));
+        assertThat(u.score()).isEqualTo(Hashes.ringDistance(Hashes.seed(Hashes.keyHash("k")), "playpen-runner-amd64-51820"));
     }
 
     @Test
@@ -329,7 +329,7 @@ class CandidatesTest {
     }
 
     @Test
-    void orderIsRendezvousDescending() {
+    void orderIsTheRingClockwiseFromTheKey() {
         List<Pod> pods = new ArrayList<>();
         for (int i = 0; i < 30; i++) {
             pods.add(ready(TestPods.runner("amd64", 51820 + i), i % 2 == 0 ? "node-a" : "node-b"));
@@ -337,8 +337,16 @@ class CandidatesTest {
         for (String key : List.of("k", "key-2", "another key")) {
             long seed = Hashes.seed(Hashes.keyHash(key));
             List<String> expected = pods.stream().map(p -> p.getMetadata().getName())
-                    .sorted(Comparator.comparingLong((String n) -> Hashes.rendezvous(seed, n)).reversed())
+                    .sorted((a, b) -> Long.compareUnsigned(Hashes.ringPosition(a) - seed, Hashes.ringPosition(b) - seed))
                     .toList();
+            // clockwise: the positions from the key's seed on, then round from the lowest
+            List<String> clockwise = new ArrayList<>(pods.stream().map(p -> p.getMetadata().getName())
+                    .filter(n -> Long.compareUnsigned(Hashes.ringPosition(n), seed) >= 0)
+                    .sorted((a, b) -> Long.compareUnsigned(Hashes.ringPosition(a), Hashes.ringPosition(b))).toList());
+            clockwise.addAll(pods.stream().map(p -> p.getMetadata().getName())
+                    .filter(n -> Long.compareUnsigned(Hashes.ringPosition(n), seed) < 0)
+                    .sorted((a, b) -> Long.compareUnsigned(Hashes.ringPosition(a), Hashes.ringPosition(b))).toList());
+            assertThat(expected).isEqualTo(clockwise);
             Candidates.Selection s = candidates.select(runnerCmd(key, "amd64"), pods, EXTERNAL_IP);
             assertThat(names(s)).as(key).isEqualTo(expected);
             // the input order does not matter
@@ -346,7 +354,11 @@ class CandidatesTest {
             java.util.Collections.reverse(reversed);
             assertThat(names(candidates.select(runnerCmd(key, "amd64"), reversed, EXTERNAL_IP))).isEqualTo(expected);
         }
-        assertThat(names(candidates.select(runnerCmd("k", "amd64"), pods, EXTERNAL_IP)))
-                .isNotEqualTo(names(candidates.select(runnerCmd("key-2", "amd64"), pods, EXTERNAL_IP)));
+        // keys spread over the ring: two keys in one arc share an order, but 20 keys do not all start at one pod
+        java.util.Set<String> firsts = new java.util.HashSet<>();
+        for (int k = 0; k < 20; k++) {
+            firsts.add(names(candidates.select(runnerCmd("spread-" + k, "amd64"), pods, EXTERNAL_IP)).get(0));
+        }
+        assertThat(firsts.size()).isGreaterThanOrEqualTo(6);
     }
 }

@@ -36,7 +36,7 @@ public final class OperatorHarness implements AutoCloseable {
         this.cluster = cluster;
         this.port = freePort();
         List<String> flags = new ArrayList<>(List.of("--listen-addr=127.0.0.1:" + port, "--leader-elect=false",
-                "--management-addr=", "--routes-dir=routes", "--runner-amd64-count=0", "--runner-arm64-count=0"));
+                "--management-addr=", "--routes-dir=" + System.getProperty("playpen.test.routesDir", "routes"), "--runner-amd64-count=0", "--runner-arm64-count=0"));
         flags.addAll(Arrays.asList(extraFlags));
         app = new OperatorApp(OperatorConfig.parse(flags.toArray(new String[0])), cluster.client, Clock.systemUTC(), Map.of());
         app.start();

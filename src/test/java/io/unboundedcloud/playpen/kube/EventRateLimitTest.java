@@ -1,0 +1,73 @@
+package io.unboundedcloud.playpen.kube;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.Event;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/** Issue 15: Events are rate-limited per reason and aggregated like client-go's EventCorrelator does. */
+class EventRateLimitTest {
+
+    @Test
+    void aBurstIsWrittenTheRestIsCombinedIntoOneEventAndCounted() throws Exception {
+        try (TestCluster cluster = TestCluster.start();
+                EventRecorder events = new EventRecorder(cluster.client, Clock.systemUTC(), new ApiCallCounter(), 1000, 3,
+                        Duration.ofMillis(700))) {
+            for (int i = 0; i < 20; i++) {
+                events.normal(pod("p-" + i), "Allocated", "allocated to key " + i);
+            }
+            // the burst of 3 goes out one by one; the other 17 are aggregated
+            OperatorHarness.awaitTrue(() -> events.written() + events.aggregated() == 20, Duration.ofSeconds(10),
+                    "every event admitted");
+            assertThat(events.aggregated()).isEqualTo(17);
+            assertThat(events.written()).isEqualTo(3);
+            // once a token is back, the aggregate is one Event standing for all 17
+            OperatorHarness.awaitTrue(() -> events.written() == 4, Duration.ofSeconds(10), "combined event written");
+            List<Event> written = cluster.client.v1().events().inNamespace(TestCluster.NS).list().getItems();
+            assertThat(written).hasSize(4);
+            Event combined = written.stream().filter(e -> e.getCount() > 1).findFirst().orElseThrow();
+            assertThat(combined.getCount()).isEqualTo(17);
+            assertThat(combined.getMessage()).isEqualTo("(combined from similar events): allocated to key 19");
+            assertThat(combined.getInvolvedObject().getName()).isEqualTo("p-19");
+            assertThat(written.stream().filter(e -> e.getCount() == 1).map(Event::getMessage))
+                    .containsExactlyInAnyOrder("allocated to key 0", "allocated to key 1", "allocated to key 2");
+            // another reason has its own budget
+            events.normal(pod("p-x"), "Deallocated", "deallocated");
+            OperatorHarness.awaitTrue(() -> events.written() == 5, Duration.ofSeconds(10), "other reason written");
+        }
+    }
+
+    @Test
+    void lowRateEventsAreEachWrittenOnTheirOwn() throws Exception {
+        try (TestCluster cluster = TestCluster.start();
+                EventRecorder events = new EventRecorder(cluster.client, Clock.systemUTC(), new ApiCallCounter(), 1000, 1,
+                        Duration.ofMillis(150))) {
+            for (int i = 0; i < 4; i++) {
+                events.normal(pod("slow-" + i), "Allocated", "allocated " + i);
+                int n = i + 1;
+                OperatorHarness.awaitTrue(() -> events.written() == n, Duration.ofSeconds(10), "event " + n);
+                Thread.sleep(200); // slower than one per interval
+            }
+            assertThat(events.aggregated()).isZero();
+            assertThat(cluster.client.v1().events().inNamespace(TestCluster.NS).list().getItems())
+                    .extracting(Event::getCount).containsOnly(1);
+        }
+    }
+
+    private static Pod pod(String name) {
+        Pod p = TestCluster.readyRunner("amd64", 51820, "node-a").build();
+        p.getMetadata().setName(name);
+        p.getMetadata().setNamespace(TestCluster.NS);
+        p.setApiVersion("v1");
+        p.setKind("Pod");
+        return p;
+    }
+}
