@@ -3,6 +3,7 @@ package io.unboundedcloud.playpen.camel;
 import java.time.Duration;
 
 import org.apache.camel.Body;
+import org.apache.camel.Exchange;
 import org.apache.camel.ExchangeProperty;
 import org.apache.camel.Header;
 
@@ -45,8 +46,20 @@ public final class RenewalFlows {
         return cmd;
     }
 
-    public HttpReply renew(RenewalCommand cmd) {
+    /**
+     * Moves the expiry (one conditional write, or none when nothing changes); sets the audit properties
+     * ({@value AuditLog#OUTCOME} {@code renewed} or {@code unchanged}, the pod, the key hash prefix).
+     */
+    public Renewer.Renewal renew(@Body RenewalCommand cmd, Exchange exchange) {
+        exchange.setProperty(AuditLog.KEY_HASH_PREFIX, cmd.keyHash().substring(0, Math.min(8, cmd.keyHash().length())));
         Renewer.Renewal r = renewer.renew(cmd.keyHash(), cmd.ttl());
+        exchange.setProperty(AuditLog.ALLOCATION_ID, r.pod().getMetadata().getName());
+        exchange.setProperty(AuditLog.OUTCOME, r.written() ? "renewed" : "unchanged");
+        return r;
+    }
+
+    /** The answer: {"expiresAt": ..., "maxExpiresAt": ...}. */
+    public HttpReply renewed(@Body Renewer.Renewal r) {
         return HttpReply.json(Json.encode(new RenewalResponse(TtlPolicy.formatClaimedAt(r.expiresAt()),
                 r.maxExpiresAt() == null ? null : TtlPolicy.formatClaimedAt(r.maxExpiresAt()))),
                 r.written() ? "renewed" : "unchanged");

@@ -12,6 +12,11 @@ import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
+
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.unboundedcloud.playpen.model.Hashes;
@@ -25,15 +30,26 @@ class RenewalRouteTest {
     static final String RUNNER = "playpen-runner-amd64-51820";
     TestCluster cluster;
     OperatorHarness op;
+    final ListAppender<ILoggingEvent> audit = new ListAppender<>();
+    final Logger auditLogger = (Logger) LoggerFactory.getLogger("playpen.audit");
+
+    /** The audit lines written so far that contain every one of {@code parts}. */
+    long auditLines(String... parts) {
+        return audit.list.stream().map(ILoggingEvent::getFormattedMessage)
+                .filter(l -> java.util.Arrays.stream(parts).allMatch(l::contains)).count();
+    }
 
     @BeforeEach
     void up() {
+        audit.start();
+        auditLogger.addAppender(audit);
         cluster = TestCluster.start();
         cluster.addNode("node-a", "amd64", "203.0.113.10");
     }
 
     @AfterEach
     void down() {
+        auditLogger.detachAppender(audit);
         if (op != null) {
             op.close();
         }
@@ -87,6 +103,12 @@ class RenewalRouteTest {
         OperatorHarness.awaitTrue(() -> cluster.client.v1().events().inNamespace("playpen").list().getItems().stream()
                 .anyMatch(e -> "Renewed".equals(e.getReason()) && RUNNER.equals(e.getInvolvedObject().getName())),
                 Duration.ofSeconds(5), "Renewed event");
+        // each renewal is an audit line (verb renew, the pod, never the key)
+        OperatorHarness.awaitTrue(() -> auditLines("\"verb\":\"renew\"", "\"outcome\":\"renewed\"",
+                "\"allocation\":\"" + RUNNER + "\"", "\"user\":\"alice\"") == 1
+                && auditLines("\"verb\":\"renew\"", "\"user\":\"bob\"") == 1, Duration.ofSeconds(5),
+                "the renewals' audit lines");
+        assertThat(auditLines("renew-me")).isZero();
         // the SubjectAccessReview is alloc's: allocs/create in the group
         assertThat(cluster.sarRequests).isNotEmpty().allSatisfy(sar -> {
             assertThat(sar.getSpec().getResourceAttributes().getResource()).isEqualTo("allocs");
@@ -110,6 +132,9 @@ class RenewalRouteTest {
         HttpResponse<String> gone = renew("{\"idempotencyKey\":\"leaving\",\"ttl\":\"1h\"}");
         assertThat(gone.statusCode()).isEqualTo(410);
         assertThat(gone.body()).contains("\"kind\":\"Status\"").contains("\"reason\":\"Gone\"").contains("\"code\":410");
+        // refused renewals are audited too (through the errors configuration)
+        OperatorHarness.awaitTrue(() -> auditLines("\"verb\":\"renew\"") == 2, Duration.ofSeconds(5),
+                "two refused renewals audited");
         assertThat(cluster.requestCount(k -> k.startsWith("PATCH "))).isZero();
     }
 
