@@ -83,7 +83,7 @@ public final class ApiFlows implements Allocator.Observer {
         return parser.parseAlloc(body, key);
     }
 
-    /** Events go through the routes; this is where the deallocated pods of a direct {@link #deallocate} call go. */
+    /** Events go through the routes; this is where pods deallocated outside {@link #deleteClaimed} go. */
     void events(ObservedEvents events) {
         this.events = events;
     }
@@ -176,7 +176,7 @@ public final class ApiFlows implements Allocator.Observer {
      * {@code deallocated} or {@code unknown-key}.
      */
     public List<Pod> deleteClaimed(@Body String keyHash, Exchange exchange) {
-        exchange.setProperty(AuditLog.KEY_HASH_PREFIX, keyHash.substring(0, Math.min(8, keyHash.length())));
+        exchange.setProperty(AuditLog.KEY_HASH_PREFIX, Hashes.keyHashPrefix(keyHash));
         if (waiting != null) {
             // a key still waiting for capacity must not be handed a pod after its dealloc
             waiting.cancel(keyHash);
@@ -202,16 +202,6 @@ public final class ApiFlows implements Allocator.Observer {
     /** The dealloc answer: 204 whether or not the key had a claim, like the reference. */
     public HttpReply deallocated(@Body List<Pod> deleted) {
         return HttpReply.noContent(deleted.isEmpty() ? "unknown-key" : "deallocated");
-    }
-
-    /** Deletes and answers in one step, recording the Events itself (for routes without the event step). */
-    public HttpReply deallocate(String keyHash) {
-        if (waiting != null) {
-            // a key still waiting for capacity must not be handed a pod after its dealloc
-            waiting.cancel(keyHash);
-        }
-        int deleted = allocator.deallocate(keyHash);
-        return HttpReply.noContent(deleted > 0 ? "deallocated" : "unknown-key");
     }
 
     @Override

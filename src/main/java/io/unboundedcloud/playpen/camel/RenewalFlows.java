@@ -13,6 +13,7 @@ import io.unboundedcloud.playpen.api.RenewalResponse;
 import io.unboundedcloud.playpen.kube.Renewer;
 import io.unboundedcloud.playpen.model.AllocRequestParser;
 import io.unboundedcloud.playpen.model.GoStrings;
+import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.RenewalCommand;
 import io.unboundedcloud.playpen.model.TtlPolicy;
 
@@ -51,7 +52,7 @@ public final class RenewalFlows {
      * ({@value AuditLog#OUTCOME} {@code renewed} or {@code unchanged}, the pod, the key hash prefix).
      */
     public Renewer.Renewal renew(@Body RenewalCommand cmd, Exchange exchange) {
-        exchange.setProperty(AuditLog.KEY_HASH_PREFIX, cmd.keyHash().substring(0, Math.min(8, cmd.keyHash().length())));
+        exchange.setProperty(AuditLog.KEY_HASH_PREFIX, Hashes.keyHashPrefix(cmd.keyHash()));
         Renewer.Renewal r = renewer.renew(cmd.keyHash(), cmd.ttl());
         exchange.setProperty(AuditLog.ALLOCATION_ID, r.pod().getMetadata().getName());
         exchange.setProperty(AuditLog.OUTCOME, r.written() ? "renewed" : "unchanged");

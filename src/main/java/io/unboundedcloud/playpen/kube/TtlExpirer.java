@@ -16,6 +16,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.TtlPolicy;
 
@@ -164,7 +165,7 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
         Instant due = policy.expiresAt(pod).filter(at -> !at.equals(TtlPolicy.ALREADY_EXPIRED)).orElse(deletedAt);
         Duration late = Duration.between(due, deletedAt);
         LOG.info("deleted pod={}/{} key={} outcome=expired lateMs={}", ns, name,
-                keyHash.substring(0, Math.min(8, keyHash.length())), late.toMillis());
+                Hashes.keyHashPrefix(keyHash), late.toMillis());
         for (Observer o : observers) {
             o.expired(pod, late);
         }

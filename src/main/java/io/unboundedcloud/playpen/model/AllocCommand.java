@@ -33,6 +33,6 @@ public record AllocCommand(String keyHash, ResourceType resourceType, String kub
 
     /** The first 8 hex chars of the key hash: enough to correlate log lines, never the key. */
     public String keyHashPrefix() {
-        return keyHash.substring(0, 8);
+        return Hashes.keyHashPrefix(keyHash);
     }
 }

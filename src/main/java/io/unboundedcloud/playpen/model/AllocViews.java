@@ -3,8 +3,6 @@ package io.unboundedcloud.playpen.model;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.OffsetDateTime;
-import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.Collection;
@@ -29,13 +27,9 @@ import io.fabric8.kubernetes.api.model.Pod;
 public final class AllocViews {
     public static final String KIND = "Alloc";
     public static final String LIST_KIND = "AllocList";
-    /** Written by per-allocation TTLs (renewals); when absent, expiry is claimed-at + --playpen-ttl. */
-    public static final String EXPIRES_AT = PlaypenKeys.EXPIRES_AT;
     /** Bounds on list options: longer values are refused with 400 before anything is parsed. */
     public static final int MAX_OPTION_CHARS = 1024;
     private static final Pattern ID = Pattern.compile("[0-9a-f]{16}");
-    private static final Pattern RFC3339 = Pattern.compile(
-            "\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?(Z|[+-]\\d{2}:\\d{2})");
 
     private AllocViews() {
     }
@@ -85,13 +79,9 @@ public final class AllocViews {
 
     /** The expires-at annotation when present and valid, else claimed-at + ttl, else none (ttl &lt;= 0). */
     static Instant expiresAt(Map<String, String> annotations, Instant claimedAt, Duration ttl) {
-        String raw = annotations.get(EXPIRES_AT);
-        if (raw != null && RFC3339.matcher(raw).matches()) {
-            try {
-                return OffsetDateTime.parse(raw).toInstant();
-            } catch (DateTimeParseException e) {
-                // fall through to the ttl
-            }
+        Optional<Instant> written = TtlPolicy.parse(annotations.get(PlaypenKeys.EXPIRES_AT));
+        if (written.isPresent()) {
+            return written.get();
         }
         if (ttl == null || ttl.isZero() || ttl.isNegative() || claimedAt == null) {
             return null;

@@ -93,4 +93,9 @@ public final class Hashes {
         z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL;
         return z ^ (z >>> 31);
     }
+
+    /** The first 8 hex chars of a key hash: enough to correlate log and audit lines, never the key. */
+    public static String keyHashPrefix(String keyHash) {
+        return keyHash.substring(0, Math.min(8, keyHash.length()));
+    }
 }

@@ -33,7 +33,7 @@ class AllocViewsTest {
                 .addToAnnotations(PlaypenKeys.OWNER_HASH, Hashes.ownerHash(owner))
                 .endMetadata().withNewSpec().withNodeName("n1").endSpec();
         if (expiresAt != null) {
-            b.editMetadata().addToAnnotations(AllocViews.EXPIRES_AT, expiresAt).endMetadata();
+            b.editMetadata().addToAnnotations(PlaypenKeys.EXPIRES_AT, expiresAt).endMetadata();
         }
         return b.build();
     }
