@@ -1,15 +1,23 @@
 package io.unboundedcloud.playpen.kube;
 
+import java.io.ByteArrayInputStream;
+import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 
 import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.Status;
+import io.fabric8.kubernetes.api.model.StatusBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
-import io.fabric8.kubernetes.client.dsl.base.PatchContext;
-import io.fabric8.kubernetes.client.dsl.base.PatchType;
+import io.fabric8.kubernetes.client.http.HttpClient;
+import io.fabric8.kubernetes.client.http.HttpRequest;
+import io.fabric8.kubernetes.client.http.HttpResponse;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 import io.unboundedcloud.playpen.api.Json;
 import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.Hashes;
@@ -19,7 +27,7 @@ import io.unboundedcloud.playpen.model.TtlPolicy;
 
 /** The single conditional write that claims a pod: a JSON merge patch carrying the resourceVersion precondition. */
 public final class ClaimWriter {
-    private static final PatchContext MERGE = PatchContext.of(PatchType.JSON_MERGE);
+    private static final String MERGE_PATCH_JSON = "application/merge-patch+json";
 
     private final KubernetesClient client;
     private final Clock clock;
@@ -41,7 +49,7 @@ public final class ClaimWriter {
 
     /**
      * Claims {@code pod} if it is still at {@code resourceVersion}; a KubernetesClientException with code 409
-     * means it changed. The pod is handed to fabric8 so it patches straight away instead of GETting it first.
+     * means it changed (404: gone).
      */
     public Pod claim(Pod pod, String resourceVersion, AllocCommand cmd) {
         return claim(pod, resourceVersion, cmd, null);
@@ -52,8 +60,58 @@ public final class ClaimWriter {
         calls.count(KubeApiCall.PODS_PATCH);
         String ns = pod.getMetadata().getNamespace();
         String name = pod.getMetadata().getName();
-        return client.pods().inNamespace(ns).resource(pod)
-                .patch(MERGE, claimPatch(ns, name, resourceVersion, cmd, ownerHash));
+        return mergePatch(client, ns, name, claimPatch(ns, name, resourceVersion, cmd, ownerHash));
+    }
+
+    /**
+     * One merge PATCH of a pod, sent through the fabric8 client's own HTTP client (its authentication, TLS, retry
+     * of transport failures and request timeout), without the resource DSL: {@code resource(pod).patch(...)}
+     * clones the whole pod through JSON before it sends anything, and {@code withName(...).patch(...)} GETs it
+     * first. The claim is the hot path (one write per allocation, DESIGN §2), so it pays for the request and the
+     * answer's parse only. Failures are the DSL's: a KubernetesClientException with the answer's code and Status.
+     */
+    static Pod mergePatch(KubernetesClient client, String ns, String name, String patch) {
+        HttpClient http = client.getHttpClient();
+        HttpRequest request = http.newHttpRequestBuilder()
+                .uri(podUrl(client, ns, name))
+                .method("PATCH", MERGE_PATCH_JSON, patch)
+                .timeout(client.getConfiguration().getRequestTimeout(), TimeUnit.MILLISECONDS)
+                .build();
+        HttpResponse<byte[]> response;
+        try {
+            response = http.sendAsync(request, byte[].class).get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new KubernetesClientException("interrupted while patching pod " + ns + "/" + name, e);
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause() == null ? e : e.getCause();
+            if (cause instanceof KubernetesClientException k) {
+                throw k;
+            }
+            throw new KubernetesClientException("PATCH of pod " + ns + "/" + name + " failed: " + cause, cause);
+        }
+        KubernetesSerialization json = client.getKubernetesSerialization();
+        byte[] body = response.body() == null ? new byte[0] : response.body();
+        if (response.isSuccessful()) {
+            return json.unmarshal(new ByteArrayInputStream(body), Pod.class);
+        }
+        Status status = null;
+        try {
+            status = body.length == 0 ? null : json.unmarshal(new ByteArrayInputStream(body), Status.class);
+        } catch (RuntimeException notAStatus) {
+            // not a Status body (a proxy's error page): the code alone tells what happened
+        }
+        if (status == null || status.getCode() == null) {
+            status = new StatusBuilder().withCode(response.code()).withStatus("Failure")
+                    .withMessage(new String(body, StandardCharsets.UTF_8)).build();
+        }
+        throw new KubernetesClientException("PATCH of pod " + ns + "/" + name + " answered " + response.code() + ": "
+                + status.getMessage(), response.code(), status);
+    }
+
+    private static String podUrl(KubernetesClient client, String ns, String name) {
+        String master = client.getMasterUrl().toString();
+        return master + (master.endsWith("/") ? "" : "/") + "api/v1/namespaces/" + ns + "/pods/" + name;
     }
 
     String claimPatch(String namespace, String name, String resourceVersion, AllocCommand cmd) {

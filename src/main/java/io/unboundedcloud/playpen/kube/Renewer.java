@@ -16,8 +16,6 @@ import org.slf4j.LoggerFactory;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
-import io.fabric8.kubernetes.client.dsl.base.PatchContext;
-import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import io.unboundedcloud.playpen.api.ApiException;
 import io.unboundedcloud.playpen.api.Json;
 import io.unboundedcloud.playpen.model.ManagedPods;
@@ -31,7 +29,6 @@ import io.unboundedcloud.playpen.model.TtlPolicy;
  */
 public final class Renewer {
     private static final Logger LOG = LoggerFactory.getLogger(Renewer.class);
-    private static final PatchContext MERGE = PatchContext.of(PatchType.JSON_MERGE);
     private static final int ATTEMPTS = 5;
     public static final String NOT_FOUND = "no allocation is held with this idempotency key";
     public static final String GONE = "the allocation held with this idempotency key has expired or is being deleted";
@@ -99,7 +96,7 @@ public final class Renewer {
             }
             try {
                 calls.count(KubeApiCall.PODS_PATCH);
-                Pod updated = client.pods().inNamespace(ns).resource(pod).patch(MERGE,
+                Pod updated = ClaimWriter.mergePatch(client, ns, name,
                         patch(pod.getMetadata().getResourceVersion(), next));
                 pods.observe(updated);
                 LOG.info("renewed pod={}/{} key={} outcome=renewed expiresAt={}", ns, name, keyHash.substring(0, 8),
