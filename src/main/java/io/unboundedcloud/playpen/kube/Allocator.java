@@ -207,8 +207,7 @@ public final class Allocator {
 
     /** Live claims (not being deleted) recorded with this owner hash, as this process sees the cluster now. */
     public long ownedBy(String ownerHash) {
-        return pods.pods().stream()
-                .filter(p -> ownerHash.equals(ManagedPods.annotations(p).get(PlaypenKeys.OWNER_HASH)))
+        return pods.byOwnerHash(ownerHash).stream()
                 .filter(p -> ManagedPods.isClaimed(p) && !ManagedPods.isTerminating(p))
                 .count();
     }

@@ -24,6 +24,7 @@ import io.fabric8.kubernetes.client.informers.cache.ItemStore;
 import io.fabric8.kubernetes.client.informers.impl.cache.CacheImpl;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
 
 /**
  * Watch-fed view of the pods in the runner namespace, indexed by idempotency-key hash, so the request path
@@ -42,6 +43,7 @@ public final class PodCache implements AutoCloseable {
 
     private static final String KEY_INDEX = "keyHash";
     private static final String IDLE_KIND_INDEX = "idleKind";
+    private static final String OWNER_INDEX = "ownerHash";
     private static final long OVERLAY_MAX_AGE_NANOS = TimeUnit.SECONDS.toNanos(60);
 
     private record Fresher(Pod pod, boolean deleted, long atNanos) {
@@ -107,6 +109,9 @@ public final class PodCache implements AutoCloseable {
         inf.addIndexers(Map.of(KEY_INDEX, pod -> {
             String h = ManagedPods.keyHash(pod);
             return h.isEmpty() ? List.of() : List.of(h);
+        }, OWNER_INDEX, pod -> {
+            String h = ManagedPods.annotations(pod).get(PlaypenKeys.OWNER_HASH);
+            return h == null || h.isEmpty() ? List.of() : List.of(h);
         }, IDLE_KIND_INDEX, pod -> {
             String k = idleKind.apply(pod);
             return k == null ? List.of() : List.of(k);
@@ -363,16 +368,32 @@ public final class PodCache implements AutoCloseable {
     }
 
     private List<Pod> byKeyHashLocked(String keyHash) {
+        return byIndexLocked(KEY_INDEX, ManagedPods::keyHash, keyHash);
+    }
+
+    /**
+     * Managed pods recorded with this owner hash (the owner annotation of their claim), from an index: the quota
+     * check of {@code --max-allocs-per-user} costs the owner's own claims, not a scan of every pod.
+     */
+    public List<Pod> byOwnerHash(String ownerHash) {
+        synchronized (storeLock) {
+            return byIndexLocked(OWNER_INDEX,
+                    pod -> ManagedPods.annotations(pod).getOrDefault(PlaypenKeys.OWNER_HASH, ""), ownerHash);
+        }
+    }
+
+    /** The freshest version of each pod whose {@code valueOf} is {@code value}: the watch's index, then the overlay. */
+    private List<Pod> byIndexLocked(String index, java.util.function.Function<Pod, String> valueOf, String value) {
         List<Pod> out = new ArrayList<>();
         SharedIndexInformer<Pod> inf = informer;
         if (inf != null) {
-            for (Pod p : inf.getIndexer().byIndex(KEY_INDEX, keyHash)) {
-                getLocked(p.getMetadata().getName()).filter(cur -> keyHash.equals(ManagedPods.keyHash(cur))).ifPresent(out::add);
+            for (Pod p : inf.getIndexer().byIndex(index, value)) {
+                getLocked(p.getMetadata().getName()).filter(cur -> value.equals(valueOf.apply(cur))).ifPresent(out::add);
             }
         }
         for (String name : overlay.keySet()) {
             Fresher f = live(name);
-            if (f != null && !f.deleted() && keyHash.equals(ManagedPods.keyHash(f.pod()))
+            if (f != null && !f.deleted() && value.equals(valueOf.apply(f.pod()))
                     && out.stream().noneMatch(p -> p.getMetadata().getName().equals(name))) {
                 out.add(f.pod());
             }

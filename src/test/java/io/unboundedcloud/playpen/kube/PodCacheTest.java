@@ -99,6 +99,61 @@ class PodCacheTest {
         }
     }
 
+    /**
+     * The quota's count of an owner's claims comes from an index (no scan of every pod): it sees this process's own
+     * claim at once (the overlay), the watch's version after, another owner's claims never, and a pod whose claim was
+     * released no more.
+     */
+    @Test
+    void ownerIndexFollowsClaimsFromTheOverlayAndTheWatch() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            Pod a = cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+            Pod b = cluster.create(TestCluster.readyRunner("amd64", 51821, "node-a"));
+            cluster.create(TestCluster.readyRunner("amd64", 51822, "node-a"));
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            pods.start();
+            try {
+                OperatorHarness.awaitTrue(() -> pods.pods().size() == 3, Duration.ofSeconds(10), "three pods cached");
+                String alice = Hashes.ownerHash("alice");
+                String bob = Hashes.ownerHash("bob");
+                assertThat(pods.byOwnerHash(alice)).isEmpty();
+                // this process's claim of a, known before the watch has delivered it
+                Pod claimedA = new PodBuilder(a).editMetadata()
+                        .withResourceVersion(String.valueOf(Long.parseLong(a.getMetadata().getResourceVersion()) + 1000))
+                        .addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, Hashes.keyHash("k-a"))
+                        .addToAnnotations(PlaypenKeys.OWNER_HASH, alice).endMetadata().build();
+                pods.observe(claimedA);
+                assertThat(pods.byOwnerHash(alice)).extracting(p -> p.getMetadata().getName())
+                        .containsExactly(a.getMetadata().getName());
+                // another replica's claims reach it through the watch
+                cluster.client.pods().inNamespace(TestCluster.NS).withName(b.getMetadata().getName())
+                        .edit(p -> new PodBuilder(p).editMetadata()
+                                .addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, Hashes.keyHash("k-b"))
+                                .addToAnnotations(PlaypenKeys.OWNER_HASH, alice).endMetadata().build());
+                Pod c = cluster.pods().stream().filter(p -> p.getMetadata().getName().endsWith("51822")).findFirst()
+                        .orElseThrow();
+                cluster.client.pods().inNamespace(TestCluster.NS).withName(c.getMetadata().getName())
+                        .edit(p -> new PodBuilder(p).editMetadata()
+                                .addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, Hashes.keyHash("k-c"))
+                                .addToAnnotations(PlaypenKeys.OWNER_HASH, bob).endMetadata().build());
+                OperatorHarness.awaitTrue(() -> pods.byOwnerHash(alice).size() == 2 && pods.byOwnerHash(bob).size() == 1,
+                        Duration.ofSeconds(10), "the watched claims indexed by owner");
+                assertThat(pods.byOwnerHash(bob)).extracting(p -> p.getMetadata().getName())
+                        .containsExactly(c.getMetadata().getName());
+                // b's claim released (its owner annotation gone): alice holds one less
+                cluster.client.pods().inNamespace(TestCluster.NS).withName(b.getMetadata().getName())
+                        .edit(p -> new PodBuilder(p).editMetadata().removeFromAnnotations(PlaypenKeys.OWNER_HASH)
+                                .removeFromAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH).endMetadata().build());
+                OperatorHarness.awaitTrue(() -> pods.byOwnerHash(alice).size() == 1, Duration.ofSeconds(10),
+                        "the released pod left the owner's index");
+                assertThat(pods.byOwnerHash(alice)).extracting(p -> p.getMetadata().getName())
+                        .containsExactly(a.getMetadata().getName());
+            } finally {
+                pods.close();
+            }
+        }
+    }
+
     @Test
     void aFailedFirstListIsRetriedUntilTheCacheSyncs() throws Exception {
         try (TestCluster cluster = TestCluster.start()) {
