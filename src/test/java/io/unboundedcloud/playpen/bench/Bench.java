@@ -59,7 +59,8 @@ import io.unboundedcloud.playpen.support.TestCluster;
  * {@code bench.jarJvmArgs}, {@code bench.out} (target/bench), {@code bench.largeClaimed} (0; of the large pool, how
  * many pods are created already claimed), {@code bench.cpuAllocs} (400), {@code bench.cpuConcurrency} (32) and
  * {@code bench.cpuReplicas} (1,2): allocations against the packaged jar as 1 and 2 separate replicas, with the
- * operator's CPU time per allocation from the processes' CPU accounting, {@code bench.routes} (routes).
+ * operator's CPU time per allocation from the processes' CPU accounting, first in the fresh JVM and then, after
+ * {@code bench.cpuWarmAllocs} (2000) more allocations, in steady state; {@code bench.routes} (routes).
  * {@code target/playpen-bench.jar} ({@link BenchJar}) runs the same without Maven.
  */
 public final class Bench {
@@ -92,6 +93,8 @@ public final class Bench {
 
     final int cpuAllocs = intProp("bench.cpuAllocs", 400);
     final int[] cpuConcurrency = ints(System.getProperty("bench.cpuConcurrency", "32"));
+    /** After the fresh-JVM CPU measurement, this many more allocations, then the same measurement in steady state. */
+    final int cpuWarmAllocs = intProp("bench.cpuWarmAllocs", 2000);
     final int[] cpuReplicas = ints(System.getProperty("bench.cpuReplicas", "1,2"));
 
     final Map<String, Object> results = new LinkedHashMap<>();
@@ -1071,9 +1074,22 @@ public final class Bench {
                     p.awaitReadyMs(probe, Duration.ofSeconds(60));
                 }
                 for (int c : cpuConcurrency) {
-                    Map<String, Object> m = jarAllocRun(e, procs, c);
+                    // a fresh JVM: its first allocations after a short warm-up (JIT compilation included)
+                    Map<String, Object> m = jarAllocRun(e, procs, c, Math.min(warmup, Math.max(1, e.pods / 2)));
                     res.put("replicas" + replicas + "_c" + c, m);
                     log("  jar x%d c=%d: %s", replicas, c, m);
+                    if (cpuWarmAllocs > 0) {
+                        // the same processes in steady state: another cpuWarmAllocs allocations first, unmeasured
+                        Map<String, Object> warm = jarAllocRun(e, procs, c, cpuWarmAllocs);
+                        if (c == 1) {
+                            // the bare PATCH at c=1 measured now, next to the warm operator, for the ratio
+                            Run bare = measure(e, new BaselineScenario(), 1, Math.min(cpuAllocs, requests));
+                            warm.put("barePatchP50MsNow", Stats.round(bare.stats().pMs(50)));
+                            warm.put("p50OverBarePatchP50", Stats.round(num(warm.get("p50Ms")) / bare.stats().pMs(50)));
+                        }
+                        res.put("replicas" + replicas + "_c" + c + "_warm", warm);
+                        log("  jar x%d c=%d after %d more allocs: %s", replicas, c, cpuWarmAllocs, warm);
+                    }
                 }
             } finally {
                 for (OperatorProcess p : procs) {
@@ -1119,7 +1135,8 @@ public final class Bench {
         }
     }
 
-    Map<String, Object> jarAllocRun(Env e, List<OperatorProcess> procs, int c) throws Exception {
+    /** {@code warmupAllocs} unmeasured allocations (in batches, released between), then {@code cpuAllocs} measured. */
+    Map<String, Object> jarAllocRun(Env e, List<OperatorProcess> procs, int c, int warmupAllocs) throws Exception {
         HttpClient[] clients = new HttpClient[c];
         for (int i = 0; i < c; i++) {
             clients[i] = OperatorHarness.client(e.cluster.frontProxyClient);
@@ -1132,11 +1149,15 @@ public final class Bench {
             }
         };
         int batch = Math.max(1, e.pods / 2);
-        release(e);
-        int w = Math.min(warmup, batch);
-        Load.run(w, c, keySeq.getAndAdd(w), op);
+        for (int warmed = 0; warmed < warmupAllocs;) {
+            release(e);
+            int w = Math.min(batch, warmupAllocs - warmed);
+            Load.run(w, c, keySeq.getAndAdd(w), op);
+            warmed += w;
+        }
         quiesce(e);
         long cpu = 0;
+        OperatorProcess.CpuSplit split = new OperatorProcess.CpuSplit(0, 0, 0);
         List<long[]> parts = new ArrayList<>();
         long wall = 0;
         int errors = 0;
@@ -1151,11 +1172,18 @@ public final class Bench {
             int first = keySeq.getAndAdd(n);
             Map<String, Integer> before = e.cluster.requestSnapshot();
             long[] c0 = procs.stream().mapToLong(Bench::cpuNanos).toArray();
+            List<OperatorProcess.CpuSplit> s0 = procs.stream().map(p -> p.cpuSplit().orElse(null)).toList();
             Load.Batch b = Load.run(n, c, first, op);
             quiesce(e);
             long[] c1 = procs.stream().mapToLong(Bench::cpuNanos).toArray();
             for (int i = 0; i < c0.length; i++) {
                 cpu += c1[i] - c0[i];
+                OperatorProcess.CpuSplit s1 = procs.get(i).cpuSplit().orElse(null);
+                if (split != null && s0.get(i) != null && s1 != null) {
+                    split = split.plus(s1.minus(s0.get(i)));
+                } else {
+                    split = null;
+                }
             }
             accumulate(sumBefore, sumAfter, before, e.cluster.requestSnapshot());
             parts.add(b.nanos());
@@ -1174,8 +1202,18 @@ public final class Bench {
         int patches = api.get("patch pods");
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("allocs", s.count());
+        m.put("warmupAllocs", warmupAllocs);
         m.put("errors", errors);
         m.put("operatorCpuMicrosPerAlloc", Stats.round(cpu / 1e3 / Math.max(1, s.count())));
+        if (split != null) {
+            // the same CPU by thread: the JIT compiler's share is a cost of a young JVM, the rest is the work
+            m.put("workCpuMicrosPerAlloc", Stats.round(split.workNanos() / 1e3 / Math.max(1, s.count())));
+            // compiler threads come and go (UseDynamicNumberOfCompilerThreads): the JIT's share is what the process
+            // spent beyond its other threads' time
+            m.put("jitCpuMicrosPerAlloc", Stats.round(Math.max(0, cpu - split.workNanos() - split.jvmNanos()) / 1e3
+                    / Math.max(1, s.count())));
+            m.put("gcAndVmCpuMicrosPerAlloc", Stats.round(split.jvmNanos() / 1e3 / Math.max(1, s.count())));
+        }
         m.put("p50Ms", Stats.round(s.pMs(50)));
         m.put("p99Ms", Stats.round(s.pMs(99)));
         m.put("perSec", Stats.round(s.throughput()));
@@ -1204,6 +1242,8 @@ public final class Bench {
         m.put("nodes", NODES);
         m.put("jar", jar);
         m.put("jarJvmArgs", jarJvmArgs);
+        m.put("cpuAllocs", cpuAllocs);
+        m.put("cpuWarmAllocs", cpuWarmAllocs);
         m.put("availableProcessors", Runtime.getRuntime().availableProcessors());
         m.put("java", System.getProperty("java.vm.name") + " " + System.getProperty("java.version"));
         m.put("inputArguments", ManagementFactory.getRuntimeMXBean().getInputArguments());

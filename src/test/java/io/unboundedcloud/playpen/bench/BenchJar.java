@@ -43,10 +43,11 @@ public final class BenchJar {
         DEFAULTS.put("phases", "compare,refill,ttl,large");
         DEFAULTS.put("cds", "true");
         DEFAULTS.put("cpuAllocs", "400");
-        DEFAULTS.put("cpuConcurrency", "32,64");
+        DEFAULTS.put("cpuConcurrency", "1,32,64");
+        DEFAULTS.put("cpuWarmAllocs", "2000");
         DEFAULTS.put("cpuReplicas", "1,2");
         DEFAULTS.put("jarJvmArgs", "-XX:MaxRAM=768m -XX:MaxRAMPercentage=35 -XX:InitialRAMPercentage=10 -XX:+UseSerialGC "
-                + "-XX:MaxHeapFreeRatio=30 -XX:MinHeapFreeRatio=10 -Xss512k -XX:ReservedCodeCacheSize=64m "
+                + "-XX:MaxHeapFreeRatio=30 -XX:MinHeapFreeRatio=10 -Xss512k -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m "
                 + "-XX:MaxDirectMemorySize=128m -XX:+ExitOnOutOfMemoryError -Dfile.encoding=UTF-8");
     }
 

@@ -159,4 +159,55 @@ final class OperatorProcess implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
     }
+
+    /**
+     * CPU time of this process so far split by thread (Linux /proc/PID/task/TID/stat, utime + stime in clock ticks
+     * of 10 ms): the JIT compiler threads ("C1/C2 CompilerThre"), the JVM's own (GC, VM thread, sweeper) and the
+     * rest, which is the operator's work. Empty where /proc is not there.
+     */
+    java.util.Optional<CpuSplit> cpuSplit() {
+        Path tasks = Path.of("/proc", String.valueOf(process.pid()), "task");
+        if (!Files.isDirectory(tasks)) {
+            return java.util.Optional.empty();
+        }
+        long jit = 0;
+        long jvm = 0;
+        long work = 0;
+        try (var dirs = Files.list(tasks)) {
+            for (Path t : (Iterable<Path>) dirs::iterator) {
+                String stat;
+                try {
+                    stat = Files.readString(t.resolve("stat"));
+                } catch (IOException gone) {
+                    continue; // the thread ended meanwhile
+                }
+                String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+                String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                long ticks = Long.parseLong(f[11]) + Long.parseLong(f[12]);
+                if (name.contains("CompilerThre")) {
+                    jit += ticks;
+                } else if (name.startsWith("GC Thread") || name.equals("VM Thread") || name.startsWith("Sweeper")
+                        || name.startsWith("VM Periodic")) {
+                    jvm += ticks;
+                } else {
+                    work += ticks;
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            return java.util.Optional.empty();
+        }
+        // USER_HZ is 100 on Linux
+        return java.util.Optional.of(new CpuSplit(jit * 10_000_000L, jvm * 10_000_000L, work * 10_000_000L));
+    }
+
+    /** CPU nanoseconds by kind of thread (see {@link #cpuSplit}); threads that ended before a reading are missed. */
+    record CpuSplit(long jitNanos, long jvmNanos, long workNanos) {
+        CpuSplit minus(CpuSplit o) {
+            return new CpuSplit(jitNanos - o.jitNanos, jvmNanos - o.jvmNanos, workNanos - o.workNanos);
+        }
+
+        CpuSplit plus(CpuSplit o) {
+            return new CpuSplit(jitNanos + o.jitNanos, jvmNanos + o.jvmNanos, workNanos + o.workNanos);
+        }
+    }
 }
