@@ -53,7 +53,8 @@ import io.unboundedcloud.playpen.support.TestCluster;
  * {@code target/bench/results.json}, {@code target/bench/latency.html} and a table on stdout.
  *
  * <p>System properties: {@code bench.pods} (200), {@code bench.requests} (200 per scenario and concurrency),
- * {@code bench.warmup} (50), {@code bench.concurrency} (1,8,32), {@code bench.scale} (1000; more pod counts for
+ * {@code bench.warmup} (50 per scenario and concurrency, after {@code bench.jitWarmup} (1500) requests of each
+ * scenario at c=8 once per pod count), {@code bench.concurrency} (1,8,32), {@code bench.scale} (1000; more pod counts for
  * the comparison, e.g. 1000,5000; empty skips), {@code bench.large} (5000), {@code bench.refillSamples} (10),
  * {@code bench.ttlSamples} (6), {@code bench.jar} (target/playpen-operator.jar; empty skips the separate process),
  * {@code bench.jarJvmArgs}, {@code bench.out} (target/bench), {@code bench.largeClaimed} (0; of the large pool, how
@@ -95,6 +96,9 @@ public final class Bench {
     final int[] cpuConcurrency = ints(System.getProperty("bench.cpuConcurrency", "32"));
     /** After the fresh-JVM CPU measurement, this many more allocations, then the same measurement in steady state. */
     final int cpuWarmAllocs = intProp("bench.cpuWarmAllocs", 2000);
+    /** Unmeasured requests of each scenario (at c=8) before an environment's comparison. */
+    final int jitWarmup = intProp("bench.jitWarmup", 1500);
+    static final int JIT_WARMUP_CONCURRENCY = 8;
     final int[] cpuReplicas = ints(System.getProperty("bench.cpuReplicas", "1,2"));
 
     final Map<String, Object> results = new LinkedHashMap<>();
@@ -443,6 +447,18 @@ public final class Bench {
         Scenario baseline = new BaselineScenario();
         Scenario reference = new ReferenceScenario();
         OursScenario ours = new OursScenario();
+        if (jitWarmup > 0) {
+            // every scenario's code through the JIT before anything is measured, so no figure is a young JVM's
+            // (the operator is a long-running server; the bare PATCH and the reference pattern get the same)
+            long t0 = System.nanoTime();
+            for (Scenario sc : List.of(baseline, reference, ours)) {
+                measure(e, sc, JIT_WARMUP_CONCURRENCY, jitWarmup);
+            }
+            measure(e, new ReplayScenario(ours.lastFirst, ours.lastCount), JIT_WARMUP_CONCURRENCY, jitWarmup);
+            release(e);
+            log("  JIT warm-up: %d requests of each scenario at c=%d in %.1f s", jitWarmup, JIT_WARMUP_CONCURRENCY,
+                    (System.nanoTime() - t0) / 1e9);
+        }
         for (int c : concurrencies) {
             log("  N=%d c=%d", e.pods, c);
             record(measure(e, baseline, c, requests));
@@ -1244,6 +1260,7 @@ public final class Bench {
         m.put("jarJvmArgs", jarJvmArgs);
         m.put("cpuAllocs", cpuAllocs);
         m.put("cpuWarmAllocs", cpuWarmAllocs);
+        m.put("jitWarmupPerScenario", jitWarmup);
         m.put("availableProcessors", Runtime.getRuntime().availableProcessors());
         m.put("java", System.getProperty("java.vm.name") + " " + System.getProperty("java.version"));
         m.put("inputArguments", ManagementFactory.getRuntimeMXBean().getInputArguments());
