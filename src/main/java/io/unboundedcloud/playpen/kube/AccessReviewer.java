@@ -4,6 +4,8 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -45,6 +47,8 @@ public final class AccessReviewer {
     private final Map<Question, Decision> cache = new ConcurrentHashMap<>();
     private final LongAdder hits = new LongAdder();
     private final LongAdder misses = new LongAdder();
+    private final LongAdder reviewsSent = new LongAdder();
+    private final Map<Question, CompletableFuture<Decision>> reviewing = new ConcurrentHashMap<>();
 
     public AccessReviewer(KubernetesClient client, Duration allowedTtl, Duration deniedTtl, int retryAfterSeconds,
             ApiCallCounter calls) {
@@ -87,8 +91,24 @@ public final class AccessReviewer {
         Decision d = cache.get(q);
         if (d != null && now - d.untilNanos() < 0) {
             hits.increment();
-        } else {
-            misses.increment();
+            return d;
+        }
+        misses.increment();
+        // single flight per question: when a decision expires under load, the requests that find it gone share
+        // one SubjectAccessReview instead of each sending their own (64 concurrent clients sent 38 at once)
+        CompletableFuture<Decision> mine = new CompletableFuture<>();
+        CompletableFuture<Decision> running = reviewing.putIfAbsent(q, mine);
+        if (running != null) {
+            try {
+                return running.join();
+            } catch (CompletionException e) {
+                if (e.getCause() instanceof RuntimeException re) {
+                    throw re;
+                }
+                throw e;
+            }
+        }
+        try {
             d = review(q, now);
             long ttl = d.allowed() ? allowedNanos : deniedNanos;
             if (ttl > 0) {
@@ -97,8 +117,19 @@ public final class AccessReviewer {
                 }
                 cache.put(q, new Decision(d.allowed(), d.reason(), now + ttl));
             }
+            mine.complete(d);
+            return d;
+        } catch (RuntimeException e) {
+            mine.completeExceptionally(e);
+            throw e;
+        } finally {
+            reviewing.remove(q, mine);
         }
-        return d;
+    }
+
+    /** SubjectAccessReviews sent so far (each miss that did not join one already in flight). */
+    public long reviewsSent() {
+        return reviewsSent.sum();
     }
 
     private Decision review(Question q, long now) {
@@ -118,6 +149,7 @@ public final class AccessReviewer {
         SubjectAccessReview answer;
         try {
             calls.count(KubeApiCall.SUBJECT_ACCESS_REVIEWS_CREATE);
+            reviewsSent.increment();
             answer = client.authorization().v1().subjectAccessReview().create(sar);
         } catch (RuntimeException e) {
             LOG.warn("SubjectAccessReview failed user={} error={}", who.user(), e.toString());
