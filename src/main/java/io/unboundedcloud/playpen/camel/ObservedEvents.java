@@ -85,12 +85,18 @@ public final class ObservedEvents implements PoolReconciler.Observer, TtlExpirer
         expiredEvents(pod).forEach(this::record);
     }
 
+    /** The Renewed Event of a renewal that moved the expiry (none when nothing was written). */
+    public List<KubeEvent> renewedEvents(@Body io.unboundedcloud.playpen.kube.Renewer.Renewal r) {
+        if (r == null || !r.written()) {
+            return List.of();
+        }
+        return List.of(KubeEvent.normal(r.pod(), "Renewed", "allocation renewed; it now expires at "
+                + io.unboundedcloud.playpen.model.TtlPolicy.formatClaimedAt(r.expiresAt())));
+    }
+
     @Override
     public void renewal(String result, io.unboundedcloud.playpen.kube.Renewer.Renewal r) {
-        if (r != null && r.written()) {
-            events.normal(r.pod(), "Renewed", "allocation renewed; it now expires at "
-                    + io.unboundedcloud.playpen.model.TtlPolicy.formatClaimedAt(r.expiresAt()));
-        }
+        // the renewal route records the Renewed Event (its renewal-renewed-event step)
     }
 
     @Override

@@ -103,6 +103,10 @@ class RenewalRouteTest {
         OperatorHarness.awaitTrue(() -> cluster.client.v1().events().inNamespace("playpen").list().getItems().stream()
                 .anyMatch(e -> "Renewed".equals(e.getReason()) && RUNNER.equals(e.getInvolvedObject().getName())),
                 Duration.ofSeconds(5), "Renewed event");
+        // ... written by a visible step of the renewal route into the kube-event route, like every flow's Events
+        assertThat(op.app.camelContext().getProcessor("renewal-event")).as("renewal-event step").isNotNull();
+        assertThat(op.app.camelContext().getProcessor("renewal-renewed-event")).as("renewal-renewed-event step")
+                .isNotNull();
         // each renewal is an audit line (verb renew, the pod, never the key)
         OperatorHarness.awaitTrue(() -> auditLines("\"verb\":\"renew\"", "\"outcome\":\"renewed\"",
                 "\"allocation\":\"" + RUNNER + "\"", "\"user\":\"alice\"") == 1
