@@ -83,7 +83,7 @@ public final class Hashes {
         return ringPosition(podName) - keySeed;
     }
 
-    /** Seed for {@link #rendezvous} from a hex key hash (its first 16 hex chars). */
+    /** A key's start on the ring (and its rendezvous seed) from a hex key hash (its first 16 hex chars). */
     public static long seed(String keyHash) {
         return Long.parseUnsignedLong(keyHash.substring(0, 16), 16);
     }
