@@ -28,7 +28,6 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
  * {@code allocs/all}), select them from the pod cache and render them as kubectl asked (Table or JSON).
  */
 public final class AllocsApi {
-    public static final String TABLE_V1 = "application/json;as=Table;g=meta.k8s.io;v=v1";
 
     /** A read's options, whose allocations it covers ({@code ownerHash} null = everyone's) and who asks. */
     public record Read(AllocViews.Query query, String ownerHash, String viewerHash) {
@@ -133,7 +132,9 @@ public final class AllocsApi {
      */
     public Selection select(@Body Read read) {
         requireSynced();
-        AllocViews.Page page = AllocViews.select(pods.pods(), nodes::externalIp, ttl, read.ownerHash(), read.query());
+        // a user's own allocations come from the owner index; everyone's (allocs/all) from the whole cache
+        var visible = read.ownerHash() == null ? pods.pods() : pods.byOwnerHash(read.ownerHash());
+        AllocViews.Page page = AllocViews.select(visible, nodes::externalIp, ttl, read.ownerHash(), read.query());
         if (read.query().name() != null && page.items().isEmpty()) {
             throw notFound(read.query().name());
         }

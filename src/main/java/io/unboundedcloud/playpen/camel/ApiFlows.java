@@ -1,6 +1,5 @@
 package io.unboundedcloud.playpen.camel;
 
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.BooleanSupplier;
@@ -35,13 +34,11 @@ import io.unboundedcloud.playpen.model.Hashes;
  * Thin adapters between the HTTP routes and the domain beans: bind exchange parts, return domain values, and leave
  * the decisions the routes branch on (and the audit line reads) in exchange properties ({@link AuditLog}).
  */
-public final class ApiFlows implements Allocator.Observer {
+public final class ApiFlows {
     private static final byte[] NO_BODY = new byte[0];
     /** Exchange property: the validated {@link AllocCommand} (holds the key hash, never the key). */
     public static final String COMMAND = "playpenCommand";
 
-    /** The pods a dealloc on this thread deleted (the allocator reports them synchronously, on the caller's thread). */
-    private final ThreadLocal<List<Pod>> deleting = new ThreadLocal<>();
     private ObservedEvents events;
 
     private final AccessReviewer reviewer;
@@ -52,12 +49,7 @@ public final class ApiFlows implements Allocator.Observer {
     private final int retryAfterSeconds;
     private final CapacityQueue waiting;
 
-    public ApiFlows(AccessReviewer reviewer, AllocRequestParser parser, Allocator allocator, AllocResponses responses,
-            BooleanSupplier ready, int retryAfterSeconds) {
-        this(reviewer, parser, allocator, responses, ready, retryAfterSeconds, null);
-    }
-
-    /** With {@code waiting} (null: none) an alloc with waitSeconds waits for capacity instead of a 503. */
+    /** An alloc with waitSeconds waits in {@code waiting} for capacity instead of a 503. */
     public ApiFlows(AccessReviewer reviewer, AllocRequestParser parser, Allocator allocator, AllocResponses responses,
             BooleanSupplier ready, int retryAfterSeconds, CapacityQueue waiting) {
         this.waiting = waiting;
@@ -111,7 +103,7 @@ public final class ApiFlows implements Allocator.Observer {
 
     private CompletableFuture<Allocator.Allocation> claim(AllocCommand cmd, String ownerHash, ChannelHandlerContext ctx) {
         try {
-            if (cmd.waitSeconds() <= 0 || waiting == null) {
+            if (cmd.waitSeconds() <= 0) {
                 return CompletableFuture.completedFuture(allocator.allocate(cmd, ownerHash));
             }
             CapacityQueue.Ticket ticket = waiting.await(cmd, ownerHash);
@@ -177,17 +169,9 @@ public final class ApiFlows implements Allocator.Observer {
      */
     public List<Pod> deleteClaimed(@Body String keyHash, Exchange exchange) {
         exchange.setProperty(AuditLog.KEY_HASH_PREFIX, Hashes.keyHashPrefix(keyHash));
-        if (waiting != null) {
-            // a key still waiting for capacity must not be handed a pod after its dealloc
-            waiting.cancel(keyHash);
-        }
-        List<Pod> deleted = new ArrayList<>();
-        deleting.set(deleted);
-        try {
-            allocator.deallocate(keyHash);
-        } finally {
-            deleting.remove();
-        }
+        // a key still waiting for capacity must not be handed a pod after its dealloc
+        waiting.cancel(keyHash);
+        List<Pod> deleted = allocator.deallocate(keyHash);
         exchange.setProperty(AuditLog.OUTCOME, deleted.isEmpty() ? "unknown-key" : "deallocated");
         exchange.setProperty(AuditLog.ALLOCATION_ID,
                 deleted.stream().map(p -> p.getMetadata().getName()).collect(Collectors.joining(",")));
@@ -202,21 +186,6 @@ public final class ApiFlows implements Allocator.Observer {
     /** The dealloc answer: 204 whether or not the key had a claim, like the reference. */
     public HttpReply deallocated(@Body List<Pod> deleted) {
         return HttpReply.noContent(deleted.isEmpty() ? "unknown-key" : "deallocated");
-    }
-
-    @Override
-    public void allocated(Allocator.Allocation allocation, AllocCommand cmd) {
-        // the alloc route records the event (its "allocated" branch)
-    }
-
-    @Override
-    public void deallocated(Pod pod) {
-        List<Pod> collecting = deleting.get();
-        if (collecting != null) {
-            collecting.add(pod);
-        } else if (events != null) {
-            events.deallocatedEvents(List.of(pod)).forEach(events::record);
-        }
     }
 
     public HttpReply discovery(@ExchangeProperty(FrontDoor.FLOW) String flow) {

@@ -10,6 +10,7 @@ import org.apache.camel.Exchange;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.unboundedcloud.playpen.api.Json;
 import io.unboundedcloud.playpen.auth.Identity;
+import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
 
 /**
@@ -51,7 +52,7 @@ public final class AuditLog {
         line.put("user", user(exchange));
         line.put("verb", exchange.getProperty(VERB, "", String.class));
         line.put("allocation", exchange.getProperty(ALLOCATION_ID, "", String.class));
-        line.put("keyHashPrefix", prefix(exchange.getProperty(KEY_HASH_PREFIX, "", String.class)));
+        line.put("keyHashPrefix", Hashes.keyHashPrefix(exchange.getProperty(KEY_HASH_PREFIX, "", String.class)));
         line.put("outcome", outcome(exchange));
         return Json.write(line);
     }
@@ -77,11 +78,8 @@ public final class AuditLog {
 
     /** The key hash prefix of a claimed pod (for flows whose body is the pod, e.g. ttl-expired). */
     public String keyHashPrefix(@Body Pod pod) {
-        return prefix(ManagedPods.keyHash(pod));
+        return Hashes.keyHashPrefix(ManagedPods.keyHash(pod));
     }
 
     /** At most 8 characters, whatever a route put there: a full hash (or a key by mistake) is cut. */
-    private static String prefix(String s) {
-        return s.length() > 8 ? s.substring(0, 8) : s;
-    }
 }

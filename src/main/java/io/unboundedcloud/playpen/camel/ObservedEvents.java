@@ -25,8 +25,7 @@ import io.unboundedcloud.playpen.model.PoolPlan;
  * routes call {@link #record} from the {@code kube-event} route; as an observer it is the fallback the
  * {@link FlowBridge} uses while Camel is not running.
  */
-public final class ObservedEvents implements PoolReconciler.Observer, TtlExpirer.Observer,
-        io.unboundedcloud.playpen.kube.Renewer.Observer {
+public final class ObservedEvents implements PoolReconciler.Observer, TtlExpirer.Observer {
     private final EventRecorder events;
     private final ObjectReference operatorRef;
     private final String operatorNamespace;
@@ -92,11 +91,6 @@ public final class ObservedEvents implements PoolReconciler.Observer, TtlExpirer
         }
         return List.of(KubeEvent.normal(r.pod(), "Renewed", "allocation renewed; it now expires at "
                 + io.unboundedcloud.playpen.model.TtlPolicy.formatClaimedAt(r.expiresAt())));
-    }
-
-    @Override
-    public void renewal(String result, io.unboundedcloud.playpen.kube.Renewer.Renewal r) {
-        // the renewal route records the Renewed Event (its renewal-renewed-event step)
     }
 
     @Override

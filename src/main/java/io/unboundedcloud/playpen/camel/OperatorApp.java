@@ -123,7 +123,7 @@ public final class OperatorApp implements AutoCloseable {
                 // the ca-bundle route's first tick can be lost while the route policy is still starting it
                 // (seen under load: the caBundle then waited a whole --reconcile-interval, and the aggregated
                 // API answered 503 meanwhile); publish once now, the route repeats it
-                DaemonThreads.named("ca-bundle-on-leadership").newThread(() -> publishCaBundle(serving)).start();
+                DaemonThreads.named("ca-bundle-on-leadership").newThread(() -> publishCaBundle(serving, null)).start();
             }
         });
         ObservedEvents observed = new ObservedEvents(events, config, env);
@@ -155,7 +155,6 @@ public final class OperatorApp implements AutoCloseable {
         ApiFlows flows = new ApiFlows(reviewer, new AllocRequestParser(config.controlPlaneVersions(), config.leases()),
                 allocator, responses, this::ready, config.retryAfterSeconds(), waiting);
         flows.events(observed);
-        allocator.addObserver(flows);
         io.unboundedcloud.playpen.kube.Renewer renewer =
                 new io.unboundedcloud.playpen.kube.Renewer(client, pods, leases, clock, calls);
         // the TTL timer follows a renewal made here at once (other replicas' renewals reach it through the watch)
@@ -164,7 +163,6 @@ public final class OperatorApp implements AutoCloseable {
                 ttl.onPodEvent(PodCache.Change.UPDATED, r.pod());
             }
         });
-        renewer.addObserver(observed);
         renewer.addObserver(metrics);
         metrics.bind(config, pods, templates, reviewer, calls, leader, events);
         metrics.bindWaiting(config, templates, waiting);
@@ -213,7 +211,7 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("leaderOnly", leaderRoutes);
         main.bind("poolReconciler", pool);
         main.bind("ttlExpirer", ttl);
-        main.bind("caBundle", (CaBundlePublisher) () -> publishCaBundle(serving));
+        main.bind("caBundle", (CaBundlePublisher) known -> publishCaBundle(serving, known));
         main.bind("servingCertificate", serving);
         servingReload = new ServingCertificateReload(serving, tls, KubeApiCall.API_SERVICE_NAME, clock,
                 config.servingCertRenewal().publishGrace());
@@ -251,18 +249,18 @@ public final class OperatorApp implements AutoCloseable {
         return management == null ? null : management.address();
     }
 
-    private void publishCaBundle(ServingCertificate serving) {
+    private void publishCaBundle(ServingCertificate serving, ServingCertificate.Material known) {
         try {
-            serving.publishCaBundle(KubeApiCall.API_SERVICE_NAME);
+            serving.publishCaBundle(KubeApiCall.API_SERVICE_NAME, known);
         } catch (RuntimeException e) {
             LOG.warn("cannot publish the APIService caBundle: {}", e.toString());
         }
     }
 
-    /** Bean behind the ca-bundle route. */
+    /** Bean behind the ca-bundle route: publishes from {@code known}, the Secret as the step before read it (null: read it). */
     @FunctionalInterface
     public interface CaBundlePublisher {
-        void publish();
+        void publish(@org.apache.camel.Body ServingCertificate.Material known);
     }
 
     /** Unique per process: the pod name (or host name) plus a random suffix, so restarts never reuse a holder id. */

@@ -129,17 +129,10 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
      */
     public void bindWaiting(OperatorConfig config, PodTemplates templates,
             io.unboundedcloud.playpen.kube.CapacityQueue queue) {
-        java.util.List<String[]> kinds = new java.util.ArrayList<>();
-        kinds.add(new String[] {"runner", "amd64"});
-        kinds.add(new String[] {"runner", "arm64"});
-        for (String v : config.controlPlaneVersions()) {
-            kinds.add(new String[] {"controlPlane", v.startsWith("v") ? v : "v" + v});
-        }
-        for (String[] k : kinds) {
-            ResourceType type = "runner".equals(k[0]) ? ResourceType.RUNNER : ResourceType.CONTROL_PLANE;
-            Gauge.builder("playpen_waiting_requests", queue, q -> q.waiting(type, k[1]))
+        for (PoolTarget t : new PoolPlanner(config, templates).desired().keySet()) {
+            Gauge.builder("playpen_waiting_requests", queue, q -> q.waiting(t.type(), t.variant()))
                     .description("alloc requests waiting for capacity (waitSeconds)")
-                    .tag("resource_type", k[0]).tag("variant", k[1]).register(registry);
+                    .tag("resource_type", t.type().wire()).tag("variant", t.variant()).register(registry);
         }
     }
 

@@ -47,7 +47,6 @@ public final class AccessReviewer {
     private final Map<Question, Decision> cache = new ConcurrentHashMap<>();
     private final LongAdder hits = new LongAdder();
     private final LongAdder misses = new LongAdder();
-    private final LongAdder reviewsSent = new LongAdder();
     private final Map<Question, CompletableFuture<Decision>> reviewing = new ConcurrentHashMap<>();
 
     public AccessReviewer(KubernetesClient client, Duration allowedTtl, Duration deniedTtl, int retryAfterSeconds,
@@ -127,11 +126,6 @@ public final class AccessReviewer {
         }
     }
 
-    /** SubjectAccessReviews sent so far (each miss that did not join one already in flight). */
-    public long reviewsSent() {
-        return reviewsSent.sum();
-    }
-
     private Decision review(Question q, long now) {
         Identity who = q.who();
         SubjectAccessReview sar = new SubjectAccessReviewBuilder()
@@ -149,7 +143,6 @@ public final class AccessReviewer {
         SubjectAccessReview answer;
         try {
             calls.count(KubeApiCall.SUBJECT_ACCESS_REVIEWS_CREATE);
-            reviewsSent.increment();
             answer = client.authorization().v1().subjectAccessReview().create(sar);
         } catch (RuntimeException e) {
             LOG.warn("SubjectAccessReview failed user={} error={}", who.user(), e.toString());

@@ -43,13 +43,6 @@ public final class Allocator {
     public record Allocation(Pod pod, String externalIp, boolean replay) {
     }
 
-    /** What the allocator reports to observers (metrics, events). */
-    public interface Observer {
-        void allocated(Allocation allocation, AllocCommand cmd);
-
-        void deallocated(Pod pod);
-    }
-
     private final PodCache pods;
     private final NodeCache nodes;
     private final ClaimWriter writer;
@@ -62,7 +55,6 @@ public final class Allocator {
     /** Pods a request of this replica is writing to now (see {@link #visit}). */
     private final Map<String, CompletableFuture<Void>> reserved = new ConcurrentHashMap<>();
     private final java.util.concurrent.atomic.LongAdder reservationWaits = new java.util.concurrent.atomic.LongAdder();
-    private final java.util.List<Observer> observers = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     public Allocator(PodCache pods, NodeCache nodes, ClaimWriter writer, Candidates candidates, int retryAfterSeconds) {
         this(pods, nodes, writer, candidates, retryAfterSeconds, 0);
@@ -80,10 +72,6 @@ public final class Allocator {
         this.writer = writer;
         this.candidates = candidates;
         this.retryAfterSeconds = retryAfterSeconds;
-    }
-
-    public void addObserver(Observer observer) {
-        observers.add(observer);
     }
 
     /** Thrown (never seen by clients) by {@link #tryAllocate} when nothing is claimable: no 503 text is built. */
@@ -106,11 +94,6 @@ public final class Allocator {
      * Like {@link #allocate} but empty instead of the 503 when nothing is claimable right now (the waiting queue
      * asks this on every wake-up, so the 503's reasons, a walk over every pod, are not built).
      */
-    public Optional<Allocation> tryAllocate(AllocCommand cmd) {
-        return tryAllocate(cmd, null);
-    }
-
-    /** {@link #tryAllocate(AllocCommand)} for an owner (quota and owner annotation as in {@link #allocate}). */
     public Optional<Allocation> tryAllocate(AllocCommand cmd, String ownerHash) {
         try {
             return Optional.of(allocate(cmd, ownerHash, false));
@@ -147,11 +130,6 @@ public final class Allocator {
         try {
             Allocation a = doAllocate(cmd, ownerHash, explain);
             mine.complete(a);
-            if (!a.replay()) {
-                for (Observer o : observers) {
-                    o.allocated(a, cmd);
-                }
-            }
             return a;
         } catch (RuntimeException e) {
             mine.completeExceptionally(e);
@@ -386,8 +364,7 @@ public final class Allocator {
                 }
                 return Optional.empty();
             }
-            Candidates.Selection again = candidates.select(cmd, List.of(fresh), nodes::externalIp);
-            if (again.ordered().isEmpty()) {
+            if (candidates.classify(cmd, fresh, nodes::externalIp) != Candidates.Verdict.USABLE) {
                 return Optional.empty();
             }
             current = fresh;
@@ -405,29 +382,26 @@ public final class Allocator {
         return new Allocation(pod, nodes.externalIp(node).orElse(""), true);
     }
 
-    /** Deletes the managed pods claimed with this key hash; returns how many. */
-    public int deallocate(String keyHash) {
+    /** Deletes the managed pods claimed with this key hash; returns the pods this call deleted (or found gone). */
+    public List<Pod> deallocate(String keyHash) {
         requireSynced();
         CompletableFuture<Allocation> running = inFlight.get(keyHash);
         if (running != null) {
             running.handle((a, e) -> null).join();
         }
-        int n = 0;
+        List<Pod> deleted = new java.util.ArrayList<>();
         for (Pod pod : pods.byKeyHash(keyHash)) {
             if (!writer.deleteIfClaimedBy(pod, keyHash)) {
                 LOG.info("skipped pod={}/{} key={} outcome=claimed-by-another-key", pod.getMetadata().getNamespace(),
-                        pod.getMetadata().getName(), keyHash.substring(0, 8));
+                        pod.getMetadata().getName(), Hashes.keyHashPrefix(keyHash));
                 continue;
             }
             pods.observeDeleted(pod.getMetadata().getName());
             LOG.info("deleted pod={}/{} key={} outcome=deallocated", pod.getMetadata().getNamespace(),
-                    pod.getMetadata().getName(), keyHash.substring(0, 8));
-            for (Observer o : observers) {
-                o.deallocated(pod);
-            }
-            n++;
+                    pod.getMetadata().getName(), Hashes.keyHashPrefix(keyHash));
+            deleted.add(pod);
         }
-        return n;
+        return deleted;
     }
 
     private void requireSynced() {

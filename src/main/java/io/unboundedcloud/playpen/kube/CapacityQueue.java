@@ -93,11 +93,6 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
      * its kind, and served by the dispatcher as soon as it is at the head and a pod is claimable (at once when
      * one is). A key that already holds a claim is answered by the first try (replay or 409).
      */
-    public Ticket await(AllocCommand cmd) {
-        return await(cmd, null);
-    }
-
-    /** {@link #await(AllocCommand)} for an owner: the claim records {@code ownerHash} and counts against its quota. */
     public Ticket await(AllocCommand cmd, String ownerHash) {
         String kind = Candidates.idleKindKey(cmd);
         Waiter w;

@@ -82,11 +82,6 @@ public final class EventRecorder implements AutoCloseable {
         long suspendedUntilNanos;
     }
 
-    /** Without rate limiting: every event is written. */
-    public EventRecorder(KubernetesClient client, Clock clock, ApiCallCounter calls, int capacity) {
-        this(client, clock, calls, capacity, FORBIDDEN_PROBE_INTERVAL, 0, Duration.ofSeconds(1));
-    }
-
     /**
      * Rate-limited: per namespace, type, reason and kind, {@code burst} Events at once, then one per
      * {@code interval}, the others aggregated into those ({@code burst} 0: no limit).

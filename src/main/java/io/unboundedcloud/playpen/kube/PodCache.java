@@ -24,7 +24,6 @@ import io.fabric8.kubernetes.client.informers.cache.ItemStore;
 import io.fabric8.kubernetes.client.informers.impl.cache.CacheImpl;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
-import io.unboundedcloud.playpen.model.PlaypenKeys;
 
 /**
  * Watch-fed view of the pods in the runner namespace, indexed by idempotency-key hash, so the request path
@@ -47,10 +46,6 @@ public final class PodCache implements AutoCloseable {
     private static final long OVERLAY_MAX_AGE_NANOS = TimeUnit.SECONDS.toNanos(60);
 
     private record Fresher(Pod pod, boolean deleted, long atNanos) {
-    }
-
-    /** The claim path's input, read at one instant: the pods carrying a key hash and the idle pods of a kind. */
-    public record ClaimView(List<Pod> claimed, List<Pod> idle) {
     }
 
     /** A pod's place on a kind's consistent-hash ring: position unsigned, then name. */
@@ -110,8 +105,8 @@ public final class PodCache implements AutoCloseable {
             String h = ManagedPods.keyHash(pod);
             return h.isEmpty() ? List.of() : List.of(h);
         }, OWNER_INDEX, pod -> {
-            String h = ManagedPods.annotations(pod).get(PlaypenKeys.OWNER_HASH);
-            return h == null || h.isEmpty() ? List.of() : List.of(h);
+            String h = ManagedPods.ownerHash(pod);
+            return h.isEmpty() ? List.of() : List.of(h);
         }, IDLE_KIND_INDEX, pod -> {
             String k = idleKind.apply(pod);
             return k == null ? List.of() : List.of(k);
@@ -217,16 +212,6 @@ public final class PodCache implements AutoCloseable {
     public List<Pod> idleOfKind(String kindKey) {
         synchronized (storeLock) {
             return idleOfKindLocked(kindKey);
-        }
-    }
-
-    /**
-     * The pods carrying {@code keyHash} and the idle pods of {@code kindKey}, both read at one instant: a claim
-     * landing between two separate reads would be in neither (no longer idle, not yet seen as claimed).
-     */
-    public ClaimView claimView(String keyHash, String kindKey) {
-        synchronized (storeLock) {
-            return new ClaimView(byKeyHashLocked(keyHash), idleOfKindLocked(kindKey));
         }
     }
 
@@ -377,8 +362,7 @@ public final class PodCache implements AutoCloseable {
      */
     public List<Pod> byOwnerHash(String ownerHash) {
         synchronized (storeLock) {
-            return byIndexLocked(OWNER_INDEX,
-                    pod -> ManagedPods.annotations(pod).getOrDefault(PlaypenKeys.OWNER_HASH, ""), ownerHash);
+            return byIndexLocked(OWNER_INDEX, ManagedPods::ownerHash, ownerHash);
         }
     }
 

@@ -99,7 +99,7 @@ public final class Renewer {
                 Pod updated = ClaimWriter.mergePatch(client, ns, name,
                         patch(pod.getMetadata().getResourceVersion(), next));
                 pods.observe(updated);
-                LOG.info("renewed pod={}/{} key={} outcome=renewed expiresAt={}", ns, name, keyHash.substring(0, 8),
+                LOG.info("renewed pod={}/{} key={} outcome=renewed expiresAt={}", ns, name, io.unboundedcloud.playpen.model.Hashes.keyHashPrefix(keyHash),
                         TtlPolicy.formatClaimedAt(next));
                 Renewal r = new Renewal(updated, next, max, true);
                 notify("renewed", r);

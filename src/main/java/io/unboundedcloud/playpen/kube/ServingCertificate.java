@@ -126,9 +126,13 @@ public final class ServingCertificate {
         }
     }
 
-    public Material ensure() {
+    private Secret getSecret() {
         calls.count(KubeApiCall.SECRETS_GET);
-        Secret existing = client.secrets().inNamespace(namespace).withName(secretName).get();
+        return client.secrets().inNamespace(namespace).withName(secretName).get();
+    }
+
+    public Material ensure() {
+        Secret existing = getSecret();
         if (existing != null) {
             return fromSecret(existing);
         }
@@ -151,15 +155,13 @@ public final class ServingCertificate {
                 throw e;
             }
             // another replica created it first: serve theirs so every replica presents the same certificate
-            calls.count(KubeApiCall.SECRETS_GET);
-            return fromSecret(client.secrets().inNamespace(namespace).withName(secretName).get());
+            return fromSecret(getSecret());
         }
     }
 
     /** The serving certificate the Secret holds now; null when the Secret is absent. */
     public Material read() {
-        calls.count(KubeApiCall.SECRETS_GET);
-        Secret s = client.secrets().inNamespace(namespace).withName(secretName).get();
+        Secret s = getSecret();
         return s == null ? null : fromSecret(s);
     }
 
@@ -182,23 +184,40 @@ public final class ServingCertificate {
      * (ServingCertificateReload). Returns true when it renewed.
      */
     public boolean renewIfDue() {
-        calls.count(KubeApiCall.SECRETS_GET);
+        return renewPass().renewed();
+    }
+
+    /**
+     * The ca-bundle route's first step: {@link #renewIfDue}, answering with what the Secret holds afterwards (the
+     * Secret read for the check, or the one just written), so the publish step that follows need not read it again.
+     * Null when that is not known (no Secret, a failed read, a write that may or may not have landed): read it then.
+     */
+    public Material renewIfDueAndRead() {
+        Secret holds = renewPass().holds();
+        return holds == null ? null : fromSecret(holds);
+    }
+
+    /** What a renewal pass did, and the Secret as it left it (null: unknown). */
+    private record Pass(boolean renewed, Secret holds) {
+    }
+
+    private Pass renewPass() {
         Secret s;
         try {
-            s = client.secrets().inNamespace(namespace).withName(secretName).get();
+            s = getSecret();
         } catch (KubernetesClientException e) {
             LOG.warn("cannot read serving certificate secret {}/{} to check its renewal: {}", namespace, secretName,
                     e.getMessage());
-            return false;
+            return new Pass(false, null);
         }
         if (s == null || !selfSignedByUs(s)) {
-            return false;
+            return new Pass(false, s);
         }
         Material current = fromSecret(s);
         X509Certificate leaf = current.leaf();
         Instant now = clock.instant();
         if (now.isBefore(renewal.renewAt(leaf))) {
-            return false;
+            return new Pass(false, s);
         }
         Pki.Issued issued = issueSelfSigned();
         Map<String, String> data = new LinkedHashMap<>(s.getData());
@@ -210,21 +229,22 @@ public final class ServingCertificate {
         data.put("tls.key", b64(issued.privateKeyPem()));
         data.put(PREVIOUS_KEY, b64(current.certificatePem()));
         s.setData(data);
+        Secret written;
         try {
             calls.count(KubeApiCall.SECRETS_UPDATE);
             // the resourceVersion read above is the precondition: two leaders cannot both renew
-            client.secrets().inNamespace(namespace).resource(s).update();
+            written = client.secrets().inNamespace(namespace).resource(s).update();
         } catch (KubernetesClientException e) {
             if (e.getCode() == 409) {
                 LOG.info("serving certificate secret {}/{} changed while renewing; next pass decides again", namespace,
                         secretName);
-                return false;
+                return new Pass(false, null);
             }
             if (e.getCode() != 403) {
                 // unknown outcome (5xx, reset: the write may have landed): the Secret holds the truth, and the next
                 // pass reads it again and decides afresh
                 LOG.warn("cannot renew serving certificate secret {}/{}: {}", namespace, secretName, e.getMessage());
-                return false;
+                return new Pass(false, null);
             }
             if (lastForbiddenWarning == null || !now.isBefore(lastForbiddenWarning.plus(Duration.ofHours(1)))) {
                 lastForbiddenWarning = now;
@@ -232,11 +252,11 @@ public final class ServingCertificate {
                         + "deploy/030-operator-rbac.yaml); it expires at {}", namespace, secretName,
                         leaf.getNotAfter().toInstant());
             }
-            return false;
+            return new Pass(false, null);
         }
         LOG.info("renewed self-signed serving certificate secret={}/{} oldNotAfter={} newNotAfter={}", namespace,
                 secretName, leaf.getNotAfter().toInstant(), issued.certificate().getNotAfter().toInstant());
-        return true;
+        return new Pass(true, written);
     }
 
     /**
@@ -302,8 +322,13 @@ public final class ServingCertificate {
      * Publishes what the Secret holds now: the serving certificate plus, until they expire, the certificate it
      * replaced ({@code previous.crt}) and any this process published before the Secret was replaced. No Secret, nothing.
      */
-    public synchronized void publishCaBundle(String apiServiceName) {
-        Material m = read();
+    public void publishCaBundle(String apiServiceName) {
+        publishCaBundle(apiServiceName, (Material) null);
+    }
+
+    /** {@link #publishCaBundle(String)} from {@code known}, what the Secret holds as just read (null: read it now). */
+    public synchronized void publishCaBundle(String apiServiceName, Material known) {
+        Material m = known != null ? known : read();
         if (m == null) {
             LOG.warn("serving certificate secret {}/{} not found; caBundle not published", namespace, secretName);
             return;

@@ -73,8 +73,7 @@ public final class AllocViews {
         String type = ManagedPods.resourceType(pod).map(ResourceType::wire).orElse("");
         return Optional.of(new Alloc(id, uid, nullToEmpty(pod.getMetadata().getResourceVersion()), claimed, type,
                 ManagedPods.architecture(pod), ManagedPods.kubernetesVersion(pod), ManagedPods.name(pod), node,
-                endpoint, expiresAt(ann, claimed, ttl), ann.getOrDefault(PlaypenKeys.OWNER_HASH, ""),
-                ann.getOrDefault(PlaypenKeys.IDEMPOTENCY_KEY_HASH, "")));
+                endpoint, expiresAt(ann, claimed, ttl), ManagedPods.ownerHash(pod), ManagedPods.keyHash(pod)));
     }
 
     /** The expires-at annotation when present and valid, else claimed-at + ttl, else none (ttl &lt;= 0). */

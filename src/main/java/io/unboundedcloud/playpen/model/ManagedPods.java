@@ -172,6 +172,12 @@ public final class ManagedPods {
         return h == null ? "" : h;
     }
 
+    /** The owner hash recorded with the pod's claim ("" when none: no claim, or claimed without an owner). */
+    public static String ownerHash(Pod pod) {
+        String h = annotation(pod, PlaypenKeys.OWNER_HASH);
+        return h == null ? "" : h;
+    }
+
     static String label(Pod pod, String key) {
         return entry(pod == null || pod.getMetadata() == null ? null : pod.getMetadata().getLabels(), key);
     }
