@@ -62,6 +62,7 @@ import io.unboundedcloud.playpen.support.TestCluster;
  * {@code bench.cpuReplicas} (1,2): allocations against the packaged jar as 1 and 2 separate replicas, with the
  * operator's CPU time per allocation from the processes' CPU accounting, first in the fresh JVM and then, after
  * {@code bench.cpuWarmAllocs} (2000) more allocations, in steady state; {@code bench.routes} (routes).
+ * {@code bench.client} (vertx; or jdk): the HTTPS client of the alloc and replay requests ({@link BenchHttps}).
  * {@code target/playpen-bench.jar} ({@link BenchJar}) runs the same without Maven.
  */
 public final class Bench {
@@ -199,7 +200,7 @@ public final class Bench {
         final TestCluster cluster;
         final KubernetesClient client;
         OperatorHarness op;
-        HttpClient[] https;
+        BenchHttps https;
         ClaimWriter baselineWriter;
         ReferencePattern reference;
         double startupMs;
@@ -231,10 +232,7 @@ public final class Bench {
                 e.op = new OperatorHarness(e.cluster, flags);
                 e.startupMs = (System.nanoTime() - s0) / 1e6;
                 e.awaitIdle(pods);
-                e.https = new HttpClient[Arrays.stream(bench.concurrencies).max().orElse(1)];
-                for (int i = 0; i < e.https.length; i++) {
-                    e.https[i] = OperatorHarness.client(e.cluster.frontProxyClient);
-                }
+                e.https = BenchHttps.open(e.cluster.frontProxyClient, Arrays.stream(bench.concurrencies).max().orElse(1));
                 e.baselineWriter = new ClaimWriter(e.client, Clock.systemUTC(), new ApiCallCounter());
                 e.reference = new ReferencePattern(e.client, NS);
                 bench.log("  env: %d ready runner pods created in %.0f ms; operator ready in %.0f ms (in-process)", pods,
@@ -268,6 +266,9 @@ public final class Bench {
 
         @Override
         public void close() {
+            if (https != null) {
+                https.close();
+            }
             if (op != null) {
                 op.close();
             }
@@ -485,6 +486,8 @@ public final class Bench {
         if (sc.claims()) {
             release(e);
         }
+        // every worker's keep-alive connection is open before anything is measured (BenchHttps.connect)
+        e.https.connect(c, worker -> e.op.port);
         int w = Math.min(warmup, batch);
         if (w > 0) {
             int first = keySeq.getAndAdd(w);
@@ -631,10 +634,14 @@ public final class Bench {
         }
     }
 
+    /** The body of the alloc request with key bench-{@code index}. */
+    static String allocBody(int index) {
+        return "{\"idempotencyKey\":\"bench-" + index + "\",\"resourceType\":\"runner\",\"wireGuardPublicKey\":\""
+                + command(index).wireGuardPublicKey() + "\",\"architecture\":\"amd64\"}";
+    }
+
     static HttpRequest allocRequest(OperatorHarness op, int index) {
-        AllocCommand cmd = command(index);
-        String body = "{\"idempotencyKey\":\"bench-" + index + "\",\"resourceType\":\"runner\",\"wireGuardPublicKey\":\""
-                + cmd.wireGuardPublicKey() + "\",\"architecture\":\"amd64\"}";
+        String body = allocBody(index);
         return HttpRequest.newBuilder(URI.create(op.url(ALLOC_PATH)))
                 .timeout(Duration.ofSeconds(30))
                 .header("Content-Type", "application/json")
@@ -646,10 +653,7 @@ public final class Bench {
     }
 
     static void send(Env e, int index, int worker) throws Exception {
-        HttpResponse<String> r = e.https[worker].send(allocRequest(e.op, index), HttpResponse.BodyHandlers.ofString());
-        if (r.statusCode() != 200 || !r.body().contains("\"resourceType\":\"runner\"")) {
-            throw new IllegalStateException("alloc answered " + r.statusCode() + ": " + r.body());
-        }
+        e.https.alloc(worker, e.op.port, allocBody(index));
     }
 
     /** POST allocs through the HTTPS front door: front-proxy certificate, X-Remote headers, fresh key each. */
@@ -1016,23 +1020,12 @@ public final class Bench {
             m.put("startupToReadyMs", Stats.round(readyMs));
             log("  jar process with %d pods: ready %.0f ms after exec", podCount, readyMs);
             if (warmAllocs > 0) {
-                HttpClient[] clients = new HttpClient[8];
-                for (int i = 0; i < clients.length; i++) {
-                    clients[i] = OperatorHarness.client(cluster.frontProxyClient);
+                Load.Batch b;
+                try (BenchHttps clients = BenchHttps.open(cluster.frontProxyClient, 8)) {
+                    int first = keySeq.getAndAdd(warmAllocs);
+                    b = Load.run(warmAllocs, 8, first, (i, w) -> clients.alloc(w, p.port, "{\"idempotencyKey\":\"jar-" + i
+                            + "\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(i % 997) + "\"}"));
                 }
-                int first = keySeq.getAndAdd(warmAllocs);
-                Load.Batch b = Load.run(warmAllocs, clients.length, first, (i, w) -> {
-                    HttpRequest req = HttpRequest.newBuilder(URI.create("https://127.0.0.1:" + p.port + ALLOC_PATH))
-                            .timeout(Duration.ofSeconds(30)).header("Content-Type", "application/json")
-                            .header("X-Remote-User", "bench-user").header("X-Remote-Group", "playpen-users")
-                            .POST(HttpRequest.BodyPublishers.ofString("{\"idempotencyKey\":\"jar-" + i
-                                    + "\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(i % 997) + "\"}"))
-                            .build();
-                    HttpResponse<String> r = clients[w].send(req, HttpResponse.BodyHandlers.ofString());
-                    if (r.statusCode() != 200) {
-                        throw new IllegalStateException("jar alloc answered " + r.statusCode() + ": " + r.body());
-                    }
-                });
                 m.put("warmupAllocs", b.nanos().length);
                 m.put("warmupErrors", b.errors());
                 m.put("warmupAllocP50Ms", Stats.round(new Stats("jar", podCount, 8, b.nanos(), b.wallNanos(), 0).pMs(50)));
@@ -1120,17 +1113,6 @@ public final class Bench {
         return p.process.toHandle().info().totalCpuDuration().map(Duration::toNanos).orElse(-1L);
     }
 
-    static HttpRequest jarAllocRequest(int port, int index) {
-        AllocCommand cmd = command(index);
-        String body = "{\"idempotencyKey\":\"bench-" + index + "\",\"resourceType\":\"runner\",\"wireGuardPublicKey\":\""
-                + cmd.wireGuardPublicKey() + "\",\"architecture\":\"amd64\"}";
-        return HttpRequest.newBuilder(URI.create("https://127.0.0.1:" + port + ALLOC_PATH)).timeout(Duration.ofSeconds(30))
-                .header("Content-Type", "application/json").header("Accept", "application/json, */*")
-                .header("X-Remote-User", "bench-user").header("X-Remote-Group", "playpen-users")
-                .header("X-Remote-Group", "system:authenticated")
-                .POST(HttpRequest.BodyPublishers.ofString(body)).build();
-    }
-
     /** Waits until no request reaches the mock API for 300 ms (asynchronous Event writes landed), at most 5 s. */
     static void quiesce(Env e) throws InterruptedException {
         long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
@@ -1153,17 +1135,14 @@ public final class Bench {
 
     /** {@code warmupAllocs} unmeasured allocations (in batches, released between), then {@code cpuAllocs} measured. */
     Map<String, Object> jarAllocRun(Env e, List<OperatorProcess> procs, int c, int warmupAllocs) throws Exception {
-        HttpClient[] clients = new HttpClient[c];
-        for (int i = 0; i < c; i++) {
-            clients[i] = OperatorHarness.client(e.cluster.frontProxyClient);
+        try (BenchHttps clients = BenchHttps.open(e.cluster.frontProxyClient, c)) {
+            clients.connect(c, w -> procs.get(w % procs.size()).port);
+            return jarAllocRun(e, procs, c, warmupAllocs, (i, w) -> clients.alloc(w, procs.get(w % procs.size()).port, allocBody(i)));
         }
-        Load.Op op = (i, w) -> {
-            HttpResponse<String> r = clients[w].send(jarAllocRequest(procs.get(w % procs.size()).port, i),
-                    HttpResponse.BodyHandlers.ofString());
-            if (r.statusCode() != 200 || !r.body().contains("\"resourceType\":\"runner\"")) {
-                throw new IllegalStateException("jar alloc answered " + r.statusCode() + ": " + r.body());
-            }
-        };
+    }
+
+    private Map<String, Object> jarAllocRun(Env e, List<OperatorProcess> procs, int c, int warmupAllocs, Load.Op op)
+            throws Exception {
         int batch = Math.max(1, e.pods / 2);
         for (int warmed = 0; warmed < warmupAllocs;) {
             release(e);
@@ -1261,6 +1240,7 @@ public final class Bench {
         m.put("cpuAllocs", cpuAllocs);
         m.put("cpuWarmAllocs", cpuWarmAllocs);
         m.put("jitWarmupPerScenario", jitWarmup);
+        m.put("client", BenchHttps.configured().name().toLowerCase(Locale.ROOT));
         m.put("availableProcessors", Runtime.getRuntime().availableProcessors());
         m.put("java", System.getProperty("java.vm.name") + " " + System.getProperty("java.version"));
         m.put("inputArguments", ManagementFactory.getRuntimeMXBean().getInputArguments());

@@ -47,6 +47,7 @@ public final class BenchJar {
         DEFAULTS.put("cpuWarmAllocs", "2000");
         DEFAULTS.put("jitWarmup", "1500");
         DEFAULTS.put("cpuReplicas", "1,2");
+        DEFAULTS.put("client", "vertx");
         DEFAULTS.put("jarJvmArgs", "-XX:MaxRAM=768m -XX:MaxRAMPercentage=35 -XX:InitialRAMPercentage=10 -XX:+UseSerialGC "
                 + "-XX:MaxHeapFreeRatio=30 -XX:MinHeapFreeRatio=10 -Xss512k -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m "
                 + "-XX:MaxDirectMemorySize=128m -XX:+ExitOnOutOfMemoryError -Dfile.encoding=UTF-8");
