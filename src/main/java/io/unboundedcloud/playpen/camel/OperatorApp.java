@@ -143,6 +143,7 @@ public final class OperatorApp implements AutoCloseable {
         trust.start();
 
         ServingTls tls = new ServingTls(material.certificatePem(), material.privateKeyPem(), () -> trust.get().cas());
+        LOG.info("serving TLS 1.3, cipher suites {}", tls.cipherOrder());
         AccessReviewer reviewer = new AccessReviewer(client, config.sarAllowedTtl(), config.sarDeniedTtl(),
                 config.retryAfterSeconds(), calls);
         allocator = new Allocator(pods, nodes, writer,
