@@ -18,6 +18,7 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.unboundedcloud.playpen.api.ApiException;
 import io.unboundedcloud.playpen.api.Json;
+import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.model.TtlPolicy;
@@ -99,7 +100,7 @@ public final class Renewer {
                 Pod updated = ClaimWriter.mergePatch(client, ns, name,
                         patch(pod.getMetadata().getResourceVersion(), next));
                 pods.observe(updated);
-                LOG.info("renewed pod={}/{} key={} outcome=renewed expiresAt={}", ns, name, io.unboundedcloud.playpen.model.Hashes.keyHashPrefix(keyHash),
+                LOG.info("renewed pod={}/{} key={} outcome=renewed expiresAt={}", ns, name, Hashes.keyHashPrefix(keyHash),
                         TtlPolicy.formatClaimedAt(next));
                 Renewal r = new Renewal(updated, next, max, true);
                 notify("renewed", r);

@@ -641,15 +641,12 @@ public final class Bench {
     }
 
     static HttpRequest allocRequest(OperatorHarness op, int index) {
-        String body = allocBody(index);
-        return HttpRequest.newBuilder(URI.create(op.url(ALLOC_PATH)))
-                .timeout(Duration.ofSeconds(30))
-                .header("Content-Type", "application/json")
-                .header("Accept", "application/json, */*")
-                .header("X-Remote-User", "bench-user")
-                .header("X-Remote-Group", "playpen-users")
-                .header("X-Remote-Group", "system:authenticated")
-                .POST(HttpRequest.BodyPublishers.ofString(body)).build();
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(op.url(ALLOC_PATH))).timeout(Duration.ofSeconds(30))
+                .POST(HttpRequest.BodyPublishers.ofString(allocBody(index)));
+        for (int i = 0; i < BenchHttps.ALLOC_HEADERS.length; i += 2) {
+            b.header(BenchHttps.ALLOC_HEADERS[i], BenchHttps.ALLOC_HEADERS[i + 1]);
+        }
+        return b.build();
     }
 
     static void send(Env e, int index, int worker) throws Exception {
@@ -1023,8 +1020,7 @@ public final class Bench {
                 Load.Batch b;
                 try (BenchHttps clients = BenchHttps.open(cluster.frontProxyClient, 8)) {
                     int first = keySeq.getAndAdd(warmAllocs);
-                    b = Load.run(warmAllocs, 8, first, (i, w) -> clients.alloc(w, p.port, "{\"idempotencyKey\":\"jar-" + i
-                            + "\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(i % 997) + "\"}"));
+                    b = Load.run(warmAllocs, 8, first, (i, w) -> clients.alloc(w, p.port, allocBody(i)));
                 }
                 m.put("warmupAllocs", b.nanos().length);
                 m.put("warmupErrors", b.errors());
@@ -1136,8 +1132,9 @@ public final class Bench {
     /** {@code warmupAllocs} unmeasured allocations (in batches, released between), then {@code cpuAllocs} measured. */
     Map<String, Object> jarAllocRun(Env e, List<OperatorProcess> procs, int c, int warmupAllocs) throws Exception {
         try (BenchHttps clients = BenchHttps.open(e.cluster.frontProxyClient, c)) {
-            clients.connect(c, w -> procs.get(w % procs.size()).port);
-            return jarAllocRun(e, procs, c, warmupAllocs, (i, w) -> clients.alloc(w, procs.get(w % procs.size()).port, allocBody(i)));
+            java.util.function.IntUnaryOperator portOf = w -> procs.get(w % procs.size()).port;
+            clients.connect(c, portOf);
+            return jarAllocRun(e, procs, c, warmupAllocs, (i, w) -> clients.alloc(w, portOf.applyAsInt(w), allocBody(i)));
         }
     }
 

@@ -43,7 +43,8 @@ final class BenchHttps implements AutoCloseable {
     }
 
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
-    private static final String[] ALLOC_HEADERS = {"Content-Type", "application/json", "Accept", "application/json, */*",
+    /** The headers of an alloc request as the aggregator forwards it, name/value pairs. */
+    static final String[] ALLOC_HEADERS = {"Content-Type", "application/json", "Accept", "application/json, */*",
         "X-Remote-User", "bench-user", "X-Remote-Group", "playpen-users", "X-Remote-Group", "system:authenticated"};
 
     final Kind kind;
@@ -102,11 +103,7 @@ final class BenchHttps implements AutoCloseable {
         }
     }
 
-    /** POSTs {@code body} to {@code https://127.0.0.1:port + path} with the given header name/value pairs. */
-    Answer post(int worker, int port, String path, String body, String... headers) throws Exception {
-        return send(worker, "POST", port, path, body, headers);
-    }
-
+    /** {@code method} with {@code body} (null: none) to {@code https://127.0.0.1:port + path}, header name/value pairs. */
     private Answer send(int worker, String method, int port, String path, String body, String... headers) throws Exception {
         if (jdk != null) {
             HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("https://127.0.0.1:" + port + path)).timeout(TIMEOUT)
@@ -132,7 +129,7 @@ final class BenchHttps implements AutoCloseable {
 
     /** An alloc request for a runner as the aggregator forwards it; fails unless answered 200 with a runner. */
     String alloc(int worker, int port, String body) throws Exception {
-        Answer a = post(worker, port, Bench.ALLOC_PATH, body, ALLOC_HEADERS);
+        Answer a = send(worker, "POST", port, Bench.ALLOC_PATH, body, ALLOC_HEADERS);
         if (a.status() != 200 || !a.body().contains("\"resourceType\":\"runner\"")) {
             throw new IllegalStateException("alloc answered " + a.status() + ": " + a.body());
         }
