@@ -79,4 +79,27 @@ class TtlPolicyTest {
         assertThat(TtlPolicy.claimedAt(TestPods.claimed(TestPods.runner("amd64", 51820),
                 TtlPolicy.formatClaimedAt(CLAIMED)))).contains(CLAIMED);
     }
+
+    @ParameterizedTest
+    @CsvSource({"2026-01-02T03:04:05Z", "2024-02-29T23:59:59Z", "2026-02-29T00:00:00Z", "2026-04-31T00:00:00Z",
+        "2026-13-01T00:00:00Z", "2026-00-10T00:00:00Z", "2026-01-00T00:00:00Z", "2026-01-01T24:00:00Z",
+        "2026-01-01T23:60:00Z", "2026-12-31T23:59:60Z", "0000-01-01T00:00:00Z", "9999-12-31T23:59:59Z",
+        "2026-01-02t03:04:05Z", "2026-01-02T03:04:05z", "2026-01-02T03:04:05+00:00", "2026-01-02T03:04:05.5Z",
+        "2026-01-02T03:04:05-07:00", "2026-1-02T03:04:05Z", "2026-01-02 03:04:05Z", "2026-01-02T03:04:5aZ",
+        "+026-01-02T03:04:05Z", "2026-01-02T03:04:05", "''"})
+    void theFastPathAnswersLikeTheGeneralParser(String raw) {
+        assertThat(TtlPolicy.parse(raw)).isEqualTo(TtlPolicy.parseGeneral(raw));
+    }
+
+    @Test
+    void theFormWeWriteTakesTheFastPathAtEverySecondOfAYear() {
+        Instant at = Instant.parse("2027-12-31T23:59:59Z");
+        for (Instant t = Instant.parse("2027-01-01T00:00:00Z"); !t.isAfter(at); t = t.plusSeconds(9_973)) {
+            String written = TtlPolicy.formatClaimedAt(t);
+            assertThat(TtlPolicy.parseWholeSecondsUtc(written)).as(written).isEqualTo(t);
+            assertThat(TtlPolicy.parseGeneral(written)).as(written).contains(t);
+        }
+        assertThat(TtlPolicy.parseWholeSecondsUtc("2026-01-02T03:04:05+00:00")).isNull();
+        assertThat(TtlPolicy.parseWholeSecondsUtc("2026-02-29T00:00:00Z")).isNull();
+    }
 }
