@@ -6,6 +6,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -63,6 +64,9 @@ import io.unboundedcloud.playpen.support.TestCluster;
  * operator's CPU time per allocation from the processes' CPU accounting, first in the fresh JVM and then, after
  * {@code bench.cpuWarmAllocs} (2000) more allocations, in steady state; {@code bench.routes} (routes).
  * {@code bench.client} (vertx; or jdk): the HTTPS client of the alloc and replay requests ({@link BenchHttps}).
+ * {@code bench.jitSettleRounds} (20): warm-up rounds after {@code bench.jitWarmup} until the JIT is quiet
+ * ({@link #settleJit}). Beside the bare PATCH, the reference pattern, our allocations and replays, each comparison
+ * measures the floor of any HTTPS front door here ({@link TlsFloor}).
  * {@code target/playpen-bench.jar} ({@link BenchJar}) runs the same without Maven.
  */
 public final class Bench {
@@ -74,6 +78,7 @@ public final class Bench {
     static final String REFERENCE = "reference-pattern";
     static final String OURS = "alloc-https";
     static final String REPLAY = "replay-https";
+    static final String FLOOR = "floor-https";
 
     final int pods = intProp("bench.pods", 200);
     final int requests = intProp("bench.requests", 200);
@@ -99,6 +104,13 @@ public final class Bench {
     final int cpuWarmAllocs = intProp("bench.cpuWarmAllocs", 2000);
     /** Unmeasured requests of each scenario (at c=8) before an environment's comparison. */
     final int jitWarmup = intProp("bench.jitWarmup", 1500);
+    /**
+     * After the JIT warm-up, at most this many more rounds (a fifth of {@code jitWarmup} of each scenario at c=8)
+     * until the JIT compiles for less than {@link #JIT_SETTLED_PERCENT}% of a round's wall time.
+     */
+    final int jitSettleRounds = intProp("bench.jitSettleRounds", 20);
+    static final double JIT_SETTLED_PERCENT = 10;
+    final Map<Integer, Object> jitSettle = new LinkedHashMap<>();
     static final int JIT_WARMUP_CONCURRENCY = 8;
     final int[] cpuReplicas = ints(System.getProperty("bench.cpuReplicas", "1,2"));
 
@@ -157,6 +169,7 @@ public final class Bench {
             }
             results.put("startup", startups);
             results.put("candidateSelection", selection);
+            results.put("jitSettle", jitSettle);
         }
         if (phases.contains("refill")) {
             results.put("refill", refill());
@@ -387,6 +400,11 @@ public final class Bench {
         default void settle(Env e, int succeeded) throws Exception {
         }
 
+        /** The HTTPS port its requests go to (the in-process operator's unless it says otherwise). */
+        default int port(Env e) {
+            return e.op.port;
+        }
+
         /** Whether the scenario claims pods (then batches stay within half the pool and are released between). */
         default boolean claims() {
             return true;
@@ -448,17 +466,27 @@ public final class Bench {
         Scenario baseline = new BaselineScenario();
         Scenario reference = new ReferenceScenario();
         OursScenario ours = new OursScenario();
+        // a first allocation's answer: the floor server's fixed answer (TlsFloor), of the size the front door sends
+        String answer = e.https.alloc(0, e.op.port, allocBody(keySeq.getAndIncrement()));
+        release(e);
+        try (TlsFloor floor = TlsFloor.start(e.cluster.frontProxyCa, answer.getBytes(StandardCharsets.UTF_8))) {
+            comparison(e, baseline, reference, ours, new FloorScenario(floor.port()));
+        }
+    }
+
+    private void comparison(Env e, Scenario baseline, Scenario reference, OursScenario ours, Scenario floor) throws Exception {
         if (jitWarmup > 0) {
             // every scenario's code through the JIT before anything is measured, so no figure is a young JVM's
             // (the operator is a long-running server; the bare PATCH and the reference pattern get the same)
             long t0 = System.nanoTime();
-            for (Scenario sc : List.of(baseline, reference, ours)) {
+            for (Scenario sc : List.of(baseline, reference, ours, floor)) {
                 measure(e, sc, JIT_WARMUP_CONCURRENCY, jitWarmup);
             }
             measure(e, new ReplayScenario(ours.lastFirst, ours.lastCount), JIT_WARMUP_CONCURRENCY, jitWarmup);
             release(e);
             log("  JIT warm-up: %d requests of each scenario at c=%d in %.1f s", jitWarmup, JIT_WARMUP_CONCURRENCY,
                     (System.nanoTime() - t0) / 1e9);
+            jitSettle.put(e.pods, settleJit(e, List.of(baseline, reference, ours, floor), ours));
         }
         for (int c : concurrencies) {
             log("  N=%d c=%d", e.pods, c);
@@ -467,8 +495,40 @@ public final class Bench {
             record(measure(e, ours, c, requests));
             // replays of the keys of the last alloc batch, which is still claimed
             record(measure(e, new ReplayScenario(ours.lastFirst, ours.lastCount), c, requests));
+            record(measure(e, floor, c, requests));
         }
         release(e);
+    }
+
+    /**
+     * More warm-up rounds until the JIT is quiet. This JVM holds the mock API server, the operator and the clients:
+     * after the first warm-up C2 still compiled for ~100% of a round's wall time (one of the two cores), and
+     * settled below 10% only after ~10 more rounds; figures measured before that are a compiling JVM's.
+     */
+    private Map<String, Object> settleJit(Env e, List<Scenario> scenarios, OursScenario ours) throws Exception {
+        java.lang.management.CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        int per = Math.max(50, jitWarmup / 5);
+        long t0 = System.nanoTime();
+        List<Double> percents = new ArrayList<>();
+        boolean settled = false;
+        int rounds = 0;
+        while (!settled && rounds < jitSettleRounds && jit != null && jit.isCompilationTimeMonitoringSupported()) {
+            long j0 = jit.getTotalCompilationTime();
+            long w0 = System.nanoTime();
+            for (Scenario sc : scenarios) {
+                measure(e, sc, JIT_WARMUP_CONCURRENCY, per);
+            }
+            measure(e, new ReplayScenario(ours.lastFirst, ours.lastCount), JIT_WARMUP_CONCURRENCY, per);
+            release(e);
+            double percent = 100.0 * (jit.getTotalCompilationTime() - j0) / Math.max(1, (System.nanoTime() - w0) / 1_000_000);
+            percents.add(Stats.round(percent));
+            rounds++;
+            settled = percent < JIT_SETTLED_PERCENT;
+        }
+        log("  JIT settling: %d rounds of %d requests of each scenario in %.1f s, JIT time per round's wall time %s%% "
+                + "(settled below %.0f%%: %s)", rounds, per, (System.nanoTime() - t0) / 1e9, percents, JIT_SETTLED_PERCENT, settled);
+        return map("rounds", rounds, "requestsPerScenarioAndRound", per, "jitPercentOfWallPerRound", percents,
+                "settled", settled, "limitPercent", JIT_SETTLED_PERCENT);
     }
 
     private void record(Run r) {
@@ -487,7 +547,7 @@ public final class Bench {
             release(e);
         }
         // every worker's keep-alive connection is open before anything is measured (BenchHttps.connect)
-        e.https.connect(c, worker -> e.op.port);
+        e.https.connect(c, worker -> sc.port(e));
         int w = Math.min(warmup, batch);
         if (w > 0) {
             int first = keySeq.getAndAdd(w);
@@ -711,6 +771,38 @@ public final class Bench {
         @Override
         public void run(Env e, int index, int worker) throws Exception {
             send(e, first + Math.floorMod(index, count), worker);
+        }
+    }
+
+    /**
+     * The same alloc request (a replay's) sent to {@link TlsFloor}: TLS and HTTP with the same client, an answer of
+     * the same size, and nothing of the operator's.
+     */
+    static final class FloorScenario implements Scenario {
+        private final int port;
+
+        FloorScenario(int port) {
+            this.port = port;
+        }
+
+        @Override
+        public String name() {
+            return FLOOR;
+        }
+
+        @Override
+        public int port(Env e) {
+            return port;
+        }
+
+        @Override
+        public boolean claims() {
+            return false;
+        }
+
+        @Override
+        public void run(Env e, int index, int worker) throws Exception {
+            e.https.alloc(worker, port, allocBody(index));
         }
     }
 
@@ -1237,6 +1329,7 @@ public final class Bench {
         m.put("cpuAllocs", cpuAllocs);
         m.put("cpuWarmAllocs", cpuWarmAllocs);
         m.put("jitWarmupPerScenario", jitWarmup);
+        m.put("jitSettleRounds", jitSettleRounds);
         m.put("client", BenchHttps.configured().name().toLowerCase(Locale.ROOT));
         m.put("availableProcessors", Runtime.getRuntime().availableProcessors());
         m.put("java", System.getProperty("java.vm.name") + " " + System.getProperty("java.version"));
@@ -1320,7 +1413,21 @@ public final class Bench {
         }
 
         // 2. p50 at concurrency 1 vs the bare PATCH
-        t.put("p50VsBaselineAtC" + cMin, ratioTarget(find(OURS, pods, cMin), find(BASELINE, pods, cMin), true, 1.3));
+        Map<String, Object> p50 = ratioTarget(find(OURS, pods, cMin), find(BASELINE, pods, cMin), true, 1.3);
+        Run floorRun = find(FLOOR, pods, cMin);
+        Run replayRun = find(REPLAY, pods, cMin);
+        Run baseRun = find(BASELINE, pods, cMin);
+        if (floorRun != null && replayRun != null && baseRun != null) {
+            double floorMs = floorRun.stats().pMs(50);
+            double baseMs = baseRun.stats().pMs(50);
+            p50.put("floorP50Ms", Stats.round(floorMs));
+            p50.put("replayP50Ms", Stats.round(replayRun.stats().pMs(50)));
+            p50.put("leastPossibleRatio", Stats.round((floorMs + baseMs) / baseMs));
+            p50.put("frontDoorAboveFloorMs", Stats.round(replayRun.stats().pMs(50) - floorMs));
+            p50.put("floorNote", "floor: the same request and answer bytes, same client, same TLS setup, to a bare "
+                    + "Netty server answering on its I/O thread (TlsFloor); an allocation is at least that plus a PATCH");
+        }
+        t.put("p50VsBaselineAtC" + cMin, p50);
         // 3. throughput at the highest concurrency vs the bare PATCH
         t.put("throughputVsBaselineAtC" + cMax, ratioTarget(find(OURS, pods, cMax), find(BASELINE, pods, cMax), false, 0.7));
         // 4. throughput vs the reference pattern, at every concurrency
@@ -1481,9 +1588,16 @@ public final class Bench {
                     continue;
                 }
                 sb.append(String.format(Locale.ROOT,
-                        "N=%-5d c=%-3d ours/baseline p50 %5.2fx  ours/baseline req/s %5.2fx  ours/reference req/s %6.2fx%n",
+                        "N=%-5d c=%-3d ours/baseline p50 %5.2fx  ours/baseline req/s %5.2fx  ours/reference req/s %6.2fx",
                         n, c, o.stats().pMs(50) / b.stats().pMs(50), o.stats().throughput() / b.stats().throughput(),
                         o.stats().throughput() / rf.stats().throughput()));
+                Run rp = find(REPLAY, n, c);
+                Run fl = find(FLOOR, n, c);
+                if (rp != null && fl != null) {
+                    sb.append(String.format(Locale.ROOT, "  replay/baseline p50 %5.2fx  (floor+baseline)/baseline p50 %5.2fx",
+                            rp.stats().pMs(50) / b.stats().pMs(50), (fl.stats().pMs(50) + b.stats().pMs(50)) / b.stats().pMs(50)));
+                }
+                sb.append(System.lineSeparator());
             }
         }
         sb.append(String.format(Locale.ROOT, "%n== where the time goes, concurrency 1 (p50 ms; claim write = PATCH, or the "

@@ -51,4 +51,21 @@ class BenchHttpsTest {
                     .hasMessageContaining("alloc answered 409");
         }
     }
+
+    /** The floor server answers the alloc request over the same TLS, with the given bytes, from both client kinds. */
+    @ParameterizedTest
+    @EnumSource(BenchHttps.Kind.class)
+    void theFloorAnswersTheAllocRequestWithItsFixedBytes(BenchHttps.Kind kind) throws Exception {
+        String answer = "{\"resourceType\":\"runner\",\"endpoint\":\"floor-" + kind + "\"}";
+        try (TlsFloor floor = TlsFloor.start(cluster.frontProxyCa, answer.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                BenchHttps https = new BenchHttps(kind, cluster.frontProxyClient, 1)) {
+            assertThat(floor.port()).isNotEqualTo(op.port);
+            https.connect(1, w -> floor.port());
+            assertThat(https.alloc(0, floor.port(), Bench.allocBody(2000))).isEqualTo(answer);
+            assertThat(https.alloc(0, floor.port(), Bench.allocBody(2001))).isEqualTo(answer);
+            // nothing reached the API server: the floor has none of the operator's work
+            assertThat(cluster.pods().stream().filter(ManagedPods::isClaimed).map(ManagedPods::keyHash))
+                    .doesNotContain(Bench.command(2000).keyHash());
+        }
+    }
 }
