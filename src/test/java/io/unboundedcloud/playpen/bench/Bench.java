@@ -65,7 +65,7 @@ import io.unboundedcloud.playpen.support.TestCluster;
  * {@code bench.cpuWarmAllocs} (2000) more allocations, in steady state; {@code bench.routes} (routes).
  * {@code bench.client} (vertx; or jdk): the HTTPS client of the alloc and replay requests ({@link BenchHttps}).
  * {@code bench.jitSettleRounds} (20): warm-up rounds after {@code bench.jitWarmup} until the JIT is quiet
- * ({@link #settleJit}). Beside the bare PATCH, the reference pattern, our allocations and replays, each comparison
+ * ({@link #settleJit}); {@code bench.c1Rounds} (4): concurrency 1 in interleaved rounds ({@link #interleavedAtC1}). Beside the bare PATCH, the reference pattern, our allocations and replays, each comparison
  * measures the floor of any HTTPS front door here ({@link TlsFloor}).
  * {@code target/playpen-bench.jar} ({@link BenchJar}) runs the same without Maven.
  */
@@ -109,6 +109,9 @@ public final class Bench {
      * until the JIT compiles for less than {@link #JIT_SETTLED_PERCENT}% of a round's wall time.
      */
     final int jitSettleRounds = intProp("bench.jitSettleRounds", 20);
+    /** Concurrency 1 is measured in this many interleaved rounds ({@link #interleavedAtC1}); 1: one block each. */
+    final int c1Rounds = intProp("bench.c1Rounds", 4);
+    static final int C1_ROUND_WARMUP = 20;
     static final double JIT_SETTLED_PERCENT = 10;
     final Map<Integer, Object> jitSettle = new LinkedHashMap<>();
     static final int JIT_WARMUP_CONCURRENCY = 8;
@@ -490,6 +493,10 @@ public final class Bench {
         }
         for (int c : concurrencies) {
             log("  N=%d c=%d", e.pods, c);
+            if (c == 1 && c1Rounds > 1) {
+                interleavedAtC1(e, baseline, reference, ours, floor);
+                continue;
+            }
             record(measure(e, baseline, c, requests));
             record(measure(e, reference, c, requests));
             record(measure(e, ours, c, requests));
@@ -531,6 +538,35 @@ public final class Bench {
                 "settled", settled, "limitPercent", JIT_SETTLED_PERCENT);
     }
 
+    /**
+     * Concurrency 1 in {@code c1Rounds} rounds, each scenario in turn in every round ({@code requests / c1Rounds}
+     * each, after a short warm-up): this machine's speed drifts by 20-30% over tens of seconds, and the c=1 ratio
+     * against the bare PATCH is a target, so both sides of it are measured in the same stretches of time.
+     */
+    private void interleavedAtC1(Env e, Scenario baseline, Scenario reference, OursScenario ours, Scenario floor) throws Exception {
+        Measured mb = new Measured(baseline.name(), 1);
+        Measured mr = new Measured(reference.name(), 1);
+        Measured mo = new Measured(ours.name(), 1);
+        Measured mp = new Measured(REPLAY, 1);
+        Measured mf = new Measured(floor.name(), 1);
+        int per = Math.max(1, requests / c1Rounds);
+        int warm = Math.min(warmup, C1_ROUND_WARMUP);
+        for (int round = 0; round < c1Rounds; round++) {
+            int n = round == c1Rounds - 1 ? requests - per * (c1Rounds - 1) : per;
+            measureInto(e, mb, baseline, n, warm);
+            measureInto(e, mr, reference, n, warm);
+            measureInto(e, mo, ours, n, warm);
+            // replays of the keys of the last alloc batch, which is still claimed
+            measureInto(e, mp, new ReplayScenario(ours.lastFirst, ours.lastCount), n, warm);
+            measureInto(e, mf, floor, n, warm);
+        }
+        record(mb.run(e, true));
+        record(mr.run(e, true));
+        record(mo.run(e, true));
+        record(mp.run(e, false));
+        record(mf.run(e, false));
+    }
+
     private void record(Run r) {
         runs.add(r);
         Stats s = r.stats();
@@ -542,13 +578,55 @@ public final class Bench {
     }
 
     Run measure(Env e, Scenario sc, int c, int total) throws Exception {
+        Measured m = new Measured(sc.name(), c);
+        measureInto(e, m, sc, total, warmup);
+        return m.run(e, sc.claims());
+    }
+
+    /** What {@link #measureInto} gathers for one scenario at one concurrency, over one call or interleaved rounds. */
+    final class Measured {
+        final String name;
+        final int c;
+        final List<long[]> parts = new ArrayList<>();
+        long wall;
+        int errors;
+        Throwable firstError;
+        final Map<String, Integer> apiBefore = new HashMap<>();
+        final Map<String, Integer> apiAfter = new HashMap<>();
+        // at concurrency 1, where the claim's write reaches the API server splits each request in two
+        final Timestamps writes = new Timestamps("PATCH /api/v1/namespaces/playpen/pods/", "PUT /api/v1/namespaces/playpen/pods/");
+        final List<long[]> windows = java.util.Collections.synchronizedList(new ArrayList<>());
+
+        Measured(String name, int c) {
+            this.name = name;
+            this.c = c;
+        }
+
+        Run run(Env e, boolean claims) {
+            long[] all = parts.stream().flatMapToLong(Arrays::stream).toArray();
+            Stats s = new Stats(name, e.pods, c, all, wall, errors);
+            Map<String, Object> x = new LinkedHashMap<>();
+            if (c == 1 && claims) {
+                x.put("breakdownAtC1", breakdown(windows, writes));
+            }
+            if (firstError != null) {
+                x.put("firstError", String.valueOf(firstError));
+                log("    %s: %d errors, first: %s", name, errors, firstError);
+            }
+            return new Run(s, ApiCounts.between(apiBefore, apiAfter), x);
+        }
+    }
+
+    /** {@code total} measured requests of {@code sc} at {@code m.c}, after {@code warm} unmeasured ones, added to {@code m}. */
+    void measureInto(Env e, Measured m, Scenario sc, int total, int warm) throws Exception {
+        int c = m.c;
         int batch = sc.claims() ? Math.max(1, e.pods / 2) : total;
         if (sc.claims()) {
             release(e);
         }
         // every worker's keep-alive connection is open before anything is measured (BenchHttps.connect)
         e.https.connect(c, worker -> sc.port(e));
-        int w = Math.min(warmup, batch);
+        int w = Math.min(warm, batch);
         if (w > 0) {
             int first = keySeq.getAndAdd(w);
             sc.prepare(e, first, w);
@@ -558,18 +636,9 @@ public final class Bench {
                 release(e);
             }
         }
-        List<long[]> parts = new ArrayList<>();
-        long wall = 0;
-        int errors = 0;
-        Throwable firstError = null;
-        Map<String, Integer> apiBefore = new HashMap<>();
-        Map<String, Integer> apiAfter = new HashMap<>();
         int done = 0;
-        // at concurrency 1, where the claim's write reaches the API server splits each request in two
-        Timestamps writes = new Timestamps("PATCH /api/v1/namespaces/playpen/pods/", "PUT /api/v1/namespaces/playpen/pods/");
-        List<long[]> windows = java.util.Collections.synchronizedList(new ArrayList<>());
         if (c == 1) {
-            e.cluster.addRequestListener(writes);
+            e.cluster.addRequestListener(m.writes);
         }
         while (done < total) {
             int n = Math.min(batch, total - done);
@@ -580,35 +649,24 @@ public final class Bench {
                 long t0 = System.nanoTime();
                 sc.run(e, i, worker);
                 if (c == 1) {
-                    windows.add(new long[] {t0, System.nanoTime()});
+                    m.windows.add(new long[] {t0, System.nanoTime()});
                 }
             });
             sc.settle(e, b.nanos().length);
             Map<String, Integer> after = e.cluster.requestSnapshot();
-            accumulate(apiBefore, apiAfter, before, after);
-            parts.add(b.nanos());
-            wall += b.wallNanos();
-            errors += b.errors();
-            if (firstError == null) {
-                firstError = b.firstError();
+            accumulate(m.apiBefore, m.apiAfter, before, after);
+            m.parts.add(b.nanos());
+            m.wall += b.wallNanos();
+            m.errors += b.errors();
+            if (m.firstError == null) {
+                m.firstError = b.firstError();
             }
             done += n;
             if (sc.claims() && done < total) {
                 release(e);
             }
         }
-        e.cluster.removeRequestListener(writes);
-        long[] all = parts.stream().flatMapToLong(Arrays::stream).toArray();
-        Stats s = new Stats(sc.name(), e.pods, c, all, wall, errors);
-        Map<String, Object> x = new LinkedHashMap<>();
-        if (c == 1 && sc.claims()) {
-            x.put("breakdownAtC1", breakdown(windows, writes));
-        }
-        if (firstError != null) {
-            x.put("firstError", String.valueOf(firstError));
-            log("    %s: %d errors, first: %s", sc.name(), errors, firstError);
-        }
-        return new Run(s, ApiCounts.between(apiBefore, apiAfter), x);
+        e.cluster.removeRequestListener(m.writes);
     }
 
     /**
@@ -1330,6 +1388,7 @@ public final class Bench {
         m.put("cpuWarmAllocs", cpuWarmAllocs);
         m.put("jitWarmupPerScenario", jitWarmup);
         m.put("jitSettleRounds", jitSettleRounds);
+        m.put("c1Rounds", c1Rounds);
         m.put("client", BenchHttps.configured().name().toLowerCase(Locale.ROOT));
         m.put("availableProcessors", Runtime.getRuntime().availableProcessors());
         m.put("java", System.getProperty("java.vm.name") + " " + System.getProperty("java.version"));
