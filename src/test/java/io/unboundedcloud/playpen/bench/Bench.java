@@ -65,8 +65,9 @@ import io.unboundedcloud.playpen.support.TestCluster;
  * {@code bench.cpuWarmAllocs} (2000) more allocations, in steady state; {@code bench.routes} (routes).
  * {@code bench.client} (vertx; or jdk): the HTTPS client of the alloc and replay requests ({@link BenchHttps}).
  * {@code bench.jitSettleRounds} (20): warm-up rounds after {@code bench.jitWarmup} until the JIT is quiet
- * ({@link #settleJit}); {@code bench.c1Rounds} (4): concurrency 1 in interleaved rounds ({@link #interleavedAtC1}). Beside the bare PATCH, the reference pattern, our allocations and replays, each comparison
- * measures the floor of any HTTPS front door here ({@link TlsFloor}).
+ * ({@link #settleJit}); {@code bench.c1Rounds} (4): concurrency 1 in interleaved rounds ({@link #interleavedAtC1}).
+ * Beside the bare PATCH, the reference pattern, our allocations and replays, each comparison measures the floor of
+ * any HTTPS front door here ({@link TlsFloor}).
  * {@code target/playpen-bench.jar} ({@link BenchJar}) runs the same without Maven.
  */
 public final class Bench {
@@ -473,46 +474,48 @@ public final class Bench {
         String answer = e.https.alloc(0, e.op.port, allocBody(keySeq.getAndIncrement()));
         release(e);
         try (TlsFloor floor = TlsFloor.start(e.cluster.frontProxyCa, answer.getBytes(StandardCharsets.UTF_8))) {
-            comparison(e, baseline, reference, ours, new FloorScenario(floor.port()));
+            // replays of the keys of the last alloc batch, which is still claimed, so they follow ours
+            comparison(e, List.of(baseline, reference, ours, new ReplayScenario(ours), new FloorScenario(floor.port())));
         }
     }
 
-    private void comparison(Env e, Scenario baseline, Scenario reference, OursScenario ours, Scenario floor) throws Exception {
+    private void comparison(Env e, List<Scenario> lineup) throws Exception {
         if (jitWarmup > 0) {
             // every scenario's code through the JIT before anything is measured, so no figure is a young JVM's
             // (the operator is a long-running server; the bare PATCH and the reference pattern get the same)
             long t0 = System.nanoTime();
-            for (Scenario sc : List.of(baseline, reference, ours, floor)) {
-                measure(e, sc, JIT_WARMUP_CONCURRENCY, jitWarmup);
-            }
-            measure(e, new ReplayScenario(ours.lastFirst, ours.lastCount), JIT_WARMUP_CONCURRENCY, jitWarmup);
-            release(e);
+            warmUp(e, lineup, jitWarmup);
             log("  JIT warm-up: %d requests of each scenario at c=%d in %.1f s", jitWarmup, JIT_WARMUP_CONCURRENCY,
                     (System.nanoTime() - t0) / 1e9);
-            jitSettle.put(e.pods, settleJit(e, List.of(baseline, reference, ours, floor), ours));
+            jitSettle.put(e.pods, settleJit(e, lineup));
         }
         for (int c : concurrencies) {
             log("  N=%d c=%d", e.pods, c);
             if (c == 1 && c1Rounds > 1) {
-                interleavedAtC1(e, baseline, reference, ours, floor);
+                interleavedAtC1(e, lineup);
                 continue;
             }
-            record(measure(e, baseline, c, requests));
-            record(measure(e, reference, c, requests));
-            record(measure(e, ours, c, requests));
-            // replays of the keys of the last alloc batch, which is still claimed
-            record(measure(e, new ReplayScenario(ours.lastFirst, ours.lastCount), c, requests));
-            record(measure(e, floor, c, requests));
+            for (Scenario sc : lineup) {
+                record(measure(e, sc, c, requests));
+            }
+        }
+        release(e);
+    }
+
+    /** {@code n} unmeasured requests of each scenario in turn at c=8, then the claimed pods back. */
+    private void warmUp(Env e, List<Scenario> lineup, int n) throws Exception {
+        for (Scenario sc : lineup) {
+            measure(e, sc, JIT_WARMUP_CONCURRENCY, n);
         }
         release(e);
     }
 
     /**
      * More warm-up rounds until the JIT is quiet. This JVM holds the mock API server, the operator and the clients:
-     * after the first warm-up C2 still compiled for ~100% of a round's wall time (one of the two cores), and
-     * settled below 10% only after ~10 more rounds; figures measured before that are a compiling JVM's.
+     * after the first warm-up C2 still compiled for ~100% of a round's wall time (one of the two cores), and came
+     * down to 10-20% only after 16-20 more rounds; figures measured before that are a compiling JVM's.
      */
-    private Map<String, Object> settleJit(Env e, List<Scenario> scenarios, OursScenario ours) throws Exception {
+    private Map<String, Object> settleJit(Env e, List<Scenario> lineup) throws Exception {
         java.lang.management.CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
         int per = Math.max(50, jitWarmup / 5);
         long t0 = System.nanoTime();
@@ -522,11 +525,7 @@ public final class Bench {
         while (!settled && rounds < jitSettleRounds && jit != null && jit.isCompilationTimeMonitoringSupported()) {
             long j0 = jit.getTotalCompilationTime();
             long w0 = System.nanoTime();
-            for (Scenario sc : scenarios) {
-                measure(e, sc, JIT_WARMUP_CONCURRENCY, per);
-            }
-            measure(e, new ReplayScenario(ours.lastFirst, ours.lastCount), JIT_WARMUP_CONCURRENCY, per);
-            release(e);
+            warmUp(e, lineup, per);
             double percent = 100.0 * (jit.getTotalCompilationTime() - j0) / Math.max(1, (System.nanoTime() - w0) / 1_000_000);
             percents.add(Stats.round(percent));
             rounds++;
@@ -543,28 +542,19 @@ public final class Bench {
      * each, after a short warm-up): this machine's speed drifts by 20-30% over tens of seconds, and the c=1 ratio
      * against the bare PATCH is a target, so both sides of it are measured in the same stretches of time.
      */
-    private void interleavedAtC1(Env e, Scenario baseline, Scenario reference, OursScenario ours, Scenario floor) throws Exception {
-        Measured mb = new Measured(baseline.name(), 1);
-        Measured mr = new Measured(reference.name(), 1);
-        Measured mo = new Measured(ours.name(), 1);
-        Measured mp = new Measured(REPLAY, 1);
-        Measured mf = new Measured(floor.name(), 1);
+    private void interleavedAtC1(Env e, List<Scenario> lineup) throws Exception {
+        List<Measured> measured = lineup.stream().map(sc -> new Measured(sc, 1)).toList();
         int per = Math.max(1, requests / c1Rounds);
         int warm = Math.min(warmup, C1_ROUND_WARMUP);
         for (int round = 0; round < c1Rounds; round++) {
             int n = round == c1Rounds - 1 ? requests - per * (c1Rounds - 1) : per;
-            measureInto(e, mb, baseline, n, warm);
-            measureInto(e, mr, reference, n, warm);
-            measureInto(e, mo, ours, n, warm);
-            // replays of the keys of the last alloc batch, which is still claimed
-            measureInto(e, mp, new ReplayScenario(ours.lastFirst, ours.lastCount), n, warm);
-            measureInto(e, mf, floor, n, warm);
+            for (int i = 0; i < lineup.size(); i++) {
+                measureInto(e, measured.get(i), lineup.get(i), n, warm);
+            }
         }
-        record(mb.run(e, true));
-        record(mr.run(e, true));
-        record(mo.run(e, true));
-        record(mp.run(e, false));
-        record(mf.run(e, false));
+        for (Measured m : measured) {
+            record(m.run(e));
+        }
     }
 
     private void record(Run r) {
@@ -578,14 +568,15 @@ public final class Bench {
     }
 
     Run measure(Env e, Scenario sc, int c, int total) throws Exception {
-        Measured m = new Measured(sc.name(), c);
+        Measured m = new Measured(sc, c);
         measureInto(e, m, sc, total, warmup);
-        return m.run(e, sc.claims());
+        return m.run(e);
     }
 
     /** What {@link #measureInto} gathers for one scenario at one concurrency, over one call or interleaved rounds. */
     final class Measured {
         final String name;
+        final boolean claims;
         final int c;
         final List<long[]> parts = new ArrayList<>();
         long wall;
@@ -597,12 +588,13 @@ public final class Bench {
         final Timestamps writes = new Timestamps("PATCH /api/v1/namespaces/playpen/pods/", "PUT /api/v1/namespaces/playpen/pods/");
         final List<long[]> windows = java.util.Collections.synchronizedList(new ArrayList<>());
 
-        Measured(String name, int c) {
-            this.name = name;
+        Measured(Scenario sc, int c) {
+            this.name = sc.name();
+            this.claims = sc.claims();
             this.c = c;
         }
 
-        Run run(Env e, boolean claims) {
+        Run run(Env e) {
             long[] all = parts.stream().flatMapToLong(Arrays::stream).toArray();
             Stats s = new Stats(name, e.pods, c, all, wall, errors);
             Map<String, Object> x = new LinkedHashMap<>();
@@ -806,14 +798,21 @@ public final class Bench {
         return ev.written() + ev.failed() + ev.dropped() + ev.aggregated();
     }
 
-    /** The same requests again: idempotent replays answered from the cache. */
+    /** The same requests again: idempotent replays answered from the cache, of ours' last batch (still claimed). */
     final class ReplayScenario implements Scenario {
-        private final int first;
-        private final int count;
+        private final OursScenario ours;
+        private volatile int first;
+        private volatile int count;
 
-        ReplayScenario(int first, int count) {
-            this.first = first;
-            this.count = count;
+        ReplayScenario(OursScenario ours) {
+            this.ours = ours;
+        }
+
+        /** The keys of ours' last batch, as they are when this batch starts. */
+        @Override
+        public void prepare(Env e, int firstIndex, int n) {
+            first = ours.lastFirst;
+            count = ours.lastCount;
         }
 
         @Override
