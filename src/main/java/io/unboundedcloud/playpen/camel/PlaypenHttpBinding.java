@@ -1,6 +1,5 @@
 package io.unboundedcloud.playpen.camel;
 
-import java.net.URI;
 import java.net.URISyntaxException;
 import java.util.Map;
 
@@ -36,16 +35,15 @@ public class PlaypenHttpBinding extends DefaultNettyHttpBinding {
         }
         String uri = request.uri();
         int query = uri.indexOf('?');
-        String path = query >= 0 ? uri.substring(0, query) : uri;
-        if (!parses(path)) {
-            // Camel parses the target with java.net.URI and drops the connection when it cannot (a bad %-escape,
-            // '{', '|'); the front door routes on the raw target from the request and answers 400 or 404
-            path = "/";
-        }
-        if (!path.equals(uri)) {
-            request.setUri(path);
+        if (query >= 0) {
+            request.setUri(uri.substring(0, query));
         }
         try {
+            super.populateCamelHeaders(request, headers, exchange, configuration);
+        } catch (URISyntaxException e) {
+            // Camel parses the target with java.net.URI and drops the connection when it cannot (a bad %-escape,
+            // '{', '|'); the front door routes on the raw target from the request and answers 400 or 404
+            request.setUri("/");
             super.populateCamelHeaders(request, headers, exchange, configuration);
         } finally {
             request.setUri(uri);
@@ -53,15 +51,6 @@ public class PlaypenHttpBinding extends DefaultNettyHttpBinding {
                 request.headers().set(HttpHeaderNames.CONTENT_TYPE, contentType);
                 headers.put(Exchange.CONTENT_TYPE, contentType);
             }
-        }
-    }
-
-    private static boolean parses(String target) {
-        try {
-            new URI(target);
-            return true;
-        } catch (URISyntaxException e) {
-            return false;
         }
     }
 }

@@ -1,0 +1,86 @@
+package io.unboundedcloud.playpen.camel;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.List;
+import java.util.Set;
+import java.util.stream.Collectors;
+
+import io.micrometer.core.instrument.Meter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.apache.camel.CamelContext;
+import org.apache.camel.ProducerTemplate;
+import org.apache.camel.builder.RouteBuilder;
+import org.apache.camel.component.micrometer.messagehistory.MicrometerMessageHistoryFactory;
+import org.apache.camel.impl.DefaultCamelContext;
+import org.apache.camel.spi.MessageHistoryFactory;
+import org.junit.jupiter.api.Test;
+
+/** {@link StepTimers} records the meters camel-micrometer's own message history records, once per step run. */
+class StepTimersTest {
+
+    @Test
+    void sameMetersAsCamelMicrometersMessageHistoryWithOneRecordingPerStepRun() throws Exception {
+        SimpleMeterRegistry stock = new SimpleMeterRegistry();
+        MicrometerMessageHistoryFactory camels = new MicrometerMessageHistoryFactory();
+        camels.setMeterRegistry(stock);
+        SimpleMeterRegistry ours = new SimpleMeterRegistry();
+        StepTimers steps = new StepTimers();
+        steps.setMeterRegistry(ours);
+
+        run(camels, 7);
+        run(steps, 7);
+
+        Set<String> expected = describe(stock);
+        assertThat(expected).as("the stock factory recorded the route's steps").hasSizeGreaterThanOrEqualTo(3)
+                .anyMatch(id -> id.contains("nodeId=step-two"));
+        assertThat(describe(ours)).isEqualTo(expected);
+        for (Meter m : ours.getMeters()) {
+            if (!(m instanceof Timer)) {
+                continue;
+            }
+            String node = m.getId().getTag("nodeId");
+            long runs = "step-odd".equals(node) ? 3 : 7; // bodies 0..6: 1, 3 and 5 pass the filter
+            assertThat(((Timer) m).count()).as(m.getId().toString()).isEqualTo(runs);
+            assertThat(((Timer) m).totalTime(java.util.concurrent.TimeUnit.NANOSECONDS)).as("elapsed time recorded")
+                    .isPositive();
+            assertThat(((Timer) m).count()).as("as many as the stock factory recorded for " + node)
+                    .isEqualTo(stock.get(m.getId().getName()).tags(m.getId().getTags()).timer().count());
+        }
+    }
+
+    private static void run(MessageHistoryFactory factory, int exchanges) throws Exception {
+        try (CamelContext context = new DefaultCamelContext()) {
+            context.getCamelContextExtension().setName("steps-test");
+            context.setMessageHistory(true);
+            context.setMessageHistoryFactory(factory);
+            context.addRoutes(new RouteBuilder() {
+                @Override
+                public void configure() {
+                    from("direct:steps").routeId("steps")
+                            .setHeader("n", simple("${body}")).id("step-one")
+                            .filter(exchange -> exchange.getMessage().getBody(Integer.class) % 2 == 1).id("step-filter")
+                                .setHeader("odd", constant(true)).id("step-odd")
+                            .end()
+                            .transform(simple("${body}")).id("step-two");
+                }
+            });
+            context.start();
+            ProducerTemplate producer = context.createProducerTemplate();
+            for (int i = 0; i < exchanges; i++) {
+                producer.sendBody("direct:steps", i);
+            }
+        }
+    }
+
+    /** Each meter as its name, type, description and sorted tags. */
+    private static Set<String> describe(MeterRegistry registry) {
+        return registry.getMeters().stream().map(m -> {
+            Meter.Id id = m.getId();
+            List<String> tags = id.getTags().stream().map(t -> t.getKey() + "=" + t.getValue()).sorted().toList();
+            return id.getName() + " " + id.getType() + " " + id.getDescription() + " " + tags;
+        }).collect(Collectors.toSet());
+    }
+}
