@@ -4,9 +4,14 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
+
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.fabric8.kubernetes.client.OAuthTokenProvider;
 
 /** Builds the one shared KubernetesClient: from --kubeconfig, else the standard discovery (env, home, in-cluster). */
 public final class KubeClients {
@@ -27,11 +32,76 @@ public final class KubeClients {
         return create(config);
     }
 
-    /** Tuned for the hot path: enough parallel requests for concurrent claims, few retries of failed calls. */
+    /**
+     * Tuned for the hot path: enough parallel requests for concurrent claims, few retries of failed calls, and a
+     * configuration without a token re-read once a minute ({@link MinuteRefresh}) rather than before every request.
+     */
     public static KubernetesClient create(Config config) {
         config.setMaxConcurrentRequests(256);
         config.setMaxConcurrentRequestsPerHost(128);
         config.setRequestRetryBackoffLimit(1);
+        if (hasNoToken(config)) {
+            config.setOauthTokenProvider(new MinuteRefresh(() -> tokenOf(config.refresh()), System::nanoTime));
+        }
         return new KubernetesClientBuilder().withConfig(config).build();
+    }
+
+    /**
+     * Nothing that fabric8's token refresh can renew: no token (set, or found by auto-configuration: service
+     * account, exec plugin), no token provider, no auth-provider (OIDC), no basic auth. Client certificates or no
+     * credentials at all, as with a kind or k3s kubeconfig, and the simulated cluster of {@code --dev}.
+     */
+    static boolean hasNoToken(Config config) {
+        return config.getOauthTokenProvider() == null && isEmpty(config.getOauthToken())
+                && isEmpty(config.getAutoOAuthToken()) && config.getAuthProvider() == null
+                && isEmpty(config.getUsername()) && isEmpty(config.getPassword());
+    }
+
+    private static String tokenOf(Config fresh) {
+        return isEmpty(fresh.getOauthToken()) ? fresh.getAutoOAuthToken() : fresh.getOauthToken();
+    }
+
+    private static boolean isEmpty(String s) {
+        return s == null || s.isEmpty();
+    }
+
+    /**
+     * The token of a configuration that had none, looked for again at most once a minute. fabric8's
+     * {@code TokenRefreshInterceptor} means to re-read the configuration once a minute, but restarts its minute
+     * only when the re-read finds a token: without one it re-reads before every request once the first minute has
+     * passed (the whole kubeconfig file, parsed again, or auto-configuration's environment, system properties and
+     * files), on the allocation path's PATCH too. With this provider it asks here instead: the same re-read, once a
+     * minute, whatever it finds; a token that appears is used from then on, a re-read that fails keeps the last one.
+     */
+    static final class MinuteRefresh implements OAuthTokenProvider {
+        static final long PERIOD_NANOS = TimeUnit.MINUTES.toNanos(1);
+        private final Supplier<String> reread;
+        private final LongSupplier nanos;
+        private volatile String token;
+        private volatile long next;
+
+        MinuteRefresh(Supplier<String> reread, LongSupplier nanos) {
+            this.reread = reread;
+            this.nanos = nanos;
+            this.next = nanos.getAsLong() + PERIOD_NANOS;
+        }
+
+        @Override
+        public String getToken() {
+            if (nanos.getAsLong() - next >= 0) {
+                synchronized (this) {
+                    long now = nanos.getAsLong();
+                    if (now - next >= 0) {
+                        next = now + PERIOD_NANOS;
+                        try {
+                            token = reread.get();
+                        } catch (RuntimeException e) {
+                            // an unreadable kubeconfig: keep what we had and look again in a minute
+                        }
+                    }
+                }
+            }
+            return token;
+        }
     }
 }
