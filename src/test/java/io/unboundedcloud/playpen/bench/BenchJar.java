@@ -47,7 +47,7 @@ public final class BenchJar {
         DEFAULTS.put("cpuWarmAllocs", "2000");
         DEFAULTS.put("jitWarmup", "1500");
         DEFAULTS.put("jitSettleRounds", "20");
-        DEFAULTS.put("c1Rounds", "4");
+        DEFAULTS.put("rounds", "4");
         DEFAULTS.put("cpuReplicas", "1,2");
         DEFAULTS.put("client", "vertx");
         DEFAULTS.put("jarJvmArgs", "-XX:MaxRAM=768m -XX:MaxRAMPercentage=35 -XX:InitialRAMPercentage=10 -XX:+UseSerialGC "
