@@ -6,7 +6,7 @@ import java.util.Base64;
 import io.unboundedcloud.playpen.tls.Pki;
 
 /** Renders the small kubeconfig documents dev mode hands out (names and base64 data only, so no YAML quoting is needed). */
-final class Kubeconfigs {
+public final class Kubeconfigs {
     private Kubeconfigs() {
     }
 
@@ -37,7 +37,7 @@ final class Kubeconfigs {
     }
 
     /** A kubeconfig for a plain-HTTP server without authentication (the operator talking to the simulated API). */
-    static String anonymous(String cluster, String server, String namespace) {
+    public static String anonymous(String cluster, String server, String namespace) {
         return "apiVersion: v1\n"
                 + "kind: Config\n"
                 + "clusters:\n"

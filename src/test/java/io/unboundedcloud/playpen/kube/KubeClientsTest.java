@@ -20,6 +20,7 @@ import io.fabric8.kubernetes.client.utils.Serialization;
 import io.fabric8.mockwebserver.Context;
 import io.fabric8.mockwebserver.MockWebServer;
 import io.fabric8.mockwebserver.http.RecordedRequest;
+import io.unboundedcloud.playpen.dev.Kubeconfigs;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -75,7 +76,7 @@ class KubeClientsTest {
                 .withUsername("u").withPassword("p").build())).isFalse();
     }
 
-    /** A kubeconfig without credentials, as --dev writes: the client asks the provider, and sends what it gives. */
+    /** The kubeconfig --dev writes (no credentials): the client asks the provider, and sends what it gives. */
     @Test
     void theClientOfATokenlessKubeconfigAsksTheProviderAndSendsItsToken(@TempDir Path dir) throws Exception {
         KubernetesMockServer server = new KubernetesMockServer(new Context(Serialization.jsonMapper()),
@@ -83,23 +84,7 @@ class KubeClientsTest {
         server.init(InetAddress.getLoopbackAddress(), 0);
         try {
             Path kubeconfig = dir.resolve("kubeconfig");
-            Files.writeString(kubeconfig, """
-                    apiVersion: v1
-                    kind: Config
-                    clusters:
-                    - name: mock
-                      cluster:
-                        server: %s
-                    contexts:
-                    - name: mock
-                      context:
-                        cluster: mock
-                        user: nobody
-                    current-context: mock
-                    users:
-                    - name: nobody
-                      user: {}
-                    """.formatted(server.url("/")));
+            Files.writeString(kubeconfig, Kubeconfigs.anonymous("mock", server.url("/"), "playpen"));
             try (KubernetesClient client = KubeClients.create(kubeconfig.toString())) {
                 var provider = client.getConfiguration().getOauthTokenProvider();
                 assertThat(provider).isInstanceOf(KubeClients.MinuteRefresh.class);
