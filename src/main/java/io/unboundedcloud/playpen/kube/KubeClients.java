@@ -3,7 +3,6 @@ package io.unboundedcloud.playpen.kube;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
@@ -12,6 +11,7 @@ import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.OAuthTokenProvider;
+import io.fabric8.kubernetes.client.utils.Utils;
 
 /** Builds the one shared KubernetesClient: from --kubeconfig, else the standard discovery (env, home, in-cluster). */
 public final class KubeClients {
@@ -52,17 +52,13 @@ public final class KubeClients {
      * credentials at all, as with a kind or k3s kubeconfig, and the simulated cluster of {@code --dev}.
      */
     static boolean hasNoToken(Config config) {
-        return config.getOauthTokenProvider() == null && isEmpty(config.getOauthToken())
-                && isEmpty(config.getAutoOAuthToken()) && config.getAuthProvider() == null
-                && isEmpty(config.getUsername()) && isEmpty(config.getPassword());
+        return config.getOauthTokenProvider() == null && Utils.isNullOrEmpty(config.getOauthToken())
+                && Utils.isNullOrEmpty(config.getAutoOAuthToken()) && config.getAuthProvider() == null
+                && Utils.isNullOrEmpty(config.getUsername()) && Utils.isNullOrEmpty(config.getPassword());
     }
 
     private static String tokenOf(Config fresh) {
-        return isEmpty(fresh.getOauthToken()) ? fresh.getAutoOAuthToken() : fresh.getOauthToken();
-    }
-
-    private static boolean isEmpty(String s) {
-        return s == null || s.isEmpty();
+        return Utils.isNullOrEmpty(fresh.getOauthToken()) ? fresh.getAutoOAuthToken() : fresh.getOauthToken();
     }
 
     /**

@@ -491,13 +491,7 @@ public final class Bench {
         }
         for (int c : concurrencies) {
             log("  N=%d c=%d", e.pods, c);
-            if (rounds > 1) {
-                interleaved(e, lineup, c);
-                continue;
-            }
-            for (Scenario sc : lineup) {
-                record(measure(e, sc, c, requests));
-            }
+            interleaved(e, lineup, c);
         }
         release(e);
     }
@@ -521,19 +515,19 @@ public final class Bench {
         long t0 = System.nanoTime();
         List<Double> percents = new ArrayList<>();
         boolean settled = false;
-        int rounds = 0;
-        while (!settled && rounds < jitSettleRounds && jit != null && jit.isCompilationTimeMonitoringSupported()) {
+        int done = 0;
+        while (!settled && done < jitSettleRounds && jit != null && jit.isCompilationTimeMonitoringSupported()) {
             long j0 = jit.getTotalCompilationTime();
             long w0 = System.nanoTime();
             warmUp(e, lineup, per);
             double percent = 100.0 * (jit.getTotalCompilationTime() - j0) / Math.max(1, (System.nanoTime() - w0) / 1_000_000);
             percents.add(Stats.round(percent));
-            rounds++;
+            done++;
             settled = percent < JIT_SETTLED_PERCENT;
         }
         log("  JIT settling: %d rounds of %d requests of each scenario in %.1f s, JIT time per round's wall time %s%% "
-                + "(settled below %.0f%%: %s)", rounds, per, (System.nanoTime() - t0) / 1e9, percents, JIT_SETTLED_PERCENT, settled);
-        return map("rounds", rounds, "requestsPerScenarioAndRound", per, "jitPercentOfWallPerRound", percents,
+                + "(settled below %.0f%%: %s)", done, per, (System.nanoTime() - t0) / 1e9, percents, JIT_SETTLED_PERCENT, settled);
+        return map("rounds", done, "requestsPerScenarioAndRound", per, "jitPercentOfWallPerRound", percents,
                 "settled", settled, "limitPercent", JIT_SETTLED_PERCENT);
     }
 
@@ -542,12 +536,12 @@ public final class Bench {
      * each, after a short warm-up): this machine's speed drifts by 20-30% over tens of seconds, and the ratios
      * against the bare PATCH (latency at c=1, throughput at c=32) are targets, so both sides of them are measured in
      * the same stretches of time. In single blocks the bare PATCH's throughput at c=32 read 1,966 to 3,803 /s in
-     * four runs of one day.
+     * four runs of one day. One round: each scenario in one block, after {@code bench.warmup} unmeasured requests.
      */
     private void interleaved(Env e, List<Scenario> lineup, int c) throws Exception {
         List<Measured> measured = lineup.stream().map(sc -> new Measured(sc, c)).toList();
         int per = Math.max(1, requests / rounds);
-        int warm = Math.min(warmup, Math.max(ROUND_WARMUP, c));
+        int warm = rounds == 1 ? warmup : Math.min(warmup, Math.max(ROUND_WARMUP, c));
         for (int round = 0; round < rounds; round++) {
             int n = round == rounds - 1 ? requests - per * (rounds - 1) : per;
             for (int i = 0; i < lineup.size(); i++) {
