@@ -95,6 +95,13 @@ public final class ApiFlows {
         Identity who = exchange.getProperty(FrontDoor.IDENTITY, Identity.class);
         String ownerHash = who == null ? null : Hashes.ownerHash(who.user());
         return claim(cmd, ownerHash, ctx).thenApply(a -> {
+            if (ctx != null && !ctx.channel().isActive() && allocator.release(a, cmd)) {
+                // the client is gone before its answer: the new claim went back to the pool instead of waiting
+                // for its TTL (and counting against the user's quota)
+                exchange.setProperty(AuditLog.OUTCOME, "client-gone");
+                throw new ApiException(499, "ClientClosedRequest", "the client closed the connection before the "
+                        + "answer; the pod was not kept");
+            }
             exchange.setProperty(AuditLog.ALLOCATION_ID, a.pod().getMetadata().getName());
             exchange.setProperty(AuditLog.OUTCOME, a.replay() ? "replayed" : "allocated");
             return a;

@@ -97,7 +97,7 @@ public final class OperatorApp implements AutoCloseable {
         ServingCertificate.Material material = serving.ensure();
 
         Candidates candidates = new Candidates(config.runnerLabelSelector());
-        pods = new PodCache(client, config.runnerNamespace(), candidates::idleKindKey);
+        pods = new PodCache(client, config.runnerNamespace(), candidates::kindKey);
         nodes = new NodeCache(client);
         trust = new TrustBundleSource(client, calls);
 

@@ -10,7 +10,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
-import io.fabric8.kubernetes.client.server.mock.KubernetesMixedDispatcher;
 import io.fabric8.mockwebserver.ServerRequest;
 import io.fabric8.mockwebserver.ServerResponse;
 import io.fabric8.mockwebserver.http.Dispatcher;
@@ -32,10 +31,10 @@ final class DevApiDispatcher extends Dispatcher {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private final Map<String, String> documents = DiscoveryDocuments.all();
-    private final KubernetesMixedDispatcher delegate;
+    private final Dispatcher delegate;
 
     DevApiDispatcher(Map<ServerRequest, Queue<ServerResponse>> expectations) {
-        this.delegate = new KubernetesMixedDispatcher(expectations);
+        this.delegate = ResumableCrudDispatcher.mixed(expectations, new ResumableCrudDispatcher());
     }
 
     @Override

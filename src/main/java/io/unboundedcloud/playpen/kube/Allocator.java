@@ -24,19 +24,25 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.model.ManagedPods;
 
 /**
- * Hands out pods exactly once (DESIGN §2): single-flight per key hash in this process, replay from the
- * watch-fed cache, and otherwise a walk over the kind's consistent-hash ring from the key, one conditional patch per
- * try, each pod reserved within this replica while a request writes to it.
+ * Hands out pods exactly once per idempotency key, across any number of replicas. Within this process, requests
+ * with one key share one outcome (single flight) and two requests never write to one pod at once. Across
+ * replicas, a new claim is one conditional write walking the kind's consistent-hash ring from the key, and it is
+ * handed out only once this replica's watch has delivered it and the {@link ClaimLedger} has judged it from the
+ * API server's order of commits: it stands if no other live pod carried the key (and the owner's quota held) when
+ * it was committed; otherwise it is rolled back with a conditional write and the request answers with the claim
+ * that stands. A key that already holds a claim is replayed from the pod as the API server has it now
+ * ({@link ClaimResolver}). docs/architecture.md gives the argument in full.
  */
 public final class Allocator {
     private static final Logger LOG = LoggerFactory.getLogger(Allocator.class);
     private static final int SAME_POD_RETRIES = 3;
     private static final long RESERVATION_WAIT_SECONDS = 30;
+    /** How long a request may wait for this replica's watch to judge the claims of its key. */
+    static final long DECIDE_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(30);
+    /** New claims one request may make and lose (to an earlier claim of its key) before it gives up with a 503. */
+    private static final int MAX_CLAIMS_PER_REQUEST = 8;
     /** Probes (walks restarted after meeting another key's claim) before one walk tries every pod in turn. */
     private static final int MAX_PROBES = 64;
-    private static final java.util.Comparator<Pod> CLAIM_ORDER = java.util.Comparator
-            .comparing((Pod p) -> ManagedPods.annotations(p).getOrDefault(PlaypenKeys.CLAIMED_AT, ""))
-            .thenComparing(ManagedPods::name);
     public static final String CONFLICT_MESSAGE = "idempotency key was already used with a different request";
 
     /** A claimed pod (new or replayed) and the ExternalIP of its node. */
@@ -47,6 +53,7 @@ public final class Allocator {
     private final NodeCache nodes;
     private final ClaimWriter writer;
     private final Candidates candidates;
+    private final ClaimResolver resolver;
     private final int retryAfterSeconds;
     private final int maxPerOwner;
     /** Per-owner critical sections (striped) so one replica's count-then-claim never admits two at once. */
@@ -55,6 +62,7 @@ public final class Allocator {
     /** Pods a request of this replica is writing to now (see {@link #visit}). */
     private final Map<String, CompletableFuture<Void>> reserved = new ConcurrentHashMap<>();
     private final java.util.concurrent.atomic.LongAdder reservationWaits = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder rollbacks = new java.util.concurrent.atomic.LongAdder();
 
     public Allocator(PodCache pods, NodeCache nodes, ClaimWriter writer, Candidates candidates, int retryAfterSeconds) {
         this(pods, nodes, writer, candidates, retryAfterSeconds, 0);
@@ -72,6 +80,12 @@ public final class Allocator {
         this.writer = writer;
         this.candidates = candidates;
         this.retryAfterSeconds = retryAfterSeconds;
+        this.resolver = new ClaimResolver(pods, writer, retryAfterSeconds);
+    }
+
+    /** How this allocator finds a key's standing claim (shared with renewals and reads). */
+    public ClaimResolver resolver() {
+        return resolver;
     }
 
     /** Thrown (never seen by clients) by {@link #tryAllocate} when nothing is claimable: no 503 text is built. */
@@ -104,14 +118,48 @@ public final class Allocator {
             throw e;
         }
     }
-    /** The existing claim of this key, replayed (409 when the request differs); empty when the key holds none. */
+    /**
+     * The key's standing claim, replayed (409 when the request differs), as the API server has its pod now; empty
+     * when this replica knows of no claim of the key (a new claim will reveal any it does not know of yet).
+     */
     public Optional<Allocation> replay(AllocCommand cmd) {
         requireSynced();
-        List<Pod> claimed = pods.byKeyHash(cmd.keyHash());
-        if (claimed.isEmpty()) {
-            return Optional.empty();
+        long deadline = System.nanoTime() + DECIDE_TIMEOUT_NANOS;
+        while (true) {
+            Optional<ClaimResolver.Standing> standing = resolver.standing(cmd.keyHash(), false, deadline);
+            if (standing.isEmpty()) {
+                return Optional.empty();
+            }
+            Optional<Allocation> a = handOutAgain(standing.get(), cmd);
+            if (a.isPresent()) {
+                return a;
+            }
         }
-        return Optional.of(replayOrConflict(claimed.stream().min(CLAIM_ORDER).orElseThrow(), cmd));
+    }
+
+    /**
+     * A standing claim answered to a request other than the one that wrote it: 409 when the request differs, else
+     * the claim pinned first (see {@link ClaimResolver#pin}); empty when it changed meanwhile.
+     */
+    private Optional<Allocation> handOutAgain(ClaimResolver.Standing standing, AllocCommand cmd) {
+        replayOrConflict(standing.pod(), cmd);
+        return resolver.pin(standing.pod()).map(p -> replayOrConflict(p, cmd));
+    }
+
+    /**
+     * Takes back a claim this replica has just written for a request whose client is gone before it got the answer
+     * (a conditional write; nothing happens when the claim was handed out to another request meanwhile, which pins
+     * it, or changed). A replay is never taken back. Returns whether the pod went back to the pool.
+     */
+    public boolean release(Allocation allocation, AllocCommand cmd) {
+        if (allocation.replay()) {
+            return false;
+        }
+        ClaimWriter.Rollback r = writer.rollback(allocation.pod(), cmd.keyHash());
+        LOG.info("released pod={}/{} key={} outcome=client-gone result={}",
+                allocation.pod().getMetadata().getNamespace(), ManagedPods.name(allocation.pod()),
+                cmd.keyHashPrefix(), r.name().toLowerCase(java.util.Locale.ROOT));
+        return r == ClaimWriter.Rollback.ROLLED_BACK;
     }
 
     /** Today's 503 for a command that found nothing claimable, with the reference's reasons. */
@@ -154,33 +202,140 @@ public final class Allocator {
             }
             throw e;
         }
-        // the shared outcome is ours only if the request matches; otherwise it is the same key reused
-        return replayOrConflict(first.pod(), cmd);
+        // the shared outcome is ours only if the request matches; otherwise it is the same key reused. Handed to
+        // this second request, it is pinned like any replay, so the first one's writer cannot take it back
+        replayOrConflict(first.pod(), cmd);
+        Optional<Pod> pinned = resolver.pin(first.pod());
+        return pinned.isPresent() ? replayOrConflict(pinned.get(), cmd) : doAllocate(cmd, ownerHash, explain);
     }
 
     private Allocation doAllocate(AllocCommand cmd, String ownerHash, boolean explain) {
-        List<Pod> claimed = pods.byKeyHash(cmd.keyHash());
-        if (!claimed.isEmpty()) {
-            // normally one pod; should replicas with diverging caches ever have claimed two, every replica
-            // replays the same one: the earliest claim, then the lowest name
-            return replayOrConflict(claimed.stream().min(CLAIM_ORDER).orElseThrow(), cmd);
+        long deadline = System.nanoTime() + DECIDE_TIMEOUT_NANOS;
+        for (int claims = 0; claims < MAX_CLAIMS_PER_REQUEST; claims++) {
+            Optional<ClaimResolver.Standing> standing = resolver.standing(cmd.keyHash(), false, deadline);
+            if (standing.isPresent()) {
+                Optional<Allocation> again = handOutAgain(standing.get(), cmd);
+                if (again.isPresent()) {
+                    return again.get();
+                }
+                continue;
+            }
+            Claimed mine = claimNew(cmd, ownerHash, explain);
+            if (mine.pod() == null) {
+                // the walk met a claim of this very key that the ledger has not judged yet: let the watch get there
+                resolver.await(pods.awaitClaim(mine.metPod(), mine.metRv()), deadline);
+                continue;
+            }
+            Optional<Allocation> decided = decide(mine, cmd, deadline);
+            if (decided.isPresent()) {
+                return decided.get();
+            }
         }
+        throw resolver.behind();
+    }
+
+    /**
+     * A claim this request has just written (not yet judged), with the ExternalIP it would hand out; or (pod null)
+     * the pod and version at which the walk met a claim of this very key instead.
+     */
+    private record Claimed(Pod pod, String externalIp, String metPod, long metRv) {
+        static Claimed met(Pod carrier) {
+            return new Claimed(null, null, ManagedPods.name(carrier), ClaimLedger.resourceVersion(carrier));
+        }
+    }
+
+    /** Checks the quota and walks the ring: the new claim, or where the walk met a claim of this very key. */
+    private Claimed claimNew(AllocCommand cmd, String ownerHash, boolean explain) {
         if (maxPerOwner > 0 && ownerHash != null) {
             // count and claim under the owner's lock: this replica's own claims are in the cache's overlay at once,
-            // so its next count includes them; other replicas' claims count once their watch delivers them
+            // so its next count includes them (a quick refusal without a write); across replicas the ledger's
+            // judgement of each claim against the quota it records is what makes the quota exact
             synchronized (ownerStripes[Math.floorMod(ownerHash.hashCode(), ownerStripes.length)]) {
                 long held = ownedBy(ownerHash);
                 if (held >= maxPerOwner) {
-                    LOG.info("refused key={} outcome=quota-exceeded held={} max={}", cmd.keyHashPrefix(), held,
-                            maxPerOwner);
-                    throw new ApiException(429, "TooManyRequests", "allocation quota exceeded: you hold " + held
-                            + " of at most " + maxPerOwner + " allocations (--max-allocs-per-user); deallocate one"
-                            + " first", Map.of("Retry-After", String.valueOf(retryAfterSeconds)));
+                    throw quotaExceeded(cmd, held);
                 }
                 return ringWalk(cmd, ownerHash, explain);
             }
         }
         return ringWalk(cmd, ownerHash, explain);
+    }
+
+    private ApiException quotaExceeded(AllocCommand cmd, long held) {
+        LOG.info("refused key={} outcome=quota-exceeded held={} max={}", cmd.keyHashPrefix(), held, maxPerOwner);
+        return new ApiException(429, "TooManyRequests", "allocation quota exceeded: you hold " + held
+                + " of at most " + maxPerOwner + " allocations (--max-allocs-per-user); deallocate one first",
+                Map.of("Retry-After", String.valueOf(retryAfterSeconds)));
+    }
+
+    /**
+     * Waits until this replica's watch has delivered the claim and the ledger has judged it: the allocation when
+     * it stands; otherwise it is rolled back (empty: judge the key again, the claim that stands is replayed), or
+     * the 429 when it was over its owner's quota.
+     */
+    private Optional<Allocation> decide(Claimed mine, AllocCommand cmd, long deadline) {
+        String name = ManagedPods.name(mine.pod());
+        long rv = ClaimLedger.resourceVersion(mine.pod());
+        ClaimLedger.Claim verdict;
+        try {
+            verdict = awaitVerdict(name, cmd.keyHash(), rv, deadline);
+        } catch (ApiException e) {
+            rollBack(mine.pod(), cmd, "undecided");
+            throw e;
+        }
+        if (verdict == null) {
+            // no longer on the pod when the watch got there (deleted by a dealloc, say): judge the key again
+            return Optional.empty();
+        }
+        if (verdict.stands()) {
+            LOG.info("claimed pod={}/{} key={} outcome=allocated", mine.pod().getMetadata().getNamespace(), name,
+                    cmd.keyHashPrefix());
+            return Optional.of(new Allocation(mine.pod(), mine.externalIp(), false));
+        }
+        ClaimWriter.Rollback undone = rollBack(mine.pod(), cmd, verdict.standing() == ClaimLedger.Standing.LOST
+                ? verdict.reason().name().toLowerCase(java.util.Locale.ROOT).replace('_', '-') : "undecided");
+        if (undone == ClaimWriter.Rollback.SETTLED) {
+            return Optional.empty(); // another replica settled it first: it stands, and is replayed
+        }
+        if (verdict.reason() == ClaimLedger.Reason.QUOTA) {
+            throw quotaExceeded(cmd, ownedBy(ownerHashOf(mine.pod())));
+        }
+        return Optional.empty();
+    }
+
+    /**
+     * The ledger's judgement of this very claim once the watch has it (null: the pod no longer carries it then).
+     * A claim the watch first saw in a relist, not at its commit, comes back undecided.
+     */
+    private ClaimLedger.Claim awaitVerdict(String pod, String keyHash, long claimRv, long deadline) {
+        while (true) {
+            Optional<Optional<ClaimLedger.Claim>> got = resolver.await(pods.awaitClaim(pod, claimRv), deadline);
+            if (got.isEmpty()) {
+                continue;
+            }
+            ClaimLedger.Claim c = got.get().orElse(null);
+            if (c == null || !c.keyHash().equals(keyHash)) {
+                return null;
+            }
+            if (c.claimRv() == claimRv || c.standing() != ClaimLedger.Standing.LOST) {
+                return c;
+            }
+            return null; // a later claim of the key on this pod: ours is gone
+        }
+    }
+
+    private ClaimWriter.Rollback rollBack(Pod claimed, AllocCommand cmd, String why) {
+        ClaimWriter.Rollback r = writer.rollback(claimed, cmd.keyHash());
+        LOG.info("rolled back pod={}/{} key={} outcome=claim-{} result={}", claimed.getMetadata().getNamespace(),
+                ManagedPods.name(claimed), cmd.keyHashPrefix(), why, r.name().toLowerCase(java.util.Locale.ROOT));
+        if (r == ClaimWriter.Rollback.ROLLED_BACK) {
+            rollbacks.increment();
+        }
+        return r;
+    }
+
+    private static String ownerHashOf(Pod pod) {
+        return ManagedPods.ownerHash(pod);
     }
 
     /** Live claims (not being deleted) recorded with this owner hash, as this process sees the cluster now. */
@@ -190,23 +345,22 @@ public final class Allocator {
                 .count();
     }
 
-    /** The ring walk of a command (quota already checked): the claim or a replay, else the 503. */
-    private Allocation ringWalk(AllocCommand cmd, String ownerHash, boolean explain) {
-        // walk the kind's consistent-hash ring from the key: replicas share the order, so a same-key race ends in a
-        // 409 on the winner's pod and a replay. Each pod is judged by its freshest version when the walk reaches it,
-        // and claimed pods keep their place on the ring, so a claim made for this key since the read above (by
-        // another replica) is met and replayed rather than passed by. Reaching a pod claimed by another key (found
-        // so, or lost to it just now: the rule must not depend on which, or replicas would part ways) sends the walk
-        // to the key's next probe (Hashes.probeStart), the same sequence on every replica; pods that cannot serve
-        // (not ready, gone) are passed clockwise. After MAX_PROBES probes one last walk tries every pod. What
-        // replicas do not always share is the ring itself: a pod that became idle within one replica's watch lag
-        // can be on one ring only.
+    /** The ring walk of a command (quota already checked): a new claim, or a claim of this key it met, else the 503. */
+    private Claimed ringWalk(AllocCommand cmd, String ownerHash, boolean explain) {
+        // walk the kind's consistent-hash ring from the key: replicas that agree on the ring share the order, so a
+        // same-key race usually ends in a 409 on the first claim's pod and a replay, without a second claim.
+        // Reaching a pod claimed by another key (found so, or lost to it just now: the rule must not depend on
+        // which, or replicas would part ways) sends the walk to the key's next probe (Hashes.probeStart), the same
+        // sequence on every replica; pods that cannot serve (not ready, gone) are passed clockwise. After
+        // MAX_PROBES probes one last walk tries every pod. Rings can differ while watches lag, and then two
+        // claims of one key can be written: correctness does not rest on the walk but on the ledger's judgement
+        // of each claim (decide), which every replica reaches alike.
         String kind = Candidates.idleKindKey(cmd);
         long seed = Hashes.seed(cmd.keyHash());
         for (int k = 0; k <= MAX_PROBES; k++) {
             Visit v = walk(kind, Hashes.probeStart(seed, k), cmd, ownerHash, k == MAX_PROBES);
-            if (v.allocation() != null) {
-                return v.allocation();
+            if (v.claimed() != null) {
+                return v.claimed();
             }
             if (!v.claimedByOther()) {
                 break; // round the whole ring without a usable pod: more probes would find none either
@@ -219,8 +373,8 @@ public final class Allocator {
         throw unavailable(cmd);
     }
 
-    /** What a walk or a visit came to: an allocation, or whether it met a pod claimed by another key. */
-    private record Visit(Allocation allocation, boolean claimedByOther) {
+    /** What a walk or a visit came to: a claim (new, or of this key), or whether it met a pod claimed by another key. */
+    private record Visit(Claimed claimed, boolean claimedByOther) {
     }
 
     private static final Visit PASS = new Visit(null, false);
@@ -235,7 +389,7 @@ public final class Allocator {
         boolean metClaimed = false;
         while (ring.hasNext()) {
             Visit v = visit(ring.next(), cmd, ownerHash);
-            if (v.allocation() != null) {
+            if (v.claimed() != null) {
                 return v;
             }
             if (v.claimedByOther()) {
@@ -252,7 +406,7 @@ public final class Allocator {
      * One pod of the walk, under this replica's reservation of it: two requests of this replica never write to
      * one pod at once (no self-inflicted 409s). A request that finds the pod reserved waits for the holder's
      * attempt to end and then judges the pod again from the cache, which the holder has updated; it does not skip
-     * ahead unseen, since the shared order is what turns a cross-replica same-key race into a replay (DESIGN §2).
+     * ahead unseen, since the shared order is what usually turns a cross-replica same-key race into a replay.
      */
     private Visit visit(String name, AllocCommand cmd, String ownerHash) {
         while (true) {
@@ -270,12 +424,12 @@ public final class Allocator {
                 }
                 Candidates.Verdict verdict = candidates.classify(cmd, fresh, nodes::externalIp);
                 if (verdict == Candidates.Verdict.CLAIMED_BY_THIS_KEY) {
-                    return new Visit(replayOrConflict(fresh, cmd), false);
+                    return new Visit(Claimed.met(fresh), false);
                 }
                 if (verdict == Candidates.Verdict.USABLE) {
-                    Optional<Allocation> a = tryClaim(candidates.usable(cmd, fresh, nodes::externalIp), cmd, ownerHash);
-                    if (a.isPresent()) {
-                        return new Visit(a.get(), false);
+                    Claimed c = tryClaim(candidates.usable(cmd, fresh, nodes::externalIp), cmd, ownerHash);
+                    if (c != null) {
+                        return new Visit(c, false);
                     }
                     // lost it (tryClaim recorded what it learnt in the cache): judge it as found now
                     fresh = pods.get(name).orElse(null);
@@ -330,21 +484,23 @@ public final class Allocator {
         return Optional.empty();
     }
 
-    private Optional<Allocation> tryClaim(Candidates.Usable u, AllocCommand cmd, String ownerHash) {
+    /** One usable pod: the new claim, a claim of this key found on it, or null when another key has it now. */
+    private Claimed tryClaim(Candidates.Usable u, AllocCommand cmd, String ownerHash) {
         String ns = u.pod().getMetadata().getNamespace();
         String name = u.pod().getMetadata().getName();
         Pod current = u.pod();
         String rv = current.getMetadata().getResourceVersion();
         for (int attempt = 0; attempt < SAME_POD_RETRIES; attempt++) {
             try {
-                Pod claimed = writer.claim(current, rv, cmd, ownerHash);
+                Pod claimed = writer.claim(current, rv, cmd, ownerHash, ownerHash == null ? 0 : maxPerOwner);
                 pods.observe(claimed);
-                LOG.info("claimed pod={}/{} key={} outcome=allocated", ns, name, cmd.keyHashPrefix());
-                return Optional.of(new Allocation(claimed, u.externalIp(), false));
+                LOG.debug("claim written pod={}/{} key={} rv={}", ns, name, cmd.keyHashPrefix(),
+                        claimed.getMetadata().getResourceVersion());
+                return new Claimed(claimed, u.externalIp(), null, 0);
             } catch (KubernetesClientException e) {
                 if (e.getCode() == 404) {
                     pods.observeDeleted(name);
-                    return Optional.empty();
+                    return null;
                 }
                 if (e.getCode() != 409) {
                     throw e;
@@ -354,23 +510,20 @@ public final class Allocator {
             Pod fresh = writer.read(ns, name);
             if (fresh == null) {
                 pods.observeDeleted(name);
-                return Optional.empty();
+                return null;
             }
             pods.observe(fresh);
             if (ManagedPods.isClaimed(fresh)) {
-                if (cmd.keyHash().equals(ManagedPods.keyHash(fresh))) {
-                    // another replica (or request) claimed it for this very key: replay its claim
-                    return Optional.of(replayOrConflict(fresh, cmd));
-                }
-                return Optional.empty();
+                // another replica (or request) claimed it; for this very key, that claim is judged and replayed
+                return cmd.keyHash().equals(ManagedPods.keyHash(fresh)) ? Claimed.met(fresh) : null;
             }
             if (candidates.classify(cmd, fresh, nodes::externalIp) != Candidates.Verdict.USABLE) {
-                return Optional.empty();
+                return null;
             }
             current = fresh;
             rv = fresh.getMetadata().getResourceVersion();
         }
-        return Optional.empty();
+        return null;
     }
 
     private Allocation replayOrConflict(Pod pod, AllocCommand cmd) {
@@ -382,7 +535,11 @@ public final class Allocator {
         return new Allocation(pod, nodes.externalIp(node).orElse(""), true);
     }
 
-    /** Deletes the managed pods claimed with this key hash; returns the pods this call deleted (or found gone). */
+    /**
+     * Deletes every managed pod that carries this key hash, as the API server has them (not as this replica's watch
+     * has delivered them), reading again until none is left: when this returns, no pod holds the key. Returns the
+     * pods this call deleted (pods already being deleted by someone else are not counted).
+     */
     public List<Pod> deallocate(String keyHash) {
         requireSynced();
         CompletableFuture<Allocation> running = inFlight.get(keyHash);
@@ -390,18 +547,35 @@ public final class Allocator {
             running.handle((a, e) -> null).join();
         }
         List<Pod> deleted = new java.util.ArrayList<>();
-        for (Pod pod : pods.byKeyHash(keyHash)) {
-            if (!writer.deleteIfClaimedBy(pod, keyHash)) {
-                LOG.info("skipped pod={}/{} key={} outcome=claimed-by-another-key", pod.getMetadata().getNamespace(),
-                        pod.getMetadata().getName(), Hashes.keyHashPrefix(keyHash));
-                continue;
+        for (int round = 0; round < SAME_POD_RETRIES + 2; round++) {
+            List<String> known = pods.byKeyHash(keyHash).stream().map(ManagedPods::name).toList();
+            List<Pod> carriers = writer.claimedWith(pods.namespace(), keyHash, known).stream()
+                    .filter(p -> !ManagedPods.isTerminating(p)).toList();
+            if (carriers.isEmpty()) {
+                return deleted;
             }
-            pods.observeDeleted(pod.getMetadata().getName());
-            LOG.info("deleted pod={}/{} key={} outcome=deallocated", pod.getMetadata().getNamespace(),
-                    pod.getMetadata().getName(), Hashes.keyHashPrefix(keyHash));
-            deleted.add(pod);
+            for (Pod pod : carriers) {
+                ClaimWriter.Deletion d = writer.delete(pod, keyHash);
+                if (d == ClaimWriter.Deletion.NOT_OURS) {
+                    LOG.info("skipped pod={}/{} key={} outcome=claimed-by-another-key", pod.getMetadata().getNamespace(),
+                            pod.getMetadata().getName(), Hashes.keyHashPrefix(keyHash));
+                    continue;
+                }
+                pods.observeDeleted(pod.getMetadata().getName());
+                if (d == ClaimWriter.Deletion.DELETED) {
+                    LOG.info("deleted pod={}/{} key={} outcome=deallocated", pod.getMetadata().getNamespace(),
+                            pod.getMetadata().getName(), Hashes.keyHashPrefix(keyHash));
+                    deleted.add(pod);
+                }
+            }
         }
-        return deleted;
+        throw ApiException.unavailable("the pods of this idempotency key kept changing while they were deleted; try "
+                + "again", retryAfterSeconds);
+    }
+
+    /** How many claims this replica has rolled back (they lost, or could not be confirmed). */
+    public long rollbacks() {
+        return rollbacks.sum();
     }
 
     private void requireSynced() {

@@ -278,10 +278,13 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
                 if (a.isEmpty()) {
                     break;
                 }
-                // a client that left while its claim was being written finds it on a retry with its key (replay)
-                if (remove(head)) {
-                    finish(head, "served");
+                if (!remove(head)) {
+                    // every client of this wait left while its claim was being written: nobody will get the
+                    // answer, so the claim goes back (unless another request was handed it meanwhile)
+                    allocator.release(a.get(), head.cmd);
+                    continue;
                 }
+                finish(head, "served");
                 LOG.debug("served from queue key={} kind={}", head.cmd.keyHashPrefix(), kind);
                 head.result.complete(a.get());
             }

@@ -5,6 +5,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Instant;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -57,10 +58,18 @@ public final class ClaimWriter {
 
     /** {@link #claim(Pod, String, AllocCommand)} recording the owner hash (null: none) in the same single write. */
     public Pod claim(Pod pod, String resourceVersion, AllocCommand cmd, String ownerHash) {
+        return claim(pod, resourceVersion, cmd, ownerHash, 0);
+    }
+
+    /**
+     * {@link #claim(Pod, String, AllocCommand, String)} that also records the owner quota it is made under
+     * ({@code ownerQuota} &gt; 0 with an owner), so that every replica judges it against the same quota.
+     */
+    public Pod claim(Pod pod, String resourceVersion, AllocCommand cmd, String ownerHash, int ownerQuota) {
         calls.count(KubeApiCall.PODS_PATCH);
         String ns = pod.getMetadata().getNamespace();
         String name = pod.getMetadata().getName();
-        return mergePatch(client, ns, name, claimPatch(ns, name, resourceVersion, cmd, ownerHash));
+        return mergePatch(client, ns, name, claimPatch(ns, name, resourceVersion, cmd, ownerHash, ownerQuota));
     }
 
     /**
@@ -119,6 +128,11 @@ public final class ClaimWriter {
     }
 
     String claimPatch(String namespace, String name, String resourceVersion, AllocCommand cmd, String ownerHash) {
+        return claimPatch(namespace, name, resourceVersion, cmd, ownerHash, 0);
+    }
+
+    String claimPatch(String namespace, String name, String resourceVersion, AllocCommand cmd, String ownerHash,
+            int ownerQuota) {
         Map<String, Object> annotations = new LinkedHashMap<>();
         annotations.put(PlaypenKeys.IDEMPOTENCY_KEY_HASH, cmd.keyHash());
         annotations.put(PlaypenKeys.REQUEST_HASH, cmd.requestHash());
@@ -130,14 +144,134 @@ public final class ClaimWriter {
             leases.claimExpiry(now, cmd.ttl())
                     .ifPresent(at -> annotations.put(PlaypenKeys.EXPIRES_AT, TtlPolicy.formatClaimedAt(at)));
         }
+        Map<String, Object> labels = new LinkedHashMap<>();
+        labels.put(PlaypenKeys.ALLOCATED, Hashes.allocationId(namespace, name));
+        labels.put(PlaypenKeys.KEY_HASH_LABEL, labelValue(cmd.keyHash()));
         if (ownerHash != null) {
             annotations.put(PlaypenKeys.OWNER_HASH, ownerHash);
+            labels.put(PlaypenKeys.OWNER_HASH_LABEL, labelValue(ownerHash));
+            if (ownerQuota > 0) {
+                annotations.put(PlaypenKeys.OWNER_QUOTA, String.valueOf(ownerQuota));
+            }
         }
         Map<String, Object> metadata = new LinkedHashMap<>();
         metadata.put("resourceVersion", resourceVersion);
-        metadata.put("labels", Map.of(PlaypenKeys.ALLOCATED, Hashes.allocationId(namespace, name)));
+        metadata.put("labels", labels);
         metadata.put("annotations", annotations);
         return Json.write(Map.of("metadata", metadata));
+    }
+
+    /** A hash as a label value: its first 63 characters (the longest value a label may have). */
+    public static String labelValue(String hash) {
+        return hash.length() <= 63 ? hash : hash.substring(0, 63);
+    }
+
+    /** What undoing a claim came to. */
+    public enum Rollback {
+        /** The claim is off the pod: it is idle again. */
+        ROLLED_BACK,
+        /** The pod is gone or no longer carries this claim (deleted, deallocated): nothing to undo. */
+        GONE,
+        /** A write settled the claim first: it stands and must not be undone. */
+        SETTLED
+    }
+
+    /**
+     * Takes a claim that lost (or could not be confirmed) off its pod with a conditional write, only while the pod
+     * still carries this very claim (same pod uid, key and claimed-at) and nobody has settled it: such a claim was
+     * never handed out, so the pod goes back to the pool as it was.
+     */
+    public Rollback rollback(Pod claimed, String keyHash) {
+        String ns = claimed.getMetadata().getNamespace();
+        String name = claimed.getMetadata().getName();
+        String uid = claimed.getMetadata().getUid();
+        String claimedAt = ManagedPods.annotations(claimed).get(PlaypenKeys.CLAIMED_AT);
+        Pod current = claimed;
+        for (int attempt = 0; attempt < 5; attempt++) {
+            if (current == null || !java.util.Objects.equals(uid, current.getMetadata().getUid())
+                    || !keyHash.equals(ManagedPods.keyHash(current))
+                    || !java.util.Objects.equals(claimedAt, ManagedPods.annotations(current).get(PlaypenKeys.CLAIMED_AT))
+                    || ManagedPods.isTerminating(current)) {
+                return Rollback.GONE;
+            }
+            if (ClaimLedger.isSettled(current)) {
+                return Rollback.SETTLED;
+            }
+            try {
+                calls.count(KubeApiCall.PODS_PATCH);
+                mergePatch(client, ns, name, unclaimPatch(current.getMetadata().getResourceVersion()));
+                return Rollback.ROLLED_BACK;
+            } catch (KubernetesClientException e) {
+                if (e.getCode() == 404) {
+                    return Rollback.GONE;
+                }
+                if (e.getCode() != 409) {
+                    throw e;
+                }
+            }
+            current = read(ns, name);
+        }
+        throw new KubernetesClientException("pod " + ns + "/" + name + " kept changing while its lost claim was undone");
+    }
+
+    private static String unclaimPatch(String resourceVersion) {
+        Map<String, Object> annotations = new LinkedHashMap<>();
+        for (String a : List.of(PlaypenKeys.IDEMPOTENCY_KEY_HASH, PlaypenKeys.REQUEST_HASH,
+                PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY, PlaypenKeys.CLAIMED_AT, PlaypenKeys.EXPIRES_AT,
+                PlaypenKeys.OWNER_HASH, PlaypenKeys.OWNER_QUOTA)) {
+            annotations.put(a, null);
+        }
+        Map<String, Object> labels = new LinkedHashMap<>();
+        for (String l : List.of(PlaypenKeys.ALLOCATED, PlaypenKeys.KEY_HASH_LABEL, PlaypenKeys.OWNER_HASH_LABEL)) {
+            labels.put(l, null);
+        }
+        Map<String, Object> metadata = new LinkedHashMap<>();
+        metadata.put("resourceVersion", resourceVersion);
+        metadata.put("labels", labels);
+        metadata.put("annotations", annotations);
+        return Json.write(Map.of("metadata", metadata));
+    }
+
+    /**
+     * Marks a claim as standing with a conditional write on the version read ({@code pod}); a
+     * KubernetesClientException with code 409 means the pod changed since (404: gone).
+     */
+    public Pod settle(Pod pod) {
+        calls.count(KubeApiCall.PODS_PATCH);
+        Map<String, Object> metadata = new LinkedHashMap<>();
+        metadata.put("resourceVersion", pod.getMetadata().getResourceVersion());
+        metadata.put("annotations", Map.of(PlaypenKeys.CLAIM_SETTLED, "true"));
+        return mergePatch(client, pod.getMetadata().getNamespace(), pod.getMetadata().getName(),
+                Json.write(Map.of("metadata", metadata)));
+    }
+
+    /**
+     * The managed pods that carry this key now, read from the API server itself (a consistent read, not the
+     * watch cache): by the key-hash label, plus {@code alsoCheck} (pods the cache knows with the key, which may
+     * predate the label) read fresh one by one.
+     */
+    public List<Pod> claimedWith(String namespace, String keyHash, java.util.Collection<String> alsoCheck) {
+        List<Pod> out = new java.util.ArrayList<>();
+        for (Pod p : listByLabel(namespace, PlaypenKeys.KEY_HASH_LABEL, labelValue(keyHash))) {
+            if (keyHash.equals(ManagedPods.keyHash(p)) && ManagedPods.isManaged(p)) {
+                out.add(p);
+            }
+        }
+        for (String name : alsoCheck) {
+            if (out.stream().noneMatch(p -> p.getMetadata().getName().equals(name))) {
+                Pod p = read(namespace, name);
+                if (p != null && keyHash.equals(ManagedPods.keyHash(p)) && ManagedPods.isManaged(p)) {
+                    out.add(p);
+                }
+            }
+        }
+        return out;
+    }
+
+    /** Pods with {@code label=value}, listed from the API server (a consistent read). */
+    public List<Pod> listByLabel(String namespace, String label, String value) {
+        calls.count(KubeApiCall.PODS_LIST);
+        return client.pods().inNamespace(namespace).withLabel(label, value).list().getItems();
     }
 
     /** A fresh read after a conflict (null when gone). */

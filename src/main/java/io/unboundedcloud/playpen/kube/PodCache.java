@@ -8,19 +8,28 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
+import io.fabric8.kubernetes.api.model.ListOptions;
 import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodList;
+import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.Watcher;
+import io.fabric8.kubernetes.client.WatcherException;
+import io.fabric8.kubernetes.client.dsl.internal.AbstractWatchManager;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 import io.fabric8.kubernetes.client.informers.cache.BasicItemStore;
 import io.fabric8.kubernetes.client.informers.cache.Cache;
 import io.fabric8.kubernetes.client.informers.cache.Indexer;
 import io.fabric8.kubernetes.client.informers.cache.ItemStore;
+import io.fabric8.kubernetes.client.informers.impl.DefaultSharedIndexInformer;
+import io.fabric8.kubernetes.client.informers.impl.ListerWatcher;
 import io.fabric8.kubernetes.client.informers.impl.cache.CacheImpl;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
@@ -30,6 +39,12 @@ import io.unboundedcloud.playpen.model.ManagedPods;
  * never LISTs. Pods this process has just written are kept in an overlay until the watch catches up, so a
  * claim is visible to the next request at once. Reads hold the watch store's lock: fabric8 updates a pod's entry
  * and its index entries one after the other, and a lookup between the two steps would miss a claim.
+ * <p>
+ * The store also keeps the {@link ClaimLedger}: as the watch applies each change in the order the API server
+ * committed it, every new claim is judged against the state at that very moment, so that which claim of a key
+ * stands is decided by the API server's order of writes, identically on every replica, whatever each one's lag.
+ * Changes that arrive outside that order (the initial LIST, a relist after the watch expired) are applied too,
+ * but the claims they reveal stay undecided here until settled.
  */
 public final class PodCache implements AutoCloseable {
     /** What happened to a pod, as seen by the watch. */
@@ -59,28 +74,47 @@ public final class PodCache implements AutoCloseable {
 
     /**
      * Per kind ("runner/amd64"), the pods on its ring, sorted by {@link Hashes#ringPosition}. Maintained by the
-     * watch store itself ({@link RingStore}, under the store's lock), so it never lags the store. A pod joins
-     * its kind's ring when the watch first sees it idle and keeps its place once claimed (a walk must meet a
-     * pod claimed for its own key since the walk began, to replay it); it leaves when deleted or when it is
-     * idle but no longer of a kind.
+     * watch store itself ({@link RingStore}, under the store's lock), so it never lags the store. Every pod of a
+     * kind is on its ring, claimed or not (a walk must meet a pod claimed for its own key, to replay it), and the
+     * kind depends on the pod's labels only: every replica that knows a pod puts it at the same place, however and
+     * whenever it first saw it.
      */
     private final Map<String, ConcurrentSkipListMap<RingKey, Boolean>> rings = new ConcurrentHashMap<>();
     private final Map<String, String> ringKindOf = new ConcurrentHashMap<>();
+    private final ClaimLedger ledger = new ClaimLedger();
+    /** Requests waiting for the watch to reach a version of a pod (see {@link #awaitClaim}), by pod name. */
+    private final Map<String, List<Waiter>> waiters = new HashMap<>();
+    /** The resourceVersion of the watch event being applied on this thread (absent: a LIST is being applied). */
+    private static final ThreadLocal<Long> EVENT_RV = new ThreadLocal<>();
+    /** The last watch event applied in commit order; a (re)started watch begins at its LIST's version. */
+    private long appliedRv;
+    /** An event arrived out of commit order: nothing is judged exactly until the next LIST. */
+    private boolean outOfOrder;
+
+    private record Waiter(long atLeastRv, CompletableFuture<Optional<ClaimLedger.Claim>> result) {
+    }
 
     private final KubernetesClient client;
     private final String namespace;
-    private final java.util.function.Function<Pod, String> idleKind;
+    private final java.util.function.Function<Pod, String> kindOf;
     private final Map<String, Fresher> overlay = new ConcurrentHashMap<>();
     private final List<Listener> listeners = new CopyOnWriteArrayList<>();
     private volatile SharedIndexInformer<Pod> informer;
     /** The watch store's own lock once started (its writes hold it), so a read sees no half-applied event. */
     private volatile Object storeLock = new Object();
 
-    /** {@code idleKind} maps an idle pod to the kind of request it can serve (null: none); see {@link #idleOfKind}. */
-    public PodCache(KubernetesClient client, String namespace, java.util.function.Function<Pod, String> idleKind) {
+    /**
+     * {@code kindOf} maps a pod to the kind of request it can serve, claimed or not, from its labels alone (null:
+     * none); see {@link #ring} and {@link #idleOfKind}.
+     */
+    public PodCache(KubernetesClient client, String namespace, java.util.function.Function<Pod, String> kindOf) {
         this.client = client;
         this.namespace = namespace;
-        this.idleKind = idleKind;
+        this.kindOf = kindOf;
+    }
+
+    private String idleKind(Pod pod) {
+        return ManagedPods.isClaimed(pod) ? null : kindOf.apply(pod);
     }
 
     /**
@@ -99,7 +133,11 @@ public final class PodCache implements AutoCloseable {
         if (informer != null) {
             return;
         }
-        SharedIndexInformer<Pod> inf = Informers.keepRetrying(client.pods().inNamespace(namespace).runnableInformer(0), "pods");
+        @SuppressWarnings("unchecked")
+        ListerWatcher<Pod, PodList> pods = (ListerWatcher<Pod, PodList>) client.pods().inNamespace(namespace);
+        SharedIndexInformer<Pod> inf = Informers.keepRetrying(new DefaultSharedIndexInformer<>(Pod.class,
+                new OrderTracking(pods), 0, java.util.concurrent.Executors.newSingleThreadExecutor(
+                        DaemonThreads.named("pod-cache-events"))), "pods");
         inf.itemStore(new RingStore());
         inf.addIndexers(Map.of(KEY_INDEX, pod -> {
             String h = ManagedPods.keyHash(pod);
@@ -108,7 +146,7 @@ public final class PodCache implements AutoCloseable {
             String h = ManagedPods.ownerHash(pod);
             return h.isEmpty() ? List.of() : List.of(h);
         }, IDLE_KIND_INDEX, pod -> {
-            String k = idleKind.apply(pod);
+            String k = idleKind(pod);
             return k == null ? List.of() : List.of(k);
         }));
         inf.addEventHandler(new ResourceEventHandler<>() {
@@ -229,7 +267,7 @@ public final class PodCache implements AutoCloseable {
             Fresher f = live(p.getMetadata().getName());
             if (f == null) {
                 out.add(p);
-            } else if (!f.deleted() && kindKey.equals(idleKind.apply(f.pod()))) {
+            } else if (!f.deleted() && kindKey.equals(idleKind(f.pod()))) {
                 out.add(f.pod());
             }
         }
@@ -262,13 +300,16 @@ public final class PodCache implements AutoCloseable {
         };
     }
 
-    /** How many pods are on the ring of a kind (idle ones and claimed ones that were idle here). */
+    /** How many pods are on the ring of a kind (idle and claimed). */
     public int ringSize(String kindKey) {
         ConcurrentSkipListMap<RingKey, Boolean> r = rings.get(kindKey);
         return r == null ? 0 : r.size();
     }
 
-    /** The watch store's item store: keeps the rings in step with every put and remove, under the store's lock. */
+    /**
+     * The watch store's item store: keeps the rings and the claim ledger in step with every put and remove, under
+     * the store's lock, in the order the store applies them.
+     */
     private final class RingStore implements ItemStore<Pod> {
         private final BasicItemStore<Pod> items = new BasicItemStore<>(Cache::metaNamespaceKeyFunc);
 
@@ -279,16 +320,23 @@ public final class PodCache implements AutoCloseable {
 
         @Override
         public Pod put(String key, Pod pod) {
+            boolean exact = inCommitOrder();
             Pod old = items.put(key, pod);
             ringPut(pod);
+            ledger.put(pod, exact);
+            wake(pod.getMetadata().getName(), ClaimLedger.resourceVersion(pod), false);
             return old;
         }
 
         @Override
         public Pod remove(String key) {
+            inCommitOrder();
             Pod old = items.remove(key);
             if (old != null) {
-                ringRemove(old.getMetadata().getName());
+                String name = old.getMetadata().getName();
+                ringRemove(name);
+                ledger.remove(name);
+                wake(name, Long.MAX_VALUE, true);
             }
             return old;
         }
@@ -314,12 +362,114 @@ public final class PodCache implements AutoCloseable {
         }
     }
 
+    /**
+     * Whether the change being applied now is a watch event that follows the last one in commit order (so the
+     * store, and the ledger's judgement of a claim it carries, is exactly the committed state at its version).
+     */
+    private boolean inCommitOrder() {
+        Long rv = EVENT_RV.get();
+        if (rv == null) {
+            return false; // a LIST: the store is not at one moment of the history until it is complete
+        }
+        if (outOfOrder || rv <= appliedRv) {
+            if (!outOfOrder) {
+                outOfOrder = true;
+                org.slf4j.LoggerFactory.getLogger(PodCache.class).warn("pod watch delivered resourceVersion {} after {}: "
+                        + "new claims are not judged from this watch until it relists", rv, appliedRv);
+            }
+            return false;
+        }
+        appliedRv = rv;
+        return true;
+    }
+
+    /**
+     * The informer's list-and-watch, observed: each watch event's resourceVersion is known while the store applies
+     * it, and a watch that (re)starts after a LIST begins in commit order at the LIST's version.
+     */
+    private final class OrderTracking implements ListerWatcher<Pod, PodList> {
+        private final ListerWatcher<Pod, PodList> delegate;
+
+        OrderTracking(ListerWatcher<Pod, PodList> delegate) {
+            this.delegate = delegate;
+        }
+
+        @Override
+        public java.util.concurrent.CompletableFuture<AbstractWatchManager<Pod>> submitWatch(ListOptions options,
+                Watcher<Pod> watcher) {
+            long from = parseRv(options.getResourceVersion());
+            synchronized (storeLock) {
+                appliedRv = from;
+                outOfOrder = from <= 0;
+            }
+            return delegate.submitWatch(options, new Watcher<>() {
+                @Override
+                public void eventReceived(Action action, Pod resource) {
+                    EVENT_RV.set(resource == null ? 0L : ClaimLedger.resourceVersion(resource));
+                    try {
+                        watcher.eventReceived(action, resource);
+                    } finally {
+                        EVENT_RV.remove();
+                    }
+                }
+
+                @Override
+                public boolean reconnecting() {
+                    return watcher.reconnecting();
+                }
+
+                @Override
+                public void onClose() {
+                    watcher.onClose();
+                }
+
+                @Override
+                public void onClose(WatcherException cause) {
+                    watcher.onClose(cause);
+                }
+            });
+        }
+
+        @Override
+        public java.util.concurrent.CompletableFuture<PodList> submitList(ListOptions options) {
+            return delegate.submitList(options);
+        }
+
+        @Override
+        public Long getLimit() {
+            return delegate.getLimit();
+        }
+
+        @Override
+        public int getWatchReconnectInterval() {
+            return delegate.getWatchReconnectInterval();
+        }
+
+        @Override
+        public String getApiEndpointPath() {
+            return delegate.getApiEndpointPath();
+        }
+
+        @Override
+        public Config getConfig() {
+            return delegate.getConfig();
+        }
+    }
+
+    private static long parseRv(String rv) {
+        try {
+            return rv == null ? 0 : Long.parseLong(rv);
+        } catch (NumberFormatException e) {
+            return 0;
+        }
+    }
+
     private void ringPut(Pod pod) {
         String name = pod.getMetadata().getName();
-        String kind = idleKind.apply(pod);
+        String kind = kindOf.apply(pod);
         String current = ringKindOf.get(name);
         if (kind == null) {
-            if (current != null && !ManagedPods.isClaimed(pod)) {
+            if (current != null) {
                 ringRemove(name);
             }
             return;
@@ -342,6 +492,89 @@ public final class PodCache implements AutoCloseable {
             if (r != null) {
                 r.remove(new RingKey(Hashes.ringPosition(name), name));
             }
+        }
+    }
+
+    /** Under the store lock: resolves the waiters of a pod whose stored version has reached theirs (or is gone). */
+    private void wake(String name, long rv, boolean removed) {
+        List<Waiter> ws = waiters.get(name);
+        if (ws == null) {
+            return;
+        }
+        Optional<ClaimLedger.Claim> claim = removed ? Optional.empty() : ledger.on(name);
+        ws.removeIf(w -> {
+            if (removed || rv >= w.atLeastRv()) {
+                w.result().complete(claim);
+                return true;
+            }
+            return w.result().isDone();
+        });
+        if (ws.isEmpty()) {
+            waiters.remove(name);
+        }
+    }
+
+    /**
+     * The claim the pod carries once this cache has applied its version {@code atLeastRv} or a later one (empty:
+     * it carries none then, or is gone). Completes at once when the watch is already there.
+     */
+    public CompletableFuture<Optional<ClaimLedger.Claim>> awaitClaim(String podName, long atLeastRv) {
+        CompletableFuture<Optional<ClaimLedger.Claim>> f = new CompletableFuture<>();
+        SharedIndexInformer<Pod> inf = informer;
+        synchronized (storeLock) {
+            Pod stored = watched(podName);
+            if (stored == null && inf != null && inf.hasSynced() && atLeastRv <= appliedRv) {
+                f.complete(Optional.empty()); // gone by the time the watch got here
+            } else if (stored != null && ClaimLedger.resourceVersion(stored) >= atLeastRv) {
+                f.complete(ledger.on(podName));
+            } else {
+                waiters.computeIfAbsent(podName, n -> new ArrayList<>()).add(new Waiter(atLeastRv, f));
+            }
+        }
+        return f;
+    }
+
+    /**
+     * Completes once the watch has applied a version of the pod newer than the one it holds now, or its delete
+     * (at once when it holds none).
+     */
+    public CompletableFuture<Optional<ClaimLedger.Claim>> awaitChange(String podName) {
+        long next;
+        synchronized (storeLock) {
+            Pod stored = watched(podName);
+            if (stored == null) {
+                return CompletableFuture.completedFuture(Optional.empty());
+            }
+            next = ClaimLedger.resourceVersion(stored) + 1;
+        }
+        return awaitClaim(podName, next);
+    }
+
+    /** The claims of a key as the watch has delivered them, earliest commit first. */
+    public List<ClaimLedger.Claim> claimsOf(String keyHash) {
+        synchronized (storeLock) {
+            return ledger.ofKey(keyHash);
+        }
+    }
+
+    /** The claim a pod carries as the watch has delivered it. */
+    public Optional<ClaimLedger.Claim> claimOn(String podName) {
+        synchronized (storeLock) {
+            return ledger.on(podName);
+        }
+    }
+
+    /** An owner's claims as the watch has delivered them. */
+    public List<ClaimLedger.Claim> claimsOfOwner(String ownerHash) {
+        synchronized (storeLock) {
+            return ledger.ofOwner(ownerHash);
+        }
+    }
+
+    /** Claims that lost and are still on their pods. */
+    public List<ClaimLedger.Claim> lostClaims() {
+        synchronized (storeLock) {
+            return ledger.lost();
         }
     }
 

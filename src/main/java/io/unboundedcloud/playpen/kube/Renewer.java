@@ -3,7 +3,6 @@ package io.unboundedcloud.playpen.kube;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -49,6 +48,7 @@ public final class Renewer {
     private final Clock clock;
     private final ApiCallCounter calls;
     private final List<Observer> observers = new CopyOnWriteArrayList<>();
+    private final ClaimResolver resolver;
 
     public Renewer(KubernetesClient client, PodCache pods, TtlPolicy policy, Clock clock, ApiCallCounter calls) {
         this.client = client;
@@ -56,6 +56,7 @@ public final class Renewer {
         this.policy = policy;
         this.clock = clock;
         this.calls = calls;
+        this.resolver = new ClaimResolver(pods, new ClaimWriter(client, clock, calls), 1);
     }
 
     public void addObserver(Observer o) {
@@ -64,17 +65,21 @@ public final class Renewer {
 
     /** Renews the allocation held with {@code keyHash} for {@code ttl}; 404 when there is none, 410 when it ended. */
     public Renewal renew(String keyHash, Duration ttl) {
-        Optional<Pod> cached = pods.byKeyHash(keyHash).stream()
-                .min(Comparator.comparing((Pod p) -> ManagedPods.annotations(p).getOrDefault(PlaypenKeys.CLAIMED_AT, ""))
-                        .thenComparing(ManagedPods::name));
-        if (cached.isEmpty()) {
+        // the key's standing claim as the API server has it now, whichever replica made it
+        Optional<ClaimResolver.Standing> standing = resolver.standing(keyHash, true,
+                System.nanoTime() + Allocator.DECIDE_TIMEOUT_NANOS);
+        if (standing.isEmpty()) {
+            if (pods.claimsOf(keyHash).stream().anyMatch(ClaimLedger.Claim::terminating)) {
+                notify("gone", null);
+                throw gone(); // held until now, and being deleted
+            }
             notify("not-found", null);
             throw ApiException.notFound(NOT_FOUND);
         }
-        return renew(cached.get(), keyHash, ttl);
+        return renew(standing.get().pod(), keyHash, ttl);
     }
 
-    /** Renews starting from {@code pod} as this replica's cache has it (possibly stale: the write is conditional). */
+    /** Renews starting from {@code pod} as last read (possibly stale by now: the write is conditional). */
     Renewal renew(Pod cached, String keyHash, Duration ttl) {
         Pod pod = cached;
         String ns = pod.getMetadata().getNamespace();

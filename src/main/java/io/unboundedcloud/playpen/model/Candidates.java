@@ -190,8 +190,11 @@ public final class Candidates {
         return ManagedPods.isClaimed(pod) ? null : kindKey(pod);
     }
 
-    /** The kind of request a pod could serve, claimed or not (null: none). */
-    private String kindKey(Pod pod) {
+    /**
+     * The kind of request a pod could serve, claimed or not (null: none), from its labels alone: the pod cache
+     * keeps every pod of a kind on that kind's ring, so replicas that know a pod agree on where it is.
+     */
+    public String kindKey(Pod pod) {
         ResourceType type = ManagedPods.resourceType(pod).orElse(null);
         if (type == ResourceType.RUNNER) {
             if (!runnerSelector.matches(ManagedPods.labels(pod))) {

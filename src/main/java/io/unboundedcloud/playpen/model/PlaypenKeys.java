@@ -19,6 +19,16 @@ public final class PlaypenKeys {
     public static final String CLAIMED_AT = P + "claimed-at";
     /** When the allocation expires (RFC 3339 UTC); written by the claim and moved by renewals (ours only). */
     public static final String EXPIRES_AT = P + "expires-at";
+    /**
+     * The owner quota (--max-allocs-per-user) a claim was made under (ours only): every replica judges the claim
+     * against the quota its writer applied, whatever its own flag says.
+     */
+    public static final String OWNER_QUOTA = P + "owner-quota";
+    /**
+     * "true" once a write has confirmed a claim that a replica could not judge from the order of commits (ours
+     * only): a claim carrying it stands and is never rolled back.
+     */
+    public static final String CLAIM_SETTLED = P + "claim-settled";
     public static final String CONTROL_PLANE_KUBECONFIG = P + "control-plane-kubeconfig";
     public static final String CONTROL_PLANE_GUEST_SERVER = P + "control-plane-guest-server";
     public static final String SET_KUBE_SERVICE_HOST_FQDN = "kubernetes.azure.com/set-kube-service-host-fqdn";
@@ -26,6 +36,13 @@ public final class PlaypenKeys {
     // labels
     public static final String ALLOCATED = P + "allocated";
     public static final String ARCHITECTURE = P + "architecture";
+    /**
+     * The first 63 characters (a label value's limit) of a claim's idempotency-key hash (ours only), so that the
+     * claims of one key can be read straight from the API server with a label selector.
+     */
+    public static final String KEY_HASH_LABEL = P + "key-hash";
+    /** The first 63 characters of a claim's owner hash (ours only): one user's claims, read from the API server. */
+    public static final String OWNER_HASH_LABEL = P + "owner-hash";
     public static final String RESOURCE_TYPE = P + "resource-type";
     public static final String KUBERNETES_VERSION = P + "kubernetes-version";
     public static final String HOST_PORT = P + "host-port";

@@ -38,7 +38,7 @@ class AllocatorReservationTest {
                 cluster.create(TestCluster.readyRunner("amd64", 51820 + i, "node-a"));
             }
             Candidates candidates = new Candidates(Map.of());
-            PodCache pods = new PodCache(cluster.client, TestCluster.NS, candidates::idleKindKey);
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, candidates::kindKey);
             NodeCache nodes = new NodeCache(cluster.client);
             pods.start();
             nodes.start();
@@ -103,7 +103,7 @@ class AllocatorReservationTest {
             }
             cluster.create(TestCluster.readyRunner("arm64", 51900, "node-a"));
             Candidates candidates = new Candidates(Map.of());
-            PodCache pods = new PodCache(cluster.client, TestCluster.NS, candidates::idleKindKey);
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, candidates::kindKey);
             pods.start();
             try {
                 OperatorHarness.awaitTrue(() -> pods.hasSynced() && pods.ringSize(KIND) == 6, Duration.ofSeconds(10),
@@ -148,8 +148,8 @@ class AllocatorReservationTest {
                 cluster.create(TestCluster.readyRunner("amd64", 51820 + i, "node-a"));
             }
             Candidates candidates = new Candidates(Map.of());
-            PodCache pods1 = new PodCache(cluster.client, TestCluster.NS, candidates::idleKindKey);
-            PodCache pods2 = new PodCache(cluster.client, TestCluster.NS, candidates::idleKindKey);
+            PodCache pods1 = new PodCache(cluster.client, TestCluster.NS, candidates::kindKey);
+            PodCache pods2 = new PodCache(cluster.client, TestCluster.NS, candidates::kindKey);
             NodeCache nodes1 = new NodeCache(cluster.client);
             NodeCache nodes2 = new NodeCache(cluster.client);
             List<AutoCloseable> all = List.of(pods1, pods2, nodes1, nodes2);

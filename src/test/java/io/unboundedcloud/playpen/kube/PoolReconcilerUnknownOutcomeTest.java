@@ -39,7 +39,7 @@ class PoolReconcilerUnknownOutcomeTest {
                         Thread.currentThread().interrupt();
                     }
                 }
-                return candidates.idleKindKey(pod);
+                return candidates.kindKey(pod);
             });
             cache.start();
             try {

@@ -76,7 +76,7 @@ class ReconcileReferenceTest {
         for (Pod p : pods) {
             cluster.client.pods().inNamespace(NS).resource(p).create();
         }
-        cache = new PodCache(cluster.client, NS, new Candidates(config.runnerLabelSelector())::idleKindKey);
+        cache = new PodCache(cluster.client, NS, new Candidates(config.runnerLabelSelector())::kindKey);
         cache.start();
         OperatorHarness.awaitTrue(() -> cache.hasSynced() && cache.pods().size() == pods.size(), Duration.ofSeconds(10),
                 "pod cache");

@@ -26,7 +26,8 @@ import io.fabric8.kubernetes.api.model.authorization.v1.SubjectAccessReviewStatu
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.server.mock.KubernetesMixedDispatcher;
+import io.fabric8.mockwebserver.http.Dispatcher;
+import io.unboundedcloud.playpen.dev.ResumableCrudDispatcher;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
 import io.fabric8.kubernetes.client.utils.Serialization;
 import io.fabric8.mockwebserver.Context;
@@ -78,7 +79,8 @@ public final class TestCluster implements AutoCloseable {
 
     private TestCluster() {
         Map<ServerRequest, Queue<ServerResponse>> responses = new HashMap<>();
-        KubernetesMixedDispatcher dispatcher = new KubernetesMixedDispatcher(responses) {
+        Dispatcher store = ResumableCrudDispatcher.mixed(responses, new ResumableCrudDispatcher());
+        Dispatcher dispatcher = new Dispatcher() {
             @Override
             public MockResponse dispatch(RecordedRequest request) {
                 String key = key(request);
@@ -90,11 +92,16 @@ public final class TestCluster implements AutoCloseable {
                     return forbiddenAnswer(key);
                 }
                 if (failAfterWrite.test(key)) {
-                    super.dispatch(request);
+                    store.dispatch(request);
                     return new MockResponse().setResponseCode(500).setBody(
                             "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":500}");
                 }
-                return super.dispatch(request);
+                return store.dispatch(request);
+            }
+
+            @Override
+            public void shutdown() {
+                store.shutdown();
             }
         };
         server = new KubernetesMockServer(new Context(Serialization.jsonMapper()), new MockWebServer(), responses,

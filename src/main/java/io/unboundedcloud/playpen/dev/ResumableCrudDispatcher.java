@@ -1,0 +1,432 @@
+package io.unboundedcloud.playpen.dev;
+
+import java.io.IOException;
+import java.lang.reflect.Field;
+import java.net.HttpURLConnection;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Queue;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.locks.Lock;
+import java.util.concurrent.locks.ReadWriteLock;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.client.server.mock.KubernetesAttributesExtractor;
+import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
+import io.fabric8.mockwebserver.ServerRequest;
+import io.fabric8.mockwebserver.ServerResponse;
+import io.fabric8.mockwebserver.crud.Attribute;
+import io.fabric8.mockwebserver.crud.AttributeSet;
+import io.fabric8.mockwebserver.dsl.HttpMethod;
+import io.fabric8.mockwebserver.http.Dispatcher;
+import io.fabric8.mockwebserver.http.MockResponse;
+import io.fabric8.mockwebserver.http.RecordedRequest;
+import io.fabric8.mockwebserver.http.Response;
+import io.fabric8.mockwebserver.http.WebSocket;
+import io.fabric8.mockwebserver.http.WebSocketListener;
+import io.fabric8.mockwebserver.internal.MockDispatcher;
+import io.fabric8.mockwebserver.internal.SimpleRequest;
+
+/**
+ * The simulated API server's store: fabric8's CRUD mock plus the kube-apiserver guarantees the operator's
+ * exactly-once argument rests on, which the plain mock lacks.
+ * <ul>
+ * <li>A watch from a resourceVersion delivers every change after it, in commit order, and nothing before it
+ * (the plain mock re-sends the whole current state as ADDED events in no order whenever a watch opens, so a
+ * watch that reconnects after a dropped connection silently loses deletes and reorders changes). A watch from a
+ * version older than the kept history gets the API server's "410 Gone" ERROR event, and the client relists.</li>
+ * <li>A delete's DELETED event carries a resourceVersion of its own, newer than every earlier change (the plain
+ * mock sends the object's last version, older than events already delivered).</li>
+ * <li>DELETE honours {@code preconditions} (resourceVersion, uid) with a 409 Conflict.</li>
+ * </ul>
+ * Used by the {@code --dev} playground and by the tests' mock cluster.
+ */
+public class ResumableCrudDispatcher extends KubernetesCrudDispatcher {
+    /** Changes kept for watches that resume; older ones answer 410 Gone (kube-apiserver keeps a window too). */
+    public static final int DEFAULT_HISTORY = 20_000;
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final JsonFactory FACTORY = JSON.getFactory();
+
+    /** One committed change: its resourceVersion, the object after it (before it, for deletes) and where it lives. */
+    private record Change(long rv, String object, AttributeSet before, AttributeSet after) {
+    }
+
+    private final int historyLimit;
+    private final ArrayDeque<Change> history = new ArrayDeque<>();
+    /** The newest resourceVersion that is no longer in {@link #history} (watches from before it get 410). */
+    private long forgottenUpTo;
+    private final Set<Watch> watches = ConcurrentHashMap.newKeySet();
+    private final ReadWriteLock storeLock;
+
+    public ResumableCrudDispatcher() {
+        this(DEFAULT_HISTORY);
+    }
+
+    public ResumableCrudDispatcher(int historyLimit) {
+        this.historyLimit = historyLimit;
+        this.storeLock = storeLock(this);
+    }
+
+    /** The CRUD mock's own read-write lock (its writes hold the write lock), to make a conditional delete atomic. */
+    private static ReadWriteLock storeLock(KubernetesCrudDispatcher d) {
+        try {
+            Field f = KubernetesCrudDispatcher.class.getDeclaredField("lock");
+            f.setAccessible(true);
+            return (ReadWriteLock) f.get(d);
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            throw new IllegalStateException("the fabric8 mock's store lock is not where this version expects it", e);
+        }
+    }
+
+    @Override
+    public MockResponse dispatch(RecordedRequest request) {
+        if ("DELETE".equalsIgnoreCase(request.getMethod())) {
+            Lock write = storeLock.writeLock();
+            write.lock();
+            try {
+                MockResponse refused = checkPreconditions(request.getPath(), request.getUtf8Body());
+                return refused != null ? refused : super.dispatch(request);
+            } finally {
+                write.unlock();
+            }
+        }
+        return super.dispatch(request);
+    }
+
+    /** 409 when the DeleteOptions' preconditions do not hold for the stored object; null to go on. */
+    private MockResponse checkPreconditions(String path, String body) {
+        if (body == null || body.isBlank()) {
+            return null;
+        }
+        JsonNode pre;
+        try {
+            pre = JSON.readTree(body).path("preconditions");
+        } catch (IOException e) {
+            return null;
+        }
+        String wantRv = pre.path("resourceVersion").asText("");
+        String wantUid = pre.path("uid").asText("");
+        if (wantRv.isEmpty() && wantUid.isEmpty()) {
+            return null;
+        }
+        Map.Entry<AttributeSet, String> stored = findResource(attributeExtractor.fromPath(path));
+        if (stored == null) {
+            return null; // the delete answers 404 itself
+        }
+        JsonNode meta;
+        try {
+            meta = JSON.readTree(stored.getValue()).path("metadata");
+        } catch (IOException e) {
+            return null;
+        }
+        String rv = meta.path("resourceVersion").asText("");
+        String uid = meta.path("uid").asText("");
+        String name = meta.path("name").asText("");
+        String message = null;
+        if (!wantUid.isEmpty() && !wantUid.equals(uid)) {
+            message = "Precondition failed: UID in precondition: " + wantUid + ", UID in object meta: " + uid;
+        } else if (!wantRv.isEmpty() && !wantRv.equals(rv)) {
+            message = "Precondition failed: ResourceVersion in precondition: " + wantRv
+                    + ", ResourceVersion in object meta: " + rv;
+        }
+        if (message == null) {
+            return null;
+        }
+        ObjectNode status = JSON.createObjectNode().put("kind", "Status").put("apiVersion", "v1");
+        status.putObject("metadata");
+        status.put("status", "Failure").put("message", "Operation cannot be fulfilled on " + name + ": " + message)
+                .put("reason", "Conflict").put("code", HttpURLConnection.HTTP_CONFLICT);
+        return new MockResponse().setResponseCode(HttpURLConnection.HTTP_CONFLICT)
+                .setHeader("Content-Type", "application/json").setBody(status.toString());
+    }
+
+    /** Every write of the store ends here (under the store's write lock): record it and tell the open watches. */
+    @Override
+    public void processEvent(String path, AttributeSet pathAttributes, AttributeSet oldAttributes,
+            GenericKubernetesResource resource, String newState) {
+        String existing = oldAttributes == null ? null : map.get(oldAttributes);
+        super.processEvent(path, pathAttributes, oldAttributes, resource, newState);
+        if (Objects.equals(existing, newState) || existing == null && newState == null) {
+            return;
+        }
+        Change change;
+        if (newState == null) {
+            long rv = requestResourceVersion();
+            change = new Change(rv, withResourceVersion(existing, rv), oldAttributes, null);
+        } else {
+            change = new Change(resourceVersionOf(newState), newState, existing == null ? null : oldAttributes,
+                    attributesOf(pathAttributes, resource, newState));
+        }
+        synchronized (history) {
+            history.addLast(change);
+            while (history.size() > historyLimit) {
+                forgottenUpTo = history.removeFirst().rv();
+            }
+            for (Watch w : watches) {
+                w.offer(change);
+            }
+        }
+    }
+
+    /** The attributes the CRUD mock files a new state under (the same computation as its own). */
+    private AttributeSet attributesOf(AttributeSet pathAttributes, GenericKubernetesResource resource, String state) {
+        KubernetesAttributesExtractor extractor = (KubernetesAttributesExtractor) attributeExtractor;
+        AttributeSet attrs = resource != null ? extractor.extract(resource) : extractor.fromResource(state);
+        if (!attrs.containsKey(KubernetesAttributesExtractor.PLURAL)) {
+            attrs = AttributeSet.merge(pathAttributes, attrs);
+        }
+        return attrs;
+    }
+
+    static long resourceVersionOf(String json) {
+        try (JsonParser p = FACTORY.createParser(json)) {
+            if (p.nextToken() != JsonToken.START_OBJECT) {
+                return 0;
+            }
+            while (p.nextToken() == JsonToken.FIELD_NAME) {
+                String field = p.currentName();
+                p.nextToken();
+                if (!"metadata".equals(field)) {
+                    p.skipChildren();
+                    continue;
+                }
+                while (p.nextToken() == JsonToken.FIELD_NAME) {
+                    String m = p.currentName();
+                    p.nextToken();
+                    if ("resourceVersion".equals(m)) {
+                        return Long.parseLong(p.getValueAsString("0"));
+                    }
+                    p.skipChildren();
+                }
+                return 0;
+            }
+            return 0;
+        } catch (IOException | NumberFormatException e) {
+            return 0;
+        }
+    }
+
+    private static String withResourceVersion(String json, long rv) {
+        try {
+            JsonNode node = JSON.readTree(json);
+            if (node.path("metadata") instanceof ObjectNode meta) {
+                meta.put("resourceVersion", String.valueOf(rv));
+            }
+            return JSON.writeValueAsString(node);
+        } catch (IOException e) {
+            return json;
+        }
+    }
+
+    @Override
+    public MockResponse handleWatch(String path) {
+        String query = rawQuery(path);
+        AttributeSet selector = attributeExtractor.fromPath(path);
+        String name = queryParam(query, "fieldSelector");
+        if (name != null && name.startsWith("metadata.name=")) {
+            selector = selector.add(new Attribute(KubernetesAttributesExtractor.NAME,
+                    name.substring("metadata.name=".length())));
+        }
+        String rv = queryParam(query, "resourceVersion");
+        Long from = null;
+        if (rv != null && !rv.isEmpty() && !"0".equals(rv)) {
+            try {
+                from = Long.parseLong(rv);
+            } catch (NumberFormatException e) {
+                return new MockResponse().setResponseCode(HttpURLConnection.HTTP_BAD_REQUEST);
+            }
+        }
+        String listPath = listPathOf(path);
+        return new MockResponse().withWebSocketUpgrade(new Watch(selector, from, listPath));
+    }
+
+    private static String rawQuery(String path) {
+        try {
+            String q = new URI(path).getRawQuery();
+            return q == null ? "" : q;
+        } catch (URISyntaxException e) {
+            return "";
+        }
+    }
+
+    private static String queryParam(String rawQuery, String key) {
+        for (String part : rawQuery.split("&")) {
+            int eq = part.indexOf('=');
+            String k = eq < 0 ? part : part.substring(0, eq);
+            if (k.equals(key)) {
+                return eq < 0 ? "" : URLDecoder.decode(part.substring(eq + 1), StandardCharsets.UTF_8);
+            }
+        }
+        return null;
+    }
+
+    /** The same path without the watch parameters: what a LIST of the watched objects would ask. */
+    private static String listPathOf(String path) {
+        int q = path.indexOf('?');
+        if (q < 0) {
+            return path;
+        }
+        List<String> kept = new ArrayList<>();
+        for (String part : path.substring(q + 1).split("&")) {
+            String k = part.contains("=") ? part.substring(0, part.indexOf('=')) : part;
+            if (!k.equals("watch") && !k.equals("resourceVersion") && !k.equals("allowWatchBookmarks")
+                    && !k.equals("timeoutSeconds") && !k.equals("resourceVersionMatch")) {
+                kept.add(part);
+            }
+        }
+        return path.substring(0, q) + (kept.isEmpty() ? "" : "?" + String.join("&", kept));
+    }
+
+    /** The newest resourceVersion written so far. */
+    public long currentResourceVersion() {
+        synchronized (history) {
+            return history.isEmpty() ? forgottenUpTo : history.getLast().rv();
+        }
+    }
+
+    /** How many watches are open now (tests). */
+    public int openWatches() {
+        return watches.size();
+    }
+
+    /** One open watch: replays the history after its resourceVersion, then follows new changes in order. */
+    private final class Watch extends WebSocketListener {
+        private final AttributeSet selector;
+        private final Long from;
+        private final String listPath;
+        private final ExecutorService sender = Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "mock-watch");
+            t.setDaemon(true);
+            return t;
+        });
+        private volatile WebSocket socket;
+
+        Watch(AttributeSet selector, Long from, String listPath) {
+            this.selector = selector;
+            this.from = from;
+            this.listPath = listPath;
+        }
+
+        @Override
+        public void onOpen(WebSocket webSocket, Response response) {
+            socket = webSocket;
+            long start = from == null ? initialState() : from;
+            synchronized (history) {
+                if (start < forgottenUpTo) {
+                    send("{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
+                            + "\"status\":\"Failure\",\"message\":\"too old resource version: " + start + " ("
+                            + forgottenUpTo + ")\",\"reason\":\"Expired\",\"code\":410}}");
+                    sender.execute(() -> webSocket.close(1000, "410"));
+                    sender.shutdown();
+                    return;
+                }
+                for (Change c : history) {
+                    if (c.rv() > start) {
+                        offer(c);
+                    }
+                }
+                watches.add(this);
+            }
+        }
+
+        /** A watch without a resourceVersion starts with the current objects as ADDED events (as kube-apiserver's). */
+        private long initialState() {
+            MockResponse list = handleGet(listPath);
+            try {
+                JsonNode parsed = JSON.readTree(list.getBody().readUtf8());
+                for (JsonNode item : parsed.path("items")) {
+                    send("{\"type\":\"ADDED\",\"object\":" + JSON.writeValueAsString(item) + "}");
+                }
+                return Long.parseLong(parsed.path("metadata").path("resourceVersion").asText("0"));
+            } catch (IOException | RuntimeException e) {
+                return currentResourceVersion();
+            }
+        }
+
+        void offer(Change c) {
+            boolean before = c.before() != null && c.before().matches(selector);
+            boolean after = c.after() != null && c.after().matches(selector);
+            String type = before && after ? "MODIFIED" : before ? "DELETED" : after ? "ADDED" : null;
+            if (type != null) {
+                send("{\"type\":\"" + type + "\",\"object\":" + c.object() + "}");
+            }
+        }
+
+        private void send(String event) {
+            try {
+                sender.execute(() -> {
+                    WebSocket s = socket;
+                    if (s != null && !s.send(event)) {
+                        close();
+                    }
+                });
+            } catch (RejectedExecutionException closed) {
+                // the watch has ended
+            }
+        }
+
+        private void close() {
+            watches.remove(this);
+            sender.shutdown();
+        }
+
+        @Override
+        public void onClosing(WebSocket webSocket, int code, String reason) {
+            close();
+            webSocket.close(code, reason);
+        }
+
+        @Override
+        public void onClosed(WebSocket webSocket, int code, String reason) {
+            close();
+        }
+
+        @Override
+        public void onFailure(WebSocket webSocket, Throwable t, Response response) {
+            close();
+        }
+    }
+
+    /**
+     * Scripted expectations first (as fabric8's KubernetesMixedDispatcher answers them), then this store: the
+     * mixed dispatcher with the store replaced.
+     */
+    public static Dispatcher mixed(Map<ServerRequest, Queue<ServerResponse>> expectations, ResumableCrudDispatcher store) {
+        MockDispatcher scripted = new MockDispatcher(expectations);
+        return new Dispatcher() {
+            @Override
+            public MockResponse dispatch(RecordedRequest request) {
+                Queue<ServerResponse> q = expectations.get(new SimpleRequest(HttpMethod.valueOf(request.getMethod()),
+                        request.getPath()));
+                if (q != null && !q.isEmpty()) {
+                    return scripted.dispatch(request);
+                }
+                return store.dispatch(request);
+            }
+
+            @Override
+            public void shutdown() {
+                scripted.shutdown();
+                store.shutdown();
+            }
+        };
+    }
+}

@@ -1,0 +1,264 @@
+package io.unboundedcloud.playpen.kube;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+
+/**
+ * Which claims stand, decided from the order in which the API server committed them.
+ * <p>
+ * A claim is a conditional write that puts an idempotency key on a pod. The API server orders all writes (the
+ * resourceVersion), and a watch delivers a namespace's changes in that order, so a cache that has applied every
+ * event up to a claim's own holds exactly the state at the moment the claim was committed. The claim <b>stands</b>
+ * ({@link Standing#WON}) when, at that moment, no other live pod carried the same key and (when the claim recorded an
+ * owner quota) its owner held no more claims than the quota allows, this one included. Otherwise it <b>lost</b>: its
+ * writer rolls it back and never hands it out. Every replica that watched the commit continuously reaches the same
+ * verdict, whatever its lag, because the verdict depends only on the committed history.
+ * <p>
+ * A claim first seen in a LIST (at start, or when the watch had to relist) has no such moment here: it is
+ * {@link Standing#UNKNOWN} until a write settles it (see {@code ClaimWriter#settle}), or unless it was already known
+ * to stand (a standing claim is never rolled back, only deleted, so the same key on the same pod is the same claim).
+ * <p>
+ * Not thread-safe: the pod cache calls it under its watch store's lock, in the order the store applies changes.
+ */
+public final class ClaimLedger {
+    /** Whether a claim may be handed out. */
+    public enum Standing {
+        /** Committed while it was its key's only live claim (and within its owner's quota): it is the allocation. */
+        WON,
+        /** Committed while another live pod carried its key (or over its owner's quota): to be rolled back. */
+        LOST,
+        /** Seen in a LIST, not at its commit: undecided here until settled. */
+        UNKNOWN
+    }
+
+    /** Why a claim lost. */
+    public enum Reason {
+        NONE,
+        /** Another live pod carried the same key when this claim was committed. */
+        EARLIER_CLAIM,
+        /** The owner already held as many claims as the quota recorded on this one allows. */
+        QUOTA
+    }
+
+    /** A pod that carries a claim now, as this cache knows it. */
+    public record Claim(String pod, String uid, String keyHash, String ownerHash, long claimRv, Standing standing,
+            Reason reason, boolean terminating) {
+        public boolean stands() {
+            return standing == Standing.WON;
+        }
+    }
+
+    private final Map<String, Claim> byPod = new HashMap<>();
+    private final Map<String, Set<String>> byKey = new HashMap<>();
+    private final Map<String, Set<String>> byOwner = new HashMap<>();
+
+    /**
+     * A pod's new version. {@code exact} is true only when this is a watch event applied in commit order to a
+     * store that held exactly the committed state just before it.
+     */
+    public Claim put(Pod pod, boolean exact) {
+        String name = ManagedPods.name(pod);
+        String key = ManagedPods.isManaged(pod) && ManagedPods.isClaimed(pod) ? ManagedPods.keyHash(pod) : "";
+        Claim old = byPod.get(name);
+        if (key.isEmpty()) {
+            if (old != null) {
+                drop(old);
+            }
+            return null;
+        }
+        String uid = uid(pod);
+        boolean terminating = ManagedPods.isTerminating(pod);
+        boolean settled = isSettled(pod);
+        if (old != null && old.keyHash().equals(key) && old.uid().equals(uid)) {
+            // the same claim, a later version of its pod (status, renewal, settle, delete under way)
+            Standing s = old.standing();
+            Reason r = old.reason();
+            if (settled) {
+                s = Standing.WON;
+                r = Reason.NONE;
+            } else if (!exact && s == Standing.LOST) {
+                // unseen changes: it may have been rolled back and claimed again with the same key since
+                s = Standing.UNKNOWN;
+                r = Reason.NONE;
+            }
+            Claim c = new Claim(name, uid, key, ManagedPods.ownerHash(pod), old.claimRv(), s, r, terminating);
+            replace(old, c);
+            return c;
+        }
+        if (old != null) {
+            drop(old);
+        }
+        Standing s;
+        Reason r = Reason.NONE;
+        if (settled) {
+            s = Standing.WON;
+        } else if (!exact) {
+            s = Standing.UNKNOWN;
+        } else if (hasLiveClaim(key)) {
+            s = Standing.LOST;
+            r = Reason.EARLIER_CLAIM;
+        } else if (overQuota(pod)) {
+            s = Standing.LOST;
+            r = Reason.QUOTA;
+        } else {
+            s = Standing.WON;
+        }
+        Claim c = new Claim(name, uid, key, ManagedPods.ownerHash(pod), resourceVersion(pod), s, r, terminating);
+        add(c);
+        return c;
+    }
+
+    /** The pod is gone. */
+    public void remove(String podName) {
+        Claim old = byPod.get(podName);
+        if (old != null) {
+            drop(old);
+        }
+    }
+
+    private boolean hasLiveClaim(String key) {
+        for (String p : byKey.getOrDefault(key, Set.of())) {
+            if (!byPod.get(p).terminating()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The quota recorded on the claim, counted against the owner's live claims at this moment, this one included. */
+    private boolean overQuota(Pod pod) {
+        int quota = ownerQuota(pod);
+        String owner = ManagedPods.ownerHash(pod);
+        if (quota <= 0 || owner.isEmpty()) {
+            return false;
+        }
+        int held = 1;
+        for (String p : byOwner.getOrDefault(owner, Set.of())) {
+            if (!byPod.get(p).terminating()) {
+                held++;
+            }
+        }
+        return held > quota;
+    }
+
+    public Optional<Claim> on(String podName) {
+        return Optional.ofNullable(byPod.get(podName));
+    }
+
+    /** The pods carrying this key now, earliest claim first. */
+    public List<Claim> ofKey(String keyHash) {
+        return collect(byKey.get(keyHash));
+    }
+
+    public List<Claim> ofOwner(String ownerHash) {
+        return collect(byOwner.get(ownerHash));
+    }
+
+    /** Claims that lost and are still on their pods (their writer normally rolls them back within moments). */
+    public List<Claim> lost() {
+        List<Claim> out = new ArrayList<>();
+        for (Claim c : byPod.values()) {
+            if (c.standing() == Standing.LOST && !c.terminating()) {
+                out.add(c);
+            }
+        }
+        return out;
+    }
+
+    public int size() {
+        return byPod.size();
+    }
+
+    private List<Claim> collect(Set<String> pods) {
+        if (pods == null) {
+            return List.of();
+        }
+        List<Claim> out = new ArrayList<>(pods.size());
+        for (String p : pods) {
+            out.add(byPod.get(p));
+        }
+        out.sort((a, b) -> a.claimRv() != b.claimRv() ? Long.compare(a.claimRv(), b.claimRv())
+                : a.pod().compareTo(b.pod()));
+        return out;
+    }
+
+    private void add(Claim c) {
+        byPod.put(c.pod(), c);
+        byKey.computeIfAbsent(c.keyHash(), k -> new LinkedHashSet<>()).add(c.pod());
+        if (!c.ownerHash().isEmpty()) {
+            byOwner.computeIfAbsent(c.ownerHash(), k -> new LinkedHashSet<>()).add(c.pod());
+        }
+    }
+
+    private void replace(Claim old, Claim c) {
+        if (!old.ownerHash().equals(c.ownerHash())) {
+            drop(old);
+            add(c);
+        } else {
+            byPod.put(c.pod(), c);
+        }
+    }
+
+    private void drop(Claim c) {
+        byPod.remove(c.pod());
+        unindex(byKey, c.keyHash(), c.pod());
+        if (!c.ownerHash().isEmpty()) {
+            unindex(byOwner, c.ownerHash(), c.pod());
+        }
+    }
+
+    private static void unindex(Map<String, Set<String>> index, String value, String pod) {
+        Set<String> s = index.get(value);
+        if (s != null) {
+            s.remove(pod);
+            if (s.isEmpty()) {
+                index.remove(value);
+            }
+        }
+    }
+
+    static String uid(Pod pod) {
+        String uid = pod.getMetadata().getUid();
+        return uid == null ? "" : uid;
+    }
+
+    /** The pod's resourceVersion as a number (etcd revisions are), 0 when it is not one. */
+    public static long resourceVersion(Pod pod) {
+        String rv = pod.getMetadata().getResourceVersion();
+        if (rv == null) {
+            return 0;
+        }
+        try {
+            return Long.parseLong(rv);
+        } catch (NumberFormatException e) {
+            return 0;
+        }
+    }
+
+    /** A write has settled this claim (see ClaimWriter#settle): it stands, whatever was known of its commit. */
+    public static boolean isSettled(Pod pod) {
+        return "true".equals(ManagedPods.annotations(pod).get(PlaypenKeys.CLAIM_SETTLED));
+    }
+
+    /** The owner quota the claim was made under (0: none). */
+    public static int ownerQuota(Pod pod) {
+        String q = ManagedPods.annotations(pod).get(PlaypenKeys.OWNER_QUOTA);
+        if (q == null) {
+            return 0;
+        }
+        try {
+            return Math.max(0, Integer.parseInt(q.trim()));
+        } catch (NumberFormatException e) {
+            return 0;
+        }
+    }
+}

@@ -1,0 +1,232 @@
+package io.unboundedcloud.playpen.kube;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.model.Hashes;
+import io.unboundedcloud.playpen.model.ManagedPods;
+
+/**
+ * Finds the pod that holds a key's standing claim, as the API server has it now, whichever replica made the claim
+ * and however far this replica's watch lags: the claim's standing comes from the {@link ClaimLedger} (the order of
+ * commits), and the pod itself is read from the API server before it is handed out again, so a request never sees
+ * less than an answer given before it (by any replica) did. Claims the ledger cannot judge (made before this
+ * replica's watch started) are settled with a conditional write when they are their key's only claim; claims that
+ * lost are waited out while their writers roll them back.
+ */
+public final class ClaimResolver {
+    private static final Logger LOG = LoggerFactory.getLogger(ClaimResolver.class);
+    /** How long one wait for the watch lasts before the key is judged again. */
+    private static final long WAIT_SLICE_MILLIS = 1_000;
+
+    /** A standing claim, and the pod that carries it as just read from the API server. */
+    public record Standing(ClaimLedger.Claim claim, Pod pod) {
+    }
+
+    private final PodCache pods;
+    private final ClaimWriter writer;
+    private final int retryAfterSeconds;
+    private final java.util.Map<String, CompletableFuture<Void>> settling = new java.util.concurrent.ConcurrentHashMap<>();
+
+    public ClaimResolver(PodCache pods, ClaimWriter writer, int retryAfterSeconds) {
+        this.pods = pods;
+        this.writer = writer;
+        this.retryAfterSeconds = retryAfterSeconds;
+    }
+
+    /**
+     * The key's standing claim now. When this replica's watch has delivered no claim of the key, {@code askApi}
+     * decides whether to ask the API server (a consistent read: a dealloc, renewal or read must see a claim another
+     * replica answered a moment ago) or to answer empty at once (an alloc: its own claim's commit reveals any
+     * earlier one). Waits while the key's claims are being decided, until {@code deadlineNanos} (then 503).
+     */
+    public Optional<Standing> standing(String keyHash, boolean askApi, long deadlineNanos) {
+        boolean asked = false;
+        while (true) {
+            List<ClaimLedger.Claim> live = live(pods.claimsOf(keyHash));
+            if (live.isEmpty()) {
+                if (!askApi || asked) {
+                    return Optional.empty();
+                }
+                asked = true;
+                List<Pod> carriers = liveCarriers(writer.claimedWith(pods.namespace(), keyHash, List.of()));
+                if (carriers.isEmpty()) {
+                    return Optional.empty();
+                }
+                // claimed, but this replica's watch is behind: let it deliver those claims, then judge them
+                for (Pod p : carriers) {
+                    await(pods.awaitClaim(ManagedPods.name(p), ClaimLedger.resourceVersion(p)), deadlineNanos);
+                }
+                continue;
+            }
+            Optional<ClaimLedger.Claim> won = live.stream().filter(ClaimLedger.Claim::stands).findFirst();
+            if (won.isPresent()) {
+                ClaimLedger.Claim c = won.get();
+                Pod fresh = writer.read(pods.namespace(), c.pod());
+                if (fresh != null && carries(fresh, c)) {
+                    pods.observe(fresh);
+                    return Optional.of(new Standing(c, fresh));
+                }
+                // gone since (deallocated, expired): wait for the watch to say so, then judge again
+                if (fresh == null) {
+                    pods.observeDeleted(c.pod());
+                } else {
+                    pods.observe(fresh);
+                }
+                await(pods.awaitClaim(c.pod(), fresh == null ? c.claimRv() + 1
+                        : Math.max(c.claimRv() + 1, ClaimLedger.resourceVersion(fresh))), deadlineNanos);
+                continue;
+            }
+            if (live.stream().anyMatch(c -> c.standing() == ClaimLedger.Standing.UNKNOWN)) {
+                settle(keyHash, live, deadlineNanos);
+                continue;
+            }
+            // only claims that lost: their writers are taking them back
+            await(pods.awaitChange(live.get(0).pod()), deadlineNanos);
+        }
+    }
+
+    /**
+     * Settles an undecided claim when the API server shows it as its key's only live claim and within the quota
+     * it was made under: a conditional write marks it standing (it wins against a concurrent rollback by its own
+     * writer, or loses to it, never both). Otherwise waits for the key's claims to change.
+     */
+    private void settle(String keyHash, List<ClaimLedger.Claim> known, long deadlineNanos) {
+        // one settling per key at a time in this replica (a burst of replays after a restart settles once)
+        CompletableFuture<Void> mine = new CompletableFuture<>();
+        CompletableFuture<Void> running = settling.putIfAbsent(keyHash, mine);
+        if (running != null) {
+            await(running, deadlineNanos);
+            return;
+        }
+        try {
+            settleOnce(keyHash, known, deadlineNanos);
+        } finally {
+            settling.remove(keyHash, mine);
+            mine.complete(null);
+        }
+    }
+
+    private void settleOnce(String keyHash, List<ClaimLedger.Claim> known, long deadlineNanos) {
+        List<String> names = known.stream().map(ClaimLedger.Claim::pod).toList();
+        List<Pod> carriers = liveCarriers(writer.claimedWith(pods.namespace(), keyHash, names));
+        if (carriers.size() == 1 && withinQuota(carriers.get(0))) {
+            Pod sole = carriers.get(0);
+            try {
+                Pod settled = writer.settle(sole);
+                pods.observe(settled);
+                LOG.info("settled pod={}/{} key={} outcome=claim-settled", sole.getMetadata().getNamespace(),
+                        ManagedPods.name(sole), Hashes.keyHashPrefix(keyHash));
+                await(pods.awaitClaim(ManagedPods.name(settled), ClaimLedger.resourceVersion(settled)), deadlineNanos);
+                return;
+            } catch (KubernetesClientException e) {
+                if (e.getCode() != 409 && e.getCode() != 404) {
+                    throw e;
+                }
+                // changed meanwhile (rolled back, renewed, deleted): judge again
+            }
+        }
+        if (carriers.isEmpty()) {
+            for (ClaimLedger.Claim c : known) {
+                await(pods.awaitClaim(c.pod(), c.claimRv() + 1), deadlineNanos);
+            }
+            return;
+        }
+        await(pods.awaitChange(carriers.get(0).getMetadata().getName()), deadlineNanos);
+    }
+
+    /**
+     * Makes a standing claim safe to hand out by a request other than the one that wrote it: settles it (one
+     * conditional write, once per claim) unless it is settled already. Its writer may still take back an unsettled
+     * claim whose client vanished before the answer; after this write it cannot, so the answer given here holds.
+     * Empty when the pod changed meanwhile (judge the key again).
+     */
+    public Optional<Pod> pin(Pod pod) {
+        if (ClaimLedger.isSettled(pod)) {
+            return Optional.of(pod);
+        }
+        try {
+            Pod settled = writer.settle(pod);
+            pods.observe(settled);
+            return Optional.of(settled);
+        } catch (KubernetesClientException e) {
+            if (e.getCode() != 409 && e.getCode() != 404) {
+                throw e;
+            }
+            return Optional.empty();
+        }
+    }
+
+    /** The owner's live claims, read from the API server, are within the quota this claim was made under. */
+    private boolean withinQuota(Pod claim) {
+        int quota = ClaimLedger.ownerQuota(claim);
+        String owner = ManagedPods.ownerHash(claim);
+        if (quota <= 0 || owner.isEmpty()) {
+            return true;
+        }
+        long held = writer.listByLabel(pods.namespace(), io.unboundedcloud.playpen.model.PlaypenKeys.OWNER_HASH_LABEL,
+                ClaimWriter.labelValue(owner)).stream()
+                .filter(p -> owner.equals(ManagedPods.ownerHash(p)) && ManagedPods.isClaimed(p)
+                        && !ManagedPods.isTerminating(p))
+                .count();
+        return held <= quota;
+    }
+
+    private static boolean carries(Pod pod, ClaimLedger.Claim c) {
+        return c.uid().equals(ClaimLedger.uid(pod)) && c.keyHash().equals(ManagedPods.keyHash(pod))
+                && !ManagedPods.isTerminating(pod);
+    }
+
+    private static List<ClaimLedger.Claim> live(List<ClaimLedger.Claim> claims) {
+        List<ClaimLedger.Claim> out = new ArrayList<>(claims.size());
+        for (ClaimLedger.Claim c : claims) {
+            if (!c.terminating()) {
+                out.add(c);
+            }
+        }
+        return out;
+    }
+
+    private static List<Pod> liveCarriers(List<Pod> pods) {
+        return pods.stream().filter(p -> !ManagedPods.isTerminating(p)).toList();
+    }
+
+    /** Waits for the watch (a slice at a time, never past the deadline: then 503, nothing was handed out). */
+    <T> Optional<T> await(CompletableFuture<T> f, long deadlineNanos) {
+        long left = deadlineNanos - System.nanoTime();
+        if (left <= 0) {
+            throw behind();
+        }
+        try {
+            return Optional.ofNullable(f.get(Math.min(TimeUnit.NANOSECONDS.toMillis(left) + 1, WAIT_SLICE_MILLIS),
+                    TimeUnit.MILLISECONDS));
+        } catch (TimeoutException e) {
+            if (System.nanoTime() - deadlineNanos >= 0) {
+                throw behind();
+            }
+            return Optional.empty();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw ApiException.unavailable("interrupted", retryAfterSeconds);
+        } catch (ExecutionException e) {
+            return Optional.empty();
+        }
+    }
+
+    ApiException behind() {
+        return ApiException.unavailable("this operator replica's view of the pods is behind the API server, so the "
+                + "claims of this idempotency key could not be confirmed in time; nothing was handed out, try again",
+                retryAfterSeconds);
+    }
+}

@@ -1,0 +1,164 @@
+package io.unboundedcloud.playpen.dev;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.net.InetAddress;
+import java.util.HashMap;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.ListOptionsBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.fabric8.kubernetes.client.Watch;
+import io.fabric8.kubernetes.client.Watcher;
+import io.fabric8.kubernetes.client.WatcherException;
+import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
+import io.fabric8.kubernetes.client.utils.Serialization;
+import io.fabric8.mockwebserver.Context;
+import io.fabric8.mockwebserver.MockWebServer;
+
+/** The simulated API server keeps the watch and precondition guarantees of kube-apiserver that the operator needs. */
+class ResumableCrudDispatcherTest {
+    private static final String NS = "playpen";
+    private KubernetesMockServer server;
+    private KubernetesClient client;
+
+    void start(int history) {
+        server = new KubernetesMockServer(new Context(Serialization.jsonMapper()), new MockWebServer(), new HashMap<>(),
+                ResumableCrudDispatcher.mixed(new HashMap<>(), new ResumableCrudDispatcher(history)), false);
+        server.init(InetAddress.getLoopbackAddress(), 0);
+        client = new KubernetesClientBuilder().withConfig(server.createClient().getConfiguration()).build();
+    }
+
+    @BeforeEach
+    void defaults() {
+        start(ResumableCrudDispatcher.DEFAULT_HISTORY);
+    }
+
+    @AfterEach
+    void stop() {
+        client.close();
+        server.destroy();
+    }
+
+    private record Event(Watcher.Action action, String name, long rv) {
+    }
+
+    private static Pod pod(String name) {
+        return new PodBuilder().withNewMetadata().withName(name).withNamespace(NS).endMetadata().withNewSpec()
+                .addNewContainer().withName("c").withImage("i").endContainer().endSpec().build();
+    }
+
+    private Pod create(String name) {
+        return client.pods().inNamespace(NS).resource(pod(name)).create();
+    }
+
+    private String listVersion() {
+        return client.pods().inNamespace(NS).list().getMetadata().getResourceVersion();
+    }
+
+    private Watch watchFrom(String rv, BlockingQueue<Event> events, CompletableFuture<WatcherException> closed) {
+        return client.pods().inNamespace(NS).watch(new ListOptionsBuilder().withResourceVersion(rv).build(),
+                new Watcher<>() {
+                    @Override
+                    public void eventReceived(Action action, Pod p) {
+                        events.add(new Event(action, p.getMetadata().getName(),
+                                Long.parseLong(p.getMetadata().getResourceVersion())));
+                    }
+
+                    @Override
+                    public boolean reconnecting() {
+                        return false;
+                    }
+
+                    @Override
+                    public void onClose(WatcherException cause) {
+                        closed.complete(cause);
+                    }
+                });
+    }
+
+    @Test
+    void aWatchFromAVersionDeliversEveryLaterChangeInCommitOrderAndNothingEarlier() throws Exception {
+        create("before");
+        String from = listVersion();
+        // what happens while nobody watches: a resuming watch must get all of it, in order
+        Pod a = create("a");
+        client.pods().inNamespace(NS).withName("a").edit(p -> new PodBuilder(p).editMetadata()
+                .addToLabels("x", "1").endMetadata().build());
+        client.pods().inNamespace(NS).withName("a").delete();
+        create("b");
+
+        BlockingQueue<Event> events = new LinkedBlockingQueue<>();
+        Watch w = watchFrom(from, events, new CompletableFuture<>());
+        try {
+            List<Event> got = new java.util.ArrayList<>();
+            for (int i = 0; i < 4; i++) {
+                got.add(events.poll(10, TimeUnit.SECONDS));
+            }
+            assertThat(got).extracting(Event::action, Event::name).containsExactly(
+                    org.assertj.core.groups.Tuple.tuple(Watcher.Action.ADDED, "a"),
+                    org.assertj.core.groups.Tuple.tuple(Watcher.Action.MODIFIED, "a"),
+                    org.assertj.core.groups.Tuple.tuple(Watcher.Action.DELETED, "a"),
+                    org.assertj.core.groups.Tuple.tuple(Watcher.Action.ADDED, "b"));
+            // every event newer than the last, the delete's own version included (not the deleted object's last one)
+            assertThat(got.get(0).rv()).isGreaterThan(Long.parseLong(from))
+                    .isEqualTo(Long.parseLong(a.getMetadata().getResourceVersion()));
+            for (int i = 1; i < got.size(); i++) {
+                assertThat(got.get(i).rv()).isGreaterThan(got.get(i - 1).rv());
+            }
+            assertThat(events.poll(300, TimeUnit.MILLISECONDS)).as("nothing from before the version").isNull();
+            // and it follows what comes next
+            create("c");
+            assertThat(events.poll(10, TimeUnit.SECONDS)).extracting(Event::action, Event::name)
+                    .containsExactly(Watcher.Action.ADDED, "c");
+        } finally {
+            w.close();
+        }
+    }
+
+    @Test
+    void aWatchFromAVersionOlderThanTheKeptHistoryIsGone() throws Exception {
+        stop();
+        start(3);
+        create("first");
+        String from = listVersion();
+        for (int i = 0; i < 5; i++) {
+            create("p" + i);
+        }
+        CompletableFuture<WatcherException> closed = new CompletableFuture<>();
+        Watch w = watchFrom(from, new LinkedBlockingQueue<>(), closed);
+        try {
+            WatcherException e = closed.get(10, TimeUnit.SECONDS);
+            assertThat(e.isHttpGone()).isTrue();
+        } finally {
+            w.close();
+        }
+    }
+
+    @Test
+    void aDeleteWithAResourceVersionPreconditionIsRefusedWhenTheObjectChanged() {
+        Pod p = create("guarded");
+        client.pods().inNamespace(NS).withName("guarded").edit(x -> new PodBuilder(x).editMetadata()
+                .addToLabels("changed", "yes").endMetadata().build());
+        assertThatThrownBy(() -> client.pods().inNamespace(NS).resource(p)
+                .lockResourceVersion(p.getMetadata().getResourceVersion()).delete())
+                .isInstanceOfSatisfying(KubernetesClientException.class, e -> assertThat(e.getCode()).isEqualTo(409));
+        assertThat(client.pods().inNamespace(NS).withName("guarded").get()).isNotNull();
+        Pod now = client.pods().inNamespace(NS).withName("guarded").get();
+        client.pods().inNamespace(NS).resource(now).lockResourceVersion(now.getMetadata().getResourceVersion()).delete();
+        assertThat(client.pods().inNamespace(NS).withName("guarded").get()).isNull();
+    }
+}

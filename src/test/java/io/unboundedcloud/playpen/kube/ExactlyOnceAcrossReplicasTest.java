@@ -1,0 +1,265 @@
+package io.unboundedcloud.playpen.kube;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.model.AllocCommand;
+import io.unboundedcloud.playpen.model.Hashes;
+import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.model.ResourceType;
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.Replica;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/**
+ * Exactly once across replicas whose caches disagree, judged only from the API server's own pod list: each test
+ * sets up one interleaving in which replicas that trusted their caches to agree double-allocated or lost a dealloc
+ * (a replica restarted while pods were claimed, a replica whose watch lags behind a new pod or another replica's
+ * claim, a dealloc through the lagging replica, the owner quota counted by two replicas).
+ */
+class ExactlyOnceAcrossReplicasTest {
+    private static final String NODE = "node-a";
+    private static final String KIND = "runner/amd64";
+
+    private TestCluster cluster;
+    private final List<Replica> replicas = new ArrayList<>();
+    private final ExecutorService threads = Executors.newCachedThreadPool();
+
+    @BeforeEach
+    void cluster() throws Exception {
+        cluster = TestCluster.start();
+        cluster.addNode(NODE, "amd64", "203.0.113.10");
+    }
+
+    @AfterEach
+    void stop() {
+        threads.shutdownNow();
+        replicas.forEach(Replica::close);
+        cluster.close();
+    }
+
+    private Replica replica(int maxPerOwner) throws Exception {
+        Replica r = new Replica(cluster, maxPerOwner).awaitReady(NODE);
+        replicas.add(r);
+        return r;
+    }
+
+    private void runners(int from, int count) {
+        for (int i = from; i < from + count; i++) {
+            cluster.create(TestCluster.readyRunner("amd64", 51820 + i, NODE));
+        }
+    }
+
+    private static AllocCommand cmd(String key) {
+        return new AllocCommand(Hashes.keyHash(key), ResourceType.RUNNER, "", TestCluster.wgKey(3), "amd64");
+    }
+
+    private List<Pod> carrying(AllocCommand c) {
+        return cluster.pods().stream().filter(p -> c.keyHash().equals(ManagedPods.keyHash(p))).toList();
+    }
+
+    private static String name(Allocator.Allocation a) {
+        return a.pod().getMetadata().getName();
+    }
+
+    private void awaitSees(Replica r, int pods) throws InterruptedException {
+        OperatorHarness.awaitTrue(() -> r.pods.pods().size() == pods, Duration.ofSeconds(20), "replica sees " + pods);
+    }
+
+    /**
+     * A pod turns Ready while replica B's watch lags; the key's walk on A reaches it first and A hands it out. The
+     * client's retry goes to B, which knows neither the pod nor the claim: it must answer with the same pod.
+     */
+    @Test
+    void aRetryThroughALaggingReplicaReplaysTheFirstAnswer() throws Exception {
+        runners(0, 6);
+        Replica a = replica(0);
+        Replica b = replica(0);
+        awaitSees(a, 6);
+        awaitSees(b, 6);
+        b.proxy.holdWatches();
+        String fresh = "playpen-runner-amd64-51850";
+        cluster.create(TestCluster.readyRunner("amd64", 51850, NODE));
+        OperatorHarness.awaitTrue(() -> a.pods.get(fresh).isPresent(), Duration.ofSeconds(10), "A sees the new pod");
+        AllocCommand key = null;
+        for (int k = 0; key == null; k++) {
+            AllocCommand c = cmd("retried-" + k);
+            if (a.pods.ring(KIND, Hashes.seed(c.keyHash())).next().equals(fresh)) {
+                key = c;
+            }
+        }
+        Allocator.Allocation first = a.allocator.allocate(key);
+        assertThat(name(first)).isEqualTo(fresh);
+
+        AllocCommand retry = key;
+        CompletableFuture<Allocator.Allocation> second = CompletableFuture.supplyAsync(() -> b.allocator.allocate(retry),
+                threads);
+        Thread.sleep(300);
+        b.proxy.releaseWatches();
+        Allocator.Allocation answer = second.get(30, TimeUnit.SECONDS);
+        assertThat(name(answer)).isEqualTo(fresh);
+        assertThat(answer.replay()).isTrue();
+        OperatorHarness.awaitTrue(() -> carrying(retry).size() == 1, Duration.ofSeconds(10), "losing claim undone");
+        assertThat(carrying(retry)).extracting(ManagedPods::name).containsExactly(fresh);
+    }
+
+    /** Allocated through A, deallocated at once through B whose watch has not delivered the claim: released. */
+    @Test
+    void aDeallocThroughALaggingReplicaReleasesTheClaim() throws Exception {
+        runners(0, 4);
+        Replica a = replica(0);
+        Replica b = replica(0);
+        awaitSees(b, 4);
+        b.proxy.holdWatches();
+        AllocCommand key = cmd("short-job");
+        Allocator.Allocation allocated = a.allocator.allocate(key);
+
+        List<Pod> deleted = b.allocator.deallocate(key.keyHash());
+        assertThat(deleted).extracting(ManagedPods::name).containsExactly(name(allocated));
+        assertThat(carrying(key)).isEmpty();
+        assertThat(cluster.pods()).extracting(ManagedPods::name).doesNotContain(name(allocated));
+    }
+
+    /**
+     * Two pods carry one key (what a writer that died between its claim and its rollback leaves). A dealloc through
+     * a replica that knows only one of them still deletes both: nothing holds the key afterwards.
+     */
+    @Test
+    void aDeallocDeletesEveryPodThatCarriesTheKeyNotOnlyTheCachedOne() throws Exception {
+        runners(0, 4);
+        AllocCommand key = cmd("doubled");
+        claimDirectly("playpen-runner-amd64-51820", key);
+        Replica b = replica(0);
+        OperatorHarness.awaitTrue(() -> b.pods.byKeyHash(key.keyHash()).size() == 1, Duration.ofSeconds(10),
+                "B knows the first claim");
+        b.proxy.holdWatches();
+        claimDirectly("playpen-runner-amd64-51821", key);
+
+        List<Pod> deleted = b.allocator.deallocate(key.keyHash());
+        assertThat(deleted).extracting(ManagedPods::name)
+                .containsExactlyInAnyOrder("playpen-runner-amd64-51820", "playpen-runner-amd64-51821");
+        assertThat(carrying(key)).isEmpty();
+    }
+
+    private void claimDirectly(String pod, AllocCommand key) {
+        cluster.client.pods().inNamespace(TestCluster.NS).withName(pod).edit(p -> new PodBuilder(p).editMetadata()
+                .addToAnnotations(Map.of(PlaypenKeys.IDEMPOTENCY_KEY_HASH, key.keyHash(), PlaypenKeys.REQUEST_HASH,
+                        key.requestHash(), PlaypenKeys.CLAIMED_AT, "2026-01-01T00:00:00Z"))
+                .addToLabels(PlaypenKeys.KEY_HASH_LABEL, key.keyHash().substring(0, 63))
+                .endMetadata().build());
+    }
+
+    /**
+     * Replica B starts while pods are claimed; then every key is sent to A and B at once, neither replica's watch
+     * delivering the other's claim before both have written theirs. Every key ends on one pod, and both answers
+     * name it.
+     */
+    @Test
+    void aReplicaStartedWhileClaimsExistAgreesWithOneThatRanAllAlong() throws Exception {
+        runners(0, 48);
+        Replica a = replica(0);
+        awaitSees(a, 48);
+        for (int i = 0; i < 12; i++) {
+            a.allocator.allocate(cmd("before-restart-" + i));
+        }
+        Replica b = replica(0);
+        awaitSees(b, 48);
+        for (int k = 0; k < 24; k++) {
+            AllocCommand key = cmd("after-restart-" + k);
+            a.proxy.holdWatches();
+            b.proxy.holdWatches();
+            CompletableFuture<Allocator.Allocation> viaA = CompletableFuture.supplyAsync(() -> a.allocator.allocate(key),
+                    threads);
+            CompletableFuture<Allocator.Allocation> viaB = CompletableFuture.supplyAsync(() -> b.allocator.allocate(key),
+                    threads);
+            // let both write (two claims of the key, or one that the other met), then let the watches move
+            long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(600);
+            while (carrying(key).size() < 2 && System.nanoTime() < until) {
+                Thread.sleep(20);
+            }
+            a.proxy.releaseWatches();
+            b.proxy.releaseWatches();
+            String pa = name(viaA.get(30, TimeUnit.SECONDS));
+            String pb = name(viaB.get(30, TimeUnit.SECONDS));
+            assertThat(pb).as("key %d: both answers name one pod", k).isEqualTo(pa);
+            OperatorHarness.awaitTrue(() -> carrying(key).size() == 1, Duration.ofSeconds(10), "key " + key.keyHash());
+            assertThat(carrying(key)).extracting(ManagedPods::name).containsExactly(pa);
+        }
+    }
+
+    /**
+     * --max-allocs-per-user=1 on two replicas, one user, two new keys at once: exactly one is allocated and the other
+     * is 429, whichever replica answers, and the API server holds one claim of that user.
+     */
+    @Test
+    void theQuotaHoldsExactlyAcrossReplicas() throws Exception {
+        runners(0, 8);
+        Replica a = replica(1);
+        Replica b = replica(1);
+        awaitSees(a, 8);
+        awaitSees(b, 8);
+        String owner = Hashes.ownerHash("alice");
+        for (int round = 0; round < 3; round++) {
+            AllocCommand k1 = cmd("quota-a-" + round);
+            AllocCommand k2 = cmd("quota-b-" + round);
+            a.proxy.holdWatches();
+            b.proxy.holdWatches();
+            CompletableFuture<Allocator.Allocation> viaA = CompletableFuture.supplyAsync(
+                    () -> a.allocator.allocate(k1, owner), threads);
+            CompletableFuture<Allocator.Allocation> viaB = CompletableFuture.supplyAsync(
+                    () -> b.allocator.allocate(k2, owner), threads);
+            long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(600);
+            while (ownedInApi(owner) < 2 && System.nanoTime() < until) {
+                Thread.sleep(20);
+            }
+            a.proxy.releaseWatches();
+            b.proxy.releaseWatches();
+            int allocated = 0;
+            int refused = 0;
+            String kept = null;
+            for (CompletableFuture<Allocator.Allocation> f : List.of(viaA, viaB)) {
+                try {
+                    kept = name(f.get(30, TimeUnit.SECONDS));
+                    allocated++;
+                } catch (java.util.concurrent.ExecutionException e) {
+                    assertThat(e.getCause()).isInstanceOf(ApiException.class);
+                    assertThat(((ApiException) e.getCause()).code()).isEqualTo(429);
+                    refused++;
+                }
+            }
+            assertThat(allocated).as("round %d allocated", round).isEqualTo(1);
+            assertThat(refused).as("round %d refused", round).isEqualTo(1);
+            OperatorHarness.awaitTrue(() -> ownedInApi(owner) == 1, Duration.ofSeconds(10), "one claim of alice");
+            String survivor = kept;
+            assertThat(cluster.pods()).filteredOn(p -> owner.equals(ManagedPods.ownerHash(p)))
+                    .extracting(ManagedPods::name).containsExactly(survivor);
+            // release it through the other replica, for the next round
+            String keyOfSurvivor = cluster.pods().stream().filter(p -> survivor.equals(ManagedPods.name(p)))
+                    .findFirst().map(ManagedPods::keyHash).orElseThrow();
+            b.allocator.deallocate(keyOfSurvivor);
+            assertThat(ownedInApi(owner)).isZero();
+            OperatorHarness.awaitTrue(() -> a.allocator.ownedBy(owner) == 0 && b.allocator.ownedBy(owner) == 0,
+                    Duration.ofSeconds(10), "both replicas see the release");
+        }
+    }
+
+    private long ownedInApi(String owner) {
+        return cluster.pods().stream().filter(p -> owner.equals(ManagedPods.ownerHash(p))).count();
+    }
+}

@@ -1,0 +1,160 @@
+package io.unboundedcloud.playpen.support;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A loopback TCP proxy in front of the mock API server that makes one replica lag, in order, as a slow network or
+ * a busy API server would: every byte arrives, late. {@link #holdWatches()} holds what watch streams send (the
+ * replica's cache stops moving while its API calls still go through) until {@link #releaseWatches()};
+ * {@link #delay} holds every chunk in both directions of every connection for a fixed time. Nothing is dropped or
+ * reordered within a connection.
+ */
+public final class LagProxy implements AutoCloseable {
+    private final URI upstream;
+    private final ServerSocket server;
+    private final ExecutorService threads = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "lag-proxy");
+        t.setDaemon(true);
+        return t;
+    });
+    private final List<Socket> sockets = new CopyOnWriteArrayList<>();
+    private final Object gate = new Object();
+    private volatile boolean watchesHeld;
+    private volatile long delayNanos;
+
+    public LagProxy(URI upstream) throws IOException {
+        this.upstream = upstream;
+        this.server = new ServerSocket(0, 64, InetAddress.getLoopbackAddress());
+        threads.execute(this::accept);
+    }
+
+    public URI url() {
+        return URI.create("http://127.0.0.1:" + server.getLocalPort() + "/");
+    }
+
+    /** From now on, what watch streams send waits here (in order) until {@link #releaseWatches()}. */
+    public void holdWatches() {
+        watchesHeld = true;
+    }
+
+    public void releaseWatches() {
+        synchronized (gate) {
+            watchesHeld = false;
+            gate.notifyAll();
+        }
+    }
+
+    /** Every chunk, both ways, on every connection, arrives this much later than it was sent (zero: no delay). */
+    public void delay(Duration d) {
+        delayNanos = d.toNanos();
+    }
+
+    private void accept() {
+        while (!server.isClosed()) {
+            try {
+                Socket client = server.accept();
+                Socket api = new Socket(upstream.getHost(), upstream.getPort());
+                client.setTcpNoDelay(true);
+                api.setTcpNoDelay(true);
+                sockets.add(client);
+                sockets.add(api);
+                Connection c = new Connection();
+                threads.execute(() -> pump(client, api, c, true));
+                threads.execute(() -> pump(api, client, c, false));
+            } catch (IOException e) {
+                return;
+            }
+        }
+    }
+
+    /** Whether a connection carries a watch (seen in its first request line). */
+    private static final class Connection {
+        volatile boolean watch;
+        volatile boolean classified;
+    }
+
+    private record Chunk(byte[] bytes, long dueNanos) {
+    }
+
+    private void pump(Socket from, Socket to, Connection c, boolean request) {
+        BlockingQueue<Chunk> queue = new LinkedBlockingQueue<>();
+        threads.execute(() -> deliver(queue, to, c, request));
+        byte[] buf = new byte[16384];
+        try (InputStream in = from.getInputStream()) {
+            int n;
+            while ((n = in.read(buf)) > 0) {
+                byte[] copy = java.util.Arrays.copyOf(buf, n);
+                if (request && !c.classified) {
+                    String head = new String(copy, 0, Math.min(n, 2048), StandardCharsets.ISO_8859_1);
+                    int eol = head.indexOf('\n');
+                    c.watch = (eol < 0 ? head : head.substring(0, eol)).contains("watch=true");
+                    c.classified = true;
+                }
+                queue.put(new Chunk(copy, System.nanoTime() + delayNanos));
+            }
+        } catch (IOException | InterruptedException e) {
+            // closed
+        }
+        queue.add(new Chunk(null, System.nanoTime() + delayNanos));
+    }
+
+    private void deliver(BlockingQueue<Chunk> queue, Socket to, Connection c, boolean request) {
+        try (OutputStream out = to.getOutputStream()) {
+            while (true) {
+                Chunk chunk = queue.take();
+                long wait = chunk.dueNanos() - System.nanoTime();
+                if (wait > 0) {
+                    TimeUnit.NANOSECONDS.sleep(wait);
+                }
+                if (!request && c.watch) {
+                    synchronized (gate) {
+                        while (watchesHeld) {
+                            gate.wait();
+                        }
+                    }
+                }
+                if (chunk.bytes() == null) {
+                    to.shutdownOutput();
+                    return;
+                }
+                out.write(chunk.bytes());
+                out.flush();
+            }
+        } catch (IOException | InterruptedException e) {
+            // closed
+        }
+    }
+
+    @Override
+    public void close() {
+        releaseWatches();
+        try {
+            server.close();
+        } catch (IOException e) {
+            // closing anyway
+        }
+        for (Socket s : sockets) {
+            try {
+                s.close();
+            } catch (IOException e) {
+                // closing anyway
+            }
+        }
+        threads.shutdownNow();
+    }
+}
