@@ -14,6 +14,7 @@ import io.unboundedcloud.playpen.api.Json;
 import io.unboundedcloud.playpen.api.OpenApi;
 import io.unboundedcloud.playpen.auth.Identity;
 import io.unboundedcloud.playpen.kube.AccessReviewer;
+import io.unboundedcloud.playpen.kube.ClaimReads;
 import io.unboundedcloud.playpen.kube.NodeCache;
 import io.unboundedcloud.playpen.kube.PodCache;
 import io.unboundedcloud.playpen.model.AllocResponses;
@@ -44,10 +45,15 @@ public final class AllocsApi {
     private final Duration ttl;
     private final int retryAfterSeconds;
     private final AllocResponses responses;
+    private final ClaimReads reads;
 
-    /** {@code responses} renders a control plane's kubeconfig for its owner exactly as the alloc answer has it. */
+    /**
+     * {@code responses} renders a control plane's kubeconfig for its owner exactly as the alloc answer has it;
+     * {@code reads} lists the claimed pods from the API server.
+     */
     public AllocsApi(AccessReviewer reviewer, PodCache pods, NodeCache nodes, Clock clock, Duration ttl,
-            int retryAfterSeconds, AllocResponses responses) {
+            int retryAfterSeconds, AllocResponses responses, ClaimReads reads) {
+        this.reads = reads;
         this.responses = responses;
         this.retryAfterSeconds = retryAfterSeconds;
         this.reviewer = reviewer;
@@ -127,13 +133,13 @@ public final class AllocsApi {
     }
 
     /**
-     * The visible allocations that match, from the pod cache; for one name, 404 when it is missing or not the
-     * caller's (the same answer, so ids of other users' allocations cannot be probed).
+     * The visible allocations that match, as the API server has them now (whichever replica allocated them); for
+     * one name, 404 when it is missing or not the caller's (the same answer, so ids of other users' allocations
+     * cannot be probed).
      */
     public Selection select(@Body Read read) {
         requireSynced();
-        // a user's own allocations come from the owner index; everyone's (allocs/all) from the whole cache
-        var visible = read.ownerHash() == null ? pods.pods() : pods.byOwnerHash(read.ownerHash());
+        var visible = reads.claimed(read.ownerHash(), read.query().name());
         AllocViews.Page page = AllocViews.select(visible, nodes::externalIp, ttl, read.ownerHash(), read.query());
         if (read.query().name() != null && page.items().isEmpty()) {
             throw notFound(read.query().name());

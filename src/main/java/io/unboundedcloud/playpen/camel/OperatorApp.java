@@ -204,7 +204,7 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("frontDoor", new FrontDoor(authenticator));
         main.bind("apiFlows", flows);
         main.bind("allocsApi", new AllocsApi(reviewer, pods, nodes, clock, config.playpenTtl(),
-                config.retryAfterSeconds(), responses));
+                config.retryAfterSeconds(), responses, new io.unboundedcloud.playpen.kube.ClaimReads(pods, writer)));
         main.bind("renewalFlows", new RenewalFlows(new AllocRequestParser(config.controlPlaneVersions(), config.leases()),
                 renewer, config.playpenTtl()));
         main.bind("replyWriter", new ReplyWriter(config.retryAfterSeconds(), metrics));
@@ -212,6 +212,7 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("leaderOnly", leaderRoutes);
         main.bind("poolReconciler", pool);
         main.bind("ttlExpirer", ttl);
+        main.bind("lostClaims", new io.unboundedcloud.playpen.kube.LostClaimSweeper(pods, writer));
         main.bind("caBundle", (CaBundlePublisher) known -> publishCaBundle(serving, known));
         main.bind("servingCertificate", serving);
         servingReload = new ServingCertificateReload(serving, tls, KubeApiCall.API_SERVICE_NAME, clock,

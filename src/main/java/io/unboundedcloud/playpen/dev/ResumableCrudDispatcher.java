@@ -56,6 +56,7 @@ import io.fabric8.mockwebserver.internal.SimpleRequest;
  * <li>A delete's DELETED event carries a resourceVersion of its own, newer than every earlier change (the plain
  * mock sends the object's last version, older than events already delivered).</li>
  * <li>DELETE honours {@code preconditions} (resourceVersion, uid) with a 409 Conflict.</li>
+ * <li>A JSON merge patch removes the fields it sets to null (RFC 7386); the plain mock stored the nulls.</li>
  * </ul>
  * Used by the {@code --dev} playground and by the tests' mock cluster.
  */
@@ -156,6 +157,33 @@ public class ResumableCrudDispatcher extends KubernetesCrudDispatcher {
                 .put("reason", "Conflict").put("code", HttpURLConnection.HTTP_CONFLICT);
         return new MockResponse().setResponseCode(HttpURLConnection.HTTP_CONFLICT)
                 .setHeader("Content-Type", "application/json").setBody(status.toString());
+    }
+
+    /** RFC 7386 JSON merge patch: objects merge member by member, null removes a member, anything else replaces. */
+    @Override
+    public JsonNode merge(JsonNode existing, String patch)
+            throws io.fabric8.kubernetes.client.server.mock.crud.KubernetesCrudDispatcherException {
+        try {
+            return mergePatch(existing.deepCopy(), JSON.readTree(patch));
+        } catch (IOException e) {
+            throw new io.fabric8.kubernetes.client.server.mock.crud.KubernetesCrudDispatcherException(
+                    "the patch is not JSON: " + e.getMessage(), HttpURLConnection.HTTP_BAD_REQUEST);
+        }
+    }
+
+    static JsonNode mergePatch(JsonNode target, JsonNode patch) {
+        if (!patch.isObject()) {
+            return patch;
+        }
+        ObjectNode out = target != null && target.isObject() ? (ObjectNode) target : JSON.createObjectNode();
+        patch.fields().forEachRemaining(e -> {
+            if (e.getValue().isNull()) {
+                out.remove(e.getKey());
+            } else {
+                out.set(e.getKey(), mergePatch(out.get(e.getKey()), e.getValue()));
+            }
+        });
+        return out;
     }
 
     /** Every write of the store ends here (under the store's write lock): record it and tell the open watches. */

@@ -274,6 +274,12 @@ public final class ClaimWriter {
         return client.pods().inNamespace(namespace).withLabel(label, value).list().getItems();
     }
 
+    /** Pods that carry {@code label} (any value), listed from the API server (a consistent read). */
+    public List<Pod> listWithLabel(String namespace, String label) {
+        calls.count(KubeApiCall.PODS_LIST);
+        return client.pods().inNamespace(namespace).withLabel(label).list().getItems();
+    }
+
     /** A fresh read after a conflict (null when gone). */
     public Pod read(String namespace, String name) {
         calls.count(KubeApiCall.PODS_GET);

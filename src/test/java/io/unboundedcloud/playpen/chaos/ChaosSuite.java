@@ -410,7 +410,8 @@ public final class ChaosSuite implements AutoCloseable {
      * (replicas and duplicates), {@code -Dchaos.crashRequests}, {@code -Dchaos.faultRequests} (per fault and rate),
      * {@code -Dchaos.clients}, {@code -Dchaos.faults} (comma-separated Fault names, default all),
      * {@code -Dchaos.rates} (default 0.1,0.3), {@code -Dchaos.scenarios} (default
-     * hostile,slow,duplicates,crash,rotation,faults), {@code -Dchaos.idle}, {@code -Dchaos.slowloris},
+     * hostile,slow,duplicates,crash,rotation,lagging,faults), {@code -Dchaos.lagRounds}, {@code -Dchaos.lagWorkers},
+     * {@code -Dchaos.lagRestartSeconds} (lagging replica), {@code -Dchaos.idle}, {@code -Dchaos.slowloris},
      * {@code -Dchaos.slowBodies}, {@code -Dchaos.normalClients}, {@code -Dchaos.normalOps} (slow and idle clients).
      */
     public static void main(String[] args) throws Exception {
@@ -431,7 +432,7 @@ public final class ChaosSuite implements AutoCloseable {
         if (faults.isEmpty()) {
             faults.addAll(List.of(Fault.values()));
         }
-        List<String> scenarios = List.of(System.getProperty("chaos.scenarios", "hostile,slow,duplicates,crash,rotation,faults")
+        List<String> scenarios = List.of(System.getProperty("chaos.scenarios", "hostile,slow,duplicates,crash,rotation,lagging,faults")
                 .split(","));
         List<Double> rates = new ArrayList<>();
         for (String r : System.getProperty("chaos.rates", "0.1,0.3").split(",")) {
@@ -469,6 +470,12 @@ public final class ChaosSuite implements AutoCloseable {
             }
             if (scenarios.contains("rotation")) {
                 results.add(CertRotationScenario.run(suite));
+                System.out.println(table(results.subList(results.size() - 1, results.size())));
+            }
+            if (scenarios.contains("lagging")) {
+                results.add(new LaggingReplicaScenario(suite).run(Integer.getInteger("chaos.lagRounds", 1000),
+                        Integer.getInteger("chaos.lagWorkers", 8),
+                        Duration.ofSeconds(Integer.getInteger("chaos.lagRestartSeconds", 45)), seed));
                 System.out.println(table(results.subList(results.size() - 1, results.size())));
             }
             for (Fault f : scenarios.contains("faults") ? faults : List.<Fault>of()) {

@@ -40,6 +40,15 @@ public final class ClusterHistory implements AutoCloseable {
     /** uid -> nanoTime of creation as seen here. */
     private final Map<String, Long> addedAt = new HashMap<>();
     private final Set<String> violations = new java.util.LinkedHashSet<>();
+    /**
+     * key hash -> nanoTime since when two live pods carry it. A claim that lost to an earlier claim of its key is
+     * written, judged and rolled back within moments (by its writer, or by the leader's sweep when the writer
+     * died): that is not a violation; two pods carrying one key for longer than {@link #DOUBLE_GRACE} is.
+     */
+    private final Map<String, Long> doubleSince = new HashMap<>();
+    static final java.time.Duration DOUBLE_GRACE = java.time.Duration.ofSeconds(90);
+    private long doublesSeen;
+    private long longestDoubleNanos;
     private long events;
     private final java.time.Duration ttl;
     /** uid -> claimed-at of claimed pods. */
@@ -147,6 +156,7 @@ public final class ClusterHistory implements AutoCloseable {
 
     private void check() {
         Map<String, String> podByKey = new HashMap<>();
+        Set<String> doubled = new java.util.HashSet<>();
         Map<String, String> podByPort = new HashMap<>();
         Map<String, Integer> idleReady = new HashMap<>();
         for (Pod p : live.values()) {
@@ -154,8 +164,11 @@ public final class ClusterHistory implements AutoCloseable {
             String hash = keyHash(p);
             if (hash != null) {
                 String other = podByKey.putIfAbsent(hash, name);
-                if (other != null && !other.equals(name)) {
-                    violations.add("key " + abbreviate(List.of(hash)) + " on two pods: " + other + ", " + name);
+                if (other != null && !other.equals(name) && !terminating(p)) {
+                    doubled.add(hash);
+                    if (doubleSince.putIfAbsent(hash, System.nanoTime()) == null) {
+                        doublesSeen++;
+                    }
                 }
             } else if (!terminating(p) && ready(p)) {
                 idleReady.merge(kind(p), 1, Integer::sum);
@@ -169,6 +182,17 @@ public final class ClusterHistory implements AutoCloseable {
                 if (other != null && !other.equals(name)) {
                     violations.add("hostPort " + port + " on " + node + " held by two pods: " + other + ", " + name);
                 }
+            }
+        }
+        long now = System.nanoTime();
+        for (var it = doubleSince.entrySet().iterator(); it.hasNext();) {
+            var e = it.next();
+            longestDoubleNanos = Math.max(longestDoubleNanos, now - e.getValue());
+            if (!doubled.contains(e.getKey())) {
+                it.remove();
+            } else if (now - e.getValue() > DOUBLE_GRACE.toNanos()) {
+                violations.add("key " + abbreviate(List.of(e.getKey())) + " on two pods for longer than "
+                        + DOUBLE_GRACE.toSeconds() + " s");
             }
         }
         idleReady.forEach((kind, n) -> {
@@ -266,7 +290,18 @@ public final class ClusterHistory implements AutoCloseable {
     }
 
     public synchronized List<String> violations() {
+        check();
         return new ArrayList<>(violations);
+    }
+
+    /** How many times a key was on two live pods at once (each time resolved within the grace, or a violation). */
+    public synchronized long doublesSeen() {
+        return doublesSeen;
+    }
+
+    /** The longest time a key spent on two live pods, in milliseconds. */
+    public synchronized long longestDoubleMillis() {
+        return longestDoubleNanos / 1_000_000;
     }
 
     public synchronized long events() {

@@ -161,4 +161,21 @@ class ResumableCrudDispatcherTest {
         client.pods().inNamespace(NS).resource(now).lockResourceVersion(now.getMetadata().getResourceVersion()).delete();
         assertThat(client.pods().inNamespace(NS).withName("guarded").get()).isNull();
     }
+
+    @Test
+    void aMergePatchRemovesWhatItSetsToNullAndReplacesLists() {
+        create("patched");
+        client.pods().inNamespace(NS).withName("patched").patch(io.fabric8.kubernetes.client.dsl.base.PatchContext.of(
+                io.fabric8.kubernetes.client.dsl.base.PatchType.JSON_MERGE),
+                "{\"metadata\":{\"labels\":{\"a\":\"1\",\"b\":\"2\"},\"annotations\":{\"x\":\"y\"}}}");
+        Pod p = client.pods().inNamespace(NS).withName("patched").patch(io.fabric8.kubernetes.client.dsl.base.PatchContext
+                .of(io.fabric8.kubernetes.client.dsl.base.PatchType.JSON_MERGE),
+                "{\"metadata\":{\"labels\":{\"a\":null},\"annotations\":{\"x\":null}},"
+                        + "\"spec\":{\"containers\":[{\"name\":\"d\",\"image\":\"j\"}]}}");
+        assertThat(p.getMetadata().getLabels()).containsExactly(java.util.Map.entry("b", "2"));
+        assertThat(p.getMetadata().getAnnotations()).isNullOrEmpty();
+        assertThat(p.getSpec().getContainers()).extracting(c -> c.getName()).containsExactly("d");
+        assertThat(client.pods().inNamespace(NS).withLabel("a").list().getItems()).isEmpty();
+        assertThat(client.pods().inNamespace(NS).withLabel("b").list().getItems()).hasSize(1);
+    }
 }

@@ -262,4 +262,80 @@ class ExactlyOnceAcrossReplicasTest {
     private long ownedInApi(String owner) {
         return cluster.pods().stream().filter(p -> owner.equals(ManagedPods.ownerHash(p))).count();
     }
+
+    /**
+     * A claim that lost (another pod carried its key when it was committed) and whose writer died before rolling
+     * it back goes back to the pool on the leader's sweep; the standing claim stays.
+     */
+    @Test
+    void aLostClaimLeftBehindByADeadWriterGoesBackToThePool() throws Exception {
+        runners(0, 4);
+        Replica a = replica(0);
+        awaitSees(a, 4);
+        AllocCommand key = cmd("left-behind");
+        claimDirectly("playpen-runner-amd64-51820", key);
+        claimDirectly("playpen-runner-amd64-51821", key);
+        OperatorHarness.awaitTrue(() -> a.pods.claimsOf(key.keyHash()).size() == 2, Duration.ofSeconds(10),
+                "both claims judged");
+        assertThat(a.pods.claimsOf(key.keyHash())).extracting(ClaimLedger.Claim::standing)
+                .containsExactly(ClaimLedger.Standing.WON, ClaimLedger.Standing.LOST);
+        LostClaimSweeper sweeper = new LostClaimSweeper(a.pods,
+                new ClaimWriter(a.client, java.time.Clock.systemUTC(), a.calls), 0);
+        assertThat(sweeper.sweep()).isEqualTo(1);
+        assertThat(carrying(key)).extracting(ManagedPods::name).containsExactly("playpen-runner-amd64-51820");
+        Pod idle = cluster.client.pods().inNamespace(TestCluster.NS).withName("playpen-runner-amd64-51821").get();
+        assertThat(ManagedPods.isClaimed(idle)).isFalse();
+        assertThat(idle.getMetadata().getLabels()).doesNotContainKey(PlaypenKeys.KEY_HASH_LABEL);
+    }
+
+    /**
+     * A claim handed to a second request (a replay through another replica) is pinned: its writer, whose own
+     * client vanished, can no longer take it back. Without the replay, it can.
+     */
+    @Test
+    void aClaimHandedOutAgainCannotBeTakenBackByItsWriter() throws Exception {
+        runners(0, 4);
+        Replica a = replica(0);
+        Replica b = replica(0);
+        awaitSees(a, 4);
+        awaitSees(b, 4);
+        AllocCommand kept = cmd("replayed-elsewhere");
+        Allocator.Allocation first = a.allocator.allocate(kept);
+        Allocator.Allocation replay = b.allocator.allocate(kept);
+        assertThat(replay.replay()).isTrue();
+        assertThat(name(replay)).isEqualTo(name(first));
+        assertThat(a.allocator.release(first, kept)).isFalse();
+        assertThat(carrying(kept)).extracting(ManagedPods::name).containsExactly(name(first));
+
+        AllocCommand dropped = cmd("client-gone");
+        Allocator.Allocation lone = a.allocator.allocate(dropped);
+        assertThat(a.allocator.release(lone, dropped)).isTrue();
+        assertThat(carrying(dropped)).isEmpty();
+    }
+
+    /** Read through a lagging replica right after an alloc elsewhere: the allocation is listed and renewable. */
+    @Test
+    void readsAndRenewalsThroughALaggingReplicaSeeAClaimJustMade() throws Exception {
+        runners(0, 4);
+        Replica a = replica(0);
+        Replica b = replica(0);
+        awaitSees(b, 4);
+        b.proxy.holdWatches();
+        String owner = Hashes.ownerHash("bob");
+        AllocCommand key = cmd("read-right-after");
+        Allocator.Allocation made = a.allocator.allocate(key, owner);
+
+        ClaimReads reads = new ClaimReads(b.pods, new ClaimWriter(b.client, java.time.Clock.systemUTC(), b.calls));
+        assertThat(reads.claimed(owner, null)).extracting(ManagedPods::name).containsExactly(name(made));
+        String id = Hashes.allocationId(TestCluster.NS, name(made));
+        assertThat(reads.claimed(owner, id)).extracting(ManagedPods::name).containsExactly(name(made));
+
+        Renewer renewer = new Renewer(b.client, b.pods, new io.unboundedcloud.playpen.model.TtlPolicy(
+                Duration.ofHours(1)), java.time.Clock.systemUTC(), b.calls);
+        CompletableFuture<Renewer.Renewal> renewal = CompletableFuture.supplyAsync(
+                () -> renewer.renew(key.keyHash(), Duration.ofHours(2)), threads);
+        Thread.sleep(200);
+        b.proxy.releaseWatches();
+        assertThat(renewal.get(30, TimeUnit.SECONDS).pod().getMetadata().getName()).isEqualTo(name(made));
+    }
 }

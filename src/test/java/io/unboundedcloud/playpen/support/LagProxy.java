@@ -36,6 +36,8 @@ public final class LagProxy implements AutoCloseable {
     private final Object gate = new Object();
     private volatile boolean watchesHeld;
     private volatile long delayNanos;
+    private volatile long jitterNanos;
+    private final java.util.Random random = new java.util.Random(20261125);
 
     public LagProxy(URI upstream) throws IOException {
         this.upstream = upstream;
@@ -61,7 +63,26 @@ public final class LagProxy implements AutoCloseable {
 
     /** Every chunk, both ways, on every connection, arrives this much later than it was sent (zero: no delay). */
     public void delay(Duration d) {
-        delayNanos = d.toNanos();
+        delay(d, d);
+    }
+
+    /**
+     * Every chunk is held for a time drawn from [min, max] (uniformly); a connection's chunks still arrive in
+     * order, so a chunk may wait longer behind an earlier one.
+     */
+    public void delay(Duration min, Duration max) {
+        delayNanos = min.toNanos();
+        jitterNanos = Math.max(0, max.toNanos() - min.toNanos());
+    }
+
+    private long holdNanos() {
+        long jitter = jitterNanos;
+        if (jitter == 0) {
+            return delayNanos;
+        }
+        synchronized (random) {
+            return delayNanos + (long) (random.nextDouble() * jitter);
+        }
     }
 
     private void accept() {
@@ -105,12 +126,12 @@ public final class LagProxy implements AutoCloseable {
                     c.watch = (eol < 0 ? head : head.substring(0, eol)).contains("watch=true");
                     c.classified = true;
                 }
-                queue.put(new Chunk(copy, System.nanoTime() + delayNanos));
+                queue.put(new Chunk(copy, System.nanoTime() + holdNanos()));
             }
         } catch (IOException | InterruptedException e) {
             // closed
         }
-        queue.add(new Chunk(null, System.nanoTime() + delayNanos));
+        queue.add(new Chunk(null, System.nanoTime() + holdNanos()));
     }
 
     private void deliver(BlockingQueue<Chunk> queue, Socket to, Connection c, boolean request) {

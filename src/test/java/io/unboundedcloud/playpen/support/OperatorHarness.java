@@ -33,12 +33,18 @@ public final class OperatorHarness implements AutoCloseable {
     public final int port;
 
     public OperatorHarness(TestCluster cluster, String... extraFlags) throws Exception {
+        this(cluster, cluster.client, extraFlags);
+    }
+
+    /** An operator that talks to the cluster through {@code client} (a lagging proxy, say). */
+    public OperatorHarness(TestCluster cluster, io.fabric8.kubernetes.client.KubernetesClient client,
+            String... extraFlags) throws Exception {
         this.cluster = cluster;
         this.port = freePort();
         List<String> flags = new ArrayList<>(List.of("--listen-addr=127.0.0.1:" + port, "--leader-elect=false",
                 "--management-addr=", "--routes-dir=" + System.getProperty("playpen.test.routesDir", "routes"), "--runner-amd64-count=0", "--runner-arm64-count=0"));
         flags.addAll(Arrays.asList(extraFlags));
-        app = new OperatorApp(OperatorConfig.parse(flags.toArray(new String[0])), cluster.client, Clock.systemUTC(), Map.of());
+        app = new OperatorApp(OperatorConfig.parse(flags.toArray(new String[0])), client, Clock.systemUTC(), Map.of());
         app.start();
         long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
         while (!app.ready()) {

@@ -1,0 +1,68 @@
+package io.unboundedcloud.playpen.kube;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+
+/**
+ * The claimed pods a read of allocations covers, listed from the API server itself rather than from this replica's
+ * watch cache: {@code kubectl get allocs} right after an alloc answered by another replica shows it, and a
+ * deallocated one is gone, however far this replica's watch lags. Claims written before the owner label existed
+ * carry only the owner annotation; those are taken from the cache. Claims that lost (and are being rolled back)
+ * are never shown: nobody was handed them.
+ */
+public final class ClaimReads {
+    private final PodCache pods;
+    private final ClaimWriter api;
+
+    public ClaimReads(PodCache pods, ClaimWriter api) {
+        this.pods = pods;
+        this.api = api;
+    }
+
+    /**
+     * The claimed managed pods of one owner ({@code ownerHash}; null: everyone's), or the one allocation
+     * {@code allocationId} when it is not null.
+     */
+    public List<Pod> claimed(String ownerHash, String allocationId) {
+        String ns = pods.namespace();
+        List<Pod> listed;
+        String label;
+        if (allocationId != null) {
+            label = PlaypenKeys.ALLOCATED;
+            listed = api.listByLabel(ns, label, allocationId);
+        } else if (ownerHash != null) {
+            label = PlaypenKeys.OWNER_HASH_LABEL;
+            listed = api.listByLabel(ns, label, ClaimWriter.labelValue(ownerHash));
+        } else {
+            label = PlaypenKeys.ALLOCATED;
+            listed = api.listWithLabel(ns, label);
+        }
+        Map<String, Pod> out = new LinkedHashMap<>();
+        for (Pod p : listed) {
+            if (shown(p)) {
+                out.put(ManagedPods.name(p), p);
+            }
+        }
+        Collection<Pod> cached = ownerHash != null ? pods.byOwnerHash(ownerHash) : List.of();
+        for (Pod p : cached) {
+            if (!ManagedPods.labels(p).containsKey(label) && shown(p) && !out.containsKey(ManagedPods.name(p))) {
+                out.put(ManagedPods.name(p), p);
+            }
+        }
+        return new ArrayList<>(out.values());
+    }
+
+    private boolean shown(Pod p) {
+        return ManagedPods.isManaged(p) && ManagedPods.isClaimed(p) && pods.claimOn(ManagedPods.name(p))
+                .filter(c -> c.standing() == ClaimLedger.Standing.LOST && c.uid().equals(ClaimLedger.uid(p))
+                        && c.keyHash().equals(ManagedPods.keyHash(p)))
+                .isEmpty();
+    }
+}

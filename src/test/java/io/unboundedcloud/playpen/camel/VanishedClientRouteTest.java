@@ -1,0 +1,156 @@
+package io.unboundedcloud.playpen.camel;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+
+import javax.net.ssl.SSLSocket;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.client.ConfigBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.unboundedcloud.playpen.kube.KubeClients;
+import io.unboundedcloud.playpen.model.Hashes;
+import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.support.LagProxy;
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/**
+ * A client that closes its connection before its alloc is answered does not leave a claim behind: the claim made
+ * for it goes back to the pool (it would otherwise hold a pod until its TTL and count against the user's quota).
+ */
+class VanishedClientRouteTest {
+    private TestCluster cluster;
+    private LagProxy lag;
+    private KubernetesClient viaLag;
+    private OperatorHarness op;
+
+    @BeforeEach
+    void start() throws Exception {
+        cluster = TestCluster.start();
+        cluster.addNode("node-a", "amd64", "203.0.113.10");
+        lag = new LagProxy(java.net.URI.create(cluster.server.url("/")));
+        viaLag = KubeClients.create(new ConfigBuilder().withMasterUrl(lag.url().toString())
+                .withNamespace(TestCluster.NS).withTrustCerts(true).build());
+        op = new OperatorHarness(cluster, viaLag);
+    }
+
+    @AfterEach
+    void stop() {
+        op.close();
+        viaLag.close();
+        lag.close();
+        cluster.close();
+    }
+
+    private SSLSocket open() throws Exception {
+        SSLSocket s = (SSLSocket) OperatorHarness.sslContext(cluster.frontProxyClient).getSocketFactory()
+                .createSocket("127.0.0.1", op.port);
+        s.startHandshake();
+        return s;
+    }
+
+    private static void send(SSLSocket s, String body) throws Exception {
+        byte[] b = body.getBytes(StandardCharsets.UTF_8);
+        OutputStream out = s.getOutputStream();
+        out.write(("POST /apis/playpen.unbounded-cloud.io/v1alpha1/allocs HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                + "Content-Type: application/json\r\nX-Remote-User: alice\r\nX-Remote-Group: playpen-users\r\n"
+                + "Content-Length: " + b.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+        out.write(b);
+        out.flush();
+    }
+
+    private static String body(String key, int waitSeconds) {
+        return "{\"idempotencyKey\":\"" + key + "\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(7)
+                + "\",\"waitSeconds\":" + waitSeconds + "}";
+    }
+
+    private long carrying(String key) {
+        String hash = Hashes.keyHash(key);
+        return cluster.pods().stream().filter(p -> hash.equals(ManagedPods.keyHash(p))).count();
+    }
+
+    private void gonePendingAnswer(String key, int waitSeconds) throws Exception {
+        lag.holdWatches();
+        SSLSocket s = open();
+        send(s, body(key, waitSeconds));
+        // the claim is written; its answer waits for the operator's watch, which is held
+        OperatorHarness.awaitTrue(() -> carrying(key) == 1, Duration.ofSeconds(10), "claim written");
+        s.close();
+        Thread.sleep(200);
+        lag.releaseWatches();
+        OperatorHarness.awaitTrue(() -> carrying(key) == 0, Duration.ofSeconds(10), "claim taken back");
+    }
+
+    /** Whether the answer's first byte arrives within a few milliseconds (the client then closes either way). */
+    private static boolean answerArrives(SSLSocket s) throws Exception {
+        s.setSoTimeout(15);
+        try {
+            InputStream in = s.getInputStream();
+            return in.read() >= 0;
+        } catch (java.net.SocketTimeoutException e) {
+            return false;
+        }
+    }
+
+    @Test
+    void aClaimWhoseClientLeftBeforeTheAnswerGoesBackToThePool() throws Exception {
+        cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+        op.awaitCache(c -> c.size() == 1);
+        gonePendingAnswer("gone-now", 0);
+        // the same pod serves the next client
+        op.awaitCache(c -> c.stream().noneMatch(ManagedPods::isClaimed));
+        assertThat(op.alloc("{\"idempotencyKey\":\"next\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(8) + "\"}")
+                .statusCode()).isEqualTo(200);
+    }
+
+    @Test
+    void aWaiterThatLeftWhileItsClaimWasWrittenLeavesNoClaim() throws Exception {
+        cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+        op.awaitCache(c -> c.size() == 1);
+        gonePendingAnswer("gone-waiting", 20);
+    }
+
+    /**
+     * Clients that disconnect at random moments around their claim: every one that got no answer leaves no claim,
+     * every one that got its answer keeps its pod.
+     */
+    @Test
+    void timedDisconnectsLeaveNoClaimWithoutAnAnswer() throws Exception {
+        Random random = new Random(20261125);
+        List<String> unanswered = new ArrayList<>();
+        int answered = 0;
+        for (int i = 0; i < 100; i++) {
+            int port = 51820 + i;
+            cluster.create(TestCluster.readyRunner("amd64", port, "node-a"));
+            op.awaitCache(c -> c.stream().anyMatch(p -> ManagedPods.name(p).endsWith("-" + port)));
+            String key = "timed-" + i;
+            SSLSocket s = open();
+            send(s, body(key, i % 2 == 0 ? 0 : 10));
+            Thread.sleep(random.nextInt(12));
+            boolean gotAnswer = answerArrives(s);
+            s.close();
+            if (gotAnswer) {
+                answered++;
+            } else {
+                unanswered.add(key);
+            }
+        }
+        Thread.sleep(500);
+        for (String key : unanswered) {
+            OperatorHarness.awaitTrue(() -> carrying(key) == 0, Duration.ofSeconds(10), key + " left no claim");
+        }
+        assertThat(unanswered).as("some disconnects must land before the answer").isNotEmpty();
+        assertThat(answered + unanswered.size()).isEqualTo(100);
+    }
+}
