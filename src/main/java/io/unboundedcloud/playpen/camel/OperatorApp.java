@@ -167,6 +167,7 @@ public final class OperatorApp implements AutoCloseable {
         renewer.addObserver(metrics);
         metrics.bind(config, pods, templates, reviewer, calls, leader, events);
         metrics.bindWaiting(config, templates, waiting);
+        metrics.bindAllocator(allocator);
 
         main = new Main();
         main.configure().withName("playpen-operator");

@@ -127,6 +127,13 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
      * playpen_waiting_requests{resource_type,variant}: allocs waiting for capacity now, per runner architecture and
      * configured control-plane version (issue 14).
      */
+    public void bindAllocator(io.unboundedcloud.playpen.kube.Allocator allocator) {
+        FunctionCounter.builder("playpen_claims_rolled_back", allocator, io.unboundedcloud.playpen.kube.Allocator::rollbacks)
+                .description("claims this replica wrote and took back: they lost to an earlier claim of their key or "
+                        + "to the owner quota, or could not be confirmed")
+                .register(registry);
+    }
+
     public void bindWaiting(OperatorConfig config, PodTemplates templates,
             io.unboundedcloud.playpen.kube.CapacityQueue queue) {
         for (PoolTarget t : new PoolPlanner(config, templates).desired().keySet()) {
