@@ -117,11 +117,20 @@ class FakeRunnerComponentTest {
         assertThat(config.runnerAmd64Count()).isEqualTo(1);
         assertThat(config.controlPlaneCount()).isEqualTo(1);
 
-        // the same objects as deploy/, and only the Deployment differs
+        // deploy/'s objects plus the probe rule for runners, and only the Deployment differs
         List<ObjectNode> plain = RenderedDeploy.documents();
-        assertThat(names(kind)).isEqualTo(names(plain));
+        Set<String> added = new TreeSet<>(names(kind));
+        added.removeAll(names(plain));
+        assertThat(added).containsExactly("NetworkPolicy/playpen/playpen-runner-probes");
+        assertThat(names(kind)).containsAll(names(plain));
+        ObjectNode probes = kind.stream().filter(d -> d.at("/metadata/name").asText().equals("playpen-runner-probes"))
+                .findFirst().orElseThrow();
+        assertThat(probes.at("/spec/ingress/0/ports/0/port").asText()).isEqualTo("https");
+        assertThat(probes.at("/spec/podSelector/matchLabels/app.kubernetes.io~1name").asText()).isEqualTo("playpen-runner");
+        Container runner = new PodTemplates(config, Map.of()).runner("amd64", 51820).getSpec().getContainers().get(0);
+        assertThat(runner.getLivenessProbe().getHttpGet().getPort().getStrVal()).isEqualTo("https");
         for (ObjectNode d : kind) {
-            if (!d.path("kind").asText().equals("Deployment")) {
+            if (d != probes && !d.path("kind").asText().equals("Deployment")) {
                 ObjectNode same = plain.stream().filter(p -> names(List.of(p)).equals(names(List.of(d)))).findFirst()
                         .orElseThrow();
                 assertThat(d).as(names(List.of(d)).toString()).isEqualTo(same);

@@ -124,6 +124,9 @@ final class Target implements AutoCloseable {
             admin.ok("delete", "clusterrolebinding", USERS_BINDING, "--ignore-not-found");
             admin.ok("create", "clusterrolebinding", USERS_BINDING, "--clusterrole=playpen-user", "--group=" + group);
             target.cleanups.add(() -> admin.run("delete", "clusterrolebinding", USERS_BINDING, "--ignore-not-found"));
+            // the operator caches a denied SubjectAccessReview for seconds: use the grant only once it is in force
+            await(Duration.ofSeconds(60), "the playpen-user grant to take effect", () -> user.run("auth", "can-i",
+                    "create", "allocs.playpen.unbounded-cloud.io").out().trim().equals("yes"));
         }
         return target;
     }
