@@ -149,7 +149,7 @@ final class Target implements AutoCloseable {
     void awaitServing(Duration timeout) throws InterruptedException {
         String[] last = {""};
         await(timeout, "the playpen API to be served (APIService " + API_SERVICE + " Available)", () -> {
-            Kubectl.Run r = user.run("get", "--raw", "/apis/" + GROUP_VERSION);
+            Kubectl.Run r = admin.run("get", "--raw", "/apis/" + GROUP_VERSION);
             last[0] = r.err().strip();
             return r.ok() && r.out().contains("\"allocs\"");
         }, () -> last[0]);
