@@ -23,8 +23,8 @@ import com.fasterxml.jackson.databind.JsonNode;
  * or a playground ({@code endpoints.env} beside the kubeconfig: its {@code kubeconfig}, {@code kubeconfig-admin} and
  * {@code kubeconfig-denied} are the three identities), started by the suite itself when no kubeconfig is given.
  * Properties (all optional): e2e.target=cluster|playground, e2e.userKubeconfig, e2e.adminKubeconfig,
- * e2e.deniedKubeconfig, e2e.user, e2e.userGroup, e2e.deniedUser, e2e.tlsSecret, e2e.lease, e2e.kubectl,
- * e2e.workDir, playpen.jar.
+ * e2e.deniedKubeconfig, e2e.user, e2e.userGroup, e2e.deniedUser, e2e.kubectl, e2e.workDir, playpen.jar (and, read
+ * by the cases, e2e.runnerNamespace, e2e.tlsSecret, e2e.lease); docs/real-cluster.md describes them.
  */
 final class Target implements AutoCloseable {
     static final String GROUP_VERSION = "playpen.unbounded-cloud.io/v1alpha1";
