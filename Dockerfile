@@ -34,6 +34,11 @@ RUN timeout -s TERM 30 java -XX:MaxRAMPercentage=35 -XX:InitialRAMPercentage=10 
 # the Go operator's Deployment runs `command: [/unbounded/bin/playpen-operator]`: the same JVM as ENTRYPOINT, so a
 # cluster running the reference keeps working when only the image is replaced (deploy/README.md, migration)
 COPY --from=build --chmod=0755 /src/src/main/docker/playpen-operator /unbounded/bin/playpen-operator
+# the stand-in runner (deploy/components/fake-runner, for clusters without VMs such as kind): the paths the operator's
+# runner and control-plane pod templates start, /unbounded/bin/playpen-runner and /bin/k3s (/usr/bin/k3s: /bin is a
+# link to usr/bin in this Ubuntu-based image). Unused unless --runner-image / --control-plane-image name this image.
+COPY --from=build --chmod=0755 /src/src/main/docker/playpen-runner /unbounded/bin/playpen-runner
+COPY --from=build --chmod=0755 /src/src/main/docker/k3s /usr/bin/k3s
 USER 65534:65534
 EXPOSE 8443
 # Container-aware JVM: heap capped at 35% of the memory limit (the operator keeps ~100 MiB of

@@ -9,15 +9,20 @@ import io.unboundedcloud.playpen.camel.OperatorApp;
 import io.unboundedcloud.playpen.config.ConfigException;
 import io.unboundedcloud.playpen.config.OperatorConfig;
 import io.unboundedcloud.playpen.dev.DevMode;
+import io.unboundedcloud.playpen.fakerunner.FakeRunner;
 import io.unboundedcloud.playpen.kube.KubeClients;
 
-/** Entry point: parses flags and runs the operator (or the --dev playground) until SIGTERM. */
+/** Entry point: parses flags and runs the operator (or the --dev playground, or the fake-runner stand-in) until SIGTERM. */
 public final class Main {
     private Main() {
     }
 
     public static void main(String[] args) throws Exception {
         JvmDefaults.apply(System.getProperties());
+        if (args.length > 0 && args[0].equals(FakeRunner.COMMAND)) {
+            fakeRunner(Arrays.copyOfRange(args, 1, args.length));
+            return;
+        }
         // --help/-h and --version/-v print to stdout and exit 0, as the reference's cobra command does
         try {
             OperatorConfig.Request request = OperatorConfig.request(args);
@@ -62,14 +67,8 @@ public final class Main {
             System.exit(1);
             return;
         }
-        // SIGTERM/SIGINT are a normal stop: clean up in the shutdown hook and exit 0 (the JVM default is 143/130)
-        for (String sig : new String[] {"TERM", "INT"}) {
-            try {
-                sun.misc.Signal.handle(new sun.misc.Signal(sig), s -> new Thread(() -> System.exit(0), "exit").start());
-            } catch (IllegalArgumentException e) {
-                // signal not available on this platform
-            }
-        }
+        // SIGTERM/SIGINT are a normal stop: clean up in the shutdown hook and exit 0
+        exitOnSignals();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             try {
                 running.close();
@@ -79,6 +78,23 @@ public final class Main {
             stopped.countDown();
         }, "shutdown"));
         stopped.await();
+    }
+
+    /** The stand-in runner (deploy/components/fake-runner): not the operator, and none of its flags. */
+    private static void fakeRunner(String[] args) throws InterruptedException {
+        exitOnSignals();
+        System.exit(FakeRunner.run(args, System.getenv(), System.out, System.err));
+    }
+
+    /** SIGTERM/SIGINT are a normal stop: exit 0 (the JVM default is 143/130), running the shutdown hooks. */
+    private static void exitOnSignals() {
+        for (String sig : new String[] {"TERM", "INT"}) {
+            try {
+                sun.misc.Signal.handle(new sun.misc.Signal(sig), s -> new Thread(() -> System.exit(0), "exit").start());
+            } catch (IllegalArgumentException e) {
+                // signal not available on this platform
+            }
+        }
     }
 
     /** "version (commit: sha)" from the jar's manifest; "dev (commit: unknown)" outside a packaged jar, as in Go. */

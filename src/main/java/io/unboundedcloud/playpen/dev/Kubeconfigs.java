@@ -11,7 +11,7 @@ public final class Kubeconfigs {
     }
 
     /** A kubeconfig with one cluster, one user with a client certificate, and one current context. */
-    static String withClientCertificate(String cluster, String server, String caPem, String user, Pki.Issued credentials,
+    public static String withClientCertificate(String cluster, String server, String caPem, String user, Pki.Issued credentials,
             String namespace) {
         String context = cluster.equals(user) ? cluster : user + "@" + cluster;
         return "apiVersion: v1\n"

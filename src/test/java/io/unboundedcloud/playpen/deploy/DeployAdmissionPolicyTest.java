@@ -68,7 +68,10 @@ class DeployAdmissionPolicyTest {
     }
 
     @BeforeAll
-    static void compilePolicy() throws Exception {
+    static synchronized void compilePolicy() throws Exception {
+        if (policy != null) {
+            return; // compiled already (FakeRunnerAdmissionTest uses it too)
+        }
         config = DeployManifestsTest.deployedConfig();
         ObjectNode policyDoc = RenderedDeploy.single("ValidatingAdmissionPolicy");
         ObjectNode bindingDoc = RenderedDeploy.single("ValidatingAdmissionPolicyBinding");

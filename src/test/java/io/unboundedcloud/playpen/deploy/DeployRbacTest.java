@@ -369,14 +369,16 @@ class DeployRbacTest {
     }
 
     /**
-     * playpen-user: create allocs and deallocs (the reference's), get/list/delete allocs (kubectl get/delete, the
-     * operator scopes them to the caller's own); never allocs/all, which would show everyone's.
+     * playpen-user: create allocs and deallocs (the reference's) and renewals (kube-apiserver checks create on
+     * renewals before it proxies a renewal), get/list/delete allocs (kubectl get/delete, the operator scopes them to
+     * the caller's own); never allocs/all, which would show everyone's.
      */
     @Test
-    void playpenUserMayCreateAllocsAndDeallocsAndReadAndDeleteAllocs() throws Exception {
+    void playpenUserMayCreateAllocsDeallocsAndRenewalsAndReadAndDeleteAllocs() throws Exception {
         assertThat(clusterRoleGrants("playpen-user")).containsExactlyInAnyOrder(
                 "playpen.unbounded-cloud.io/allocs create @" + CLUSTER,
                 "playpen.unbounded-cloud.io/deallocs create @" + CLUSTER,
+                "playpen.unbounded-cloud.io/renewals create @" + CLUSTER,
                 "playpen.unbounded-cloud.io/allocs get @" + CLUSTER,
                 "playpen.unbounded-cloud.io/allocs list @" + CLUSTER,
                 "playpen.unbounded-cloud.io/allocs delete @" + CLUSTER);
