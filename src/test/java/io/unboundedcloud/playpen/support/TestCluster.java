@@ -78,8 +78,12 @@ public final class TestCluster implements AutoCloseable {
     }
 
     private TestCluster() {
+        this(ResumableCrudDispatcher.DEFAULT_HISTORY);
+    }
+
+    private TestCluster(int watchHistory) {
         Map<ServerRequest, Queue<ServerResponse>> responses = new HashMap<>();
-        Dispatcher store = ResumableCrudDispatcher.mixed(responses, new ResumableCrudDispatcher());
+        Dispatcher store = ResumableCrudDispatcher.mixed(responses, new ResumableCrudDispatcher(watchHistory));
         Dispatcher dispatcher = new Dispatcher() {
             @Override
             public MockResponse dispatch(RecordedRequest request) {
@@ -133,6 +137,11 @@ public final class TestCluster implements AutoCloseable {
 
     public static TestCluster start() {
         return new TestCluster();
+    }
+
+    /** A cluster whose watches resume only within the last {@code watchHistory} changes (older: 410 Gone). */
+    public static TestCluster withWatchHistory(int watchHistory) {
+        return new TestCluster(watchHistory);
     }
 
     private static String key(RecordedRequest r) {
