@@ -240,7 +240,7 @@ public final class OperatorApp implements AutoCloseable {
                 .description("1 while a valid front-proxy trust bundle is loaded").register(metrics.registry());
         if (!config.managementHost().isEmpty() && config.managementPort() >= 0) {
             management = new ManagementServer(config.managementHost(), config.managementPort(), metrics.registry(),
-                    this::camelReady);
+                    this::camelReady, ManagementAccess.of(config.managementAllowedOrigins(), config.managementAllowedHosts()));
             management.start();
         }
     }
