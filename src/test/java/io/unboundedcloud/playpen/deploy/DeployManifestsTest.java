@@ -195,6 +195,19 @@ class DeployManifestsTest {
     }
 
     @Test
+    void theRedfishPasswordComesFromASecretNeverFromTheCommandLine() throws Exception {
+        Container c = operatorContainer(deployment());
+        assertThat(c.getArgs()).noneMatch(a -> a.startsWith("--runner-redfish-password="))
+                .noneMatch(a -> a.equals("--runner-redfish-password"));
+        var env = c.getEnv().stream().filter(e -> e.getName().equals(OperatorConfig.REDFISH_PASSWORD_ENV)).findFirst()
+                .orElseThrow(() -> new AssertionError(OperatorConfig.REDFISH_PASSWORD_ENV + " not set from a Secret"));
+        assertThat(env.getValue()).as("no literal value").isNull();
+        assertThat(env.getValueFrom().getSecretKeyRef().getName()).isEqualTo("playpen-operator-redfish");
+        assertThat(env.getValueFrom().getSecretKeyRef().getKey()).isEqualTo("password");
+        assertThat(env.getValueFrom().getSecretKeyRef().getOptional()).as("installs without the Secret").isTrue();
+    }
+
+    @Test
     void probesUseHttpsHealthEndpointsOnTheListenPort() throws Exception {
         Container c = operatorContainer(deployment());
         OperatorConfig config = deployedConfig();
