@@ -160,21 +160,4 @@ public final class FrontProxyAuthenticator {
         }
         return "";
     }
-
-    /** Builds the identity from the front-proxy headers; X-Remote-User is required (403 otherwise). */
-    public static Identity identity(String user, String uid, List<String> groupHeaders,
-            Map<String, List<String>> extraHeaders) {
-        if (user == null || user.isBlank()) {
-            throw ApiException.forbidden(MISSING_USER);
-        }
-        List<String> groups = new ArrayList<>();
-        for (String h : groupHeaders) {
-            for (String g : h.split(",")) {
-                if (!g.trim().isEmpty()) {
-                    groups.add(g.trim());
-                }
-            }
-        }
-        return new Identity(user.trim(), uid == null ? "" : uid.trim(), groups, extraHeaders);
-    }
 }
