@@ -77,7 +77,7 @@ public final class FrontProxyAuthenticator {
             if (v.failure() != null) {
                 // once per certificate and cache period: the wire only says "forbidden"
                 LOG.info("front-proxy client certificate refused cn={} reason={}",
-                        commonName(leaf.getSubjectX500Principal()), v.failure());
+                        loggable(commonName(leaf.getSubjectX500Principal())), v.failure());
             }
         }
         if (v.failure() != null) {
@@ -132,11 +132,31 @@ public final class FrontProxyAuthenticator {
         } catch (Exception e) {
             return "client certificate could not be verified";
         }
-        String cn = commonName(leaf.getSubjectX500Principal());
+        // the CN as kube-apiserver's allowed-names check reads it (Go: the last CN in encoding order); a subject
+        // Go could not parse would fail its TLS handshake, so it fails here too
+        String cn;
+        try {
+            cn = GoCertificateNames.commonName(leaf);
+        } catch (GoCertificateNames.Unreadable e) {
+            return "client certificate names cannot be read as kube-apiserver reads them: " + e.getMessage();
+        }
         if (!tb.allowedNames().isEmpty() && !tb.allowedNames().contains(cn)) {
-            return "client certificate CN \"" + cn + "\" is not an allowed front-proxy name";
+            return "client certificate CN " + loggable(cn) + " is not an allowed front-proxy name";
         }
         return null;
+    }
+
+    /** A certificate-supplied text for a log line: quoted, at most 64 characters, control characters escaped. */
+    static String loggable(String s) {
+        StringBuilder out = new StringBuilder("\"");
+        s.codePoints().limit(64).forEach(cp -> {
+            if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 || cp == '"' || cp == '\\') {
+                out.append(String.format("\\u%04x", cp));
+            } else {
+                out.appendCodePoint(cp);
+            }
+        });
+        return out.append(s.codePointCount(0, s.length()) > 64 ? "...\"" : "\"").toString();
     }
 
     private String validityFailure(X509Certificate leaf) {
@@ -148,6 +168,7 @@ public final class FrontProxyAuthenticator {
         }
     }
 
+    /** The first CN of a principal (Java's reading), for log lines only; decisions use {@link GoCertificateNames}. */
     static String commonName(X500Principal principal) {
         try {
             for (javax.naming.ldap.Rdn rdn : new javax.naming.ldap.LdapName(principal.getName()).getRdns()) {
