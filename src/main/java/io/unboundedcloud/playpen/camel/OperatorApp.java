@@ -60,6 +60,7 @@ public final class OperatorApp implements AutoCloseable {
     private TtlExpirer ttl;
     private final OperatorMetrics metrics = new OperatorMetrics();
     private ManagementServer management;
+    private HealthServer probes;
     private ConnectionGuard connections;
     private ServingCertificateReload servingReload;
     private io.unboundedcloud.playpen.kube.CapacityQueue waiting;
@@ -148,7 +149,8 @@ public final class OperatorApp implements AutoCloseable {
                 config.retryAfterSeconds(), calls);
         allocator = new Allocator(pods, nodes, writer,
                 candidates, config.retryAfterSeconds(), config.maxAllocsPerUser());
-        waiting = new io.unboundedcloud.playpen.kube.CapacityQueue(allocator);
+        waiting = new io.unboundedcloud.playpen.kube.CapacityQueue(allocator, new io.unboundedcloud.playpen.kube.CapacityQueue.Limits(
+                config.waitingLimits().perUser(), config.waitingLimits().total(), config.retryAfterSeconds()));
         waitingWake.target = waiting;
         waiting.addObserver(metrics);
         AllocResponses responses = new AllocResponses(config.network(), config.redfishBaseUrl(),
@@ -238,11 +240,20 @@ public final class OperatorApp implements AutoCloseable {
                 .description("1 while this replica is ready: caches synced and a valid trust bundle").register(metrics.registry());
         Gauge.builder("playpen_trust_bundle_valid", trust, t -> t.get().valid() ? 1 : 0)
                 .description("1 while a valid front-proxy trust bundle is loaded").register(metrics.registry());
+        if (config.healthPort() >= 0) {
+            probes = new HealthServer(config.healthHost(), config.healthPort(), this::ready, config.retryAfterSeconds());
+            probes.start();
+        }
         if (!config.managementHost().isEmpty() && config.managementPort() >= 0) {
             management = new ManagementServer(config.managementHost(), config.managementPort(), metrics.registry(),
                     this::camelReady, ManagementAccess.of(config.managementAllowedOrigins(), config.managementAllowedHosts()));
             management.start();
         }
+    }
+
+    /** The probe listener's address, or null when it is disabled. */
+    public java.net.InetSocketAddress healthAddress() {
+        return probes == null ? null : probes.address();
     }
 
     /** The management listener's address, or null when it is disabled. */
@@ -341,6 +352,7 @@ public final class OperatorApp implements AutoCloseable {
     public void close() {
         // stop taking requests and background work first, then the executors they feed, then the caches
         closeQuietly(management);
+        closeQuietly(probes);
         closeQuietly(leader);
         if (main != null) {
             try {
