@@ -61,6 +61,7 @@ public final class OperatorApp implements AutoCloseable {
     private final OperatorMetrics metrics = new OperatorMetrics();
     private ManagementServer management;
     private HealthServer probes;
+    private io.unboundedcloud.playpen.model.OwnerHashes owners;
     private ConnectionGuard connections;
     private ServingCertificateReload servingReload;
     private io.unboundedcloud.playpen.kube.CapacityQueue waiting;
@@ -155,9 +156,14 @@ public final class OperatorApp implements AutoCloseable {
         waiting.addObserver(metrics);
         AllocResponses responses = new AllocResponses(config.network(), config.redfishBaseUrl(),
                 config.retryAfterSeconds(), leases);
+        // the installation's owner-hash key (a Secret shared by every replica): claims name their owner with it
+        io.unboundedcloud.playpen.model.OwnerHashes owners = new io.unboundedcloud.playpen.model.OwnerHashes(
+                io.unboundedcloud.playpen.kube.OwnerHashKey.ensure(client, config.namespace(), config.ownerHashSecretName(), calls));
+        this.owners = owners;
         ApiFlows flows = new ApiFlows(reviewer, new AllocRequestParser(config.controlPlaneVersions(), config.leases()),
                 allocator, responses, this::ready, config.retryAfterSeconds(), waiting);
         flows.events(observed);
+        flows.owners(owners, new io.unboundedcloud.playpen.kube.LegacyOwnerClaims(client, pods, calls));
         io.unboundedcloud.playpen.kube.Renewer renewer =
                 new io.unboundedcloud.playpen.kube.Renewer(client, pods, leases, clock, calls);
         // the TTL timer follows a renewal made here at once (other replicas' renewals reach it through the watch)
@@ -206,7 +212,7 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("frontDoor", new FrontDoor(authenticator));
         main.bind("apiFlows", flows);
         main.bind("allocsApi", new AllocsApi(reviewer, pods, nodes, clock, config.playpenTtl(),
-                config.retryAfterSeconds(), responses));
+                config.retryAfterSeconds(), responses, owners));
         main.bind("renewalFlows", new RenewalFlows(new AllocRequestParser(config.controlPlaneVersions(), config.leases()),
                 renewer, config.playpenTtl()));
         main.bind("replyWriter", new ReplyWriter(config.retryAfterSeconds(), metrics));
@@ -249,6 +255,11 @@ public final class OperatorApp implements AutoCloseable {
                     this::camelReady, ManagementAccess.of(config.managementAllowedOrigins(), config.managementAllowedHosts()));
             management.start();
         }
+    }
+
+    /** How this installation's claims name their owner (tests compare annotations with it). */
+    public io.unboundedcloud.playpen.model.OwnerHashes ownerHashes() {
+        return owners;
     }
 
     /** The probe listener's address, or null when it is disabled. */

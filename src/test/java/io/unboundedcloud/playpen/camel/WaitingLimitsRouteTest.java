@@ -147,6 +147,6 @@ class WaitingLimitsRouteTest {
     }
 
     String ownerOf(String user) {
-        return io.unboundedcloud.playpen.model.Hashes.ownerHash(user);
+        return op.app.ownerHashes().of(user).current();
     }
 }
