@@ -103,8 +103,10 @@ final class ManagementGuard extends Filter {
 
     /**
      * Requests a web page made: any Origin not configured (cross-origin fetches and form posts carry it, and so
-     * does every POST), a Sec-Fetch-Site other than "none" (a typed URL) without a configured Origin, and a Host
-     * that could be an attacker's DNS name pointing here.
+     * does every POST), a Sec-Fetch-Site of cross-site or same-site without such an Origin (a script or image tag
+     * of another page), and a Host that could be an attacker's DNS name pointing here. Sec-Fetch-Site none (a
+     * typed URL) and same-origin (this listener serves no pages; a proxy such as Hawtio's forwards the browser's
+     * view of its own origin) pass.
      */
     Refusal browser(String origin, String fetchSite, String host) {
         boolean allowedOrigin = origin != null && access.allowsOrigin(origin);
@@ -112,7 +114,8 @@ final class ManagementGuard extends Filter {
             return new Refusal(403, "requests from web pages are refused: origin " + printable(origin)
                     + " is not in --management-allowed-origins");
         }
-        if (fetchSite != null && !allowedOrigin && !fetchSite.trim().equalsIgnoreCase("none")) {
+        String site = fetchSite == null ? "" : fetchSite.trim().toLowerCase(Locale.ROOT);
+        if (!allowedOrigin && (site.equals("cross-site") || site.equals("same-site"))) {
             return new Refusal(403, "requests from web pages are refused (Sec-Fetch-Site: " + printable(fetchSite)
                     + "); add the page's origin to --management-allowed-origins");
         }
