@@ -146,17 +146,9 @@ public final class FrontProxyAuthenticator {
         return null;
     }
 
-    /** A certificate-supplied text for a log line: quoted, at most 64 characters, control characters escaped. */
+    /** A certificate-supplied text for a log line (see {@link io.unboundedcloud.playpen.api.LogText}). */
     static String loggable(String s) {
-        StringBuilder out = new StringBuilder("\"");
-        s.codePoints().limit(64).forEach(cp -> {
-            if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 || cp == '"' || cp == '\\') {
-                out.append(String.format("\\u%04x", cp));
-            } else {
-                out.appendCodePoint(cp);
-            }
-        });
-        return out.append(s.codePointCount(0, s.length()) > 64 ? "...\"" : "\"").toString();
+        return io.unboundedcloud.playpen.api.LogText.quote(s);
     }
 
     private String validityFailure(X509Certificate leaf) {
