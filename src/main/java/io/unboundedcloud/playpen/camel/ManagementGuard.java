@@ -105,8 +105,8 @@ final class ManagementGuard extends Filter {
      * Requests a web page made: any Origin not configured (cross-origin fetches and form posts carry it, and so
      * does every POST), a Sec-Fetch-Site of cross-site or same-site without such an Origin (a script or image tag
      * of another page), and a Host that could be an attacker's DNS name pointing here. Sec-Fetch-Site none (a
-     * typed URL) and same-origin (this listener serves no pages; a proxy such as Hawtio's forwards the browser's
-     * view of its own origin) pass.
+     * typed URL) and same-origin (this listener serves no pages; a console's proxy in front of it may pass on what
+     * the browser said about the console's own page) pass.
      */
     Refusal browser(String origin, String fetchSite, String host) {
         boolean allowedOrigin = origin != null && access.allowsOrigin(origin);

@@ -146,7 +146,7 @@ class ManagementExposureRouteTest {
             HttpResponse<String> r = get(port, "/jolokia/version", Map.of("Sec-Fetch-Site", site));
             assertThat(r.statusCode()).as(site).isEqualTo(403);
         }
-        // a proxy (Hawtio's) forwards its own page's view: same-origin
+        // a console's proxy may pass on what the browser said about the console's own page: same-origin
         assertThat(get(port, "/jolokia/version", Map.of("Sec-Fetch-Site", "same-origin")).statusCode()).isEqualTo(200);
         assertThat(get(port, "/metrics", Map.of("Origin", "http://evil.example")).statusCode()).isEqualTo(403);
         HttpResponse<String> preflight = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/jolokia/"))
