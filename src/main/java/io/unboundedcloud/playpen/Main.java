@@ -40,7 +40,7 @@ public final class Main {
         boolean dev = Arrays.stream(args).anyMatch(a -> a.equals("--dev") || a.equals("--dev=true"));
         OperatorConfig config;
         try {
-            config = OperatorConfig.parse(dev ? DevMode.devArgs(args) : args);
+            config = OperatorConfig.parse(System.getenv(), dev ? DevMode.devArgs(args) : args);
         } catch (ConfigException e) {
             System.err.println("playpen-operator: " + e.getMessage());
             System.exit(2);

@@ -24,11 +24,13 @@ import io.unboundedcloud.playpen.auth.Identity;
 import io.unboundedcloud.playpen.kube.AccessReviewer;
 import io.unboundedcloud.playpen.kube.Allocator;
 import io.unboundedcloud.playpen.kube.CapacityQueue;
+import io.unboundedcloud.playpen.kube.LegacyOwnerClaims;
 import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.AllocRequestParser;
 import io.unboundedcloud.playpen.model.AllocResponses;
 import io.unboundedcloud.playpen.model.GoStrings;
 import io.unboundedcloud.playpen.model.Hashes;
+import io.unboundedcloud.playpen.model.OwnerHashes;
 
 /**
  * Thin adapters between the HTTP routes and the domain beans: bind exchange parts, return domain values, and leave
@@ -40,6 +42,8 @@ public final class ApiFlows {
     public static final String COMMAND = "playpenCommand";
 
     private ObservedEvents events;
+    private OwnerHashes owners;
+    private LegacyOwnerClaims legacyClaims;
 
     private final AccessReviewer reviewer;
     private final AllocRequestParser parser;
@@ -75,6 +79,22 @@ public final class ApiFlows {
         return parser.parseAlloc(body, key);
     }
 
+    /** How claims name their owner: the installation's keyed hash, and the legacy claims to move to it. */
+    void owners(OwnerHashes owners, LegacyOwnerClaims legacyClaims) {
+        this.owners = owners;
+        this.legacyClaims = legacyClaims;
+    }
+
+    /**
+     * The caller's claims that still carry the legacy (unkeyed) owner hash are rewritten to the keyed one, before
+     * the quota counts the caller's claims (step of the alloc route; nothing to do once they are all moved).
+     */
+    public void adoptLegacyClaims(@ExchangeProperty(FrontDoor.IDENTITY) Identity who) {
+        if (who != null && legacyClaims != null) {
+            legacyClaims.adopt(owners.of(who.user()));
+        }
+    }
+
     /** Events go through the routes; this is where pods deallocated outside {@link #deleteClaimed} go. */
     void events(ObservedEvents events) {
         this.events = events;
@@ -83,8 +103,8 @@ public final class ApiFlows {
     /**
      * Replay or claim (kube/Allocator: exactly once per key), now or (waitSeconds) once a pod is claimable: the
      * allocation, with {@value AuditLog#OUTCOME} set to {@code allocated} (a pod was claimed now) or
-     * {@code replayed}; a conflicting reuse of the key is a 409. The claim records the hash of the caller's user
-     * name (owner) and counts against their quota. A CompletionStage makes this step asynchronous in Camel: a
+     * {@code replayed}; a conflicting reuse of the key is a 409. The claim records the keyed hash of the caller's
+     * user name (owner) and counts against their quota. A CompletionStage makes this step asynchronous in Camel: a
      * waiting request holds no thread, and the rest of the route runs when the future completes. A client that
      * closes its connection leaves the queue.
      */
@@ -93,7 +113,7 @@ public final class ApiFlows {
         exchange.setProperty(COMMAND, cmd);
         exchange.setProperty(AuditLog.KEY_HASH_PREFIX, cmd.keyHashPrefix());
         Identity who = exchange.getProperty(FrontDoor.IDENTITY, Identity.class);
-        String ownerHash = who == null ? null : Hashes.ownerHash(who.user());
+        String ownerHash = who == null ? null : owners.of(who.user()).current();
         return claim(cmd, ownerHash, ctx).thenApply(a -> {
             if (ctx != null && !ctx.channel().isActive() && allocator.release(a, cmd)) {
                 // the client is gone before its answer: the new claim went back to the pool instead of waiting

@@ -24,8 +24,10 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 
 /**
  * The plain-HTTP management listener (--management-addr, loopback by default): Jolokia at /jolokia for
- * Hawtio (look, never change: {@link ManagementRestrictor}, no notifications), /metrics (also
- * /observe/metrics) in Prometheus text format, and /observe/health[/ready|/live] as Camel users expect.
+ * Hawtio (look, never change: {@link ManagementRestrictor}; no proxy, no notifications, no JSONP:
+ * {@link ManagementGuard}), /metrics (also /observe/metrics) in Prometheus text format, and
+ * /observe/health[/ready|/live] as Camel users expect. Web pages reach none of it unless their origin is
+ * configured ({@link ManagementAccess}).
  */
 public final class ManagementServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ManagementServer.class);
@@ -35,25 +37,32 @@ public final class ManagementServer implements AutoCloseable {
     private final HttpServer http;
     private final JolokiaServer jolokia;
     private final java.util.concurrent.ExecutorService executor;
+    private final ManagementAccess access;
 
-    public ManagementServer(String host, int port, PrometheusMeterRegistry registry, BooleanSupplier ready)
-            throws IOException {
+    public ManagementServer(String host, int port, PrometheusMeterRegistry registry, BooleanSupplier ready,
+            ManagementAccess access) throws IOException {
+        this.access = access;
         http = HttpServer.create(new InetSocketAddress(host, port), 16);
         executor = Executors.newFixedThreadPool(2, DaemonThreads.named("management-http"));
         http.setExecutor(executor);
         for (String path : new String[] {"/metrics", "/observe/metrics"}) {
             // /observe/*: the paths camel-observability-services serves, which Camel users and their tooling expect
-            http.createContext(path, exchange -> reply(exchange, path, 200, "text/plain; version=0.0.4; charset=utf-8",
-                    registry.scrape()));
+            guarded(http.createContext(path, exchange -> reply(exchange, path, 200,
+                    "text/plain; version=0.0.4; charset=utf-8", registry.scrape())));
         }
-        http.createContext("/observe/health", exchange -> health(exchange, "/observe/health", ready.getAsBoolean()));
-        http.createContext("/observe/health/ready", exchange -> health(exchange, "/observe/health/ready", ready.getAsBoolean()));
-        http.createContext("/observe/health/live", exchange -> health(exchange, "/observe/health/live", true));
+        guarded(http.createContext("/observe/health", exchange -> health(exchange, "/observe/health", ready.getAsBoolean())));
+        guarded(http.createContext("/observe/health/ready",
+                exchange -> health(exchange, "/observe/health/ready", ready.getAsBoolean())));
+        guarded(http.createContext("/observe/health/live", exchange -> health(exchange, "/observe/health/live", true)));
         jolokia = new JolokiaServer(http, new JolokiaServerConfig(Map.of(
                 "agentContext", AGENT_CONTEXT,
                 "restrictorClass", ManagementRestrictor.class.getName(),
                 "discoveryEnabled", "false",
                 "includeStackTrace", "false")), new QuietLogHandler());
+    }
+
+    private void guarded(HttpContext context) {
+        context.getFilters().add(new ManagementGuard(null, access));
     }
 
     private static void health(HttpExchange exchange, String path, boolean up) throws IOException {
@@ -89,7 +98,7 @@ public final class ManagementServer implements AutoCloseable {
 
     public void start() {
         jolokia.start(false);
-        jolokiaContext().getFilters().add(new NoNotificationsFilter(AGENT_CONTEXT));
+        jolokiaContext().getFilters().add(new ManagementGuard(AGENT_CONTEXT, access));
         http.start();
         LOG.info("management listener on http://{}:{} (/jolokia for Hawtio, /metrics, /observe/health, /observe/metrics)",
                 http.getAddress().getHostString(), http.getAddress().getPort());

@@ -60,6 +60,8 @@ public final class OperatorApp implements AutoCloseable {
     private TtlExpirer ttl;
     private final OperatorMetrics metrics = new OperatorMetrics();
     private ManagementServer management;
+    private HealthServer probes;
+    private io.unboundedcloud.playpen.model.OwnerHashes owners;
     private ConnectionGuard connections;
     private ServingCertificateReload servingReload;
     private io.unboundedcloud.playpen.kube.CapacityQueue waiting;
@@ -148,14 +150,20 @@ public final class OperatorApp implements AutoCloseable {
                 config.retryAfterSeconds(), calls);
         allocator = new Allocator(pods, nodes, writer,
                 candidates, config.retryAfterSeconds(), config.maxAllocsPerUser());
-        waiting = new io.unboundedcloud.playpen.kube.CapacityQueue(allocator);
+        waiting = new io.unboundedcloud.playpen.kube.CapacityQueue(allocator, new io.unboundedcloud.playpen.kube.CapacityQueue.Limits(
+                config.waitingLimits().perUser(), config.waitingLimits().total(), config.retryAfterSeconds()));
         waitingWake.target = waiting;
         waiting.addObserver(metrics);
         AllocResponses responses = new AllocResponses(config.network(), config.redfishBaseUrl(),
                 config.retryAfterSeconds(), leases);
+        // the installation's owner-hash key (a Secret shared by every replica): claims name their owner with it
+        io.unboundedcloud.playpen.model.OwnerHashes owners = new io.unboundedcloud.playpen.model.OwnerHashes(
+                io.unboundedcloud.playpen.kube.OwnerHashKey.ensure(client, config.namespace(), config.ownerHashSecretName(), calls));
+        this.owners = owners;
         ApiFlows flows = new ApiFlows(reviewer, new AllocRequestParser(config.controlPlaneVersions(), config.leases()),
                 allocator, responses, this::ready, config.retryAfterSeconds(), waiting);
         flows.events(observed);
+        flows.owners(owners, new io.unboundedcloud.playpen.kube.LegacyOwnerClaims(client, pods, calls));
         io.unboundedcloud.playpen.kube.Renewer renewer =
                 new io.unboundedcloud.playpen.kube.Renewer(client, pods, leases, clock, calls);
         // the TTL timer follows a renewal made here at once (other replicas' renewals reach it through the watch)
@@ -205,7 +213,8 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("frontDoor", new FrontDoor(authenticator));
         main.bind("apiFlows", flows);
         main.bind("allocsApi", new AllocsApi(reviewer, pods, nodes, clock, config.playpenTtl(),
-                config.retryAfterSeconds(), responses, new io.unboundedcloud.playpen.kube.ClaimReads(pods, writer)));
+                config.retryAfterSeconds(), responses, owners,
+                new io.unboundedcloud.playpen.kube.ClaimReads(pods, writer)));
         main.bind("renewalFlows", new RenewalFlows(new AllocRequestParser(config.controlPlaneVersions(), config.leases()),
                 renewer, config.playpenTtl()));
         main.bind("replyWriter", new ReplyWriter(config.retryAfterSeconds(), metrics));
@@ -240,11 +249,25 @@ public final class OperatorApp implements AutoCloseable {
                 .description("1 while this replica is ready: caches synced and a valid trust bundle").register(metrics.registry());
         Gauge.builder("playpen_trust_bundle_valid", trust, t -> t.get().valid() ? 1 : 0)
                 .description("1 while a valid front-proxy trust bundle is loaded").register(metrics.registry());
+        if (config.healthPort() >= 0) {
+            probes = new HealthServer(config.healthHost(), config.healthPort(), this::ready, config.retryAfterSeconds());
+            probes.start();
+        }
         if (!config.managementHost().isEmpty() && config.managementPort() >= 0) {
             management = new ManagementServer(config.managementHost(), config.managementPort(), metrics.registry(),
-                    this::camelReady);
+                    this::camelReady, ManagementAccess.of(config.managementAllowedOrigins(), config.managementAllowedHosts()));
             management.start();
         }
+    }
+
+    /** How this installation's claims name their owner (tests compare annotations with it). */
+    public io.unboundedcloud.playpen.model.OwnerHashes ownerHashes() {
+        return owners;
+    }
+
+    /** The probe listener's address, or null when it is disabled. */
+    public java.net.InetSocketAddress healthAddress() {
+        return probes == null ? null : probes.address();
     }
 
     /** The management listener's address, or null when it is disabled. */
@@ -343,6 +366,7 @@ public final class OperatorApp implements AutoCloseable {
     public void close() {
         // stop taking requests and background work first, then the executors they feed, then the caches
         closeQuietly(management);
+        closeQuietly(probes);
         closeQuietly(leader);
         if (main != null) {
             try {

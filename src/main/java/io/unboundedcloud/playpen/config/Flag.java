@@ -92,7 +92,14 @@ public enum Flag {
     SERVING_CERT_PUBLISH_GRACE("serving-cert-publish-grace", "5s", "a new serving certificate is served only this long after the caBundle was seen trusting it"),
     PLAYPEN_MAX_TTL("playpen-max-ttl", "24h", "longest ttl an alloc or a renewal may ask for (Go duration, > 0); more is a 400"),
     PLAYPEN_MAX_LIFETIME("playpen-max-lifetime", "0", "renewals never move an expiry past claimed-at + this (Go duration; 0 = no cap)"),
-    MAX_WAIT("max-wait", "120", "largest waitSeconds an alloc may ask for (seconds, 0-3600; 0 turns waiting off); more is a 400");
+    MAX_WAIT("max-wait", "120", "largest waitSeconds an alloc may ask for (seconds, 0-3600; 0 turns waiting off); more is a 400"),
+    MAX_WAITING_PER_USER("max-waiting-per-user", "32", "alloc requests one user may have waiting for capacity at once (retries of one key count each); more are 429 with Retry-After"),
+    MAX_WAITING("max-waiting", "512", "alloc requests waiting for capacity at once, all users together (below --max-connections, so other requests keep connections); more are 429 with Retry-After"),
+    HEALTH_ADDR("health-addr", "", "plain-HTTP listener serving only /healthz and /readyz, for kubelet probes that API traffic cannot crowd out; empty = probes use the HTTPS port"),
+    MANAGEMENT_ALLOWED_ORIGINS("management-allowed-origins", "", "origins (scheme://host[:port]) whose web pages may call the management listener, e.g. a Hawtio console (comma list); empty = none"),
+    MANAGEMENT_ALLOWED_HOSTS("management-allowed-hosts", "", "host names the management listener answers to besides IP addresses, localhost, *.svc and *.cluster.local (comma list)"),
+    RUNNER_REDFISH_PASSWORD_FILE("runner-redfish-password-file", "", "file holding the Redfish password, e.g. a mounted Secret (one trailing newline ignored); keeps it off the command line"),
+    OWNER_HASH_SECRET_NAME("owner-hash-secret-name", "playpen-operator-owner-hash", "Secret in --namespace holding the key of the owner hashes written on claimed pods; created with a random key when absent");
 
     private final String flagName;
     private final String defaultValue;
@@ -120,7 +127,8 @@ public enum Flag {
     public static final Set<Flag> REFERENCE = Collections.unmodifiableSet(EnumSet.range(LISTEN_ADDR, RUNNER_REDFISH_DEVICE_ID));
 
     /** List flags: comma-separated values, and a repeated flag appends (pflag's StringSlice). */
-    public static final Set<Flag> LISTS = Collections.unmodifiableSet(EnumSet.of(CONTROL_PLANE_VERSIONS, RUNNER_GUEST_DNS));
+    public static final Set<Flag> LISTS = Collections.unmodifiableSet(EnumSet.of(CONTROL_PLANE_VERSIONS, RUNNER_GUEST_DNS,
+            MANAGEMENT_ALLOWED_ORIGINS, MANAGEMENT_ALLOWED_HOSTS));
 
     /** Boolean flags: a bare {@code --name} means true and never takes the next argument as its value. */
     public boolean isBoolean() {

@@ -145,7 +145,7 @@ public final class AccessReviewer {
             calls.count(KubeApiCall.SUBJECT_ACCESS_REVIEWS_CREATE);
             answer = client.authorization().v1().subjectAccessReview().create(sar);
         } catch (RuntimeException e) {
-            LOG.warn("SubjectAccessReview failed user={} error={}", who.user(), e.toString());
+            LOG.warn("SubjectAccessReview failed user={} error={}", io.unboundedcloud.playpen.api.LogText.quote(who.user()), e.toString());
             throw ApiException.unavailable("authorization check failed: SubjectAccessReview could not be created",
                     retryAfterSeconds);
         }

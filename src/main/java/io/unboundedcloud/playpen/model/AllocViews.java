@@ -95,9 +95,19 @@ public final class AllocViews {
      */
     public static Page select(Collection<Pod> pods, Function<String, Optional<String>> externalIp, Duration ttl,
             String ownerHash, Query q) {
+        return selectMatching(pods, externalIp, ttl, ownerHash == null ? null : ownerHash::equals, q);
+    }
+
+    /**
+     * Like {@link #select(Collection, Function, Duration, String, Query)}, with the caller's allocations told apart
+     * by their owner-hash annotation ({@code owner} null = everyone's): an owner may be recorded in more than one
+     * form.
+     */
+    public static Page selectMatching(Collection<Pod> pods, Function<String, Optional<String>> externalIp, Duration ttl,
+            java.util.function.Predicate<String> owner, Query q) {
         List<Alloc> all = new ArrayList<>();
         for (Pod p : pods) {
-            of(p, externalIp, ttl).filter(a -> ownerHash == null || ownerHash.equals(a.ownerHash()))
+            of(p, externalIp, ttl).filter(a -> owner == null || owner.test(a.ownerHash()))
                     .filter(a -> q.name() == null || q.name().equals(a.name()))
                     .filter(a -> fieldsMatch(q.fieldTerms(), a))
                     .filter(a -> q.labelSelector().matches(Map.of()))

@@ -25,7 +25,10 @@ public final class Hashes {
         return sha256Hex(resourceType + "\n" + kubernetesVersion + "\n" + wireGuardPublicKey + "\n" + architecture);
     }
 
-    /** hex(sha256(user name)): who made a claim, without writing the name on the pod. */
+    /**
+     * hex(sha256(user name)): the legacy, unkeyed owner hash (a dictionary of user names reverses it). Claims are
+     * written with {@link OwnerHashes} now; this form is only read, for claims made before.
+     */
     public static String ownerHash(String user) {
         return sha256Hex(user);
     }

@@ -14,7 +14,10 @@ public final class PlaypenKeys {
     public static final String REDFISH_CERT_PEM = P + "redfish-cert-pem";
     public static final String IDEMPOTENCY_KEY_HASH = P + "idempotency-key-hash";
     public static final String REQUEST_HASH = P + "request-hash";
-    /** hex(sha256(user name)) of the user who made the claim (ours only; the reference writes no owner). */
+    /**
+     * The owner hash of the user who made the claim (ours only; the reference writes no owner):
+     * hex(HMAC-SHA256(installation key, user name)), or hex(sha256(user name)) on claims older than the key.
+     */
     public static final String OWNER_HASH = P + "owner-hash";
     public static final String CLAIMED_AT = P + "claimed-at";
     /** When the allocation expires (RFC 3339 UTC); written by the claim and moved by renewals (ours only). */

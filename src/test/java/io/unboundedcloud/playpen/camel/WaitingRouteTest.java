@@ -201,6 +201,7 @@ class WaitingRouteTest {
     void aThousandWaitersHoldNoThreads() throws Exception {
         // 1,000 connections open at once: the connection bounds must allow them (handshakes count as unauthenticated)
         op = new OperatorHarness(cluster, "--max-connections=2000", "--max-unauthenticated-connections=2000",
+                "--max-waiting=1500", "--max-waiting-per-user=1500",
                 "--request-header-timeout=120s", "--http-worker-threads=64");
         ExecutorService clientThreads = Executors.newFixedThreadPool(4);
         try {
