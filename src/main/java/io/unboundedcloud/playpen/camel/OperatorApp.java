@@ -23,6 +23,7 @@ import io.unboundedcloud.playpen.kube.EventRecorder;
 import io.unboundedcloud.playpen.kube.LeaderElection;
 import io.unboundedcloud.playpen.kube.PoolReconciler;
 import io.unboundedcloud.playpen.kube.TtlExpirer;
+import io.unboundedcloud.playpen.kube.WatchContinuity;
 import io.unboundedcloud.playpen.model.PodTemplates;
 import io.unboundedcloud.playpen.model.TtlPolicy;
 import io.unboundedcloud.playpen.kube.KubeApiCall;
@@ -64,6 +65,7 @@ public final class OperatorApp implements AutoCloseable {
     private ServingCertificateReload servingReload;
     private io.unboundedcloud.playpen.kube.CapacityQueue waiting;
     private final WaitingWake waitingWake = new WaitingWake();
+    private final WatchContinuity watches = new WatchContinuity();
 
     /** Forwards pod events to the waiting queue once it exists (listeners must be added before the cache starts). */
     private static final class WaitingWake implements PodCache.Listener {
@@ -316,9 +318,13 @@ public final class OperatorApp implements AutoCloseable {
                 .allMatch(r -> r.getState() == org.apache.camel.health.HealthCheck.State.UP);
     }
 
-    /** Ready when the caches are synced and watching, and a valid trust bundle is loaded. */
+    /**
+     * Ready when the caches are synced and watching, and a valid trust bundle is loaded. A watch that is being
+     * reopened (the informers do that every 5 to 10 minutes) keeps the replica ready for {@link WatchContinuity#GRACE}.
+     */
     public boolean ready() {
-        return pods != null && pods.isWatching() && nodes.isWatching() && trust.get().valid();
+        return pods != null && pods.hasSynced() && nodes.hasSynced() && trust.get().valid()
+                && watches.connected(pods.isWatching() && nodes.isWatching());
     }
 
     public CamelContext camelContext() {
