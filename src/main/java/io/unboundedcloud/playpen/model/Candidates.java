@@ -260,6 +260,10 @@ public final class Candidates {
             return "runner pod " + name + " is terminating";
         }
         String phase = pod.getStatus() == null || pod.getStatus().getPhase() == null ? "" : pod.getStatus().getPhase();
+        if (phase.isEmpty()) {
+            // the reference prints "is " and nothing after it here
+            return "runner pod " + name + " has no phase yet (not started)";
+        }
         if (!"Running".equals(phase)) {
             return "runner pod " + name + " is " + phase;
         }

@@ -112,7 +112,9 @@ class CandidatesTest {
                 Arguments.of("phase Pending", edit(base, b -> b.editStatus().withPhase("Pending").endStatus()), "runner pod playpen-runner-amd64-51820 is Pending"),
                 Arguments.of("phase Succeeded", edit(base, b -> b.editStatus().withPhase("Succeeded").endStatus()),
                         "runner pod playpen-runner-amd64-51820 is Succeeded"),
-                Arguments.of("no status", edit(base, b -> b.withStatus(null)), "runner pod playpen-runner-amd64-51820 is "),
+                Arguments.of("no status", edit(base, b -> b.withStatus(null)), "runner pod playpen-runner-amd64-51820 has no phase yet (not started)"),
+                Arguments.of("empty phase", edit(base, b -> b.editStatus().withPhase("").endStatus()),
+                        "runner pod playpen-runner-amd64-51820 has no phase yet (not started)"),
                 Arguments.of("container not ready", edit(base, b -> b.editStatus().editFirstContainerStatus().withReady(false)
                         .endContainerStatus().endStatus()), "runner pod playpen-runner-amd64-51820 container runner is not ready"),
                 Arguments.of("container ready but waiting", edit(base, b -> b.editStatus().editFirstContainerStatus()
