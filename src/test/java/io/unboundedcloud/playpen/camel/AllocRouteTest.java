@@ -219,7 +219,7 @@ class AllocRouteTest {
         HttpResponse<String> missing = op.dealloc("{}");
         assertThat(missing.statusCode()).isEqualTo(400);
         assertThat(M.readTree(missing.body()).get("message").asText())
-                .isEqualTo("Idempotency-Key header or idempotencyKey body field is required");
+                .isEqualTo(io.unboundedcloud.playpen.model.AllocRequestParser.RELEASE_KEY_REQUIRED);
     }
 
     @Test

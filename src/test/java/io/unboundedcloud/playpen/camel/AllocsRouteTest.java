@@ -331,7 +331,8 @@ class AllocsRouteTest {
         assertStatus(send("DELETE", ALLOCS + "/" + ids.get(0) + "?dryRun=All", null, "alice", "playpen-users"), 400,
                 "BadRequest", "dry-run deletes are not supported on allocs: nothing was deleted");
         HttpResponse<String> watch = send("GET", ALLOCS + "?watch=true", null, "alice", "playpen-users");
-        assertStatus(watch, 405, "MethodNotAllowed", "watch is not supported on allocs");
+        assertStatus(watch, 405, "MethodNotAllowed", "watch is not supported on allocs: list them again instead"
+                + " (kubectl get allocs), for example every 2 seconds with: watch kubectl get allocs");
         HttpResponse<String> put = send("PUT", ALLOCS + "/" + ids.get(0), null, "alice", "playpen-users");
         assertStatus(put, 405, "MethodNotAllowed", "method not allowed");
         assertThat(put.headers().firstValue("Allow")).hasValue("DELETE, GET");
