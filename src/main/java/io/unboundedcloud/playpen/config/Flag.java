@@ -92,7 +92,9 @@ public enum Flag {
     SERVING_CERT_PUBLISH_GRACE("serving-cert-publish-grace", "5s", "a new serving certificate is served only this long after the caBundle was seen trusting it"),
     PLAYPEN_MAX_TTL("playpen-max-ttl", "24h", "longest ttl an alloc or a renewal may ask for (Go duration, > 0); more is a 400"),
     PLAYPEN_MAX_LIFETIME("playpen-max-lifetime", "0", "renewals never move an expiry past claimed-at + this (Go duration; 0 = no cap)"),
-    MAX_WAIT("max-wait", "120", "largest waitSeconds an alloc may ask for (seconds, 0-3600; 0 turns waiting off); more is a 400");
+    MAX_WAIT("max-wait", "120", "largest waitSeconds an alloc may ask for (seconds, 0-3600; 0 turns waiting off); more is a 400"),
+    AUDIT_LOG_PATH("audit-log-path", "-", "where the audit log's JSON lines go: - for standard output (the operator's own log goes to standard error), or a file to append to (--dev: <dev-dir>/audit.log)"),
+    DEV_REPLICAS("dev-replicas", "0", "--dev: start this many operator replicas as separate processes (on free ports, or the first --dev-operator-addrs) instead of the operator inside the dev process");
 
     private final String flagName;
     private final String defaultValue;

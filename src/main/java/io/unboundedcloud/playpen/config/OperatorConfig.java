@@ -38,7 +38,7 @@ public record OperatorConfig(
         int maxConnections, int maxUnauthenticatedConnections, Duration requestHeaderTimeout,
         Duration requestBodyTimeout, int devOperators, List<String> devOperatorAddrs,
         int maxAllocsPerUser, io.unboundedcloud.playpen.tls.CertificateRenewal servingCertRenewal,
-        LeaseLimits leases) {
+        LeaseLimits leases, String auditLogPath, int devReplicas) {
 
     /** An inclusive hostPort range. */
     public record PortRange(int start, int end) {
@@ -248,7 +248,8 @@ public record OperatorConfig(
                 v.intIn(Flag.MAX_ALLOCS_PER_USER, 0, 1_000_000),
                 servingCertRenewal(v),
                 new LeaseLimits(positive(v, Flag.PLAYPEN_MAX_TTL), v.duration(Flag.PLAYPEN_MAX_LIFETIME),
-                        v.intIn(Flag.MAX_WAIT, 0, 3600)));
+                        v.intIn(Flag.MAX_WAIT, 0, 3600)),
+                v.nonEmpty(Flag.AUDIT_LOG_PATH), v.intIn(Flag.DEV_REPLICAS, 0, 8));
     }
 
     /** Lifetime and renewal point of the self-signed serving certificate, and how replicas pick up a new one. */
