@@ -297,7 +297,13 @@ public final class OperatorApp implements AutoCloseable {
     public String routesPattern() {
         File dir = new File(config.routesDir());
         if (dir.isDirectory()) {
-            return "file:" + dir.getAbsolutePath() + "/*.camel.yaml";
+            // the real path: Camel's file pattern finds nothing under a directory reached through a symbolic link
+            // (a mounted volume, a checked-out link), and the operator would then run without a single route
+            try {
+                return "file:" + dir.toPath().toRealPath() + "/*.camel.yaml";
+            } catch (java.io.IOException e) {
+                return "file:" + dir.getAbsolutePath() + "/*.camel.yaml";
+            }
         }
         LOG.info("routes folder {} not found; using the routes packaged in the jar", dir.getAbsolutePath());
         return "classpath:routes/*.camel.yaml";
