@@ -18,7 +18,8 @@ import io.unboundedcloud.playpen.model.AllocViews;
  * kube-apiserver answers {@code kubectl get pods} with a server-side Table (NAME, READY, STATUS, RESTARTS, AGE, and
  * with {@code -o wide} IP, NODE, NOMINATED NODE, READINESS GATES); the simulated API server has no tables, so kubectl
  * would print only NAME and AGE. The stand-in builds the Table from the pods like kube-apiserver's pod printer does
- * for the states the simulated kubelet produces (no init containers, no ephemeral containers).
+ * for the states the simulated kubelet produces (no init containers, no ephemeral containers), rows in the order
+ * kube-apiserver lists them (namespace, then name).
  */
 final class PodTables {
     private static final ObjectMapper M = new ObjectMapper();
@@ -42,6 +43,9 @@ final class PodTables {
         } else {
             pods.add(podOrList);
         }
+        // kube-apiserver lists in key order (namespace, then name); the simulated API server in no fixed order
+        pods.sort(java.util.Comparator.comparing((JsonNode p) -> text(p.path("metadata"), "namespace"))
+                .thenComparing(p -> text(p.path("metadata"), "name")));
         Map<String, Object> table = new LinkedHashMap<>();
         table.put("kind", "Table");
         table.put("apiVersion", "meta.k8s.io/v1");

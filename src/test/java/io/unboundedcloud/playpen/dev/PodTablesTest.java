@@ -77,4 +77,14 @@ class PodTablesTest {
             assertThat(PodTables.wanted(no.get(0), no.get(1), no.get(2), no.get(3))).as(no.toString()).isFalse();
         }
     }
+
+    @Test
+    void rowsComeInTheApiServersOrder() throws Exception {
+        JsonNode list = pod("{\"kind\":\"PodList\",\"items\":["
+                + "{\"metadata\":{\"namespace\":\"b\",\"name\":\"a\"}},"
+                + "{\"metadata\":{\"namespace\":\"a\",\"name\":\"z\"}},"
+                + "{\"metadata\":{\"namespace\":\"a\",\"name\":\"m\"}}]}");
+        JsonNode table = PodTables.parse(PodTables.table(list, "", NOW).getBytes(StandardCharsets.UTF_8));
+        assertThat(table.get("rows").findValues("cells")).extracting(c -> c.get(0).asText()).containsExactly("m", "z", "a");
+    }
 }
