@@ -6,7 +6,7 @@ import java.util.Set;
 
 /**
  * Every command-line flag the operator accepts, with its default and one line of help; the reference operator's
- * flags come first ({@link #REFERENCE}). The README's configuration table and the deploy manifests are checked
+ * flags come first ({@link #REFERENCE}). docs/configuration.md (generated from this list) and the deploy manifests are checked
  * against this list.
  */
 public enum Flag {

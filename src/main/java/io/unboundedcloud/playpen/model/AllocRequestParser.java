@@ -77,14 +77,14 @@ public final class AllocRequestParser {
         } catch (GoJson.EndOfInput | GoJson.DecodeError e) {
             throw ApiException.badRequest(INVALID_JSON);
         } finally {
-            warnings.addAll(fieldWarnings(notes, "an alloc", ALLOC_HINT_FIELDS));
+            warnings.addAll(fieldWarnings(notes, "an alloc", ALLOC_BODY_FIELDS));
         }
         AllocCommand cmd = parseReferenceFields(req, headerKey);
         return cmd.withLease(ttl(lease.get("ttl")), waitSeconds(lease.get("waitSeconds")));
     }
 
-    /** The alloc fields as a user would list them, for the "unknown field" warning. */
-    private static final List<String> ALLOC_HINT_FIELDS =
+    /** The alloc body fields as a user would list them (the "unknown field" warning, the API reference). */
+    public static final List<String> ALLOC_BODY_FIELDS =
             List.of("idempotencyKey", "resourceType", "architecture", "wireGuardPublicKey", "kubernetesVersion", "ttl",
                     "waitSeconds");
 
