@@ -17,7 +17,7 @@ import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.RenewalCommand;
 import io.unboundedcloud.playpen.model.TtlPolicy;
 
-/** The renewal route's steps (issue 14): read and validate the request, renew, answer the new expiry. */
+/** The renewal route's steps: read and validate the request, renew, answer the new expiry. */
 public final class RenewalFlows {
     public static final String TTL_REQUIRED = "ttl is required: expiry has no default (--playpen-ttl is 0)";
     private static final byte[] NO_BODY = new byte[0];

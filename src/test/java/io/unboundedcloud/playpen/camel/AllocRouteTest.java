@@ -20,7 +20,7 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
-/** Alloc and dealloc through the real routes against the mock API server (SPEC A3-A6, B4). */
+/** Alloc and dealloc through the real routes against the mock API server. */
 class AllocRouteTest {
     static final ObjectMapper M = new ObjectMapper();
     static final String KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters:\n- name: default\n  cluster:\n"

@@ -19,7 +19,7 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
-/** Bad input gets the right Status and changes nothing in the cluster (SPEC A3, B1, B5). */
+/** Bad input gets the right Status and changes nothing in the cluster. */
 class BadInputRouteTest {
     static final ObjectMapper M = new ObjectMapper();
     static final String ALLOCS = "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs";

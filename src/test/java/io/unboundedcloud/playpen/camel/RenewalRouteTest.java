@@ -24,7 +24,7 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
-/** POST .../renewals over HTTPS (issue 14): 200 with the new expiry, 404, 410, 400, 403, discovery, the event. */
+/** POST .../renewals over HTTPS: 200 with the new expiry, 404, 410, 400, 403, discovery, the event. */
 class RenewalRouteTest {
     static final String RENEWALS = "/apis/playpen.unbounded-cloud.io/v1alpha1/renewals";
     static final String RUNNER = "playpen-runner-amd64-51820";

@@ -78,7 +78,7 @@ class DevClusterTest {
         cluster = DevCluster.start(DevCluster.Options.defaults().devDir(tmp.resolve("dev")).operatorPort(operatorPort)
                 .podReadyDelay(Duration.ofMillis(20)));
 
-        // what the operator does at startup (SPEC A9): a self-signed serving certificate, put into the APIService
+        // what the operator does at startup: a self-signed serving certificate, put into the APIService
         String svc = "playpen-operator";
         operatorCert = Pki.selfSigned(new Pki.Subject(svc, List.of(),
                 List.of(svc, svc + ".playpen", svc + ".playpen.svc", svc + ".playpen.svc.cluster.local", "localhost"),

@@ -34,7 +34,7 @@ import io.unboundedcloud.playpen.tls.Pki;
 
 /**
  * The packaged jar in --dev mode as a separate process, driven with the real kubectl through the dev
- * kubeconfig and directly over HTTPS as kube-apiserver would call it (issue 4).
+ * kubeconfig and directly over HTTPS as kube-apiserver would call it.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class DevModeIT {

@@ -20,7 +20,7 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
-/** SPEC A3 rule by rule, in order: when a body breaks several rules the first one in the list is reported. */
+/** The reference's validation rules one by one, in order: when a body breaks several rules the first one in the list is reported. */
 class AllocRequestParserTest {
     /** base64 of bytes 0..31. */
     static final String WG = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
@@ -276,7 +276,7 @@ class AllocRequestParserTest {
         assertThat(AllocRequestParser.isWireGuardKey(" " + WG)).isFalse();
     }
 
-    // --- dealloc (SPEC A6) ---
+    // --- dealloc ---
 
     @Test
     void deallocHeaderOnlyWithEmptyBody() {
