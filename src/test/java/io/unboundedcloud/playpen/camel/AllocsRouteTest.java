@@ -389,7 +389,7 @@ class AllocsRouteTest {
                 i -> alloc(i % 2 == 0 ? op : op2, "r-" + i, "alice", "playpen-users"));
         long ok = answers.stream().filter(r -> r.statusCode() == 200).count();
         assertThat(answers).allMatch(r -> r.statusCode() == 200 || r.statusCode() == 429);
-        // the README's bound: exact per replica, so at most replicas x quota while the watches lag
+        // the documented bound (docs/api.md): exact per replica, so at most replicas x quota while the watches lag
         assertThat(ok).isBetween(2L, 4L);
         long held = cluster.pods().stream().filter(p -> Hashes.sha256Hex("alice")
                 .equals(p.getMetadata().getAnnotations().get(PlaypenKeys.OWNER_HASH))).count();

@@ -369,7 +369,7 @@ public final class ChaosSuite implements AutoCloseable {
         return (System.nanoTime() - t0) / 1_000_000_000L;
     }
 
-    /** The Markdown table the README's Reliability section shows. */
+    /** The run as a Markdown table on stdout (docs/reliability.md is made from report.json). */
     public static String table(List<Result> results) {
         StringBuilder sb = new StringBuilder();
         sb.append("| scenario | load | faults | requests | outcomes (attempts by status) | violations | recovery | s |\n");
