@@ -11,7 +11,7 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
 /**
  * The OpenAPI documents of the group (ours; the reference serves none): {@code /openapi/v2} and {@code /openapi/v3}
  * with its group document, so kube-apiserver's aggregator merges them and {@code kubectl explain allocs} prints field
- * docs. Schemas only describe what the read API returns; alloc and dealloc bodies stay documented in the README.
+ * docs. Schemas only describe what the read API returns; alloc and dealloc bodies are documented in docs/api.md.
  */
 public final class OpenApi {
     public static final String ALLOC_SCHEMA = "io.unboundedcloud.playpen.v1alpha1.Alloc";
@@ -31,7 +31,7 @@ public final class OpenApi {
     }
 
     private static Map<String, Object> gvk(String kind) {
-        return Map.of("group", PlaypenKeys.GROUP, "version", PlaypenKeys.VERSION, "kind", kind);
+        return props("group", PlaypenKeys.GROUP, "version", PlaypenKeys.VERSION, "kind", kind);
     }
 
     private static Map<String, Object> str(String description) {
@@ -75,7 +75,7 @@ public final class OpenApi {
                 "kind", str("Kind: Alloc."),
                 "metadata", metadata(),
                 "spec", obj("What was asked for.", props(
-                        "resourceType", str("runner or control-plane."),
+                        "resourceType", str("runner or controlPlane."),
                         "architecture", str("CPU architecture of the pod: amd64 or arm64."),
                         "kubernetesVersion", str("Kubernetes version of a control plane (absent for runners)."))),
                 "status", obj("Where the allocation runs and until when.", props(
@@ -110,12 +110,13 @@ public final class OpenApi {
     private static Map<String, Object> paths(String prefix, boolean v3) {
         String base = "/apis/" + PlaypenKeys.GROUP_VERSION + "/allocs";
         Map<String, Object> paths = new LinkedHashMap<>();
-        paths.put(base, Map.of(
+        // ordered maps: the document (and its hash in the v3 index) must be the same bytes on every replica and run
+        paths.put(base, props(
                 "get", operation("listAllocs", "list your allocations (everyone's with list on allocs/all)",
                         prefix + ALLOC_LIST_SCHEMA, v3, "list"),
-                "post", operation("createAlloc", "allocate a pod (the reference's alloc; body and answer in the "
-                        + "README)", null, v3, "create")));
-        paths.put(base + "/{name}", Map.of(
+                "post", operation("createAlloc", "allocate a pod (body and answer: docs/api.md of playpen-operator)",
+                        null, v3, "create")));
+        paths.put(base + "/{name}", props(
                 "get", operation("readAlloc", "read one of your allocations", prefix + ALLOC_SCHEMA, v3, "get"),
                 "delete", operation("deleteAlloc", "deallocate: deletes the pod, like POST deallocs",
                         prefix + ALLOC_SCHEMA, v3, "delete")));
@@ -144,7 +145,7 @@ public final class OpenApi {
     private static Map<String, Object> v2() {
         Map<String, Object> doc = new LinkedHashMap<>();
         doc.put("swagger", "2.0");
-        doc.put("info", Map.of("title", "playpen-operator", "version", PlaypenKeys.VERSION));
+        doc.put("info", props("title", "playpen-operator", "version", PlaypenKeys.VERSION));
         doc.put("paths", paths("#/definitions/", false));
         Map<String, Object> defs = new LinkedHashMap<>();
         defs.put(ALLOC_SCHEMA, alloc());
@@ -156,7 +157,7 @@ public final class OpenApi {
     private static Map<String, Object> v3Group() {
         Map<String, Object> doc = new LinkedHashMap<>();
         doc.put("openapi", "3.0.0");
-        doc.put("info", Map.of("title", "playpen-operator", "version", PlaypenKeys.VERSION));
+        doc.put("info", props("title", "playpen-operator", "version", PlaypenKeys.VERSION));
         doc.put("paths", paths("#/components/schemas/", true));
         Map<String, Object> schemas = new LinkedHashMap<>();
         schemas.put(ALLOC_SCHEMA, alloc());

@@ -23,7 +23,7 @@ import org.slf4j.LoggerFactory;
 import io.unboundedcloud.playpen.api.ApiException;
 
 /**
- * Authenticates kube-apiserver's proxied requests (SPEC A7; failures are 403 "forbidden" like the reference): the
+ * Authenticates kube-apiserver's proxied requests (failures are 403 "forbidden" like the reference): the
  * presented leaf must chain to the live front-proxy CA bundle, carry clientAuth, be valid now and have an allowed
  * CN. Results are cached per
  * certificate and bundle generation for a few seconds, since kube-apiserver reuses one client certificate.

@@ -75,8 +75,12 @@ public final class ApiFlows {
         return RequestBodies.admit(contentType, body);
     }
 
-    public AllocCommand parseAlloc(@Body byte[] body, @Header("Idempotency-Key") String key) {
-        return parser.parseAlloc(body, key);
+    /**
+     * The validated alloc; field names that name no field exactly become {@code Warning} headers of the answer
+     * ({@link ReplyWriter#WARNINGS}), also when the request is refused.
+     */
+    public AllocCommand parseAlloc(@Body byte[] body, @Header("Idempotency-Key") String key, Exchange exchange) {
+        return parser.parseAlloc(body, key, ReplyWriter.warnings(exchange));
     }
 
     /** How claims name their owner: the installation's keyed hash, and the legacy claims to move to it. */
@@ -168,16 +172,16 @@ public final class ApiFlows {
      * looked at (not its charset, size or JSON); without it, an empty body means the key is missing.
      */
     public String parseDealloc(@Body byte[] body, @Header("Idempotency-Key") String key,
-            @ExchangeProperty(PlaypenHttpBinding.ORIGINAL_CONTENT_TYPE) String contentType) {
+            @ExchangeProperty(PlaypenHttpBinding.ORIGINAL_CONTENT_TYPE) String contentType, Exchange exchange) {
         if (key != null && !GoStrings.trimSpace(key).isEmpty()) {
             return parser.parseDealloc(NO_BODY, key);
         }
         byte[] admitted = RequestBodies.admit(contentType, body);
         if (jsonBlank(admitted)) {
             // Go's json.Decoder sees io.EOF, which the reference lets through to its "key required" answer
-            throw ApiException.badRequest(AllocRequestParser.KEY_REQUIRED);
+            throw ApiException.badRequest(AllocRequestParser.RELEASE_KEY_REQUIRED);
         }
-        return parser.parseDealloc(admitted, null);
+        return parser.parseDealloc(admitted, null, ReplyWriter.warnings(exchange));
     }
 
     /** Empty or JSON whitespace only (space, tab, CR, LF): what Go's json.Decoder reads as end of input. */
@@ -210,10 +214,20 @@ public final class ApiFlows {
         return events.deallocatedEvents(deleted);
     }
 
-    /** The dealloc answer: 204 whether or not the key had a claim, like the reference. */
-    public HttpReply deallocated(@Body List<Pod> deleted) {
+    /**
+     * The dealloc answer: 204 whether or not the key had a claim, like the reference (clients check for it). A key
+     * without a claim also gets a {@code Warning} header, which kubectl prints: nothing was released.
+     */
+    public HttpReply deallocated(@Body List<Pod> deleted, Exchange exchange) {
+        if (deleted.isEmpty()) {
+            ReplyWriter.warnings(exchange).add(NOTHING_RELEASED);
+        }
         return HttpReply.noContent(deleted.isEmpty() ? "unknown-key" : "deallocated");
     }
+
+    /** The warning of a dealloc whose key holds no allocation. */
+    public static final String NOTHING_RELEASED = "no allocation holds this idempotency key (released already, expired,"
+            + " or never made): nothing was deallocated";
 
     public HttpReply discovery(@ExchangeProperty(FrontDoor.FLOW) String flow) {
         return HttpReply.json("discovery_group".equals(flow) ? Discovery.API_GROUP : Discovery.API_RESOURCE_LIST);

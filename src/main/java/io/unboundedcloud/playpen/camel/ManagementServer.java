@@ -98,7 +98,20 @@ public final class ManagementServer implements AutoCloseable {
 
     public void start() {
         jolokia.start(false);
-        jolokiaContext().getFilters().add(new ManagementGuard(AGENT_CONTEXT, access));
+        HttpContext agent = jolokiaContext();
+        agent.getFilters().add(new ManagementGuard(AGENT_CONTEXT, access));
+        // Jolokia's context is "/jolokia/"; Hawtio's connect dialog and most docs say ".../jolokia", which the JDK
+        // server would answer 404 ("No context found"). That exact path is served as "/jolokia/", filters included.
+        http.createContext(AGENT_CONTEXT, exchange -> {
+            if (!exchange.getRequestURI().getRawPath().equals(AGENT_CONTEXT)) {
+                try (exchange) {
+                    exchange.sendResponseHeaders(404, -1);
+                }
+                return;
+            }
+            new com.sun.net.httpserver.Filter.Chain(agent.getFilters(), agent.getHandler())
+                    .doFilter(new SlashedExchange(exchange, agent));
+        });
         http.start();
         LOG.info("management listener on http://{}:{} (/jolokia for Hawtio, /metrics, /observe/health, /observe/metrics)",
                 http.getAddress().getHostString(), http.getAddress().getPort());
@@ -120,6 +133,105 @@ public final class ManagementServer implements AutoCloseable {
             return ctx;
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException("cannot guard Jolokia's HTTP context: " + e, e);
+        }
+    }
+
+    /** The exchange of a request for {@code /jolokia}, seen by Jolokia as one for {@code /jolokia/}. */
+    private static final class SlashedExchange extends HttpExchange {
+        private final HttpExchange in;
+        private final HttpContext context;
+        private final java.net.URI uri;
+
+        SlashedExchange(HttpExchange in, HttpContext context) {
+            this.in = in;
+            this.context = context;
+            java.net.URI u = in.getRequestURI();
+            this.uri = java.net.URI.create(u.getRawPath() + "/" + (u.getRawQuery() == null ? "" : "?" + u.getRawQuery()));
+        }
+
+        @Override
+        public com.sun.net.httpserver.Headers getRequestHeaders() {
+            return in.getRequestHeaders();
+        }
+
+        @Override
+        public com.sun.net.httpserver.Headers getResponseHeaders() {
+            return in.getResponseHeaders();
+        }
+
+        @Override
+        public java.net.URI getRequestURI() {
+            return uri;
+        }
+
+        @Override
+        public String getRequestMethod() {
+            return in.getRequestMethod();
+        }
+
+        @Override
+        public HttpContext getHttpContext() {
+            return context;
+        }
+
+        @Override
+        public void close() {
+            in.close();
+        }
+
+        @Override
+        public java.io.InputStream getRequestBody() {
+            return in.getRequestBody();
+        }
+
+        @Override
+        public OutputStream getResponseBody() {
+            return in.getResponseBody();
+        }
+
+        @Override
+        public void sendResponseHeaders(int code, long length) throws IOException {
+            in.sendResponseHeaders(code, length);
+        }
+
+        @Override
+        public InetSocketAddress getRemoteAddress() {
+            return in.getRemoteAddress();
+        }
+
+        @Override
+        public int getResponseCode() {
+            return in.getResponseCode();
+        }
+
+        @Override
+        public InetSocketAddress getLocalAddress() {
+            return in.getLocalAddress();
+        }
+
+        @Override
+        public String getProtocol() {
+            return in.getProtocol();
+        }
+
+        @Override
+        public Object getAttribute(String name) {
+            return in.getAttribute(name);
+        }
+
+        @Override
+        public void setAttribute(String name, Object value) {
+            in.setAttribute(name, value);
+        }
+
+        @Override
+        public void setStreams(java.io.InputStream i, OutputStream o) {
+            in.setStreams(i, o);
+        }
+
+        @Override
+        public com.sun.net.httpserver.HttpPrincipal getPrincipal() {
+            return in.getPrincipal();
         }
     }
 

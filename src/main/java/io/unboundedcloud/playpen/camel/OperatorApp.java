@@ -23,6 +23,7 @@ import io.unboundedcloud.playpen.kube.EventRecorder;
 import io.unboundedcloud.playpen.kube.LeaderElection;
 import io.unboundedcloud.playpen.kube.PoolReconciler;
 import io.unboundedcloud.playpen.kube.TtlExpirer;
+import io.unboundedcloud.playpen.kube.WatchContinuity;
 import io.unboundedcloud.playpen.model.PodTemplates;
 import io.unboundedcloud.playpen.model.TtlPolicy;
 import io.unboundedcloud.playpen.kube.KubeApiCall;
@@ -66,6 +67,7 @@ public final class OperatorApp implements AutoCloseable {
     private ServingCertificateReload servingReload;
     private io.unboundedcloud.playpen.kube.CapacityQueue waiting;
     private final WaitingWake waitingWake = new WaitingWake();
+    private final WatchContinuity watches = new WatchContinuity();
 
     /** Forwards pod events to the waiting queue once it exists (listeners must be added before the cache starts). */
     private static final class WaitingWake implements PodCache.Listener {
@@ -320,7 +322,13 @@ public final class OperatorApp implements AutoCloseable {
     public String routesPattern() {
         File dir = new File(config.routesDir());
         if (dir.isDirectory()) {
-            return "file:" + dir.getAbsolutePath() + "/*.camel.yaml";
+            // the real path: Camel's file pattern finds nothing under a directory reached through a symbolic link
+            // (a mounted volume, a checked-out link), and the operator would then run without a single route
+            try {
+                return "file:" + dir.toPath().toRealPath() + "/*.camel.yaml";
+            } catch (java.io.IOException e) {
+                return "file:" + dir.getAbsolutePath() + "/*.camel.yaml";
+            }
         }
         LOG.info("routes folder {} not found; using the routes packaged in the jar", dir.getAbsolutePath());
         return "classpath:routes/*.camel.yaml";
@@ -341,9 +349,13 @@ public final class OperatorApp implements AutoCloseable {
                 .allMatch(r -> r.getState() == org.apache.camel.health.HealthCheck.State.UP);
     }
 
-    /** Ready when the caches are synced and watching, and a valid trust bundle is loaded. */
+    /**
+     * Ready when the caches are synced and watching, and a valid trust bundle is loaded. A watch that is being
+     * reopened (the informers do that every 5 to 10 minutes) keeps the replica ready for {@link WatchContinuity#GRACE}.
+     */
     public boolean ready() {
-        return pods != null && pods.isWatching() && nodes.isWatching() && trust.get().valid();
+        return pods != null && pods.hasSynced() && nodes.hasSynced() && trust.get().valid()
+                && watches.connected(pods.isWatching() && nodes.isWatching());
     }
 
     public CamelContext camelContext() {

@@ -103,7 +103,7 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
         }
         Gauge.builder("playpen_leader", leader, l -> l.isLeader() ? 1 : 0).description("1 while this replica holds the Lease")
                 .register(registry);
-        // 1 while the Lease API answers 403 and this replica runs the background work alone (SPEC-compatible
+        // 1 while the Lease API answers 403 and this replica runs the background work alone (reference-compatible
         // with the Go operator's RBAC, which grants no Lease access)
         Gauge.builder("playpen_leader_election_fallback", leader, l -> l.inFallback() ? 1 : 0)
                 .description("1 while leader election is off because the Lease API is forbidden (single-replica mode)")
@@ -125,7 +125,7 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
 
     /**
      * playpen_waiting_requests{resource_type,variant}: allocs waiting for capacity now, per runner architecture and
-     * configured control-plane version (issue 14).
+     * configured control-plane version.
      */
     public void bindAllocator(io.unboundedcloud.playpen.kube.Allocator allocator) {
         FunctionCounter.builder("playpen_claims_rolled_back", allocator, io.unboundedcloud.playpen.kube.Allocator::rollbacks)
@@ -190,7 +190,7 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
 
     private final Map<String, Counter> renewalCounters = new ConcurrentHashMap<>();
 
-    /** playpen_renewals_total{result}: renewed, unchanged, not-found, gone (issue 14). */
+    /** playpen_renewals_total{result}: renewed, unchanged, not-found, gone. */
     @Override
     public void renewal(String result, io.unboundedcloud.playpen.kube.Renewer.Renewal renewal) {
         renewalCounters.computeIfAbsent(result, r -> Counter.builder("playpen_renewals")

@@ -6,7 +6,7 @@ import java.util.Set;
 
 /**
  * Every command-line flag the operator accepts, with its default and one line of help; the reference operator's
- * flags come first ({@link #REFERENCE}). The README's configuration table and the deploy manifests are checked
+ * flags come first ({@link #REFERENCE}). docs/configuration.md (generated from this list) and the deploy manifests are checked
  * against this list.
  */
 public enum Flag {
@@ -99,7 +99,9 @@ public enum Flag {
     MANAGEMENT_ALLOWED_ORIGINS("management-allowed-origins", "", "origins (scheme://host[:port]) whose web pages may call the management listener, e.g. a Hawtio console (comma list); empty = none"),
     MANAGEMENT_ALLOWED_HOSTS("management-allowed-hosts", "", "host names the management listener answers to besides IP addresses, localhost, *.svc and *.cluster.local (comma list)"),
     RUNNER_REDFISH_PASSWORD_FILE("runner-redfish-password-file", "", "file holding the Redfish password, e.g. a mounted Secret (one trailing newline ignored); keeps it off the command line"),
-    OWNER_HASH_SECRET_NAME("owner-hash-secret-name", "playpen-operator-owner-hash", "Secret in --namespace holding the key of the owner hashes written on claimed pods; created with a random key when absent");
+    OWNER_HASH_SECRET_NAME("owner-hash-secret-name", "playpen-operator-owner-hash", "Secret in --namespace holding the key of the owner hashes written on claimed pods; created with a random key when absent"),
+    AUDIT_LOG_PATH("audit-log-path", "-", "where the audit log's JSON lines go: - for standard output (the operator's own log goes to standard error), or a file to append to (--dev: <dev-dir>/audit.log)"),
+    DEV_REPLICAS("dev-replicas", "0", "--dev: start this many operator replicas as separate processes (on free ports, or the first --dev-operator-addrs) instead of the operator inside the dev process");
 
     private final String flagName;
     private final String defaultValue;

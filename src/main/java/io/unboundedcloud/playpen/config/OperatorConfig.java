@@ -39,7 +39,8 @@ public record OperatorConfig(
         Duration requestBodyTimeout, int devOperators, List<String> devOperatorAddrs,
         int maxAllocsPerUser, io.unboundedcloud.playpen.tls.CertificateRenewal servingCertRenewal,
         LeaseLimits leases, WaitingLimits waitingLimits, String healthHost, int healthPort,
-        List<String> managementAllowedOrigins, List<String> managementAllowedHosts, String ownerHashSecretName) {
+        List<String> managementAllowedOrigins, List<String> managementAllowedHosts, String ownerHashSecretName,
+        String auditLogPath, int devReplicas) {
 
     /** The environment variable that may hold the Redfish password (e.g. from a Secret via secretKeyRef). */
     public static final String REDFISH_PASSWORD_ENV = "PLAYPEN_RUNNER_REDFISH_PASSWORD";
@@ -273,7 +274,7 @@ public record OperatorConfig(
                         v.intIn(Flag.MAX_WAIT, 0, 3600)),
                 waitingLimits(v), health[0], Integer.parseInt(health[1]),
                 v.origins(Flag.MANAGEMENT_ALLOWED_ORIGINS), v.hostNames(Flag.MANAGEMENT_ALLOWED_HOSTS),
-                v.name(Flag.OWNER_HASH_SECRET_NAME));
+                v.name(Flag.OWNER_HASH_SECRET_NAME), v.nonEmpty(Flag.AUDIT_LOG_PATH), v.intIn(Flag.DEV_REPLICAS, 0, 8));
     }
 
     /** Per-user and total caps on waiting requests; the total must leave connections for everything else. */

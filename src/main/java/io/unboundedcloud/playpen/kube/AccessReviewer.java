@@ -21,9 +21,9 @@ import io.unboundedcloud.playpen.auth.Identity;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 
 /**
- * Authorizes alloc and dealloc with a SubjectAccessReview for create on allocs (SPEC A7), and the allocs reads and
+ * Authorizes alloc and dealloc with a SubjectAccessReview for create on allocs, and the allocs reads and
  * delete (ours) with their own verb, plus the same verb on {@code allocs/all} for everyone's allocations. Decisions
- * are cached per user, verb and subresource briefly (SPEC B3): allowed for {@code allowedTtl}, denied for
+ * are cached per user, verb and subresource briefly: allowed for {@code allowedTtl}, denied for
  * {@code deniedTtl}; a zero TTL disables caching.
  */
 public final class AccessReviewer {

@@ -28,7 +28,7 @@ import io.unboundedcloud.playpen.model.Candidates;
 import io.unboundedcloud.playpen.model.ResourceType;
 
 /**
- * Alloc requests waiting for capacity (issue 14, {@code waitSeconds}): one FIFO queue per kind (architecture or
+ * Alloc requests waiting for capacity ({@code waitSeconds}): one FIFO queue per kind (architecture or
  * Kubernetes version), answered as soon as a pod is claimed for them, or with today's 503 when their wait ends. A
  * waiter is a future, not a thread: the pod cache's watch events (a pod turning idle, the pool's new pods) wake
  * one dispatcher thread that claims for the queue heads in order. A retried key joins its waiting twin; a waiter

@@ -30,7 +30,7 @@ import io.unboundedcloud.playpen.model.PoolPlanner;
 import io.unboundedcloud.playpen.model.ResourceType;
 
 /**
- * Keeps the pools full (SPEC A8, B6): plans from the watch cache with {@link PoolPlanner} and creates the
+ * Keeps the pools full: plans from the watch cache with {@link PoolPlanner} and creates the
  * missing pods. Runs on the interval (pool-reconcile route) and, debounced, right after a claim or deletion.
  * Pods created but not yet seen by the watch are "expected" so a quick second pass never creates twice.
  */

@@ -172,12 +172,16 @@ public final class AllocViews {
                     + ": must be None, Metadata or Object");
         }
         if ("true".equals(params.get("watch")) || "1".equals(params.get("watch"))) {
-            throw new UnsupportedOperationException("watch is not supported on allocs");
+            throw new UnsupportedOperationException(WATCH_UNSUPPORTED);
         }
         String tableVersion = tableVersion(accept);
         return new Query(name, limit, after, terms, labels, tableVersion != null, tableVersion,
                 include.isEmpty() ? "Metadata" : include);
     }
+
+    /** Allocations cannot be watched; what to do instead. */
+    public static final String WATCH_UNSUPPORTED = "watch is not supported on allocs: list them again instead"
+            + " (kubectl get allocs), for example every 2 seconds with: watch kubectl get allocs";
 
     /** "v1" or "v1beta1" when the Accept header asks for a meta.k8s.io Table (v1 preferred), else null. */
     static String tableVersion(String accept) {

@@ -13,7 +13,7 @@ import io.fabric8.kubernetes.api.model.ContainerStatus;
 import io.fabric8.kubernetes.api.model.Pod;
 
 /**
- * Chooses which idle pods may serve an alloc and in which order to try them: usability per SPEC A4, then the
+ * Chooses which idle pods may serve an alloc and in which order to try them: usability as the reference judges it, then the
  * consistent-hash ring order (clockwise from the key's hash, {@link Hashes#ringPosition}) that every replica
  * computes identically. The pod cache keeps the ring sorted, so the hot path starts its walk in O(log N)
  * ({@link #classify} judges each pod it reaches); {@link #select} sorts a whole collection the same way.
@@ -263,6 +263,10 @@ public final class Candidates {
             return "runner pod " + name + " is terminating";
         }
         String phase = pod.getStatus() == null || pod.getStatus().getPhase() == null ? "" : pod.getStatus().getPhase();
+        if (phase.isEmpty()) {
+            // the reference prints "is " and nothing after it here
+            return "runner pod " + name + " has no phase yet (not started)";
+        }
         if (!"Running".equals(phase)) {
             return "runner pod " + name + " is " + phase;
         }

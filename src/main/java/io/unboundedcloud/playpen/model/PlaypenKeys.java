@@ -1,6 +1,6 @@
 package io.unboundedcloud.playpen.model;
 
-/** Annotation and label keys shared with the reference operator and the runner (SPEC A1). */
+/** Annotation and label keys shared with the reference operator and the runner. */
 public final class PlaypenKeys {
     public static final String GROUP = "playpen.unbounded-cloud.io";
     public static final String VERSION = "v1alpha1";

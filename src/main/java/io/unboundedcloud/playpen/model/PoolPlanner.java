@@ -16,7 +16,7 @@ import java.util.Optional;
 import java.util.Set;
 
 /**
- * Plans one pool pass (SPEC A8): per runner architecture and per control-plane version, create desired − idle
+ * Plans one pool pass: per runner architecture and per control-plane version, create desired − idle
  * pods on the lowest free hostPorts. Pods created earlier but not yet seen ("expectations") count as idle
  * and keep their ports, so a quick second pass does not create twice.
  */

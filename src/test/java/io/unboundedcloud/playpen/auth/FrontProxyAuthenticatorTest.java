@@ -21,7 +21,7 @@ import java.util.Set;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
-/** The front-proxy certificate checks of SPEC A7/B2 with certificates issued by {@link Pki}. */
+/** The front-proxy certificate checks with certificates issued by {@link Pki}. */
 class FrontProxyAuthenticatorTest {
     static final Instant NOW = Instant.parse("2026-03-01T12:00:00Z");
     static final Clock CLOCK = Clock.fixed(NOW, ZoneOffset.UTC);

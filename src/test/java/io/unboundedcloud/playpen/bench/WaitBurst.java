@@ -26,7 +26,7 @@ import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
 /**
- * Bench scenario of issue 14, "burst of 4x the pool with waitSeconds" ({@code -Dbench.phases=burst}): a pool of
+ * Bench scenario "burst of 4x the pool with waitSeconds" ({@code -Dbench.phases=burst}): a pool of
  * {@code bench.burstPool} (25) ready runners gets 4x as many allocs at once, each with waitSeconds; every served
  * client holds its pod {@code bench.burstHoldMs} (200 ms) and then its allocation ends (the claim is stripped, the
  * pod is idle again), which wakes the waiters. Reports the time to serve all and p50/p99 of the clients' waits.

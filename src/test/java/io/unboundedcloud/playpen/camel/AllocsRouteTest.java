@@ -338,7 +338,8 @@ class AllocsRouteTest {
         assertStatus(send("DELETE", ALLOCS + "/" + ids.get(0) + "?dryRun=All", null, "alice", "playpen-users"), 400,
                 "BadRequest", "dry-run deletes are not supported on allocs: nothing was deleted");
         HttpResponse<String> watch = send("GET", ALLOCS + "?watch=true", null, "alice", "playpen-users");
-        assertStatus(watch, 405, "MethodNotAllowed", "watch is not supported on allocs");
+        assertStatus(watch, 405, "MethodNotAllowed", "watch is not supported on allocs: list them again instead"
+                + " (kubectl get allocs), for example every 2 seconds with: watch kubectl get allocs");
         HttpResponse<String> put = send("PUT", ALLOCS + "/" + ids.get(0), null, "alice", "playpen-users");
         assertStatus(put, 405, "MethodNotAllowed", "method not allowed");
         assertThat(put.headers().firstValue("Allow")).hasValue("DELETE, GET");
@@ -395,7 +396,7 @@ class AllocsRouteTest {
                 i -> alloc(i % 2 == 0 ? op : op2, "r-" + i, "alice", "playpen-users"));
         long ok = answers.stream().filter(r -> r.statusCode() == 200).count();
         assertThat(answers).allMatch(r -> r.statusCode() == 200 || r.statusCode() == 429);
-        // the README's bound: exact per replica, so at most replicas x quota while the watches lag
+        // the documented bound (docs/api.md): exact per replica, so at most replicas x quota while the watches lag
         assertThat(ok).isBetween(2L, 4L);
         long held = cluster.pods().stream().filter(p -> owner("alice")
                 .equals(p.getMetadata().getAnnotations().get(PlaypenKeys.OWNER_HASH))).count();

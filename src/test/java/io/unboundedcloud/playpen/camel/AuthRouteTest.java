@@ -21,7 +21,7 @@ import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 import io.unboundedcloud.playpen.tls.Pki;
 
-/** Front-proxy authentication and SubjectAccessReview authorization matrix (SPEC A7, B3; refusals are 403). */
+/** Front-proxy authentication and SubjectAccessReview authorization matrix (refusals are 403). */
 class AuthRouteTest {
     static final ObjectMapper M = new ObjectMapper();
     static final String DISCOVERY = "/apis/playpen.unbounded-cloud.io/v1alpha1";

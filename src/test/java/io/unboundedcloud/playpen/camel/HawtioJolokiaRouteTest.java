@@ -119,7 +119,7 @@ class HawtioJolokiaRouteTest {
             assertThat(xml).as("route %s in the diagram source", id).contains("id=\"" + id + "\"");
         }
         assertThat(xml).contains("<bean").contains("<choice");
-        // the diagrams show the steps a person would name, side effects included (issue 16.2)
+        // the diagrams show the steps a person would name, side effects included
         for (String node : List.of("alloc-authorize", "alloc-read-body", "alloc-parse", "alloc-replay-or-claim",
                 "alloc-claimed-or-replayed", "alloc-event", "alloc-audit", "alloc-answer", "dealloc-delete-claimed",
                 "dealloc-event", "dealloc-audit", "ttl-expired", "ttl-event", "ttl-audit", "pool-created", "kube-event",

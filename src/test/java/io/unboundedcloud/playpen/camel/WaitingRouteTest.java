@@ -32,7 +32,7 @@ import io.unboundedcloud.playpen.model.ResourceType;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
-/** Waiting for capacity (issue 14, waitSeconds): FIFO per kind, joining, leaving, timeouts, no thread per waiter. */
+/** Waiting for capacity (waitSeconds): FIFO per kind, joining, leaving, timeouts, no thread per waiter. */
 class WaitingRouteTest {
     static final String ALLOCS = "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs";
     TestCluster cluster;

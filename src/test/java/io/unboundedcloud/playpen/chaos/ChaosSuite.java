@@ -21,7 +21,7 @@ import io.unboundedcloud.playpen.chaos.ChaosProxy.Fault;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 
 /**
- * The chaos suite of issue 10 ({@code mvn -B -Pchaos verify}): one simulated cluster, N operator replicas of the
+ * The chaos suite ({@code mvn -B -Pchaos verify}): one simulated cluster, N operator replicas of the
  * packaged jar (separate processes, their API traffic through a {@link ChaosProxy}), and the scenarios "hostile
  * clients", "slow and idle clients" ({@link ClientAttacks}), "replicas and duplicates", "crash mid-load" and "API
  * faults". Every loop is bounded in count and time. Writes
@@ -369,7 +369,7 @@ public final class ChaosSuite implements AutoCloseable {
         return (System.nanoTime() - t0) / 1_000_000_000L;
     }
 
-    /** The Markdown table the README's Reliability section shows. */
+    /** The run as a Markdown table on stdout (docs/reliability.md is made from report.json). */
     public static String table(List<Result> results) {
         StringBuilder sb = new StringBuilder();
         sb.append("| scenario | load | faults | requests | outcomes (attempts by status) | violations | recovery | s |\n");

@@ -22,7 +22,7 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
 
 /**
  * The cluster's own record of what happened to the playpen pods, from a watch straight on the simulated API (never
- * through the fault proxy, never from the operator's word), checked event by event against the invariants of issue 10:
+ * through the fault proxy, never from the operator's word), checked event by event against the suite's invariants:
  * no pod carries two keys, no key is on two pods, the pool never holds more ready idle pods of a kind than its target,
  * no two live pods share a node's hostPort. {@link #podsThatCarried} answers "did this claim land?" afterwards.
  */
