@@ -92,7 +92,14 @@ public enum Flag {
     SERVING_CERT_PUBLISH_GRACE("serving-cert-publish-grace", "5s", "a new serving certificate is served only this long after the caBundle was seen trusting it"),
     PLAYPEN_MAX_TTL("playpen-max-ttl", "24h", "longest ttl an alloc or a renewal may ask for (Go duration, > 0); more is a 400"),
     PLAYPEN_MAX_LIFETIME("playpen-max-lifetime", "0", "renewals never move an expiry past claimed-at + this (Go duration; 0 = no cap)"),
-    MAX_WAIT("max-wait", "120", "largest waitSeconds an alloc may ask for (seconds, 0-3600; 0 turns waiting off); more is a 400");
+    MAX_WAIT("max-wait", "120", "largest waitSeconds an alloc may ask for (seconds, 0-3600; 0 turns waiting off); more is a 400"),
+    POOL_READY_TIMEOUT("pool-ready-timeout", "10m", "an idle pool pod not Ready this long after its creation (or since it last became unready) is replaced (0 disables)"),
+    POOL_NODE_NOT_READY_GRACE("pool-node-not-ready-grace", "2m", "an idle pool pod whose node has been NotReady this long is replaced (pods on deleted nodes at once)"),
+    POOL_MAX_SURGE("pool-max-surge", "25%", "pods a rollout may create beyond a pool's desired count: a number or a percentage rounded up; 0 turns rolling replacement off"),
+    POOL_BACKOFF_BASE("pool-backoff-base", "10s", "pause before a pool creates again after a replacement failed (never became Ready); doubled per further failure"),
+    POOL_BACKOFF_MAX("pool-backoff-max", "5m", "longest pause of a pool whose replacements keep failing"),
+    POOL_MAX_IDLE("pool-max-idle", "0", "demand-aware buffer: keep idle >= recent allocation rate x time-to-ready, between the count flags and this many per pool (0 = off: the count flags are fixed)"),
+    DEV_IMAGE_FAULTS("dev-image-faults", "", "--dev: image=mode pairs (comma list; repeating the flag appends); the simulated kubelet makes pods of that image never-ready, crash or evict");
 
     private final String flagName;
     private final String defaultValue;
@@ -120,7 +127,7 @@ public enum Flag {
     public static final Set<Flag> REFERENCE = Collections.unmodifiableSet(EnumSet.range(LISTEN_ADDR, RUNNER_REDFISH_DEVICE_ID));
 
     /** List flags: comma-separated values, and a repeated flag appends (pflag's StringSlice). */
-    public static final Set<Flag> LISTS = Collections.unmodifiableSet(EnumSet.of(CONTROL_PLANE_VERSIONS, RUNNER_GUEST_DNS));
+    public static final Set<Flag> LISTS = Collections.unmodifiableSet(EnumSet.of(CONTROL_PLANE_VERSIONS, RUNNER_GUEST_DNS, DEV_IMAGE_FAULTS));
 
     /** Boolean flags: a bare {@code --name} means true and never takes the next argument as its value. */
     public boolean isBoolean() {

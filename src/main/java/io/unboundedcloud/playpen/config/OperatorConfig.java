@@ -38,7 +38,7 @@ public record OperatorConfig(
         int maxConnections, int maxUnauthenticatedConnections, Duration requestHeaderTimeout,
         Duration requestBodyTimeout, int devOperators, List<String> devOperatorAddrs,
         int maxAllocsPerUser, io.unboundedcloud.playpen.tls.CertificateRenewal servingCertRenewal,
-        LeaseLimits leases) {
+        LeaseLimits leases, PoolPolicy pools, List<String> devImageFaults) {
 
     /** An inclusive hostPort range. */
     public record PortRange(int start, int end) {
@@ -248,7 +248,8 @@ public record OperatorConfig(
                 v.intIn(Flag.MAX_ALLOCS_PER_USER, 0, 1_000_000),
                 servingCertRenewal(v),
                 new LeaseLimits(positive(v, Flag.PLAYPEN_MAX_TTL), v.duration(Flag.PLAYPEN_MAX_LIFETIME),
-                        v.intIn(Flag.MAX_WAIT, 0, 3600)));
+                        v.intIn(Flag.MAX_WAIT, 0, 3600)),
+                pools(v), v.imageFaults(Flag.DEV_IMAGE_FAULTS));
     }
 
     /** Lifetime and renewal point of the self-signed serving certificate, and how replicas pick up a new one. */
@@ -268,6 +269,29 @@ public record OperatorConfig(
         }
         return new io.unboundedcloud.playpen.tls.CertificateRenewal(validity, fraction,
                 positive(v, Flag.SERVING_CERT_CHECK_INTERVAL), v.duration(Flag.SERVING_CERT_PUBLISH_GRACE));
+    }
+
+    /** The --pool-* flags: health checks, rollout surge, back-off and the demand-aware buffer's bound. */
+    private static PoolPolicy pools(Values v) {
+        String surge = v.str(Flag.POOL_MAX_SURGE).trim();
+        if (!PoolPolicy.validSurge(surge)) {
+            throw v.bad(Flag.POOL_MAX_SURGE, "must be a number of pods (e.g. 1) or a percentage of the desired count "
+                    + "up to 1000% (e.g. 25%)");
+        }
+        Duration base = positive(v, Flag.POOL_BACKOFF_BASE);
+        Duration max = positive(v, Flag.POOL_BACKOFF_MAX);
+        if (max.compareTo(base) < 0) {
+            throw v.bad(Flag.POOL_BACKOFF_MAX, "must not be shorter than --pool-backoff-base");
+        }
+        int maxIdle = v.count(Flag.POOL_MAX_IDLE);
+        int counts = Math.max(Math.max(v.count(Flag.RUNNER_AMD64_COUNT), v.count(Flag.RUNNER_ARM64_COUNT)),
+                v.count(Flag.CONTROL_PLANE_COUNT));
+        if (maxIdle > 0 && maxIdle < counts) {
+            throw v.bad(Flag.POOL_MAX_IDLE, "must be 0 (off) or at least the largest count flag (" + counts
+                    + "): the count flags are the buffer's minimum");
+        }
+        return new PoolPolicy(v.duration(Flag.POOL_READY_TIMEOUT), v.duration(Flag.POOL_NODE_NOT_READY_GRACE), surge,
+                base, max, maxIdle);
     }
 
     private static Duration positive(Values v, Flag f) {
@@ -476,6 +500,20 @@ public record OperatorConfig(
                 for (int p = from; p <= to; p++) {
                     out.add(m.group(1) + ":" + p);
                 }
+            }
+            return Collections.unmodifiableList(out);
+        }
+
+        /** --dev-image-faults: image=mode pairs, mode one of never-ready, crash, evict. */
+        List<String> imageFaults(Flag f) {
+            List<String> out = new ArrayList<>();
+            for (String item : list(f)) {
+                int eq = item.lastIndexOf('=');
+                String mode = eq < 0 ? "" : item.substring(eq + 1);
+                if (eq <= 0 || !List.of("never-ready", "crash", "evict").contains(mode)) {
+                    throw bad(f, "\"" + item + "\" is not image=mode with mode never-ready, crash or evict");
+                }
+                out.add(item);
             }
             return Collections.unmodifiableList(out);
         }
