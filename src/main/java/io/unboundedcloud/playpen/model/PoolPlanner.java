@@ -29,7 +29,9 @@ import java.util.function.Function;
  * <li>A stale pod (another template) is deleted once enough ready pods remain without it: a ready stale pod when
  *     ready idle pods &gt; D, a stale pod still starting when ready idle pods &gt;= D.</li>
  * <li>Beyond D + (S while stale pods remain), current pods are surplus: the youngest not-ready one first, a ready
- *     one only while ready idle pods &gt; D. Stale pods always go before current ones.</li>
+ *     one only while ready idle pods &gt; D. Stale pods always go before current ones. Only pods the pool made (they
+ *     carry the template-hash label) are ever surplus: a pod made by the Go operator, by hand or by a version
+ *     without the label is used, healed and rolled, never removed to lower the count.</li>
  * <li>Creates: min(D − current pods, D + (S while stale pods remain) − all healthy idle pods), never negative; a
  *     pool whose replacements keep failing ({@link PoolBackoff}) creates nothing while paused and then one pod at a
  *     time.</li>
@@ -194,6 +196,9 @@ public final class PoolPlanner {
         List<Member> staleOrder = new ArrayList<>(m.stale);
         staleOrder.sort(Comparator.comparing((Member x) -> x.ready).thenComparing(OLDEST_FIRST));
         for (Member s : staleOrder) {
+            if (surge == 0 && TemplateHashes.recorded(s.pod).isEmpty()) {
+                continue; // with rolling off, a stale pod goes only as surplus, and only one the pool made
+            }
             if (s.ready ? ready - 1 >= want : ready >= want) {
                 // with rolling off (S = 0) this only happens when the pool holds more than it wants
                 out.add(new PoolPlan.Deletion(m.target, s.pod, surge > 0 ? PoolPlan.Why.STALE : PoolPlan.Why.SURPLUS,
@@ -216,8 +221,8 @@ public final class PoolPlanner {
             if (total <= cap) {
                 break;
             }
-            if (c.ready && ready - 1 < want) {
-                continue;
+            if (c.ready && ready - 1 < want || TemplateHashes.recorded(c.pod).isEmpty()) {
+                continue; // a pod the pool did not make (no template hash) is used, never removed as surplus
             }
             out.add(new PoolPlan.Deletion(m.target, c.pod, PoolPlan.Why.SURPLUS, null));
             total--;
