@@ -167,8 +167,11 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
                     statuses, t, s -> s.backoff().failures());
             poolGauge("playpen_pool_time_to_ready_seconds", "slowest of the pool's last five pods from create to ready",
                     statuses, t, s -> s.timeToReady() == null ? Double.NaN : s.timeToReady().toMillis() / 1000.0);
+            deletedCounter(t, "Stale");
+            deletedCounter(t, "Surplus");
             for (io.unboundedcloud.playpen.model.PoolHealth.Problem p
                     : io.unboundedcloud.playpen.model.PoolHealth.Problem.values()) {
+                deletedCounter(t, p.reason());
                 Gauge.builder("playpen_pool_unhealthy_pods", () -> {
                     io.unboundedcloud.playpen.model.PoolStatus s = statuses.current().get(t);
                     return s == null ? 0 : s.unhealthyByReason().getOrDefault(p.reason(), 0);
@@ -196,10 +199,14 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
     /** playpen_pool_deleted_pods_total{resource_type,variant,reason}: idle pods the pools deleted, and why. */
     @Override
     public void deleted(PoolPlan.Deletion d) {
-        deletedCounters.computeIfAbsent(d.target().key() + '|' + d.reason(), k -> Counter.builder("playpen_pool_deleted_pods")
+        deletedCounter(d.target(), d.reason()).increment();
+    }
+
+    private Counter deletedCounter(PoolTarget t, String reason) {
+        return deletedCounters.computeIfAbsent(t.key() + '|' + reason, k -> Counter.builder("playpen_pool_deleted_pods")
                 .description("idle pods the pools deleted: unhealthy (by problem), stale once replaced, surplus")
-                .tag("resource_type", d.target().type().wire()).tag("variant", d.target().variant())
-                .tag("reason", d.reason()).register(registry)).increment();
+                .tag("resource_type", t.type().wire()).tag("variant", t.variant()).tag("reason", reason)
+                .register(registry));
     }
 
     private static String variant(Pod p, ResourceType type) {
