@@ -61,9 +61,12 @@ public final class PoolSignals implements PodCache.Listener {
     private final PoolPolicy policy;
     private final Map<PoolTarget, PoolBackoff> backoffs = new ConcurrentHashMap<>();
     private final Map<PoolTarget, DemandBuffer> demand = new ConcurrentHashMap<>();
-    /** uids seen ready, or counted as failed: each pod is counted once either way. */
-    private final Set<String> seenReady = ConcurrentHashMap.newKeySet();
-    private final Set<String> failed = ConcurrentHashMap.newKeySet();
+    /**
+     * uids seen ready, or counted as failed: each pod is counted once either way. Kept for a while after the pod is
+     * gone (bounded): the pool's own delete and the watch's DELETED event come in either order.
+     */
+    private final Set<String> seenReady = recent();
+    private final Set<String> failed = recent();
     /** uids first seen not ready: their time-to-ready is measured (pods already ready when first seen are not). */
     private final Set<String> starting = ConcurrentHashMap.newKeySet();
     /** uid -> claimed as last seen, so a claim is counted when it happens, not when a list shows it. */
@@ -129,13 +132,12 @@ public final class PoolSignals implements PodCache.Listener {
         if (change == PodCache.Change.DELETED) {
             createdHere.remove(ManagedPods.name(pod));
             Boolean wasClaimed = claimed.remove(uid);
-            boolean wasReady = seenReady.remove(uid);
+            boolean wasReady = seenReady.contains(uid);
             starting.remove(uid);
             if (!wasReady && !ManagedPods.isClaimed(pod) && (wasClaimed == null || !wasClaimed)) {
                 PoolHealth.problem(pod, nodes.hasSynced() ? nodes::node : null, clock.instant(), planner.limits())
                         .ifPresent(p -> deletedUnhealthy(target.get(), pod, p));
             }
-            failed.remove(uid);
             return;
         }
         boolean isClaimed = ManagedPods.isClaimed(pod);
@@ -162,6 +164,19 @@ public final class PoolSignals implements PodCache.Listener {
             }
         }
     }
+
+    /** A thread-safe set that forgets its oldest entries beyond {@value #RECENT} (pod uids are never reused). */
+    private static Set<String> recent() {
+        return java.util.Collections.synchronizedSet(java.util.Collections.newSetFromMap(
+                new java.util.LinkedHashMap<String, Boolean>() {
+                    @Override
+                    protected boolean removeEldestEntry(Map.Entry<String, Boolean> eldest) {
+                        return size() > RECENT;
+                    }
+                }));
+    }
+
+    private static final int RECENT = 50_000;
 
     private static Instant created(Pod pod) {
         try {
