@@ -54,6 +54,7 @@ public final class LoadRun {
     private final List<String> keys = Collections.synchronizedList(new ArrayList<>());
     private final java.util.Set<String> deallocated = ConcurrentHashMap.newKeySet();
     private final String prefix;
+    private volatile Duration pause = Duration.ZERO;
 
     public LoadRun(Path devDir, URI shim, long seed, String prefix) throws Exception {
         this.http = OperatorHarness.client(userCredentials(devDir));
@@ -85,6 +86,12 @@ public final class LoadRun {
                 + "\",\"wireGuardPublicKey\":\"" + Base64.getEncoder().encodeToString(wg) + "\"}";
     }
 
+    /** Each client waits this long between its logical requests (paced load; default none). */
+    public LoadRun pace(Duration between) {
+        this.pause = between;
+        return this;
+    }
+
     /** Runs the mix to completion (or its deadline); blocks. */
     public void run(Mix mix) throws InterruptedException {
         AtomicInteger next = new AtomicInteger();
@@ -97,7 +104,12 @@ public final class LoadRun {
                     int i;
                     while ((i = next.getAndIncrement()) < mix.requests() && System.nanoTime() < deadline) {
                         one(r, i, mix, deadline);
+                        if (!pause.isZero()) {
+                            Thread.sleep(pause.toMillis());
+                        }
                     }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
                 } finally {
                     done.countDown();
                 }
