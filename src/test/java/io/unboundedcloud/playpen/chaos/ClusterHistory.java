@@ -47,6 +47,7 @@ public final class ClusterHistory implements AutoCloseable {
     /** uid -> every key hash the pod ever carried (in order). */
     private final Map<String, List<String>> keysByUid = new HashMap<>();
     private final Map<String, String> nameByUid = new HashMap<>();
+    private final Map<String, String> templateByUid = new HashMap<>();
     /** uid -> nanoTime of deletion. */
     private final Map<String, Long> deletedAt = new HashMap<>();
     /** uid -> nanoTime of creation as seen here. */
@@ -170,6 +171,7 @@ public final class ClusterHistory implements AutoCloseable {
         String uid = pod.getMetadata().getUid();
         String name = pod.getMetadata().getName();
         nameByUid.put(uid, name);
+        templateByUid.putIfAbsent(uid, templateHash(pod));
         String hash = keyHash(pod);
         List<String> keys = keysByUid.computeIfAbsent(uid, u -> new ArrayList<>());
         if (hash != null && !keys.contains(hash)) {
@@ -321,6 +323,17 @@ public final class ClusterHistory implements AutoCloseable {
             }
         }
         return false;
+    }
+
+    /** Pods of the template with {@code hash} first seen between {@code fromNanos} and {@code toNanos}. */
+    public synchronized int podsAddedWithTemplate(String hash, long fromNanos, long toNanos) {
+        int n = 0;
+        for (Map.Entry<String, Long> e : addedAt.entrySet()) {
+            if (e.getValue() > fromNanos && e.getValue() <= toNanos && hash.equals(templateByUid.get(e.getKey()))) {
+                n++;
+            }
+        }
+        return n;
     }
 
     /** Pods created (first seen) after {@code nanoTime}. */

@@ -55,6 +55,7 @@ public final class LoadRun {
     private final java.util.Set<String> deallocated = ConcurrentHashMap.newKeySet();
     private final String prefix;
     private volatile Duration pause = Duration.ZERO;
+    private volatile boolean stopped;
 
     public LoadRun(Path devDir, URI shim, long seed, String prefix) throws Exception {
         this.http = OperatorHarness.client(userCredentials(devDir));
@@ -92,6 +93,11 @@ public final class LoadRun {
         return this;
     }
 
+    /** Ends a running mix after the requests in flight (a scenario that decides its own length). */
+    public void stop() {
+        stopped = true;
+    }
+
     /** Runs the mix to completion (or its deadline); blocks. */
     public void run(Mix mix) throws InterruptedException {
         AtomicInteger next = new AtomicInteger();
@@ -102,7 +108,7 @@ public final class LoadRun {
             Thread t = new Thread(() -> {
                 try {
                     int i;
-                    while ((i = next.getAndIncrement()) < mix.requests() && System.nanoTime() < deadline) {
+                    while (!stopped && (i = next.getAndIncrement()) < mix.requests() && System.nanoTime() < deadline) {
                         one(r, i, mix, deadline);
                         if (!pause.isZero()) {
                             Thread.sleep(pause.toMillis());

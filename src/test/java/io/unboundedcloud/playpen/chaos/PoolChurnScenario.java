@@ -25,7 +25,7 @@ import io.unboundedcloud.playpen.model.PoolTarget;
  * through the aggregator stand-in for the whole run while every 10 s 30% of the idle pods are evicted (their status
  * patched to Failed/Evicted, as a node under memory pressure does), and the runner image is rolled twice by a rolling
  * restart of the replicas (followers first, the leader last): first to an image the simulated kubelet never makes
- * ready, then to a good one. Checked from the cluster's own history: no claim of a pod of an older template while a
+ * ready, then to a good one; each of the three phases lasts a third of the length, the restarts come on top. Checked from the cluster's own history: no claim of a pod of an older template while a
  * current pod had been ready and idle for a second, no claim of a pod that had visibly been unhealthy for a second,
  * the pool full again (current ready idle pods at the target) within {@link #RECOVERY_BOUND} after each eviction wave
  * while its template works and within {@link #ROLL_BOUND} after the good roll, and creates per minute while the
@@ -120,47 +120,55 @@ final class PoolChurnScenario {
         ChaosSuite.Result run() throws Exception {
             long t0 = System.nanoTime();
             // setup: the pool flags, the first (good) template; the history judges by templates from now on
-            roll(GOOD_OLD);
             history.targets(TARGETS, SURGE);
+            roll(GOOD_OLD);
             long full = awaitFull(Duration.ofSeconds(60));
             recovery.put("setupFullMs", full < 0 ? "not within 60 s" : full);
 
             LoadRun load = suite.load("churn").pace(Duration.ofMillis(400));
             Thread loader = new Thread(() -> {
                 try {
-                    load.run(new LoadRun.Mix(Integer.MAX_VALUE, 2, 0.10, 0.0, 0.40, 4, length));
+                    // stopped below; the deadline only bounds a run that hangs
+                    load.run(new LoadRun.Mix(Integer.MAX_VALUE, 2, 0.10, 0.0, 0.40, 4, length.plusMinutes(10)));
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                 }
             }, "chaos-churn-load");
             Thread evictor = new Thread(this::evictLoop, "chaos-churn-evict");
-            long start = System.nanoTime();
+            Duration phase = length.dividedBy(3);
             loader.start();
             evictor.start();
 
-            sleepUntil(start, length.dividedBy(3));
-            long brokenAt = System.nanoTime();
+            // phase 1: the first template works
+            Thread.sleep(phase.toMillis());
+            // phase 2: a rolling restart to an image that never gets ready; the phase runs once the last replica
+            // (the leader) has restarted with it
             templateWorks = false;
+            long rollStart = System.nanoTime();
             roll(NEVER_READY);
-            long rolledBroken = System.nanoTime();
-
-            sleepUntil(start, length.multipliedBy(2).dividedBy(3));
-            long fixedAt = System.nanoTime();
-            int createdWhileBroken = history.podsAddedAfter(brokenAt) - history.podsAddedAfter(fixedAt);
-            double minutes = (fixedAt - brokenAt) / 60e9;
-            double perMinute = createdWhileBroken / minutes;
-            recovery.put("createsWhileNeverReady", createdWhileBroken);
-            recovery.put("createsPerMinuteNeverReady", Math.round(perMinute * 10) / 10.0);
+            long brokenAt = System.nanoTime();
+            recovery.put("brokenRollMs", (brokenAt - rollStart) / 1_000_000);
+            Thread.sleep(phase.toMillis());
+            // phase 3: a rolling restart to a good image
+            long fixStart = System.nanoTime();
+            String brokenHash = hash(NEVER_READY, "amd64");
+            String brokenHashArm = hash(NEVER_READY, "arm64");
+            roll(GOOD_NEW);
+            long rolled = System.nanoTime();
+            int created = history.podsAddedWithTemplate(brokenHash, rollStart, rolled)
+                    + history.podsAddedWithTemplate(brokenHashArm, rollStart, rolled);
+            double minutes = (rolled - rollStart) / 60e9;
+            double perMinute = created / minutes;
+            recovery.put("neverReadyCreates", created);
+            recovery.put("neverReadyMinutes", Math.round(minutes * 10) / 10.0);
+            recovery.put("neverReadyCreatesPerMinute", Math.round(perMinute * 10) / 10.0);
             recovery.put("createsBoundPerMinute", MAX_CREATES_PER_MINUTE);
-            recovery.put("brokenRollMs", (rolledBroken - brokenAt) / 1_000_000);
             if (perMinute > MAX_CREATES_PER_MINUTE) {
-                violations.add("with a never-ready image the pools created " + createdWhileBroken + " pods in "
+                violations.add("with a never-ready image the pools created " + created + " pods of it in "
                         + Math.round(minutes * 60) + " s (" + Math.round(perMinute) + " per minute), bound "
                         + MAX_CREATES_PER_MINUTE);
             }
-            roll(GOOD_NEW);
-            long rolled = System.nanoTime();
-            recovery.put("goodRollMs", (rolled - fixedAt) / 1_000_000);
+            recovery.put("goodRollMs", (rolled - fixStart) / 1_000_000);
             long fullAgain = awaitFull(ROLL_BOUND.plusSeconds(30));
             recovery.put("fullAfterGoodRollMs", fullAgain < 0 ? "not within " + ROLL_BOUND.plusSeconds(30).toSeconds()
                     + " s" : fullAgain);
@@ -170,8 +178,10 @@ final class PoolChurnScenario {
                         + ROLL_BOUND.toMillis() + " ms");
             }
             templateWorks = true;
+            Thread.sleep(phase.toMillis());
 
-            loader.join(length.plusMinutes(2).toMillis());
+            load.stop();
+            loader.join(Duration.ofMinutes(2).toMillis());
             running.set(false);
             evictor.interrupt();
             evictor.join(30_000);
@@ -192,10 +202,10 @@ final class PoolChurnScenario {
             violations.addAll(load.violations(history));
             violations.addAll(suite.newHistoryViolations());
             notes.forEach(n -> System.out.println("chaos: churn: " + n));
-            return new ChaosSuite.Result("pool under churn", "3 replicas, 2 clients paced 400 ms for "
-                    + length.toSeconds() + " s (40% deallocs, 10% retried), pools 3+3, surge 1, ready timeout "
-                    + READY_TIMEOUT.toSeconds() + " s", "every 10 s 30% of idle pods evicted; image rolled to a "
-                    + "never-ready one at 1/3, to a good one at 2/3 (rolling restart)", load.attempts().size(),
+            return new ChaosSuite.Result("pool under churn", "3 replicas, 2 clients paced 400 ms (40% deallocs, 10% "
+                    + "retried), pools 3+3, surge 1, ready timeout " + READY_TIMEOUT.toSeconds() + " s; three phases of "
+                    + phase.toSeconds() + " s", "every 10 s 30% of idle pods evicted; rolling restarts to a never-ready "
+                    + "image after phase 1, to a good one after phase 2", load.attempts().size(),
                     load.outcomes(), violations, recovery, ChaosSuite.seconds(t0));
         }
 
