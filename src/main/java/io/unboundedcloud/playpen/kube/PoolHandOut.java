@@ -1,10 +1,12 @@
 package io.unboundedcloud.playpen.kube;
 
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.Function;
 
+import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.unboundedcloud.playpen.model.Candidates;
 import io.unboundedcloud.playpen.model.ManagedPods;
@@ -23,14 +25,20 @@ import io.unboundedcloud.playpen.model.TemplateHashes;
  */
 public final class PoolHandOut implements Candidates.HandOutPolicy {
     private final PoolPlanner planner;
-    private final NodeCache nodes;
-    private final PodCache pods;
+    private final Function<String, Optional<Node>> nodes;
+    private final Function<String, Collection<Pod>> idleOfKind;
     private final Map<String, PoolTarget> targets = new HashMap<>();
 
     public PoolHandOut(PoolPlanner planner, NodeCache nodes, PodCache pods) {
+        this(planner, nodes::node, pods::idleOfKind);
+    }
+
+    /** {@code nodes} finds a node by name; {@code idleOfKind} gives the idle pods of a kind key (freshest versions). */
+    public PoolHandOut(PoolPlanner planner, Function<String, Optional<Node>> nodes,
+            Function<String, Collection<Pod>> idleOfKind) {
         this.planner = planner;
         this.nodes = nodes;
-        this.pods = pods;
+        this.idleOfKind = idleOfKind;
         for (PoolTarget t : planner.desired().keySet()) {
             targets.put(kindKey(t), t);
         }
@@ -57,7 +65,7 @@ public final class PoolHandOut implements Candidates.HandOutPolicy {
             return null;
         }
         String name = ManagedPods.name(pod);
-        for (Pod other : pods.idleOfKind(kindKey)) {
+        for (Pod other : idleOfKind.apply(kindKey)) {
             if (!name.equals(ManagedPods.name(other)) && !ManagedPods.isClaimed(other)
                     && TemplateHashes.isCurrent(other, tpl.hash(), tpl.sample())
                     && Candidates.usableByItself(target.type(), other, externalIp)
@@ -69,6 +77,6 @@ public final class PoolHandOut implements Candidates.HandOutPolicy {
     }
 
     private boolean nodeReady(String node) {
-        return node == null || nodes.node(node).map(PoolHealth::nodeReady).orElse(true);
+        return node == null || nodes.apply(node).map(PoolHealth::nodeReady).orElse(true);
     }
 }
