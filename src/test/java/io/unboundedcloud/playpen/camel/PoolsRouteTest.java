@@ -287,4 +287,77 @@ class PoolsRouteTest {
         assertThat(a.statusCode()).as(a.body()).isEqualTo(200);
         assertThat(M.readTree(a.body()).at("/pod/name").asText()).isEqualTo("playpen-runner-amd64-51822");
     }
+
+    @Test
+    void aLowerCountDeletesTheYoungestSurplusPodAndItsPortIsReusedLater() throws Exception {
+        start("--runner-amd64-count=3", "--runner-arm64-count=0", "--reconcile-interval=10m");
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 3, Duration.ofSeconds(10), "3 pool pods");
+        op.close();
+        op = new OperatorHarness(cluster, "--runner-amd64-count=2", "--runner-arm64-count=0", "--reconcile-interval=10m");
+        http = op.frontProxy();
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 2, Duration.ofSeconds(10), "scaled down to 2");
+        // same creation second: the higher port counts as the younger pod
+        assertThat(names()).containsExactly("playpen-runner-amd64-51820", "playpen-runner-amd64-51821");
+        OperatorHarness.awaitTrue(() -> event("Surplus", "playpen-runner-amd64-51822"), Duration.ofSeconds(5),
+                "Surplus event");
+        op.close();
+        op = new OperatorHarness(cluster, "--runner-amd64-count=3", "--runner-arm64-count=0", "--reconcile-interval=10m");
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 3, Duration.ofSeconds(10), "back to 3");
+        assertThat(names()).as("the freed hostPort is the lowest free one again").contains("playpen-runner-amd64-51822");
+    }
+
+    @Test
+    void aPodClaimedAfterThePlanIsNotDeleted() throws Exception {
+        // no refills: only the timer's first pass and the passes this test runs
+        start("--runner-amd64-count=1", "--runner-arm64-count=0", "--reconcile-interval=10m", "--refill-debounce=1h");
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 1, Duration.ofSeconds(10), "the pool pod");
+        makeReady("playpen-runner-amd64-51820");
+        cluster.client.pods().inNamespace("playpen").withName("playpen-runner-amd64-51820").edit(p -> new PodBuilder(p)
+                .editStatus().withPhase("Failed").withReason("Evicted").endStatus().build());
+        var pool = op.app.poolReconciler();
+        // a pass planned with the pod idle and evicted; a claim lands before its delete step
+        OperatorHarness.awaitTrue(() -> {
+            var pass = pool.assess();
+            boolean planned = pass != null && pool.plan(pass).plan().toDelete().size() == 1;
+            if (!planned) {
+                pool.finish(pass);
+                return false;
+            }
+            cluster.client.pods().inNamespace("playpen").withName("playpen-runner-amd64-51820").edit(p -> new PodBuilder(p)
+                    .editMetadata().addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, "ab".repeat(32))
+                    .addToAnnotations(PlaypenKeys.CLAIMED_AT, java.time.Instant.now().truncatedTo(
+                            java.time.temporal.ChronoUnit.SECONDS).toString()).endMetadata()
+                    .build());
+            try {
+                op.awaitCache(c -> c.stream().anyMatch(ManagedPods::isClaimed));
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+            var result = pool.finish(pool.create(pool.delete(pass)));
+            assertThat(result.deleted()).isZero();
+            return true;
+        }, Duration.ofSeconds(10), "a pass that planned the delete");
+        assertThat(names()).contains("playpen-runner-amd64-51820");
+    }
+
+    @Test
+    void aPoolWhosePodsNeverGetReadyBacksOffWithAnEventAndACondition() throws Exception {
+        // the mock API has no kubelet: pool pods never get ready
+        start("--runner-amd64-count=1", "--runner-arm64-count=0", "--pool-ready-timeout=2s", "--pool-backoff-base=4s",
+                "--reconcile-interval=1s");
+        OperatorHarness.awaitTrue(() -> event("NotReadyInTime", null), Duration.ofSeconds(15), "the first pod replaced");
+        OperatorHarness.awaitTrue(() -> event("BackOff", null), Duration.ofSeconds(5), "Warning BackOff");
+        assertThat(theEvent("BackOff").getMessage()).startsWith("pool runner-amd64: 1 replacement(s) in a row never "
+                + "became ready (last: pod playpen-runner-amd64-");
+        assertThat(theEvent("BackOff").getType()).isEqualTo("Warning");
+        JsonNode pool = M.readTree(get(POOLS + "/runner-amd64", "application/json").body());
+        assertThat(pool.at("/status/conditions/2/type").asText()).isEqualTo("Degraded");
+        assertThat(pool.at("/status/conditions/2/reason").asText()).isEqualTo("BackOff");
+        assertThat(pool.at("/status/backoff/failures").asInt()).isGreaterThanOrEqualTo(1);
+        // paused: with a pass every second, still no new pod while the pause lasts
+        int creates = cluster.requestCount(k -> k.equals("POST /api/v1/namespaces/playpen/pods"));
+        Thread.sleep(2000);
+        assertThat(cluster.requestCount(k -> k.equals("POST /api/v1/namespaces/playpen/pods")))
+                .isLessThanOrEqualTo(creates + 1);
+    }
 }
