@@ -67,7 +67,7 @@ public final class PoolsApi {
         if (!statuses.synced()) {
             throw ApiException.unavailable("the operator's pod cache is not synced yet", retryAfterSeconds);
         }
-        List<PoolStatus> pools = PoolViews.select(statuses.current().values(), query);
+        List<PoolStatus> pools = PoolViews.select(statuses.fresh().values(), query);
         if (query.name() != null && pools.isEmpty()) {
             throw ApiException.notFound("pools." + PlaypenKeys.GROUP + " \"" + query.name() + "\" not found");
         }
