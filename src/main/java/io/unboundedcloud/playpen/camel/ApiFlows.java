@@ -40,6 +40,9 @@ public final class ApiFlows {
     public static final String COMMAND = "playpenCommand";
 
     private ObservedEvents events;
+    /** Told about allocs turned away for lack of an idle pod (the demand-aware buffer counts them as demand). */
+    private volatile java.util.function.Consumer<AllocCommand> unserved = cmd -> {
+    };
 
     private final AccessReviewer reviewer;
     private final AllocRequestParser parser;
@@ -75,6 +78,10 @@ public final class ApiFlows {
         return parser.parseAlloc(body, key);
     }
 
+    void onUnserved(java.util.function.Consumer<AllocCommand> hook) {
+        this.unserved = hook;
+    }
+
     /** Events go through the routes; this is where pods deallocated outside {@link #deleteClaimed} go. */
     void events(ObservedEvents events) {
         this.events = events;
@@ -104,7 +111,14 @@ public final class ApiFlows {
     private CompletableFuture<Allocator.Allocation> claim(AllocCommand cmd, String ownerHash, ChannelHandlerContext ctx) {
         try {
             if (cmd.waitSeconds() <= 0) {
-                return CompletableFuture.completedFuture(allocator.allocate(cmd, ownerHash));
+                try {
+                    return CompletableFuture.completedFuture(allocator.allocate(cmd, ownerHash));
+                } catch (ApiException e) {
+                    if (e.code() == 503 && e.getMessage() != null && e.getMessage().startsWith("no idle")) {
+                        unserved.accept(cmd);
+                    }
+                    throw e;
+                }
             }
             CapacityQueue.Ticket ticket = waiting.await(cmd, ownerHash);
             CompletableFuture<Allocator.Allocation> result = ticket.result();

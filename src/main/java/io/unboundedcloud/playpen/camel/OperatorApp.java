@@ -176,6 +176,10 @@ public final class OperatorApp implements AutoCloseable {
         ApiFlows flows = new ApiFlows(reviewer, new AllocRequestParser(config.controlPlaneVersions(), config.leases()),
                 allocator, responses, this::ready, config.retryAfterSeconds(), waiting);
         flows.events(observed);
+        // allocs turned away for lack of a pod are demand too (the demand-aware buffer)
+        flows.onUnserved(cmd -> signals.unserved(cmd.resourceType() == io.unboundedcloud.playpen.model.ResourceType.RUNNER
+                ? io.unboundedcloud.playpen.model.PoolTarget.runner(cmd.architecture())
+                : io.unboundedcloud.playpen.model.PoolTarget.controlPlane(cmd.kubernetesVersion())));
         io.unboundedcloud.playpen.kube.Renewer renewer =
                 new io.unboundedcloud.playpen.kube.Renewer(client, pods, leases, clock, calls);
         // the TTL timer follows a renewal made here at once (other replicas' renewals reach it through the watch)

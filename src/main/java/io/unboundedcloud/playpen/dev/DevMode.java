@@ -91,6 +91,11 @@ public final class DevMode implements AutoCloseable {
         return dev;
     }
 
+    /** The operator running in this process (null with --dev-operators=0). */
+    public OperatorApp operator() {
+        return operator;
+    }
+
     private static boolean usable(OperatorApp operator, DevCluster cluster) {
         return operator.ready() && cluster.registered() && !cluster.readyReplicas().isEmpty();
     }

@@ -101,6 +101,14 @@ public final class PoolSignals implements PodCache.Listener {
         return out;
     }
 
+    /**
+     * An alloc for this pool was turned away here for lack of an idle pod: demand the claims do not show (they are
+     * capped by the pods there are). Only the answering replica sees it.
+     */
+    public void unserved(PoolTarget target) {
+        demand(target).claimed(clock.instant());
+    }
+
     /** This process created {@code name} now (its time-to-ready is measured from here). */
     public void created(String name) {
         if (createdHere.size() < MAX_TRACKED) {

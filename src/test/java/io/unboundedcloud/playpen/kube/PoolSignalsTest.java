@@ -131,4 +131,12 @@ class PoolSignalsTest {
         signals.onPodEvent(PodCache.Change.UPDATED, claimed);
         assertThat(signals.demand(AMD64).rate(T0)).isEqualTo(0.5); // one claim in the 2 s window
     }
+
+    @Test
+    void allocsTurnedAwayForLackOfAPodCountAsDemand() {
+        signals.unserved(AMD64);
+        signals.unserved(AMD64);
+        assertThat(signals.demand(AMD64).rate(T0)).isEqualTo(1.0);
+        assertThat(signals.demand(PoolTarget.runner("arm64")).rate(T0)).isZero();
+    }
 }
