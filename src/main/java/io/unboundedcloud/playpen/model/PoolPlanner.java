@@ -196,8 +196,9 @@ public final class PoolPlanner {
         List<Member> staleOrder = new ArrayList<>(m.stale);
         staleOrder.sort(Comparator.comparing((Member x) -> x.ready).thenComparing(OLDEST_FIRST));
         for (Member s : staleOrder) {
-            if (surge == 0 && TemplateHashes.recorded(s.pod).isEmpty()) {
-                continue; // with rolling off, a stale pod goes only as surplus, and only one the pool made
+            if ((surge == 0 || want == 0) && TemplateHashes.recorded(s.pod).isEmpty()) {
+                // a pod the pool did not make goes only when a current pod takes its place: never as surplus
+                continue;
             }
             if (s.ready ? ready - 1 >= want : ready >= want) {
                 // with rolling off (S = 0) this only happens when the pool holds more than it wants

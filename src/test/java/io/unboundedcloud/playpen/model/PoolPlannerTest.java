@@ -212,6 +212,10 @@ class PoolPlannerTest {
         PoolPlan plan = planner("--runner-amd64-count=1", "--runner-arm64-count=0").plan(pods, Set.of());
         assertThat(plan.toDelete()).isEmpty();
         assertThat(plan.toCreate()).isEmpty();
+        // nor when another image makes them stale in a pool that wants none: nothing would take their place
+        PoolPlan none = planner("--runner-amd64-count=0", "--runner-arm64-count=0", "--pool-max-surge=1",
+                "--runner-image=example.com/other:1").plan(pods, Set.of());
+        assertThat(none.toDelete()).isEmpty();
     }
 
     @Test
