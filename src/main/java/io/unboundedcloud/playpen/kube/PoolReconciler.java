@@ -39,7 +39,7 @@ import io.unboundedcloud.playpen.model.PoolTarget;
 import io.unboundedcloud.playpen.model.ResourceType;
 
 /**
- * Keeps the pools healthy, current and full (SPEC A8, B6): one pass assesses the pools from the watch cache, plans
+ * Keeps the pools healthy, current and full: one pass assesses the pools from the watch cache, plans
  * with {@link PoolPlanner} (unhealthy, stale and surplus idle pods to delete, pods to create), deletes, creates and
  * reports. The pool-reconcile route runs a pass step by step ({@link #assess}, {@link #plan}, {@link #delete},
  * {@link #create}, {@link #finish}) on the interval and, debounced, right after a pod changes in a way the pools

@@ -293,7 +293,7 @@ public final class PoolPlanner {
                 return;
             }
             if (ManagedPods.containerHostPort(pod).isEmpty()) {
-                return; // not a pool member: no hostPort on the named port (SPEC A8's idle)
+                return; // not a pool member: no hostPort on the named container port
             }
             idle++;
             if (problem.isPresent()) {
