@@ -44,6 +44,9 @@ public final class ApiFlows {
     private ObservedEvents events;
     private OwnerHashes owners;
     private LegacyOwnerClaims legacyClaims;
+    /** Told about allocs turned away for lack of an idle pod (the demand-aware buffer counts them as demand). */
+    private volatile java.util.function.Consumer<AllocCommand> unserved = cmd -> {
+    };
 
     private final AccessReviewer reviewer;
     private final AllocRequestParser parser;
@@ -99,6 +102,10 @@ public final class ApiFlows {
         }
     }
 
+    void onUnserved(java.util.function.Consumer<AllocCommand> hook) {
+        this.unserved = hook;
+    }
+
     /** Events go through the routes; this is where pods deallocated outside {@link #deleteClaimed} go. */
     void events(ObservedEvents events) {
         this.events = events;
@@ -135,7 +142,14 @@ public final class ApiFlows {
     private CompletableFuture<Allocator.Allocation> claim(AllocCommand cmd, String ownerHash, ChannelHandlerContext ctx) {
         try {
             if (cmd.waitSeconds() <= 0) {
-                return CompletableFuture.completedFuture(allocator.allocate(cmd, ownerHash));
+                try {
+                    return CompletableFuture.completedFuture(allocator.allocate(cmd, ownerHash));
+                } catch (ApiException e) {
+                    if (e.code() == 503 && e.getMessage() != null && e.getMessage().startsWith("no idle")) {
+                        unserved.accept(cmd);
+                    }
+                    throw e;
+                }
             }
             CapacityQueue.Ticket ticket = waiting.await(cmd, ownerHash);
             CompletableFuture<Allocator.Allocation> result = ticket.result();

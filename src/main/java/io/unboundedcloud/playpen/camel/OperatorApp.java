@@ -21,7 +21,11 @@ import io.unboundedcloud.playpen.kube.ClaimWriter;
 import io.unboundedcloud.playpen.kube.DaemonThreads;
 import io.unboundedcloud.playpen.kube.EventRecorder;
 import io.unboundedcloud.playpen.kube.LeaderElection;
+import io.unboundedcloud.playpen.kube.PoolHandOut;
 import io.unboundedcloud.playpen.kube.PoolReconciler;
+import io.unboundedcloud.playpen.kube.PoolSignals;
+import io.unboundedcloud.playpen.kube.PoolStatuses;
+import io.unboundedcloud.playpen.model.PoolPlanner;
 import io.unboundedcloud.playpen.kube.TtlExpirer;
 import io.unboundedcloud.playpen.kube.WatchContinuity;
 import io.unboundedcloud.playpen.model.PodTemplates;
@@ -58,6 +62,7 @@ public final class OperatorApp implements AutoCloseable {
     private LeaderElection leader;
     private LeaderRoutePolicy leaderRoutes;
     private PoolReconciler pool;
+    private PoolStatuses poolStatuses;
     private TtlExpirer ttl;
     private final OperatorMetrics metrics = new OperatorMetrics();
     private ManagementServer management;
@@ -100,8 +105,9 @@ public final class OperatorApp implements AutoCloseable {
                 config.serviceName(), clock, calls, config.servingCertRenewal());
         ServingCertificate.Material material = serving.ensure();
 
-        Candidates candidates = new Candidates(config.runnerLabelSelector());
-        pods = new PodCache(client, config.runnerNamespace(), candidates::kindKey);
+        // the cache's index needs only the kinds; the hand-out rules below need the cache
+        Candidates kinds = new Candidates(config.runnerLabelSelector());
+        pods = new PodCache(client, config.runnerNamespace(), kinds::kindKey);
         nodes = new NodeCache(client);
         trust = new TrustBundleSource(client, calls);
 
@@ -112,8 +118,14 @@ public final class OperatorApp implements AutoCloseable {
         TtlPolicy leases = new TtlPolicy(config.playpenTtl(), config.leases().maxLifetime());
         ClaimWriter writer = new ClaimWriter(client, clock, calls, leases);
         PodTemplates templates = new PodTemplates(config, env);
-        pool = new PoolReconciler(client, config, pods, templates, leader::isLeader, calls);
+        PoolPlanner planner = new PoolPlanner(config, templates);
+        // every replica learns back-off, time-to-ready and demand from the watch; the leader acts on them
+        PoolSignals signals = new PoolSignals(planner, nodes, clock, config.pools());
+        pool = new PoolReconciler(client, config, pods, nodes, planner, signals, leader::isLeader, calls, clock);
+        poolStatuses = new PoolStatuses(pods, pool, clock);
+        Candidates candidates = new Candidates(config.runnerLabelSelector(), new PoolHandOut(planner, nodes, pods));
         ttl = new TtlExpirer(pods, writer, leases, clock, leader::isLeader);
+        pods.addListener(signals);
         pods.addListener(pool);
         pods.addListener(ttl);
         // the queue of allocs waiting for capacity is built with the allocator below; pod events wake it
@@ -136,6 +148,14 @@ public final class OperatorApp implements AutoCloseable {
         FlowBridge bridge = new FlowBridge(observed);
         pool.addObserver(bridge);
         ttl.addObserver(bridge);
+        // every replica sees a pool back off; the leader, which acts on it, tells
+        signals.addObserver(change -> {
+            if (leader.isLeader()) {
+                bridge.backoffChanged(change);
+            }
+        });
+        // refills run the pool-pass route once Camel runs, so its steps are the same for every pass
+        pool.runPassesWith(() -> bridge.poolPass(pool));
         pool.addObserver(metrics);
         ttl.addObserver(metrics);
         trust.onInvalid(observed::trustBundleInvalid);
@@ -166,6 +186,10 @@ public final class OperatorApp implements AutoCloseable {
                 allocator, responses, this::ready, config.retryAfterSeconds(), waiting);
         flows.events(observed);
         flows.owners(owners, new io.unboundedcloud.playpen.kube.LegacyOwnerClaims(client, pods, calls));
+        // allocs turned away for lack of a pod are demand too (the demand-aware buffer)
+        flows.onUnserved(cmd -> signals.unserved(cmd.resourceType() == io.unboundedcloud.playpen.model.ResourceType.RUNNER
+                ? io.unboundedcloud.playpen.model.PoolTarget.runner(cmd.architecture())
+                : io.unboundedcloud.playpen.model.PoolTarget.controlPlane(cmd.kubernetesVersion())));
         io.unboundedcloud.playpen.kube.Renewer renewer =
                 new io.unboundedcloud.playpen.kube.Renewer(client, pods, leases, clock, calls);
         // the TTL timer follows a renewal made here at once (other replicas' renewals reach it through the watch)
@@ -178,6 +202,7 @@ public final class OperatorApp implements AutoCloseable {
         metrics.bind(config, pods, templates, reviewer, calls, leader, events);
         metrics.bindWaiting(config, templates, waiting);
         metrics.bindAllocator(allocator);
+        metrics.bindPools(planner, poolStatuses);
 
         main = new Main();
         main.configure().withName("playpen-operator");
@@ -217,6 +242,8 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("allocsApi", new AllocsApi(reviewer, pods, nodes, clock, config.playpenTtl(),
                 config.retryAfterSeconds(), responses, owners,
                 new io.unboundedcloud.playpen.kube.ClaimReads(pods, writer)));
+        main.bind("poolsApi", new PoolsApi(reviewer, poolStatuses, clock, config.retryAfterSeconds(),
+                config.pools().maxSurge()));
         main.bind("renewalFlows", new RenewalFlows(new AllocRequestParser(config.controlPlaneVersions(), config.leases()),
                 renewer, config.playpenTtl()));
         main.bind("replyWriter", new ReplyWriter(config.retryAfterSeconds(), metrics));
@@ -313,6 +340,11 @@ public final class OperatorApp implements AutoCloseable {
 
     public PoolReconciler poolReconciler() {
         return pool;
+    }
+
+    /** Every pool as this replica sees it (the pools resource reads the same). */
+    public PoolStatuses poolStatuses() {
+        return poolStatuses;
     }
 
     public EventRecorder events() {

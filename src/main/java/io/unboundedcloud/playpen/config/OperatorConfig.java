@@ -40,7 +40,7 @@ public record OperatorConfig(
         int maxAllocsPerUser, io.unboundedcloud.playpen.tls.CertificateRenewal servingCertRenewal,
         LeaseLimits leases, WaitingLimits waitingLimits, String healthHost, int healthPort,
         List<String> managementAllowedOrigins, List<String> managementAllowedHosts, String ownerHashSecretName,
-        String auditLogPath, int devReplicas) {
+        String auditLogPath, int devReplicas, PoolPolicy pools, List<String> devImageFaults) {
 
     /** The environment variable that may hold the Redfish password (e.g. from a Secret via secretKeyRef). */
     public static final String REDFISH_PASSWORD_ENV = "PLAYPEN_RUNNER_REDFISH_PASSWORD";
@@ -274,7 +274,8 @@ public record OperatorConfig(
                         v.intIn(Flag.MAX_WAIT, 0, 3600)),
                 waitingLimits(v), health[0], Integer.parseInt(health[1]),
                 v.origins(Flag.MANAGEMENT_ALLOWED_ORIGINS), v.hostNames(Flag.MANAGEMENT_ALLOWED_HOSTS),
-                v.name(Flag.OWNER_HASH_SECRET_NAME), v.nonEmpty(Flag.AUDIT_LOG_PATH), v.intIn(Flag.DEV_REPLICAS, 0, 8));
+                v.name(Flag.OWNER_HASH_SECRET_NAME), v.nonEmpty(Flag.AUDIT_LOG_PATH), v.intIn(Flag.DEV_REPLICAS, 0, 8),
+                pools(v), v.imageFaults(Flag.DEV_IMAGE_FAULTS));
     }
 
     /** Per-user and total caps on waiting requests; the total must leave connections for everything else. */
@@ -334,6 +335,29 @@ public record OperatorConfig(
         }
         return new io.unboundedcloud.playpen.tls.CertificateRenewal(validity, fraction,
                 positive(v, Flag.SERVING_CERT_CHECK_INTERVAL), v.duration(Flag.SERVING_CERT_PUBLISH_GRACE));
+    }
+
+    /** The --pool-* flags: health checks, rollout surge, back-off and the demand-aware buffer's bound. */
+    private static PoolPolicy pools(Values v) {
+        String surge = v.str(Flag.POOL_MAX_SURGE).trim();
+        if (!PoolPolicy.validSurge(surge)) {
+            throw v.bad(Flag.POOL_MAX_SURGE, "must be a number of pods (e.g. 1) or a percentage of the desired count "
+                    + "up to 1000% (e.g. 25%)");
+        }
+        Duration base = positive(v, Flag.POOL_BACKOFF_BASE);
+        Duration max = positive(v, Flag.POOL_BACKOFF_MAX);
+        if (max.compareTo(base) < 0) {
+            throw v.bad(Flag.POOL_BACKOFF_MAX, "must not be shorter than --pool-backoff-base");
+        }
+        int maxIdle = v.count(Flag.POOL_MAX_IDLE);
+        int counts = Math.max(Math.max(v.count(Flag.RUNNER_AMD64_COUNT), v.count(Flag.RUNNER_ARM64_COUNT)),
+                v.count(Flag.CONTROL_PLANE_COUNT));
+        if (maxIdle > 0 && maxIdle < counts) {
+            throw v.bad(Flag.POOL_MAX_IDLE, "must be 0 (off) or at least the largest count flag (" + counts
+                    + "): the count flags are the buffer's minimum");
+        }
+        return new PoolPolicy(v.duration(Flag.POOL_READY_TIMEOUT), v.duration(Flag.POOL_NODE_NOT_READY_GRACE), surge,
+                base, max, maxIdle);
     }
 
     private static Duration positive(Values v, Flag f) {
@@ -566,6 +590,20 @@ public record OperatorConfig(
                 }
             }
             return out;
+        }
+
+        /** --dev-image-faults: image=mode pairs, mode one of never-ready, crash, evict. */
+        List<String> imageFaults(Flag f) {
+            List<String> out = new ArrayList<>();
+            for (String item : list(f)) {
+                int eq = item.lastIndexOf('=');
+                String mode = eq < 0 ? "" : item.substring(eq + 1);
+                if (eq <= 0 || !List.of("never-ready", "crash", "evict").contains(mode)) {
+                    throw bad(f, "\"" + item + "\" is not image=mode with mode never-ready, crash or evict");
+                }
+                out.add(item);
+            }
+            return Collections.unmodifiableList(out);
         }
 
         List<String> versions(Flag f) {

@@ -106,6 +106,7 @@ public final class DevCluster implements AutoCloseable {
         private String operatorNamespace = "playpen";
         private String serviceName = "playpen-operator";
         private Duration podReadyDelay = Duration.ofMillis(200);
+        private Map<String, SimulatedKubelet.Fault> imageFaults = Map.of();
 
         public static Options defaults() {
             return new Options();
@@ -115,7 +116,8 @@ public final class DevCluster implements AutoCloseable {
         public static Options fromConfig(OperatorConfig config) {
             Options o = new Options().devDir(Path.of(config.devDir())).apiPort(config.devApiPort())
                     .shimPort(config.devShimPort()).runnerNamespace(config.runnerNamespace())
-                    .operatorNamespace(config.namespace()).serviceName(config.serviceName());
+                    .operatorNamespace(config.namespace()).serviceName(config.serviceName())
+                    .imageFaults(SimulatedKubelet.Fault.parse(config.devImageFaults()));
             boolean inProcess = config.devOperators() == 1 && config.devReplicas() == 0;
             if (!inProcess) {
                 o.operatorUrl = null;
@@ -203,6 +205,12 @@ public final class DevCluster implements AutoCloseable {
             return this;
         }
 
+        /** Images the simulated kubelet fails: never ready, crash looping or evicted (--dev-image-faults). */
+        public Options imageFaults(Map<String, SimulatedKubelet.Fault> faults) {
+            this.imageFaults = Map.copyOf(faults);
+            return this;
+        }
+
         /** How long the simulated kubelet takes to start a pod. */
         public Options podReadyDelay(Duration delay) {
             this.podReadyDelay = Objects.requireNonNull(delay);
@@ -272,7 +280,8 @@ public final class DevCluster implements AutoCloseable {
 
         Pki.Issued controlPlaneCa = Pki.selfSigned(Pki.Subject.cn("k3s-server-ca"), Pki.Usage.CA,
                 Instant.now().minus(1, ChronoUnit.HOURS), Duration.ofDays(3650));
-        kubelet = new SimulatedKubelet(client, options.runnerNamespace, options.podReadyDelay, NODES, controlPlaneCa);
+        kubelet = new SimulatedKubelet(client, options.runnerNamespace, options.podReadyDelay, NODES, controlPlaneCa,
+                options.imageFaults);
         kubelet.start();
 
         Instant notBefore = Instant.now().minus(1, ChronoUnit.HOURS);

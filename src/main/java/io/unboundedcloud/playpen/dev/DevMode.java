@@ -207,6 +207,11 @@ public final class DevMode implements AutoCloseable {
         }
     }
 
+    /** The operator running in this process (null with --dev-operators=0 or --dev-replicas). */
+    public OperatorApp operator() {
+        return operator;
+    }
+
     private static int freePort() throws IOException {
         try (ServerSocket s = new ServerSocket(0)) {
             return s.getLocalPort();

@@ -32,9 +32,15 @@ public final class AccessReviewer {
     private record Decision(boolean allowed, String reason, long untilNanos) {
     }
 
-    /** What a decision is about: the user, the verb and the subresource ("" = allocs itself). */
-    private record Question(Identity who, String verb, String subresource) {
+    /** What a decision is about: the user, the verb, the resource and its subresource ("" = the resource itself). */
+    private record Question(Identity who, String verb, String resource, String subresource) {
+        Question(Identity who, String verb, String subresource) {
+            this(who, verb, "allocs", subresource);
+        }
     }
+
+    /** The read-only pools resource (kubectl get pools). */
+    public static final String POOLS = "pools";
 
     /** The subresource whose verbs grant the same verb on every user's allocations (playpen-admin). */
     public static final String ALL_USERS = "all";
@@ -70,6 +76,17 @@ public final class AccessReviewer {
             String why = d.reason() == null || d.reason().isBlank() ? "" : ": " + d.reason();
             throw ApiException.forbidden("allocs." + PlaypenKeys.GROUP + " is forbidden: User \"" + who.user()
                     + "\" cannot " + verb + " resource \"allocs\" in API group \"" + PlaypenKeys.GROUP + "\"" + why);
+        }
+    }
+
+    /** Throws 403 when the user may not {@code verb} the resource {@code resource} of the group (pools). */
+    public void authorize(Identity who, String resource, String verb) {
+        Decision d = decide(new Question(who, verb, resource, ""));
+        if (!d.allowed()) {
+            String why = d.reason() == null || d.reason().isBlank() ? "" : ": " + d.reason();
+            throw ApiException.forbidden(resource + "." + PlaypenKeys.GROUP + " is forbidden: User \"" + who.user()
+                    + "\" cannot " + verb + " resource \"" + resource + "\" in API group \"" + PlaypenKeys.GROUP + "\""
+                    + why);
         }
     }
 
@@ -136,7 +153,7 @@ public final class AccessReviewer {
                 .withExtra(who.extra().isEmpty() ? null : new TreeMap<String, List<String>>(who.extra()))
                 .withResourceAttributes(new ResourceAttributesBuilder()
                         .withGroup(PlaypenKeys.GROUP).withVersion(PlaypenKeys.VERSION)
-                        .withResource("allocs").withSubresource(q.subresource().isEmpty() ? null : q.subresource())
+                        .withResource(q.resource()).withSubresource(q.subresource().isEmpty() ? null : q.subresource())
                         .withVerb(q.verb()).build())
                 .endSpec()
                 .build();

@@ -49,6 +49,8 @@ public final class PlaypenKeys {
     public static final String RESOURCE_TYPE = P + "resource-type";
     public static final String KUBERNETES_VERSION = P + "kubernetes-version";
     public static final String HOST_PORT = P + "host-port";
+    /** Hash of the pool template that built the pod (ours only): pods with another hash are rolled. */
+    public static final String TEMPLATE_HASH = P + "template-hash";
     public static final String APP_NAME = "app.kubernetes.io/name";
     public static final String APP_COMPONENT = "app.kubernetes.io/component";
 

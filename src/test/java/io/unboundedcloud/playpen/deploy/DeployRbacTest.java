@@ -388,7 +388,9 @@ class DeployRbacTest {
                 "playpen.unbounded-cloud.io/renewals create @" + CLUSTER,
                 "playpen.unbounded-cloud.io/allocs get @" + CLUSTER,
                 "playpen.unbounded-cloud.io/allocs list @" + CLUSTER,
-                "playpen.unbounded-cloud.io/allocs delete @" + CLUSTER);
+                "playpen.unbounded-cloud.io/allocs delete @" + CLUSTER,
+                "playpen.unbounded-cloud.io/pools get @" + CLUSTER,
+                "playpen.unbounded-cloud.io/pools list @" + CLUSTER);
         // deploy/ does not decide who the users are
         for (String kind : List.of("RoleBinding", "ClusterRoleBinding")) {
             for (ObjectNode doc : RenderedDeploy.ofKind(kind)) {
@@ -407,8 +409,31 @@ class DeployRbacTest {
                 "playpen.unbounded-cloud.io/allocs delete @" + CLUSTER,
                 "playpen.unbounded-cloud.io/allocs/all get @" + CLUSTER,
                 "playpen.unbounded-cloud.io/allocs/all list @" + CLUSTER,
-                "playpen.unbounded-cloud.io/allocs/all delete @" + CLUSTER);
+                "playpen.unbounded-cloud.io/allocs/all delete @" + CLUSTER,
+                "playpen.unbounded-cloud.io/pools get @" + CLUSTER,
+                "playpen.unbounded-cloud.io/pools list @" + CLUSTER);
         assertThat(clusterRoleGrants("playpen-admin")).noneMatch(g -> g.contains(" create "));
+    }
+
+    /**
+     * playpen-pool-reader: get and list pools, nothing else, aggregated into the built-in view ClusterRole (pools
+     * show counts and conditions, nothing about users), and bound to nobody by deploy/.
+     */
+    @Test
+    void poolReaderMayOnlyReadPoolsAndIsAggregatedIntoView() throws Exception {
+        assertThat(clusterRoleGrants("playpen-pool-reader")).containsExactlyInAnyOrder(
+                "playpen.unbounded-cloud.io/pools get @" + CLUSTER,
+                "playpen.unbounded-cloud.io/pools list @" + CLUSTER);
+        ObjectNode role = RenderedDeploy.ofKind("ClusterRole").stream()
+                .filter(d -> "playpen-pool-reader".equals(d.path("metadata").path("name").asText())).findFirst()
+                .orElseThrow();
+        assertThat(role.path("metadata").path("labels").path("rbac.authorization.k8s.io/aggregate-to-view").asText())
+                .isEqualTo("true");
+        for (String kind : List.of("RoleBinding", "ClusterRoleBinding")) {
+            for (ObjectNode doc : RenderedDeploy.ofKind(kind)) {
+                assertThat(doc.path("roleRef").path("name").asText()).isNotEqualTo("playpen-pool-reader");
+            }
+        }
     }
 
     @Test
