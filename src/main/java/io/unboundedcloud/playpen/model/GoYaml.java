@@ -210,10 +210,13 @@ final class GoYaml {
         return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == 0x85 || c == 0x2028 || c == 0x2029;
     }
 
-    /** go-yaml's is_printable (its emitter allows Unicode). */
+    /**
+     * go-yaml's is_printable (its emitter allows Unicode). It looks at UTF-8 lead bytes up to 0xEF only, so every
+     * character beyond U+FFFD (emoji among them) counts as non-printable: escaped, and never plain or in a block.
+     */
     private static boolean isPrintable(int c) {
         return c == 0x0A || (c >= 0x20 && c <= 0x7E) || (c >= 0xA0 && c <= 0xD7FF)
-                || (c >= 0xE000 && c <= 0xFFFD && c != 0xFEFF) || (c >= 0x10000 && c <= 0x10FFFF);
+                || (c >= 0xE000 && c <= 0xFFFD && c != 0xFEFF);
     }
 
     private static String literal(String s, int indent) {
