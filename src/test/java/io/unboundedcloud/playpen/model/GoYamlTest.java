@@ -272,6 +272,16 @@ class GoYamlTest {
     }
 
     @Test
+    void keyLessAnswersTheSameWhicheverKeyComesFirst() {
+        String[][] ordered = {{"1", "a"}, {"-", "a"}, {"a19", "a100"}, {"a15", "a100"}, {"a1", "a01"}, {"a-", "a0"},
+            {"a", "ab"}, {"B", "a"}, {"z", "\u00e9"}};
+        for (String[] pair : ordered) {
+            assertThat(GoYaml.keyLess(pair[0], pair[1])).as("%s before %s", pair[0], pair[1]).isNegative();
+            assertThat(GoYaml.keyLess(pair[1], pair[0])).as("%s after %s", pair[1], pair[0]).isPositive();
+        }
+    }
+
+    @Test
     void keyLessIsZeroOnlyForEqualKeys() {
         assertThat(GoYaml.keyLess("a", "a")).isZero();
         assertThat(GoYaml.keyLess("a", "b")).isNegative();
