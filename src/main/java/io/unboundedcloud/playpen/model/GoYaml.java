@@ -16,7 +16,8 @@ final class GoYaml {
     private static final Pattern BASE60_FLOAT = Pattern.compile("[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\\.[0-9_]*)?");
     private static final Pattern GO_INT = Pattern.compile(
             "[-+]?(0[xX][0-9a-fA-F]+|0[oO]?[0-7]+|0[bB][01]+|[1-9][0-9]*|0)");
-    private static final Pattern DOT_FLOAT = Pattern.compile("\\.[0-9]+([eE][-+]?[0-9]+)?");
+    /** What Go's strconv.ParseFloat takes from a string that starts with a dot: underscores only between digits. */
+    private static final Pattern DOT_FLOAT = Pattern.compile("\\.[0-9](_?[0-9])*([eE][-+]?[0-9](_?[0-9])*)?");
     private static final Pattern TIMESTAMP = Pattern.compile(
             "[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}"
             + "(([Tt][0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(\\.[0-9]+)?(Z|[-+][0-9]{2}:[0-9]{2}))"

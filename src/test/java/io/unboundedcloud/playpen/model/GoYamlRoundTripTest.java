@@ -7,18 +7,25 @@ import java.util.List;
 import java.util.Map;
 
 import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Assume;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
+import java.util.regex.Pattern;
+import org.yaml.snakeyaml.DumperOptions;
 import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.constructor.SafeConstructor;
+import org.yaml.snakeyaml.nodes.Tag;
+import org.yaml.snakeyaml.representer.Representer;
+import org.yaml.snakeyaml.resolver.Resolver;
 
 /**
  * Whatever string GoYaml writes reads back as that same string with a YAML 1.1 parser (SnakeYAML, whose resolver
- * is at least as eager as go-yaml's): no value turns into a number, a boolean, a null or a timestamp, no indicator,
- * space, line break or control character is lost, whether the string is a key, a value or a list item.
+ * is at least as eager as go-yaml's but for timestamps, where it is given go-yaml's layouts): no value turns into a
+ * number, a boolean, a null or a timestamp, no indicator, space, line break or control character is lost, whether
+ * the string is a key, a value or a list item.
  */
 class GoYamlRoundTripTest {
     private static final List<String> TYPED = List.of("", "~", "null", "yes", "No", "y", "on", "OFF", "true", "0",
@@ -39,18 +46,53 @@ class GoYamlRoundTripTest {
         return pieces.list().ofMaxSize(6).map(l -> String.join("", l));
     }
 
+    /**
+     * SnakeYAML's implicit types with go-yaml v2's timestamp layouts (2006-1-2, 2006-1-2 15:4:5.999999999 and
+     * 2006-1-2T15:4:5.999999999Z07:00): SnakeYAML would also read "2001-12-14 21:59:43.10 -5" as a time, which
+     * go-yaml leaves a string and writes plain.
+     */
+    private static final class GoYamlTypes extends Resolver {
+        private static final Pattern GO_TIMESTAMP = Pattern.compile("[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}"
+                + "(?:[Tt][0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(?:\\.[0-9]+)?(?:Z|[-+][0-9]{2}:[0-9]{2})"
+                + "| [0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(?:\\.[0-9]+)?)?");
+
+        @Override
+        protected void addImplicitResolvers() {
+            addImplicitResolver(Tag.BOOL, BOOL, "yYnNtTfFoO");
+            addImplicitResolver(Tag.INT, INT, "-+0123456789");
+            addImplicitResolver(Tag.FLOAT, FLOAT, "-+0123456789.");
+            addImplicitResolver(Tag.NULL, NULL, "~nN\0");
+            addImplicitResolver(Tag.NULL, EMPTY, null);
+            addImplicitResolver(Tag.TIMESTAMP, GO_TIMESTAMP, "0123456789");
+        }
+    }
+
     private static Object read(String yaml) {
-        return new Yaml(new SafeConstructor(new LoaderOptions())).load(yaml);
+        LoaderOptions options = new LoaderOptions();
+        return new Yaml(new SafeConstructor(options), new Representer(new DumperOptions()), new DumperOptions(), options,
+                new GoYamlTypes()).load(yaml);
+    }
+
+    /**
+     * go-yaml reads a plain scalar that starts with a dot through Go's float syntax (underscores between digits),
+     * which SnakeYAML does not know; GoYamlTest pins those by example.
+     */
+    private static void assumeNotADotWithUnderscores(String... strings) {
+        for (String s : strings) {
+            Assume.that(!(s.startsWith(".") && s.contains("_")));
+        }
     }
 
     @Property(tries = 1000)
     void valuesReadBackAsWritten(@ForAll("tricky") String s) {
+        assumeNotADotWithUnderscores(s);
         Map<String, Object> root = Map.of("k", s);
         assertThat(read(GoYaml.write(root))).as("%s", GoYaml.write(root)).isEqualTo(root);
     }
 
     @Property(tries = 1000)
     void keysReadBackAsWritten(@ForAll("tricky") String s) {
+        assumeNotADotWithUnderscores(s);
         Map<String, Object> root = Map.of(s, "v");
         assertThat(read(GoYaml.write(root))).as("%s", GoYaml.write(root)).isEqualTo(root);
     }
@@ -72,6 +114,7 @@ class GoYamlRoundTripTest {
 
     @Property(tries = 300)
     void nestedItemsReadBackAsWritten(@ForAll("tricky") String a, @ForAll("tricky") String b) {
+        assumeNotADotWithUnderscores(a, b);
         Map<String, Object> inner = new LinkedHashMap<>();
         inner.put("x", a);
         inner.put(b, List.of(a, List.of(b, a)));

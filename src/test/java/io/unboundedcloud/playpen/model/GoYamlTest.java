@@ -38,6 +38,18 @@ class GoYamlTest {
         assertThat(key(s)).isEqualTo(s);
     }
 
+    @Test
+    void aScalarStartingWithADotIsAFloatWhenGoParsesItAsOne() {
+        // strconv.ParseFloat takes underscores between digits, in the fraction and in the exponent
+        for (String f : new String[] {".5_0", ".1_2_3", ".5e1_0", ".5E+1_0"}) {
+            assertThat(value(f)).as(f).isEqualTo("\"" + f + "\"");
+        }
+        // and nothing else: an underscore at an end or next to another, or a dot without a digit after it
+        for (String s : new String[] {".5_", "._5", ".5__0", ".5e_1", ".5e1_", ".e5", ".5e"}) {
+            assertThat(value(s)).as(s).isEqualTo(s);
+        }
+    }
+
     @ParameterizedTest(name = "[{index}] {0}")
     @ValueSource(strings = {"", "~", "null", "Null", "NULL", "y", "Y", "yes", "n", "NO", "true", "False", "on", "OFF",
         ".nan", ".inf", "-.Inf", "+.INF",
