@@ -39,6 +39,24 @@ class AllocViewsQueryTest {
     }
 
     @Test
+    void aPageThatHoldsEverythingLeftHasNoContinueToken() {
+        AllocViews.Query exact = AllocViews.parseQuery(null, "limit=3", null);
+        assertThat(AllocViews.select(PODS, AllocViewsTest.IP, Duration.ZERO, null, exact).continueToken()).isEmpty();
+        AllocViews.Query shorter = AllocViews.parseQuery(null, "limit=2", null);
+        assertThat(AllocViews.select(PODS, AllocViewsTest.IP, Duration.ZERO, null, shorter).continueToken()).isNotEmpty();
+    }
+
+    @Test
+    void aTableIsAskedForInTheAcceptHeader() {
+        AllocViews.Query table = AllocViews.parseQuery(null, "", "application/json;as=Table;v=v1;g=meta.k8s.io");
+        assertThat(table.table()).isTrue();
+        assertThat(table.tableVersion()).isEqualTo("v1");
+        AllocViews.Query plain = AllocViews.parseQuery(null, "", "application/json");
+        assertThat(plain.table()).isFalse();
+        assertThat(plain.tableVersion()).isNull();
+    }
+
+    @Test
     void aNegativeOrNonNumericLimitIsRefused() {
         assertThatThrownBy(() -> AllocViews.parseQuery(null, "limit=-1", null))
                 .hasMessage("invalid value for limit: \"-1\": must be a non-negative 64-bit integer");

@@ -60,6 +60,14 @@ class LabelSelectorContractTest {
     }
 
     @Test
+    void aKeyHasAtMostOneSlash() {
+        assertThatThrownBy(() -> LabelSelector.parse("a//b"))
+                .hasMessageContaining("a qualified name must consist of an optional prefix and a name separated by one '/'");
+        assertThatThrownBy(() -> LabelSelector.parse("a/b/c"))
+                .hasMessageContaining("a qualified name must consist of an optional prefix and a name separated by one '/'");
+    }
+
+    @Test
     void aKeyPrefixMayHave253Characters() {
         String prefix = "a".repeat(63) + "." + "b".repeat(63) + "." + "c".repeat(63) + "." + "d".repeat(61);
         assertThat(prefix).hasSize(253);
