@@ -28,6 +28,22 @@ class ApiPathsEdgesTest {
     }
 
     @Test
+    void aPathIsOnlyPlainNames() {
+        assertThat(ApiPaths.path("/apis/x")).isEqualTo("/apis/x");
+        assertThat(ApiPaths.path("https://host:6443/apis/x?y#z")).isEqualTo("/apis/x");
+        for (String target : new String[] {"/apis/%2Fx", "/apis/x%2F", "/apis//x", "/apis/./x", "/apis/%2e%2e", "/", ""}) {
+            ApiException e = catchThrowableOfType(ApiException.class, () -> ApiPaths.path(target));
+            assertThat(e).as(target).isNotNull();
+            assertThat(e.code()).as(target).isEqualTo(404);
+        }
+    }
+
+    @Test
+    void renewalsArePosted() {
+        assertThat(ApiPaths.route("POST", ApiPaths.RENEWALS_PATH)).isEqualTo(ApiPaths.Flow.RENEWAL);
+    }
+
+    @Test
     void internalErrorsAre500() {
         ApiException e = ApiException.internal("boom");
         assertThat(e.code()).isEqualTo(500);

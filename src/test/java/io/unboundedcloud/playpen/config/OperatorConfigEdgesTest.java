@@ -89,6 +89,26 @@ class OperatorConfigEdgesTest {
     }
 
     @Test
+    void logLinesAreTextOrJson() {
+        assertThat(OperatorConfig.parse().logFormat()).isEqualTo("text");
+        assertThat(OperatorConfig.parse("--log-format=json").logFormat()).isEqualTo("json");
+        refused("--log-format=yaml", "must be text or json");
+    }
+
+    @Test
+    void theRedfishPasswordIsNeverPrinted() {
+        String shown = OperatorConfig.parse("--runner-redfish-password=s3cr3t-pw").network().toString();
+        assertThat(shown).contains("redfishPassword=(redacted)").doesNotContain("s3cr3t-pw");
+        assertThat(OperatorConfig.parse().network().toString()).contains("redfishPassword=]");
+    }
+
+    @Test
+    void oneSecondIsWrittenInSeconds() {
+        assertThat(GoDuration.format(java.time.Duration.ofSeconds(1))).isEqualTo("1s");
+        assertThat(GoDuration.format(java.time.Duration.ofMillis(999))).isEqualTo("999ms");
+    }
+
+    @Test
     void portRangesContainBothEnds() {
         OperatorConfig.PortRange r = new OperatorConfig.PortRange(10, 20);
         assertThat(r.contains(10)).isTrue();
