@@ -52,6 +52,16 @@ class LabelSelectorContractTest {
     }
 
     @Test
+    void greaterAndLessThanTakeSixtyFourBitIntegersOnly() {
+        assertThat(LabelSelector.parse("n>9223372036854775807").matches(Map.of("n", "9223372036854775807"))).isFalse();
+        assertThat(LabelSelector.parse("n<9223372036854775807").matches(Map.of("n", "-9223372036854775808"))).isTrue();
+        for (String tooBig : new String[] {"n>9223372036854775808", "n<99999999999999999999"}) {
+            assertThatThrownBy(() -> LabelSelector.parse(tooBig)).as(tooBig)
+                    .hasMessageContaining("for 'Gt', 'Lt' operators, the value must be an integer");
+        }
+    }
+
+    @Test
     void anEmptyValueInASetIsAValue() {
         LabelSelector s = LabelSelector.parse("a in (x,)");
         assertThat(s.matches(Map.of("a", "x"))).isTrue();
