@@ -403,6 +403,10 @@ public final class AllocViews {
     /** Kubernetes' duration.HumanDuration, the AGE format of kubectl get. */
     public static String humanDuration(Duration d) {
         long seconds = d.getSeconds();
+        if (seconds < 0 && d.getNano() > 0) {
+            // Go's int(d.Seconds()) truncates toward zero where getSeconds() rounds down: -1.5 s is "0s" there
+            seconds++;
+        }
         if (seconds < -1) {
             return "<invalid>";
         } else if (seconds < 0) {
