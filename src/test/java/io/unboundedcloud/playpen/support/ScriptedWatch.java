@@ -272,6 +272,11 @@ public final class ScriptedWatch implements ListerWatcher<Pod, PodList> {
         next.get(20, TimeUnit.SECONDS);
     }
 
+    /** What the informer's watcher answers when a watch connection asks whether to reconnect. */
+    public boolean watcherReconnecting() {
+        return watcher.reconnecting();
+    }
+
     /** Waits until the informer has listed and watches (after {@code start()}). */
     public long awaitWatching() throws Exception {
         return watchStarted.get(20, TimeUnit.SECONDS);
