@@ -248,9 +248,12 @@ public final class ScriptedWatch implements ListerWatcher<Pod, PodList> {
         Watcher<Pod> w;
         synchronized (held) {
             holding = false;
+            w = watcher;
+            if (w == null) {
+                return; // not watching (a relist under way): the next watch delivers them
+            }
             out = new ArrayList<>(held);
             held.clear();
-            w = watcher;
         }
         out.forEach(e -> w.eventReceived(e.action(), e.pod()));
     }
