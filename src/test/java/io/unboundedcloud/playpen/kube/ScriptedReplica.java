@@ -85,7 +85,8 @@ final class ScriptedReplica implements AutoCloseable {
             PodBuilder b = new PodBuilder(p).editMetadata()
                     .addToAnnotations(Map.of(PlaypenKeys.IDEMPOTENCY_KEY_HASH, cmd.keyHash(), PlaypenKeys.REQUEST_HASH,
                             cmd.requestHash(), PlaypenKeys.CLAIMED_AT, "2026-01-01T00:00:00Z"))
-                    .addToLabels(PlaypenKeys.KEY_HASH_LABEL, ClaimWriter.labelValue(cmd.keyHash())).endMetadata();
+                    .addToLabels(PlaypenKeys.KEY_HASH_LABEL, ClaimWriter.labelValue(cmd.keyHash()))
+                    .addToLabels(PlaypenKeys.ALLOCATED, Hashes.allocationId(TestCluster.NS, pod)).endMetadata();
             if (ownerHash != null) {
                 b.editMetadata().addToAnnotations(PlaypenKeys.OWNER_HASH, ownerHash)
                         .addToLabels(PlaypenKeys.OWNER_HASH_LABEL, ClaimWriter.labelValue(ownerHash)).endMetadata();
