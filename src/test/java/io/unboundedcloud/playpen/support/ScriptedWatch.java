@@ -311,7 +311,14 @@ public final class ScriptedWatch implements ListerWatcher<Pod, PodList> {
         if (pod == null || pod.getMetadata() == null || !"Pod".equals(pod.getKind())) {
             return;
         }
-        if (action == Watcher.Action.DELETED) {
+        if (action == Watcher.Action.DELETED && pod.getMetadata().getFinalizers() != null
+                && !pod.getMetadata().getFinalizers().isEmpty()) {
+            // a finalizer holds it: the delete only marked it terminating
+            action = Watcher.Action.MODIFIED;
+            String at = pod.getMetadata().getDeletionTimestamp();
+            pod = new PodBuilder(withRv(pod, cluster.currentResourceVersion())).editMetadata()
+                    .withDeletionTimestamp(at != null ? at : java.time.Instant.now().toString()).endMetadata().build();
+        } else if (action == Watcher.Action.DELETED) {
             pod = withRv(pod, cluster.currentResourceVersion());
         }
         synchronized (mirror) {
