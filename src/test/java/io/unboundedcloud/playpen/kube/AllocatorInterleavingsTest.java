@@ -284,6 +284,42 @@ class AllocatorInterleavingsTest {
     }
 
     @Test
+    void aRequestInterruptedWhileItWaitsForAnotherOnesAttemptIs503AndKeepsTheInterrupt() throws Exception {
+        r = new ScriptedReplica(6, 0);
+        AllocCommand a = cmd("holder");
+        String target = first(a);
+        AllocCommand b = null;
+        for (int k = 0; b == null; k++) {
+            AllocCommand c = cmd("waiter-" + k);
+            if (first(c).equals(target)) {
+                b = c;
+            }
+        }
+        CountDownLatch claiming = holdFirst("PATCH " + podPath(target));
+        Call<Allocator.Allocation> one = new Call<>(() -> r.allocator.allocate(a));
+        await(claiming);
+        AllocCommand second = b;
+        java.util.concurrent.atomic.AtomicBoolean stillInterrupted = new java.util.concurrent.atomic.AtomicBoolean();
+        Call<Allocator.Allocation> two = new Call<>(() -> {
+            try {
+                return r.allocator.allocate(second);
+            } finally {
+                stillInterrupted.set(Thread.currentThread().isInterrupted());
+            }
+        });
+        OperatorHarness.awaitTrue(() -> r.allocator.reservationWaits() == 1, Duration.ofSeconds(20),
+                "the second request waits for the first one's attempt");
+        two.thread.interrupt();
+        ApiException e = (ApiException) two.failure();
+        assertThat(e.code()).isEqualTo(503);
+        assertThat(e.getMessage()).isEqualTo("interrupted");
+        assertThat(stillInterrupted).isTrue();
+        release.countDown();
+        assertThat(one.get().pod().getMetadata().getName()).isEqualTo(target);
+        assertThat(r.carriers(second.keyHash())).isEmpty();
+    }
+
+    @Test
     void oneSettlePerKeyRunsAtATimeAndTheOthersWaitForIt() throws Exception {
         r = new ScriptedReplica(4, 0);
         AllocCommand key = cmd("settled-once");

@@ -487,6 +487,95 @@ class AllocatorRulesTest {
         assertThat(calls(KubeApiCall.PODS_PATCH)).as("two claims, no rollback").isEqualTo(2);
     }
 
+    @Test
+    void aClaimReplacedOnItsPodBeforeTheWatchGotThereIsNotHandedOut() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("replaced-unseen");
+        String pod = first(key);
+        r.watch.hold();
+        java.util.concurrent.CompletableFuture<Allocator.Allocation> a = ScriptedReplica.waitingForTheWatch(
+                () -> r.allocator.allocate(key));
+        // taken back and claimed by another key meanwhile; this replica's watch relists past both
+        r.writer.rollback(r.inApi(pod), key.keyHash());
+        r.claimElsewhere(pod, cmd("next-owner"), null);
+        r.watch.forget();
+        r.watch.gone();
+        r.watch.release();
+        Allocator.Allocation second = a.get(20, java.util.concurrent.TimeUnit.SECONDS);
+        assertThat(name(second)).isNotEqualTo(pod);
+        assertThat(r.carriers(key.keyHash())).containsExactly(name(second));
+        assertThat(r.allocator.rollbacks()).isZero();
+    }
+
+    @Test
+    void aReplayWhosePinMeetsAChangeIsJudgedAgain() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("pin-again");
+        String pod = name(r.allocator.allocate(key));
+        r.cluster.server.expect().patch().withPath(podPath(pod)).andReturn(409, "{\"kind\":\"Status\",\"code\":409}")
+                .once();
+        Allocator.Allocation again = r.allocator.allocate(key);
+        assertThat(again.replay()).isTrue();
+        assertThat(name(again)).isEqualTo(pod);
+        assertThat(calls(KubeApiCall.PODS_PATCH)).as("claim, refused settle, settle").isEqualTo(3);
+        assertThat(calls(KubeApiCall.PODS_GET)).as("read again after the refusal").isEqualTo(2);
+
+        AllocCommand other = cmd("pin-again-replay");
+        String second = name(r.allocator.allocate(other));
+        r.cluster.server.expect().patch().withPath(podPath(second)).andReturn(409, "{\"kind\":\"Status\",\"code\":409}")
+                .once();
+        Allocator.Allocation replayed = r.allocator.replay(other).orElseThrow();
+        assertThat(name(replayed)).isEqualTo(second);
+        assertThat(ClaimLedger.isSettled(r.inApi(second))).isTrue();
+    }
+
+    @Test
+    void aReplayOnANodeWithoutAnExternalIpAnswersWithoutOne() throws Exception {
+        r = new ScriptedReplica(0, 0);
+        r.cluster.addNode("node-b", "amd64", null);
+        Pod pod = r.cluster.create(TestCluster.readyRunner("amd64", 51830, "node-b"));
+        AllocCommand key = cmd("no-external-ip");
+        r.claimElsewhere(ManagedPods.name(pod), key, null);
+        Allocator.Allocation a = r.allocator.allocate(key);
+        assertThat(a.replay()).isTrue();
+        assertThat(a.externalIp()).isEmpty();
+    }
+
+    @Test
+    void aPodThisReplicaKnowsIsGoneIsPassed() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("known-gone");
+        List<String> order = ring(Hashes.seed(key.keyHash()));
+        r.pods.observeDeleted(order.get(0));
+        assertThat(r.allocator.firstCandidate(key).map(u -> ManagedPods.name(u.pod()))).contains(order.get(1));
+        assertThat(name(r.allocator.allocate(key))).isEqualTo(order.get(1));
+    }
+
+    /**
+     * A request that keeps meeting a claim of its key that no verdict will ever hand out (here: the key's pod is
+     * being deleted, so its claim is no longer live, yet the walk meets it first every time) gives up after a
+     * bounded number of rounds with a 503 and writes nothing.
+     */
+    @Test
+    void aRequestThatKeepsMeetingItsKeysClaimWithoutAVerdictGivesUpWithA503AndWritesNothing() throws Exception {
+        r = new ScriptedReplica(0, 0);
+        Pod held = r.cluster.create(TestCluster.readyRunner("amd64", 51820, NODE).editMetadata()
+                .addToFinalizers("test/hold").endMetadata());
+        for (int i = 1; i < 4; i++) {
+            r.cluster.create(TestCluster.readyRunner("amd64", 51820 + i, NODE));
+        }
+        AllocCommand key = keyWhere("terminating", c -> first(c).equals(ManagedPods.name(held)));
+        r.claimElsewhere(ManagedPods.name(held), key, null);
+        r.cluster.client.pods().inNamespace(TestCluster.NS).withName(ManagedPods.name(held)).delete();
+        assertThat(ManagedPods.isTerminating(r.pods.get(ManagedPods.name(held)).orElseThrow())).isTrue();
+        long patches = calls(KubeApiCall.PODS_PATCH);
+        ApiException e = catchThrowableOfType(ApiException.class, () -> r.allocator.allocate(key));
+        assertThat(e.code()).isEqualTo(503);
+        assertThat(e.headers()).containsEntry("Retry-After", "1");
+        assertThat(calls(KubeApiCall.PODS_PATCH)).isEqualTo(patches);
+        assertThat(r.carriers(key.keyHash())).containsExactly(ManagedPods.name(held));
+    }
+
     // ---- the owner quota
 
     @Test
