@@ -165,6 +165,9 @@ class ClaimLedgerRulesTest {
             expected.sort(byCommit);
             assertThat(ledger.ofOwner(o)).as("owner %s after %s", o, after).containsExactlyElementsOf(expected);
         }
+        for (Claim c : model.values()) {
+            assertThat(ledger.on(c.pod()).orElseThrow().stands()).as("stands %s", c).isEqualTo(c.standing() == Standing.WON);
+        }
         assertThat(ledger.lost()).as("lost after %s", after).containsExactlyInAnyOrderElementsOf(model.values().stream()
                 .filter(c -> c.standing() == Standing.LOST && !c.terminating()).toList());
     }
