@@ -27,6 +27,7 @@ import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.PodTemplates;
 import io.unboundedcloud.playpen.model.PoolPlan;
 import io.unboundedcloud.playpen.model.PoolPlanner;
+import io.unboundedcloud.playpen.model.PoolTally;
 import io.unboundedcloud.playpen.model.ResourceType;
 
 /**
@@ -64,8 +65,12 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     private final ApiCallCounter calls;
     private final long debounceMillis;
     private final Map<String, Long> expected = new ConcurrentHashMap<>();
-    /** Per managed pod, whether the watch last saw it idle: refills are triggered by transitions only. */
-    private final Map<String, Boolean> wasIdle = new ConcurrentHashMap<>();
+    /**
+     * The pods as the watch reports them, counted for the pool (idle per pool, host ports held): a pass plans from
+     * it in time independent of the number of pods. It also knows whether each pod was idle: refills are triggered
+     * by transitions only.
+     */
+    private final PoolTally tally;
     private final ScheduledExecutorService refill = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("pool-refill"));
     private final AtomicBoolean refillScheduled = new AtomicBoolean();
     private final LongAdder passes = new LongAdder();
@@ -78,6 +83,12 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         this.pods = pods;
         this.templates = templates;
         this.planner = new PoolPlanner(config, templates);
+        this.tally = planner.newTally();
+        // it learns of pods from the cache's events (it must be one of its listeners, added before the cache
+        // starts); pods the cache holds already when it is made are counted now
+        for (Pod pod : pods.pods()) {
+            tally.put(pod);
+        }
         this.leader = leader;
         this.calls = calls;
         this.debounceMillis = Math.max(0, config.refillDebounce().toMillis());
@@ -99,19 +110,18 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         long start = System.nanoTime();
         passes.increment();
         forgetStaleExpectations(start);
-        // expectations first, then the cache: a pod whose watch event lands in between leaves the expectations
-        // only after the cache has it, so it is in one of the two; the other order could miss it and create twice
+        // expectations first, then the tally: a pod whose watch event lands in between leaves the expectations
+        // only after the tally has it, so it is in one of the two; the other order could miss it and create twice
         Set<String> expectedNow = Set.copyOf(expected.keySet());
-        PoolPlan plan = planner.plan(pods.pods(), expectedNow);
+        PoolPlan plan = planner.plan(tally, expectedNow);
         Map<ResourceType, Set<Integer>> used = new EnumMap<>(ResourceType.class);
-        plan.usedPorts().forEach((k, v) -> used.put(k, new HashSet<>(v)));
         List<PoolPlan.Exhaustion> exhausted = new ArrayList<>(plan.exhausted());
         int created = 0;
         int existed = 0;
         boolean failed = true;
         try {
             for (PoolPlan.PlannedPod planned : plan.toCreate()) {
-                Attempt a = create(planned, used.computeIfAbsent(planned.target().type(), k -> new HashSet<>()));
+                Attempt a = create(planned, used.computeIfAbsent(planned.target().type(), plan::portsInUse));
                 existed += a.alreadyExisted();
                 if (a.created()) {
                     created++;
@@ -242,21 +252,19 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     @Override
     public void onPodEvent(PodCache.Change change, Pod pod) {
         String name = ManagedPods.name(pod);
-        if (change != PodCache.Change.DELETED) {
-            expected.remove(name);
-        }
-        if (change == PodCache.Change.DELETED || !ManagedPods.isManaged(pod)) {
-            Boolean was = wasIdle.remove(name);
-            if (change == PodCache.Change.DELETED && was != null) {
+        if (change == PodCache.Change.DELETED) {
+            Boolean was = tally.remove(name);
+            if (was != null && ManagedPods.isManaged(pod)) {
                 requestRefill();
             }
             return;
         }
+        // the tally first, then the expectations (see reconcile)
+        Boolean was = tally.put(pod);
+        expected.remove(name);
         // a pod that stops being idle (claimed, terminating) lowers the idle count: refill now rather than at
         // the next interval. Other updates (status changes of claimed pods, say) need no pass.
-        boolean idle = ManagedPods.isIdle(pod);
-        Boolean was = wasIdle.put(name, idle);
-        if (was != null && was && !idle) {
+        if (was != null && was && !ManagedPods.isIdle(pod)) {
             requestRefill();
         }
     }

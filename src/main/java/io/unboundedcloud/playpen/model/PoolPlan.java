@@ -40,6 +40,44 @@ public record PoolPlan(List<PlannedPod> toCreate, List<Exhaustion> exhausted,
         return toCreate.stream().map(PlannedPod::pod).toList();
     }
 
+    /** The ports of {@code type} this plan saw held, as a set the caller may add to (the plan's own stays as it is). */
+    public Set<Integer> portsInUse(ResourceType type) {
+        return new Overlaid(usedPorts.getOrDefault(type, Set.of()));
+    }
+
+    /**
+     * A set of ports over another that is not changed: contains and adds in constant time, however many ports the
+     * underlying set holds.
+     */
+    static final class Overlaid extends java.util.AbstractSet<Integer> {
+        private final Set<Integer> base;
+        private final Set<Integer> added = new java.util.TreeSet<>();
+
+        Overlaid(Set<Integer> base) {
+            this.base = base;
+        }
+
+        @Override
+        public boolean contains(Object o) {
+            return base.contains(o) || added.contains(o);
+        }
+
+        @Override
+        public boolean add(Integer port) {
+            return !base.contains(port) && added.add(port);
+        }
+
+        @Override
+        public int size() {
+            return base.size() + added.size();
+        }
+
+        @Override
+        public java.util.Iterator<Integer> iterator() {
+            return java.util.stream.Stream.concat(base.stream(), added.stream()).iterator();
+        }
+    }
+
     /** True when there is nothing to create and no range ran out. */
     public boolean isEmpty() {
         return toCreate.isEmpty() && exhausted.isEmpty();

@@ -47,21 +47,34 @@ public final class PoolPlanner {
      * @param expected names of pods this process created that {@code pods} does not show yet
      */
     public PoolPlan plan(Collection<Pod> pods, Set<String> expected) {
-        Map<ResourceType, Set<Integer>> used = new EnumMap<>(ResourceType.class);
-        for (ResourceType type : ResourceType.values()) {
-            used.put(type, new HashSet<>(HostPortPlanner.usedPorts(pods, type)));
-        }
-        Map<PoolTarget, Integer> idle = new HashMap<>();
-        Set<String> visible = new HashSet<>();
+        PoolTally tally = newTally();
         for (Pod pod : pods) {
-            visible.add(ManagedPods.name(pod));
-            if (ManagedPods.isIdle(pod)) {
-                targetOf(pod).ifPresent(t -> idle.merge(t, 1, Integer::sum));
-            }
+            tally.put(pod);
         }
-        for (String name : expected) {
-            if (!visible.contains(name)) {
-                countExpected(name, used, idle);
+        return plan(tally, expected);
+    }
+
+    /** An empty tally of pods for this planner's pools (the pool reconciler keeps one up to date from the watch). */
+    public PoolTally newTally() {
+        return new PoolTally(this::targetOf);
+    }
+
+    /**
+     * The pass for the pods {@code tally} counts now: the same plan as {@link #plan(Collection, Set)} over those
+     * pods, in time independent of how many there are.
+     */
+    public PoolPlan plan(PoolTally tally, Set<String> expected) {
+        Map<ResourceType, Set<Integer>> used = new EnumMap<>(ResourceType.class);
+        Map<PoolTarget, Integer> idle;
+        synchronized (tally) {
+            for (ResourceType type : ResourceType.values()) {
+                used.put(type, new PoolPlan.Overlaid(tally.usedPorts(type)));
+            }
+            idle = new HashMap<>(tally.idle());
+            for (String name : expected) {
+                if (!tally.contains(name)) {
+                    countExpected(name, used, idle);
+                }
             }
         }
 
@@ -89,7 +102,7 @@ public final class PoolPlanner {
         }
 
         Map<ResourceType, Set<Integer>> usedOut = new EnumMap<>(ResourceType.class);
-        used.forEach((type, set) -> usedOut.put(type, Set.copyOf(set)));
+        used.forEach((type, set) -> usedOut.put(type, Collections.unmodifiableSet(set)));
         return new PoolPlan(List.copyOf(toCreate), List.copyOf(exhausted),
                 Collections.unmodifiableMap(deficits), Collections.unmodifiableMap(usedOut));
     }
