@@ -89,6 +89,10 @@ public final class Bench {
     final int large = intProp("bench.large", 5000);
     /** Of the {@code large} pods, how many are created already claimed (the rest idle). */
     final int largeClaimed = intProp("bench.largeClaimed", 0);
+    /** Pods of the {@code huge} phase ({@link HugePool}; 0 skips it), how many of them claimed, over how many nodes. */
+    final int huge = intProp("bench.huge", 100_000);
+    final int hugeClaimed = intProp("bench.hugeClaimed", 50_000);
+    final int hugeNodes = intProp("bench.hugeNodes", 2_000);
     final int refillSamples = intProp("bench.refillSamples", 10);
     final int ttlSamples = intProp("bench.ttlSamples", 6);
     final String jar = System.getProperty("bench.jar", "target/playpen-operator.jar");
@@ -96,8 +100,13 @@ public final class Bench {
     boolean cdsTrained;
     final String jarJvmArgs = System.getProperty("bench.jarJvmArgs",
             "-XX:MaxRAM=768m -XX:MaxRAMPercentage=75 -XX:+ExitOnOutOfMemoryError -Dfile.encoding=UTF-8");
+    /**
+     * The jar's JVM flags in the {@code huge} phase: {@code bench.jarJvmArgs} with a 1.5 GiB memory limit (the
+     * Deployment's 768Mi holds about 40,000 pods; see docs/performance.md).
+     */
+    final String hugeJarJvmArgs = System.getProperty("bench.hugeJarJvmArgs", withMaxRam(jarJvmArgs, "1536m"));
     final Path out = Path.of(System.getProperty("bench.out", "target/bench"));
-    final List<String> phases = List.of(System.getProperty("bench.phases", "compare,refill,ttl,large,burst").split(","));
+    final List<String> phases = List.of(System.getProperty("bench.phases", "compare,refill,ttl,large,huge,burst").split(","));
 
     final int cpuAllocs = intProp("bench.cpuAllocs", 400);
     final int[] cpuConcurrency = ints(System.getProperty("bench.cpuConcurrency", "32"));
@@ -186,6 +195,9 @@ public final class Bench {
         if (phases.contains("large")) {
             results.put("large", largePhase());
         }
+        if (phases.contains("huge") && huge > 0) {
+            results.put("huge", new HugePool(this).run());
+        }
         if (phases.contains("burst")) {
             // issue 14: a burst of 4x the pool with waitSeconds (WaitBurst)
             results.put("burstWithWait", new WaitBurst(this).run());
@@ -236,14 +248,27 @@ public final class Bench {
 
         /** {@code pods} idle runners plus {@code claimed} runners created already claimed. */
         static Env open(Bench bench, int pods, int claimed, String... flags) throws Exception {
+            return open(bench, pods, claimed, 0, flags);
+        }
+
+        /**
+         * {@code pods} idle runners plus {@code claimed} already claimed, over {@code nodes} nodes; with
+         * {@code nodes} 0, over {@link #NODES} nodes with a host port of their own each (as the operator's pool
+         * makes them), else as a large cluster has them: each host port on several nodes ({@link #createPool}).
+         */
+        static Env open(Bench bench, int pods, int claimed, int nodes, String... flags) throws Exception {
             Env e = new Env(bench, pods);
             try {
-                for (int i = 0; i < NODES; i++) {
-                    e.cluster.addNode("node-" + i, "amd64", "203.0.113." + (10 + i));
+                for (int i = 0; i < Math.max(NODES, nodes); i++) {
+                    e.cluster.addNode("node-" + i, "amd64", "203.0." + (113 + i / 240) + "." + (10 + i % 240));
                 }
                 long t0 = System.nanoTime();
-                createReadyRunners(e.cluster, pods);
-                createClaimedRunners(e.cluster, pods, claimed);
+                if (nodes > 0) {
+                    createPool(e.cluster, pods, claimed, nodes);
+                } else {
+                    createReadyRunners(e.cluster, pods);
+                    createClaimedRunners(e.cluster, pods, claimed);
+                }
                 e.createPodsMs = (System.nanoTime() - t0) / 1e6;
                 long s0 = System.nanoTime();
                 e.op = new OperatorHarness(e.cluster, flags);
@@ -307,6 +332,44 @@ public final class Bench {
                 int port = FIRST_PORT + i;
                 String node = "node-" + (i % NODES);
                 fs.add(pool.submit(() -> cluster.create(TestCluster.readyRunner("amd64", port, node))));
+            }
+            for (Future<Pod> f : fs) {
+                f.get();
+            }
+        } finally {
+            pool.shutdown();
+        }
+    }
+
+    /** Host ports a {@link #createPool} pool cycles through (each on several nodes), from {@link #FIRST_PORT}. */
+    static final int POOL_PORTS = 40_000;
+
+    /**
+     * {@code idle} ready runners and {@code claimed} claimed ones over {@code nodes} nodes, as a large cluster has
+     * them: host ports cycle through {@link #POOL_PORTS} from {@link #FIRST_PORT} (pod i on node i mod nodes, so
+     * no node has a port twice while nodes &gt;= pods / POOL_PORTS), names carry the pod's index.
+     */
+    static void createPool(TestCluster cluster, int idle, int claimed, int nodes) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(8);
+        try {
+            String claimedAt = io.unboundedcloud.playpen.model.TtlPolicy.formatClaimedAt(Instant.now());
+            List<Future<Pod>> fs = new ArrayList<>();
+            for (int i = 0; i < idle + claimed; i++) {
+                int n = i;
+                fs.add(pool.submit(() -> {
+                    String name = "playpen-runner-amd64-n" + n;
+                    PodBuilder b = TestCluster.readyRunner("amd64", FIRST_PORT + n % POOL_PORTS, "node-" + (n % nodes))
+                            .editMetadata().withName(name).endMetadata();
+                    if (n >= idle) {
+                        AllocCommand cmd = command(2_000_000 + n);
+                        b.editMetadata().addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, cmd.keyHash())
+                                .addToAnnotations(PlaypenKeys.REQUEST_HASH, cmd.requestHash())
+                                .addToAnnotations(PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY, cmd.wireGuardPublicKey())
+                                .addToAnnotations(PlaypenKeys.CLAIMED_AT, claimedAt)
+                                .addToLabels(PlaypenKeys.ALLOCATED, Hashes.allocationId(NS, name)).endMetadata();
+                    }
+                    return cluster.create(b);
+                }));
             }
             for (Future<Pod> f : fs) {
                 f.get();
@@ -1039,44 +1102,14 @@ public final class Bench {
             m.put("claimedPods", largeClaimed);
             m.put("inProcessStartupToReadyMs", Stats.round(e.startupMs));
             Thread.sleep(1000); // the startup pass and any debounced pass have run
-            PoolReconciler pool = e.op.app.poolReconciler();
-            ThreadMXBean threads = ManagementFactory.getThreadMXBean();
-            for (int i = 0; i < 20; i++) {
-                pool.reconcile();
-            }
-            List<Double> cpu = new ArrayList<>();
-            List<Double> wall = new ArrayList<>();
-            int created = 0;
-            Map<String, Integer> sumBefore = new HashMap<>();
-            Map<String, Integer> sumAfter = new HashMap<>();
-            for (int i = 0; i < 30; i++) {
-                Map<String, Integer> before = e.cluster.requestSnapshot();
-                long c0 = threads.getCurrentThreadCpuTime();
-                long w0 = System.nanoTime();
-                PoolReconciler.Result r = pool.reconcile();
-                long w1 = System.nanoTime();
-                long c1 = threads.getCurrentThreadCpuTime();
-                Map<String, Integer> after = e.cluster.requestSnapshot();
-                accumulate(sumBefore, sumAfter, before, after);
-                created += r.created();
-                cpu.add((c1 - c0) / 1e6);
-                wall.add((w1 - w0) / 1e6);
-            }
-            ApiCounts api = ApiCounts.between(sumBefore, sumAfter);
-            Map<String, Object> rec = new LinkedHashMap<>();
-            rec.put("passes", cpu.size());
-            rec.put("cpuMsPerPass", summary(cpu));
-            rec.put("wallMsPerPass", summary(wall));
-            rec.put("apiCallsTotal", api.total());
-            rec.put("apiCallsByVerb", api.byVerb);
-            rec.put("podsCreated", created);
+            Map<String, Object> rec = idleReconcile(e);
             m.put("idleReconcile", rec);
             Map<String, Object> sel = selectionCost(e);
             selection.put(large, sel);
             log("  selection over %d cached pods: select %s us, hot path %s us CPU per call", large,
                     sel.get("cpuMicrosPerSelect"), sel.get("hotPathCpuMicrosPerCall"));
-            log("  idle reconcile over %d pods: cpu %s ms, wall %s ms, api calls %d, created %d", large, summary(cpu),
-                    summary(wall), api.total(), created);
+            log("  idle reconcile over %d pods: cpu %s ms, wall %s ms, api calls %s, created %s", large,
+                    rec.get("cpuMsPerPass"), rec.get("wallMsPerPass"), rec.get("apiCallsTotal"), rec.get("podsCreated"));
 
             // warm the allocation path, then memory of this JVM (mock API server + operator + bench)
             // (claims lower the idle count below the target, so the pool creates replacements meanwhile)
@@ -1106,6 +1139,42 @@ public final class Bench {
         return m;
     }
 
+    /** 20 unmeasured, then 30 measured passes of the pool reconciler with nothing to do: CPU, wall time, API calls. */
+    Map<String, Object> idleReconcile(Env e) {
+        PoolReconciler pool = e.op.app.poolReconciler();
+        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+        for (int i = 0; i < 20; i++) {
+            pool.reconcile();
+        }
+        List<Double> cpu = new ArrayList<>();
+        List<Double> wall = new ArrayList<>();
+        int created = 0;
+        Map<String, Integer> sumBefore = new HashMap<>();
+        Map<String, Integer> sumAfter = new HashMap<>();
+        for (int i = 0; i < 30; i++) {
+            Map<String, Integer> before = e.cluster.requestSnapshot();
+            long c0 = threads.getCurrentThreadCpuTime();
+            long w0 = System.nanoTime();
+            PoolReconciler.Result r = pool.reconcile();
+            long w1 = System.nanoTime();
+            long c1 = threads.getCurrentThreadCpuTime();
+            Map<String, Integer> after = e.cluster.requestSnapshot();
+            accumulate(sumBefore, sumAfter, before, after);
+            created += r.created();
+            cpu.add((c1 - c0) / 1e6);
+            wall.add((w1 - w0) / 1e6);
+        }
+        ApiCounts api = ApiCounts.between(sumBefore, sumAfter);
+        Map<String, Object> rec = new LinkedHashMap<>();
+        rec.put("passes", cpu.size());
+        rec.put("cpuMsPerPass", summary(cpu));
+        rec.put("wallMsPerPass", summary(wall));
+        rec.put("apiCallsTotal", api.total());
+        rec.put("apiCallsByVerb", api.byVerb);
+        rec.put("podsCreated", created);
+        return rec;
+    }
+
     Map<String, Object> inProcessMemory() {
         System.gc();
         var heap = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage();
@@ -1124,6 +1193,12 @@ public final class Bench {
      * {@code warmAllocs} > 0) allocations through its front door, then RSS and heap.
      */
     Map<String, Object> jarProcess(TestCluster cluster, int podCount, List<String> flags, int warmAllocs) throws Exception {
+        return jarProcess(cluster, podCount, flags, warmAllocs, jarJvmArgs);
+    }
+
+    /** {@link #jarProcess(TestCluster, int, List, int)} with these JVM flags (the AppCDS archive is added to them). */
+    Map<String, Object> jarProcess(TestCluster cluster, int podCount, List<String> flags, int warmAllocs, String jvmArgs)
+            throws Exception {
         Path jarPath = jar.isBlank() ? null : Path.of(jar);
         if (jarPath == null || !Files.isRegularFile(jarPath)) {
             log("  (no %s: separate-process measurement skipped)", jar);
@@ -1132,7 +1207,7 @@ public final class Bench {
         Path routes = Path.of(System.getProperty("bench.routes", "routes")).toAbsolutePath();
         List<String> all = new ArrayList<>(List.of("--routes-dir=" + routes));
         all.addAll(flags);
-        List<String> jvm = new ArrayList<>(jarJvmArgs.isBlank() ? List.of() : List.of(jarJvmArgs.trim().split("\\s+")));
+        List<String> jvm = new ArrayList<>(jvmArgs.isBlank() ? List.of() : List.of(jvmArgs.trim().split("\\s+")));
         if (cds) {
             // as the image does: start from an AppCDS archive recorded by a training run of the same jar
             Path archive = out.resolve("playpen.jsa");
@@ -1178,6 +1253,12 @@ public final class Bench {
             if (heap != null) {
                 m.put("heapUsedMiB", Stats.round(heap[0] / 1024.0));
                 m.put("heapCommittedMiB", Stats.round(heap[1] / 1024.0));
+            }
+            // the live set: what the heap holds once a full collection has run (what a cached pod really costs)
+            p.jcmd("GC.run");
+            long[] live = p.heapKb();
+            if (live != null) {
+                m.put("heapUsedAfterFullGcMiB", Stats.round(live[0] / 1024.0));
             }
             if (jvm.stream().anyMatch(a -> a.startsWith("-XX:NativeMemoryTracking="))) {
                 // -Dbench.jarJvmArgs=... -XX:NativeMemoryTracking=summary: where the RSS goes, for profiling
@@ -1374,6 +1455,10 @@ public final class Bench {
         m.put("concurrency", concurrencies);
         m.put("scale", scale);
         m.put("large", large);
+        m.put("huge", huge);
+        m.put("hugeClaimed", hugeClaimed);
+        m.put("hugeNodes", hugeNodes);
+        m.put("hugeJarJvmArgs", hugeJarJvmArgs);
         m.put("refillSamples", refillSamples);
         m.put("ttlSamples", ttlSamples);
         m.put("nodes", NODES);
@@ -1574,13 +1659,72 @@ public final class Bench {
         Map<Integer, Map<String, Object>> st = (Map<Integer, Map<String, Object>>) results.get("startup");
         Map<String, Object> small = st == null || st.get(pods) == null ? null : (Map<String, Object>) st.get(pods).get("jarProcess");
         if (jarRes != null && small != null && small.get("heapUsedMiB") != null && jarRes.get("heapUsedMiB") != null) {
-            double kib = (num(jarRes.get("heapUsedMiB")) - num(small.get("heapUsedMiB"))) * 1024 / Math.max(1, large - pods);
-            double rssKib = (num(jarRes.get("vmRssMiB")) - num(small.get("vmRssMiB"))) * 1024 / Math.max(1, large - pods);
-            t.put("memoryPerCachedPod", map("heapKiB", Stats.round(kib), "rssKiB", Stats.round(rssKib), "note",
-                    "(jar heap/RSS with " + large + " pods - with " + pods + ") / difference in pods; heap is not "
-                    + "collected before reading, so this is an upper bound"));
+            t.put("memoryPerCachedPod", perCachedPod(small, jarRes, large));
         }
+        hugeTargets(t, small);
         return t;
+    }
+
+    /**
+     * Heap and RSS per cached pod: (the jar with {@code n} pods - the jar with {@code pods}) / the difference in
+     * pods. {@code heapKiB} reads the heap as it is (not collected first: an upper bound, as before), {@code
+     * liveHeapKiB} after a full collection (what the pods really hold); the target is on the latter.
+     */
+    Map<String, Object> perCachedPod(Map<String, Object> small, Map<String, Object> big, int n) {
+        double diff = Math.max(1, n - pods);
+        double kib = (num(big.get("heapUsedMiB")) - num(small.get("heapUsedMiB"))) * 1024 / diff;
+        double rssKib = (num(big.get("vmRssMiB")) - num(small.get("vmRssMiB"))) * 1024 / diff;
+        double live = (num(big.get("heapUsedAfterFullGcMiB")) - num(small.get("heapUsedAfterFullGcMiB"))) * 1024 / diff;
+        Map<String, Object> m = map("pods", n, "liveHeapKiB", Double.isNaN(live) ? null : Stats.round(live),
+                "heapKiB", Stats.round(kib), "rssKiB", Stats.round(rssKib));
+        m.put("limit", "live heap <= 4 KiB");
+        m.put("pass", Double.isNaN(live) ? null : live <= 4);
+        m.put("note", "(jar heap/RSS with " + n + " pods - with " + pods + ") / difference in pods; liveHeapKiB after a "
+                + "full collection (jcmd GC.run), heapKiB as found (an upper bound that depends on when the last "
+                + "collection ran)");
+        return m;
+    }
+
+    /** The targets of the huge phase (HugePool), when it ran. */
+    @SuppressWarnings("unchecked")
+    void hugeTargets(Map<String, Object> t, Map<String, Object> small) {
+        Map<String, Object> h = (Map<String, Object>) results.get("huge");
+        if (h == null) {
+            return;
+        }
+        int n = ((Number) h.get("pods")).intValue();
+        Map<String, Object> jarRes = (Map<String, Object>) h.get("jarProcess");
+        if (jarRes != null) {
+            t.put("startupToReadyWith" + n + "PodsWithin15s", map("source", "separate jar process, " + n + " pods, exec "
+                    + "to /readyz 204, " + hugeJarJvmArgs, "ms", jarRes.get("startupToReadyMs"), "limit", "<= 15000",
+                    "pass", num(jarRes.get("startupToReadyMs")) <= 15_000));
+            t.put("rssWith" + n + "PodsWithin1GiB", map("source", "separate jar process, " + n + " pods, after 200 "
+                    + "allocations", "vmRssMiB", jarRes.get("vmRssMiB"), "limit", "<= 1024", "pass",
+                    num(jarRes.get("vmRssMiB")) <= 1024));
+            if (small != null) {
+                t.put("memoryPerCachedPodWith" + n + "Pods", perCachedPod(small, jarRes, n));
+            }
+        }
+        Map<String, Object> rec = (Map<String, Object>) h.get("idleReconcile");
+        t.put("idleReconcileWith" + n + "Pods", map("apiCalls", rec.get("apiCallsTotal"), "cpuMsP50",
+                ((Map<String, Object>) rec.get("cpuMsPerPass")).get("p50"), "limit", "0 API calls", "pass",
+                ((Integer) rec.get("apiCallsTotal")) == 0));
+        Map<String, Object> sel = (Map<String, Object>) selection.get(n);
+        if (sel != null) {
+            t.put("hotPathSelectionWith" + n + "Pods", map("cpuMicros", sel.get("hotPathCpuMicrosPerCall"), "limit",
+                    "<= 20 us", "pass", num(sel.get("hotPathCpuMicrosPerCall")) <= 20));
+        }
+        Run o = find(OURS, pods, 1);
+        Run bare = find(BASELINE, pods, 1);
+        Map<String, Object> c1 = (Map<String, Object>) h.get("allocVsBarePatchAtC1");
+        if (o != null && bare != null && c1 != null) {
+            double atPods = o.stats().pMs(50) / bare.stats().pMs(50);
+            double atN = num(c1.get("ratio"));
+            t.put("allocOverBarePatchAt" + n + "VsAt" + pods, map("ratioAtN" + n, Stats.round(atN), "ratioAtN" + pods,
+                    Stats.round(atPods), "growth", Stats.round(atN / atPods), "limit", "growth <= 1.2", "pass",
+                    atN / atPods <= 1.2, "note", "alloc p50 / bare PATCH p50 at c=1, each pair measured interleaved "
+                    + "in one environment"));
+        }
     }
 
     /** The RSS target: 300 MiB up to 5,000 pods (issue 7), 400 MiB for the 10,000-pod scale figure (issue 15). */
@@ -1707,6 +1851,24 @@ public final class Bench {
         Map<String, Object> inProc = (Map<String, Object>) large.get("memoryInProcess");
         sb.append(String.format(Locale.ROOT, "bench JVM (mock API + operator + clients), %d pods: VmRSS %s MiB, heap after GC %s MiB%n",
                 this.large, inProc.get("vmRssMiB"), inProc.get("heapUsedAfterGcMiB")));
+        Map<String, Object> hugeRes = (Map<String, Object>) results.get("huge");
+        if (hugeRes != null) {
+            sb.append(String.format(Locale.ROOT, "%n== %s pods (%s claimed) over %s nodes ==%n", hugeRes.get("pods"),
+                    hugeRes.get("claimedPods"), hugeRes.get("nodes")));
+            Map<String, Object> hr = (Map<String, Object>) hugeRes.get("idleReconcile");
+            sb.append(String.format(Locale.ROOT, "pods created in %s ms; in-process ready in %s ms%n",
+                    hugeRes.get("createPodsMs"), hugeRes.get("inProcessStartupToReadyMs")));
+            sb.append(String.format(Locale.ROOT, "idle reconcile: cpu %s ms/pass, API calls %s%n", hr.get("cpuMsPerPass"),
+                    hr.get("apiCallsTotal")));
+            sb.append(String.format(Locale.ROOT, "c=1: %s%n", compactTarget((Map<String, Object>) hugeRes.get(
+                    "allocVsBarePatchAtC1"))));
+            Map<String, Object> hj = (Map<String, Object>) hugeRes.get("jarProcess");
+            if (hj != null) {
+                sb.append(String.format(Locale.ROOT, "jar process: ready %s ms after exec; VmRSS %s MiB (peak %s), heap "
+                        + "used %s MiB, %s MiB after a full GC (%s)%n", hj.get("startupToReadyMs"), hj.get("vmRssMiB"),
+                        hj.get("vmHwmMiB"), hj.get("heapUsedMiB"), hj.get("heapUsedAfterFullGcMiB"), hj.get("jvmArgs")));
+            }
+        }
         sb.append(String.format(Locale.ROOT, "%n== targets ==%n"));
         ((Map<String, Object>) results.get("targets")).forEach((k, v) -> {
             Object pass = v instanceof Map<?, ?> mm ? mm.get("pass") : null;
@@ -1786,6 +1948,13 @@ public final class Bench {
         System.out.printf(Locale.ROOT, "[%6.1fs] %s%n", (System.nanoTime() - benchStart) / 1e9,
                 String.format(Locale.ROOT, fmt, args));
         System.out.flush();
+    }
+
+    /** {@code jvmArgs} with -XX:MaxRAM set to {@code maxRam} (the container memory limit the JVM sizes itself by). */
+    static String withMaxRam(String jvmArgs, String maxRam) {
+        String set = "-XX:MaxRAM=" + maxRam;
+        return jvmArgs.matches("(^|.*\\s)-XX:MaxRAM=\\S+.*") ? jvmArgs.replaceAll("-XX:MaxRAM=\\S+", set)
+                : (jvmArgs + " " + set).trim();
     }
 
     static int intProp(String name, int def) {
