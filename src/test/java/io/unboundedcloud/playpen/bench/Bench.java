@@ -60,7 +60,7 @@ import io.unboundedcloud.playpen.support.TestCluster;
  * {@code bench.ttlSamples} (6), {@code bench.jar} (target/playpen-operator.jar; empty skips the separate process),
  * {@code bench.jarJvmArgs}, {@code bench.out} (target/bench), {@code bench.largeClaimed} (0; of the large pool, how
  * many pods are created already claimed), {@code bench.cpuAllocs} (400), {@code bench.cpuConcurrency} (32) and
- * {@code bench.cpuReplicas} (1,2): allocations against the packaged jar as 1 and 2 separate replicas, with the
+ * {@code bench.cpuReplicas} (1,2,3): allocations against the packaged jar as 1, 2 and 3 separate replicas, with the
  * operator's CPU time per allocation from the processes' CPU accounting, first in the fresh JVM and then, after
  * {@code bench.cpuWarmAllocs} (2000) more allocations, in steady state; {@code bench.routes} (routes).
  * {@code bench.client} (vertx; or jdk): the HTTPS client of the alloc and replay requests ({@link BenchHttps}).
@@ -125,7 +125,7 @@ public final class Bench {
     static final double JIT_SETTLED_PERCENT = 10;
     final Map<Integer, Object> jitSettle = new LinkedHashMap<>();
     static final int JIT_WARMUP_CONCURRENCY = 8;
-    final int[] cpuReplicas = ints(System.getProperty("bench.cpuReplicas", "1,2"));
+    final int[] cpuReplicas = ints(System.getProperty("bench.cpuReplicas", "1,2,3"));
 
     final Map<String, Object> results = new LinkedHashMap<>();
     final List<Run> runs = new ArrayList<>();
@@ -744,7 +744,7 @@ public final class Bench {
     }
 
     /** Sums the per-batch deltas into one before/after pair (the release between batches is left out). */
-    private static void accumulate(Map<String, Integer> sumBefore, Map<String, Integer> sumAfter, Map<String, Integer> before,
+    static void accumulate(Map<String, Integer> sumBefore, Map<String, Integer> sumAfter, Map<String, Integer> before,
             Map<String, Integer> after) {
         after.forEach((k, v) -> {
             int d = v - before.getOrDefault(k, 0);
@@ -1310,8 +1310,10 @@ public final class Bench {
                     res.put("replicas" + replicas + "_c" + c, m);
                     log("  jar x%d c=%d: %s", replicas, c, m);
                     if (cpuWarmAllocs > 0) {
-                        // the same processes in steady state: another cpuWarmAllocs allocations first, unmeasured
-                        Map<String, Object> warm = jarAllocRun(e, procs, c, cpuWarmAllocs);
+                        // the same processes in steady state: another cpuWarmAllocs allocations per replica first,
+                        // unmeasured (each process compiles its own code: with the same total, a third each would
+                        // leave three processes still compiling, and their JIT would read as a cost of replicas)
+                        Map<String, Object> warm = jarAllocRun(e, procs, c, cpuWarmAllocs * replicas);
                         if (c == 1) {
                             // the bare PATCH at c=1 measured now, next to the warm operator, for the ratio
                             Run bare = measure(e, new BaselineScenario(), 1, Math.min(cpuAllocs, requests));
@@ -1319,7 +1321,14 @@ public final class Bench {
                             warm.put("p50OverBarePatchP50", Stats.round(num(warm.get("p50Ms")) / bare.stats().pMs(50)));
                         }
                         res.put("replicas" + replicas + "_c" + c + "_warm", warm);
-                        log("  jar x%d c=%d after %d more allocs: %s", replicas, c, cpuWarmAllocs, warm);
+                        log("  jar x%d c=%d after %d more allocs per replica: %s", replicas, c, cpuWarmAllocs, warm);
+                        if (replicas > 1 && c == Arrays.stream(cpuConcurrency).max().orElse(c)) {
+                            // every request to the first replica, the others only watching: what each replica
+                            // costs by following the others' claims, apart from splitting the load
+                            Map<String, Object> one = jarAllocRun(e, procs, c, 0, true);
+                            res.put("replicas" + replicas + "_c" + c + "_warm_oneServing", one);
+                            log("  jar x%d c=%d, all requests to one of them: %s", replicas, c, one);
+                        }
                     }
                 }
             } finally {
@@ -1357,8 +1366,14 @@ public final class Bench {
 
     /** {@code warmupAllocs} unmeasured allocations (in batches, released between), then {@code cpuAllocs} measured. */
     Map<String, Object> jarAllocRun(Env e, List<OperatorProcess> procs, int c, int warmupAllocs) throws Exception {
+        return jarAllocRun(e, procs, c, warmupAllocs, false);
+    }
+
+    /** {@code oneServing}: every request to the first process (the others only watch). */
+    Map<String, Object> jarAllocRun(Env e, List<OperatorProcess> procs, int c, int warmupAllocs, boolean oneServing)
+            throws Exception {
         try (BenchHttps clients = BenchHttps.open(e.cluster.frontProxyClient, c)) {
-            java.util.function.IntUnaryOperator portOf = w -> procs.get(w % procs.size()).port;
+            java.util.function.IntUnaryOperator portOf = w -> procs.get(oneServing ? 0 : w % procs.size()).port;
             clients.connect(c, portOf);
             return jarAllocRun(e, procs, c, warmupAllocs, (i, w) -> clients.alloc(w, portOf.applyAsInt(w), allocBody(i)));
         }
@@ -1375,6 +1390,7 @@ public final class Bench {
         }
         quiesce(e);
         long cpu = 0;
+        long[] byProcess = new long[procs.size()];
         OperatorProcess.CpuSplit split = new OperatorProcess.CpuSplit(0, 0, 0);
         List<long[]> parts = new ArrayList<>();
         long wall = 0;
@@ -1396,6 +1412,7 @@ public final class Bench {
             long[] c1 = procs.stream().mapToLong(Bench::cpuNanos).toArray();
             for (int i = 0; i < c0.length; i++) {
                 cpu += c1[i] - c0[i];
+                byProcess[i] += c1[i] - c0[i];
                 OperatorProcess.CpuSplit s1 = procs.get(i).cpuSplit().orElse(null);
                 if (split != null && s0.get(i) != null && s1 != null) {
                     split = split.plus(s1.minus(s0.get(i)));
@@ -1423,6 +1440,10 @@ public final class Bench {
         m.put("warmupAllocs", warmupAllocs);
         m.put("errors", errors);
         m.put("operatorCpuMicrosPerAlloc", Stats.round(cpu / 1e3 / Math.max(1, s.count())));
+        if (procs.size() > 1) {
+            m.put("operatorCpuMicrosPerAllocByProcess", Arrays.stream(byProcess)
+                    .mapToObj(x -> Stats.round(x / 1e3 / Math.max(1, s.count()))).toList());
+        }
         if (split != null) {
             // the same CPU by thread: the JIT compiler's share is a cost of a young JVM, the rest is the work
             m.put("workCpuMicrosPerAlloc", Stats.round(split.workNanos() / 1e3 / Math.max(1, s.count())));
@@ -1437,6 +1458,7 @@ public final class Bench {
         m.put("perSec", Stats.round(s.throughput()));
         m.put("writesPerAllocInAll", Stats.round((num(per.get("writesPerOp")) + num(per.get("eventWritesPerOp")))));
         m.put("eventWritesPerAlloc", per.get("eventWritesPerOp"));
+        // every PATCH beyond one per allocation: conflicts (409), and the rollbacks and settles of lost claims
         m.put("conflictsPerAlloc", Stats.round((patches - s.count()) / (double) Math.max(1, s.count())));
         m.put("getsPerAlloc", per.get("getsPerOp"));
         if (firstError != null) {
@@ -1662,7 +1684,60 @@ public final class Bench {
             t.put("memoryPerCachedPod", perCachedPod(small, jarRes, large));
         }
         hugeTargets(t, small);
+        replicaTargets(t);
         return t;
+    }
+
+    /**
+     * Replicas scale out: with 2 and 3 replicas (steady state, every c of {@code bench.cpuConcurrency} from 32), the
+     * extra PATCHes per new allocation (conflicts, and rollbacks of lost claims) at most 0.02, and the operators' CPU
+     * per allocation, all replicas together, at most 1.3 times one replica's at the same c; writes per allocation
+     * reported.
+     */
+    @SuppressWarnings("unchecked")
+    void replicaTargets(Map<String, Object> t) {
+        Map<String, Object> jarCpu = (Map<String, Object>) results.get("operatorProcessAllocs");
+        if (jarCpu == null) {
+            return;
+        }
+        Map<String, Object> out = new LinkedHashMap<>();
+        boolean pass = true;
+        boolean any = false;
+        for (int c : cpuConcurrency) {
+            Map<String, Object> one = (Map<String, Object>) jarCpu.get("replicas1_c" + c + "_warm");
+            if (c < 32 || one == null) {
+                continue;
+            }
+            for (int r : cpuReplicas) {
+                Map<String, Object> many = (Map<String, Object>) jarCpu.get("replicas" + r + "_c" + c + "_warm");
+                if (r < 2 || many == null) {
+                    continue;
+                }
+                any = true;
+                double conflicts = num(many.get("conflictsPerAlloc"));
+                double ratio = num(many.get("operatorCpuMicrosPerAlloc")) / num(one.get("operatorCpuMicrosPerAlloc"));
+                boolean ok = conflicts <= 0.02 && ratio <= 1.3;
+                pass &= ok;
+                Map<String, Object> row = map("conflictsPerNewAlloc", Stats.round(conflicts), "cpuMicrosPerAlloc",
+                        many.get("operatorCpuMicrosPerAlloc"), "cpuOverOneReplica", Stats.round(ratio),
+                        "writesPerAllocInAll", many.get("writesPerAllocInAll"), "pass", ok);
+                Map<String, Object> oneServing = (Map<String, Object>) jarCpu.get("replicas" + r + "_c" + c
+                        + "_warm_oneServing");
+                if (oneServing != null) {
+                    row.put("cpuOverOneReplicaWithOneServing", Stats.round(num(oneServing.get("operatorCpuMicrosPerAlloc"))
+                            / num(one.get("operatorCpuMicrosPerAlloc"))));
+                }
+                out.put("replicas" + r + "_c" + c, row);
+            }
+        }
+        if (any) {
+            out.put("limit", "conflicts <= 0.02 and CPU <= 1.3x one replica's, per replica count and c >= 32");
+            out.put("pass", pass);
+            out.put("note", "steady state (bench.cpuWarmAllocs per replica first); conflicts = PATCHes beyond one per "
+                    + "allocation (409s, and rollbacks of lost claims); cpuOverOneReplicaWithOneServing: the same "
+                    + "replicas with every request sent to one of them (the others only watch)");
+            t.put("replicasScaleOut", out);
+        }
     }
 
     /**
