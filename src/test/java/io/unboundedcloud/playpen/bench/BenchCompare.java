@@ -149,7 +149,7 @@ public final class BenchCompare {
     private static String compact(Map<String, Object> m) {
         StringBuilder sb = new StringBuilder();
         m.forEach((k, v) -> {
-            if (!k.equals("pass") && !k.equals("note")) {
+            if (!k.equals("pass") && !k.equals("note") && !k.endsWith("Note")) {
                 sb.append(sb.length() == 0 ? "" : " ").append(k).append('=')
                         .append(v instanceof Map<?, ?> inner ? "{" + compactNested(inner) + "}" : v);
             }
@@ -160,7 +160,7 @@ public final class BenchCompare {
     private static String compactNested(Map<?, ?> m) {
         StringBuilder sb = new StringBuilder();
         m.forEach((k, v) -> {
-            if (!"note".equals(k)) {
+            if (!"note".equals(k) && !String.valueOf(k).endsWith("Note")) {
                 sb.append(sb.length() == 0 ? "" : " ").append(k).append('=')
                         .append(v instanceof Map<?, ?> inner ? "{" + compactNested(inner) + "}" : v);
             }
