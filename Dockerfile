@@ -73,5 +73,5 @@ ENTRYPOINT ["java", \
             "-Djava.io.tmpdir=/tmp", \
             "-Dfile.encoding=UTF-8", \
             "-jar", "/opt/playpen/playpen-operator.jar"]
-# Operator flags (SPEC A10); the Deployment replaces these with its own args.
+# Operator flags; the Deployment replaces these with its own args.
 CMD ["--listen-addr=:8443", "--routes-dir=/opt/playpen/routes"]

@@ -103,7 +103,7 @@ API_GROUP = {"kind": "APIGroup", "apiVersion": "v1", "name": GROUP, "versions": 
 API_RESOURCE_LIST = {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": GROUP + "/v1alpha1", "resources": [
     {"name": "allocs", "singularName": "alloc", "namespaced": False, "kind": "Alloc", "verbs": ["create"]},
     {"name": "deallocs", "singularName": "dealloc", "namespaced": False, "kind": "Dealloc", "verbs": ["create"]},
-    # ours (issue 14): POST .../renewals, after the reference's two resources
+    # ours: POST .../renewals, after the reference's two resources
     {"name": "renewals", "singularName": "renewal", "namespaced": False, "kind": "Renewal", "verbs": ["create"]},
 ]}
 

@@ -39,19 +39,26 @@ public final class Main {
         }
         boolean dev = Arrays.stream(args).anyMatch(a -> a.equals("--dev") || a.equals("--dev=true"));
         OperatorConfig config;
+        String[] effective = dev ? DevMode.devArgs(args) : args;
         try {
-            config = OperatorConfig.parse(dev ? DevMode.devArgs(args) : args);
+            config = OperatorConfig.parse(System.getenv(), effective);
         } catch (ConfigException e) {
             System.err.println("playpen-operator: " + e.getMessage());
             System.exit(2);
             return;
         }
-        Logging.configure(config.logFormat());
+        try {
+            Logging.configure(config.logFormat(), config.auditLogPath());
+        } catch (RuntimeException e) {
+            System.err.println("playpen-operator: " + e.getMessage());
+            System.exit(2);
+            return;
+        }
         CountDownLatch stopped = new CountDownLatch(1);
         AutoCloseable running;
         try {
             if (config.dev()) {
-                running = DevMode.start(config, System.getenv());
+                running = DevMode.start(config, System.getenv(), Arrays.asList(effective));
             } else {
                 KubernetesClient client = KubeClients.create(config.kubeconfig());
                 OperatorApp app = new OperatorApp(config, client, Clock.systemUTC(), System.getenv());

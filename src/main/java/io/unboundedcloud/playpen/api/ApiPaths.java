@@ -16,6 +16,7 @@ public final class ApiPaths {
     public static final String ALLOCS_PATH = VERSION_PATH + "/allocs";
     public static final String DEALLOCS_PATH = VERSION_PATH + "/deallocs";
     public static final String RENEWALS_PATH = VERSION_PATH + "/renewals";
+    public static final String POOLS_PATH = VERSION_PATH + "/pools";
     public static final String NOT_FOUND = "the server could not find the requested resource";
     /** The reference's text for a wrong method (its handlers call http.Error with it). */
     public static final String METHOD_NOT_ALLOWED = "method not allowed";
@@ -36,7 +37,9 @@ public final class ApiPaths {
         ALLOCS_LIST(true, "GET"), ALLOCS_GET(true, "GET"), ALLOCS_DELETE(true, "DELETE"),
         OPENAPI_V2(true, "GET"), OPENAPI_V3(true, "GET"), OPENAPI_V3_GROUP(true, "GET"),
         // ours only: lease renewal
-        RENEWAL(true, "POST");
+        RENEWAL(true, "POST"),
+        // ours only: the pools, read-only
+        POOLS_LIST(true, "GET"), POOLS_GET(true, "GET");
 
         private final boolean authenticated;
         private final String method;
@@ -57,7 +60,8 @@ public final class ApiPaths {
 
         /** Flows that act for a user (X-Remote-User required): alloc, dealloc and the allocs reads and delete. */
         public boolean forUser() {
-            return mutating() || this == ALLOCS_LIST || this == ALLOCS_GET || this == ALLOCS_DELETE;
+            return mutating() || this == ALLOCS_LIST || this == ALLOCS_GET || this == ALLOCS_DELETE
+                    || this == POOLS_LIST || this == POOLS_GET;
         }
 
         /** The one method served, or null when any method is (the probes answer whatever is asked). */
@@ -89,6 +93,12 @@ public final class ApiPaths {
             }
             throw ApiException.methodNotAllowed(METHOD_NOT_ALLOWED, ALLOC_ITEM_ALLOW);
         }
+        if (path.startsWith(POOLS_PATH + "/") && path.indexOf('/', POOLS_PATH.length() + 1) < 0) {
+            if ("GET".equals(method)) {
+                return Flow.POOLS_GET;
+            }
+            throw ApiException.methodNotAllowed(METHOD_NOT_ALLOWED, "GET");
+        }
         Flow flow = flow(path);
         if (flow == Flow.ALLOC && !flow.method().equals(method)) {
             throw ApiException.methodNotAllowed(METHOD_NOT_ALLOWED, ALLOCS_ALLOW);
@@ -112,6 +122,7 @@ public final class ApiPaths {
             case OPENAPI_V3_PATH: return Flow.OPENAPI_V3;
             case OPENAPI_V3_GROUP_PATH: return Flow.OPENAPI_V3_GROUP;
             case RENEWALS_PATH: return Flow.RENEWAL;
+            case POOLS_PATH: return Flow.POOLS_LIST;
             default: throw ApiException.notFound(NOT_FOUND);
         }
     }
@@ -120,6 +131,12 @@ public final class ApiPaths {
     public static String allocName(String rawTarget) {
         String path = path(rawTarget);
         return path.startsWith(ALLOCS_PATH + "/") ? path.substring(ALLOCS_PATH.length() + 1) : null;
+    }
+
+    /** The pool name of {@code .../pools/<name>} (percent-decoded), or null for any other target. */
+    public static String poolName(String rawTarget) {
+        String path = path(rawTarget);
+        return path.startsWith(POOLS_PATH + "/") ? path.substring(POOLS_PATH.length() + 1) : null;
     }
 
     /** The raw query string of a request target ("" when none); the fragment is dropped. */

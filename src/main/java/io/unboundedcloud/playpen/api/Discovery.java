@@ -23,7 +23,7 @@ public final class Discovery {
             "apiVersion", "v1",
             "groupVersion", PlaypenKeys.GROUP_VERSION,
             "resources", List.of(allocs(), resource("deallocs", "dealloc", "Dealloc"),
-                    resource("renewals", "renewal", "Renewal")))));
+                    resource("renewals", "renewal", "Renewal"), pools()))));
 
     private Discovery() {
     }
@@ -40,6 +40,14 @@ public final class Discovery {
         Map<String, Object> r = resource("allocs", "alloc", "Alloc");
         r.put("verbs", List.of("create", "delete", "get", "list"));
         r.put("shortNames", List.of("alloc"));
+        r.put("categories", List.of("playpen"));
+        return r;
+    }
+
+    /** pools (ours): read-only, cluster-scoped, in the playpen category (kubectl get pools, kubectl get playpen). */
+    private static Map<String, Object> pools() {
+        Map<String, Object> r = resource("pools", "pool", "Pool");
+        r.put("verbs", List.of("get", "list"));
         r.put("categories", List.of("playpen"));
         return r;
     }

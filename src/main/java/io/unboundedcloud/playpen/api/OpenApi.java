@@ -10,12 +10,14 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
 
 /**
  * The OpenAPI documents of the group (ours; the reference serves none): {@code /openapi/v2} and {@code /openapi/v3}
- * with its group document, so kube-apiserver's aggregator merges them and {@code kubectl explain allocs} prints field
- * docs. Schemas only describe what the read API returns; alloc and dealloc bodies stay documented in the README.
+ * with its group document, so kube-apiserver's aggregator merges them and {@code kubectl explain allocs} (and
+ * pools) prints field docs. Schemas only describe what the read API returns; alloc and dealloc bodies are documented in docs/api.md.
  */
 public final class OpenApi {
     public static final String ALLOC_SCHEMA = "io.unboundedcloud.playpen.v1alpha1.Alloc";
     public static final String ALLOC_LIST_SCHEMA = "io.unboundedcloud.playpen.v1alpha1.AllocList";
+    public static final String POOL_SCHEMA = "io.unboundedcloud.playpen.v1alpha1.Pool";
+    public static final String POOL_LIST_SCHEMA = "io.unboundedcloud.playpen.v1alpha1.PoolList";
 
     /** The Swagger 2.0 document (definitions keyed like Kubernetes' own). */
     public static final String V2 = Json.write(v2());
@@ -31,7 +33,7 @@ public final class OpenApi {
     }
 
     private static Map<String, Object> gvk(String kind) {
-        return Map.of("group", PlaypenKeys.GROUP, "version", PlaypenKeys.VERSION, "kind", kind);
+        return props("group", PlaypenKeys.GROUP, "version", PlaypenKeys.VERSION, "kind", kind);
     }
 
     private static Map<String, Object> str(String description) {
@@ -75,7 +77,7 @@ public final class OpenApi {
                 "kind", str("Kind: Alloc."),
                 "metadata", metadata(),
                 "spec", obj("What was asked for.", props(
-                        "resourceType", str("runner or control-plane."),
+                        "resourceType", str("runner or controlPlane."),
                         "architecture", str("CPU architecture of the pod: amd64 or arm64."),
                         "kubernetesVersion", str("Kubernetes version of a control plane (absent for runners)."))),
                 "status", obj("Where the allocation runs and until when.", props(
@@ -89,6 +91,84 @@ public final class OpenApi {
                         "kubeconfig", str("A control plane's kubeconfig, as the alloc answer gives it; only when its "
                                 + "owner reads that one allocation.")))));
         m.put("x-kubernetes-group-version-kind", List.of(gvk("Alloc")));
+        return m;
+    }
+
+    private static Map<String, Object> number(String description) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("description", description);
+        m.put("type", "number");
+        return m;
+    }
+
+    private static Map<String, Object> integer(String description) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("description", description);
+        m.put("type", "integer");
+        return m;
+    }
+
+    /** The Pool schema: what kubectl get pool -o yaml shows (docs/pools.md explains every field). */
+    private static Map<String, Object> pool() {
+        Map<String, Object> conditions = new LinkedHashMap<>();
+        conditions.put("description", "Ready (enough ready idle pods), Progressing (a rollout or pods starting), "
+                + "Degraded (back-off, unhealthy pods, hostPort range full), each with status, reason and message.");
+        conditions.put("type", "array");
+        conditions.put("items", obj("A condition.", props("type", str("Ready, Progressing or Degraded."),
+                "status", str("True or False."), "lastTransitionTime", str("When the answering replica first saw "
+                        + "this status (RFC 3339)."), "reason", str("One CamelCase word."), "message",
+                str("What it means."))));
+        Map<String, Object> m = obj("Pool is one warm pool: runners of one architecture, or control planes of one "
+                + "Kubernetes version. Read-only: the operator's flags define the pools.", props(
+                "apiVersion", str("APIVersion: playpen.unbounded-cloud.io/v1alpha1."),
+                "kind", str("Kind: Pool."),
+                "metadata", obj("Standard object metadata.", props(
+                        "name", str("runner-<architecture> or control-plane-<version>."),
+                        "creationTimestamp", str("Creation of the pool's oldest live pod."),
+                        "labels", obj("The resource-type and architecture or kubernetes-version labels its pods "
+                                + "carry.", props()))),
+                "spec", obj("What the flags ask for.", props(
+                        "resourceType", str("runner or controlPlane."),
+                        "architecture", str("amd64 or arm64 (runner pools)."),
+                        "kubernetesVersion", str("The version (control-plane pools)."),
+                        "minIdle", integer("The count flag: idle pods kept at least."),
+                        "maxIdle", integer("--pool-max-idle when the demand-aware buffer is on, else minIdle."),
+                        "maxSurge", str("--pool-max-surge: pods a rollout may add beyond the desired count."),
+                        "templateHash", str("The hash current pods carry in their template-hash label."),
+                        "image", str("The image of the template's first container."))),
+                "status", obj("The pool as the answering replica's cache shows it.", props(
+                        "desired", integer("Idle pods wanted now."),
+                        "ready", integer("Idle pods ready to be handed out."),
+                        "idle", integer("Unclaimed pods not being deleted."),
+                        "allocated", integer("Claimed pods not being deleted."),
+                        "stale", integer("Healthy idle pods of an older template."),
+                        "starting", integer("Idle pods of the current template not ready yet."),
+                        "unhealthy", integer("Unhealthy pods, idle and allocated."),
+                        "unhealthyIdle", obj("Unhealthy idle pods by reason (being replaced).", props()),
+                        "unhealthyAllocated", obj("Unhealthy allocated pods by reason (reported only).", props()),
+                        "backoff", obj("Present while replacements keep failing.", props(
+                                "failures", integer("Replacements in a row that never became ready."),
+                                "delaySeconds", integer("The current pause."),
+                                "nextCreateAt", str("When the pool creates again (RFC 3339)."))),
+                        "allocationsPerSecond", number("Recent allocation rate (highest of 2, 10 and 60 s)."),
+                        "timeToReadySeconds", number("Slowest of the last five pods from create to ready."),
+                        "conditions", conditions))));
+        m.put("x-kubernetes-group-version-kind", List.of(gvk("Pool")));
+        return m;
+    }
+
+    private static Map<String, Object> poolList(String itemsRef) {
+        Map<String, Object> items = new LinkedHashMap<>();
+        items.put("description", "The pools.");
+        items.put("type", "array");
+        items.put("items", Map.of("$ref", itemsRef));
+        Map<String, Object> m = obj("PoolList is a list of pools.", props(
+                "apiVersion", str("APIVersion: playpen.unbounded-cloud.io/v1alpha1."),
+                "kind", str("Kind: PoolList."),
+                "metadata", obj("List metadata.", props("resourceVersion", str("Always empty: the list is computed "
+                        + "from the operator's cache."))),
+                "items", items));
+        m.put("x-kubernetes-group-version-kind", List.of(gvk("PoolList")));
         return m;
     }
 
@@ -110,19 +190,30 @@ public final class OpenApi {
     private static Map<String, Object> paths(String prefix, boolean v3) {
         String base = "/apis/" + PlaypenKeys.GROUP_VERSION + "/allocs";
         Map<String, Object> paths = new LinkedHashMap<>();
-        paths.put(base, Map.of(
+        // ordered maps: the document (and its hash in the v3 index) must be the same bytes on every replica and run
+        paths.put(base, props(
                 "get", operation("listAllocs", "list your allocations (everyone's with list on allocs/all)",
                         prefix + ALLOC_LIST_SCHEMA, v3, "list"),
-                "post", operation("createAlloc", "allocate a pod (the reference's alloc; body and answer in the "
-                        + "README)", null, v3, "create")));
-        paths.put(base + "/{name}", Map.of(
+                "post", operation("createAlloc", "allocate a pod (body and answer: docs/api.md of playpen-operator)",
+                        null, v3, "create")));
+        paths.put(base + "/{name}", props(
                 "get", operation("readAlloc", "read one of your allocations", prefix + ALLOC_SCHEMA, v3, "get"),
                 "delete", operation("deleteAlloc", "deallocate: deletes the pod, like POST deallocs",
                         prefix + ALLOC_SCHEMA, v3, "delete")));
+        String pools = "/apis/" + PlaypenKeys.GROUP_VERSION + "/pools";
+        paths.put(pools, Map.of("get", operation("listPools", "list the pools (read-only; the flags define them)",
+                prefix + POOL_LIST_SCHEMA, v3, "list", "Pool")));
+        paths.put(pools + "/{name}", Map.of("get", operation("readPool", "read one pool", prefix + POOL_SCHEMA, v3,
+                "get", "Pool")));
         return paths;
     }
 
     private static Map<String, Object> operation(String id, String description, String ref, boolean v3, String verb) {
+        return operation(id, description, ref, v3, verb, "Alloc");
+    }
+
+    private static Map<String, Object> operation(String id, String description, String ref, boolean v3, String verb,
+            String kind) {
         Map<String, Object> op = new LinkedHashMap<>();
         op.put("operationId", id);
         op.put("description", description);
@@ -137,18 +228,20 @@ public final class OpenApi {
         }
         op.put("responses", Map.of("200", ok));
         op.put("x-kubernetes-action", verb.equals("create") ? "post" : verb);
-        op.put("x-kubernetes-group-version-kind", gvk("Alloc"));
+        op.put("x-kubernetes-group-version-kind", gvk(kind));
         return op;
     }
 
     private static Map<String, Object> v2() {
         Map<String, Object> doc = new LinkedHashMap<>();
         doc.put("swagger", "2.0");
-        doc.put("info", Map.of("title", "playpen-operator", "version", PlaypenKeys.VERSION));
+        doc.put("info", props("title", "playpen-operator", "version", PlaypenKeys.VERSION));
         doc.put("paths", paths("#/definitions/", false));
         Map<String, Object> defs = new LinkedHashMap<>();
         defs.put(ALLOC_SCHEMA, alloc());
         defs.put(ALLOC_LIST_SCHEMA, allocList("#/definitions/" + ALLOC_SCHEMA));
+        defs.put(POOL_SCHEMA, pool());
+        defs.put(POOL_LIST_SCHEMA, poolList("#/definitions/" + POOL_SCHEMA));
         doc.put("definitions", defs);
         return doc;
     }
@@ -156,11 +249,13 @@ public final class OpenApi {
     private static Map<String, Object> v3Group() {
         Map<String, Object> doc = new LinkedHashMap<>();
         doc.put("openapi", "3.0.0");
-        doc.put("info", Map.of("title", "playpen-operator", "version", PlaypenKeys.VERSION));
+        doc.put("info", props("title", "playpen-operator", "version", PlaypenKeys.VERSION));
         doc.put("paths", paths("#/components/schemas/", true));
         Map<String, Object> schemas = new LinkedHashMap<>();
         schemas.put(ALLOC_SCHEMA, alloc());
         schemas.put(ALLOC_LIST_SCHEMA, allocList("#/components/schemas/" + ALLOC_SCHEMA));
+        schemas.put(POOL_SCHEMA, pool());
+        schemas.put(POOL_LIST_SCHEMA, poolList("#/components/schemas/" + POOL_SCHEMA));
         doc.put("components", Map.of("schemas", schemas));
         return doc;
     }

@@ -23,7 +23,7 @@ import org.slf4j.LoggerFactory;
 import io.unboundedcloud.playpen.api.ApiException;
 
 /**
- * Authenticates kube-apiserver's proxied requests (SPEC A7; failures are 403 "forbidden" like the reference): the
+ * Authenticates kube-apiserver's proxied requests (failures are 403 "forbidden" like the reference): the
  * presented leaf must chain to the live front-proxy CA bundle, carry clientAuth, be valid now and have an allowed
  * CN. Results are cached per
  * certificate and bundle generation for a few seconds, since kube-apiserver reuses one client certificate.
@@ -77,7 +77,7 @@ public final class FrontProxyAuthenticator {
             if (v.failure() != null) {
                 // once per certificate and cache period: the wire only says "forbidden"
                 LOG.info("front-proxy client certificate refused cn={} reason={}",
-                        commonName(leaf.getSubjectX500Principal()), v.failure());
+                        loggable(commonName(leaf.getSubjectX500Principal())), v.failure());
             }
         }
         if (v.failure() != null) {
@@ -132,11 +132,23 @@ public final class FrontProxyAuthenticator {
         } catch (Exception e) {
             return "client certificate could not be verified";
         }
-        String cn = commonName(leaf.getSubjectX500Principal());
+        // the CN as kube-apiserver's allowed-names check reads it (Go: the last CN in encoding order); a subject
+        // Go could not parse would fail its TLS handshake, so it fails here too
+        String cn;
+        try {
+            cn = GoCertificateNames.commonName(leaf);
+        } catch (GoCertificateNames.Unreadable e) {
+            return "client certificate names cannot be read as kube-apiserver reads them: " + e.getMessage();
+        }
         if (!tb.allowedNames().isEmpty() && !tb.allowedNames().contains(cn)) {
-            return "client certificate CN \"" + cn + "\" is not an allowed front-proxy name";
+            return "client certificate CN " + loggable(cn) + " is not an allowed front-proxy name";
         }
         return null;
+    }
+
+    /** A certificate-supplied text for a log line (see {@link io.unboundedcloud.playpen.api.LogText}). */
+    static String loggable(String s) {
+        return io.unboundedcloud.playpen.api.LogText.quote(s);
     }
 
     private String validityFailure(X509Certificate leaf) {
@@ -148,6 +160,7 @@ public final class FrontProxyAuthenticator {
         }
     }
 
+    /** The first CN of a principal (Java's reading), for log lines only; decisions use {@link GoCertificateNames}. */
     static String commonName(X500Principal principal) {
         try {
             for (javax.naming.ldap.Rdn rdn : new javax.naming.ldap.LdapName(principal.getName()).getRdns()) {
@@ -159,22 +172,5 @@ public final class FrontProxyAuthenticator {
             return "";
         }
         return "";
-    }
-
-    /** Builds the identity from the front-proxy headers; X-Remote-User is required (403 otherwise). */
-    public static Identity identity(String user, String uid, List<String> groupHeaders,
-            Map<String, List<String>> extraHeaders) {
-        if (user == null || user.isBlank()) {
-            throw ApiException.forbidden(MISSING_USER);
-        }
-        List<String> groups = new ArrayList<>();
-        for (String h : groupHeaders) {
-            for (String g : h.split(",")) {
-                if (!g.trim().isEmpty()) {
-                    groups.add(g.trim());
-                }
-            }
-        }
-        return new Identity(user.trim(), uid == null ? "" : uid.trim(), groups, extraHeaders);
     }
 }

@@ -20,7 +20,7 @@ import io.unboundedcloud.playpen.kube.PodCache;
 import io.unboundedcloud.playpen.model.AllocResponses;
 import io.unboundedcloud.playpen.model.AllocViews;
 import io.unboundedcloud.playpen.model.ResourceType;
-import io.unboundedcloud.playpen.model.Hashes;
+import io.unboundedcloud.playpen.model.OwnerHashes;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 
 /**
@@ -30,8 +30,8 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
  */
 public final class AllocsApi {
 
-    /** A read's options, whose allocations it covers ({@code ownerHash} null = everyone's) and who asks. */
-    public record Read(AllocViews.Query query, String ownerHash, String viewerHash) {
+    /** A read's options, whose allocations it covers ({@code owner} null = everyone's) and who asks. */
+    public record Read(AllocViews.Query query, OwnerHashes.Owner owner, OwnerHashes.Owner viewer) {
     }
 
     /** What a read found. */
@@ -46,13 +46,15 @@ public final class AllocsApi {
     private final int retryAfterSeconds;
     private final AllocResponses responses;
     private final ClaimReads reads;
+    private final OwnerHashes owners;
 
     /**
      * {@code responses} renders a control plane's kubeconfig for its owner exactly as the alloc answer has it;
      * {@code reads} lists the claimed pods from the API server.
      */
     public AllocsApi(AccessReviewer reviewer, PodCache pods, NodeCache nodes, Clock clock, Duration ttl,
-            int retryAfterSeconds, AllocResponses responses, ClaimReads reads) {
+            int retryAfterSeconds, AllocResponses responses, OwnerHashes owners, ClaimReads reads) {
+        this.owners = owners;
         this.reads = reads;
         this.responses = responses;
         this.retryAfterSeconds = retryAfterSeconds;
@@ -128,7 +130,7 @@ public final class AllocsApi {
     public Read scope(@Body AllocViews.Query query, @ExchangeProperty(FrontDoor.IDENTITY) Identity who,
             @ExchangeProperty(FrontDoor.FLOW) String flow) {
         boolean everyone = reviewer.allowedForAllUsers(who, verb(flow));
-        String viewer = Hashes.ownerHash(who.user());
+        OwnerHashes.Owner viewer = owners.of(who.user());
         return new Read(query, everyone ? null : viewer, viewer);
     }
 
@@ -139,8 +141,21 @@ public final class AllocsApi {
      */
     public Selection select(@Body Read read) {
         requireSynced();
-        var visible = reads.claimed(read.ownerHash(), read.query().name());
-        AllocViews.Page page = AllocViews.select(visible, nodes::externalIp, ttl, read.ownerHash(), read.query());
+        // as the API server has them now: one allocation by its id, a user's own in both owner-hash forms (claims
+        // older than the key carry the legacy one), or everyone's (allocs/all)
+        String name = read.query().name();
+        java.util.Collection<io.fabric8.kubernetes.api.model.Pod> visible;
+        if (read.owner() == null || name != null) {
+            visible = reads.claimed(read.owner() == null ? null : read.owner().current(), name);
+        } else {
+            java.util.Map<String, io.fabric8.kubernetes.api.model.Pod> mine = new java.util.LinkedHashMap<>();
+            for (String hash : java.util.List.of(read.owner().current(), read.owner().legacy())) {
+                reads.claimed(hash, null).forEach(p -> mine.putIfAbsent(p.getMetadata().getName(), p));
+            }
+            visible = mine.values();
+        }
+        AllocViews.Page page = AllocViews.selectMatching(visible, nodes::externalIp, ttl,
+                read.owner() == null ? null : read.owner()::matches, read.query());
         if (read.query().name() != null && page.items().isEmpty()) {
             throw notFound(read.query().name());
         }
@@ -169,7 +184,7 @@ public final class AllocsApi {
         }
         AllocViews.Alloc a = s.page().items().get(0);
         Map<String, Object> o = AllocViews.object(a);
-        ownersKubeconfig(a, s.read().viewerHash()).ifPresent(k -> AllocViews.withKubeconfig(o, k));
+        ownersKubeconfig(a, s.read().viewer()).ifPresent(k -> AllocViews.withKubeconfig(o, k));
         return HttpReply.json(Json.write(o));
     }
 
@@ -177,9 +192,8 @@ public final class AllocsApi {
      * A control plane's kubeconfig as its alloc answer gives it, for one object read by its owner only (an admin
      * reading someone else's, and every list or table, never sees it); empty when it cannot be rendered now.
      */
-    private java.util.Optional<String> ownersKubeconfig(AllocViews.Alloc a, String viewerHash) {
-        if (!ResourceType.CONTROL_PLANE.wire().equals(a.resourceType()) || a.ownerHash().isEmpty()
-                || !a.ownerHash().equals(viewerHash)) {
+    private java.util.Optional<String> ownersKubeconfig(AllocViews.Alloc a, OwnerHashes.Owner viewer) {
+        if (!ResourceType.CONTROL_PLANE.wire().equals(a.resourceType()) || !viewer.matches(a.ownerHash())) {
             return java.util.Optional.empty();
         }
         return pods.get(a.pod()).flatMap(pod -> {

@@ -24,11 +24,13 @@ import io.unboundedcloud.playpen.auth.Identity;
 import io.unboundedcloud.playpen.kube.AccessReviewer;
 import io.unboundedcloud.playpen.kube.Allocator;
 import io.unboundedcloud.playpen.kube.CapacityQueue;
+import io.unboundedcloud.playpen.kube.LegacyOwnerClaims;
 import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.AllocRequestParser;
 import io.unboundedcloud.playpen.model.AllocResponses;
 import io.unboundedcloud.playpen.model.GoStrings;
 import io.unboundedcloud.playpen.model.Hashes;
+import io.unboundedcloud.playpen.model.OwnerHashes;
 
 /**
  * Thin adapters between the HTTP routes and the domain beans: bind exchange parts, return domain values, and leave
@@ -40,6 +42,11 @@ public final class ApiFlows {
     public static final String COMMAND = "playpenCommand";
 
     private ObservedEvents events;
+    private OwnerHashes owners;
+    private LegacyOwnerClaims legacyClaims;
+    /** Told about allocs turned away for lack of an idle pod (the demand-aware buffer counts them as demand). */
+    private volatile java.util.function.Consumer<AllocCommand> unserved = cmd -> {
+    };
 
     private final AccessReviewer reviewer;
     private final AllocRequestParser parser;
@@ -71,8 +78,32 @@ public final class ApiFlows {
         return RequestBodies.admit(contentType, body);
     }
 
-    public AllocCommand parseAlloc(@Body byte[] body, @Header("Idempotency-Key") String key) {
-        return parser.parseAlloc(body, key);
+    /**
+     * The validated alloc; field names that name no field exactly become {@code Warning} headers of the answer
+     * ({@link ReplyWriter#WARNINGS}), also when the request is refused.
+     */
+    public AllocCommand parseAlloc(@Body byte[] body, @Header("Idempotency-Key") String key, Exchange exchange) {
+        return parser.parseAlloc(body, key, ReplyWriter.warnings(exchange));
+    }
+
+    /** How claims name their owner: the installation's keyed hash, and the legacy claims to move to it. */
+    void owners(OwnerHashes owners, LegacyOwnerClaims legacyClaims) {
+        this.owners = owners;
+        this.legacyClaims = legacyClaims;
+    }
+
+    /**
+     * The caller's claims that still carry the legacy (unkeyed) owner hash are rewritten to the keyed one, before
+     * the quota counts the caller's claims (step of the alloc route; nothing to do once they are all moved).
+     */
+    public void adoptLegacyClaims(@ExchangeProperty(FrontDoor.IDENTITY) Identity who) {
+        if (who != null && legacyClaims != null) {
+            legacyClaims.adopt(owners.of(who.user()));
+        }
+    }
+
+    void onUnserved(java.util.function.Consumer<AllocCommand> hook) {
+        this.unserved = hook;
     }
 
     /** Events go through the routes; this is where pods deallocated outside {@link #deleteClaimed} go. */
@@ -83,8 +114,8 @@ public final class ApiFlows {
     /**
      * Replay or claim (kube/Allocator: exactly once per key), now or (waitSeconds) once a pod is claimable: the
      * allocation, with {@value AuditLog#OUTCOME} set to {@code allocated} (a pod was claimed now) or
-     * {@code replayed}; a conflicting reuse of the key is a 409. The claim records the hash of the caller's user
-     * name (owner) and counts against their quota. A CompletionStage makes this step asynchronous in Camel: a
+     * {@code replayed}; a conflicting reuse of the key is a 409. The claim records the keyed hash of the caller's
+     * user name (owner) and counts against their quota. A CompletionStage makes this step asynchronous in Camel: a
      * waiting request holds no thread, and the rest of the route runs when the future completes. A client that
      * closes its connection leaves the queue.
      */
@@ -93,7 +124,7 @@ public final class ApiFlows {
         exchange.setProperty(COMMAND, cmd);
         exchange.setProperty(AuditLog.KEY_HASH_PREFIX, cmd.keyHashPrefix());
         Identity who = exchange.getProperty(FrontDoor.IDENTITY, Identity.class);
-        String ownerHash = who == null ? null : Hashes.ownerHash(who.user());
+        String ownerHash = who == null ? null : owners.of(who.user()).current();
         return claim(cmd, ownerHash, ctx).thenApply(a -> {
             if (ctx != null && !ctx.channel().isActive() && allocator.release(a, cmd)) {
                 // the client is gone before its answer: the new claim went back to the pool instead of waiting
@@ -111,7 +142,14 @@ public final class ApiFlows {
     private CompletableFuture<Allocator.Allocation> claim(AllocCommand cmd, String ownerHash, ChannelHandlerContext ctx) {
         try {
             if (cmd.waitSeconds() <= 0) {
-                return CompletableFuture.completedFuture(allocator.allocate(cmd, ownerHash));
+                try {
+                    return CompletableFuture.completedFuture(allocator.allocate(cmd, ownerHash));
+                } catch (ApiException e) {
+                    if (e.code() == 503 && e.getMessage() != null && e.getMessage().startsWith("no idle")) {
+                        unserved.accept(cmd);
+                    }
+                    throw e;
+                }
             }
             CapacityQueue.Ticket ticket = waiting.await(cmd, ownerHash);
             CompletableFuture<Allocator.Allocation> result = ticket.result();
@@ -148,16 +186,16 @@ public final class ApiFlows {
      * looked at (not its charset, size or JSON); without it, an empty body means the key is missing.
      */
     public String parseDealloc(@Body byte[] body, @Header("Idempotency-Key") String key,
-            @ExchangeProperty(PlaypenHttpBinding.ORIGINAL_CONTENT_TYPE) String contentType) {
+            @ExchangeProperty(PlaypenHttpBinding.ORIGINAL_CONTENT_TYPE) String contentType, Exchange exchange) {
         if (key != null && !GoStrings.trimSpace(key).isEmpty()) {
             return parser.parseDealloc(NO_BODY, key);
         }
         byte[] admitted = RequestBodies.admit(contentType, body);
         if (jsonBlank(admitted)) {
             // Go's json.Decoder sees io.EOF, which the reference lets through to its "key required" answer
-            throw ApiException.badRequest(AllocRequestParser.KEY_REQUIRED);
+            throw ApiException.badRequest(AllocRequestParser.RELEASE_KEY_REQUIRED);
         }
-        return parser.parseDealloc(admitted, null);
+        return parser.parseDealloc(admitted, null, ReplyWriter.warnings(exchange));
     }
 
     /** Empty or JSON whitespace only (space, tab, CR, LF): what Go's json.Decoder reads as end of input. */
@@ -190,10 +228,20 @@ public final class ApiFlows {
         return events.deallocatedEvents(deleted);
     }
 
-    /** The dealloc answer: 204 whether or not the key had a claim, like the reference. */
-    public HttpReply deallocated(@Body List<Pod> deleted) {
+    /**
+     * The dealloc answer: 204 whether or not the key had a claim, like the reference (clients check for it). A key
+     * without a claim also gets a {@code Warning} header, which kubectl prints: nothing was released.
+     */
+    public HttpReply deallocated(@Body List<Pod> deleted, Exchange exchange) {
+        if (deleted.isEmpty()) {
+            ReplyWriter.warnings(exchange).add(NOTHING_RELEASED);
+        }
         return HttpReply.noContent(deleted.isEmpty() ? "unknown-key" : "deallocated");
     }
+
+    /** The warning of a dealloc whose key holds no allocation. */
+    public static final String NOTHING_RELEASED = "no allocation holds this idempotency key (released already, expired,"
+            + " or never made): nothing was deallocated";
 
     public HttpReply discovery(@ExchangeProperty(FrontDoor.FLOW) String flow) {
         return HttpReply.json("discovery_group".equals(flow) ? Discovery.API_GROUP : Discovery.API_RESOURCE_LIST);

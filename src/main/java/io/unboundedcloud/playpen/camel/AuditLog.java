@@ -54,7 +54,53 @@ public final class AuditLog {
         line.put("allocation", exchange.getProperty(ALLOCATION_ID, "", String.class));
         line.put("keyHashPrefix", Hashes.keyHashPrefix(exchange.getProperty(KEY_HASH_PREFIX, "", String.class)));
         line.put("outcome", outcome(exchange));
-        return Json.write(line);
+        return write(line);
+    }
+
+    /** One audit line's JSON: every character that could end or disguise a line is a {@code \\uXXXX} escape. */
+    static String write(Map<String, Object> line) {
+        try {
+            return LINE_WRITER.writeValueAsString(line);
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw new IllegalStateException("cannot write an audit line", e);
+        }
+    }
+
+    private static final com.fasterxml.jackson.databind.ObjectWriter LINE_WRITER =
+            Json.MAPPER.writer().with(new LineSafeEscapes());
+
+    /**
+     * JSON string escapes for a line-oriented log: besides JSON's own (quote, backslash, C0 controls), every
+     * Unicode line or paragraph break (U+0085 NEL, U+2028, U+2029; VT, FF, CR and LF are C0), DEL and the C1
+     * controls, format characters (bidirectional overrides, zero-width characters, which can make a line read
+     * differently from what it holds) and surrogates (a lone one is not text) are written as six-character
+     * escapes, so one decision is always exactly one line and reads as what it says.
+     */
+    static final class LineSafeEscapes extends com.fasterxml.jackson.core.io.CharacterEscapes {
+        private static final long serialVersionUID = 1L;
+        private final int[] ascii = standardAsciiEscapesForJSON();
+
+        LineSafeEscapes() {
+            ascii[0x7f] = ESCAPE_CUSTOM;
+        }
+
+        @Override
+        public int[] getEscapeCodesForAscii() {
+            return ascii;
+        }
+
+        @Override
+        public com.fasterxml.jackson.core.SerializableString getEscapeSequence(int ch) {
+            return escaped(ch) ? new com.fasterxml.jackson.core.io.SerializedString(String.format("\\u%04x", ch)) : null;
+        }
+
+        static boolean escaped(int ch) {
+            int type = Character.getType(ch);
+            return type == Character.CONTROL || type == Character.LINE_SEPARATOR
+                    || type == Character.PARAGRAPH_SEPARATOR || type == Character.FORMAT
+                    || type == Character.SURROGATE || type == Character.UNASSIGNED && ch >= 0xfdd0 && ch <= 0xfdef
+                    || (ch & 0xfffe) == 0xfffe;
+        }
     }
 
     private static String user(Exchange exchange) {

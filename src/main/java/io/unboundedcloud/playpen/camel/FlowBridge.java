@@ -16,7 +16,10 @@ import io.unboundedcloud.playpen.model.PoolPlan;
 /**
  * Hands what the background beans did to their routes, so the side effects are route steps an operator can see and
  * re-wire: an expired claim to {@code direct:ttl-expired} (ttl-expiry.camel.yaml), a pod created for the pool to
- * {@code direct:pool-created} and a full hostPort range to {@code direct:pool-exhausted} (pool-reconcile.camel.yaml).
+ * {@code direct:pool-created}, a pool pod deleted to {@code direct:pool-deleted}, an unhealthy allocated pod to
+ * {@code direct:pool-unhealthy-allocated}, a pool backing off or recovering to {@code direct:pool-backoff} and a full
+ * hostPort range to {@code direct:pool-exhausted} (pool-reconcile.camel.yaml); and refill passes to
+ * {@code direct:pool-pass}.
  * Sent on the bean's own thread, like the observer calls it replaces. While Camel is not running (startup,
  * shutdown) or a route is missing, the {@code fallback} records the Event directly, so none is lost that was not
  * lost before.
@@ -26,6 +29,10 @@ final class FlowBridge implements PoolReconciler.Observer, TtlExpirer.Observer {
     static final String TTL_EXPIRED = "ttl-expired";
     static final String POOL_CREATED = "pool-created";
     static final String POOL_EXHAUSTED = "pool-exhausted";
+    static final String POOL_DELETED = "pool-deleted";
+    static final String POOL_UNHEALTHY_ALLOCATED = "pool-unhealthy-allocated";
+    static final String POOL_BACKOFF = "pool-backoff";
+    static final String POOL_PASS = "pool-pass";
 
     private final ObservedEvents fallback;
     private volatile CamelContext camel;
@@ -63,6 +70,41 @@ final class FlowBridge implements PoolReconciler.Observer, TtlExpirer.Observer {
 
     @Override
     public void pass(PoolReconciler.Result result, long nanos, boolean failed) {
+    }
+
+    @Override
+    public void deleted(PoolPlan.Deletion deletion) {
+        if (!send(POOL_DELETED, deletion)) {
+            fallback.deleted(deletion);
+        }
+    }
+
+    @Override
+    public void unhealthyAllocated(PoolPlan.Unhealthy report) {
+        if (!send(POOL_UNHEALTHY_ALLOCATED, report)) {
+            fallback.unhealthyAllocated(report);
+        }
+    }
+
+    void backoffChanged(io.unboundedcloud.playpen.kube.PoolSignals.BackoffChange change) {
+        if (!send(POOL_BACKOFF, change)) {
+            fallback.backoffChanged(change);
+        }
+    }
+
+    /**
+     * A refill pass through the pool-pass route (its steps are what an operator sees and re-wires), or straight
+     * through the reconciler while Camel is not running.
+     */
+    void poolPass(PoolReconciler pool) {
+        CamelContext c = camel;
+        ProducerTemplate p = producer;
+        if (c == null || p == null || !c.isStarted()
+                || c.getRouteController().getRouteStatus(POOL_PASS) != ServiceStatus.Started) {
+            pool.reconcile();
+            return;
+        }
+        p.sendBody("direct:" + POOL_PASS, null);
     }
 
     /** True when the route took it; never waits for a missing consumer (block=false). */

@@ -1,15 +1,8 @@
 package io.unboundedcloud.playpen.camel;
 
-import java.net.URLDecoder;
-import java.nio.charset.StandardCharsets;
 import java.security.cert.Certificate;
 import java.security.cert.X509Certificate;
-import java.util.ArrayList;
-import java.util.Collection;
-import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 
 import javax.net.ssl.SSLPeerUnverifiedException;
 import javax.net.ssl.SSLSession;
@@ -22,6 +15,7 @@ import org.apache.camel.component.netty.http.NettyHttpMessage;
 import io.unboundedcloud.playpen.api.ApiPaths;
 import io.unboundedcloud.playpen.auth.FrontProxyAuthenticator;
 import io.unboundedcloud.playpen.auth.Identity;
+import io.unboundedcloud.playpen.auth.IdentityHeaders;
 
 /**
  * First step of every HTTPS request: picks the flow from the method and the exact raw path (404/405, before any
@@ -33,7 +27,6 @@ public final class FrontDoor {
     public static final String IDENTITY = "playpenIdentity";
     /** The request target as sent (path and query), for flows that read their own parameters. */
     public static final String TARGET = "playpenTarget";
-    private static final String EXTRA_PREFIX = "x-remote-extra-";
 
     private final FrontProxyAuthenticator authenticator;
 
@@ -84,44 +77,14 @@ public final class FrontDoor {
         }
     }
 
+    /**
+     * The identity from the request's own header lines (not Camel's header map, which mixes in query parameters
+     * and may split or merge values), in arrival order, as kube-apiserver's authenticator reads them.
+     */
     private static Identity identity(Message in) {
-        Map<String, List<String>> extra = new LinkedHashMap<>();
-        List<String> groups = new ArrayList<>();
-        String user = null;
-        String uid = null;
-        for (Map.Entry<String, Object> h : in.getHeaders().entrySet()) {
-            String name = h.getKey().toLowerCase(Locale.ROOT);
-            List<String> values = values(h.getValue());
-            if (name.equals("x-remote-user")) {
-                user = values.isEmpty() ? null : values.get(0);
-            } else if (name.equals("x-remote-uid")) {
-                uid = values.isEmpty() ? null : values.get(0);
-            } else if (name.equals("x-remote-group")) {
-                groups.addAll(values);
-            } else if (name.startsWith(EXTRA_PREFIX) && name.length() > EXTRA_PREFIX.length()) {
-                String key = percentDecode(name.substring(EXTRA_PREFIX.length()));
-                extra.computeIfAbsent(key, k -> new ArrayList<>()).addAll(values);
-            }
+        if (in instanceof NettyHttpMessage netty && netty.getHttpRequest() != null) {
+            return IdentityHeaders.parse(() -> netty.getHttpRequest().headers().iteratorAsString());
         }
-        return FrontProxyAuthenticator.identity(user, uid, groups, extra);
-    }
-
-    private static List<String> values(Object v) {
-        List<String> out = new ArrayList<>();
-        if (v instanceof Collection<?> c) {
-            c.forEach(x -> out.add(String.valueOf(x)));
-        } else if (v != null) {
-            out.add(String.valueOf(v));
-        }
-        return out;
-    }
-
-    /** Like Go's url.PathUnescape: %XX sequences only, '+' stays '+'. */
-    static String percentDecode(String s) {
-        try {
-            return URLDecoder.decode(s.replace("+", "%2B"), StandardCharsets.UTF_8);
-        } catch (IllegalArgumentException e) {
-            return s;
-        }
+        throw new IllegalStateException("not a netty-http request: the front door needs the request's header lines");
     }
 }

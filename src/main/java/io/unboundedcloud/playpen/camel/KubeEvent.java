@@ -17,6 +17,10 @@ public record KubeEvent(HasMetadata about, ObjectReference reference, String nam
         return new KubeEvent(about, null, null, NORMAL, reason, message);
     }
 
+    public static KubeEvent warning(HasMetadata about, String reason, String message) {
+        return new KubeEvent(about, null, null, WARNING, reason, message);
+    }
+
     public static KubeEvent warning(ObjectReference reference, String namespace, String reason, String message) {
         return new KubeEvent(null, reference, namespace, WARNING, reason, message);
     }

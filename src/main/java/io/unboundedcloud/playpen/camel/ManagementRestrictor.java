@@ -13,9 +13,10 @@ import org.jolokia.server.core.util.RequestType;
 
 /**
  * The management listener's Jolokia policy: {@code jolokia-access.xml} (reads, and the read-only dump
- * operations Hawtio needs), plus two rules the policy file cannot express: notification registrations are
- * refused (each one would hold a client and its notification store in memory until it expires), and no
- * CORS origin is ever echoed, so no web page can read an answer.
+ * operations Hawtio needs; never the JVM's command line, system properties or class paths), plus two rules the
+ * policy file cannot express: notification registrations are refused (each one would hold a client and its
+ * notification store in memory until it expires), and Jolokia never echoes a CORS origin itself:
+ * {@link ManagementGuard} refuses every origin that is not configured and answers CORS for those that are.
  */
 public final class ManagementRestrictor implements Restrictor {
     static final String POLICY = "/jolokia-access.xml";
@@ -69,8 +70,9 @@ public final class ManagementRestrictor implements Restrictor {
 
     @Override
     public boolean isOriginAllowed(String origin, boolean onlyWhenStrictCheckingIsEnabled) {
-        // Strict mode asks "refuse this request?": answering false would refuse Hawtio's own proxy when it
-        // forwards the browser's Origin. Non-strict mode asks "echo this origin in CORS headers?": never.
+        // Strict mode asks "refuse this request?" (with the Origin, or else the Referer): the guard in front has
+        // refused every Origin that is not configured already. Non-strict mode asks "echo this origin in CORS
+        // headers?": never here; the guard writes them for configured origins.
         return onlyWhenStrictCheckingIsEnabled;
     }
 

@@ -24,8 +24,10 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 
 /**
  * The plain-HTTP management listener (--management-addr, loopback by default): Jolokia at /jolokia for
- * Hawtio (look, never change: {@link ManagementRestrictor}, no notifications), /metrics (also
- * /observe/metrics) in Prometheus text format, and /observe/health[/ready|/live] as Camel users expect.
+ * Hawtio (look, never change: {@link ManagementRestrictor}; no proxy, no notifications, no JSONP:
+ * {@link ManagementGuard}), /metrics (also /observe/metrics) in Prometheus text format, and
+ * /observe/health[/ready|/live] as Camel users expect. Web pages reach none of it unless their origin is
+ * configured ({@link ManagementAccess}).
  */
 public final class ManagementServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ManagementServer.class);
@@ -35,25 +37,32 @@ public final class ManagementServer implements AutoCloseable {
     private final HttpServer http;
     private final JolokiaServer jolokia;
     private final java.util.concurrent.ExecutorService executor;
+    private final ManagementAccess access;
 
-    public ManagementServer(String host, int port, PrometheusMeterRegistry registry, BooleanSupplier ready)
-            throws IOException {
+    public ManagementServer(String host, int port, PrometheusMeterRegistry registry, BooleanSupplier ready,
+            ManagementAccess access) throws IOException {
+        this.access = access;
         http = HttpServer.create(new InetSocketAddress(host, port), 16);
         executor = Executors.newFixedThreadPool(2, DaemonThreads.named("management-http"));
         http.setExecutor(executor);
         for (String path : new String[] {"/metrics", "/observe/metrics"}) {
             // /observe/*: the paths camel-observability-services serves, which Camel users and their tooling expect
-            http.createContext(path, exchange -> reply(exchange, path, 200, "text/plain; version=0.0.4; charset=utf-8",
-                    registry.scrape()));
+            guarded(http.createContext(path, exchange -> reply(exchange, path, 200,
+                    "text/plain; version=0.0.4; charset=utf-8", registry.scrape())));
         }
-        http.createContext("/observe/health", exchange -> health(exchange, "/observe/health", ready.getAsBoolean()));
-        http.createContext("/observe/health/ready", exchange -> health(exchange, "/observe/health/ready", ready.getAsBoolean()));
-        http.createContext("/observe/health/live", exchange -> health(exchange, "/observe/health/live", true));
+        guarded(http.createContext("/observe/health", exchange -> health(exchange, "/observe/health", ready.getAsBoolean())));
+        guarded(http.createContext("/observe/health/ready",
+                exchange -> health(exchange, "/observe/health/ready", ready.getAsBoolean())));
+        guarded(http.createContext("/observe/health/live", exchange -> health(exchange, "/observe/health/live", true)));
         jolokia = new JolokiaServer(http, new JolokiaServerConfig(Map.of(
                 "agentContext", AGENT_CONTEXT,
                 "restrictorClass", ManagementRestrictor.class.getName(),
                 "discoveryEnabled", "false",
                 "includeStackTrace", "false")), new QuietLogHandler());
+    }
+
+    private void guarded(HttpContext context) {
+        context.getFilters().add(new ManagementGuard(null, access));
     }
 
     private static void health(HttpExchange exchange, String path, boolean up) throws IOException {
@@ -89,7 +98,20 @@ public final class ManagementServer implements AutoCloseable {
 
     public void start() {
         jolokia.start(false);
-        jolokiaContext().getFilters().add(new NoNotificationsFilter(AGENT_CONTEXT));
+        HttpContext agent = jolokiaContext();
+        agent.getFilters().add(new ManagementGuard(AGENT_CONTEXT, access));
+        // Jolokia's context is "/jolokia/"; Hawtio's connect dialog and most docs say ".../jolokia", which the JDK
+        // server would answer 404 ("No context found"). That exact path is served as "/jolokia/", filters included.
+        http.createContext(AGENT_CONTEXT, exchange -> {
+            if (!exchange.getRequestURI().getRawPath().equals(AGENT_CONTEXT)) {
+                try (exchange) {
+                    exchange.sendResponseHeaders(404, -1);
+                }
+                return;
+            }
+            new com.sun.net.httpserver.Filter.Chain(agent.getFilters(), agent.getHandler())
+                    .doFilter(new SlashedExchange(exchange, agent));
+        });
         http.start();
         LOG.info("management listener on http://{}:{} (/jolokia for Hawtio, /metrics, /observe/health, /observe/metrics)",
                 http.getAddress().getHostString(), http.getAddress().getPort());
@@ -111,6 +133,105 @@ public final class ManagementServer implements AutoCloseable {
             return ctx;
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException("cannot guard Jolokia's HTTP context: " + e, e);
+        }
+    }
+
+    /** The exchange of a request for {@code /jolokia}, seen by Jolokia as one for {@code /jolokia/}. */
+    private static final class SlashedExchange extends HttpExchange {
+        private final HttpExchange in;
+        private final HttpContext context;
+        private final java.net.URI uri;
+
+        SlashedExchange(HttpExchange in, HttpContext context) {
+            this.in = in;
+            this.context = context;
+            java.net.URI u = in.getRequestURI();
+            this.uri = java.net.URI.create(u.getRawPath() + "/" + (u.getRawQuery() == null ? "" : "?" + u.getRawQuery()));
+        }
+
+        @Override
+        public com.sun.net.httpserver.Headers getRequestHeaders() {
+            return in.getRequestHeaders();
+        }
+
+        @Override
+        public com.sun.net.httpserver.Headers getResponseHeaders() {
+            return in.getResponseHeaders();
+        }
+
+        @Override
+        public java.net.URI getRequestURI() {
+            return uri;
+        }
+
+        @Override
+        public String getRequestMethod() {
+            return in.getRequestMethod();
+        }
+
+        @Override
+        public HttpContext getHttpContext() {
+            return context;
+        }
+
+        @Override
+        public void close() {
+            in.close();
+        }
+
+        @Override
+        public java.io.InputStream getRequestBody() {
+            return in.getRequestBody();
+        }
+
+        @Override
+        public OutputStream getResponseBody() {
+            return in.getResponseBody();
+        }
+
+        @Override
+        public void sendResponseHeaders(int code, long length) throws IOException {
+            in.sendResponseHeaders(code, length);
+        }
+
+        @Override
+        public InetSocketAddress getRemoteAddress() {
+            return in.getRemoteAddress();
+        }
+
+        @Override
+        public int getResponseCode() {
+            return in.getResponseCode();
+        }
+
+        @Override
+        public InetSocketAddress getLocalAddress() {
+            return in.getLocalAddress();
+        }
+
+        @Override
+        public String getProtocol() {
+            return in.getProtocol();
+        }
+
+        @Override
+        public Object getAttribute(String name) {
+            return in.getAttribute(name);
+        }
+
+        @Override
+        public void setAttribute(String name, Object value) {
+            in.setAttribute(name, value);
+        }
+
+        @Override
+        public void setStreams(java.io.InputStream i, OutputStream o) {
+            in.setStreams(i, o);
+        }
+
+        @Override
+        public com.sun.net.httpserver.HttpPrincipal getPrincipal() {
+            return in.getPrincipal();
         }
     }
 

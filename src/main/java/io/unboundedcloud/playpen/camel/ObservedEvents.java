@@ -19,8 +19,10 @@ import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.PoolPlan;
 
 /**
- * The Kubernetes Events of the flows (bean {@code kubeEvents}): builds them (Allocated, Deallocated, Expired and
- * Created on pods; HostPortRangeExhausted and TrustBundleInvalid on the operator's pod or the APIService) and
+ * The Kubernetes Events of the flows (bean {@code kubeEvents}): builds them (Allocated, Deallocated, Expired,
+ * Created, pool deletions (Stale, Surplus, or the problem of an unhealthy pod), Unhealthy&lt;problem&gt; on allocated
+ * pods and BackOffEnded on pods; BackOff, HostPortRangeExhausted and TrustBundleInvalid on the operator's pod or the
+ * APIService) and
  * records them through {@link EventRecorder} (queued, never blocking the caller; 403 suspends recording). The
  * routes call {@link #record} from the {@code kube-event} route; as an observer it is the fallback the
  * {@link FlowBridge} uses while Camel is not running.
@@ -75,6 +77,24 @@ public final class ObservedEvents implements PoolReconciler.Observer, TtlExpirer
         return List.of(KubeEvent.normal(pod, "Created", "created for the warm pool"));
     }
 
+    /** An idle pod the pool deleted: Normal for stale and surplus pods, Warning for unhealthy ones (reason: the problem). */
+    public List<KubeEvent> deletedEvents(@Body PoolPlan.Deletion d) {
+        return List.of(d.why() == PoolPlan.Why.UNHEALTHY
+                ? KubeEvent.warning(d.pod(), d.reason(), d.message())
+                : KubeEvent.normal(d.pod(), d.reason(), d.message()));
+    }
+
+    /** An allocated pod that is unhealthy: a Warning on it (the pool leaves it to its allocation). */
+    public List<KubeEvent> unhealthyAllocatedEvents(@Body PoolPlan.Unhealthy u) {
+        return List.of(KubeEvent.warning(u.pod(), "Unhealthy" + u.problem().reason(), u.message()));
+    }
+
+    /** A pool backing off (Warning BackOff on the operator) or recovering (Normal BackOffEnded on the ready pod). */
+    public List<KubeEvent> backoffEvents(@Body io.unboundedcloud.playpen.kube.PoolSignals.BackoffChange c) {
+        return List.of(c.recovered() ? KubeEvent.normal(c.pod(), "BackOffEnded", c.message())
+                : KubeEvent.warning(operatorRef, operatorNamespace, "BackOff", c.message()));
+    }
+
     public List<KubeEvent> exhaustedEvents(@Body PoolPlan.Exhaustion x) {
         return List.of(KubeEvent.warning(operatorRef, operatorNamespace, "HostPortRangeExhausted", x.message()));
     }
@@ -101,6 +121,20 @@ public final class ObservedEvents implements PoolReconciler.Observer, TtlExpirer
     @Override
     public void exhausted(PoolPlan.Exhaustion x) {
         exhaustedEvents(x).forEach(this::record);
+    }
+
+    @Override
+    public void deleted(PoolPlan.Deletion d) {
+        deletedEvents(d).forEach(this::record);
+    }
+
+    @Override
+    public void unhealthyAllocated(PoolPlan.Unhealthy u) {
+        unhealthyAllocatedEvents(u).forEach(this::record);
+    }
+
+    void backoffChanged(io.unboundedcloud.playpen.kube.PoolSignals.BackoffChange c) {
+        backoffEvents(c).forEach(this::record);
     }
 
     @Override

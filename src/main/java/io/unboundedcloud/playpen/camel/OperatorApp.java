@@ -21,8 +21,13 @@ import io.unboundedcloud.playpen.kube.ClaimWriter;
 import io.unboundedcloud.playpen.kube.DaemonThreads;
 import io.unboundedcloud.playpen.kube.EventRecorder;
 import io.unboundedcloud.playpen.kube.LeaderElection;
+import io.unboundedcloud.playpen.kube.PoolHandOut;
 import io.unboundedcloud.playpen.kube.PoolReconciler;
+import io.unboundedcloud.playpen.kube.PoolSignals;
+import io.unboundedcloud.playpen.kube.PoolStatuses;
+import io.unboundedcloud.playpen.model.PoolPlanner;
 import io.unboundedcloud.playpen.kube.TtlExpirer;
+import io.unboundedcloud.playpen.kube.WatchContinuity;
 import io.unboundedcloud.playpen.model.PodTemplates;
 import io.unboundedcloud.playpen.model.TtlPolicy;
 import io.unboundedcloud.playpen.kube.KubeApiCall;
@@ -57,14 +62,18 @@ public final class OperatorApp implements AutoCloseable {
     private LeaderElection leader;
     private LeaderRoutePolicy leaderRoutes;
     private PoolReconciler pool;
+    private PoolStatuses poolStatuses;
     private TtlExpirer ttl;
     private final OperatorMetrics metrics = new OperatorMetrics();
     private ManagementServer management;
+    private HealthServer probes;
+    private io.unboundedcloud.playpen.model.OwnerHashes owners;
     private ConnectionGuard connections;
     private ServingCertificateReload servingReload;
     private io.unboundedcloud.playpen.kube.CapacityQueue waiting;
     private io.unboundedcloud.playpen.kube.ReplicaLanes lanes;
     private final WaitingWake waitingWake = new WaitingWake();
+    private final WatchContinuity watches = new WatchContinuity();
 
     /** Forwards pod events to the waiting queue once it exists (listeners must be added before the cache starts). */
     private static final class WaitingWake implements PodCache.Listener {
@@ -97,8 +106,9 @@ public final class OperatorApp implements AutoCloseable {
                 config.serviceName(), clock, calls, config.servingCertRenewal());
         ServingCertificate.Material material = serving.ensure();
 
-        Candidates candidates = new Candidates(config.runnerLabelSelector());
-        pods = new PodCache(client, config.runnerNamespace(), candidates::kindKey);
+        // the cache's index needs only the kinds; the hand-out rules below need the cache
+        Candidates kinds = new Candidates(config.runnerLabelSelector());
+        pods = new PodCache(client, config.runnerNamespace(), kinds::kindKey);
         nodes = new NodeCache(client);
         trust = new TrustBundleSource(client, calls);
 
@@ -110,8 +120,14 @@ public final class OperatorApp implements AutoCloseable {
         lanes = new io.unboundedcloud.playpen.kube.ReplicaLanes(leader.identity());
         ClaimWriter writer = new ClaimWriter(client, clock, calls, leases, lanes.self());
         PodTemplates templates = new PodTemplates(config, env);
-        pool = new PoolReconciler(client, config, pods, templates, leader::isLeader, calls);
+        PoolPlanner planner = new PoolPlanner(config, templates);
+        // every replica learns back-off, time-to-ready and demand from the watch; the leader acts on them
+        PoolSignals signals = new PoolSignals(planner, nodes, clock, config.pools());
+        pool = new PoolReconciler(client, config, pods, nodes, planner, signals, leader::isLeader, calls, clock);
+        poolStatuses = new PoolStatuses(pods, pool, clock);
+        Candidates candidates = new Candidates(config.runnerLabelSelector(), new PoolHandOut(planner, nodes, pods));
         ttl = new TtlExpirer(pods, writer, leases, clock, leader::isLeader);
+        pods.addListener(signals);
         pods.addListener(pool);
         pods.addListener(ttl);
         // the queue of allocs waiting for capacity is built with the allocator below; pod events wake it
@@ -136,6 +152,14 @@ public final class OperatorApp implements AutoCloseable {
         FlowBridge bridge = new FlowBridge(observed);
         pool.addObserver(bridge);
         ttl.addObserver(bridge);
+        // every replica sees a pool back off; the leader, which acts on it, tells
+        signals.addObserver(change -> {
+            if (leader.isLeader()) {
+                bridge.backoffChanged(change);
+            }
+        });
+        // refills run the pool-pass route once Camel runs, so its steps are the same for every pass
+        pool.runPassesWith(() -> bridge.poolPass(pool));
         pool.addObserver(metrics);
         ttl.addObserver(metrics);
         trust.onInvalid(observed::trustBundleInvalid);
@@ -152,14 +176,24 @@ public final class OperatorApp implements AutoCloseable {
                 config.retryAfterSeconds(), calls);
         allocator = new Allocator(pods, nodes, writer,
                 candidates, config.retryAfterSeconds(), config.maxAllocsPerUser(), lanes);
-        waiting = new io.unboundedcloud.playpen.kube.CapacityQueue(allocator);
+        waiting = new io.unboundedcloud.playpen.kube.CapacityQueue(allocator, new io.unboundedcloud.playpen.kube.CapacityQueue.Limits(
+                config.waitingLimits().perUser(), config.waitingLimits().total(), config.retryAfterSeconds()));
         waitingWake.target = waiting;
         waiting.addObserver(metrics);
         AllocResponses responses = new AllocResponses(config.network(), config.redfishBaseUrl(),
                 config.retryAfterSeconds(), leases);
+        // the installation's owner-hash key (a Secret shared by every replica): claims name their owner with it
+        io.unboundedcloud.playpen.model.OwnerHashes owners = new io.unboundedcloud.playpen.model.OwnerHashes(
+                io.unboundedcloud.playpen.kube.OwnerHashKey.ensure(client, config.namespace(), config.ownerHashSecretName(), calls));
+        this.owners = owners;
         ApiFlows flows = new ApiFlows(reviewer, new AllocRequestParser(config.controlPlaneVersions(), config.leases()),
                 allocator, responses, this::ready, config.retryAfterSeconds(), waiting);
         flows.events(observed);
+        flows.owners(owners, new io.unboundedcloud.playpen.kube.LegacyOwnerClaims(client, pods, calls));
+        // allocs turned away for lack of a pod are demand too (the demand-aware buffer)
+        flows.onUnserved(cmd -> signals.unserved(cmd.resourceType() == io.unboundedcloud.playpen.model.ResourceType.RUNNER
+                ? io.unboundedcloud.playpen.model.PoolTarget.runner(cmd.architecture())
+                : io.unboundedcloud.playpen.model.PoolTarget.controlPlane(cmd.kubernetesVersion())));
         io.unboundedcloud.playpen.kube.Renewer renewer =
                 new io.unboundedcloud.playpen.kube.Renewer(client, pods, leases, clock, calls);
         // the TTL timer follows a renewal made here at once (other replicas' renewals reach it through the watch)
@@ -172,6 +206,7 @@ public final class OperatorApp implements AutoCloseable {
         metrics.bind(config, pods, templates, reviewer, calls, leader, events);
         metrics.bindWaiting(config, templates, waiting);
         metrics.bindAllocator(allocator);
+        metrics.bindPools(planner, poolStatuses);
 
         main = new Main();
         main.configure().withName("playpen-operator");
@@ -209,7 +244,10 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("frontDoor", new FrontDoor(authenticator));
         main.bind("apiFlows", flows);
         main.bind("allocsApi", new AllocsApi(reviewer, pods, nodes, clock, config.playpenTtl(),
-                config.retryAfterSeconds(), responses, new io.unboundedcloud.playpen.kube.ClaimReads(pods, writer)));
+                config.retryAfterSeconds(), responses, owners,
+                new io.unboundedcloud.playpen.kube.ClaimReads(pods, writer)));
+        main.bind("poolsApi", new PoolsApi(reviewer, poolStatuses, clock, config.retryAfterSeconds(),
+                config.pools().maxSurge()));
         main.bind("renewalFlows", new RenewalFlows(new AllocRequestParser(config.controlPlaneVersions(), config.leases()),
                 renewer, config.playpenTtl()));
         main.bind("replyWriter", new ReplyWriter(config.retryAfterSeconds(), metrics));
@@ -244,11 +282,25 @@ public final class OperatorApp implements AutoCloseable {
                 .description("1 while this replica is ready: caches synced and a valid trust bundle").register(metrics.registry());
         Gauge.builder("playpen_trust_bundle_valid", trust, t -> t.get().valid() ? 1 : 0)
                 .description("1 while a valid front-proxy trust bundle is loaded").register(metrics.registry());
+        if (config.healthPort() >= 0) {
+            probes = new HealthServer(config.healthHost(), config.healthPort(), this::ready, config.retryAfterSeconds());
+            probes.start();
+        }
         if (!config.managementHost().isEmpty() && config.managementPort() >= 0) {
             management = new ManagementServer(config.managementHost(), config.managementPort(), metrics.registry(),
-                    this::camelReady);
+                    this::camelReady, ManagementAccess.of(config.managementAllowedOrigins(), config.managementAllowedHosts()));
             management.start();
         }
+    }
+
+    /** How this installation's claims name their owner (tests compare annotations with it). */
+    public io.unboundedcloud.playpen.model.OwnerHashes ownerHashes() {
+        return owners;
+    }
+
+    /** The probe listener's address, or null when it is disabled. */
+    public java.net.InetSocketAddress healthAddress() {
+        return probes == null ? null : probes.address();
     }
 
     /** The management listener's address, or null when it is disabled. */
@@ -294,6 +346,11 @@ public final class OperatorApp implements AutoCloseable {
         return pool;
     }
 
+    /** Every pool as this replica sees it (the pools resource reads the same). */
+    public PoolStatuses poolStatuses() {
+        return poolStatuses;
+    }
+
     public EventRecorder events() {
         return events;
     }
@@ -301,7 +358,13 @@ public final class OperatorApp implements AutoCloseable {
     public String routesPattern() {
         File dir = new File(config.routesDir());
         if (dir.isDirectory()) {
-            return "file:" + dir.getAbsolutePath() + "/*.camel.yaml";
+            // the real path: Camel's file pattern finds nothing under a directory reached through a symbolic link
+            // (a mounted volume, a checked-out link), and the operator would then run without a single route
+            try {
+                return "file:" + dir.toPath().toRealPath() + "/*.camel.yaml";
+            } catch (java.io.IOException e) {
+                return "file:" + dir.getAbsolutePath() + "/*.camel.yaml";
+            }
         }
         LOG.info("routes folder {} not found; using the routes packaged in the jar", dir.getAbsolutePath());
         return "classpath:routes/*.camel.yaml";
@@ -322,9 +385,13 @@ public final class OperatorApp implements AutoCloseable {
                 .allMatch(r -> r.getState() == org.apache.camel.health.HealthCheck.State.UP);
     }
 
-    /** Ready when the caches are synced and watching, and a valid trust bundle is loaded. */
+    /**
+     * Ready when the caches are synced and watching, and a valid trust bundle is loaded. A watch that is being
+     * reopened (the informers do that every 5 to 10 minutes) keeps the replica ready for {@link WatchContinuity#GRACE}.
+     */
     public boolean ready() {
-        return pods != null && pods.isWatching() && nodes.isWatching() && trust.get().valid();
+        return pods != null && pods.hasSynced() && nodes.hasSynced() && trust.get().valid()
+                && watches.connected(pods.isWatching() && nodes.isWatching());
     }
 
     public CamelContext camelContext() {
@@ -347,6 +414,7 @@ public final class OperatorApp implements AutoCloseable {
     public void close() {
         // stop taking requests and background work first, then the executors they feed, then the caches
         closeQuietly(management);
+        closeQuietly(probes);
         closeQuietly(leader);
         if (main != null) {
             try {

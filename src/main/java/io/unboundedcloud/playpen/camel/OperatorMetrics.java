@@ -43,6 +43,7 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
     private final Counter podsCreated;
     private final Counter rangeExhausted;
     private final Map<String, Counter> requestCounters = new ConcurrentHashMap<>();
+    private final Map<String, Counter> deletedCounters = new ConcurrentHashMap<>();
 
     public OperatorMetrics() {
         allocLatency = Timer.builder("playpen_alloc_latency").description("alloc request latency, front door to reply")
@@ -103,7 +104,7 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
         }
         Gauge.builder("playpen_leader", leader, l -> l.isLeader() ? 1 : 0).description("1 while this replica holds the Lease")
                 .register(registry);
-        // 1 while the Lease API answers 403 and this replica runs the background work alone (SPEC-compatible
+        // 1 while the Lease API answers 403 and this replica runs the background work alone (reference-compatible
         // with the Go operator's RBAC, which grants no Lease access)
         Gauge.builder("playpen_leader_election_fallback", leader, l -> l.inFallback() ? 1 : 0)
                 .description("1 while leader election is off because the Lease API is forbidden (single-replica mode)")
@@ -125,7 +126,7 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
 
     /**
      * playpen_waiting_requests{resource_type,variant}: allocs waiting for capacity now, per runner architecture and
-     * configured control-plane version (issue 14).
+     * configured control-plane version.
      */
     public void bindAllocator(io.unboundedcloud.playpen.kube.Allocator allocator) {
         FunctionCounter.builder("playpen_claims_rolled_back", allocator, io.unboundedcloud.playpen.kube.Allocator::rollbacks)
@@ -152,6 +153,67 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
                 .description("time alloc requests waited for capacity, by outcome").tag("outcome", o)
                 .publishPercentileHistogram().minimumExpectedValue(Duration.ofMillis(10))
                 .maximumExpectedValue(Duration.ofSeconds(3600)).register(registry)).record(waited);
+    }
+
+    /**
+     * The pools' health, rollout and back-off, read from {@code statuses} at scrape: desired, ready, stale and
+     * starting pods, unhealthy pods by reason and state (idle: being replaced; allocated: reported), and the back-off.
+     */
+    public void bindPools(PoolPlanner planner, io.unboundedcloud.playpen.kube.PoolStatuses statuses) {
+        for (PoolTarget t : planner.desired().keySet()) {
+            poolGauge("playpen_pool_desired_pods", "idle pods the pool wants now (the count flag, or the demand-aware "
+                    + "buffer's size)", statuses, t, s -> s.desired());
+            poolGauge("playpen_pool_ready_pods", "idle pods ready to be handed out", statuses, t, s -> s.ready());
+            poolGauge("playpen_pool_stale_pods", "idle pods of an older template, replaced surge-first", statuses, t,
+                    s -> s.stale());
+            poolGauge("playpen_pool_starting_pods", "idle pods of the current template not ready yet", statuses, t,
+                    s -> s.starting());
+            poolGauge("playpen_pool_backoff_seconds", "pause between creates of a pool whose replacements keep "
+                    + "failing (0: not backing off)", statuses, t, s -> s.backoff().delay().toSeconds());
+            poolGauge("playpen_pool_backoff_failures", "replacements in a row that never became ready (0: none)",
+                    statuses, t, s -> s.backoff().failures());
+            poolGauge("playpen_pool_time_to_ready_seconds", "slowest of the pool's last five pods from create to ready",
+                    statuses, t, s -> s.timeToReady() == null ? Double.NaN : s.timeToReady().toMillis() / 1000.0);
+            deletedCounter(t, "Stale");
+            deletedCounter(t, "Surplus");
+            for (io.unboundedcloud.playpen.model.PoolHealth.Problem p
+                    : io.unboundedcloud.playpen.model.PoolHealth.Problem.values()) {
+                deletedCounter(t, p.reason());
+                Gauge.builder("playpen_pool_unhealthy_pods", () -> {
+                    io.unboundedcloud.playpen.model.PoolStatus s = statuses.current().get(t);
+                    return s == null ? 0 : s.unhealthyByReason().getOrDefault(p.reason(), 0);
+                }).description("unhealthy pool pods by reason; idle ones are deleted and replaced, allocated ones reported")
+                        .tag("resource_type", t.type().wire()).tag("variant", t.variant()).tag("reason", p.reason())
+                        .tag("state", "idle").register(registry);
+                Gauge.builder("playpen_pool_unhealthy_pods", () -> {
+                    io.unboundedcloud.playpen.model.PoolStatus s = statuses.current().get(t);
+                    return s == null ? 0 : s.unhealthyAllocatedByReason().getOrDefault(p.reason(), 0);
+                }).description("unhealthy pool pods by reason; idle ones are deleted and replaced, allocated ones reported")
+                        .tag("resource_type", t.type().wire()).tag("variant", t.variant()).tag("reason", p.reason())
+                        .tag("state", "allocated").register(registry);
+            }
+        }
+    }
+
+    private void poolGauge(String name, String help, io.unboundedcloud.playpen.kube.PoolStatuses statuses, PoolTarget t,
+            java.util.function.ToDoubleFunction<io.unboundedcloud.playpen.model.PoolStatus> value) {
+        Gauge.builder(name, () -> {
+            io.unboundedcloud.playpen.model.PoolStatus s = statuses.current().get(t);
+            return s == null ? 0 : value.applyAsDouble(s);
+        }).description(help).tag("resource_type", t.type().wire()).tag("variant", t.variant()).register(registry);
+    }
+
+    /** playpen_pool_deleted_pods_total{resource_type,variant,reason}: idle pods the pools deleted, and why. */
+    @Override
+    public void deleted(PoolPlan.Deletion d) {
+        deletedCounter(d.target(), d.reason()).increment();
+    }
+
+    private Counter deletedCounter(PoolTarget t, String reason) {
+        return deletedCounters.computeIfAbsent(t.key() + '|' + reason, k -> Counter.builder("playpen_pool_deleted_pods")
+                .description("idle pods the pools deleted: unhealthy (by problem), stale once replaced, surplus")
+                .tag("resource_type", t.type().wire()).tag("variant", t.variant()).tag("reason", reason)
+                .register(registry));
     }
 
     private static String variant(Pod p, ResourceType type) {
@@ -190,7 +252,7 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
 
     private final Map<String, Counter> renewalCounters = new ConcurrentHashMap<>();
 
-    /** playpen_renewals_total{result}: renewed, unchanged, not-found, gone (issue 14). */
+    /** playpen_renewals_total{result}: renewed, unchanged, not-found, gone. */
     @Override
     public void renewal(String result, io.unboundedcloud.playpen.kube.Renewer.Renewal renewal) {
         renewalCounters.computeIfAbsent(result, r -> Counter.builder("playpen_renewals")

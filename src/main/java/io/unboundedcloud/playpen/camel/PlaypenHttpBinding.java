@@ -25,6 +25,33 @@ import org.apache.camel.component.netty.http.NettyHttpConfiguration;
 public class PlaypenHttpBinding extends DefaultNettyHttpBinding {
     public static final String ORIGINAL_CONTENT_TYPE = "playpen.contentType";
 
+    public PlaypenHttpBinding() {
+        setHeaderFilterStrategy(new org.apache.camel.component.netty.http.NettyHttpHeaderFilterStrategy());
+    }
+
+    /**
+     * Camel's header filter (the endpoint sets its own here), except that a {@code Warning} header goes out: it is how
+     * the API warns clients, as kube-apiserver does, and kubectl prints it. Camel drops it as a hop-by-hop header.
+     */
+    @Override
+    public void setHeaderFilterStrategy(org.apache.camel.spi.HeaderFilterStrategy strategy) {
+        super.setHeaderFilterStrategy(strategy == null || strategy instanceof LetWarningsOut ? strategy
+                : new LetWarningsOut(strategy));
+    }
+
+    private record LetWarningsOut(org.apache.camel.spi.HeaderFilterStrategy delegate)
+            implements org.apache.camel.spi.HeaderFilterStrategy {
+        @Override
+        public boolean applyFilterToCamelHeaders(String name, Object value, Exchange exchange) {
+            return !"warning".equalsIgnoreCase(name) && delegate.applyFilterToCamelHeaders(name, value, exchange);
+        }
+
+        @Override
+        public boolean applyFilterToExternalHeaders(String name, Object value, Exchange exchange) {
+            return delegate.applyFilterToExternalHeaders(name, value, exchange);
+        }
+    }
+
     @Override
     public void populateCamelHeaders(HttpRequest request, Map<String, Object> headers, Exchange exchange,
             NettyHttpConfiguration configuration) throws Exception {

@@ -17,7 +17,7 @@ import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.RenewalCommand;
 import io.unboundedcloud.playpen.model.TtlPolicy;
 
-/** The renewal route's steps (issue 14): read and validate the request, renew, answer the new expiry. */
+/** The renewal route's steps: read and validate the request, renew, answer the new expiry. */
 public final class RenewalFlows {
     public static final String TTL_REQUIRED = "ttl is required: expiry has no default (--playpen-ttl is 0)";
     private static final byte[] NO_BODY = new byte[0];
@@ -34,10 +34,12 @@ public final class RenewalFlows {
 
     /** Key from the Idempotency-Key header or the body, ttl from the body; with the header an empty body is fine. */
     public RenewalCommand parseRenewal(@Body byte[] body, @Header("Idempotency-Key") String key,
-            @ExchangeProperty(PlaypenHttpBinding.ORIGINAL_CONTENT_TYPE) String contentType) {
+            @ExchangeProperty(PlaypenHttpBinding.ORIGINAL_CONTENT_TYPE) String contentType,
+            org.apache.camel.Exchange exchange) {
         byte[] admitted = body == null || body.length == 0 ? NO_BODY
                 : io.unboundedcloud.playpen.api.RequestBodies.admit(contentType, body);
-        RenewalCommand cmd = parser.parseRenewal(admitted, key != null && GoStrings.trimSpace(key).isEmpty() ? null : key);
+        RenewalCommand cmd = parser.parseRenewal(admitted, key != null && GoStrings.trimSpace(key).isEmpty() ? null : key,
+                ReplyWriter.warnings(exchange));
         if (cmd.ttl() == null) {
             if (defaultTtl.isZero()) {
                 throw ApiException.badRequest(TTL_REQUIRED);

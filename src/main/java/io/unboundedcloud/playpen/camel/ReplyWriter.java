@@ -1,6 +1,7 @@
 package io.unboundedcloud.playpen.camel;
 
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Map;
 
 import org.apache.camel.Exchange;
@@ -22,6 +23,11 @@ public final class ReplyWriter implements Processor {
     /** Exchange property: the answer's result (allocated, forbidden, conflict, ...), read by the audit line. */
     public static final String RESULT = "playpenResult";
     private static final byte[] NO_BODY = new byte[0];
+    /**
+     * Exchange property: warnings for the client (a {@code List<String>}), written as one {@code Warning} header
+     * like kube-apiserver's ({@code 299 - "text"}, comma-separated); kubectl prints each as a "Warning:" line.
+     */
+    public static final String WARNINGS = "playpenWarnings";
     private final int retryAfterSeconds;
 
     private final OperatorMetrics metrics;
@@ -56,12 +62,54 @@ public final class ReplyWriter implements Processor {
         for (Map.Entry<String, String> h : reply.headers().entrySet()) {
             m.setHeader(h.getKey(), h.getValue());
         }
+        String warning = warningHeader(exchange.getProperty(WARNINGS, List.class));
+        if (warning != null) {
+            m.setHeader("Warning", warning);
+        }
         // a HEAD answer has headers only, like Go's server; a body here would be read as the next response
         m.setBody(head || reply.body() == null ? NO_BODY : reply.body().getBytes(StandardCharsets.UTF_8));
         String flow = exchange.getProperty(FrontDoor.FLOW, String.class);
         if (flow != null) {
             metrics.request(flow, reply.result(), reply.code(), exchange.getClock().elapsed() * 1_000_000L);
         }
+    }
+
+    /** The exchange's warnings list, created on first use; what is added to it goes out with the answer. */
+    @SuppressWarnings("unchecked")
+    public static List<String> warnings(Exchange exchange) {
+        List<String> list = exchange.getProperty(WARNINGS, List.class);
+        if (list == null) {
+            list = new java.util.ArrayList<>();
+            exchange.setProperty(WARNINGS, list);
+        }
+        return list;
+    }
+
+    /**
+     * {@code 299 - "text"} per warning, comma-separated (RFC 7234; client-go reads several from one header). Only
+     * printable ASCII goes on the wire: quotes and backslashes are escaped, anything else becomes '?', so text taken
+     * from a request can never break the header.
+     */
+    static String warningHeader(List<?> warnings) {
+        if (warnings == null || warnings.isEmpty()) {
+            return null;
+        }
+        StringBuilder sb = new StringBuilder();
+        for (Object w : warnings) {
+            if (sb.length() > 0) {
+                sb.append(", ");
+            }
+            sb.append("299 - \"");
+            for (char c : String.valueOf(w).toCharArray()) {
+                if (c == '"' || c == '\\') {
+                    sb.append('\\').append(c);
+                } else {
+                    sb.append(c >= 0x20 && c < 0x7f ? c : '?');
+                }
+            }
+            sb.append('"');
+        }
+        return sb.toString();
     }
 
     private HttpReply fromException(Throwable t, Exchange exchange) {

@@ -6,7 +6,7 @@ import java.util.Set;
 
 /**
  * Every command-line flag the operator accepts, with its default and one line of help; the reference operator's
- * flags come first ({@link #REFERENCE}). The README's configuration table and the deploy manifests are checked
+ * flags come first ({@link #REFERENCE}). docs/configuration.md (generated from this list) and the deploy manifests are checked
  * against this list.
  */
 public enum Flag {
@@ -92,7 +92,23 @@ public enum Flag {
     SERVING_CERT_PUBLISH_GRACE("serving-cert-publish-grace", "5s", "a new serving certificate is served only this long after the caBundle was seen trusting it"),
     PLAYPEN_MAX_TTL("playpen-max-ttl", "24h", "longest ttl an alloc or a renewal may ask for (Go duration, > 0); more is a 400"),
     PLAYPEN_MAX_LIFETIME("playpen-max-lifetime", "0", "renewals never move an expiry past claimed-at + this (Go duration; 0 = no cap)"),
-    MAX_WAIT("max-wait", "120", "largest waitSeconds an alloc may ask for (seconds, 0-3600; 0 turns waiting off); more is a 400");
+    MAX_WAIT("max-wait", "120", "largest waitSeconds an alloc may ask for (seconds, 0-3600; 0 turns waiting off); more is a 400"),
+    MAX_WAITING_PER_USER("max-waiting-per-user", "32", "alloc requests one user may have waiting for capacity at once (retries of one key count each); more are 429 with Retry-After"),
+    MAX_WAITING("max-waiting", "512", "alloc requests waiting for capacity at once, all users together (below --max-connections, so other requests keep connections); more are 429 with Retry-After"),
+    HEALTH_ADDR("health-addr", "", "plain-HTTP listener serving only /healthz and /readyz, for kubelet probes that API traffic cannot crowd out; empty = probes use the HTTPS port"),
+    MANAGEMENT_ALLOWED_ORIGINS("management-allowed-origins", "", "origins (scheme://host[:port]) whose web pages may call the management listener, e.g. a Hawtio console (comma list); empty = none"),
+    MANAGEMENT_ALLOWED_HOSTS("management-allowed-hosts", "", "host names the management listener answers to besides IP addresses, localhost, *.svc and *.cluster.local (comma list)"),
+    RUNNER_REDFISH_PASSWORD_FILE("runner-redfish-password-file", "", "file holding the Redfish password, e.g. a mounted Secret (one trailing newline ignored); keeps it off the command line"),
+    OWNER_HASH_SECRET_NAME("owner-hash-secret-name", "playpen-operator-owner-hash", "Secret in --namespace holding the key of the owner hashes written on claimed pods; created with a random key when absent"),
+    AUDIT_LOG_PATH("audit-log-path", "-", "where the audit log's JSON lines go: - for standard output (the operator's own log goes to standard error), or a file to append to (--dev: <dev-dir>/audit.log)"),
+    DEV_REPLICAS("dev-replicas", "0", "--dev: start this many operator replicas as separate processes (on free ports, or the first --dev-operator-addrs) instead of the operator inside the dev process"),
+    POOL_READY_TIMEOUT("pool-ready-timeout", "10m", "an idle pool pod not Ready this long after its creation (or since it last became unready) is replaced (0 disables)"),
+    POOL_NODE_NOT_READY_GRACE("pool-node-not-ready-grace", "2m", "an idle pool pod whose node has been NotReady this long is replaced (pods on deleted nodes at once)"),
+    POOL_MAX_SURGE("pool-max-surge", "25%", "pods a rollout may create beyond a pool's desired count: a number or a percentage rounded up; 0 turns rolling replacement off"),
+    POOL_BACKOFF_BASE("pool-backoff-base", "10s", "pause before a pool creates again after a replacement failed (never became Ready); doubled per further failure"),
+    POOL_BACKOFF_MAX("pool-backoff-max", "5m", "longest pause of a pool whose replacements keep failing"),
+    POOL_MAX_IDLE("pool-max-idle", "0", "demand-aware buffer: keep idle >= recent allocation rate x time-to-ready, between the count flags and this many per pool (0 = off: the count flags are fixed)"),
+    DEV_IMAGE_FAULTS("dev-image-faults", "", "--dev: image=mode pairs (comma list; repeating the flag appends); the simulated kubelet makes pods of that image never-ready, crash or evict");
 
     private final String flagName;
     private final String defaultValue;
@@ -120,7 +136,8 @@ public enum Flag {
     public static final Set<Flag> REFERENCE = Collections.unmodifiableSet(EnumSet.range(LISTEN_ADDR, RUNNER_REDFISH_DEVICE_ID));
 
     /** List flags: comma-separated values, and a repeated flag appends (pflag's StringSlice). */
-    public static final Set<Flag> LISTS = Collections.unmodifiableSet(EnumSet.of(CONTROL_PLANE_VERSIONS, RUNNER_GUEST_DNS));
+    public static final Set<Flag> LISTS = Collections.unmodifiableSet(EnumSet.of(CONTROL_PLANE_VERSIONS, RUNNER_GUEST_DNS,
+            MANAGEMENT_ALLOWED_ORIGINS, MANAGEMENT_ALLOWED_HOSTS, DEV_IMAGE_FAULTS));
 
     /** Boolean flags: a bare {@code --name} means true and never takes the next argument as its value. */
     public boolean isBoolean() {

@@ -3,7 +3,7 @@ package io.unboundedcloud.playpen.config;
 import java.util.List;
 
 /**
- * The guest network, VXLAN, WireGuard and Redfish values reported in alloc responses (SPEC A5), from the
+ * The guest network, VXLAN, WireGuard and Redfish values reported in alloc responses, from the
  * {@code --runner-*} flags. The VXLAN addresses are the IPs of the WireGuard addresses, as in the reference.
  */
 public record NetworkProfile(

@@ -38,7 +38,20 @@ public record OperatorConfig(
         int maxConnections, int maxUnauthenticatedConnections, Duration requestHeaderTimeout,
         Duration requestBodyTimeout, int devOperators, List<String> devOperatorAddrs,
         int maxAllocsPerUser, io.unboundedcloud.playpen.tls.CertificateRenewal servingCertRenewal,
-        LeaseLimits leases) {
+        LeaseLimits leases, WaitingLimits waitingLimits, String healthHost, int healthPort,
+        List<String> managementAllowedOrigins, List<String> managementAllowedHosts, String ownerHashSecretName,
+        String auditLogPath, int devReplicas, PoolPolicy pools, List<String> devImageFaults) {
+
+    /** The environment variable that may hold the Redfish password (e.g. from a Secret via secretKeyRef). */
+    public static final String REDFISH_PASSWORD_ENV = "PLAYPEN_RUNNER_REDFISH_PASSWORD";
+
+    /**
+     * Caps on alloc requests waiting for capacity: per user and for all users together (each is a held
+     * connection; the total stays below --max-connections).
+     */
+    public record WaitingLimits(int perUser, int total) {
+        public static final WaitingLimits DEFAULTS = new WaitingLimits(32, 512);
+    }
 
     /** An inclusive hostPort range. */
     public record PortRange(int start, int end) {
@@ -63,9 +76,17 @@ public record OperatorConfig(
     record Scan(Map<Flag, String> values, boolean help, boolean version) {
     }
 
-    /** Parses flags; every flag not given takes its default. */
+    /** Parses flags; every flag not given takes its default. The environment is not read. */
     public static OperatorConfig parse(String... args) {
-        return build(new Values(scan(args).values()));
+        return parse(Map.of(), args);
+    }
+
+    /**
+     * Parses flags, reading {@value #REDFISH_PASSWORD_ENV} from {@code env} (the process environment in
+     * production) as one of the ways to give the Redfish password.
+     */
+    public static OperatorConfig parse(Map<String, String> env, String... args) {
+        return build(new Values(scan(args).values()), env);
     }
 
     /**
@@ -184,7 +205,7 @@ public record OperatorConfig(
         return "string";
     }
 
-    private static OperatorConfig build(Values v) {
+    private static OperatorConfig build(Values v, Map<String, String> env) {
         String[] listen = v.hostPort(Flag.LISTEN_ADDR, false);
         PortRange runnerPorts = v.range(Flag.RUNNER_WIREGUARD_HOST_PORT_START, Flag.RUNNER_WIREGUARD_HOST_PORT_END);
         PortRange cpPorts = v.range(Flag.CONTROL_PLANE_APISERVER_HOST_PORT_START, Flag.CONTROL_PLANE_APISERVER_HOST_PORT_END);
@@ -206,6 +227,8 @@ public record OperatorConfig(
         if (interval.isZero()) {
             throw v.bad(Flag.RECONCILE_INTERVAL, "must be greater than 0");
         }
+        String healthAddr = v.str(Flag.HEALTH_ADDR).trim();
+        String[] health = healthAddr.isEmpty() ? new String[] {"", "-1"} : v.hostPort(Flag.HEALTH_ADDR, false);
         String mgmt = v.str(Flag.MANAGEMENT_ADDR);
         String[] mgmtHostPort = mgmt.isEmpty() ? new String[] {"", "-1"} : v.hostPort(Flag.MANAGEMENT_ADDR, true);
         String leNs = v.str(Flag.LEADER_ELECTION_NAMESPACE);
@@ -239,7 +262,7 @@ public record OperatorConfig(
                 v.intIn(Flag.HTTP_WORKER_THREADS, 1, 1024),
                 v.duration(Flag.REFILL_DEBOUNCE),
                 v.intIn(Flag.EVENT_BURST, 0, 1_000_000), positive(v, Flag.EVENT_RATE_INTERVAL),
-                network(v),
+                network(v, env),
                 v.bool(Flag.DEV), v.nonEmpty(Flag.DEV_DIR),
                 v.intIn(Flag.DEV_API_PORT, 0, 65535), v.intIn(Flag.DEV_SHIM_PORT, 0, 65535),
                 v.intIn(Flag.MAX_CONNECTIONS, 1, 1_000_000), v.intIn(Flag.MAX_UNAUTHENTICATED_CONNECTIONS, 1, 1_000_000),
@@ -248,7 +271,51 @@ public record OperatorConfig(
                 v.intIn(Flag.MAX_ALLOCS_PER_USER, 0, 1_000_000),
                 servingCertRenewal(v),
                 new LeaseLimits(positive(v, Flag.PLAYPEN_MAX_TTL), v.duration(Flag.PLAYPEN_MAX_LIFETIME),
-                        v.intIn(Flag.MAX_WAIT, 0, 3600)));
+                        v.intIn(Flag.MAX_WAIT, 0, 3600)),
+                waitingLimits(v), health[0], Integer.parseInt(health[1]),
+                v.origins(Flag.MANAGEMENT_ALLOWED_ORIGINS), v.hostNames(Flag.MANAGEMENT_ALLOWED_HOSTS),
+                v.name(Flag.OWNER_HASH_SECRET_NAME), v.nonEmpty(Flag.AUDIT_LOG_PATH), v.intIn(Flag.DEV_REPLICAS, 0, 8),
+                pools(v), v.imageFaults(Flag.DEV_IMAGE_FAULTS));
+    }
+
+    /** Per-user and total caps on waiting requests; the total must leave connections for everything else. */
+    private static WaitingLimits waitingLimits(Values v) {
+        int maxConnections = v.intIn(Flag.MAX_CONNECTIONS, 1, 1_000_000);
+        int total = v.intIn(Flag.MAX_WAITING, 1, 1_000_000);
+        if (total >= maxConnections) {
+            throw v.bad(Flag.MAX_WAITING, "must be below --max-connections (" + maxConnections
+                    + "), so requests that do not wait, and probes, still get a connection");
+        }
+        return new WaitingLimits(v.intIn(Flag.MAX_WAITING_PER_USER, 1, 1_000_000), total);
+    }
+
+    /**
+     * The Redfish password, given one way at most: --runner-redfish-password, --runner-redfish-password-file or
+     * the environment variable. The file's content is used as is, but for one trailing newline.
+     */
+    private static String redfishPassword(Values v, Map<String, String> env) {
+        String flag = v.str(Flag.RUNNER_REDFISH_PASSWORD);
+        String file = v.str(Flag.RUNNER_REDFISH_PASSWORD_FILE).trim();
+        String fromEnv = env.getOrDefault(REDFISH_PASSWORD_ENV, "");
+        int ways = (flag.isEmpty() ? 0 : 1) + (file.isEmpty() ? 0 : 1) + (fromEnv.isEmpty() ? 0 : 1);
+        if (ways > 1) {
+            throw new ConfigException("the Redfish password is given more than one way: use one of --"
+                    + Flag.RUNNER_REDFISH_PASSWORD.flagName() + ", --" + Flag.RUNNER_REDFISH_PASSWORD_FILE.flagName()
+                    + " and " + REDFISH_PASSWORD_ENV);
+        }
+        if (!file.isEmpty()) {
+            String content;
+            try {
+                content = java.nio.file.Files.readString(java.nio.file.Path.of(file), java.nio.charset.StandardCharsets.UTF_8);
+            } catch (java.io.IOException | RuntimeException e) {
+                // the exception names the file, never its content
+                throw v.bad(Flag.RUNNER_REDFISH_PASSWORD_FILE, "cannot read it as UTF-8 text ("
+                        + e.getClass().getSimpleName() + ")");
+            }
+            return content.endsWith("\r\n") ? content.substring(0, content.length() - 2)
+                    : content.endsWith("\n") ? content.substring(0, content.length() - 1) : content;
+        }
+        return flag.isEmpty() ? fromEnv : flag;
     }
 
     /** Lifetime and renewal point of the self-signed serving certificate, and how replicas pick up a new one. */
@@ -270,6 +337,29 @@ public record OperatorConfig(
                 positive(v, Flag.SERVING_CERT_CHECK_INTERVAL), v.duration(Flag.SERVING_CERT_PUBLISH_GRACE));
     }
 
+    /** The --pool-* flags: health checks, rollout surge, back-off and the demand-aware buffer's bound. */
+    private static PoolPolicy pools(Values v) {
+        String surge = v.str(Flag.POOL_MAX_SURGE).trim();
+        if (!PoolPolicy.validSurge(surge)) {
+            throw v.bad(Flag.POOL_MAX_SURGE, "must be a number of pods (e.g. 1) or a percentage of the desired count "
+                    + "up to 1000% (e.g. 25%)");
+        }
+        Duration base = positive(v, Flag.POOL_BACKOFF_BASE);
+        Duration max = positive(v, Flag.POOL_BACKOFF_MAX);
+        if (max.compareTo(base) < 0) {
+            throw v.bad(Flag.POOL_BACKOFF_MAX, "must not be shorter than --pool-backoff-base");
+        }
+        int maxIdle = v.count(Flag.POOL_MAX_IDLE);
+        int counts = Math.max(Math.max(v.count(Flag.RUNNER_AMD64_COUNT), v.count(Flag.RUNNER_ARM64_COUNT)),
+                v.count(Flag.CONTROL_PLANE_COUNT));
+        if (maxIdle > 0 && maxIdle < counts) {
+            throw v.bad(Flag.POOL_MAX_IDLE, "must be 0 (off) or at least the largest count flag (" + counts
+                    + "): the count flags are the buffer's minimum");
+        }
+        return new PoolPolicy(v.duration(Flag.POOL_READY_TIMEOUT), v.duration(Flag.POOL_NODE_NOT_READY_GRACE), surge,
+                base, max, maxIdle);
+    }
+
     private static Duration positive(Values v, Flag f) {
         Duration d = v.duration(f);
         if (d.isZero() || d.isNegative()) {
@@ -279,7 +369,7 @@ public record OperatorConfig(
     }
 
     /** The alloc answers' network values; the VXLAN addresses and default Redfish URL derive as in the reference. */
-    private static NetworkProfile network(Values v) {
+    private static NetworkProfile network(Values v, Map<String, String> env) {
         String serverAddress = v.nonEmpty(Flag.RUNNER_WIREGUARD_SERVER_ADDRESS);
         String clientAddress = v.nonEmpty(Flag.RUNNER_WIREGUARD_CLIENT_ADDRESS);
         String serverIp = v.addressIp(Flag.RUNNER_WIREGUARD_SERVER_ADDRESS);
@@ -294,7 +384,7 @@ public record OperatorConfig(
                 v.intIn(Flag.RUNNER_VXLAN_PORT, 1, 65535), serverIp, clientIp,
                 "https://" + host + ":" + listenPort(v.str(Flag.RUNNER_LISTEN_ADDR)),
                 v.nonEmpty(Flag.RUNNER_REDFISH_DEVICE_ID),
-                v.str(Flag.RUNNER_REDFISH_USERNAME), v.str(Flag.RUNNER_REDFISH_PASSWORD));
+                v.str(Flag.RUNNER_REDFISH_USERNAME), redfishPassword(v, env));
     }
 
     /** The port of a host:port as Go's net.SplitHostPort finds it; 8443 when there is none (the reference's fallback). */
@@ -476,6 +566,42 @@ public record OperatorConfig(
                 for (int p = from; p <= to; p++) {
                     out.add(m.group(1) + ":" + p);
                 }
+            }
+            return Collections.unmodifiableList(out);
+        }
+
+        /** Origins as browsers send them: http or https, a host, an optional port, nothing else. */
+        List<String> origins(Flag f) {
+            List<String> out = list(f);
+            for (String o : out) {
+                if (!o.matches("(?i)https?://[A-Za-z0-9._~-]+(:\\d{1,5})?/?") && !o.matches("(?i)https?://\\[[0-9A-Fa-f:.]+\\](:\\d{1,5})?/?")) {
+                    throw bad(f, "\"" + o + "\" is not an origin like https://hawtio.example.com:8443");
+                }
+            }
+            return out;
+        }
+
+        /** DNS names or IP addresses, no port. */
+        List<String> hostNames(Flag f) {
+            List<String> out = list(f);
+            for (String h : out) {
+                if (!h.matches("[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?")) {
+                    throw bad(f, "\"" + h + "\" is not a host name (no scheme, no port)");
+                }
+            }
+            return out;
+        }
+
+        /** --dev-image-faults: image=mode pairs, mode one of never-ready, crash, evict. */
+        List<String> imageFaults(Flag f) {
+            List<String> out = new ArrayList<>();
+            for (String item : list(f)) {
+                int eq = item.lastIndexOf('=');
+                String mode = eq < 0 ? "" : item.substring(eq + 1);
+                if (eq <= 0 || !List.of("never-ready", "crash", "evict").contains(mode)) {
+                    throw bad(f, "\"" + item + "\" is not image=mode with mode never-ready, crash or evict");
+                }
+                out.add(item);
             }
             return Collections.unmodifiableList(out);
         }

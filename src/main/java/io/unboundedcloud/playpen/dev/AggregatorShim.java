@@ -78,6 +78,16 @@ final class AggregatorShim implements AutoCloseable {
     private static final Set<String> STRIPPED_REQUEST = Set.of("authorization", "impersonate-user", "impersonate-group",
             "impersonate-uid");
 
+    /** What kubectl prints for {@code -w} on anything but the playpen group. */
+    static final String WATCH_UNSUPPORTED = "the dev playground cannot stream watches: run the command without -w"
+            + " (for example every 2 seconds with: watch kubectl ...); a real cluster can";
+
+    /** Where the shim reports the APIService's availability (its Available condition). */
+    @FunctionalInterface
+    interface Availability {
+        void report(boolean available, String reason, String message);
+    }
+
     /** How the operator is registered: its CA bundle (PEM) and the host name its certificate must carry. */
     record Registration(String caBundlePem, String serverName) {
     }
@@ -98,10 +108,12 @@ final class AggregatorShim implements AutoCloseable {
     private final Pki.Issued frontProxyClient;
     private final HttpClient apiClient;
     private final AtomicReference<OperatorClient> operatorClient = new AtomicReference<>();
+    private final Availability availability;
 
     AggregatorShim(int port, Pki.Issued serving, Pki.Issued servingCa, X509Certificate clientCa, URI kubeApi,
-            Supplier<List<URI>> replicas, Supplier<Registration> registration, Pki.Issued frontProxyClient)
-            throws IOException {
+            Supplier<List<URI>> replicas, Supplier<Registration> registration, Pki.Issued frontProxyClient,
+            Availability availability) throws IOException {
+        this.availability = availability;
         this.kubeApi = kubeApi;
         this.replicas = replicas;
         this.registration = registration;
@@ -157,33 +169,82 @@ final class AggregatorShim implements AutoCloseable {
         }
     }
 
-    /** GET /readyz on every candidate, in parallel; the ready set becomes those that answered 2xx. */
+    /**
+     * GET /readyz on every candidate, in parallel. Like a readiness probe with failureThreshold 3, a replica leaves the
+     * ready set after three failed probes in a row (1.5 s), or at once when it refuses the connection (it is gone);
+     * one slow answer on a loaded machine does not take it out. A replica joins at its first 2xx.
+     */
     private synchronized List<URI> probe() {
         OperatorClient oc = operatorClient(registration.get());
         if (oc == null) {
             ready = List.of();
+            failures.clear();
+            reportAvailability(false, "MissingCABundle", "the operator has not published its caBundle yet");
             return ready;
         }
         List<URI> candidates = replicas.get();
-        List<java.util.concurrent.CompletableFuture<Boolean>> answers = new ArrayList<>();
+        List<java.util.concurrent.CompletableFuture<Probe>> answers = new ArrayList<>();
         for (URI r : candidates) {
             HttpRequest probe = HttpRequest.newBuilder(URI.create(base(r) + "/readyz")).timeout(Duration.ofSeconds(2))
                     .GET().build();
             answers.add(oc.client().sendAsync(probe, HttpResponse.BodyHandlers.discarding())
-                    .thenApply(resp -> resp.statusCode() >= 200 && resp.statusCode() < 300).exceptionally(e -> false));
+                    .thenApply(resp -> resp.statusCode() >= 200 && resp.statusCode() < 300 ? Probe.READY : Probe.NOT_READY)
+                    .exceptionally(e -> refused(e) ? Probe.REFUSED : Probe.NOT_READY));
         }
         List<URI> now = new ArrayList<>();
         for (int i = 0; i < candidates.size(); i++) {
-            if (answers.get(i).join()) {
-                now.add(candidates.get(i));
+            URI r = candidates.get(i);
+            Probe answer = answers.get(i).join();
+            int failed = answer == Probe.READY ? 0 : failures.getOrDefault(r, 0) + 1;
+            failures.put(r, failed);
+            boolean wasReady = ready.contains(r);
+            if (answer == Probe.READY || (wasReady && answer == Probe.NOT_READY && failed < FAILURE_THRESHOLD)) {
+                now.add(r);
             }
         }
+        failures.keySet().retainAll(candidates);
         if (!now.equals(ready)) {
             LOG.info("dev shim: ready operator replicas {}", now);
         }
         ready = List.copyOf(now);
+        if (ready.isEmpty()) {
+            reportAvailability(false, "MissingEndpoints", "no operator replica among " + candidates + " answers /readyz");
+        } else {
+            reportAvailability(true, "Passed", "all checks passed");
+        }
         return ready;
     }
+
+    private enum Probe { READY, NOT_READY, REFUSED }
+
+    /** Failed probes in a row, per replica. */
+    private final java.util.Map<URI, Integer> failures = new java.util.HashMap<>();
+    private static final int FAILURE_THRESHOLD = 3;
+
+    private static boolean refused(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof java.net.ConnectException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Tells the cluster (the APIService's Available condition) when availability changes, as the aggregator does. */
+    private void reportAvailability(boolean available, String reason, String message) {
+        if (lastAvailable != null && lastAvailable == available) {
+            return;
+        }
+        lastAvailable = available;
+        try {
+            availability.report(available, reason, message);
+        } catch (RuntimeException e) {
+            lastAvailable = null; // try again at the next probe
+            LOG.debug("dev shim: cannot record APIService availability", e);
+        }
+    }
+
+    private Boolean lastAvailable;
 
     private static String base(URI uri) {
         return uri.toString().replaceAll("/+$", "");
@@ -231,14 +292,19 @@ final class AggregatorShim implements AutoCloseable {
             URI uri = exchange.getRequestURI();
             String pathAndQuery = uri.getRawPath() + (uri.getRawQuery() == null ? "" : "?" + uri.getRawQuery());
             String query = uri.getRawQuery() == null ? "" : uri.getRawQuery();
-            if (query.matches("(^|.*&)watch=(true|1)(&.*|$)")) {
-                sendStatus(exchange, 501, "NotImplemented",
-                        "watch is not supported by the dev aggregator shim; list instead, or use KUBE_API_URL from endpoints.env");
+            String path = uri.getRawPath();
+            boolean operatorPath = path.equals(GROUP_PREFIX) || path.startsWith(GROUP_PREFIX + "/")
+                    || path.equals(OPENAPI_V3_GROUP);
+            // the operator answers its own watches (at once: it has none); the simulated API's would need a stream
+            if (!operatorPath && query.matches("(^|.*&)watch=(true|1)(&.*|$)")) {
+                sendStatus(exchange, 501, "NotImplemented", WATCH_UNSUPPORTED);
                 return;
             }
-            String path = uri.getRawPath();
-            if (path.equals(GROUP_PREFIX) || path.startsWith(GROUP_PREFIX + "/") || path.equals(OPENAPI_V3_GROUP)) {
+            if (operatorPath) {
                 forwardToOperator(exchange, pathAndQuery, body, peer);
+            } else if (PodTables.wanted(exchange.getRequestMethod(), path, query,
+                    exchange.getRequestHeaders().getFirst("Accept"))) {
+                podTable(exchange, pathAndQuery, query);
             } else {
                 forward(exchange, apiClient, URI.create(kubeApi.toString().replaceAll("/+$", "") + pathAndQuery), body, Map.of());
             }
@@ -249,6 +315,37 @@ final class AggregatorShim implements AutoCloseable {
                 sendStatus(exchange, 502, "InternalError", "dev aggregator shim: " + e.getMessage());
             } catch (IOException | RuntimeException ignored) {
                 // headers were already sent; the connection is closed with the exchange
+            }
+        }
+    }
+
+    /** kubectl get pods: the pods from the simulated API server as the Table kube-apiserver would answer. */
+    private void podTable(HttpExchange exchange, String pathAndQuery, String query)
+            throws IOException, InterruptedException {
+        HttpResponse<byte[]> pods;
+        try {
+            pods = apiClient.send(HttpRequest.newBuilder(URI.create(kubeApi.toString().replaceAll("/+$", "") + pathAndQuery))
+                    .timeout(Duration.ofSeconds(60)).header("Accept", "application/json").GET().build(),
+                    HttpResponse.BodyHandlers.ofByteArray());
+        } catch (IOException e) {
+            throw new UpstreamException(e);
+        }
+        byte[] body = pods.body();
+        if (pods.statusCode() == 200) {
+            String include = "";
+            for (String param : query.split("&")) {
+                if (param.startsWith("includeObject=")) {
+                    include = param.substring("includeObject=".length());
+                }
+            }
+            body = PodTables.table(PodTables.parse(body), include, java.time.Instant.now())
+                    .getBytes(StandardCharsets.UTF_8);
+        }
+        exchange.getResponseHeaders().set("Content-Type", "application/json");
+        exchange.sendResponseHeaders(pods.statusCode(), body.length == 0 ? -1 : body.length);
+        if (body.length > 0) {
+            try (OutputStream os = exchange.getResponseBody()) {
+                os.write(body);
             }
         }
     }

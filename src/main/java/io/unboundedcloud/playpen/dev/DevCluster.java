@@ -106,6 +106,7 @@ public final class DevCluster implements AutoCloseable {
         private String operatorNamespace = "playpen";
         private String serviceName = "playpen-operator";
         private Duration podReadyDelay = Duration.ofMillis(200);
+        private Map<String, SimulatedKubelet.Fault> imageFaults = Map.of();
 
         public static Options defaults() {
             return new Options();
@@ -115,18 +116,34 @@ public final class DevCluster implements AutoCloseable {
         public static Options fromConfig(OperatorConfig config) {
             Options o = new Options().devDir(Path.of(config.devDir())).apiPort(config.devApiPort())
                     .shimPort(config.devShimPort()).runnerNamespace(config.runnerNamespace())
-                    .operatorNamespace(config.namespace()).serviceName(config.serviceName());
-            if (config.devOperators() == 0) {
+                    .operatorNamespace(config.namespace()).serviceName(config.serviceName())
+                    .imageFaults(SimulatedKubelet.Fault.parse(config.devImageFaults()));
+            boolean inProcess = config.devOperators() == 1 && config.devReplicas() == 0;
+            if (!inProcess) {
                 o.operatorUrl = null;
             } else if (config.listenPort() > 0) {
                 o.operatorPort(config.listenPort());
             }
             List<String> addrs = config.devOperatorAddrs();
-            if (addrs.isEmpty() && config.devOperators() == 0) {
+            if (addrs.isEmpty() && config.devReplicas() > 0) {
+                // the playground starts these replicas itself: free ports, printed and in endpoints.env
+                addrs = new java.util.ArrayList<>();
+                for (int i = 0; i < config.devReplicas(); i++) {
+                    addrs.add("127.0.0.1:" + freePort());
+                }
+            } else if (addrs.isEmpty() && !inProcess) {
                 addrs = DEFAULT_REPLICA_ADDRS;
             }
             o.moreReplicas(addrs.stream().map(a -> URI.create("https://" + a)).toList());
             return o;
+        }
+
+        private static int freePort() {
+            try (java.net.ServerSocket socket = new java.net.ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+                return socket.getLocalPort();
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
         }
 
         public Options devDir(Path dir) {
@@ -188,6 +205,12 @@ public final class DevCluster implements AutoCloseable {
             return this;
         }
 
+        /** Images the simulated kubelet fails: never ready, crash looping or evicted (--dev-image-faults). */
+        public Options imageFaults(Map<String, SimulatedKubelet.Fault> faults) {
+            this.imageFaults = Map.copyOf(faults);
+            return this;
+        }
+
         /** How long the simulated kubelet takes to start a pod. */
         public Options podReadyDelay(Duration delay) {
             this.podReadyDelay = Objects.requireNonNull(delay);
@@ -207,6 +230,7 @@ public final class DevCluster implements AutoCloseable {
     private URI kubeApiUrl;
     private URI shimUrl;
     private String sampleIdempotencyKey;
+    private DevDirLock lock;
     private final AtomicBoolean closed = new AtomicBoolean();
 
     private DevCluster(Options options) {
@@ -232,7 +256,8 @@ public final class DevCluster implements AutoCloseable {
     }
 
     private void startAll() throws IOException {
-        Files.createDirectories(options.devDir);
+        // one playground per directory: a second one would take over the files the first one's users rely on
+        lock = DevDirLock.acquire(options.devDir);
         // endpoints.env means "ready": a file left by an earlier run must not announce this one
         Files.deleteIfExists(options.devDir.resolve("endpoints.env"));
         InetAddress loopback = InetAddress.getByName("127.0.0.1");
@@ -255,14 +280,15 @@ public final class DevCluster implements AutoCloseable {
 
         Pki.Issued controlPlaneCa = Pki.selfSigned(Pki.Subject.cn("k3s-server-ca"), Pki.Usage.CA,
                 Instant.now().minus(1, ChronoUnit.HOURS), Duration.ofDays(3650));
-        kubelet = new SimulatedKubelet(client, options.runnerNamespace, options.podReadyDelay, NODES, controlPlaneCa);
+        kubelet = new SimulatedKubelet(client, options.runnerNamespace, options.podReadyDelay, NODES, controlPlaneCa,
+                options.imageFaults);
         kubelet.start();
 
         Instant notBefore = Instant.now().minus(1, ChronoUnit.HOURS);
         Pki.Issued serving = Pki.issue(servingCa, new Pki.Subject("playpen-dev-apiserver", List.of(),
                 List.of("localhost"), List.of("127.0.0.1")), Pki.Usage.SERVER, notBefore, Duration.ofDays(365));
         shim = new AggregatorShim(options.shimPort, serving, servingCa, clientCa.certificate(), kubeApiUrl,
-                this::replicas, this::registration, frontProxyClient);
+                this::replicas, this::registration, frontProxyClient, this::recordAvailability);
         shimUrl = URI.create("https://127.0.0.1:" + shim.port());
         writeFiles();
         LOG.info("dev cluster up: API {} (plain HTTP), kubectl endpoint {} , operator replicas expected at {}, files in {}",
@@ -327,6 +353,67 @@ public final class DevCluster implements AutoCloseable {
         return client.genericKubernetesResources(API_SERVICES);
     }
 
+    /**
+     * The APIService's Available condition, as kube-apiserver's availability controller keeps it: True once a replica
+     * answers /readyz through the caBundle, False with the reason otherwise.
+     */
+    private void recordAvailability(boolean available, String reason, String message) {
+        Map<String, Object> condition = new LinkedHashMap<>();
+        condition.put("type", "Available");
+        condition.put("status", available ? "True" : "False");
+        condition.put("lastTransitionTime", Instant.now().truncatedTo(ChronoUnit.SECONDS).toString());
+        condition.put("reason", reason);
+        condition.put("message", message);
+        // a JSON patch replaces the whole status (the simulated API server merges lists in a merge patch)
+        apiServices().withName(PlaypenKeys.API_SERVICE).patch(
+                io.fabric8.kubernetes.client.dsl.base.PatchContext.of(io.fabric8.kubernetes.client.dsl.base.PatchType.JSON),
+                Serialization.asJson(List.of(Map.of("op", "add", "path", "/status",
+                        "value", Map.of("conditions", List.of(condition))))));
+    }
+
+    /** Whether the APIService's Available condition is True (what {@code kubectl wait --for=condition=Available} waits for). */
+    public boolean available() {
+        GenericKubernetesResource api = apiServices().withName(PlaypenKeys.API_SERVICE).get();
+        if (api == null || !(api.getAdditionalProperties().get("status") instanceof Map<?, ?> status)
+                || !(status.get("conditions") instanceof List<?> conditions)) {
+            return false;
+        }
+        return conditions.stream().anyMatch(c -> c instanceof Map<?, ?> m && "Available".equals(m.get("type"))
+                && "True".equals(m.get("status")));
+    }
+
+    /**
+     * Whether every pool that should hold pods has at least one idle pod the simulated kubelet has started (Running,
+     * annotations published), so the sample requests can be served: runners per architecture with a count above 0,
+     * control planes per version when their count is above 0.
+     */
+    public boolean poolsWarm(int amd64, int arm64, int controlPlanes, List<String> versions) {
+        List<io.fabric8.kubernetes.api.model.Pod> pods = client.pods().inNamespace(options.runnerNamespace).list().getItems();
+        java.util.function.Predicate<io.fabric8.kubernetes.api.model.Pod> started = p -> p.getStatus() != null
+                && "Running".equals(p.getStatus().getPhase())
+                && io.unboundedcloud.playpen.model.ManagedPods.isIdle(p);
+        java.util.function.BiPredicate<io.unboundedcloud.playpen.model.ResourceType, java.util.function.Predicate<io.fabric8.kubernetes.api.model.Pod>> any =
+                (type, which) -> pods.stream().anyMatch(p -> io.unboundedcloud.playpen.model.ManagedPods.isKind(p, type)
+                        && which.test(p) && started.test(p));
+        io.unboundedcloud.playpen.model.ResourceType runner = io.unboundedcloud.playpen.model.ResourceType.RUNNER;
+        if (amd64 > 0 && !any.test(runner, p -> "amd64".equals(io.unboundedcloud.playpen.model.ManagedPods.architecture(p)))) {
+            return false;
+        }
+        if (arm64 > 0 && !any.test(runner, p -> "arm64".equals(io.unboundedcloud.playpen.model.ManagedPods.architecture(p)))) {
+            return false;
+        }
+        if (controlPlanes > 0) {
+            for (String v : versions) {
+                String version = v.startsWith("v") ? v : "v" + v;
+                if (!any.test(io.unboundedcloud.playpen.model.ResourceType.CONTROL_PLANE,
+                        p -> version.equals(io.unboundedcloud.playpen.model.ManagedPods.kubernetesVersion(p)))) {
+                    return false;
+                }
+            }
+        }
+        return true;
+    }
+
     /** True once the operator has published its caBundle: from then on kubectl reaches it through the shim. */
     public boolean registered() {
         AggregatorShim.Registration reg = registration();
@@ -381,6 +468,13 @@ public final class DevCluster implements AutoCloseable {
         write("alloc-request.json", "{\"idempotencyKey\":\"" + sampleIdempotencyKey + "\",\"resourceType\":\"runner\","
                 + "\"architecture\":\"amd64\",\"wireGuardPublicKey\":\"" + WireGuardKeys.newPublicKey() + "\"}\n");
         write("dealloc-request.json", "{\"idempotencyKey\":\"" + sampleIdempotencyKey + "\"}\n");
+        write("alloc-arm64-request.json", "{\"idempotencyKey\":\"" + sampleIdempotencyKey + "-arm64\","
+                + "\"resourceType\":\"runner\",\"architecture\":\"arm64\",\"wireGuardPublicKey\":\""
+                + WireGuardKeys.newPublicKey() + "\"}\n");
+        write("dealloc-arm64-request.json", "{\"idempotencyKey\":\"" + sampleIdempotencyKey + "-arm64\"}\n");
+        write("alloc-control-plane-request.json", "{\"idempotencyKey\":\"" + sampleIdempotencyKey + "-cp\","
+                + "\"resourceType\":\"controlPlane\"}\n");
+        write("dealloc-control-plane-request.json", "{\"idempotencyKey\":\"" + sampleIdempotencyKey + "-cp\"}\n");
     }
 
     /** Every operator replica the shim may forward to: the one in this process (if any) first. */
@@ -445,23 +539,42 @@ public final class DevCluster implements AutoCloseable {
                 Instant.now().minus(1, ChronoUnit.HOURS), Duration.ofDays(365));
     }
 
-    /** The kubectl commands to try: alloc, the same alloc again (idempotent replay), dealloc. */
-    public String tryItCommands() {
+    /** The kubectl commands to try: alloc, the same alloc again (idempotent replay), list, dealloc, the pods. */
+    public String tryItCommands(List<String> more) {
         String dir = options.devDir.toString();
-        String kubectl = "kubectl --kubeconfig " + dir + "/kubeconfig";
+        String kubeconfig = (options.devDir.isAbsolute() ? "" : "$PWD/") + dir + "/kubeconfig";
         String base = "/apis/" + PlaypenKeys.GROUP_VERSION;
-        return "Try it (user " + DEV_USER + ", group " + USERS_GROUP + "):\n"
-                + "  " + kubectl + " create --raw " + base + "/allocs -f " + dir + "/alloc-request.json\n"
-                + "  " + kubectl + " create --raw " + base + "/allocs -f " + dir + "/alloc-request.json"
-                + "   # same key again: same answer\n"
-                + "  " + kubectl + " get allocs -o wide   # your allocations (kubectl delete alloc <NAME> releases one)\n"
-                + "  " + kubectl + " create --raw " + base + "/deallocs -f " + dir + "/dealloc-request.json\n"
-                + "  " + kubectl + " get pods -n " + options.runnerNamespace + " -o wide\n";
+        StringBuilder sb = new StringBuilder();
+        sb.append("Try it in another terminal (you are ").append(DEV_USER).append(", group ").append(USERS_GROUP)
+                .append("):\n")
+                .append("  export KUBECONFIG=").append(kubeconfig).append('\n')
+                .append("  kubectl create --raw ").append(base).append("/allocs -f ").append(dir).append("/alloc-request.json\n")
+                .append("  kubectl create --raw ").append(base).append("/allocs -f ").append(dir)
+                .append("/alloc-request.json   # same key again: same answer\n")
+                .append("  kubectl get allocs -o wide\n")
+                .append("  kubectl create --raw ").append(base).append("/deallocs -f ").append(dir).append("/dealloc-request.json\n")
+                .append("  kubectl get pods -n ").append(options.runnerNamespace).append(" -o wide\n")
+                .append("More requests: ").append(dir).append("/alloc-arm64-request.json, ").append(dir)
+                .append("/alloc-control-plane-request.json (and their dealloc-*.json).\n")
+                .append("A runner request of your own needs the public key of your WireGuard peer:\n")
+                .append("  wg genkey | wg pubkey\n")
+                .append("  openssl genpkey -algorithm x25519 | openssl pkey -pubout -outform DER | tail -c 32 | base64"
+                        + "   # without WireGuard tools\n");
+        more.forEach(line -> sb.append(line).append('\n'));
+        return sb.toString();
+    }
+
+    public String tryItCommands() {
+        return tryItCommands(List.of());
+    }
+
+    public void printTryIt(PrintStream out, List<String> more) {
+        out.print(tryItCommands(more));
+        out.flush();
     }
 
     public void printTryIt(PrintStream out) {
-        out.print(tryItCommands());
-        out.flush();
+        printTryIt(out, List.of());
     }
 
     /** Plain-HTTP URL of the simulated API server (no authentication). */
@@ -485,6 +598,10 @@ public final class DevCluster implements AutoCloseable {
 
     public Path kubeconfigPath() {
         return options.devDir.resolve("kubeconfig");
+    }
+
+    public Path adminKubeconfigPath() {
+        return options.devDir.resolve("kubeconfig-admin");
     }
 
     public Path deniedKubeconfigPath() {
@@ -527,6 +644,9 @@ public final class DevCluster implements AutoCloseable {
         }
         if (server != null) {
             server.destroy();
+        }
+        if (lock != null) {
+            lock.close();
         }
     }
 }

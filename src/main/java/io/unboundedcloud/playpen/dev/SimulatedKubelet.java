@@ -38,12 +38,44 @@ import io.unboundedcloud.playpen.tls.Pki;
  * of its {@code kubernetes.io/arch} node selector (amd64 when it has none) and, after a short delay, becomes Running
  * and Ready with the annotations the runner (WireGuard key, Redfish certificate) or the control-plane helper
  * (kubeconfig) would publish. Everything happens in one JSON merge patch, so a pod is never seen Running without its
- * annotations.
+ * annotations. Pods with a container image listed in --dev-image-faults fail instead: never ready (running, readiness
+ * failing), crash (CrashLoopBackOff, the restart count rising) or evict (ready, then Failed/Evicted a few seconds
+ * later, as a node under memory pressure does).
  */
 final class SimulatedKubelet implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SimulatedKubelet.class);
     private static final String ARCH_LABEL = "kubernetes.io/arch";
     private static final int MAX_ATTEMPTS = 5;
+    /** How long an evict-mode pod runs before its eviction. */
+    static final Duration EVICT_AFTER = Duration.ofSeconds(3);
+    /** How often a crash-mode pod's container restarts. */
+    static final Duration CRASH_EVERY = Duration.ofSeconds(5);
+
+    /** What the kubelet makes of pods of an image (--dev-image-faults image=mode). */
+    public enum Fault {
+        NEVER_READY("never-ready"), CRASH("crash"), EVICT("evict");
+
+        private final String flag;
+
+        Fault(String flag) {
+            this.flag = flag;
+        }
+
+        /** image=mode items (the config checked them) to a map. */
+        static Map<String, Fault> parse(List<String> items) {
+            Map<String, Fault> out = new LinkedHashMap<>();
+            for (String item : items) {
+                int eq = item.lastIndexOf('=');
+                String mode = item.substring(eq + 1);
+                for (Fault f : values()) {
+                    if (f.flag.equals(mode)) {
+                        out.put(item.substring(0, eq), f);
+                    }
+                }
+            }
+            return out;
+        }
+    }
 
     private final KubernetesClient client;
     private final String namespace;
@@ -51,6 +83,7 @@ final class SimulatedKubelet implements AutoCloseable {
     private final Map<String, DevNode> nodesByArch;
     private final Pki.Issued controlPlaneCa;
     private final ScheduledExecutorService scheduler;
+    private final Map<String, Fault> faults;
     /** Pods whose start is scheduled or running (by uid). */
     private final Set<String> starting = ConcurrentHashMap.newKeySet();
     /** Pods this kubelet already started or reported unschedulable (by uid); stale events must not start them twice. */
@@ -64,6 +97,12 @@ final class SimulatedKubelet implements AutoCloseable {
 
     SimulatedKubelet(KubernetesClient client, String namespace, Duration readyDelay, List<DevNode> nodes,
             Pki.Issued controlPlaneCa) {
+        this(client, namespace, readyDelay, nodes, controlPlaneCa, Map.of());
+    }
+
+    SimulatedKubelet(KubernetesClient client, String namespace, Duration readyDelay, List<DevNode> nodes,
+            Pki.Issued controlPlaneCa, Map<String, Fault> faults) {
+        this.faults = Map.copyOf(faults);
         this.client = client;
         this.namespace = namespace;
         this.readyDelay = readyDelay;
@@ -136,6 +175,12 @@ final class SimulatedKubelet implements AutoCloseable {
             handled.add(uid);
             starting.remove(uid);
             LOG.debug("dev kubelet: pod {} started", name);
+            Fault fault = faultOf(pod);
+            if (fault == Fault.EVICT) {
+                scheduler.schedule(() -> evict(pod), EVICT_AFTER.toMillis(), TimeUnit.MILLISECONDS);
+            } else if (fault == Fault.CRASH) {
+                scheduler.schedule(() -> crashAgain(pod, 2), CRASH_EVERY.toMillis(), TimeUnit.MILLISECONDS);
+            }
         } catch (KubernetesClientException e) {
             if (e.getCode() == 404) {
                 starting.remove(uid);
@@ -158,6 +203,94 @@ final class SimulatedKubelet implements AutoCloseable {
         scheduler.schedule(() -> run(pod, attempt + 1), 200L * attempt, TimeUnit.MILLISECONDS);
     }
 
+    /** The fault configured for any of the pod's container images, or null. */
+    Fault faultOf(Pod pod) {
+        if (faults.isEmpty() || pod.getSpec() == null) {
+            return null;
+        }
+        for (Container c : pod.getSpec().getContainers()) {
+            Fault f = faults.get(c.getImage());
+            if (f != null) {
+                return f;
+            }
+        }
+        return null;
+    }
+
+    /** What a node under memory pressure does to a pod: Failed, reason Evicted, every container terminated. */
+    private void evict(Pod pod) {
+        String now = Instant.now().truncatedTo(ChronoUnit.SECONDS).toString();
+        List<Map<String, Object>> statuses = new ArrayList<>();
+        for (Container c : pod.getSpec().getContainers()) {
+            statuses.add(Map.of("name", c.getName(), "image", c.getImage(), "ready", false, "restartCount", 0,
+                    "state", Map.of("terminated", Map.of("exitCode", 137, "reason", "Error", "startedAt", now,
+                            "finishedAt", now))));
+        }
+        Map<String, Object> status = new LinkedHashMap<>();
+        status.put("phase", "Failed");
+        status.put("reason", "Evicted");
+        status.put("message", "The node was low on resource: memory. (simulated)");
+        status.put("conditions", List.of(condition("Ready", "False", now, "PodFailed", null)));
+        status.put("containerStatuses", statuses);
+        patchStatus(pod, status, "evicted");
+    }
+
+    /** A crash loop's next round: the container ran and exited again; the kubelet backs off before restarting it. */
+    private void crashAgain(Pod pod, int restarts) {
+        if (scheduler.isShutdown()) {
+            return;
+        }
+        if (!patchStatus(pod, crashStatus(pod, restarts), "crashed again")) {
+            return;
+        }
+        if (restarts < 1000) {
+            scheduler.schedule(() -> crashAgain(pod, restarts + 1), CRASH_EVERY.toMillis(), TimeUnit.MILLISECONDS);
+        }
+    }
+
+    private Map<String, Object> crashStatus(Pod pod, int restarts) {
+        String now = Instant.now().truncatedTo(ChronoUnit.SECONDS).toString();
+        List<Map<String, Object>> statuses = new ArrayList<>();
+        for (Container c : pod.getSpec().getContainers()) {
+            Map<String, Object> cs = new LinkedHashMap<>();
+            cs.put("name", c.getName());
+            cs.put("image", c.getImage());
+            cs.put("ready", false);
+            cs.put("started", false);
+            cs.put("restartCount", restarts);
+            cs.put("state", Map.of("waiting", Map.of("reason", "CrashLoopBackOff",
+                    "message", "back-off restarting failed container " + c.getName() + " (simulated)")));
+            cs.put("lastState", Map.of("terminated", Map.of("exitCode", 1, "reason", "Error", "startedAt", now,
+                    "finishedAt", now)));
+            statuses.add(cs);
+        }
+        Map<String, Object> status = new LinkedHashMap<>();
+        status.put("containerStatuses", statuses);
+        return status;
+    }
+
+    /** Merge-patches the pod's status; false when the pod is gone (or being deleted). */
+    private boolean patchStatus(Pod pod, Map<String, Object> status, String what) {
+        String name = pod.getMetadata().getName();
+        try {
+            Pod current = client.pods().inNamespace(namespace).withName(name).get();
+            if (current == null || !pod.getMetadata().getUid().equals(current.getMetadata().getUid())
+                    || current.getMetadata().getDeletionTimestamp() != null) {
+                return false;
+            }
+            // a JSON patch: the mock API appends lists on a merge patch, and these lists must be replaced
+            List<Map<String, Object>> ops = new ArrayList<>();
+            status.forEach((k, v) -> ops.add(Map.of("op", "add", "path", "/status/" + k, "value", v)));
+            client.pods().inNamespace(namespace).withName(name)
+                    .patch(PatchContext.of(PatchType.JSON), Serialization.asJson(ops));
+            LOG.info("dev kubelet: pod {} {}", name, what);
+            return true;
+        } catch (RuntimeException e) {
+            LOG.debug("dev kubelet: pod {} not {}: {}", name, what, e.getMessage());
+            return false;
+        }
+    }
+
     /** The merge patch that binds, starts and annotates the pod (or reports it unschedulable). */
     Map<String, Object> startPatch(Pod pod) {
         String now = Instant.now().truncatedTo(ChronoUnit.SECONDS).toString();
@@ -171,6 +304,8 @@ final class SimulatedKubelet implements AutoCloseable {
                     pod.getSpec().getNodeSelector());
             return Map.of("status", status);
         }
+        Fault fault = faultOf(pod);
+        boolean ready = fault == null || fault == Fault.EVICT;
         int n = nextIp.getAndIncrement();
         String podIp = "10.244." + ((n >> 8) & 0xff) + "." + (n & 0xff);
         List<Map<String, Object>> containerStatuses = new ArrayList<>();
@@ -180,10 +315,13 @@ final class SimulatedKubelet implements AutoCloseable {
             cs.put("image", c.getImage());
             cs.put("imageID", c.getImage() + "@sha256:" + randomHex(32));
             cs.put("containerID", "containerd://" + randomHex(32));
-            cs.put("ready", true);
-            cs.put("started", true);
-            cs.put("restartCount", 0);
-            cs.put("state", Map.of("running", Map.of("startedAt", now)));
+            cs.put("ready", ready);
+            cs.put("started", fault != Fault.CRASH);
+            cs.put("restartCount", fault == Fault.CRASH ? 1 : 0);
+            cs.put("state", fault == Fault.CRASH
+                    ? Map.of("waiting", Map.of("reason", "CrashLoopBackOff", "message",
+                            "back-off restarting failed container " + c.getName() + " (simulated)"))
+                    : Map.of("running", Map.of("startedAt", now)));
             containerStatuses.add(cs);
         }
         status.put("phase", "Running");
@@ -196,20 +334,26 @@ final class SimulatedKubelet implements AutoCloseable {
         status.put("conditions", List.of(
                 condition("PodReadyToStartContainers", "True", now, null, null),
                 condition("Initialized", "True", now, null, null),
-                condition("Ready", "True", now, null, null),
-                condition("ContainersReady", "True", now, null, null),
+                ready ? condition("Ready", "True", now, null, null)
+                        : condition("Ready", "False", now, "ContainersNotReady", "containers with unready status: [runner]"),
+                ready ? condition("ContainersReady", "True", now, null, null)
+                        : condition("ContainersReady", "False", now, "ContainersNotReady", null),
                 condition("PodScheduled", "True", now, null, null)));
         status.put("containerStatuses", containerStatuses);
 
         Map<String, String> annotations = new LinkedHashMap<>();
-        if (isControlPlane(pod)) {
+        if (!ready) {
+            // a runner that never gets ready publishes nothing either
+        } else if (isControlPlane(pod)) {
             annotations.put(PlaypenKeys.CONTROL_PLANE_KUBECONFIG, controlPlaneKubeconfig());
         } else {
             annotations.put(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY, WireGuardKeys.newPublicKey());
             annotations.put(PlaypenKeys.REDFISH_CERT_PEM, redfishCertificatePem(pod.getMetadata().getName()));
         }
         Map<String, Object> patch = new LinkedHashMap<>();
-        patch.put("metadata", Map.of("annotations", annotations));
+        if (!annotations.isEmpty()) {
+            patch.put("metadata", Map.of("annotations", annotations));
+        }
         patch.put("spec", Map.of("nodeName", node.name()));
         patch.put("status", status);
         return patch;

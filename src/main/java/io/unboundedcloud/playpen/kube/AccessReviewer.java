@@ -21,9 +21,9 @@ import io.unboundedcloud.playpen.auth.Identity;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 
 /**
- * Authorizes alloc and dealloc with a SubjectAccessReview for create on allocs (SPEC A7), and the allocs reads and
+ * Authorizes alloc and dealloc with a SubjectAccessReview for create on allocs, and the allocs reads and
  * delete (ours) with their own verb, plus the same verb on {@code allocs/all} for everyone's allocations. Decisions
- * are cached per user, verb and subresource briefly (SPEC B3): allowed for {@code allowedTtl}, denied for
+ * are cached per user, verb and subresource briefly: allowed for {@code allowedTtl}, denied for
  * {@code deniedTtl}; a zero TTL disables caching.
  */
 public final class AccessReviewer {
@@ -32,9 +32,15 @@ public final class AccessReviewer {
     private record Decision(boolean allowed, String reason, long untilNanos) {
     }
 
-    /** What a decision is about: the user, the verb and the subresource ("" = allocs itself). */
-    private record Question(Identity who, String verb, String subresource) {
+    /** What a decision is about: the user, the verb, the resource and its subresource ("" = the resource itself). */
+    private record Question(Identity who, String verb, String resource, String subresource) {
+        Question(Identity who, String verb, String subresource) {
+            this(who, verb, "allocs", subresource);
+        }
     }
+
+    /** The read-only pools resource (kubectl get pools). */
+    public static final String POOLS = "pools";
 
     /** The subresource whose verbs grant the same verb on every user's allocations (playpen-admin). */
     public static final String ALL_USERS = "all";
@@ -70,6 +76,17 @@ public final class AccessReviewer {
             String why = d.reason() == null || d.reason().isBlank() ? "" : ": " + d.reason();
             throw ApiException.forbidden("allocs." + PlaypenKeys.GROUP + " is forbidden: User \"" + who.user()
                     + "\" cannot " + verb + " resource \"allocs\" in API group \"" + PlaypenKeys.GROUP + "\"" + why);
+        }
+    }
+
+    /** Throws 403 when the user may not {@code verb} the resource {@code resource} of the group (pools). */
+    public void authorize(Identity who, String resource, String verb) {
+        Decision d = decide(new Question(who, verb, resource, ""));
+        if (!d.allowed()) {
+            String why = d.reason() == null || d.reason().isBlank() ? "" : ": " + d.reason();
+            throw ApiException.forbidden(resource + "." + PlaypenKeys.GROUP + " is forbidden: User \"" + who.user()
+                    + "\" cannot " + verb + " resource \"" + resource + "\" in API group \"" + PlaypenKeys.GROUP + "\""
+                    + why);
         }
     }
 
@@ -136,7 +153,7 @@ public final class AccessReviewer {
                 .withExtra(who.extra().isEmpty() ? null : new TreeMap<String, List<String>>(who.extra()))
                 .withResourceAttributes(new ResourceAttributesBuilder()
                         .withGroup(PlaypenKeys.GROUP).withVersion(PlaypenKeys.VERSION)
-                        .withResource("allocs").withSubresource(q.subresource().isEmpty() ? null : q.subresource())
+                        .withResource(q.resource()).withSubresource(q.subresource().isEmpty() ? null : q.subresource())
                         .withVerb(q.verb()).build())
                 .endSpec()
                 .build();
@@ -145,7 +162,7 @@ public final class AccessReviewer {
             calls.count(KubeApiCall.SUBJECT_ACCESS_REVIEWS_CREATE);
             answer = client.authorization().v1().subjectAccessReview().create(sar);
         } catch (RuntimeException e) {
-            LOG.warn("SubjectAccessReview failed user={} error={}", who.user(), e.toString());
+            LOG.warn("SubjectAccessReview failed user={} error={}", io.unboundedcloud.playpen.api.LogText.quote(who.user()), e.toString());
             throw ApiException.unavailable("authorization check failed: SubjectAccessReview could not be created",
                     retryAfterSeconds);
         }

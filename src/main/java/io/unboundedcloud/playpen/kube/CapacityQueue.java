@@ -28,11 +28,12 @@ import io.unboundedcloud.playpen.model.Candidates;
 import io.unboundedcloud.playpen.model.ResourceType;
 
 /**
- * Alloc requests waiting for capacity (issue 14, {@code waitSeconds}): one FIFO queue per kind (architecture or
+ * Alloc requests waiting for capacity ({@code waitSeconds}): one FIFO queue per kind (architecture or
  * Kubernetes version), answered as soon as a pod is claimed for them, or with today's 503 when their wait ends. A
  * waiter is a future, not a thread: the pod cache's watch events (a pod turning idle, the pool's new pods) wake
  * one dispatcher thread that claims for the queue heads in order. A retried key joins its waiting twin; a waiter
- * whose every client left is dropped without claiming.
+ * whose every client left is dropped without claiming. Every waiting request holds a connection, so their number
+ * is capped per user and in total ({@link Limits}): one more is a 429 with Retry-After, before it waits.
  */
 public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(CapacityQueue.class);
@@ -70,6 +71,19 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     public record Ticket(CompletableFuture<Allocator.Allocation> result, Subscription subscription) {
     }
 
+    /**
+     * Caps on waiting requests (each a client that waits, retries of one key included): per owner and in total;
+     * {@code retryAfterSeconds} goes into the 429's Retry-After.
+     */
+    public record Limits(int perOwner, int total, int retryAfterSeconds) {
+        public static final Limits NONE = new Limits(Integer.MAX_VALUE, Integer.MAX_VALUE, 1);
+    }
+
+    private final Limits limits;
+    /** Waiting requests per owner hash ("" for none) and in total; guarded by this. */
+    private final Map<String, Integer> waitingByOwner = new HashMap<>();
+    private int waitingRequests;
+
     private final Allocator allocator;
     private final Map<String, ArrayDeque<Waiter>> queues = new HashMap<>();
     private final Map<String, Waiter> byKey = new HashMap<>();
@@ -80,7 +94,12 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     private final ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("capacity-timeouts"));
 
     public CapacityQueue(Allocator allocator) {
+        this(allocator, Limits.NONE);
+    }
+
+    public CapacityQueue(Allocator allocator, Limits limits) {
         this.allocator = allocator;
+        this.limits = limits;
         timers.scheduleWithFixedDelay(this::requestDrain, SWEEP_MS, SWEEP_MS, TimeUnit.MILLISECONDS);
     }
 
@@ -112,13 +131,15 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
                 if (!twin.cmd.requestHash().equals(cmd.requestHash())) {
                     throw ApiException.conflict(Allocator.CONFLICT_MESSAGE);
                 }
-                return subscribe(twin, true);
+                admit(ownerHash, cmd);
+                return subscribe(twin, true, ownerHash);
             }
+            admit(ownerHash, cmd);
             w = new Waiter(cmd, ownerHash, kind);
             queues.computeIfAbsent(kind, k -> new ArrayDeque<>()).addLast(w);
             byKey.put(cmd.keyHash(), w);
             counter(cmd).incrementAndGet();
-            ticket = subscribe(w, false);
+            ticket = subscribe(w, false, ownerHash);
         }
         Waiter waiter = w;
         w.timeout = timers.schedule(() -> timeout(waiter), cmd.waitSeconds(), TimeUnit.SECONDS);
@@ -127,13 +148,68 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         return ticket;
     }
 
-    private Ticket subscribe(Waiter w, boolean joined) {
+    /** Counts one more waiting request for the owner, or refuses it (429) past a cap. Called holding this. */
+    private void admit(String ownerHash, AllocCommand cmd) {
+        String owner = ownerHash == null ? "" : ownerHash;
+        int mine = waitingByOwner.getOrDefault(owner, 0);
+        if (waitingRequests >= limits.total()) {
+            LOG.info("refused key={} outcome=too-many-waiting waiting={} max={}", cmd.keyHashPrefix(), waitingRequests,
+                    limits.total());
+            throw tooMany("too many alloc requests are waiting for capacity (" + waitingRequests + ", --max-waiting);"
+                    + " retry later, or ask without waitSeconds for an answer now");
+        }
+        if (mine >= limits.perOwner()) {
+            LOG.info("refused key={} outcome=too-many-waiting-for-owner waiting={} max={}", cmd.keyHashPrefix(), mine,
+                    limits.perOwner());
+            throw tooMany("you have " + mine + " alloc requests waiting for capacity, the most one user may have"
+                    + " (--max-waiting-per-user); wait for one of them to be answered, or ask without waitSeconds");
+        }
+        waitingByOwner.put(owner, mine + 1);
+        waitingRequests++;
+    }
+
+    private ApiException tooMany(String message) {
+        return new ApiException(429, "TooManyRequests", message,
+                Map.of("Retry-After", String.valueOf(limits.retryAfterSeconds())));
+    }
+
+    private synchronized void release(String ownerHash) {
+        String owner = ownerHash == null ? "" : ownerHash;
+        int mine = waitingByOwner.getOrDefault(owner, 0) - 1;
+        if (mine <= 0) {
+            waitingByOwner.remove(owner);
+        } else {
+            waitingByOwner.put(owner, mine);
+        }
+        waitingRequests--;
+    }
+
+    /** Requests waiting now (each client of a shared wait counts). */
+    public synchronized int waitingRequests() {
+        return waitingRequests;
+    }
+
+    /** Requests of this owner waiting now. */
+    public synchronized int waitingRequests(String ownerHash) {
+        return waitingByOwner.getOrDefault(ownerHash == null ? "" : ownerHash, 0);
+    }
+
+    private Ticket subscribe(Waiter w, boolean joined, String ownerHash) {
         w.clients.incrementAndGet();
         AtomicBoolean left = new AtomicBoolean();
+        AtomicBoolean released = new AtomicBoolean();
+        Runnable releaseSlot = () -> {
+            if (released.compareAndSet(false, true)) {
+                release(ownerHash);
+            }
+        };
         CompletableFuture<Allocator.Allocation> result = joined
                 ? w.result.thenApply(a -> new Allocator.Allocation(a.pod(), a.externalIp(), true))
                 : w.result;
+        // the slot is free again once this client has its answer or has gone, whichever comes first
+        result.whenComplete((a, e) -> releaseSlot.run());
         return new Ticket(result, () -> {
+            releaseSlot.run();
             if (left.compareAndSet(false, true) && !w.result.isDone() && w.clients.decrementAndGet() == 0) {
                 if (remove(w)) {
                     LOG.info("left queue key={} kind={} outcome=client-gone", w.cmd.keyHashPrefix(), w.kind);

@@ -84,7 +84,7 @@ public final class ClaimWriter {
      * One merge PATCH of a pod, sent through the fabric8 client's own HTTP client (its authentication, TLS, retry
      * of transport failures and request timeout), without the resource DSL: {@code resource(pod).patch(...)}
      * clones the whole pod through JSON before it sends anything, and {@code withName(...).patch(...)} GETs it
-     * first. The claim is the hot path (one write per allocation, DESIGN §2), so it pays for the request and the
+     * first. The claim is the hot path (one write per new allocation), so it pays for the request and the
      * answer's parse only. Failures are the DSL's: a KubernetesClientException with the answer's code and Status.
      */
     static Pod mergePatch(KubernetesClient client, String ns, String name, String patch) {

@@ -17,6 +17,8 @@ public enum KubeApiCall {
     NODES_LIST("", "nodes", "list", Scope.CLUSTER),
     NODES_WATCH("", "nodes", "watch", Scope.CLUSTER),
     SECRETS_GET("", "secrets", "get", Scope.OPERATOR_NAMESPACE),
+    /** The owner-hash key (--owner-hash-secret-name), read at start (created with SECRETS_CREATE when absent). */
+    OWNER_HASH_SECRET_GET("", "secrets", "get", Scope.OPERATOR_NAMESPACE),
     SECRETS_CREATE("", "secrets", "create", Scope.OPERATOR_NAMESPACE),
     /** Renewing the self-signed serving certificate (the leader, at --serving-cert-renew-fraction of its lifetime). */
     SECRETS_UPDATE("", "secrets", "update", Scope.OPERATOR_NAMESPACE),

@@ -7,7 +7,7 @@ import io.fabric8.kubernetes.api.model.NodeAddress;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 
-/** Watch-fed nodes, for the ExternalIP a claimed pod's endpoint is published on. */
+/** Watch-fed nodes: the ExternalIP a claimed pod's endpoint is published on, and whether a pool pod's node is there and Ready. */
 public final class NodeCache implements AutoCloseable {
     private final KubernetesClient client;
     private volatile SharedIndexInformer<Node> informer;
@@ -32,6 +32,15 @@ public final class NodeCache implements AutoCloseable {
     public boolean hasSynced() {
         SharedIndexInformer<Node> inf = informer;
         return inf != null && inf.hasSynced() && inf.isRunning();
+    }
+
+    /** The node as the watch last saw it; empty when unknown (or the cache is not started). */
+    public Optional<Node> node(String nodeName) {
+        SharedIndexInformer<Node> inf = informer;
+        if (inf == null || nodeName == null || nodeName.isEmpty()) {
+            return Optional.empty();
+        }
+        return Optional.ofNullable(inf.getStore().getByKey(nodeName));
     }
 
     /** The node's first ExternalIP, empty when the node is unknown or has none. */

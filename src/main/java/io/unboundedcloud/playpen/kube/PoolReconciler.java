@@ -1,10 +1,14 @@
 package io.unboundedcloud.playpen.kube;
 
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -13,6 +17,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
 
 import org.slf4j.Logger;
@@ -22,17 +27,24 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.unboundedcloud.playpen.config.OperatorConfig;
+import io.unboundedcloud.playpen.model.DemandBuffer;
 import io.unboundedcloud.playpen.model.HostPortPlanner;
 import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.PodTemplates;
+import io.unboundedcloud.playpen.model.PoolBackoff;
+import io.unboundedcloud.playpen.model.PoolHealth;
 import io.unboundedcloud.playpen.model.PoolPlan;
 import io.unboundedcloud.playpen.model.PoolPlanner;
 import io.unboundedcloud.playpen.model.PoolTally;
+import io.unboundedcloud.playpen.model.PoolTarget;
 import io.unboundedcloud.playpen.model.ResourceType;
 
 /**
- * Keeps the pools full (SPEC A8, B6): plans from the watch cache with {@link PoolPlanner} and creates the
- * missing pods. Runs on the interval (pool-reconcile route) and, debounced, right after a claim or deletion.
+ * Keeps the pools healthy, current and full: one pass assesses the pools from the watch cache, plans
+ * with {@link PoolPlanner} (unhealthy, stale and surplus idle pods to delete, pods to create), deletes, creates and
+ * reports. The pool-reconcile route runs a pass step by step ({@link #assess}, {@link #plan}, {@link #delete},
+ * {@link #create}, {@link #finish}) on the interval and, debounced, right after a pod changes in a way the pools
+ * care about; {@link #reconcile} is the same pass in one call. Passes never overlap and run on the leader only.
  * Pods created but not yet seen by the watch are "expected" so a quick second pass never creates twice.
  */
 public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
@@ -41,7 +53,11 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     private static final int ALREADY_EXISTS_RETRIES = 16;
 
     /** What one pass did. */
-    public record Result(int created, int alreadyExisted, List<PoolPlan.Exhaustion> exhausted, boolean skipped) {
+    public record Result(int created, int alreadyExisted, List<PoolPlan.Exhaustion> exhausted, boolean skipped,
+            int deleted) {
+        public Result(int created, int alreadyExisted, List<PoolPlan.Exhaustion> exhausted, boolean skipped) {
+            this(created, alreadyExisted, exhausted, skipped, 0);
+        }
     }
 
     private record Attempt(boolean created, int alreadyExisted) {
@@ -54,43 +70,114 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         void exhausted(PoolPlan.Exhaustion exhaustion);
 
         void pass(Result result, long nanos, boolean failed);
+
+        /** An idle pod the pass deleted, and why. */
+        default void deleted(PoolPlan.Deletion deletion) {
+        }
+
+        /** An allocated pod found unhealthy (once per pod and problem). */
+        default void unhealthyAllocated(PoolPlan.Unhealthy report) {
+        }
+    }
+
+    /**
+     * One pass on its way through the route's steps. A step that fails records the failure here and the later
+     * steps do nothing; {@link #finish} ends the pass and throws it.
+     */
+    public static final class Pass {
+        private final long startNanos = System.nanoTime();
+        private final Instant now;
+        private PoolPlan plan;
+        private final Map<ResourceType, Set<Integer>> used = new EnumMap<>(ResourceType.class);
+        private final List<PoolPlan.Exhaustion> exhausted = new ArrayList<>();
+        private int created;
+        private int existed;
+        private int deleted;
+        private RuntimeException failure;
+        private boolean finished;
+
+        Pass(Instant now) {
+            this.now = now;
+        }
+
+        /** The plan (null before the plan step). */
+        public PoolPlan plan() {
+            return plan;
+        }
+
+        public Instant now() {
+            return now;
+        }
+
+        public int created() {
+            return created;
+        }
+
+        public int deleted() {
+            return deleted;
+        }
+
+        @Override
+        public String toString() {
+            return "pool pass at " + now + (plan == null ? "" : ": " + plan.toDelete().size() + " to delete, "
+                    + plan.toCreate().size() + " to create");
+        }
     }
 
     private final KubernetesClient client;
     private final OperatorConfig config;
     private final PodCache pods;
+    private final NodeCache nodes;
     private final PoolPlanner planner;
-    private final PodTemplates templates;
+    private final PoolSignals signals;
     private final BooleanSupplier leader;
     private final ApiCallCounter calls;
+    private final Clock clock;
     private final long debounceMillis;
     private final Map<String, Long> expected = new ConcurrentHashMap<>();
     /**
-     * The pods as the watch reports them, counted for the pool (idle per pool, host ports held): a pass plans from
-     * it in time independent of the number of pods. It also knows whether each pod was idle: refills are triggered
-     * by transitions only.
+     * The pods as the watch reports them, counted for the pools (host ports held, each pool's idle pods and the
+     * allocated ones a pass must judge): a pass plans from it without walking every pod.
      */
     private final PoolTally tally;
+    /** Per managed pod, what the pools last saw of it: refills are triggered by transitions only. */
+    private final Map<String, Integer> lastState = new ConcurrentHashMap<>();
+    /** uid + problem of allocated pods already reported unhealthy. */
+    private final Set<String> reported = ConcurrentHashMap.newKeySet();
     private final ScheduledExecutorService refill = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("pool-refill"));
     private final AtomicBoolean refillScheduled = new AtomicBoolean();
+    private final ReentrantLock passLock = new ReentrantLock();
     private final LongAdder passes = new LongAdder();
     private final java.util.List<Observer> observers = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private volatile Runnable passRunner = this::reconcile;
 
+    /** A reconciler without node checks, back-off or demand (the create path alone; tests). */
     public PoolReconciler(KubernetesClient client, OperatorConfig config, PodCache pods, PodTemplates templates,
             BooleanSupplier leader, ApiCallCounter calls) {
+        this(client, config, pods, null, new PoolPlanner(config, templates), null, leader, calls, Clock.systemUTC());
+    }
+
+    /**
+     * @param nodes   node cache for the node checks (null: none)
+     * @param signals back-off, time-to-ready and demand learnt from the watch (null: none)
+     */
+    public PoolReconciler(KubernetesClient client, OperatorConfig config, PodCache pods, NodeCache nodes,
+            PoolPlanner planner, PoolSignals signals, BooleanSupplier leader, ApiCallCounter calls, Clock clock) {
         this.client = client;
         this.config = config;
         this.pods = pods;
-        this.templates = templates;
-        this.planner = new PoolPlanner(config, templates);
+        this.nodes = nodes;
+        this.planner = planner;
         this.tally = planner.newTally();
         // it learns of pods from the cache's events (it must be one of its listeners, added before the cache
         // starts); pods the cache holds already when it is made are counted now
         for (Pod pod : pods.pods()) {
             tally.put(pod);
         }
+        this.signals = signals;
         this.leader = leader;
         this.calls = calls;
+        this.clock = clock;
         this.debounceMillis = Math.max(0, config.refillDebounce().toMillis());
     }
 
@@ -98,53 +185,245 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         observers.add(observer);
     }
 
-    /** One pass: plan from the cache, create what is missing. Passes never overlap. */
-    public synchronized Result reconcile() {
-        if (!leader.getAsBoolean()) {
+    /** How refills run a pass: through the pool-reconcile route once Camel runs (default: {@link #reconcile}). */
+    public void runPassesWith(Runnable runner) {
+        this.passRunner = runner == null ? this::reconcile : runner;
+    }
+
+    public PoolPlanner planner() {
+        return planner;
+    }
+
+    /** One pass in one call: {@link #assess}, {@link #plan}, {@link #delete}, {@link #create}, {@link #finish}. */
+    public Result reconcile() {
+        Pass pass = assess();
+        if (pass == null) {
             return new Result(0, 0, List.of(), true);
+        }
+        return finish(create(delete(plan(pass))));
+    }
+
+    /**
+     * Starts a pass: null (nothing to do) on a replica that does not lead or while the cache is not synced. Holds
+     * the pass lock until {@link #finish}, so passes never overlap.
+     */
+    public Pass assess() {
+        if (!leader.getAsBoolean()) {
+            return null;
         }
         if (!pods.hasSynced()) {
             requestRefill();
-            return new Result(0, 0, List.of(), true);
+            return null;
         }
-        long start = System.nanoTime();
+        passLock.lock();
         passes.increment();
-        forgetStaleExpectations(start);
-        // expectations first, then the tally: a pod whose watch event lands in between leaves the expectations
-        // only after the tally has it, so it is in one of the two; the other order could miss it and create twice
-        Set<String> expectedNow = Set.copyOf(expected.keySet());
-        PoolPlan plan = planner.plan(tally, expectedNow);
-        Map<ResourceType, Set<Integer>> used = new EnumMap<>(ResourceType.class);
-        List<PoolPlan.Exhaustion> exhausted = new ArrayList<>(plan.exhausted());
-        int created = 0;
-        int existed = 0;
-        boolean failed = true;
+        forgetStaleExpectations(System.nanoTime());
+        return new Pass(clock.instant());
+    }
+
+    /**
+     * The plan step: what to delete and create, from the pods as the watch reported them, the nodes, the back-off
+     * and the demand.
+     */
+    public Pass plan(Pass pass) {
+        return step(pass, () -> {
+            // expectations first, then the tally: a pod whose watch event lands in between leaves the expectations
+            // only after the tally has it, so it is in one of the two; the other order could miss it and create twice
+            Set<String> expectedNow = Set.copyOf(expected.keySet());
+            pass.plan = planner.plan(tally, expectedNow, context(pass.now));
+            pass.exhausted.addAll(pass.plan.exhausted());
+        });
+    }
+
+    /** What a plan knows besides the pods: now, the nodes, the back-off and the demand-aware buffer's sizes. */
+    public PoolPlanner.Context context(Instant now) {
+        java.util.function.Function<String, Optional<io.fabric8.kubernetes.api.model.Node>> nodeLookup =
+                nodes != null && nodes.hasSynced() ? nodes::node : null;
+        if (signals == null) {
+            return new PoolPlanner.Context(now, nodeLookup, Map.of(), Map.of(), Map.of(), Map.of());
+        }
+        Map<PoolTarget, Integer> want = new java.util.HashMap<>();
+        Map<PoolTarget, Double> rates = new java.util.HashMap<>();
+        Map<PoolTarget, Duration> readyTimes = new java.util.HashMap<>();
+        int maxIdle = config.pools().maxIdle();
+        planner.desired().forEach((t, min) -> {
+            DemandBuffer d = signals.demand(t);
+            rates.put(t, d.rate(now));
+            Duration ttr = d.timeToReady();
+            if (ttr != null) {
+                readyTimes.put(t, ttr);
+            }
+            if (config.pools().demandBuffer()) {
+                want.put(t, d.desired(now, min, Math.max(min, maxIdle), config.refillDebounce()));
+            }
+        });
+        return new PoolPlanner.Context(now, nodeLookup, signals.backoffs(), want, rates, readyTimes);
+    }
+
+    /**
+     * The delete step: unhealthy idle pods, stale ones a ready current pod has replaced, surplus ones. Each delete
+     * carries the pod's resourceVersion as precondition, so a pod claimed meanwhile is never deleted.
+     */
+    public Pass delete(Pass pass) {
+        return step(pass, () -> {
+            for (PoolPlan.Deletion d : pass.plan.toDelete()) {
+                if (!leader.getAsBoolean()) {
+                    return;
+                }
+                if (deleteIdle(d)) {
+                    pass.deleted++;
+                    if (d.why() == PoolPlan.Why.UNHEALTHY && signals != null) {
+                        signals.deletedUnhealthy(d.target(), d.pod(), d.problem());
+                    }
+                    observers.forEach(o -> o.deleted(d));
+                }
+            }
+        });
+    }
+
+    /** Deletes one idle pod if it is still the version the plan saw; false when it changed or someone else won. */
+    private boolean deleteIdle(PoolPlan.Deletion d) {
+        Pod pod = d.pod();
+        String name = ManagedPods.name(pod);
+        // the freshest version this process knows: a claim made here a moment ago must never be deleted
+        Optional<Pod> fresh = pods.get(name);
+        if (fresh.isEmpty() || ManagedPods.isClaimed(fresh.get()) || ManagedPods.isTerminating(fresh.get())
+                || !java.util.Objects.equals(fresh.get().getMetadata().getUid(), pod.getMetadata().getUid())) {
+            return false;
+        }
+        Pod target = fresh.get();
         try {
-            for (PoolPlan.PlannedPod planned : plan.toCreate()) {
-                Attempt a = create(planned, used.computeIfAbsent(planned.target().type(), plan::portsInUse));
-                existed += a.alreadyExisted();
+            calls.count(KubeApiCall.PODS_DELETE);
+            io.fabric8.kubernetes.client.dsl.Deletable op = client.pods().inNamespace(config.runnerNamespace())
+                    .resource(target).lockResourceVersion(target.getMetadata().getResourceVersion());
+            if (d.force() && op instanceof io.fabric8.kubernetes.client.dsl.DeletableWithOptions options) {
+                // the lock stays: the grace period is added to the same operation
+                op = (io.fabric8.kubernetes.client.dsl.Deletable) options.withGracePeriod(0);
+            }
+            var deleted = op.delete();
+            pods.observeDeleted(name);
+            LOG.info("deleted pod={}/{} pool={} reason={} outcome=deleted{}", config.runnerNamespace(), name,
+                    d.target().key(), d.reason(), d.force() ? " gracePeriod=0" : "");
+            return deleted != null && !deleted.isEmpty();
+        } catch (KubernetesClientException e) {
+            if (e.getCode() == 404) {
+                return false;
+            }
+            if (e.getCode() == 409) {
+                // changed since the plan (claimed, most likely): it is not ours to delete any more
+                LOG.info("pod={}/{} pool={} outcome=changed-before-delete", config.runnerNamespace(), name,
+                        d.target().key());
+                return false;
+            }
+            throw e;
+        }
+    }
+
+    /** The create step: the planned pods, on the lowest free hostPorts (AlreadyExists moves on to the next one). */
+    public Pass create(Pass pass) {
+        return step(pass, () -> {
+            for (PoolPlan.PlannedPod planned : pass.plan.toCreate()) {
+                if (!leader.getAsBoolean()) {
+                    return; // leadership lost in the middle of a pass: the new leader plans afresh
+                }
+                if (signals != null && signals.backoff(planned.target()).view().pausedAt(pass.now)) {
+                    continue; // this pass's own deletes found a failed replacement: the pool pauses now
+                }
+                Attempt a = create(planned, pass.used.computeIfAbsent(planned.target().type(), pass.plan::portsInUse));
+                pass.existed += a.alreadyExisted();
                 if (a.created()) {
-                    created++;
+                    pass.created++;
                 } else {
-                    exhausted.add(new PoolPlan.Exhaustion(planned.target(),
+                    pass.exhausted.add(new PoolPlan.Exhaustion(planned.target(),
                             HostPortPlanner.forKind(config, planned.target().type()).range(), 1));
                 }
             }
-            for (PoolPlan.Exhaustion x : exhausted) {
-                LOG.warn("pool={} outcome=exhausted {}", x.target().key(), x.message());
-                observers.forEach(o -> o.exhausted(x));
-            }
-            failed = false;
-        } catch (RuntimeException e) {
-            LOG.warn("pool pass failed: {}", e.toString());
-            throw e;
-        } finally {
-            Result r = new Result(created, existed, exhausted, false);
-            long nanos = System.nanoTime() - start;
-            boolean f = failed;
-            observers.forEach(o -> o.pass(r, nanos, f));
+        });
+    }
+
+    /**
+     * Ends a pass: reports a full hostPort range and allocated pods that are unhealthy, records the pass and
+     * schedules the next one when a back-off pause ends. Throws what a step failed with.
+     */
+    public Result finish(Pass pass) {
+        if (pass == null) {
+            return new Result(0, 0, List.of(), true);
         }
-        return new Result(created, existed, exhausted, false);
+        try {
+            if (pass.failure == null) {
+                for (PoolPlan.Exhaustion x : pass.exhausted) {
+                    LOG.warn("pool={} outcome=exhausted {}", x.target().key(), x.message());
+                    observers.forEach(o -> o.exhausted(x));
+                }
+                reportUnhealthyAllocated(pass.plan);
+                wakeAfterPause(pass);
+            } else {
+                LOG.warn("pool pass failed: {}", pass.failure.toString());
+            }
+        } finally {
+            Result r = new Result(pass.created, pass.existed, List.copyOf(pass.exhausted), false, pass.deleted);
+            long nanos = System.nanoTime() - pass.startNanos;
+            boolean failed = pass.failure != null;
+            try {
+                observers.forEach(o -> o.pass(r, nanos, failed));
+            } finally {
+                if (!pass.finished) {
+                    pass.finished = true;
+                    if (passLock.isHeldByCurrentThread()) {
+                        passLock.unlock();
+                    }
+                }
+            }
+        }
+        if (pass.failure != null) {
+            throw pass.failure;
+        }
+        return new Result(pass.created, pass.existed, List.copyOf(pass.exhausted), false, pass.deleted);
+    }
+
+    private Pass step(Pass pass, Runnable body) {
+        if (pass == null || pass.failure != null || pass.finished) {
+            return pass;
+        }
+        try {
+            body.run();
+        } catch (RuntimeException e) {
+            pass.failure = e;
+        }
+        return pass;
+    }
+
+    private void reportUnhealthyAllocated(PoolPlan plan) {
+        Set<String> live = new HashSet<>();
+        for (PoolPlan.Unhealthy u : plan.unhealthyAllocated()) {
+            String key = u.pod().getMetadata().getUid() + "/" + u.problem().reason();
+            live.add(key);
+            if (reported.add(key)) {
+                LOG.warn("pod={}/{} pool={} outcome=unhealthy-allocated reason={}", config.runnerNamespace(),
+                        ManagedPods.name(u.pod()), u.target().key(), u.problem().reason());
+                observers.forEach(o -> o.unhealthyAllocated(u));
+            }
+        }
+        reported.retainAll(live);
+    }
+
+    /** A pool that is pausing creates again when its pause ends, not at the next interval. */
+    private void wakeAfterPause(Pass pass) {
+        Instant next = null;
+        for (var s : pass.plan.statuses().values()) {
+            PoolBackoff.View b = s.backoff();
+            if (b.pausedAt(pass.now) && (next == null || b.nextCreateAt().isBefore(next))) {
+                next = b.nextCreateAt();
+            }
+        }
+        if (next != null) {
+            long millis = Math.max(0, Duration.between(clock.instant(), next).toMillis()) + 50;
+            try {
+                refill.schedule(this::requestRefill, millis, TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                // closed
+            }
+        }
     }
 
     /**
@@ -163,6 +442,9 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             try {
                 calls.count(KubeApiCall.PODS_CREATE);
                 Pod made = client.pods().inNamespace(config.runnerNamespace()).resource(pod).create();
+                if (signals != null) {
+                    signals.created(name);
+                }
                 LOG.info("created pod={}/{} pool={} hostPort={} outcome=created", config.runnerNamespace(), name,
                         planned.target().key(), port);
                 observers.forEach(o -> o.created(made));
@@ -174,12 +456,18 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                     }
                     throw e;
                 }
-                if (isPendingPoolPod(name)) {
-                    // our own earlier create landed though its answer was lost (fabric8 retries a POST answered
-                    // 500, and the retry meets the pod the first try wrote): it is this pool's pod, not a port
-                    // held by someone else. Moving on would create a second one; wait for the watch instead.
-                    LOG.info("pod={}/{} pool={} hostPort={} outcome=already-created", config.runnerNamespace(), name,
-                            planned.target().key(), port);
+                Boolean pending = pendingPoolPod(name);
+                if (pending == null || pending) {
+                    // our own earlier create landed though its answer was lost (fabric8 retries a POST whose
+                    // connection broke or that was answered 500, and the retry meets the pod the first try wrote):
+                    // it is this pool's pod, not a port held by someone else. Moving on would create a second one;
+                    // wait for the watch instead. When the read that would tell fails too, the name stays expected
+                    // (it exists: AlreadyExists said so) and the watch settles it.
+                    LOG.info("pod={}/{} pool={} hostPort={} outcome={}", config.runnerNamespace(), name,
+                            planned.target().key(), port, pending == null ? "unknown-kept-expected" : "already-created");
+                    if (pending == null) {
+                        throw e;
+                    }
                     return new Attempt(true, conflicts);
                 }
                 expected.remove(name);
@@ -191,23 +479,23 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             }
             port = next.getAsInt();
             used.add(port);
-            pod = templates.forTarget(planned.target(), port);
+            pod = planner.podFor(planned.target(), port);
         }
     }
 
-
     /**
      * Whether the pod behind an AlreadyExists is an unclaimed pool pod the cache has not shown yet: a managed pod,
-     * not claimed, not terminating. A claimed, terminating or foreign pod really holds the port: move on.
+     * not claimed, not terminating. A claimed, terminating or foreign pod really holds the port: move on. Null when
+     * the read failed: nobody knows, so nothing may be created in its place.
      */
-    private boolean isPendingPoolPod(String name) {
+    private Boolean pendingPoolPod(String name) {
         try {
             calls.count(KubeApiCall.PODS_GET);
             Pod existing = client.pods().inNamespace(config.runnerNamespace()).withName(name).get();
             return existing != null && ManagedPods.isManaged(existing) && !ManagedPods.isClaimed(existing)
                     && !ManagedPods.isTerminating(existing);
         } catch (RuntimeException e) {
-            return false;
+            return null;
         }
     }
 
@@ -238,14 +526,18 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     /** Asks for a pass soon (debounced): bursts of events coalesce into one pass. */
     public void requestRefill() {
         if (refillScheduled.compareAndSet(false, true)) {
-            refill.schedule(() -> {
+            try {
+                refill.schedule(() -> {
+                    refillScheduled.set(false);
+                    try {
+                        passRunner.run();
+                    } catch (RuntimeException e) {
+                        LOG.debug("refill pass failed: {}", e.toString());
+                    }
+                }, debounceMillis, TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.RejectedExecutionException e) {
                 refillScheduled.set(false);
-                try {
-                    reconcile();
-                } catch (RuntimeException e) {
-                    LOG.debug("refill pass failed: {}", e.toString());
-                }
-            }, debounceMillis, TimeUnit.MILLISECONDS);
+            }
         }
     }
 
@@ -253,20 +545,34 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     public void onPodEvent(PodCache.Change change, Pod pod) {
         String name = ManagedPods.name(pod);
         if (change == PodCache.Change.DELETED) {
-            Boolean was = tally.remove(name);
-            if (was != null && ManagedPods.isManaged(pod)) {
+            tally.remove(name);
+        } else {
+            // the tally first, then the expectations (see plan)
+            tally.put(pod);
+            expected.remove(name);
+        }
+        if (change == PodCache.Change.DELETED || !ManagedPods.isManaged(pod)) {
+            Integer was = lastState.remove(name);
+            if (change == PodCache.Change.DELETED && was != null) {
                 requestRefill();
             }
             return;
         }
-        // the tally first, then the expectations (see reconcile)
-        Boolean was = tally.put(pod);
-        expected.remove(name);
-        // a pod that stops being idle (claimed, terminating) lowers the idle count: refill now rather than at
-        // the next interval. Other updates (status changes of claimed pods, say) need no pass.
-        if (was != null && was && !ManagedPods.isIdle(pod)) {
+        // what the pools act on: a pod that stops being idle (claimed, terminating) lowers the idle count, one that
+        // becomes ready may retire a stale pod or end a back-off, one that ended is replaced. Other updates (say,
+        // annotations of a claimed pod) need no pass.
+        int state = state(pod);
+        Integer was = lastState.put(name, state);
+        if (was != null && was != state) {
             requestRefill();
         }
+    }
+
+    /** The facts about a pod whose change the pools act on, as bits: idle, ready, ended (Failed or Succeeded). */
+    static int state(Pod pod) {
+        String phase = pod.getStatus() == null ? null : pod.getStatus().getPhase();
+        boolean ended = "Failed".equals(phase) || "Succeeded".equals(phase);
+        return (ManagedPods.isIdle(pod) ? 1 : 0) | (PoolHealth.ready(pod) ? 2 : 0) | (ended ? 4 : 0);
     }
 
     private void forgetStaleExpectations(long now) {

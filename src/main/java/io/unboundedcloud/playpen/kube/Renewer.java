@@ -23,7 +23,7 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.model.TtlPolicy;
 
 /**
- * Renews an allocation (issue 14): moves its expires-at to now + ttl, capped at claimed-at + --playpen-max-lifetime
+ * Renews an allocation: moves its expires-at to now + ttl, capped at claimed-at + --playpen-max-lifetime
  * and never earlier than it was, with one conditional write (resourceVersion precondition). A conflict is read
  * fresh and decided again, so racing renewals end with the later expiry and none is lost.
  */

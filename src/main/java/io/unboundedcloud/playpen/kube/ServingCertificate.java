@@ -27,7 +27,7 @@ import io.unboundedcloud.playpen.tls.CertificateRenewal;
 import io.unboundedcloud.playpen.tls.Pki;
 
 /**
- * The serving certificate (SPEC A9): read from the TLS Secret, or created self-signed when absent (replicas
+ * The serving certificate: read from the TLS Secret, or created self-signed when absent (replicas
  * racing to create it all end up serving the winner's), and published as the APIService caBundle.
  */
 public final class ServingCertificate {

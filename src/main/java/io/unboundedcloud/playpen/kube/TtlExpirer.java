@@ -21,7 +21,7 @@ import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.TtlPolicy;
 
 /**
- * Deletes claimed pods when their TTL ends (SPEC A8, B6): each claim seen by the watch gets a timer at its
+ * Deletes claimed pods when their TTL ends: each claim seen by the watch gets a timer at its
  * expiry instant; {@link #sweep()} (the ttl-expiry route) is the backstop. Only the leader deletes.
  */
 public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
@@ -60,7 +60,7 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
     @Override
     public void onPodEvent(PodCache.Change change, Pod pod) {
         String name = ManagedPods.name(pod);
-        // no global "ttl disabled" shortcut: a claim may carry its own expires-at (issue 14)
+        // no global "ttl disabled" shortcut: a claim may carry its own expires-at
         if (change == PodCache.Change.DELETED || !ManagedPods.isManaged(pod) || !ManagedPods.isClaimed(pod)) {
             cancel(name);
             return;

@@ -17,12 +17,22 @@ import io.unboundedcloud.playpen.config.GoDuration;
 import io.unboundedcloud.playpen.config.LeaseLimits;
 
 /**
- * Decodes, validates and normalises alloc and dealloc request bodies in the reference's order (SPEC A3): the
+ * Decodes, validates and normalises alloc and dealloc request bodies in the reference's order: the
  * body is read like Go's json.Decoder (see {@link GoJson}), and the request hash covers what the reference hashes.
  */
 public final class AllocRequestParser {
     public static final String INVALID_JSON = "invalid JSON request";
     public static final String KEY_REQUIRED = "Idempotency-Key header or idempotencyKey body field is required";
+    /** An alloc without a key: the reference's words, then what a key is. */
+    public static final String ALLOC_KEY_REQUIRED = KEY_REQUIRED + ": any string that names this request, such as a"
+            + " UUID (uuidgen); the same key again returns the same allocation";
+    /** A dealloc or renewal without a key: the reference's words, then which key. */
+    public static final String RELEASE_KEY_REQUIRED = KEY_REQUIRED + ": the key the allocation was made with";
+    /** A runner alloc without a WireGuard key (the reference says it "must be a valid" one). */
+    public static final String WIREGUARD_KEY_REQUIRED = "wireGuardPublicKey is required for runners: the base64 public"
+            + " key of your WireGuard peer, as \"wg genkey | wg pubkey\" prints it";
+    /** At most this many unknown or case-folded field names are reported per request. */
+    static final int MAX_FIELD_WARNINGS = 5;
     public static final String BAD_RESOURCE_TYPE = "resourceType must be \"runner\" or \"controlPlane\"";
     public static final String BAD_WIREGUARD_KEY = "wireGuardPublicKey must be a valid WireGuard public key";
     public static final String BAD_ARCHITECTURE = "architecture must be \"amd64\" or \"arm64\"";
@@ -31,7 +41,7 @@ public final class AllocRequestParser {
     private static final List<String> ALLOC_FIELDS =
             List.of("idempotencyKey", "resourceType", "kubernetesVersion", "wireGuardPublicKey", "architecture");
     private static final List<String> DEALLOC_FIELDS = List.of("idempotencyKey");
-    /** This implementation's additions (issue 14): validated after the reference's fields, with their own messages. */
+    /** This implementation's additions: validated after the reference's fields, with their own messages. */
     private static final List<String> LEASE_FIELDS = List.of("ttl", "waitSeconds");
     public static final String BAD_TTL = "ttl must be a duration string such as \"30m\" or \"2h\"";
     public static final String TTL_NOT_POSITIVE = "ttl must be greater than 0";
@@ -50,25 +60,64 @@ public final class AllocRequestParser {
 
     /** Parses an alloc body; {@code headerKey} is the Idempotency-Key header (null when absent). */
     public AllocCommand parseAlloc(byte[] body, String headerKey) {
+        return parseAlloc(body, headerKey, new java.util.ArrayList<>());
+    }
+
+    /**
+     * Parses an alloc body, and adds to {@code warnings} one line per field name that names no field exactly
+     * (accepted as the reference accepts it: ignored, or read through Go's case-insensitive match), also when the
+     * request is then refused.
+     */
+    public AllocCommand parseAlloc(byte[] body, String headerKey, List<String> warnings) {
         Map<String, String> req;
         Map<String, GoJson.Value> lease = new HashMap<>();
+        List<GoJson.FieldNote> notes = new java.util.ArrayList<>();
         try {
-            req = GoJson.decode(body, ALLOC_FIELDS, LEASE_FIELDS, lease);
+            req = GoJson.decode(body, ALLOC_FIELDS, LEASE_FIELDS, lease, notes);
         } catch (GoJson.EndOfInput | GoJson.DecodeError e) {
             throw ApiException.badRequest(INVALID_JSON);
+        } finally {
+            warnings.addAll(fieldWarnings(notes, "an alloc", ALLOC_BODY_FIELDS));
         }
         AllocCommand cmd = parseReferenceFields(req, headerKey);
         return cmd.withLease(ttl(lease.get("ttl")), waitSeconds(lease.get("waitSeconds")));
     }
 
+    /** The alloc body fields as a user would list them (the "unknown field" warning, the API reference). */
+    public static final List<String> ALLOC_BODY_FIELDS =
+            List.of("idempotencyKey", "resourceType", "architecture", "wireGuardPublicKey", "kubernetesVersion", "ttl",
+                    "waitSeconds");
+
+    /**
+     * One warning per field name the body used that names no field exactly, in the order sent, without repeats and
+     * at most {@value #MAX_FIELD_WARNINGS} (then how many more). Names are cut at 64 characters.
+     */
+    static List<String> fieldWarnings(List<GoJson.FieldNote> notes, String what, List<String> fields) {
+        java.util.LinkedHashSet<String> out = new java.util.LinkedHashSet<>();
+        for (GoJson.FieldNote n : notes) {
+            String sent = GoJson.quote(n.sent().length() > 64 ? n.sent().substring(0, 64) + "..." : n.sent());
+            out.add(n.matched() == null
+                    ? "unknown field " + sent + " ignored; " + what + " takes " + String.join(", ", fields)
+                    : "field " + sent + " was read as \"" + n.matched() + "\" (names are matched ignoring case)");
+        }
+        List<String> list = new java.util.ArrayList<>(out);
+        if (list.size() > MAX_FIELD_WARNINGS) {
+            int more = list.size() - MAX_FIELD_WARNINGS;
+            list = new java.util.ArrayList<>(list.subList(0, MAX_FIELD_WARNINGS));
+            list.add("and " + more + " more field" + (more == 1 ? "" : "s") + " not named exactly");
+        }
+        return list;
+    }
+
     private AllocCommand parseReferenceFields(Map<String, String> req, String headerKey) {
-        String keyHash = Hashes.keyHash(idempotencyKey(req.getOrDefault("idempotencyKey", ""), headerKey));
+        String keyHash = Hashes.keyHash(idempotencyKey(req.getOrDefault("idempotencyKey", ""), headerKey,
+                ALLOC_KEY_REQUIRED));
         ResourceType type = ResourceType.fromRequest(req.getOrDefault("resourceType", ""))
                 .orElseThrow(() -> ApiException.badRequest(BAD_RESOURCE_TYPE));
         // trimmed for both kinds: a control plane's key is not checked, but it is part of the request hash
         String wgKey = GoStrings.trimSpace(req.getOrDefault("wireGuardPublicKey", ""));
         if (type == ResourceType.RUNNER && !isWireGuardKey(wgKey)) {
-            throw ApiException.badRequest(BAD_WIREGUARD_KEY);
+            throw ApiException.badRequest(wgKey.isEmpty() ? WIREGUARD_KEY_REQUIRED : BAD_WIREGUARD_KEY);
         }
         String arch = normaliseArchitecture(req.getOrDefault("architecture", ""))
                 .orElseThrow(() -> ApiException.badRequest(BAD_ARCHITECTURE));
@@ -132,16 +181,25 @@ public final class AllocRequestParser {
      * field, and with it the body may be empty. The ttl is checked as an alloc's.
      */
     public RenewalCommand parseRenewal(byte[] body, String headerKey) {
+        return parseRenewal(body, headerKey, new java.util.ArrayList<>());
+    }
+
+    /** Like {@link #parseRenewal(byte[], String)}, with the field warnings of {@link #parseAlloc(byte[], String, List)}. */
+    public RenewalCommand parseRenewal(byte[] body, String headerKey, List<String> warnings) {
         Map<String, String> req;
         Map<String, GoJson.Value> lease = new HashMap<>();
+        List<GoJson.FieldNote> notes = new java.util.ArrayList<>();
         try {
-            req = GoJson.decode(body, DEALLOC_FIELDS, List.of("ttl"), lease);
+            req = GoJson.decode(body, DEALLOC_FIELDS, List.of("ttl"), lease, notes);
         } catch (GoJson.EndOfInput e) {
             req = Map.of();
         } catch (GoJson.DecodeError e) {
             throw ApiException.badRequest(INVALID_JSON);
+        } finally {
+            warnings.addAll(fieldWarnings(notes, "a renewal", List.of("idempotencyKey", "ttl")));
         }
-        String keyHash = Hashes.keyHash(idempotencyKey(req.getOrDefault("idempotencyKey", ""), headerKey));
+        String keyHash = Hashes.keyHash(idempotencyKey(req.getOrDefault("idempotencyKey", ""), headerKey,
+                RELEASE_KEY_REQUIRED));
         return new RenewalCommand(keyHash, ttl(lease.get("ttl")));
     }
 
@@ -150,18 +208,26 @@ public final class AllocRequestParser {
      * reference does not read it); otherwise an empty body is an empty request, and other bad JSON is a 400.
      */
     public String parseDealloc(byte[] body, String headerKey) {
+        return parseDealloc(body, headerKey, new java.util.ArrayList<>());
+    }
+
+    /** Like {@link #parseDealloc(byte[], String)}, with the field warnings of {@link #parseAlloc(byte[], String, List)}. */
+    public String parseDealloc(byte[] body, String headerKey, List<String> warnings) {
         if (headerKey != null && !GoStrings.trimSpace(headerKey).isEmpty()) {
             return Hashes.keyHash(GoStrings.trimSpace(headerKey));
         }
         Map<String, String> req;
+        List<GoJson.FieldNote> notes = new java.util.ArrayList<>();
         try {
-            req = GoJson.decode(body, DEALLOC_FIELDS);
+            req = GoJson.decode(body, DEALLOC_FIELDS, List.of(), new HashMap<>(), notes);
         } catch (GoJson.EndOfInput e) {
             req = Map.of();
         } catch (GoJson.DecodeError e) {
             throw ApiException.badRequest(INVALID_JSON);
+        } finally {
+            warnings.addAll(fieldWarnings(notes, "a dealloc", DEALLOC_FIELDS));
         }
-        return Hashes.keyHash(idempotencyKey(req.getOrDefault("idempotencyKey", ""), null));
+        return Hashes.keyHash(idempotencyKey(req.getOrDefault("idempotencyKey", ""), null, RELEASE_KEY_REQUIRED));
     }
 
     /**
@@ -248,13 +314,13 @@ public final class AllocRequestParser {
         return 0;
     }
 
-    private static String idempotencyKey(String bodyKey, String headerKey) {
+    private static String idempotencyKey(String bodyKey, String headerKey, String required) {
         if (headerKey != null && !GoStrings.trimSpace(headerKey).isEmpty()) {
             return GoStrings.trimSpace(headerKey);
         }
         String body = GoStrings.trimSpace(bodyKey);
         if (body.isEmpty()) {
-            throw ApiException.badRequest(KEY_REQUIRED);
+            throw ApiException.badRequest(required);
         }
         return body;
     }

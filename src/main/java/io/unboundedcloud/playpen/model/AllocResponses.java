@@ -16,7 +16,7 @@ import io.unboundedcloud.playpen.api.ApiException;
 import io.unboundedcloud.playpen.config.NetworkProfile;
 
 /**
- * Builds the alloc answer from a claimed pod and its node's ExternalIP with the reference's rules (SPEC A5);
+ * Builds the alloc answer from a claimed pod and its node's ExternalIP with the reference's rules;
  * replays rebuild the same body, and a pod that can no longer be described is a 503 in the reference's words.
  */
 public final class AllocResponses {

@@ -95,9 +95,19 @@ public final class AllocViews {
      */
     public static Page select(Collection<Pod> pods, Function<String, Optional<String>> externalIp, Duration ttl,
             String ownerHash, Query q) {
+        return selectMatching(pods, externalIp, ttl, ownerHash == null ? null : ownerHash::equals, q);
+    }
+
+    /**
+     * Like {@link #select(Collection, Function, Duration, String, Query)}, with the caller's allocations told apart
+     * by their owner-hash annotation ({@code owner} null = everyone's): an owner may be recorded in more than one
+     * form.
+     */
+    public static Page selectMatching(Collection<Pod> pods, Function<String, Optional<String>> externalIp, Duration ttl,
+            java.util.function.Predicate<String> owner, Query q) {
         List<Alloc> all = new ArrayList<>();
         for (Pod p : pods) {
-            of(p, externalIp, ttl).filter(a -> ownerHash == null || ownerHash.equals(a.ownerHash()))
+            of(p, externalIp, ttl).filter(a -> owner == null || owner.test(a.ownerHash()))
                     .filter(a -> q.name() == null || q.name().equals(a.name()))
                     .filter(a -> fieldsMatch(q.fieldTerms(), a))
                     .filter(a -> q.labelSelector().matches(Map.of()))
@@ -162,12 +172,16 @@ public final class AllocViews {
                     + ": must be None, Metadata or Object");
         }
         if ("true".equals(params.get("watch")) || "1".equals(params.get("watch"))) {
-            throw new UnsupportedOperationException("watch is not supported on allocs");
+            throw new UnsupportedOperationException(WATCH_UNSUPPORTED);
         }
         String tableVersion = tableVersion(accept);
         return new Query(name, limit, after, terms, labels, tableVersion != null, tableVersion,
                 include.isEmpty() ? "Metadata" : include);
     }
+
+    /** Allocations cannot be watched; what to do instead. */
+    public static final String WATCH_UNSUPPORTED = "watch is not supported on allocs: list them again instead"
+            + " (kubectl get allocs), for example every 2 seconds with: watch kubectl get allocs";
 
     /** "v1" or "v1beta1" when the Accept header asks for a meta.k8s.io Table (v1 preferred), else null. */
     static String tableVersion(String accept) {
@@ -389,6 +403,10 @@ public final class AllocViews {
     /** Kubernetes' duration.HumanDuration, the AGE format of kubectl get. */
     public static String humanDuration(Duration d) {
         long seconds = d.getSeconds();
+        if (seconds < 0 && d.getNano() > 0) {
+            // Go's int(d.Seconds()) truncates toward zero where getSeconds() rounds down: -1.5 s is "0s" there
+            seconds++;
+        }
         if (seconds < -1) {
             return "<invalid>";
         } else if (seconds < 0) {

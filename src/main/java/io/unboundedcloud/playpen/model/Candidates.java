@@ -13,7 +13,7 @@ import io.fabric8.kubernetes.api.model.ContainerStatus;
 import io.fabric8.kubernetes.api.model.Pod;
 
 /**
- * Chooses which idle pods may serve an alloc and in which order to try them: usability per SPEC A4, then the
+ * Chooses which idle pods may serve an alloc and in which order to try them: usability as the reference judges it, then the
  * consistent-hash ring order (clockwise from the key's hash, {@link Hashes#ringPosition}) that every replica
  * computes identically. The pod cache keeps the ring sorted, so the hot path starts its walk in O(log N)
  * ({@link #classify} judges each pod it reaches); {@link #select} sorts a whole collection the same way.
@@ -39,7 +39,21 @@ public final class Candidates {
     public record Selection(List<Usable> ordered, List<String> skipped, int ofKind) {
     }
 
+    /**
+     * What decides, beyond a pod's own state, whether an idle pod may be handed out now: the pool's view of its
+     * node (NotReady) and of its template (a stale pod is never handed out while a current one is usable).
+     */
+    @FunctionalInterface
+    public interface HandOutPolicy {
+        /** Nothing beyond the pod's own state. */
+        HandOutPolicy NONE = (kindKey, pod, externalIp) -> null;
+
+        /** Why {@code pod}, usable by its own state, must not be handed out now; null when it may. */
+        String refuse(String kindKey, Pod pod, Function<String, Optional<String>> externalIp);
+    }
+
     private final LabelSelector runnerSelector;
+    private final HandOutPolicy policy;
 
     /** Runners are handed out only when they carry every one of these labels with these values. */
     public Candidates(Map<String, String> runnerLabels) {
@@ -48,7 +62,13 @@ public final class Candidates {
 
     /** Runners are handed out only when they match {@code runnerSelector} (--runner-label-selector), as in the reference. */
     public Candidates(LabelSelector runnerSelector) {
+        this(runnerSelector, HandOutPolicy.NONE);
+    }
+
+    /** As {@link #Candidates(LabelSelector)}, and a pod usable by its own state is handed out only if {@code policy} agrees. */
+    public Candidates(LabelSelector runnerSelector, HandOutPolicy policy) {
         this.runnerSelector = runnerSelector;
+        this.policy = policy;
     }
 
     /** {@code externalIp} maps a node name to its ExternalIP (empty when the node is unknown or has none). */
@@ -65,6 +85,9 @@ public final class Candidates {
             }
             ofKind++;
             String why = unusableReason(cmd.resourceType(), pod, externalIp);
+            if (why == null) {
+                why = policy.refuse(want, pod, externalIp);
+            }
             if (why == null) {
                 String node = pod.getSpec().getNodeName();
                 String name = pod.getMetadata().getName();
@@ -101,7 +124,7 @@ public final class Candidates {
                 scored.add(new Scored(Hashes.ringDistance(seed, pod.getMetadata().getName()), pod));
             }
         }
-        return new Walk(cmd.resourceType(), new PriorityQueue<>(scored), externalIp);
+        return new Walk(cmd.resourceType(), new PriorityQueue<>(scored), externalIp, want, policy);
     }
 
     /**
@@ -115,7 +138,13 @@ public final class Candidates {
         if (!idleKindKey(cmd).equals(kindKey(pod))) {
             return Verdict.SKIP;
         }
-        return unusableReason(cmd.resourceType(), pod, externalIp) == null ? Verdict.USABLE : Verdict.SKIP;
+        return unusableReason(cmd.resourceType(), pod, externalIp) == null
+                && policy.refuse(idleKindKey(cmd), pod, externalIp) == null ? Verdict.USABLE : Verdict.SKIP;
+    }
+
+    /** Whether an idle pod of kind {@code type} could be handed out as far as its own state and its node's ExternalIP go. */
+    public static boolean usableByItself(ResourceType type, Pod pod, Function<String, Optional<String>> externalIp) {
+        return unusableReason(type, pod, externalIp) == null;
     }
 
     /** The candidate {@link #classify} found usable, with its endpoint. */
@@ -138,18 +167,24 @@ public final class Candidates {
         private final ResourceType type;
         private final PriorityQueue<Scored> queue;
         private final Function<String, Optional<String>> externalIp;
+        private final String kindKey;
+        private final HandOutPolicy policy;
 
-        Walk(ResourceType type, PriorityQueue<Scored> queue, Function<String, Optional<String>> externalIp) {
+        Walk(ResourceType type, PriorityQueue<Scored> queue, Function<String, Optional<String>> externalIp,
+                String kindKey, HandOutPolicy policy) {
             this.type = type;
             this.queue = queue;
             this.externalIp = externalIp;
+            this.kindKey = kindKey;
+            this.policy = policy;
         }
 
         /** The next usable candidate, or empty when the walk is over. */
         public Optional<Usable> next() {
             Scored s;
             while ((s = queue.poll()) != null) {
-                if (unusableReason(type, s.pod(), externalIp) == null) {
+                if (unusableReason(type, s.pod(), externalIp) == null
+                        && policy.refuse(kindKey, s.pod(), externalIp) == null) {
                     Optional<String> ip = externalIp.apply(s.pod().getSpec().getNodeName());
                     return Optional.of(new Usable(s.pod(), hostPort(s.pod(), type), ip.orElseThrow(), s.score()));
                 }
@@ -263,6 +298,10 @@ public final class Candidates {
             return "runner pod " + name + " is terminating";
         }
         String phase = pod.getStatus() == null || pod.getStatus().getPhase() == null ? "" : pod.getStatus().getPhase();
+        if (phase.isEmpty()) {
+            // the reference prints "is " and nothing after it here
+            return "runner pod " + name + " has no phase yet (not started)";
+        }
         if (!"Running".equals(phase)) {
             return "runner pod " + name + " is " + phase;
         }

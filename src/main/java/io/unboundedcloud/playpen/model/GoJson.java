@@ -53,6 +53,13 @@ final class GoJson {
         }
     }
 
+    /**
+     * A field name of the request that did not name a field exactly: {@code matched} is the field Go's
+     * case-insensitive match read it as, or null when it names none (ignored, as Go ignores it).
+     */
+    record FieldNote(String sent, String matched) {
+    }
+
     /** The string fields named in {@code fields} (absent when not sent or null); throws for EOF and bad JSON. */
     static Map<String, String> decode(byte[] body, List<String> fields) throws EndOfInput, DecodeError {
         return decode(body, fields, List.of(), new HashMap<>());
@@ -64,6 +71,15 @@ final class GoJson {
      */
     static Map<String, String> decode(byte[] body, List<String> fields, List<String> loose, Map<String, Value> looseOut)
             throws EndOfInput, DecodeError {
+        return decode(body, fields, loose, looseOut, new java.util.ArrayList<>());
+    }
+
+    /**
+     * Like {@link #decode(byte[], List, List, Map)}, and every field name that is not one of the fields exactly goes
+     * to {@code notes} in the order sent, also when the body then turns out not to decode.
+     */
+    static Map<String, String> decode(byte[] body, List<String> fields, List<String> loose, Map<String, Value> looseOut,
+            List<FieldNote> notes) throws EndOfInput, DecodeError {
         List<String> all = new java.util.ArrayList<>(fields);
         all.addAll(loose);
         String text = decodeUtf8(body == null ? new byte[0] : body);
@@ -88,6 +104,9 @@ final class GoJson {
             }
             while ((t = p.nextToken()) == JsonToken.FIELD_NAME) {
                 String field = match(p.currentName(), all);
+                if (field == null || !field.equals(p.currentName())) {
+                    notes.add(new FieldNote(withoutLoneSurrogates(p.currentName()), field));
+                }
                 JsonToken v = p.nextToken();
                 if (field != null && loose.contains(field)) {
                     boolean scalar = v != JsonToken.START_OBJECT && v != JsonToken.START_ARRAY;

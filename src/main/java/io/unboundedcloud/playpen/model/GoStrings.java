@@ -1,7 +1,7 @@
 package io.unboundedcloud.playpen.model;
 
 /**
- * Go's strings.TrimSpace, so values hashed here are bit-identical to the reference's (SPEC A2): it trims
+ * Go's strings.TrimSpace, so values hashed here are bit-identical to the reference's: it trims
  * Unicode White_Space (incl. U+0085, U+00A0, U+3000) but, unlike Java's trim(), no other control characters.
  */
 public final class GoStrings {

@@ -16,7 +16,8 @@ final class GoYaml {
     private static final Pattern BASE60_FLOAT = Pattern.compile("[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\\.[0-9_]*)?");
     private static final Pattern GO_INT = Pattern.compile(
             "[-+]?(0[xX][0-9a-fA-F]+|0[oO]?[0-7]+|0[bB][01]+|[1-9][0-9]*|0)");
-    private static final Pattern DOT_FLOAT = Pattern.compile("\\.[0-9]+([eE][-+]?[0-9]+)?");
+    /** What Go's strconv.ParseFloat takes from a string that starts with a dot: underscores only between digits. */
+    private static final Pattern DOT_FLOAT = Pattern.compile("\\.[0-9](_?[0-9])*([eE][-+]?[0-9](_?[0-9])*)?");
     private static final Pattern TIMESTAMP = Pattern.compile(
             "[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}"
             + "(([Tt][0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(\\.[0-9]+)?(Z|[-+][0-9]{2}:[0-9]{2}))"
@@ -210,10 +211,13 @@ final class GoYaml {
         return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == 0x85 || c == 0x2028 || c == 0x2029;
     }
 
-    /** go-yaml's is_printable (its emitter allows Unicode). */
+    /**
+     * go-yaml's is_printable (its emitter allows Unicode). It looks at UTF-8 lead bytes up to 0xEF only, so every
+     * character beyond U+FFFD (emoji among them) counts as non-printable: escaped, and never plain or in a block.
+     */
     private static boolean isPrintable(int c) {
         return c == 0x0A || (c >= 0x20 && c <= 0x7E) || (c >= 0xA0 && c <= 0xD7FF)
-                || (c >= 0xE000 && c <= 0xFFFD && c != 0xFEFF) || (c >= 0x10000 && c <= 0x10FFFF);
+                || (c >= 0xE000 && c <= 0xFFFD && c != 0xFEFF);
     }
 
     private static String literal(String s, int indent) {

@@ -5,7 +5,7 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 
-/** The hashes and ids shared bit-for-bit with the reference operator (SPEC A2). */
+/** The hashes and ids shared bit-for-bit with the reference operator. */
 public final class Hashes {
     private Hashes() {
     }
@@ -25,7 +25,10 @@ public final class Hashes {
         return sha256Hex(resourceType + "\n" + kubernetesVersion + "\n" + wireGuardPublicKey + "\n" + architecture);
     }
 
-    /** hex(sha256(user name)): who made a claim, without writing the name on the pod. */
+    /**
+     * hex(sha256(user name)): the legacy, unkeyed owner hash (a dictionary of user names reverses it). Claims are
+     * written with {@link OwnerHashes} now; this form is only read, for claims made before.
+     */
     public static String ownerHash(String user) {
         return sha256Hex(user);
     }
@@ -46,7 +49,7 @@ public final class Hashes {
 
     /**
      * Rendezvous score of a pod for a key: a stable 64-bit mix (no per-process seed). The claim path ordered
-     * candidates by it until issue 15 (O(N) per request); it now walks the ring ({@link #ringPosition}).
+     * candidates by it (O(N) per request); now they walk the ring ({@link #ringPosition}).
      */
     public static long rendezvous(long keySeed, String podName) {
         long h = keySeed;

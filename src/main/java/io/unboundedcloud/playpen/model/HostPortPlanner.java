@@ -12,7 +12,7 @@ import java.util.Set;
 import java.util.TreeSet;
 
 /**
- * Picks hostPorts for one kind of pod: always the lowest free port of the range (SPEC A8).
+ * Picks hostPorts for one kind of pod: always the lowest free port of the range.
  * A full range is an ordinary result ({@link Allocation#shortfall()} &gt; 0), never an exception.
  */
 public final class HostPortPlanner {

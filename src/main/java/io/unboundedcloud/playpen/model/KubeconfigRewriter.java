@@ -17,7 +17,7 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 
 /**
  * Points every cluster of a control-plane kubeconfig at the pod's public endpoint while keeping TLS
- * verification against the guest gateway name the k3s certificate was issued for (SPEC A5). Like the
+ * verification against the guest gateway name the k3s certificate was issued for. Like the
  * reference's {@code clientcmd.Load} + {@code clientcmd.Write}, the output is the kubeconfig v1 schema only
  * (unknown fields dropped, empty optional fields omitted, named lists sorted by name, certificate data
  * re-encoded) written in sigs.k8s.io/yaml's style (see {@link GoYaml}).

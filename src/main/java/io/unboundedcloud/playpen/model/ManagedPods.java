@@ -9,7 +9,7 @@ import java.util.Optional;
 import java.util.OptionalInt;
 
 /**
- * Read-only facts about pooled pods, taken from their labels, annotations and spec (SPEC A1, A4, A8).
+ * Read-only facts about pooled pods, taken from their labels, annotations and spec.
  * Every helper is null-safe: a pod without metadata or spec simply has none of the facts.
  */
 public final class ManagedPods {
@@ -92,7 +92,7 @@ public final class ManagedPods {
 
     /**
      * The hostPort of the kind's named container port ({@code wireguard}/UDP for runners, {@code apiserver}/TCP
-     * for control planes). This is the port the kubelet binds, so it is what alloc hands out (SPEC A4).
+     * for control planes). This is the port the kubelet binds, so it is what alloc hands out.
      */
     public static OptionalInt containerHostPort(Pod pod) {
         Optional<ResourceType> type = resourceType(pod);
@@ -141,7 +141,7 @@ public final class ManagedPods {
     }
 
     /**
-     * Idle for pool accounting (SPEC A8): managed, not terminating, unclaimed, and a hostPort on the named
+     * Idle for pool accounting: managed, not terminating, unclaimed, and a hostPort on the named
      * container port. Readiness and node checks belong to the alloc path, not to the pool count.
      */
     public static boolean isIdle(Pod pod) {

@@ -1,6 +1,6 @@
 package io.unboundedcloud.playpen.model;
 
-/** Annotation and label keys shared with the reference operator and the runner (SPEC A1). */
+/** Annotation and label keys shared with the reference operator and the runner. */
 public final class PlaypenKeys {
     public static final String GROUP = "playpen.unbounded-cloud.io";
     public static final String VERSION = "v1alpha1";
@@ -14,7 +14,10 @@ public final class PlaypenKeys {
     public static final String REDFISH_CERT_PEM = P + "redfish-cert-pem";
     public static final String IDEMPOTENCY_KEY_HASH = P + "idempotency-key-hash";
     public static final String REQUEST_HASH = P + "request-hash";
-    /** hex(sha256(user name)) of the user who made the claim (ours only; the reference writes no owner). */
+    /**
+     * The owner hash of the user who made the claim (ours only; the reference writes no owner):
+     * hex(HMAC-SHA256(installation key, user name)), or hex(sha256(user name)) on claims older than the key.
+     */
     public static final String OWNER_HASH = P + "owner-hash";
     public static final String CLAIMED_AT = P + "claimed-at";
     /** When the allocation expires (RFC 3339 UTC); written by the claim and moved by renewals (ours only). */
@@ -48,6 +51,8 @@ public final class PlaypenKeys {
     public static final String RESOURCE_TYPE = P + "resource-type";
     public static final String KUBERNETES_VERSION = P + "kubernetes-version";
     public static final String HOST_PORT = P + "host-port";
+    /** Hash of the pool template that built the pod (ours only): pods with another hash are rolled. */
+    public static final String TEMPLATE_HASH = P + "template-hash";
     public static final String APP_NAME = "app.kubernetes.io/name";
     public static final String APP_COMPONENT = "app.kubernetes.io/component";
 

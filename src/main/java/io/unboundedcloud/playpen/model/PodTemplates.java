@@ -30,7 +30,7 @@ import java.util.Map;
 import java.util.Objects;
 
 /**
- * Builds the runner and control-plane pods the pools create, field for field as the reference does (SPEC A8).
+ * Builds the runner and control-plane pods the pools create, field for field as the reference does.
  * Volumes {@code tun} and {@code kvm} are hostPath CharDevices mounted at their own paths (/dev/net/tun, /dev/kvm).
  */
 public final class PodTemplates {

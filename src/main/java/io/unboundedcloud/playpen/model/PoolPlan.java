@@ -7,21 +7,79 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * What one pool pass should do: the pods to create (each with a distinct hostPort), the pools whose port
- * range ran out, and per pool how many idle pods are missing.
+ * What one pool pass should do: the idle pods to delete (unhealthy, stale once replaced, surplus), the pods to
+ * create (each with a distinct hostPort), the allocated pods to report as unhealthy, the pools whose port range ran
+ * out, and each pool as the pass saw it.
  *
  * @param toCreate   pods to create, runners (amd64, arm64) first, then control planes in flag order
  * @param exhausted  pools that could not be refilled completely because their hostPort range is full
- * @param deficits   every configured pool → desired minus idle (never negative), in the same order
+ * @param deficits   every configured pool → desired minus healthy idle pods (never negative), in the same order
  * @param usedPorts  per kind, the ports in use after this plan (existing, expected and planned); a create that
  *                   answers AlreadyExists can pick its replacement with {@link HostPortPlanner#next}
- *                   (the sets are immutable: copy one to record the replacement ports)
+ *                   (the sets are immutable: {@link #portsInUse} gives one to record the replacement ports in)
+ * @param toDelete   idle pods to delete, unhealthy ones first
+ * @param unhealthyAllocated allocated pods that are unhealthy: never deleted by the pool, reported
+ * @param statuses   every pool (configured ones first, in flag order)
  */
 public record PoolPlan(List<PlannedPod> toCreate, List<Exhaustion> exhausted,
-                       Map<PoolTarget, Integer> deficits, Map<ResourceType, Set<Integer>> usedPorts) {
+                       Map<PoolTarget, Integer> deficits, Map<ResourceType, Set<Integer>> usedPorts,
+                       List<Deletion> toDelete, List<Unhealthy> unhealthyAllocated,
+                       Map<PoolTarget, PoolStatus> statuses) {
+
+    /** A plan that only creates (tests of the create path). */
+    public PoolPlan(List<PlannedPod> toCreate, List<Exhaustion> exhausted, Map<PoolTarget, Integer> deficits,
+            Map<ResourceType, Set<Integer>> usedPorts) {
+        this(toCreate, exhausted, deficits, usedPorts, List.of(), List.of(), Map.of());
+    }
 
     /** One pod to create for {@code target} on {@code hostPort}. */
     public record PlannedPod(PoolTarget target, int hostPort, Pod pod) {
+    }
+
+    /** Why an idle pod is deleted. */
+    public enum Why {
+        /** it will not serve again ({@link PoolHealth.Problem}) */
+        UNHEALTHY,
+        /** it was built from another template and a current pod is ready to take its place */
+        STALE,
+        /** the pool holds more idle pods than it wants (count lowered, demand fell, a pool no flag asks for) */
+        SURPLUS
+    }
+
+    /** An idle pod to delete; {@code problem} is set for {@link Why#UNHEALTHY}. */
+    public record Deletion(PoolTarget target, Pod pod, Why why, PoolHealth.Problem problem) {
+        /** Grace period 0 for pods whose node is gone or unreachable: no kubelet will confirm a graceful delete. */
+        public boolean force() {
+            return problem != null && problem.forceDelete();
+        }
+
+        /** The Event reason: the problem's (Evicted, NotReadyInTime, ...), Stale or Surplus. */
+        public String reason() {
+            return switch (why) {
+                case UNHEALTHY -> problem.reason();
+                case STALE -> "Stale";
+                case SURPLUS -> "Surplus";
+            };
+        }
+
+        /** One line for the log and the Event. */
+        public String message() {
+            return switch (why) {
+                case UNHEALTHY -> "idle pod of pool " + PoolStatus.name(target) + " is unhealthy (" + problem.reason()
+                        + "); deleted and replaced";
+                case STALE -> "idle pod of pool " + PoolStatus.name(target) + " runs an older template; deleted now that "
+                        + "a current pod is ready";
+                case SURPLUS -> "idle pod of pool " + PoolStatus.name(target) + " is beyond the desired count; deleted";
+            };
+        }
+    }
+
+    /** An allocated pod that is unhealthy: its allocation is the user's (TTL and dealloc own it), so it is reported. */
+    public record Unhealthy(PoolTarget target, Pod pod, PoolHealth.Problem problem) {
+        public String message() {
+            return "allocated pod of pool " + PoolStatus.name(target) + " is unhealthy (" + problem.reason()
+                    + "); left to its allocation (dealloc or TTL deletes it)";
+        }
     }
 
     /** {@code unplanned} pods of {@code target} could not be planned because {@code range} has no free port. */
@@ -78,8 +136,8 @@ public record PoolPlan(List<PlannedPod> toCreate, List<Exhaustion> exhausted,
         }
     }
 
-    /** True when there is nothing to create and no range ran out. */
+    /** True when there is nothing to create or delete and no range ran out. */
     public boolean isEmpty() {
-        return toCreate.isEmpty() && exhausted.isEmpty();
+        return toCreate.isEmpty() && exhausted.isEmpty() && toDelete.isEmpty();
     }
 }

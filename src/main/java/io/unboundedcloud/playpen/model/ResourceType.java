@@ -31,7 +31,7 @@ public enum ResourceType {
         return component;
     }
 
-    /** Request normalisation (SPEC A3.3): empty/runner → runner; controlPlane/control-plane/controlplane → control plane. */
+    /** Request normalisation: empty/runner → runner; controlPlane/control-plane/controlplane → control plane. */
     public static Optional<ResourceType> fromRequest(String value) {
         String v = value == null ? "" : GoStrings.trimSpace(value).toLowerCase(Locale.ROOT);
         switch (v) {

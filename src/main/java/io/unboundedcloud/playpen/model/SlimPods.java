@@ -36,10 +36,11 @@ import io.fabric8.kubernetes.api.model.PodStatus;
  * <li>metadata: name, namespace, uid, resourceVersion, generateName, creationTimestamp, deletionTimestamp,
  * deletionGracePeriodSeconds, generation, labels, annotations, ownerReferences, finalizers (not managedFields);</li>
  * <li>spec: nodeName, and each container's name, image and ports;</li>
- * <li>status: phase, conditions, and each container status's name, ready, started, restartCount, image and state;</li>
+ * <li>status: phase, reason (Evicted), conditions, and each container status's name, ready, started,
+ * restartCount, image and state;</li>
  * </ul>
  * in insertion order, with empty collections shared and strings that recur from pod to pod (label and annotation
- * keys, kinds, architectures, node names, images, port names, phases) shared too. Its labels and annotations
+ * keys, kinds, architectures, node names, images, port names, phases, reasons) shared too. Its labels and annotations
  * cannot be changed (nobody changes a cached pod: every write is a patch built from fields). Every answer, view and
  * decision the operator derives from a pod is the same for the slim copy as for the pod itself
  * ({@code SlimPodsTest}).
@@ -134,6 +135,7 @@ public final class SlimPods {
         }
         PodStatus out = shareEmpties(new PodStatus());
         out.setPhase(common(s.getPhase()));
+        out.setReason(common(s.getReason()));
         if (s.getConditions() == null) {
             out.setConditions(null);
         } else {

@@ -15,7 +15,7 @@ import java.util.Optional;
 import java.util.regex.Pattern;
 
 /**
- * Decides when a claimed pod's allocation expires (SPEC A8): at claimed-at + ttl, inclusive. A claimed pod whose
+ * Decides when a claimed pod's allocation expires: at claimed-at + ttl, inclusive. A claimed pod whose
  * claimed-at is missing or unparsable is already expired. A zero ttl disables expiry.
  */
 public final class TtlPolicy {

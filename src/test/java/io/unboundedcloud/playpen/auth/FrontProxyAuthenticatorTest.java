@@ -21,7 +21,7 @@ import java.util.Set;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
-/** The front-proxy certificate checks of SPEC A7/B2 with certificates issued by {@link Pki}. */
+/** The front-proxy certificate checks with certificates issued by {@link Pki}. */
 class FrontProxyAuthenticatorTest {
     static final Instant NOW = Instant.parse("2026-03-01T12:00:00Z");
     static final Clock CLOCK = Clock.fixed(NOW, ZoneOffset.UTC);
@@ -223,36 +223,5 @@ class FrontProxyAuthenticatorTest {
                 TrustBundleParser.CA_KEY, CA.certificatePem(),
                 TrustBundleParser.NAMES_KEY, "[\"front-proxy-client\"]"), 1);
         assertThatCode(() -> authenticator(tb).verifyPeer(chain(CLIENT))).doesNotThrowAnyException();
-    }
-
-    // --- identity from the front-proxy headers ---
-
-    @Test
-    void identityNeedsAUser() {
-        for (String user : new String[] {null, "", "   "}) {
-            ApiException e = catchThrowableOfType(ApiException.class,
-                    () -> FrontProxyAuthenticator.identity(user, null, List.of("g"), Map.of()));
-            assertThat(e).as("user " + user).isNotNull();
-            assertThat(e.code()).isEqualTo(403);
-            assertThat(e.reason()).isEqualTo("Forbidden");
-            assertThat(e.getMessage()).isEqualTo("missing remote user");
-        }
-    }
-
-    @Test
-    void groupsAreSplitOnCommasAndTrimmed() {
-        Identity id = FrontProxyAuthenticator.identity(" alice ", " uid-1 ",
-                List.of("system:authenticated, devs", " ops ,, ", "", "system:masters"),
-                Map.of("scopes", List.of("view", "edit"), "reason", List.of("a b")));
-        assertThat(id.user()).isEqualTo("alice");
-        assertThat(id.uid()).isEqualTo("uid-1");
-        assertThat(id.groups()).containsExactly("system:authenticated", "devs", "ops", "system:masters");
-        assertThat(id.extra()).isEqualTo(Map.of("scopes", List.of("view", "edit"), "reason", List.of("a b")));
-    }
-
-    @Test
-    void noGroupsNoUid() {
-        Identity id = FrontProxyAuthenticator.identity("bob", null, List.of(), Map.of());
-        assertThat(id).isEqualTo(new Identity("bob", "", List.of(), Map.of()));
     }
 }

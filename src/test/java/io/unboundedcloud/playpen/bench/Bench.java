@@ -47,7 +47,7 @@ import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
 /**
- * The benchmark of issue 7 ({@code mvn -B -Pbench verify}): on loopback, against the fabric8 mock API holding
+ * The benchmark ({@code mvn -B -Pbench verify}): on loopback, against the fabric8 mock API holding
  * ready runner pods and nodes, it compares the bare claim PATCH (the physical limit here), the reference
  * operator's request pattern and our allocations through the HTTPS front door, then measures refill, TTL
  * lateness, an idle reconcile pass over 5000 pods, startup to ready and memory. Writes
@@ -189,7 +189,7 @@ public final class Bench {
         }
         if (phases.contains("ttl")) {
             results.put("ttl", ttl());
-            // issue 14: the timer follows renewed expiries (RenewedTtl)
+            // the timer follows renewed expiries (RenewedTtl)
             results.put("ttlRenewed", new RenewedTtl(this).run());
         }
         if (phases.contains("large")) {
@@ -199,7 +199,7 @@ public final class Bench {
             results.put("huge", new HugePool(this).run());
         }
         if (phases.contains("burst")) {
-            // issue 14: a burst of 4x the pool with waitSeconds (WaitBurst)
+            // a burst of 4x the pool with waitSeconds (WaitBurst)
             results.put("burstWithWait", new WaitBurst(this).run());
         }
         if (!phases.containsAll(List.of("compare", "refill", "ttl", "large"))) {
@@ -517,7 +517,7 @@ public final class Bench {
                 "note", "cpuMicrosPerSelect: Candidates.select over every cached pod (full usability, the 503 "
                         + "explanation path); hotPath: Allocator.firstCandidate (the claimed-by-key "
                         + "lookup, then the ring walk to the first usable candidate), what an allocation pays before its "
-                        + "claim write; before the ring (issue 15) this line measured PodCache.claimView + Candidates.walk");
+                        + "claim write; before the ring this line measured PodCache.claimView + Candidates.walk");
     }
 
     /** The allocation hot path's selection: one cache read, then the first usable candidate of the walk. */
@@ -1080,7 +1080,7 @@ public final class Bench {
         m.put("latenessVsClaimedAtAnnotationMs", summary(vsAnnotation));
         m.put("latenessVsPreciseClaimMs", summary(vsPrecise));
         m.put("note", "lateness = DELETE arriving at the mock minus (claimed-at + ttl). claimed-at has whole-second "
-                + "resolution (SPEC A1), so relative to the precise claim time (the PATCH at the mock) deletes come "
+                + "resolution, so relative to the precise claim time (the PATCH at the mock) deletes come "
                 + "up to 1 s early by design");
         log("  lateness vs claimed-at: %s ms; vs precise claim: %s ms", summary(vsAnnotation), summary(vsPrecise));
         return m;
@@ -1554,7 +1554,7 @@ public final class Bench {
                 + "APIService, trust bundle ConfigMap) that fall in the window are listed apart");
         t.put("newAllocationApiCalls", api);
 
-        // issue 15: every write the API server sees per new allocation, Events included, and self-inflicted conflicts
+        // every write the API server sees per new allocation, Events included, and self-inflicted conflicts
         Run atMax = find(OURS, pods, cMax);
         if (atMax != null) {
             Map<String, Object> per = atMax.api().perOperation(atMax.stats().count());
@@ -1802,7 +1802,7 @@ public final class Bench {
         }
     }
 
-    /** The RSS target: 300 MiB up to 5,000 pods (issue 7), 400 MiB for the 10,000-pod scale figure (issue 15). */
+    /** The RSS target: 300 MiB up to 5,000 pods, 400 MiB for the 10,000-pod scale figure. */
     int rssLimitMiB() {
         return large > 5000 ? 400 : 300;
     }

@@ -29,7 +29,7 @@ import io.vertx.core.net.KeyCertOptions;
  *
  * <p>{@code bench.client=vertx} (the default) sends through a Vert.x HTTP client: the client stack the fabric8 client
  * uses for the bare PATCH and the reference pattern, so the ratios compare like with like. {@code bench.client=jdk}
- * sends through {@link java.net.http.HttpClient}, the harness's client before issue 15's second round; its selector
+ * sends through {@link java.net.http.HttpClient}, the harness's earlier client; its selector
  * thread and executor add about 0.2 ms per request at c=1 on the 2-core machine (measured with both against the same
  * operator), time the front door never sees.
  */

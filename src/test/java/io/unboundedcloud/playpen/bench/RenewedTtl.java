@@ -18,7 +18,7 @@ import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
 /**
- * The TTL phase for renewed allocations (issue 14): claims with --playpen-ttl=2s, each renewed at once to 4s; the
+ * The TTL phase for renewed allocations: claims with --playpen-ttl=2s, each renewed at once to 4s; the
  * delete must not come at the first expiry and must meet the renewed one. Reports lateness against the renewed
  * expires-at and how many deletes came before it (must be 0).
  */

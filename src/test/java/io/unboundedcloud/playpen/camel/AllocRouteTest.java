@@ -20,7 +20,7 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
-/** Alloc and dealloc through the real routes against the mock API server (SPEC A3-A6, B4). */
+/** Alloc and dealloc through the real routes against the mock API server. */
 class AllocRouteTest {
     static final ObjectMapper M = new ObjectMapper();
     static final String KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters:\n- name: default\n  cluster:\n"
@@ -219,7 +219,7 @@ class AllocRouteTest {
         HttpResponse<String> missing = op.dealloc("{}");
         assertThat(missing.statusCode()).isEqualTo(400);
         assertThat(M.readTree(missing.body()).get("message").asText())
-                .isEqualTo("Idempotency-Key header or idempotencyKey body field is required");
+                .isEqualTo(io.unboundedcloud.playpen.model.AllocRequestParser.RELEASE_KEY_REQUIRED);
     }
 
     @Test

@@ -133,6 +133,11 @@ class AllocsRouteTest {
         return p.getMetadata().getLabels().get(PlaypenKeys.ALLOCATED);
     }
 
+    /** The owner hash this installation writes for a user (every replica shares the key). */
+    String owner(String user) {
+        return op.app.ownerHashes().of(user).current();
+    }
+
     @Test
     void ownersSeeGetAndDeleteOnlyTheirOwnAdminsSeeEveryones() throws Exception {
         op = new OperatorHarness(cluster, "--playpen-ttl=1h");
@@ -144,9 +149,11 @@ class AllocsRouteTest {
         Pod a1 = podOf("alice-1");
         Pod a2 = podOf("alice-2");
         Pod b1 = podOf("bob-1");
-        // the owner is the hash of the user name, written by the claim itself; the name appears nowhere
-        assertThat(a1.getMetadata().getAnnotations()).containsEntry(PlaypenKeys.OWNER_HASH, Hashes.sha256Hex("alice"));
-        assertThat(b1.getMetadata().getAnnotations()).containsEntry(PlaypenKeys.OWNER_HASH, Hashes.sha256Hex("bob"));
+        // the owner is the installation-keyed hash of the user name, written by the claim itself; the name appears
+        // nowhere, and neither does its unkeyed sha256 (a dictionary would reverse that)
+        assertThat(a1.getMetadata().getAnnotations()).containsEntry(PlaypenKeys.OWNER_HASH, owner("alice"));
+        assertThat(b1.getMetadata().getAnnotations()).containsEntry(PlaypenKeys.OWNER_HASH, owner("bob"));
+        assertThat(M.writeValueAsString(a1.getMetadata())).doesNotContain(Hashes.sha256Hex("alice"));
         assertThat(M.writeValueAsString(a1.getMetadata())).doesNotContain("\"alice\"");
 
         // list: alice sees her two, sorted by name, with exactly the promised fields
@@ -331,7 +338,8 @@ class AllocsRouteTest {
         assertStatus(send("DELETE", ALLOCS + "/" + ids.get(0) + "?dryRun=All", null, "alice", "playpen-users"), 400,
                 "BadRequest", "dry-run deletes are not supported on allocs: nothing was deleted");
         HttpResponse<String> watch = send("GET", ALLOCS + "?watch=true", null, "alice", "playpen-users");
-        assertStatus(watch, 405, "MethodNotAllowed", "watch is not supported on allocs");
+        assertStatus(watch, 405, "MethodNotAllowed", "watch is not supported on allocs: list them again instead"
+                + " (kubectl get allocs), for example every 2 seconds with: watch kubectl get allocs");
         HttpResponse<String> put = send("PUT", ALLOCS + "/" + ids.get(0), null, "alice", "playpen-users");
         assertStatus(put, 405, "MethodNotAllowed", "method not allowed");
         assertThat(put.headers().firstValue("Allow")).hasValue("DELETE, GET");
@@ -356,7 +364,7 @@ class AllocsRouteTest {
         assertThat(refused.get(0).headers().firstValue("Retry-After")).hasValue("1");
         assertStatus(refused.get(0), 429, "TooManyRequests",
                 "allocation quota exceeded: you hold 3 of at most 3 allocations (--max-allocs-per-user); deallocate one first");
-        List<Pod> alices = cluster.pods().stream().filter(p -> Hashes.sha256Hex("alice")
+        List<Pod> alices = cluster.pods().stream().filter(p -> owner("alice")
                 .equals(p.getMetadata().getAnnotations().get(PlaypenKeys.OWNER_HASH))).toList();
         assertThat(alices).hasSize(3);
         // a replay of a held key is answered at the quota, not refused
@@ -388,15 +396,15 @@ class AllocsRouteTest {
                 i -> alloc(i % 2 == 0 ? op : op2, "r-" + i, "alice", "playpen-users"));
         long ok = answers.stream().filter(r -> r.statusCode() == 200).count();
         assertThat(answers).allMatch(r -> r.statusCode() == 200 || r.statusCode() == 429);
-        // the README's bound: exact per replica, so at most replicas x quota while the watches lag
+        // the documented bound (docs/api.md): exact per replica, so at most replicas x quota while the watches lag
         assertThat(ok).isBetween(2L, 4L);
-        long held = cluster.pods().stream().filter(p -> Hashes.sha256Hex("alice")
+        long held = cluster.pods().stream().filter(p -> owner("alice")
                 .equals(p.getMetadata().getAnnotations().get(PlaypenKeys.OWNER_HASH))).count();
         assertThat(held).isEqualTo(ok);
         // once both watches have seen the claims, neither replica admits another
-        op2.awaitCache(c -> c.stream().filter(p -> p.getMetadata().getAnnotations() != null && Hashes.sha256Hex("alice")
+        op2.awaitCache(c -> c.stream().filter(p -> p.getMetadata().getAnnotations() != null && owner("alice")
                 .equals(p.getMetadata().getAnnotations().get(PlaypenKeys.OWNER_HASH))).count() == ok);
-        op.awaitCache(c -> c.stream().filter(p -> p.getMetadata().getAnnotations() != null && Hashes.sha256Hex("alice")
+        op.awaitCache(c -> c.stream().filter(p -> p.getMetadata().getAnnotations() != null && owner("alice")
                 .equals(p.getMetadata().getAnnotations().get(PlaypenKeys.OWNER_HASH))).count() == ok);
         assertThat(alloc(op, "r-late-1", "alice", "playpen-users").statusCode()).isEqualTo(429);
         assertThat(alloc(op2, "r-late-2", "alice", "playpen-users").statusCode()).isEqualTo(429);

@@ -21,7 +21,7 @@ import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 import io.unboundedcloud.playpen.tls.Pki;
 
-/** Front-proxy authentication and SubjectAccessReview authorization matrix (SPEC A7, B3; refusals are 403). */
+/** Front-proxy authentication and SubjectAccessReview authorization matrix (refusals are 403). */
 class AuthRouteTest {
     static final ObjectMapper M = new ObjectMapper();
     static final String DISCOVERY = "/apis/playpen.unbounded-cloud.io/v1alpha1";
@@ -120,11 +120,12 @@ class AuthRouteTest {
     }
 
     @Test
-    void sarDecidesWithGroupsSplitOnCommasAndExtraHeaders() throws Exception {
+    void sarDecidesWithEachGroupLineAsOneGroupAndExtraHeaders() throws Exception {
         cluster.sarRequests.clear();
         HttpRequest req = HttpRequest.newBuilder(URI.create(op.url(DEALLOCS))).header("Idempotency-Key", "k")
                 .header("X-Remote-User", "bob").header("X-Remote-Uid", "uid-7")
-                .header("X-Remote-Group", "devs, playpen-users").header("X-Remote-Group", "system:authenticated")
+                .header("X-Remote-Group", "CN=devs,OU=groups").header("X-Remote-Group", "playpen-users")
+                .header("X-Remote-Group", "system:authenticated")
                 .header("X-Remote-Extra-Scopes", "view").header("X-Remote-Extra-Scopes", "edit")
                 .header("X-Remote-Extra-Acme.com%2Fproject", "p1")
                 .POST(HttpRequest.BodyPublishers.noBody()).build();
@@ -133,7 +134,7 @@ class AuthRouteTest {
         SubjectAccessReview sar = cluster.sarRequests.get(cluster.sarRequests.size() - 1);
         assertThat(sar.getSpec().getUser()).isEqualTo("bob");
         assertThat(sar.getSpec().getUid()).isEqualTo("uid-7");
-        assertThat(sar.getSpec().getGroups()).containsExactly("devs", "playpen-users", "system:authenticated");
+        assertThat(sar.getSpec().getGroups()).containsExactly("CN=devs,OU=groups", "playpen-users", "system:authenticated");
         assertThat(sar.getSpec().getExtra()).containsEntry("scopes", List.of("view", "edit"))
                 .containsEntry("acme.com/project", List.of("p1"));
         assertThat(sar.getSpec().getResourceAttributes().getGroup()).isEqualTo("playpen.unbounded-cloud.io");
@@ -144,6 +145,58 @@ class AuthRouteTest {
         HttpResponse<String> deniedAlloc = op.kubectlPost(op.frontProxy(),
                 "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs", "{\"idempotencyKey\":\"x\"}", "mallory", "others");
         assertStatus(deniedAlloc, 403, "Forbidden");
+    }
+
+    /** One dealloc on its own TLS connection with these header lines, their values sent as UTF-8 bytes. */
+    static int rawDealloc(List<String[]> headerLines) throws Exception {
+        try (javax.net.ssl.SSLSocket s = (javax.net.ssl.SSLSocket) OperatorHarness.sslContext(cluster.frontProxyClient)
+                .getSocketFactory().createSocket("127.0.0.1", op.port)) {
+            s.setSoTimeout(20_000);
+            java.io.ByteArrayOutputStream head = new java.io.ByteArrayOutputStream();
+            head.writeBytes(("POST " + DEALLOCS + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                    + "Idempotency-Key: k\r\nContent-Length: 0\r\n").getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            for (String[] h : headerLines) {
+                head.writeBytes((h[0] + ": " + h[1] + "\r\n").getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            }
+            head.writeBytes("\r\n".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            s.getOutputStream().write(head.toByteArray());
+            s.getOutputStream().flush();
+            String reply = new String(s.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            return Integer.parseInt(reply.split(" ")[1]);
+        }
+    }
+
+    static SubjectAccessReview lastReview() {
+        return cluster.sarRequests.get(cluster.sarRequests.size() - 1);
+    }
+
+    @Test
+    void aGroupWithACommaIsOneGroupAndGrantsNothingItDoesNotName() throws Exception {
+        cluster.sarRequests.clear();
+        assertThat(rawDealloc(List.of(new String[] {"X-Remote-User", "mallory"},
+                new String[] {"X-Remote-Group", "nobody,playpen-users"}))).isEqualTo(403);
+        assertThat(lastReview().getSpec().getGroups()).containsExactly("nobody,playpen-users");
+        assertThat(rawDealloc(List.of(new String[] {"X-Remote-User", "mallory"},
+                new String[] {"X-Remote-Group", "x, system:masters"}, new String[] {"X-Remote-Group", "y"}))).isEqualTo(403);
+        assertThat(lastReview().getSpec().getGroups()).containsExactly("x, system:masters", "y");
+    }
+
+    @Test
+    void theUserIsReviewedExactlyAsSentInUtf8() throws Exception {
+        cluster.sarRequests.clear();
+        assertThat(rawDealloc(List.of(new String[] {"X-Remote-User", "Jos\u00e9"},
+                new String[] {"X-Remote-Group", "playpen-users"}))).isEqualTo(204);
+        assertThat(lastReview().getSpec().getUser()).isEqualTo("Jos\u00e9");
+        assertThat(rawDealloc(List.of(new String[] {"X-Remote-User", "\u5f20\u4f1f"},
+                new String[] {"X-Remote-Group", "playpen-users"}))).isEqualTo(204);
+        assertThat(lastReview().getSpec().getUser()).isEqualTo("\u5f20\u4f1f");
+        // characters Java's trim() drops but HTTP keeps in a value: never part of a user name, never ignored
+        int reviews = cluster.sarRequests.size();
+        for (String user : List.of("alice\u000b", "\u0001alice", "alice\u001f")) {
+            assertThat(rawDealloc(List.of(new String[] {"X-Remote-User", user},
+                    new String[] {"X-Remote-Group", "playpen-users"}))).as(user).isEqualTo(400);
+        }
+        assertThat(cluster.sarRequests).as("nothing reviewed for them").hasSize(reviews);
     }
 
     @Test

@@ -19,7 +19,7 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
-/** Bad input gets the right Status and changes nothing in the cluster (SPEC A3, B1, B5). */
+/** Bad input gets the right Status and changes nothing in the cluster. */
 class BadInputRouteTest {
     static final ObjectMapper M = new ObjectMapper();
     static final String ALLOCS = "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs";
@@ -83,7 +83,11 @@ class BadInputRouteTest {
         expect(op.alloc("{\"idempotencyKey\":42}"), 400, "BadRequest", "invalid JSON request");
         expect(op.alloc("{\"idempotencyKey\":\"a\",\"architecture\":[\"arm64\"]}"), 400, "BadRequest", "invalid JSON request");
         expect(op.alloc("{\"resourceType\":\"runner\"}"), 400, "BadRequest",
-                "Idempotency-Key header or idempotencyKey body field is required");
+                "Idempotency-Key header or idempotencyKey body field is required: any string that names this request,"
+                        + " such as a UUID (uuidgen); the same key again returns the same allocation");
+        expect(op.alloc("{\"idempotencyKey\":\"a\"}"), 400, "BadRequest",
+                "wireGuardPublicKey is required for runners: the base64 public key of your WireGuard peer, as"
+                        + " \"wg genkey | wg pubkey\" prints it");
         expect(op.alloc("{\"idempotencyKey\":\"a\",\"resourceType\":\"vm\"}"), 400, "BadRequest",
                 "resourceType must be \"runner\" or \"controlPlane\"");
         expect(op.alloc("{\"idempotencyKey\":\"a\",\"wireGuardPublicKey\":\"short\"}"), 400, "BadRequest",
@@ -121,5 +125,63 @@ class BadInputRouteTest {
                 "{\"idempotencyKey\":\"a\",\"wireGuardPublicKey\":\"bad\"}".getBytes());
         expect(ok, 400, "BadRequest", "wireGuardPublicKey must be a valid WireGuard public key");
         assertThat(clusterState()).isEqualTo(before);
+    }
+
+    /**
+     * A field name that names no field exactly is accepted as the reference accepts it (ignored, or read through Go's
+     * case-insensitive match) and reported in a Warning header, which kubectl prints; on errors too.
+     */
+    @Test
+    void unknownAndMisspelledFieldsAreAcceptedWithAWarning() throws Exception {
+        String wg = TestCluster.wgKey(3);
+        cluster.create(TestCluster.readyRunner("amd64", 51821, "node-a"));
+        op.awaitCache(c -> c.size() == 2);
+        HttpResponse<String> folded = op.alloc("{\"idempotencyKey\":\"warn-1\",\"resourcetype\":\"runner\","
+                + "\"wireGuardPublicKey\":\"" + wg + "\",\"color\":\"blue\"}");
+        assertThat(folded.statusCode()).as(folded.body()).isEqualTo(200);
+        assertThat(folded.headers().allValues("Warning")).containsExactly(
+                "299 - \"field \\\"resourcetype\\\" was read as \\\"resourceType\\\" (names are matched ignoring case)\", "
+                + "299 - \"unknown field \\\"color\\\" ignored; an alloc takes idempotencyKey, resourceType, architecture,"
+                + " wireGuardPublicKey, kubernetesVersion, ttl, waitSeconds\"");
+        HttpResponse<String> exact = op.alloc("{\"idempotencyKey\":\"warn-1\",\"resourceType\":\"runner\","
+                + "\"wireGuardPublicKey\":\"" + wg + "\"}");
+        assertThat(exact.statusCode()).as("the same request spelled exactly replays").isEqualTo(200);
+        assertThat(exact.headers().allValues("Warning")).as("no warning when every field is named exactly").isEmpty();
+        assertThat(exact.body()).isEqualTo(folded.body());
+
+        Map<String, String> before = clusterState();
+        HttpResponse<String> misspelt = op.alloc("{\"idempotencyKey\":\"warn-2\",\"wireguardKey\":\"" + wg + "\"}");
+        expect(misspelt, 400, "BadRequest", io.unboundedcloud.playpen.model.AllocRequestParser.WIREGUARD_KEY_REQUIRED);
+        assertThat(misspelt.headers().firstValue("Warning")).hasValueSatisfying(
+                w -> assertThat(w).startsWith("299 - \"unknown field \\\"wireguardKey\\\" ignored;"));
+        assertThat(clusterState()).as("a refused request changes nothing").isEqualTo(before);
+        // a name that would break the header line is made harmless
+        HttpResponse<String> crlf = op.alloc("{\"idempotencyKey\":\"warn-3\",\"a\\r\\nX-Injected: 1\":1,"
+                + "\"wireGuardPublicKey\":\"" + wg + "\"}");
+        assertThat(crlf.headers().map()).doesNotContainKey("x-injected");
+        assertThat(crlf.headers().firstValue("Warning")).hasValueSatisfying(
+                w -> assertThat(w).startsWith("299 - \"unknown field \\\"a\\\\r\\\\nX-Injected: 1\\\" ignored;"));
+    }
+
+    /** A dealloc stays 204 (clients check for it); a key that holds nothing also gets a Warning kubectl prints. */
+    @Test
+    void deallocOfAnUnknownKeyIs204WithAWarning() throws Exception {
+        HttpResponse<String> r = op.dealloc("{\"idempotencyKey\":\"never-allocated\"}");
+        assertThat(r.statusCode()).isEqualTo(204);
+        assertThat(r.body()).isEmpty();
+        assertThat(r.headers().firstValue("Warning")).hasValue("299 - \"" + ApiFlows.NOTHING_RELEASED + "\"");
+        cluster.create(TestCluster.readyRunner("amd64", 51822, "node-a"));
+        op.awaitCache(c -> c.stream().anyMatch(p -> p.getMetadata().getName().endsWith("51822")));
+        String wg = TestCluster.wgKey(4);
+        HttpResponse<String> held = op.alloc("{\"idempotencyKey\":\"dealloc-known\",\"wireGuardPublicKey\":\"" + wg + "\"}");
+        assertThat(held.statusCode()).as(held.body()).isEqualTo(200);
+        HttpResponse<String> released = op.dealloc("{\"idempotencyKey\":\"dealloc-known\"}");
+        assertThat(released.statusCode()).isEqualTo(204);
+        assertThat(released.headers().firstValue("Warning")).as("a real release warns of nothing").isEmpty();
+        HttpResponse<String> noKey = op.dealloc("{\"key\":\"k\"}");
+        expect(noKey, 400, "BadRequest", "Idempotency-Key header or idempotencyKey body field is required: the key the"
+                + " allocation was made with");
+        assertThat(noKey.headers().firstValue("Warning")).hasValue(
+                "299 - \"unknown field \\\"key\\\" ignored; a dealloc takes idempotencyKey\"");
     }
 }

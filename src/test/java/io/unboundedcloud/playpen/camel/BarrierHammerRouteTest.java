@@ -32,7 +32,7 @@ import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
 /**
- * Issue 10's barrier hammer: 64 pre-connected HTTPS clients release one fresh key at the same instant, round after
+ * The barrier hammer: 64 pre-connected HTTPS clients release one fresh key at the same instant, round after
  * round, against one replica and against three replicas sharing the API, with one body and with two bodies racing.
  * After every round the invariants are checked on the API server's pods, not on any operator's cache.
  */

@@ -16,7 +16,7 @@ import io.unboundedcloud.playpen.kube.KubeApiCall;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
-/** SPEC A9: the serving certificate is published as the APIService caBundle, and kept there. */
+/** The serving certificate is published as the APIService caBundle, and kept there. */
 class CaBundleRouteTest {
 
     static GenericKubernetesResource apiService(TestCluster cluster) {

@@ -26,7 +26,7 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
-/** Exactly-once under concurrency: nothing double-allocated, nothing lost (DESIGN §2). */
+/** Exactly-once under concurrency: nothing double-allocated, nothing lost (docs/architecture.md). */
 class ConcurrencyRouteTest {
     static final ObjectMapper M = new ObjectMapper();
     static TestCluster cluster;

@@ -28,7 +28,7 @@ import io.unboundedcloud.playpen.support.TestCluster;
 import io.unboundedcloud.playpen.tls.Pki;
 
 /**
- * What a connection may cost on the real HTTPS listener (issues 10, 12.2, 12.5, 12.6): 403 before the body without
+ * What a connection may cost on the real HTTPS listener: 403 before the body without
  * a trusted certificate, 1 MiB heads with one, deadlines for slow heads and bodies, and unauthenticated floods that
  * cannot lock out the aggregator.
  */

@@ -26,7 +26,7 @@ import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
 /**
- * Issue 16.2-16.4 end to end: the audit line of every allocation decision (allocated, replayed, conflict,
+ * The side-effect routes end to end: the audit line of every allocation decision (allocated, replayed, conflict,
  * forbidden, deallocated, unknown-key, expired), never with a key; the Events written through the kube-event route;
  * camel-micrometer's per-route and per-step metrics in the same scrape as playpen_*.
  */

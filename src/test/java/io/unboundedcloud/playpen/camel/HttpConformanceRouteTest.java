@@ -305,7 +305,7 @@ class HttpConformanceRouteTest {
         assertThat(asUser("POST", DEALLOCS, Map.of("Idempotency-Key", " gone "), "[1,2").code()).isEqualTo(204);
         op.awaitCache(java.util.Collection::isEmpty);
         // no header: an empty or blank body is the reference's "key required", not "invalid JSON"
-        String required = "Idempotency-Key header or idempotencyKey body field is required";
+        String required = io.unboundedcloud.playpen.model.AllocRequestParser.RELEASE_KEY_REQUIRED;
         for (String body : new String[] {null, "", " \r\n\t"}) {
             assertThat(status(asUser("POST", DEALLOCS, Map.of(), body), 400, "BadRequest").get("message").asText())
                     .isEqualTo(required);

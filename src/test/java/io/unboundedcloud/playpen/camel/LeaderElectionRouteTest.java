@@ -11,7 +11,7 @@ import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
-/** Two replicas on one API: one Lease holder does the pool work; when it stops the other takes over (SPEC B7). */
+/** Two replicas on one API: one Lease holder does the pool work; when it stops the other takes over. */
 class LeaderElectionRouteTest {
     TestCluster cluster;
     OperatorHarness a;

@@ -19,7 +19,7 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
-/** Per-allocation ttl over HTTPS (issue 14): the annotation in the claim write, the answer's expiresAt, bad input. */
+/** Per-allocation ttl over HTTPS: the annotation in the claim write, the answer's expiresAt, bad input. */
 class LeaseRouteTest {
     static final String RUNNER = "playpen-runner-amd64-51820";
     TestCluster cluster;

@@ -72,4 +72,32 @@ class ManagementEndpointsRouteTest {
         String scrape = send("GET", "/metrics").body();
         assertThat(scrape).contains("playpen_ready 0.0").contains("playpen_trust_bundle_valid 0.0");
     }
+
+    /** Hawtio is told ".../jolokia" (no slash); Jolokia's own context is "/jolokia/". Both serve, restrictions included. */
+    @Test
+    void jolokiaAnswersWithAndWithoutTheTrailingSlash() throws Exception {
+        cluster = TestCluster.start();
+        port = OperatorHarness.freePort();
+        op = new OperatorHarness(cluster, "--management-addr=127.0.0.1:" + port);
+        for (String path : new String[] {"/jolokia", "/jolokia/"}) {
+            HttpResponse<String> get = send("GET", path);
+            assertThat(get.statusCode()).as("GET %s", path).isEqualTo(200);
+            assertThat(get.body()).as("GET %s", path).contains("\"agent\"");
+            HttpResponse<String> post = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"type\":\"version\"}")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertThat(post.statusCode()).as("POST %s", path).isEqualTo(200);
+            assertThat(post.body()).as("POST %s", path).contains("\"protocol\"");
+            // the filters and the restrictor apply on both paths
+            HttpResponse<String> notify = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"type\":\"notification\",\"command\":\"register\"}"))
+                    .build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(notify.statusCode()).as("notification via %s", path).isEqualTo(403);
+            HttpResponse<String> write = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"type\":\"write\",\"mbean\":\"java.lang:type=Memory\","
+                            + "\"attribute\":\"Verbose\",\"value\":true}")).build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(write.body()).as("write via %s", path).doesNotContain("\"status\":200");
+        }
+        assertThat(send("GET", "/jolokiax").statusCode()).isEqualTo(404);
+    }
 }

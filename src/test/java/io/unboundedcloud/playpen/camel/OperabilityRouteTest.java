@@ -32,7 +32,7 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
-/** JMX route statistics, Prometheus /metrics, read-only Jolokia and Kubernetes events (issue 6). */
+/** JMX route statistics, Prometheus /metrics, read-only Jolokia and Kubernetes events. */
 class OperabilityRouteTest {
     static final ObjectMapper M = new ObjectMapper();
     TestCluster cluster;

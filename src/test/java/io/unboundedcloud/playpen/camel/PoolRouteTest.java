@@ -16,7 +16,7 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
-/** Pools against the mock API: fill, refill on claim, debounced bursts, foreign pods, exhaustion (SPEC A8, B6). */
+/** Pools against the mock API: fill, refill on claim, debounced bursts, foreign pods, exhaustion. */
 class PoolRouteTest {
     TestCluster cluster;
     OperatorHarness op;

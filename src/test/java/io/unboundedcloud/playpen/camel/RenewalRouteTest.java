@@ -24,7 +24,7 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
-/** POST .../renewals over HTTPS (issue 14): 200 with the new expiry, 404, 410, 400, 403, discovery, the event. */
+/** POST .../renewals over HTTPS: 200 with the new expiry, 404, 410, 400, 403, discovery, the event. */
 class RenewalRouteTest {
     static final String RENEWALS = "/apis/playpen.unbounded-cloud.io/v1alpha1/renewals";
     static final String RUNNER = "playpen-runner-amd64-51820";
@@ -149,7 +149,7 @@ class RenewalRouteTest {
         op.awaitCache(c -> c.size() == 1);
         allocate("mine");
         Map<String, String> cases = Map.of(
-                "{\"ttl\":\"1h\"}", "Idempotency-Key header or idempotencyKey body field is required",
+                "{\"ttl\":\"1h\"}", "Idempotency-Key header or idempotencyKey body field is required: the key the allocation was made with",
                 "{\"idempotencyKey\":\"mine\",\"ttl\":\"3h\"}", "ttl must not exceed 2h0m0s (--playpen-max-ttl)",
                 "{\"idempotencyKey\":\"mine\",\"ttl\":0}", "ttl must be a duration string such as \\\"30m\\\" or \\\"2h\\\"",
                 "{\"idempotencyKey\":\"mine\",\"ttl\":\"-1s\"}", "ttl must be greater than 0",

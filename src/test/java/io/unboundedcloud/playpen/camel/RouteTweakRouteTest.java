@@ -24,21 +24,21 @@ import com.sun.net.httpserver.HttpServer;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
-/** The README's worked example "send every allocation to a webhook" works as written, without touching Java. */
+/** The worked example "send every allocation to a webhook" of docs/routes.md works as written, without touching Java. */
 class RouteTweakRouteTest {
-    /** The URL the README uses; the test points it at a loopback server. */
-    static final String README_URL = "http://allocations-hook.example.svc:8080/allocations";
-    /** The steps exactly as README.md shows them, appended to the audit-line route. */
+    /** The URL the example uses; the test points it at a loopback server. */
+    static final String EXAMPLE_URL = "http://allocations-hook.example.svc:8080/allocations";
+    /** The steps exactly as docs/routes.md shows them, appended to the audit-line route. */
     static final String WEBHOOK_STEP = String.join("\n",
             "        - filter:",
             "            simple: \"${exchangeProperty.playpenAuditVerb} == 'allocate' && ${exchangeProperty.playpenOutcome} == 'allocated'\"",
             "            steps:",
-            "              - to: \"netty-http:" + README_URL + "\"",
+            "              - to: \"netty-http:" + EXAMPLE_URL + "\"",
             "");
 
     @Test
     void everyNewAllocationIsPostedToTheWebhookOffTheAnswerPathAndWithoutTheKey(@TempDir Path tmp) throws Exception {
-        assertThat(Files.readString(Path.of("README.md"))).contains(WEBHOOK_STEP);
+        assertThat(Files.readString(Path.of("docs/routes.md"))).contains(WEBHOOK_STEP);
         List<String> posted = new CopyOnWriteArrayList<>();
         CountDownLatch answered = new CountDownLatch(1);
         CountDownLatch hookCalled = new CountDownLatch(1);
@@ -69,7 +69,7 @@ class RouteTweakRouteTest {
             Path audit = routes.resolve("audit.camel.yaml");
             String yaml = Files.readString(audit);
             assertThat(yaml).endsWith("            message: \"${body}\"\n");
-            Files.writeString(audit, yaml + WEBHOOK_STEP.replace(README_URL,
+            Files.writeString(audit, yaml + WEBHOOK_STEP.replace(EXAMPLE_URL,
                     "http://127.0.0.1:" + hook.getAddress().getPort() + "/allocations"));
 
             ObjectMapper m = new ObjectMapper();

@@ -31,7 +31,7 @@ import io.unboundedcloud.playpen.support.TestCluster;
 import io.unboundedcloud.playpen.tls.Pki;
 
 /**
- * Issue 12.4 and issue 10's certificate rotation, with real TLS handshakes against the running operator: a client
+ * Serving-certificate renewal and rotation, with real TLS handshakes against the running operator: a client
  * that trusts exactly the APIService caBundle of the moment (as the aggregator does) must always complete its
  * handshake while the self-signed certificate is renewed and while the Secret is replaced by someone else; the new
  * certificate is served without a restart, the caBundle held it (and the old one) before it was served, and the

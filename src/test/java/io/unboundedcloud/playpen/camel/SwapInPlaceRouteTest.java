@@ -54,7 +54,7 @@ import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
 /**
- * Swap in place (issue 11.6): a namespace as the Go operator leaves it (its RBAC, its serving Secret, its idle and
+ * Swap in place: a namespace as the Go operator leaves it (its RBAC, its serving Secret, its idle and
  * claimed pods, its APIService caBundle) and only the image replaced by ours, started with the reference's
  * Deployment args. Replays and expiry of the reference's claims, hostPorts respected, and with the reference's RBAC
  * (no Lease, no Event, a get-only trust ConfigMap) the pool and TTL still run in single-replica fallback.

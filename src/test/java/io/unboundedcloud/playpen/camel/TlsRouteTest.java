@@ -47,7 +47,7 @@ import io.unboundedcloud.playpen.support.TestCluster;
 import io.unboundedcloud.playpen.tls.Pki;
 
 /**
- * The serving Secret is interchangeable with the reference's (issue 11.5): a Secret the reference created (RSA-2048,
+ * The serving Secret is interchangeable with the reference's: a Secret the reference created (RSA-2048,
  * PKCS#1 key, CA:TRUE) is served as is over TLS 1.3, and a Secret we create is one Go's tls.X509KeyPair accepts.
  */
 class TlsRouteTest {

@@ -14,7 +14,7 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
-/** TTL expiry at the expiry instant, the backstop for unparsable claimed-at, replacement by the pool (SPEC A8, B6). */
+/** TTL expiry at the expiry instant, the backstop for unparsable claimed-at, replacement by the pool. */
 class TtlRouteTest {
     TestCluster cluster;
     OperatorHarness op;

@@ -32,7 +32,7 @@ import io.unboundedcloud.playpen.model.ResourceType;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
-/** Waiting for capacity (issue 14, waitSeconds): FIFO per kind, joining, leaving, timeouts, no thread per waiter. */
+/** Waiting for capacity (waitSeconds): FIFO per kind, joining, leaving, timeouts, no thread per waiter. */
 class WaitingRouteTest {
     static final String ALLOCS = "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs";
     TestCluster cluster;
@@ -201,6 +201,7 @@ class WaitingRouteTest {
     void aThousandWaitersHoldNoThreads() throws Exception {
         // 1,000 connections open at once: the connection bounds must allow them (handshakes count as unauthenticated)
         op = new OperatorHarness(cluster, "--max-connections=2000", "--max-unauthenticated-connections=2000",
+                "--max-waiting=1500", "--max-waiting-per-user=1500",
                 "--request-header-timeout=120s", "--http-worker-threads=64");
         ExecutorService clientThreads = Executors.newFixedThreadPool(4);
         try {

@@ -32,7 +32,7 @@ import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.tls.Pki;
 
 /**
- * Issue 10, scenario "Certificate rotation", against the running replicas of the chaos suite: while clients allocate
+ * The scenario "Certificate rotation", against the running replicas of the chaos suite: while clients allocate
  * through the aggregator stand-in (which, like kube-apiserver, verifies each replica against the APIService caBundle
  * and the service name), the serving Secret is replaced with a certificate from another CA. Every replica must serve
  * the new certificate within the bound without a restart, and no handshake may fail for a client that trusts the

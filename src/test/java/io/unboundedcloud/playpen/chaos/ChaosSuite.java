@@ -21,10 +21,11 @@ import io.unboundedcloud.playpen.chaos.ChaosProxy.Fault;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 
 /**
- * The chaos suite of issue 10 ({@code mvn -B -Pchaos verify}): one simulated cluster, N operator replicas of the
+ * The chaos suite ({@code mvn -B -Pchaos verify}): one simulated cluster, N operator replicas of the
  * packaged jar (separate processes, their API traffic through a {@link ChaosProxy}), and the scenarios "hostile
- * clients", "slow and idle clients" ({@link ClientAttacks}), "replicas and duplicates", "crash mid-load" and "API
- * faults". Every loop is bounded in count and time. Writes
+ * clients", "slow and idle clients" ({@link ClientAttacks}), "replicas and duplicates", "crash mid-load", "API
+ * faults" and "pool under churn" ({@link PoolChurnScenario}, last: it restarts the replicas with other flags). Every
+ * loop is bounded in count and time. Writes
  * {@code target/chaos/report.json} and a table on stdout; exits 1 on any invariant violation.
  */
 public final class ChaosSuite implements AutoCloseable {
@@ -58,7 +59,8 @@ public final class ChaosSuite implements AutoCloseable {
 
     /** Starts the cluster, the proxy, the history watch and {@code replicas} operators; waits until all are ready. */
     public static ChaosSuite start(Path jar, Path dir, int replicas, long seed) throws Exception {
-        Playground pg = Playground.startCluster(jar, dir, replicas, List.of());
+        // the simulated kubelet keeps pods of one image unready, for "pool under churn"
+        Playground pg = Playground.startCluster(jar, dir, replicas, List.of(PoolChurnScenario.CLUSTER_FLAG));
         ChaosProxy proxy = null;
         ClusterHistory history = null;
         try {
@@ -369,7 +371,7 @@ public final class ChaosSuite implements AutoCloseable {
         return (System.nanoTime() - t0) / 1_000_000_000L;
     }
 
-    /** The Markdown table the README's Reliability section shows. */
+    /** The run as a Markdown table on stdout (docs/reliability.md is made from report.json). */
     public static String table(List<Result> results) {
         StringBuilder sb = new StringBuilder();
         sb.append("| scenario | load | faults | requests | outcomes (attempts by status) | violations | recovery | s |\n");
@@ -410,8 +412,9 @@ public final class ChaosSuite implements AutoCloseable {
      * (replicas and duplicates), {@code -Dchaos.crashRequests}, {@code -Dchaos.faultRequests} (per fault and rate),
      * {@code -Dchaos.clients}, {@code -Dchaos.faults} (comma-separated Fault names, default all),
      * {@code -Dchaos.rates} (default 0.1,0.3), {@code -Dchaos.scenarios} (default
-     * hostile,slow,duplicates,crash,rotation,lagging,faults), {@code -Dchaos.lagRounds}, {@code -Dchaos.lagWorkers},
-     * {@code -Dchaos.lagRestartSeconds} (lagging replica), {@code -Dchaos.idle}, {@code -Dchaos.slowloris},
+     * hostile,slow,duplicates,crash,rotation,lagging,faults,churn), {@code -Dchaos.lagRounds}, {@code -Dchaos.lagWorkers},
+     * {@code -Dchaos.lagRestartSeconds} (lagging replica), {@code -Dchaos.churnSeconds} (pool under churn, default
+     * 300), {@code -Dchaos.idle}, {@code -Dchaos.slowloris},
      * {@code -Dchaos.slowBodies}, {@code -Dchaos.normalClients}, {@code -Dchaos.normalOps} (slow and idle clients).
      */
     public static void main(String[] args) throws Exception {
@@ -432,8 +435,8 @@ public final class ChaosSuite implements AutoCloseable {
         if (faults.isEmpty()) {
             faults.addAll(List.of(Fault.values()));
         }
-        List<String> scenarios = List.of(System.getProperty("chaos.scenarios", "hostile,slow,duplicates,crash,rotation,lagging,faults")
-                .split(","));
+        List<String> scenarios = List.of(System.getProperty("chaos.scenarios",
+                "hostile,slow,duplicates,crash,rotation,lagging,faults,churn").split(","));
         List<Double> rates = new ArrayList<>();
         for (String r : System.getProperty("chaos.rates", "0.1,0.3").split(",")) {
             rates.add(Double.parseDouble(r.trim()));
@@ -483,6 +486,11 @@ public final class ChaosSuite implements AutoCloseable {
                     results.add(suite.apiFault(f, r, faultRequests, faultClients));
                     System.out.println(table(results.subList(results.size() - 1, results.size())));
                 }
+            }
+            if (scenarios.contains("churn")) {
+                // last: it restarts the replicas with other pool flags and images
+                results.add(PoolChurnScenario.run(suite, Duration.ofSeconds(Long.getLong("chaos.churnSeconds", 300))));
+                System.out.println(table(results.subList(results.size() - 1, results.size())));
             }
         } catch (Exception | Error e) {
             e.printStackTrace();

@@ -22,19 +22,32 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
 
 /**
  * The cluster's own record of what happened to the playpen pods, from a watch straight on the simulated API (never
- * through the fault proxy, never from the operator's word), checked event by event against the invariants of issue 10:
+ * through the fault proxy, never from the operator's word), checked event by event against the suite's invariants:
  * no pod carries two keys, no key is on two pods, the pool never holds more ready idle pods of a kind than its target,
  * no two live pods share a node's hostPort. {@link #podsThatCarried} answers "did this claim land?" afterwards.
  */
 public final class ClusterHistory implements AutoCloseable {
     private final KubernetesClient client;
     private final Watch watch;
-    private final Map<String, Integer> targets;
+    private volatile Map<String, Integer> targets;
+    /** kind -> the hash of the template current pods carry (set by a scenario that rolls templates). */
+    private final Map<String, String> currentHash = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Pods a rollout may add beyond the target (--pool-max-surge as a count for the target). */
+    private volatile int surge;
+    /** uid -> nanoTime since when the pod is continuously Running and Ready, as seen here. */
+    private final Map<String, Long> healthySince = new HashMap<>();
+    /** uid -> nanoTime since when the pod is continuously not Running-and-Ready (Failed, evicted, starting). */
+    private final Map<String, Long> unhealthySince = new HashMap<>();
+    /** How long a state must have been visible here before a claim that contradicts it counts: caches lag. */
+    static final long CLAIM_GRACE_NANOS = 1_000_000_000L;
+    private long claims;
+    private long staleClaims;
     /** uid -> latest state of live pods. */
     private final Map<String, Pod> live = new HashMap<>();
     /** uid -> every key hash the pod ever carried (in order). */
     private final Map<String, List<String>> keysByUid = new HashMap<>();
     private final Map<String, String> nameByUid = new HashMap<>();
+    private final Map<String, String> templateByUid = new HashMap<>();
     /** uid -> nanoTime of deletion. */
     private final Map<String, Long> deletedAt = new HashMap<>();
     /** uid -> nanoTime of creation as seen here. */
@@ -55,6 +68,51 @@ public final class ClusterHistory implements AutoCloseable {
     private final Map<String, java.time.Instant> claimedAt = new HashMap<>();
     /** [deletion wall ms, ms after claimed-at + ttl] of every claimed pod deleted past its expiry. */
     private final List<long[]> expiries = new ArrayList<>();
+
+    /**
+     * From now on, the pool of {@code kind} rolls to the template with this hash: claims of other templates while a
+     * current pod has been ready (idle) for a second are stale answers, and only current pods count against the
+     * target (older ones against target + surge).
+     */
+    public synchronized void currentTemplate(String kind, String hash) {
+        currentHash.put(kind, hash);
+    }
+
+    /** New pool targets (a scenario restarted the replicas with other counts) and the rollout's surge. */
+    public synchronized void targets(Map<String, Integer> newTargets, int newSurge) {
+        this.targets = Map.copyOf(newTargets);
+        this.surge = newSurge;
+    }
+
+    static String templateHash(Pod p) {
+        Map<String, String> l = p.getMetadata().getLabels();
+        return l == null ? "" : l.getOrDefault(PlaypenKeys.TEMPLATE_HASH, "");
+    }
+
+    static boolean runningReady(Pod p) {
+        return p.getStatus() != null && "Running".equals(p.getStatus().getPhase()) && ready(p) && !terminating(p);
+    }
+
+    /** Claims seen, and how many of them went to a pod of an older template (allowed only without a current one). */
+    public synchronized long[] claimCounts() {
+        return new long[] {claims, staleClaims};
+    }
+
+    /** Ready, idle, not terminating pods of {@code kind} now, and how many carry the current template. */
+    public synchronized int[] readyIdle(String kind) {
+        int all = 0;
+        int current = 0;
+        String cur = currentHash.get(kind);
+        for (Pod p : live.values()) {
+            if (kind(p).equals(kind) && keyHash(p) == null && runningReady(p)) {
+                all++;
+                if (cur == null || cur.equals(templateHash(p))) {
+                    current++;
+                }
+            }
+        }
+        return new int[] {all, current};
+    }
 
     /** Watches pods in {@code namespace}; {@code targets} maps "runner/amd64" etc. to the pool's idle target. */
     public ClusterHistory(URI kubeApi, String namespace, Map<String, Integer> targets, java.time.Duration ttl) {
@@ -122,6 +180,7 @@ public final class ClusterHistory implements AutoCloseable {
         String uid = pod.getMetadata().getUid();
         String name = pod.getMetadata().getName();
         nameByUid.put(uid, name);
+        templateByUid.putIfAbsent(uid, templateHash(pod));
         String hash = keyHash(pod);
         List<String> keys = keysByUid.computeIfAbsent(uid, u -> new ArrayList<>());
         if (hash != null && !keys.contains(hash)) {
@@ -146,12 +205,60 @@ public final class ClusterHistory implements AutoCloseable {
                 expiries.add(new long[] {now, now - c.plus(ttl).toEpochMilli()});
             }
             live.remove(uid);
+            healthySince.remove(uid);
+            unhealthySince.remove(uid);
             deletedAt.putIfAbsent(uid, System.nanoTime());
             return;
         }
-        addedAt.putIfAbsent(uid, System.nanoTime());
+        long now = System.nanoTime();
+        addedAt.putIfAbsent(uid, now);
+        Pod before = live.get(uid);
+        if (before != null && keyHash(before) == null && hash != null) {
+            checkClaim(before, pod, now);
+        }
+        if (runningReady(pod)) {
+            healthySince.putIfAbsent(uid, now);
+            unhealthySince.remove(uid);
+        } else {
+            unhealthySince.putIfAbsent(uid, now);
+            healthySince.remove(uid);
+        }
         live.put(uid, pod);
         check();
+    }
+
+    /**
+     * A claim just landed on {@code claimed} (its version before the claim: {@code before}): never on a pod that has
+     * visibly been unhealthy (not Running and Ready) for a second, and never on a pod of an older template while a
+     * current pod of the kind has been ready and idle for a second.
+     */
+    private void checkClaim(Pod before, Pod claimed, long now) {
+        claims++;
+        String uid = claimed.getMetadata().getUid();
+        String name = claimed.getMetadata().getName();
+        Long sick = unhealthySince.get(uid);
+        if (!runningReady(before) && sick != null && now - sick > CLAIM_GRACE_NANOS) {
+            violations.add("pod " + name + " was claimed although it had not been Running and Ready for "
+                    + (now - sick) / 1_000_000 + " ms (phase " + (before.getStatus() == null ? "?"
+                            : before.getStatus().getPhase()) + ")");
+        }
+        String kind = kind(claimed);
+        String cur = currentHash.get(kind);
+        if (cur == null || cur.equals(templateHash(claimed))) {
+            return;
+        }
+        staleClaims++;
+        for (Map.Entry<String, Pod> e : live.entrySet()) {
+            Pod q = e.getValue();
+            Long healthy = healthySince.get(e.getKey());
+            if (!e.getKey().equals(uid) && kind(q).equals(kind) && keyHash(q) == null && runningReady(q)
+                    && cur.equals(templateHash(q)) && healthy != null && now - healthy > CLAIM_GRACE_NANOS) {
+                violations.add("stale answer: pod " + name + " (template " + templateHash(claimed) + ") was claimed while "
+                        + "current pod " + q.getMetadata().getName() + " had been ready and idle for "
+                        + (now - healthy) / 1_000_000 + " ms");
+                return;
+            }
+        }
     }
 
     private void check() {
@@ -159,6 +266,7 @@ public final class ClusterHistory implements AutoCloseable {
         Set<String> doubled = new java.util.HashSet<>();
         Map<String, String> podByPort = new HashMap<>();
         Map<String, Integer> idleReady = new HashMap<>();
+        Map<String, Integer> idleReadyAll = new HashMap<>();
         for (Pod p : live.values()) {
             String name = p.getMetadata().getName();
             String hash = keyHash(p);
@@ -171,7 +279,12 @@ public final class ClusterHistory implements AutoCloseable {
                     }
                 }
             } else if (!terminating(p) && ready(p)) {
-                idleReady.merge(kind(p), 1, Integer::sum);
+                // with a rollout under way only current pods count against the target (all against target + surge)
+                String cur = currentHash.get(kind(p));
+                if (cur == null || cur.equals(templateHash(p))) {
+                    idleReady.merge(kind(p), 1, Integer::sum);
+                }
+                idleReadyAll.merge(kind(p), 1, Integer::sum);
             }
             Map<String, String> l = p.getMetadata().getLabels();
             String port = l == null ? null : l.get(PlaypenKeys.HOST_PORT);
@@ -201,6 +314,13 @@ public final class ClusterHistory implements AutoCloseable {
                 violations.add("pool " + kind + " held " + n + " ready idle pods, target " + target);
             }
         });
+        idleReadyAll.forEach((kind, n) -> {
+            Integer target = targets.get(kind);
+            if (target != null && currentHash.containsKey(kind) && n > target + surge) {
+                violations.add("pool " + kind + " held " + n + " ready idle pods of any template, target " + target
+                        + " + surge " + surge);
+            }
+        });
     }
 
     private static String abbreviate(List<String> hashes) {
@@ -227,6 +347,17 @@ public final class ClusterHistory implements AutoCloseable {
             }
         }
         return false;
+    }
+
+    /** Pods of the template with {@code hash} first seen between {@code fromNanos} and {@code toNanos}. */
+    public synchronized int podsAddedWithTemplate(String hash, long fromNanos, long toNanos) {
+        int n = 0;
+        for (Map.Entry<String, Long> e : addedAt.entrySet()) {
+            if (e.getValue() > fromNanos && e.getValue() <= toNanos && hash.equals(templateByUid.get(e.getKey()))) {
+                n++;
+            }
+        }
+        return n;
     }
 
     /** Pods created (first seen) after {@code nanoTime}. */

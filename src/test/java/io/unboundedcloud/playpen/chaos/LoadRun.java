@@ -54,6 +54,8 @@ public final class LoadRun {
     private final List<String> keys = Collections.synchronizedList(new ArrayList<>());
     private final java.util.Set<String> deallocated = ConcurrentHashMap.newKeySet();
     private final String prefix;
+    private volatile Duration pause = Duration.ZERO;
+    private volatile boolean stopped;
 
     public LoadRun(Path devDir, URI shim, long seed, String prefix) throws Exception {
         this.http = OperatorHarness.client(userCredentials(devDir));
@@ -85,6 +87,17 @@ public final class LoadRun {
                 + "\",\"wireGuardPublicKey\":\"" + Base64.getEncoder().encodeToString(wg) + "\"}";
     }
 
+    /** Each client waits this long between its logical requests (paced load; default none). */
+    public LoadRun pace(Duration between) {
+        this.pause = between;
+        return this;
+    }
+
+    /** Ends a running mix after the requests in flight (a scenario that decides its own length). */
+    public void stop() {
+        stopped = true;
+    }
+
     /** Runs the mix to completion (or its deadline); blocks. */
     public void run(Mix mix) throws InterruptedException {
         AtomicInteger next = new AtomicInteger();
@@ -95,9 +108,14 @@ public final class LoadRun {
             Thread t = new Thread(() -> {
                 try {
                     int i;
-                    while ((i = next.getAndIncrement()) < mix.requests() && System.nanoTime() < deadline) {
+                    while (!stopped && (i = next.getAndIncrement()) < mix.requests() && System.nanoTime() < deadline) {
                         one(r, i, mix, deadline);
+                        if (!pause.isZero()) {
+                            Thread.sleep(pause.toMillis());
+                        }
                     }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
                 } finally {
                     done.countDown();
                 }

@@ -149,6 +149,18 @@ public final class Playground implements AutoCloseable {
         r.process = pb.start();
     }
 
+    /** SIGTERM and wait: the replica shuts down as a Deployment's rolling update stops it (the Lease is released). */
+    public void stop(int i) throws InterruptedException {
+        Replica r = replicas.get(i);
+        if (r.process != null && r.process.isAlive()) {
+            r.process.destroy();
+            if (!r.process.waitFor(30, TimeUnit.SECONDS)) {
+                r.process.destroyForcibly();
+                r.process.waitFor(30, TimeUnit.SECONDS);
+            }
+        }
+    }
+
     /** {@code kill -9}: no shutdown hook, no Lease release, connections reset. */
     public void kill(int i) throws InterruptedException {
         Replica r = replicas.get(i);

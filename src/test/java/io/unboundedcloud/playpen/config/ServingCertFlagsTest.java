@@ -11,7 +11,7 @@ import org.junit.jupiter.api.Test;
 import io.unboundedcloud.playpen.tls.CertificateRenewal;
 import io.unboundedcloud.playpen.tls.Pki;
 
-/** The --serving-cert-* flags (issue 12.4): defaults, parsing, bad values, and where the renewal point falls. */
+/** The --serving-cert-* flags: defaults, parsing, bad values, and where the renewal point falls. */
 class ServingCertFlagsTest {
 
     @Test

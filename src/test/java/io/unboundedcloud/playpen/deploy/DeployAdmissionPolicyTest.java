@@ -34,7 +34,7 @@ import org.junit.jupiter.api.Test;
  * The ValidatingAdmissionPolicy that fences runner and control-plane pods, evaluated the way kube-apiserver
  * evaluates it: its own CEL expressions (matchConditions, variables, validations) compiled and run by Google's
  * CEL interpreter, failurePolicy and the binding's validationActions applied, against the writes the reference
- * runner image makes (allowed) and the attacks issue 12 lists (denied). Requests are built like kube-apiserver's
+ * runner image makes (allowed) and the attacks on other pods and on claims (denied). Requests are built like kube-apiserver's
  * admission request; the pods come from the operator's own templates, and the new object is the old one with the
  * JSON merge patch the caller sends applied.
  */
@@ -403,7 +403,7 @@ class DeployAdmissionPolicyTest {
         assertThat(matchesConstraints(onConfigMap)).isFalse();
     }
 
-    // ---------------------------------------------------------------- issue 12.1: denied
+    // ---------------------------------------------------------------- denied
 
     @Test
     void aRunnerCannotWriteAnotherRunnersKeyNorTheOperatorsPod() {

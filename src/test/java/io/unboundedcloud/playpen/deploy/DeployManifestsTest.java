@@ -195,25 +195,42 @@ class DeployManifestsTest {
     }
 
     @Test
-    void probesUseHttpsHealthEndpointsOnTheListenPort() throws Exception {
+    void theRedfishPasswordComesFromASecretNeverFromTheCommandLine() throws Exception {
+        Container c = operatorContainer(deployment());
+        assertThat(c.getArgs()).noneMatch(a -> a.startsWith("--runner-redfish-password="))
+                .noneMatch(a -> a.equals("--runner-redfish-password"));
+        var env = c.getEnv().stream().filter(e -> e.getName().equals(OperatorConfig.REDFISH_PASSWORD_ENV)).findFirst()
+                .orElseThrow(() -> new AssertionError(OperatorConfig.REDFISH_PASSWORD_ENV + " not set from a Secret"));
+        assertThat(env.getValue()).as("no literal value").isNull();
+        assertThat(env.getValueFrom().getSecretKeyRef().getName()).isEqualTo("playpen-operator-redfish");
+        assertThat(env.getValueFrom().getSecretKeyRef().getKey()).isEqualTo("password");
+        assertThat(env.getValueFrom().getSecretKeyRef().getOptional()).as("installs without the Secret").isTrue();
+    }
+
+    @Test
+    void probesUseTheirOwnListenerNotTheApiPort() throws Exception {
         Container c = operatorContainer(deployment());
         OperatorConfig config = deployedConfig();
+        assertThat(config.healthPort()).as("--health-addr is set").isPositive();
+        ContainerPort health = c.getPorts().stream().filter(p -> "health".equals(p.getName())).findFirst()
+                .orElseThrow(() -> new AssertionError("container port \"health\" missing"));
+        assertThat(health.getContainerPort()).isEqualTo(config.healthPort()).isNotEqualTo(config.listenPort());
         ContainerPort https = c.getPorts().stream().filter(p -> "https".equals(p.getName())).findFirst()
                 .orElseThrow(() -> new AssertionError("container port \"https\" missing"));
         assertThat(https.getContainerPort()).isEqualTo(config.listenPort());
 
-        assertHttpsGet(c.getLivenessProbe(), "/healthz");
-        assertHttpsGet(c.getReadinessProbe(), "/readyz");
+        assertProbe(c.getLivenessProbe(), "/healthz");
+        assertProbe(c.getReadinessProbe(), "/readyz");
         if (c.getStartupProbe() != null) {
-            assertHttpsGet(c.getStartupProbe(), "/healthz");
+            assertProbe(c.getStartupProbe(), "/healthz");
         }
     }
 
-    private static void assertHttpsGet(Probe probe, String path) {
+    private static void assertProbe(Probe probe, String path) {
         assertThat(probe).as("probe on %s", path).isNotNull();
-        assertThat(probe.getHttpGet().getScheme()).isEqualTo("HTTPS");
+        assertThat(probe.getHttpGet().getScheme()).isEqualTo("HTTP");
         assertThat(probe.getHttpGet().getPath()).isEqualTo(path);
-        assertThat(probe.getHttpGet().getPort().getStrVal()).isEqualTo("https");
+        assertThat(probe.getHttpGet().getPort().getStrVal()).isEqualTo("health");
     }
 
     @Test

@@ -129,7 +129,7 @@ class DockerfileTest {
 
     @Test
     void theBenchmarkMeasuresTheJarWithTheImagesJvmFlags() throws Exception {
-        // RSS and startup figures in README "Performance" are only the image's if the flags are the same
+        // RSS and startup figures in docs/performance.md are only the image's if the flags are the same
         String pom = Files.readString(RenderedDeploy.projectDir().resolve("pom.xml"), StandardCharsets.UTF_8);
         java.util.regex.Matcher m = java.util.regex.Pattern.compile("<bench.jarJvmArgs>([^<]*)</bench.jarJvmArgs>").matcher(pom);
         assertThat(m.find()).as("bench.jarJvmArgs in pom.xml").isTrue();

@@ -119,7 +119,8 @@ class MonitoringComponentTest {
             names(r.path("expr").asText(), queried);
         }));
         assertThat(alerts).contains("PlaypenNoIdlePods", "PlaypenAllocErrorRatioHigh", "PlaypenReconcileErrors",
-                "PlaypenNoLeader", "PlaypenHostPortRangeExhausted", "PlaypenTrustBundleInvalid");
+                "PlaypenNoLeader", "PlaypenHostPortRangeExhausted", "PlaypenTrustBundleInvalid", "PlaypenPoolBackingOff",
+                "PlaypenPoolUnhealthyPods", "PlaypenPoolRolloutStuck");
         assertThat(queried).hasSizeGreaterThanOrEqualTo(12);
 
         Set<String> exported = new TreeSet<>();

@@ -30,7 +30,7 @@ import io.unboundedcloud.playpen.support.TestCluster;
  * The real kubectl through the --dev kubeconfig (aggregator stand-in, operator in this process): get allocs as a
  * server-side Table (plain, --no-headers, -o wide, -o name, -o json, -o yaml), get one, 404 for another user's id,
  * everyone's for the admin, explain allocs[.status] from the operator's OpenAPI v3, delete alloc, api-resources.
- * Every command's output is kept in target/allocs-kubectl.txt (the README shows a run).
+ * Every command's output is kept in target/allocs-kubectl.txt (docs/kubectl.md shows a run).
  */
 class AllocsKubectlRouteTest {
     static final String KUBECTL = System.getenv().getOrDefault("KUBECTL", "/usr/bin/kubectl");
@@ -86,7 +86,7 @@ class AllocsKubectlRouteTest {
         }
     }
 
-    /** Runs kubectl, records the command and its output for the README, and fails on a non-zero exit. */
+    /** Runs kubectl, records the command and its output, and fails on a non-zero exit. */
     static String ok(String kubeconfig, String... args) {
         Run r = kubectl(kubeconfig, args);
         record(kubeconfig, args, r);

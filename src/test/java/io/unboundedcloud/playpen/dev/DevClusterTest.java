@@ -78,7 +78,7 @@ class DevClusterTest {
         cluster = DevCluster.start(DevCluster.Options.defaults().devDir(tmp.resolve("dev")).operatorPort(operatorPort)
                 .podReadyDelay(Duration.ofMillis(20)));
 
-        // what the operator does at startup (SPEC A9): a self-signed serving certificate, put into the APIService
+        // what the operator does at startup: a self-signed serving certificate, put into the APIService
         String svc = "playpen-operator";
         operatorCert = Pki.selfSigned(new Pki.Subject(svc, List.of(),
                 List.of(svc, svc + ".playpen", svc + ".playpen.svc", svc + ".playpen.svc.cluster.local", "localhost"),
@@ -175,7 +175,8 @@ class DevClusterTest {
         cluster.writeEndpointsEnv(Map.of("MANAGEMENT_URL", "http://127.0.0.1:1"));
         for (String f : List.of("kubeconfig", "kubeconfig-denied", "operator-kubeconfig", "front-proxy-ca.crt",
                 "front-proxy-client.crt", "front-proxy-client.key", "serving-ca.crt", "endpoints.env",
-                "alloc-request.json", "dealloc-request.json")) {
+                "alloc-request.json", "dealloc-request.json", "alloc-arm64-request.json", "dealloc-arm64-request.json",
+                "alloc-control-plane-request.json", "dealloc-control-plane-request.json", "kubeconfig-admin")) {
             assertThat(dir.resolve(f)).as(f).isRegularFile();
         }
         assertThat(Files.readString(dir.resolve("endpoints.env"))).contains(
@@ -193,8 +194,18 @@ class DevClusterTest {
         client.verify(Pki.parseCertificates(Files.readString(dir.resolve("front-proxy-ca.crt"))).get(0).getPublicKey());
         assertThat(client.getExtendedKeyUsage()).contains("1.3.6.1.5.5.7.3.2");
         assertThat(Files.readString(dir.resolve("alloc-request.json"))).contains(cluster.sampleIdempotencyKey());
-        assertThat(cluster.tryItCommands()).contains(" get allocs -o wide ");
-        assertThat(cluster.tryItCommands()).contains("create --raw /apis/playpen.unbounded-cloud.io/v1alpha1/allocs -f "
+        com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+        var arm = json.readTree(Files.readString(dir.resolve("alloc-arm64-request.json")));
+        assertThat(arm.get("architecture").asText()).isEqualTo("arm64");
+        assertThat(Base64.getDecoder().decode(arm.get("wireGuardPublicKey").asText())).hasSize(32);
+        var cp = json.readTree(Files.readString(dir.resolve("alloc-control-plane-request.json")));
+        assertThat(cp.get("resourceType").asText()).isEqualTo("controlPlane");
+        assertThat(json.readTree(Files.readString(dir.resolve("dealloc-control-plane-request.json"))).get("idempotencyKey"))
+                .isEqualTo(cp.get("idempotencyKey"));
+        assertThat(cluster.tryItCommands()).contains("export KUBECONFIG=" + dir + "/kubeconfig\n",
+                "  kubectl get allocs -o wide\n", "wg genkey | wg pubkey",
+                "openssl genpkey -algorithm x25519 | openssl pkey -pubout -outform DER | tail -c 32 | base64");
+        assertThat(cluster.tryItCommands()).contains("kubectl create --raw /apis/playpen.unbounded-cloud.io/v1alpha1/allocs -f "
                 + dir + "/alloc-request.json", "/deallocs");
     }
 
@@ -440,6 +451,105 @@ class DevClusterTest {
             a.stop(0);
             b.stop(0);
         }
+    }
+
+    /**
+     * kubectl get pods shows what kube-apiserver's Table shows (READY, STATUS, RESTARTS, AGE; -o wide: IP, NODE), not
+     * only NAME and AGE as the simulated API server alone would give it.
+     */
+    @Test
+    void kubectlShowsPhaseReadinessAndNodeOfPods() throws Exception {
+        Pod pod = cluster.client().pods().inNamespace("playpen").resource(new PodBuilder()
+                .withNewMetadata().withName("playpen-runner-amd64-51899")
+                .addToLabels(PlaypenKeys.APP_NAME, PlaypenKeys.RUNNER_APP_NAME)
+                .addToLabels(PlaypenKeys.RESOURCE_TYPE, "runner").addToLabels("shown", "yes").endMetadata()
+                .withNewSpec().addToNodeSelector("kubernetes.io/arch", "amd64")
+                .addNewContainer().withName("runner").withImage("ghcr.io/azure/playpen:latest").endContainer()
+                .endSpec().build()).create();
+        Pod running = awaitRunning(pod.getMetadata().getName());
+        Result list = kubectl(cluster.kubeconfigPath(), "get", "pods", "-n", "playpen", "-l", "shown=yes", "-o", "wide",
+                "-L", "shown");
+        assertThat(list.exit()).as(list.output()).isZero();
+        List<String> lines = list.output().lines().toList();
+        assertThat(lines.get(0).split("\\s{2,}")).containsExactly("NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE",
+                "NOMINATED NODE", "READINESS GATES", "SHOWN");
+        assertThat(lines.get(1).split("\\s+")).startsWith("playpen-runner-amd64-51899", "1/1", "Running", "0")
+                .contains(running.getStatus().getPodIP(), "dev-amd64", "yes");
+        Result one = kubectl(cluster.kubeconfigPath(), "get", "pod", "-n", "playpen", pod.getMetadata().getName());
+        assertThat(one.output().lines().toList().get(1).split("\\s+")).startsWith("playpen-runner-amd64-51899", "1/1", "Running");
+        Result yaml = kubectl(cluster.kubeconfigPath(), "get", "pod", "-n", "playpen", pod.getMetadata().getName(), "-o", "yaml");
+        assertThat(yaml.output()).as("other output formats are the pod itself").contains("kind: Pod", "phase: Running");
+        cluster.client().pods().inNamespace("playpen").withName(pod.getMetadata().getName()).delete();
+    }
+
+    /**
+     * The APIService's Available condition follows the stand-in's view, as kube-apiserver's availability controller
+     * keeps it: False without a caBundle or a ready replica, True once one answers; a replica that fails one probe on a
+     * loaded machine stays in, one that keeps failing leaves after three.
+     */
+    @Test
+    void theApiServiceIsAvailableWhileAReplicaAnswersAndOneSlowProbeIsForgiven() throws Exception {
+        java.util.concurrent.atomic.AtomicBoolean healthy = new java.util.concurrent.atomic.AtomicBoolean(true);
+        java.util.concurrent.atomic.AtomicInteger failedProbes = new java.util.concurrent.atomic.AtomicInteger();
+        HttpsServer replica = HttpsServer.create(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0), 16);
+        SSLContext tls = SSLContext.getInstance("TLS");
+        tls.init(keyManagers(operatorCert), null, null);
+        replica.setHttpsConfigurator(new HttpsConfigurator(tls));
+        replica.createContext("/", ex -> {
+            ex.getRequestBody().readAllBytes();
+            if (healthy.get()) {
+                ex.sendResponseHeaders(204, -1);
+            } else {
+                failedProbes.incrementAndGet();
+                ex.sendResponseHeaders(503, -1);
+            }
+            ex.close();
+        });
+        replica.start();
+        URI uri = URI.create("https://127.0.0.1:" + replica.getAddress().getPort());
+        try (DevCluster c = DevCluster.start(DevCluster.Options.defaults().devDir(tmp.resolve("dev-available"))
+                .noOperatorInProcess().moreReplicas(List.of(uri)).podReadyDelay(Duration.ofMillis(20)))) {
+            awaitCondition(c, "False", "MissingCABundle");
+            assertThat(c.available()).isFalse();
+            c.client().genericKubernetesResources(DevCluster.API_SERVICES).withName(PlaypenKeys.API_SERVICE)
+                    .patch(PatchContext.of(PatchType.JSON_MERGE), "{\"spec\":{\"caBundle\":\"" + Base64.getEncoder()
+                            .encodeToString(operatorCert.certificatePem().getBytes(StandardCharsets.US_ASCII)) + "\"}}");
+            awaitCondition(c, "True", "Passed");
+            assertThat(c.available()).isTrue();
+            awaitReady(c, List.of(uri));
+
+            healthy.set(false);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (failedProbes.get() < 1 && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            assertThat(failedProbes.get()).isEqualTo(1);
+            assertThat(c.readyReplicas()).as("after one failed probe").containsExactly(uri);
+            awaitReady(c, List.of());
+            assertThat(failedProbes.get()).as("dropped after the third").isGreaterThanOrEqualTo(3);
+            awaitCondition(c, "False", "MissingEndpoints");
+            healthy.set(true);
+            awaitCondition(c, "True", "Passed");
+        } finally {
+            replica.stop(0);
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    private static void awaitCondition(DevCluster c, String status, String reason) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        Object last = null;
+        while (System.nanoTime() < deadline) {
+            var api = c.client().genericKubernetesResources(DevCluster.API_SERVICES).withName(PlaypenKeys.API_SERVICE).get();
+            last = api.getAdditionalProperties().get("status");
+            if (last instanceof Map<?, ?> st && st.get("conditions") instanceof List<?> conds && conds.size() == 1
+                    && conds.get(0) instanceof Map<?, ?> cond && status.equals(cond.get("status"))
+                    && reason.equals(cond.get("reason")) && "Available".equals(cond.get("type"))) {
+                return;
+            }
+            Thread.sleep(20);
+        }
+        throw new AssertionError("APIService status " + last + ", expected Available=" + status + " (" + reason + ")");
     }
 
     private static HttpsServer fakeReplica(java.util.concurrent.atomic.AtomicInteger served) throws Exception {

@@ -41,8 +41,8 @@ import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.tls.Pki;
 
 /**
- * Hostile connections against the packaged jar started with the image's JVM flags and a 768 MiB memory limit
- * (issues 10 and 12.2): silent TCP connections, certificate-less slow heads, certificate-less slow bodies on
+ * Hostile connections against the packaged jar started with the image's JVM flags and a 768 MiB memory limit:
+ * silent TCP connections, certificate-less slow heads, certificate-less slow bodies on
  * {@code /apis} and oversized heads, all at once. The operator must stay under the Deployment's limit while they
  * are open and after they close, and keep answering. {@code -Dflood.connections=4000} runs the full attack (the
  * default is a trimmed 400 for {@code mvn verify}); the figures go to stdout and {@code target/flood-results.txt}.

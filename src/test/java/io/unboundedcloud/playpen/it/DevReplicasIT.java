@@ -20,7 +20,7 @@ import io.unboundedcloud.playpen.chaos.ChaosSuite;
 import io.unboundedcloud.playpen.chaos.Playground;
 
 /**
- * Issue 10 requirement 1: the simulated cluster alone ({@code --dev --dev-operators=0}), two operator processes
+ * The simulated cluster alone ({@code --dev --dev-operators=0}), two operator processes
  * against it (through the chaos proxy, faults off), kubectl's allocs spread over both, the "replicas and duplicates"
  * chaos scenario at a small size with zero invariant violations, then one replica killed with SIGKILL and kubectl
  * still served.

@@ -24,7 +24,7 @@ import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
 /**
- * Issue 15: the pod cache keeps each kind's consistent-hash ring sorted as pods come and go, and two requests of one
+ * The pod cache keeps each kind's consistent-hash ring sorted as pods come and go, and two requests of one
  * replica never write to the same pod at once (the second waits for the first's attempt instead of colliding).
  */
 class AllocatorReservationTest {

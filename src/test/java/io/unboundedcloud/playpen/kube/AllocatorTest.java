@@ -22,7 +22,7 @@ import io.unboundedcloud.playpen.model.ResourceType;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
-/** The allocator against scripted interleavings of the watch cache (issue 10: one key on two pods). */
+/** The allocator against scripted interleavings of the watch cache (one key on two pods). */
 class AllocatorTest {
 
     /**

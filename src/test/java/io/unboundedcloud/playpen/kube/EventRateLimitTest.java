@@ -13,7 +13,7 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
-/** Issue 15: Events are rate-limited per reason and aggregated like client-go's EventCorrelator does. */
+/** Events are rate-limited per reason and aggregated like client-go's EventCorrelator does. */
 class EventRateLimitTest {
 
     @Test

@@ -182,21 +182,11 @@ class ExactlyOnceAcrossReplicasTest {
         awaitSees(b, 48);
         for (int k = 0; k < 24; k++) {
             AllocCommand key = cmd("after-restart-" + k);
-            a.proxy.holdWatches();
-            b.proxy.holdWatches();
-            CompletableFuture<Allocator.Allocation> viaA = CompletableFuture.supplyAsync(() -> a.allocator.allocate(key),
-                    threads);
-            CompletableFuture<Allocator.Allocation> viaB = CompletableFuture.supplyAsync(() -> b.allocator.allocate(key),
-                    threads);
-            // let both write (two claims of the key, or one that the other met), then let the watches move
-            long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(600);
-            while (carrying(key).size() < 2 && System.nanoTime() < until) {
-                Thread.sleep(20);
-            }
-            a.proxy.releaseWatches();
-            b.proxy.releaseWatches();
-            String pa = name(viaA.get(30, TimeUnit.SECONDS));
-            String pb = name(viaB.get(30, TimeUnit.SECONDS));
+            // two claims of the key, or one that the other met
+            List<CompletableFuture<Allocator.Allocation>> both = atOnceUnseen(a, b, () -> a.allocator.allocate(key),
+                    () -> b.allocator.allocate(key), () -> carrying(key).size() >= 2);
+            String pa = name(both.get(0).get(30, TimeUnit.SECONDS));
+            String pb = name(both.get(1).get(30, TimeUnit.SECONDS));
             assertThat(pb).as("key %d: both answers name one pod", k).isEqualTo(pa);
             OperatorHarness.awaitTrue(() -> carrying(key).size() == 1, Duration.ofSeconds(10), "key " + key.keyHash());
             assertThat(carrying(key)).extracting(ManagedPods::name).containsExactly(pa);
@@ -218,22 +208,13 @@ class ExactlyOnceAcrossReplicasTest {
         for (int round = 0; round < 3; round++) {
             AllocCommand k1 = cmd("quota-a-" + round);
             AllocCommand k2 = cmd("quota-b-" + round);
-            a.proxy.holdWatches();
-            b.proxy.holdWatches();
-            CompletableFuture<Allocator.Allocation> viaA = CompletableFuture.supplyAsync(
-                    () -> a.allocator.allocate(k1, owner), threads);
-            CompletableFuture<Allocator.Allocation> viaB = CompletableFuture.supplyAsync(
-                    () -> b.allocator.allocate(k2, owner), threads);
-            long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(600);
-            while (ownedInApi(owner) < 2 && System.nanoTime() < until) {
-                Thread.sleep(20);
-            }
-            a.proxy.releaseWatches();
-            b.proxy.releaseWatches();
+            List<CompletableFuture<Allocator.Allocation>> both = atOnceUnseen(a, b,
+                    () -> a.allocator.allocate(k1, owner), () -> b.allocator.allocate(k2, owner),
+                    () -> ownedInApi(owner) >= 2);
             int allocated = 0;
             int refused = 0;
             String kept = null;
-            for (CompletableFuture<Allocator.Allocation> f : List.of(viaA, viaB)) {
+            for (CompletableFuture<Allocator.Allocation> f : both) {
                 try {
                     kept = name(f.get(30, TimeUnit.SECONDS));
                     allocated++;
@@ -257,6 +238,26 @@ class ExactlyOnceAcrossReplicasTest {
             OperatorHarness.awaitTrue(() -> a.allocator.ownedBy(owner) == 0 && b.allocator.ownedBy(owner) == 0,
                     Duration.ofSeconds(10), "both replicas see the release");
         }
+    }
+
+    /**
+     * Runs two calls at once, one on each replica, neither replica's watch delivering anything until both have
+     * written ({@code bothWritten}, or 600 ms: one may have met the other's claim instead of writing its own).
+     */
+    private List<CompletableFuture<Allocator.Allocation>> atOnceUnseen(Replica a, Replica b,
+            java.util.function.Supplier<Allocator.Allocation> viaA, java.util.function.Supplier<Allocator.Allocation> viaB,
+            java.util.function.BooleanSupplier bothWritten) throws InterruptedException {
+        a.proxy.holdWatches();
+        b.proxy.holdWatches();
+        List<CompletableFuture<Allocator.Allocation>> both = List.of(CompletableFuture.supplyAsync(viaA, threads),
+                CompletableFuture.supplyAsync(viaB, threads));
+        long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(600);
+        while (!bothWritten.getAsBoolean() && System.nanoTime() < until) {
+            Thread.sleep(20);
+        }
+        a.proxy.releaseWatches();
+        b.proxy.releaseWatches();
+        return both;
     }
 
     private long ownedInApi(String owner) {

@@ -20,7 +20,7 @@ import io.unboundedcloud.playpen.model.TtlPolicy;
 import io.unboundedcloud.playpen.support.MutableClock;
 import io.unboundedcloud.playpen.support.TestCluster;
 
-/** The claim carries its expiry in the one write; the TTL's delete re-checks expiry after a conflict (issue 14). */
+/** The claim carries its expiry in the one write; the TTL's delete re-checks expiry after a conflict. */
 class LeaseClaimWriterTest {
     static final String K1 = "11".repeat(32);
 

@@ -64,4 +64,51 @@ class PoolReconcilerUnknownOutcomeTest {
             }
         }
     }
+
+    /**
+     * The chaos suite's overshoot (pool runner/arm64 held 3 idle pods for a target of 2 after API faults with a
+     * reset after the write at 30%): the create's answer is lost, fabric8's retry meets AlreadyExists, and the read
+     * that should tell whether that pod is this pool's own fails too (both of its tries reset). Taking "unknown"
+     * for "someone else's pod" moved on to the next hostPort and created a second pod. Unknown keeps the name
+     * expected and creates nothing else.
+     */
+    @Test
+    void whenTheReadAfterAlreadyExistsFailsTooNothingIsCreatedUnderAnotherPort() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            OperatorConfig config = OperatorConfig.parse("--runner-amd64-count=1", "--runner-arm64-count=0");
+            Candidates candidates = new Candidates(config.runnerLabelSelector());
+            CountDownLatch release = new CountDownLatch(1);
+            Thread test = Thread.currentThread();
+            PodCache cache = new PodCache(cluster.client, TestCluster.NS, pod -> {
+                if (Thread.currentThread() != test && pod.getMetadata().getName().startsWith("playpen-runner-amd64-")) {
+                    try {
+                        release.await(30, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+                return candidates.idleKindKey(pod);
+            });
+            cache.start();
+            try {
+                OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(10), "cache synced");
+                PoolReconciler pool = new PoolReconciler(cluster.client, config, cache, new PodTemplates(config, Map.of()),
+                        () -> true, new ApiCallCounter());
+                AtomicBoolean once = new AtomicBoolean(true);
+                cluster.failAfterWrite = key -> key.equals("POST /api/v1/namespaces/playpen/pods") && once.getAndSet(false);
+                cluster.forbidden = key -> key.equals("GET /api/v1/namespaces/playpen/pods/playpen-runner-amd64-51820");
+                org.assertj.core.api.Assertions.assertThatThrownBy(pool::reconcile)
+                        .as("the pass reports the unknown outcome").isNotNull();
+                assertThat(cluster.pods()).as("one pod, not a second one under the next hostPort").hasSize(1);
+                cluster.forbidden = key -> false;
+                PoolReconciler.Result second = pool.reconcile();
+                assertThat(second.created()).isZero();
+                assertThat(cluster.pods()).as("the next pass counts the pod it could not read as its own").hasSize(1);
+                pool.close();
+            } finally {
+                release.countDown();
+                cache.close();
+            }
+        }
+    }
 }

@@ -26,7 +26,7 @@ import io.unboundedcloud.playpen.tls.Pki;
 import io.unboundedcloud.playpen.tls.ServingTls;
 
 /**
- * Issue 12.4 with an injected clock: the self-signed serving certificate is renewed at its renewal point, the new
+ * Renewal with an injected clock: the self-signed serving certificate is renewed at its renewal point, the new
  * certificate reaches the caBundle before any replica serves it, the old one stays in the bundle until it expires,
  * and a Secret replaced by someone else is picked up the same way.
  */

@@ -12,7 +12,7 @@ import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.ConfigMapBuilder;
 import io.unboundedcloud.playpen.tls.Pki;
 
-/** A backstop GET must never undo what the watch delivered after the GET started (SPEC A7: kept current). */
+/** A backstop GET must never undo what the watch delivered after the GET started (kept current). */
 class TrustBundleSourceTest {
     private static final Pki.Issued OLD_CA = ca("old-front-proxy-ca");
     private static final Pki.Issued NEW_CA = ca("new-front-proxy-ca");

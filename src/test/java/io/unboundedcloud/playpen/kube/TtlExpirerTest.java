@@ -19,7 +19,7 @@ import io.unboundedcloud.playpen.support.MutableClock;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
-/** The expiry timer against a clock it does not control (SPEC B6: expiry at the expiry time, not the next sweep). */
+/** The expiry timer against a clock it does not control (expiry at the expiry time, not the next sweep). */
 class TtlExpirerTest {
     /** Every claim here is made at this instant and lives 2 s. */
     private static final String CLAIMED_AT = "2026-01-01T00:00:00Z";

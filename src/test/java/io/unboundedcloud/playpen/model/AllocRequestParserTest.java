@@ -4,7 +4,9 @@ import static io.unboundedcloud.playpen.model.AllocRequestParser.BAD_ARCHITECTUR
 import static io.unboundedcloud.playpen.model.AllocRequestParser.BAD_RESOURCE_TYPE;
 import static io.unboundedcloud.playpen.model.AllocRequestParser.BAD_WIREGUARD_KEY;
 import static io.unboundedcloud.playpen.model.AllocRequestParser.INVALID_JSON;
-import static io.unboundedcloud.playpen.model.AllocRequestParser.KEY_REQUIRED;
+import static io.unboundedcloud.playpen.model.AllocRequestParser.ALLOC_KEY_REQUIRED;
+import static io.unboundedcloud.playpen.model.AllocRequestParser.RELEASE_KEY_REQUIRED;
+import static io.unboundedcloud.playpen.model.AllocRequestParser.WIREGUARD_KEY_REQUIRED;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
@@ -18,7 +20,7 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
-/** SPEC A3 rule by rule, in order: when a body breaks several rules the first one in the list is reported. */
+/** The reference's validation rules one by one, in order: when a body breaks several rules the first one in the list is reported. */
 class AllocRequestParserTest {
     /** base64 of bytes 0..31. */
     static final String WG = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
@@ -64,19 +66,19 @@ class AllocRequestParserTest {
                 Arguments.of("a byte order mark", "\uFEFF{\"idempotencyKey\":\"abc\"}", null, INVALID_JSON),
                 Arguments.of("string-typed key field in another case", "{\"IdempotencyKey\":[\"abc\"]}", "hdr", INVALID_JSON),
                 // Go's decoder reads the first value only: null is an empty request, what follows is never read
-                Arguments.of("JSON null is an empty request", "null", null, KEY_REQUIRED),
-                Arguments.of("JSON null with a header key", "null x", "hdr", BAD_WIREGUARD_KEY),
-                Arguments.of("trailing garbage is never read", "{\"idempotencyKey\":\"abc\"} x", null, BAD_WIREGUARD_KEY),
-                Arguments.of("only the first of two objects", "{}{\"idempotencyKey\":\"abc\"}", null, KEY_REQUIRED),
+                Arguments.of("JSON null is an empty request", "null", null, ALLOC_KEY_REQUIRED),
+                Arguments.of("JSON null with a header key", "null x", "hdr", WIREGUARD_KEY_REQUIRED),
+                Arguments.of("trailing garbage is never read", "{\"idempotencyKey\":\"abc\"} x", null, WIREGUARD_KEY_REQUIRED),
+                Arguments.of("only the first of two objects", "{}{\"idempotencyKey\":\"abc\"}", null, ALLOC_KEY_REQUIRED),
                 Arguments.of("truncated, also no key", "{\"resourceType\":", null, INVALID_JSON),
                 // rule 2: idempotency key
-                Arguments.of("no key anywhere", "{}", null, KEY_REQUIRED),
-                Arguments.of("missing key before bad resourceType", "{\"resourceType\":\"vm\"}", null, KEY_REQUIRED),
+                Arguments.of("no key anywhere", "{}", null, ALLOC_KEY_REQUIRED),
+                Arguments.of("missing key before bad resourceType", "{\"resourceType\":\"vm\"}", null, ALLOC_KEY_REQUIRED),
                 Arguments.of("blank body key before bad everything",
                         "{\"idempotencyKey\":\"  \",\"resourceType\":\"vm\",\"wireGuardPublicKey\":\"x\",\"architecture\":\"x86\"}",
-                        null, KEY_REQUIRED),
-                Arguments.of("blank header, no body key", "{\"resourceType\":\"vm\"}", "   ", KEY_REQUIRED),
-                Arguments.of("null body key", "{\"idempotencyKey\":null}", null, KEY_REQUIRED),
+                        null, ALLOC_KEY_REQUIRED),
+                Arguments.of("blank header, no body key", "{\"resourceType\":\"vm\"}", "   ", ALLOC_KEY_REQUIRED),
+                Arguments.of("null body key", "{\"idempotencyKey\":null}", null, ALLOC_KEY_REQUIRED),
                 // rule 3: resourceType
                 Arguments.of("bad resourceType before bad WireGuard key and arch",
                         "{\"idempotencyKey\":\"abc\",\"resourceType\":\"vm\",\"wireGuardPublicKey\":\"x\",\"architecture\":\"x86\"}",
@@ -85,7 +87,7 @@ class AllocRequestParserTest {
                 Arguments.of("resourceType runners", "{\"resourceType\":\"runners\",\"wireGuardPublicKey\":\"" + WG + "\"}",
                         "hdr", BAD_RESOURCE_TYPE),
                 // rule 4: runner WireGuard key
-                Arguments.of("runner without WireGuard key", "{\"idempotencyKey\":\"abc\"}", null, BAD_WIREGUARD_KEY),
+                Arguments.of("runner without WireGuard key", "{\"idempotencyKey\":\"abc\"}", null, WIREGUARD_KEY_REQUIRED),
                 Arguments.of("runner bad WireGuard key before bad arch",
                         "{\"idempotencyKey\":\"abc\",\"wireGuardPublicKey\":\"x\",\"architecture\":\"x86\"}", null, BAD_WIREGUARD_KEY),
                 Arguments.of("WireGuard key of 31 bytes", "{\"wireGuardPublicKey\":\"" + WG_31_BYTES + "\"}", "hdr", BAD_WIREGUARD_KEY),
@@ -274,7 +276,7 @@ class AllocRequestParserTest {
         assertThat(AllocRequestParser.isWireGuardKey(" " + WG)).isFalse();
     }
 
-    // --- dealloc (SPEC A6) ---
+    // --- dealloc ---
 
     @Test
     void deallocHeaderOnlyWithEmptyBody() {
@@ -296,19 +298,19 @@ class AllocRequestParserTest {
     }
 
     @Test
-    void deallocWithoutKeyIsTheAllocMessage() {
-        assertThat(badRequest(() -> parser.parseDealloc(utf8("{}"), null)).getMessage()).isEqualTo(KEY_REQUIRED);
+    void deallocWithoutKeyNamesTheKeyItNeeds() {
+        assertThat(badRequest(() -> parser.parseDealloc(utf8("{}"), null)).getMessage()).isEqualTo(RELEASE_KEY_REQUIRED);
         assertThat(badRequest(() -> parser.parseDealloc(utf8("{\"idempotencyKey\":\"\"}"), "")).getMessage())
-                .isEqualTo(KEY_REQUIRED);
+                .isEqualTo(RELEASE_KEY_REQUIRED);
     }
 
     @Test
     void deallocEmptyBodyWithoutHeaderIsAnEmptyRequest() {
         // the reference tolerates io.EOF on dealloc, so the missing key is what is reported
-        assertThat(badRequest(() -> parser.parseDealloc(new byte[0], null)).getMessage()).isEqualTo(KEY_REQUIRED);
-        assertThat(badRequest(() -> parser.parseDealloc(null, " ")).getMessage()).isEqualTo(KEY_REQUIRED);
-        assertThat(badRequest(() -> parser.parseDealloc(utf8(" \r\n"), null)).getMessage()).isEqualTo(KEY_REQUIRED);
-        assertThat(badRequest(() -> parser.parseDealloc(utf8("null"), null)).getMessage()).isEqualTo(KEY_REQUIRED);
+        assertThat(badRequest(() -> parser.parseDealloc(new byte[0], null)).getMessage()).isEqualTo(RELEASE_KEY_REQUIRED);
+        assertThat(badRequest(() -> parser.parseDealloc(null, " ")).getMessage()).isEqualTo(RELEASE_KEY_REQUIRED);
+        assertThat(badRequest(() -> parser.parseDealloc(utf8(" \r\n"), null)).getMessage()).isEqualTo(RELEASE_KEY_REQUIRED);
+        assertThat(badRequest(() -> parser.parseDealloc(utf8("null"), null)).getMessage()).isEqualTo(RELEASE_KEY_REQUIRED);
     }
 
     @Test
@@ -369,5 +371,54 @@ class AllocRequestParserTest {
         assertThat(badRequest(() -> parser.parseDealloc(utf8("[]"), null)).getMessage()).isEqualTo(INVALID_JSON);
         assertThat(badRequest(() -> parser.parseDealloc(utf8("{\"idempotencyKey\":1}"), null)).getMessage())
                 .isEqualTo(INVALID_JSON);
+    }
+
+    @Test
+    void fieldNamesThatNameNoFieldExactlyAreReportedAndAcceptedLikeGo() {
+        List<String> warnings = new java.util.ArrayList<>();
+        AllocCommand cmd = parser.parseAlloc(utf8("{\"IDEMPOTENCYKEY\":\"abc\",\"Architecture\":\"arm64\",\"wireGuardPublicKey\":\""
+                + WG + "\",\"extra\":{\"a\":[1]},\"extra\":2}"), null, warnings);
+        assertThat(cmd.architecture()).isEqualTo("arm64");
+        assertThat(warnings).containsExactly(
+                "field \"IDEMPOTENCYKEY\" was read as \"idempotencyKey\" (names are matched ignoring case)",
+                "field \"Architecture\" was read as \"architecture\" (names are matched ignoring case)",
+                "unknown field \"extra\" ignored; an alloc takes idempotencyKey, resourceType, architecture,"
+                        + " wireGuardPublicKey, kubernetesVersion, ttl, waitSeconds");
+    }
+
+    @Test
+    void fieldWarningsSurviveARefusalAndAreCapped() {
+        List<String> warnings = new java.util.ArrayList<>();
+        StringBuilder body = new StringBuilder("{");
+        for (int i = 0; i < 8; i++) {
+            body.append("\"f").append(i).append("\":").append(i).append(',');
+        }
+        body.append("\"").append("n".repeat(100)).append("\":0}");
+        badRequest(() -> parser.parseAlloc(utf8(body.toString()), null, warnings));
+        assertThat(warnings).hasSize(AllocRequestParser.MAX_FIELD_WARNINGS + 1);
+        assertThat(warnings.get(0)).startsWith("unknown field \"f0\" ignored;");
+        assertThat(warnings.get(AllocRequestParser.MAX_FIELD_WARNINGS)).isEqualTo("and 4 more fields not named exactly");
+        List<String> longName = new java.util.ArrayList<>();
+        badRequest(() -> parser.parseAlloc(utf8("{\"" + "n".repeat(100) + "\":0}"), null, longName));
+        assertThat(longName).containsExactly("unknown field \"" + "n".repeat(64) + "...\" ignored; an alloc takes"
+                + " idempotencyKey, resourceType, architecture, wireGuardPublicKey, kubernetesVersion, ttl, waitSeconds");
+        List<String> notJson = new java.util.ArrayList<>();
+        badRequest(() -> parser.parseAlloc(utf8("{\"x\":1,"), null, notJson));
+        assertThat(notJson).as("what was read before the body turned out broken").hasSize(1);
+    }
+
+    @Test
+    void deallocAndRenewalReportTheirOwnFields() {
+        List<String> dealloc = new java.util.ArrayList<>();
+        parser.parseDealloc(utf8("{\"idempotencyKey\":\"k\",\"ttl\":\"1h\"}"), null, dealloc);
+        assertThat(dealloc).containsExactly("unknown field \"ttl\" ignored; a dealloc takes idempotencyKey");
+        List<String> renewal = new java.util.ArrayList<>();
+        parser.parseRenewal(utf8("{\"idempotencyKey\":\"k\",\"TTL\":\"1h\",\"waitSeconds\":1}"), null, renewal);
+        assertThat(renewal).containsExactly(
+                "field \"TTL\" was read as \"ttl\" (names are matched ignoring case)",
+                "unknown field \"waitSeconds\" ignored; a renewal takes idempotencyKey, ttl");
+        List<String> exact = new java.util.ArrayList<>();
+        parser.parseAlloc(utf8("{\"idempotencyKey\":\"k\",\"wireGuardPublicKey\":\"" + WG + "\",\"ttl\":\"1h\"}"), null, exact);
+        assertThat(exact).isEmpty();
     }
 }

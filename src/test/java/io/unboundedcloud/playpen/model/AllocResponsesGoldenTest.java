@@ -15,7 +15,7 @@ import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 
 /**
- * The alloc answer (SPEC A5) byte for byte against golden files in src/test/resources/golden/ written by
+ * The alloc answer byte for byte against golden files in src/test/resources/golden/ written by
  * generate.py from the reference's rules: struct field order, sorted redfish keys, zero values present, optional
  * fields only when set, nulls for control planes, clientcmd-style kubeconfig, Go escaping and the trailing newline.
  */
@@ -73,7 +73,7 @@ class AllocResponsesGoldenTest {
         assertThat(Json.encode(responses().build(claimed, IP))).isEqualTo(resource("/golden/alloc-runner.json"));
     }
 
-    /** Issue 14: the reference's bytes, then one trailing field; absent when the allocation never expires. */
+    /** With an expiry: the reference's bytes, then one trailing field; absent when the allocation never expires. */
     @Test
     void expiresAtIsAppendedAfterTheReferenceFields() {
         Pod claimed = new PodBuilder(TestPods.claimed(runner("amd64", 51820, "node-a", true), "2026-01-02T03:04:05Z"))

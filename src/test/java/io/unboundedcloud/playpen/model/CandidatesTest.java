@@ -22,7 +22,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
-/** Which idle pods may serve an alloc, why the others may not, and in which order they are tried (SPEC A4). */
+/** Which idle pods may serve an alloc, why the others may not, and in which order they are tried. */
 class CandidatesTest {
     static final String WG = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
     static final String KUBECONFIG = "apiVersion: v1\nclusters:\n- cluster:\n    server: https://127.0.0.1:6443\n  name: default\n";
@@ -112,7 +112,9 @@ class CandidatesTest {
                 Arguments.of("phase Pending", edit(base, b -> b.editStatus().withPhase("Pending").endStatus()), "runner pod playpen-runner-amd64-51820 is Pending"),
                 Arguments.of("phase Succeeded", edit(base, b -> b.editStatus().withPhase("Succeeded").endStatus()),
                         "runner pod playpen-runner-amd64-51820 is Succeeded"),
-                Arguments.of("no status", edit(base, b -> b.withStatus(null)), "runner pod playpen-runner-amd64-51820 is "),
+                Arguments.of("no status", edit(base, b -> b.withStatus(null)), "runner pod playpen-runner-amd64-51820 has no phase yet (not started)"),
+                Arguments.of("empty phase", edit(base, b -> b.editStatus().withPhase("").endStatus()),
+                        "runner pod playpen-runner-amd64-51820 has no phase yet (not started)"),
                 Arguments.of("container not ready", edit(base, b -> b.editStatus().editFirstContainerStatus().withReady(false)
                         .endContainerStatus().endStatus()), "runner pod playpen-runner-amd64-51820 container runner is not ready"),
                 Arguments.of("container ready but waiting", edit(base, b -> b.editStatus().editFirstContainerStatus()

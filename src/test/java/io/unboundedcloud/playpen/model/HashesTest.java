@@ -9,7 +9,7 @@ import java.util.List;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 
-/** Vectors computed outside Java with {@code printf '…' | sha256sum} (SPEC A2). */
+/** Vectors computed outside Java with {@code printf '…' | sha256sum}. */
 class HashesTest {
     private static final String SHA_ABC = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
 

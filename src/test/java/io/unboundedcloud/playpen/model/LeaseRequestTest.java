@@ -18,7 +18,7 @@ import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.unboundedcloud.playpen.api.ApiException;
 import io.unboundedcloud.playpen.config.LeaseLimits;
 
-/** The alloc body's ttl and waitSeconds (issue 14): accepted values, every bad input a 400, the hash untouched. */
+/** The alloc body's ttl and waitSeconds: accepted values, every bad input a 400, the hash untouched. */
 class LeaseRequestTest {
     static final String WG = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
     static final AllocRequestParser PARSER =

@@ -47,8 +47,14 @@ class PoolPlannerTest {
         assertThat(plan.toCreate()).extracting(PoolPlan.PlannedPod::target)
                 .containsExactly(AMD64, AMD64, ARM64, V133, V133, V134, V134);
         assertThat(plan.usedPorts().get(ResourceType.RUNNER)).containsExactlyInAnyOrder(51820, 51821, 51822);
-        // The planned pod is the template, so the create carries exactly what the golden tests check.
-        assertThat(plan.toCreate().get(0).pod()).isEqualTo(TestPods.runner("amd64", 51820));
+        // The planned pod is the template plus its template-hash label, so the create carries exactly what the
+        // golden tests check and the hash of that template.
+        Pod planned = plan.toCreate().get(0).pod();
+        assertThat(planned.getMetadata().getLabels()).containsEntry(PlaypenKeys.TEMPLATE_HASH,
+                TemplateHashes.of(TestPods.runner("amd64", 51820)));
+        Pod withoutHash = new io.fabric8.kubernetes.api.model.PodBuilder(planned).editMetadata()
+                .removeFromLabels(PlaypenKeys.TEMPLATE_HASH).endMetadata().build();
+        assertThat(withoutHash).isEqualTo(TestPods.runner("amd64", 51820));
     }
 
     @Test
@@ -186,12 +192,30 @@ class PoolPlannerTest {
     }
 
     @Test
-    void surplusIsNeverNegative() {
-        List<Pod> pods = List.of(TestPods.runner("amd64", 51820), TestPods.runner("amd64", 51821),
-                TestPods.runner("arm64", 51822));
-        PoolPlan plan = planner("--runner-amd64-count=1", "--runner-arm64-count=0").plan(pods, Set.of());
+    void surplusIsNeverNegativeAndIsDeletedYoungestFirst() {
+        PoolPlanner planner = planner("--runner-amd64-count=1", "--runner-arm64-count=0");
+        List<Pod> pods = List.of(planner.podFor(AMD64, 51820), planner.podFor(AMD64, 51821),
+                planner.podFor(ARM64, 51822));
+        PoolPlan plan = planner.plan(pods, Set.of());
         assertThat(plan.deficits()).containsEntry(AMD64, 0).containsEntry(ARM64, 0);
-        assertThat(plan.isEmpty()).isTrue();
+        assertThat(plan.toCreate()).isEmpty();
+        // no creation times here: the higher port counts as the younger pod
+        assertThat(plan.toDelete()).extracting(d -> ManagedPods.name(d.pod()))
+                .containsExactly("playpen-runner-amd64-51821", "playpen-runner-arm64-51822");
+        assertThat(plan.toDelete()).extracting(PoolPlan.Deletion::why).containsOnly(PoolPlan.Why.SURPLUS);
+    }
+
+    @Test
+    void podsThePoolDidNotMakeAreNeverSurplus() {
+        // made by the Go operator (or by hand): no template-hash label; used, but never deleted to lower the count
+        List<Pod> pods = List.of(TestPods.runner("amd64", 51820), TestPods.runner("amd64", 51821));
+        PoolPlan plan = planner("--runner-amd64-count=1", "--runner-arm64-count=0").plan(pods, Set.of());
+        assertThat(plan.toDelete()).isEmpty();
+        assertThat(plan.toCreate()).isEmpty();
+        // nor when another image makes them stale in a pool that wants none: nothing would take their place
+        PoolPlan none = planner("--runner-amd64-count=0", "--runner-arm64-count=0", "--pool-max-surge=1",
+                "--runner-image=example.com/other:1").plan(pods, Set.of());
+        assertThat(none.toDelete()).isEmpty();
     }
 
     @Test

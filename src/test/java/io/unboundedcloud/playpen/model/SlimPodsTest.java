@@ -19,6 +19,8 @@ import org.junit.jupiter.api.Test;
 
 import io.fabric8.kubernetes.api.model.ContainerStatusBuilder;
 import io.fabric8.kubernetes.api.model.ManagedFieldsEntryBuilder;
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.api.model.PodConditionBuilder;
@@ -39,12 +41,19 @@ class SlimPodsTest {
     static final Instant NOW = Instant.parse("2026-01-02T04:00:00Z");
     static final OperatorConfig CONFIG = OperatorConfig.parse("--runner-amd64-count=2", "--runner-arm64-count=1",
             "--control-plane-count=1");
+    static final PoolPlanner PLANNER = new PoolPlanner(CONFIG, new PodTemplates(CONFIG, Map.of()));
     static final Candidates CANDIDATES = new Candidates(CONFIG.runnerLabelSelector());
     static final TtlPolicy LEASES = new TtlPolicy(Duration.ofHours(1), Duration.ofHours(8));
     static final AllocResponses RESPONSES = new AllocResponses(CONFIG.network(), CONFIG.redfishBaseUrl(), 1, LEASES);
     static final Function<String, Optional<String>> NODES = n -> "node-a".equals(n) ? Optional.of("203.0.113.10")
             : "node-c".equals(n) ? Optional.of("") : Optional.empty();
     static final String KEY = "ab".repeat(32);
+    /** The nodes as the pool's health checks see them: node-a Ready, node-b NotReady for an hour, node-c gone. */
+    static final Function<String, Optional<Node>> POOL_NODES = n -> switch (n) {
+        case "node-a" -> Optional.of(node(n, "True"));
+        case "node-b" -> Optional.of(node(n, "False"));
+        default -> Optional.empty();
+    };
 
     @Test
     void everyAnswerViewAndDecisionIsTheSameFromTheSlimCopy() {
@@ -67,10 +76,13 @@ class SlimPodsTest {
             seen.add("expired=" + facts.get("expired"));
             seen.add("idle=" + facts.get("idle"));
             seen.add(facts.get("ledgerExact").contains("standing=WON") ? "won" : "other");
+            seen.add(facts.get("health").replaceAll(" ready=.*", ""));
         }
         // the pods covered every outcome the comparison is about
         assertThat(seen).contains("USABLE", "CLAIMED_BY_THIS_KEY", "SKIP", "answered", "not answered", "view", "no view",
-                "expired=true", "expired=false", "idle=true", "idle=false", "won");
+                "expired=true", "expired=false", "idle=true", "idle=false", "won", "Optional.empty",
+                "Optional[EVICTED]", "Optional[FAILED]", "Optional[SUCCEEDED]", "Optional[NODE_GONE]",
+                "Optional[NODE_NOT_READY]", "Optional[NOT_READY_IN_TIME]");
     }
 
     @Test
@@ -161,6 +173,13 @@ class SlimPodsTest {
         PoolPlan plan = new PoolPlanner(CONFIG, new PodTemplates(CONFIG, Map.of())).plan(List.of(pod), Set.of());
         f.put("plan", plan.toCreate().stream().map(p -> p.target() + ":" + p.hostPort()).toList() + " exhausted="
                 + plan.exhausted() + " deficits=" + plan.deficits() + " used=" + plan.usedPorts());
+        // the pool's judgement of its health, with a time and nodes: what it deletes, reports and shows
+        f.put("health", PoolHealth.problem(pod, POOL_NODES, NOW, PLANNER.limits()) + " ready=" + PoolHealth.ready(pod));
+        PoolPlan judged = PLANNER.plan(List.of(pod), Set.of(), new PoolPlanner.Context(NOW, POOL_NODES, Map.of(),
+                Map.of(), Map.of(), Map.of()));
+        f.put("judged", judged.toDelete().stream().map(d -> d.reason() + ":" + d.force()).toList() + " reports="
+                + judged.unhealthyAllocated().stream().map(PoolPlan.Unhealthy::problem).toList() + " statuses="
+                + judged.statuses());
         f.put("usedRunnerPorts", String.valueOf(HostPortPlanner.usedPorts(List.of(pod), ResourceType.RUNNER)));
         f.put("usedControlPlanePorts", String.valueOf(HostPortPlanner.usedPorts(List.of(pod),
                 ResourceType.CONTROL_PLANE)));
@@ -168,6 +187,12 @@ class SlimPodsTest {
         f.put("ledgerExact", String.valueOf(new ClaimLedger().put(pod, true)));
         f.put("ledgerListed", String.valueOf(new ClaimLedger().put(pod, false)));
         return f;
+    }
+
+    static Node node(String name, String ready) {
+        return new NodeBuilder().withNewMetadata().withName(name).endMetadata().withNewStatus().addNewCondition()
+                .withType("Ready").withStatus(ready).withLastTransitionTime("2026-01-02T03:00:00Z").endCondition()
+                .endStatus().build();
     }
 
     static String usable(Candidates.Usable u) {
@@ -290,8 +315,10 @@ class SlimPodsTest {
                 .addNewVolume().withName("kube-api-access").withNewProjected().withDefaultMode(420).endProjected()
                 .endVolume().endSpec();
         if (r.nextInt(8) != 0) {
-            String phase = pick(r, List.of("Running", "Running", "Running", "Pending", "Failed"));
-            b.withNewStatus().withPhase(phase).withHostIP("10.0.0.5").withPodIP("10.244.1." + r.nextInt(250))
+            String phase = pick(r, List.of("Running", "Running", "Running", "Pending", "Failed", "Succeeded"));
+            b.withNewStatus().withPhase(phase).withReason(phase.equals("Failed") ? pick(r, List.of("Evicted", "Error"))
+                    : null).withMessage(phase.equals("Failed") ? "The node was low on resource: memory." : null)
+                    .withHostIP("10.0.0.5").withPodIP("10.244.1." + r.nextInt(250))
                     .addNewPodIP("10.244.1.9").withQosClass("BestEffort").withStartTime("2026-01-02T03:00:02Z")
                     .addToConditions(new PodConditionBuilder().withType("Ready").withStatus(r.nextBoolean() ? "True"
                             : "False").withLastTransitionTime("2026-01-02T03:00:05Z").build())

@@ -35,7 +35,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.unboundedcloud.playpen.tls.Pki;
 
 /**
- * The hostile-client corpus of issue 10: bad requests read from {@code src/test/resources/hostile/*.txt}, one case per
+ * The hostile-client corpus: bad requests read from {@code src/test/resources/hostile/*.txt}, one case per
  * line, sent as raw bytes over their own connection (TLS with one of several client certificates, or plain TCP), and
  * judged: every answer a 4xx Kubernetes {@code Status} (or the connection closed, where the case says so), no class
  * names or stack traces on the wire, no header the client tried to inject, the cluster unchanged and the server still

@@ -34,7 +34,6 @@ public final class LagProxy implements AutoCloseable {
     });
     private final List<Socket> sockets = new CopyOnWriteArrayList<>();
     private final Object gate = new Object();
-    private volatile boolean watchesHeld;
     private volatile long delayNanos;
     private volatile long jitterNanos;
     private final java.util.Random random = new java.util.Random(20261125);
@@ -49,14 +48,35 @@ public final class LagProxy implements AutoCloseable {
         return URI.create("http://127.0.0.1:" + server.getLocalPort() + "/");
     }
 
-    /** From now on, what watch streams send waits here (in order) until {@link #releaseWatches()}. */
+    /**
+     * From now on, what the watch streams open now send waits here (in order) until {@link #releaseWatches()}.
+     * Watches opened later are not held: a held opening handshake makes fabric8 fall back to plain HTTP watches,
+     * which the simulated API server does not serve.
+     */
     public void holdWatches() {
-        watchesHeld = true;
+        synchronized (gate) {
+            for (Connection c : connections) {
+                if (c.watch) {
+                    c.held = true;
+                }
+            }
+        }
+    }
+
+    /** Closes every watch connection now (the client reconnects from the last version it got). */
+    public void dropWatches() {
+        for (Connection c : connections) {
+            if (c.watch) {
+                c.close();
+            }
+        }
     }
 
     public void releaseWatches() {
         synchronized (gate) {
-            watchesHeld = false;
+            for (Connection c : connections) {
+                c.held = false;
+            }
             gate.notifyAll();
         }
     }
@@ -94,7 +114,8 @@ public final class LagProxy implements AutoCloseable {
                 api.setTcpNoDelay(true);
                 sockets.add(client);
                 sockets.add(api);
-                Connection c = new Connection();
+                Connection c = new Connection(client, api);
+                connections.add(c);
                 threads.execute(() -> pump(client, api, c, true));
                 threads.execute(() -> pump(api, client, c, false));
             } catch (IOException e) {
@@ -103,11 +124,30 @@ public final class LagProxy implements AutoCloseable {
         }
     }
 
-    /** Whether a connection carries a watch (seen in its first request line). */
+    /** Whether a connection carries a watch (seen in its first request line), and its two sockets. */
     private static final class Connection {
         volatile boolean watch;
         volatile boolean classified;
+        volatile boolean held;
+        final Socket client;
+        final Socket api;
+
+        Connection(Socket client, Socket api) {
+            this.client = client;
+            this.api = api;
+        }
+
+        void close() {
+            try {
+                client.close();
+                api.close();
+            } catch (IOException e) {
+                // closed anyway
+            }
+        }
     }
+
+    private final List<Connection> connections = new CopyOnWriteArrayList<>();
 
     private record Chunk(byte[] bytes, long dueNanos) {
     }
@@ -144,7 +184,7 @@ public final class LagProxy implements AutoCloseable {
                 }
                 if (!request && c.watch) {
                     synchronized (gate) {
-                        while (watchesHeld) {
+                        while (c.held) {
                             gate.wait();
                         }
                     }

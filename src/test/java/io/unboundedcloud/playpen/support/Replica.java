@@ -57,10 +57,15 @@ public final class Replica implements AutoCloseable {
                 identity == null ? null : lanes.self()), candidates, 1, maxPerOwner, lanes);
     }
 
-    /** Waits until both caches are synced and the node's ExternalIP is known. */
+    /**
+     * Waits until both caches are synced, their watches are open and the node's ExternalIP is known (a test that
+     * holds this replica's watches must not hold a watch's opening handshake: fabric8 then falls back to plain HTTP
+     * watches, which the simulated API server does not serve).
+     */
     public Replica awaitReady(String node) throws InterruptedException {
-        OperatorHarness.awaitTrue(() -> pods.hasSynced() && nodes.hasSynced() && nodes.externalIp(node).isPresent(),
-                Duration.ofSeconds(20), "replica caches synced");
+        OperatorHarness.awaitTrue(() -> pods.hasSynced() && nodes.hasSynced() && pods.isWatching()
+                && nodes.isWatching() && nodes.externalIp(node).isPresent(), Duration.ofSeconds(20),
+                "replica caches synced and watching");
         return this;
     }
 

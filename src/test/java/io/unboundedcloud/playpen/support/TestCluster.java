@@ -61,6 +61,8 @@ public final class TestCluster implements AutoCloseable {
     public final List<SubjectAccessReview> sarRequests = new CopyOnWriteArrayList<>();
     private final Map<String, AtomicInteger> requests = new ConcurrentHashMap<>();
     private final List<RequestListener> listeners = new CopyOnWriteArrayList<>();
+    private final List<AnswerListener> answerListeners = new CopyOnWriteArrayList<>();
+    private final ResumableCrudDispatcher crud;
     /**
      * RBAC stand-in (the mock has no authorization): requests whose "METHOD path" key (see {@link #requestCount})
      * matches are answered 403 Forbidden with a Kubernetes Status, as kube-apiserver answers a verb the caller's
@@ -77,9 +79,23 @@ public final class TestCluster implements AutoCloseable {
         void onRequest(String key);
     }
 
+    /**
+     * Told about each answer of the mock API once the request has been served (a write is committed by then) and
+     * before the answer is sent, on the server's thread: the client that asked gets its answer only after this.
+     */
+    @FunctionalInterface
+    public interface AnswerListener {
+        void onAnswer(String method, String path, MockResponse answer);
+    }
+
     private TestCluster() {
+        this(ResumableCrudDispatcher.DEFAULT_HISTORY);
+    }
+
+    private TestCluster(int watchHistory) {
         Map<ServerRequest, Queue<ServerResponse>> responses = new HashMap<>();
-        Dispatcher store = ResumableCrudDispatcher.mixed(responses, new ResumableCrudDispatcher());
+        crud = new ResumableCrudDispatcher(watchHistory);
+        Dispatcher store = ResumableCrudDispatcher.mixed(responses, crud);
         Dispatcher dispatcher = new Dispatcher() {
             @Override
             public MockResponse dispatch(RecordedRequest request) {
@@ -92,11 +108,18 @@ public final class TestCluster implements AutoCloseable {
                     return forbiddenAnswer(key);
                 }
                 if (failAfterWrite.test(key)) {
-                    store.dispatch(request);
+                    MockResponse landed = store.dispatch(request);
+                    for (AnswerListener l : answerListeners) {
+                        l.onAnswer(request.getMethod(), request.getPath(), landed);
+                    }
                     return new MockResponse().setResponseCode(500).setBody(
                             "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":500}");
                 }
-                return store.dispatch(request);
+                MockResponse answer = store.dispatch(request);
+                for (AnswerListener l : answerListeners) {
+                    l.onAnswer(request.getMethod(), request.getPath(), answer);
+                }
+                return answer;
             }
 
             @Override
@@ -135,6 +158,11 @@ public final class TestCluster implements AutoCloseable {
         return new TestCluster();
     }
 
+    /** A cluster whose watches resume only within the last {@code watchHistory} changes (older: 410 Gone). */
+    public static TestCluster withWatchHistory(int watchHistory) {
+        return new TestCluster(watchHistory);
+    }
+
     private static String key(RecordedRequest r) {
         String path = r.getPath();
         boolean watch = path.contains("watch=true");
@@ -149,6 +177,15 @@ public final class TestCluster implements AutoCloseable {
 
     public void removeRequestListener(RequestListener listener) {
         listeners.remove(listener);
+    }
+
+    public void addAnswerListener(AnswerListener listener) {
+        answerListeners.add(listener);
+    }
+
+    /** The newest resourceVersion the mock API server has committed (of any object). */
+    public long currentResourceVersion() {
+        return crud.currentResourceVersion();
     }
 
     /** Requests seen so far whose "METHOD path" key matches the predicate. */

@@ -1,0 +1,38 @@
+package io.unboundedcloud.playpen.camel;
+
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.stream.Collectors;
+
+/**
+ * Who may reach the management listener from a browser: the origins whose pages may call it
+ * ({@code --management-allowed-origins}, compared as scheme://host[:port], case-insensitively) and the extra host
+ * names it answers to ({@code --management-allowed-hosts}; IP addresses, localhost and cluster-internal names
+ * always). Empty lists: no web page at all, and only those built-in names.
+ */
+public record ManagementAccess(Set<String> origins, Set<String> hosts) {
+    public static final ManagementAccess NONE = new ManagementAccess(Set.of(), Set.of());
+
+    public ManagementAccess {
+        origins = origins.stream().map(ManagementAccess::normalizeOrigin).collect(Collectors.toUnmodifiableSet());
+        hosts = hosts.stream().map(h -> h.trim().toLowerCase(Locale.ROOT)).collect(Collectors.toUnmodifiableSet());
+    }
+
+    public static ManagementAccess of(List<String> origins, List<String> hosts) {
+        return new ManagementAccess(Set.copyOf(origins), Set.copyOf(hosts));
+    }
+
+    public boolean allowsOrigin(String origin) {
+        return !origins.isEmpty() && origins.contains(normalizeOrigin(origin));
+    }
+
+    public boolean allowsHost(String host) {
+        return hosts.contains(host.toLowerCase(Locale.ROOT));
+    }
+
+    static String normalizeOrigin(String origin) {
+        String o = origin.trim().toLowerCase(Locale.ROOT);
+        return o.endsWith("/") ? o.substring(0, o.length() - 1) : o;
+    }
+}

@@ -1,0 +1,193 @@
+package io.unboundedcloud.playpen.dev;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import io.unboundedcloud.playpen.config.Flag;
+
+/**
+ * {@code --dev-replicas=N}: the playground starts N operator replicas as separate processes of the same jar, each
+ * on its own address, against the simulated cluster (their {@code --kubeconfig} is {@code operator-kubeconfig}), with
+ * the operator flags the playground was given. They elect a leader through the Lease as in a cluster; kill one with
+ * {@code kill -9} and the others go on. Each writes its log to {@code replica-<i>.log} in the dev dir; when one ends,
+ * the playground says so and prints the command that starts it again. Ctrl-C on the playground stops them all.
+ */
+final class DevReplicas implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(DevReplicas.class);
+
+    /** One replica: its listen address, management port, log file, and the process while it runs. */
+    record Replica(int index, String address, int managementPort, Path log, List<String> command, Process process) {
+        String url() {
+            return "https://" + address;
+        }
+
+        String managementUrl() {
+            return "http://127.0.0.1:" + managementPort;
+        }
+    }
+
+    private final List<Replica> replicas;
+    private volatile boolean closing;
+
+    private DevReplicas(List<Replica> replicas) {
+        this.replicas = replicas;
+    }
+
+    /**
+     * Starts one replica per address. {@code operatorFlags} are the playground's own flags minus the dev-only ones
+     * ({@link #operatorFlags}). Fails before starting anything when an address is taken.
+     */
+    static DevReplicas start(List<String> addresses, Path devDir, Path operatorKubeconfig, Path auditLog,
+            List<String> operatorFlags) throws IOException {
+        for (String a : addresses) {
+            requireFree(a);
+        }
+        List<Replica> started = new ArrayList<>();
+        DevReplicas all = new DevReplicas(started);
+        try {
+            for (int i = 0; i < addresses.size(); i++) {
+                int management = freePort();
+                List<String> command = new ArrayList<>(launcher());
+                command.add("--kubeconfig=" + operatorKubeconfig);
+                command.add("--listen-addr=" + addresses.get(i));
+                command.add("--management-addr=127.0.0.1:" + management);
+                command.add("--audit-log-path=" + auditLog);
+                command.addAll(operatorFlags);
+                Path log = devDir.resolve("replica-" + i + ".log");
+                Files.deleteIfExists(log);
+                ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true)
+                        .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
+                pb.environment().remove("KUBECONFIG");
+                pb.environment().put("POD_NAME", "replica-" + i);
+                Process p = pb.start();
+                Replica r = new Replica(i, addresses.get(i), management, log, List.copyOf(command), p);
+                started.add(r);
+                p.onExit().thenAccept(gone -> all.exited(r, gone));
+                LOG.info("dev replica-{}: pid {} on {}, management {}, log {}", i, p.pid(), r.url(), r.managementUrl(),
+                        log);
+            }
+            return all;
+        } catch (IOException | RuntimeException e) {
+            all.close();
+            throw e;
+        }
+    }
+
+    private void exited(Replica r, Process p) {
+        if (closing) {
+            return;
+        }
+        LOG.warn("dev replica-{} (pid {}) exited with code {}; start it again with:\n  {}\n(its log: {})", r.index(),
+                p.pid(), p.exitValue(), printable(r.command()), r.log());
+    }
+
+    List<Replica> replicas() {
+        return replicas;
+    }
+
+    /** The command line a person would type, with the jar path relative to the working directory when it is inside. */
+    static String printable(List<String> command) {
+        List<String> out = new ArrayList<>();
+        Path cwd = Path.of("").toAbsolutePath();
+        for (String part : command) {
+            String p = part;
+            if (p.endsWith(".jar") && Path.of(p).isAbsolute() && Path.of(p).startsWith(cwd)) {
+                p = cwd.relativize(Path.of(p)).toString();
+            }
+            if (p.equals(javaBinary())) {
+                p = "java";
+            }
+            out.add(p.matches("[A-Za-z0-9_./:=,@%+-]+") ? p : "'" + p.replace("'", "'\\''") + "'");
+        }
+        return String.join(" ", out);
+    }
+
+    /** The flags a replica takes from the playground's command line: all but the dev, address and kubeconfig ones. */
+    static List<String> operatorFlags(List<String> args) {
+        List<String> out = new ArrayList<>();
+        for (int i = 0; i < args.size(); i++) {
+            String arg = args.get(i);
+            String body = arg.replaceFirst("^--?", "");
+            String name = body.contains("=") ? body.substring(0, body.indexOf('=')) : body;
+            Flag flag = Flag.byName(name);
+            boolean own = name.startsWith("dev") || flag == Flag.LISTEN_ADDR || flag == Flag.MANAGEMENT_ADDR
+                    || flag == Flag.KUBECONFIG || flag == Flag.AUDIT_LOG_PATH;
+            boolean takesNext = !body.contains("=") && flag != null && !flag.isBoolean();
+            if (own) {
+                if (takesNext) {
+                    i++;
+                }
+                continue;
+            }
+            out.add(arg);
+            if (takesNext && i + 1 < args.size()) {
+                out.add(args.get(++i));
+            }
+        }
+        return out;
+    }
+
+    /** This JVM and how it was started: {@code java -jar <jar>}, or the class path and main class outside a jar. */
+    private static List<String> launcher() {
+        String cp = System.getProperty("java.class.path");
+        List<String> cmd = new ArrayList<>(List.of(javaBinary()));
+        if (cp != null && cp.endsWith(".jar") && !cp.contains(java.io.File.pathSeparator)) {
+            cmd.addAll(List.of("-jar", Path.of(cp).toAbsolutePath().toString()));
+        } else {
+            cmd.addAll(List.of("-cp", cp, "io.unboundedcloud.playpen.Main"));
+        }
+        return cmd;
+    }
+
+    private static String javaBinary() {
+        return Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    }
+
+    private static void requireFree(String address) throws IOException {
+        int colon = address.lastIndexOf(':');
+        String host = address.substring(0, colon);
+        int port = Integer.parseInt(address.substring(colon + 1));
+        try (ServerSocket s = new ServerSocket()) {
+            s.setReuseAddress(true);
+            s.bind(new InetSocketAddress(InetAddress.getByName(host), port));
+        } catch (IOException e) {
+            throw new IllegalStateException(address + " is in use, so no replica can listen there: stop what uses it,"
+                    + " or give the replicas other addresses with --dev-operator-addrs=127.0.0.1:<port>-<port>");
+        }
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+
+    /** Stops every replica still running (SIGTERM, then SIGKILL after 10 s). */
+    @Override
+    public void close() {
+        closing = true;
+        for (Replica r : replicas) {
+            r.process().destroy();
+        }
+        for (Replica r : replicas) {
+            try {
+                if (!r.process().waitFor(10, TimeUnit.SECONDS)) {
+                    r.process().destroyForcibly();
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                r.process().destroyForcibly();
+            }
+        }
+    }
+}

@@ -1,0 +1,75 @@
+package io.unboundedcloud.playpen.kube;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.unboundedcloud.playpen.api.Json;
+import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.model.OwnerHashes;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+
+/**
+ * Moves claims written before the owner-hash key existed (legacy owner hash, unkeyed) to the keyed hash, the first
+ * time their owner asks for an allocation: one conditional merge patch per such pod (its resourceVersion as the
+ * precondition, so a claim that changed meanwhile is left for the next time), and the written pod goes into the
+ * cache at once. The owner index, and with it the per-user quota, then count those claims too; the unkeyed hash
+ * leaves the pod. Reads (lists, gets, deletes) accept both forms anyway, so nothing depends on this happening.
+ */
+public final class LegacyOwnerClaims {
+    private static final Logger LOG = LoggerFactory.getLogger(LegacyOwnerClaims.class);
+
+    private final KubernetesClient client;
+    private final PodCache pods;
+    private final ApiCallCounter calls;
+
+    public LegacyOwnerClaims(KubernetesClient client, PodCache pods, ApiCallCounter calls) {
+        this.client = client;
+        this.pods = pods;
+        this.calls = calls;
+    }
+
+    /** Rewrites this owner's live claims that carry the legacy hash; returns how many were rewritten now. */
+    public int adopt(OwnerHashes.Owner owner) {
+        if (owner == null || owner.legacy().equals(owner.current())) {
+            return 0;
+        }
+        List<Pod> legacy = pods.byOwnerHash(owner.legacy());
+        int moved = 0;
+        for (Pod pod : legacy) {
+            if (!ManagedPods.isClaimed(pod) || ManagedPods.isTerminating(pod)) {
+                continue;
+            }
+            String ns = pod.getMetadata().getNamespace() == null ? pods.namespace() : pod.getMetadata().getNamespace();
+            String name = pod.getMetadata().getName();
+            try {
+                calls.count(KubeApiCall.PODS_PATCH);
+                Pod written = ClaimWriter.mergePatch(client, ns, name, patch(pod.getMetadata().getResourceVersion(),
+                        owner.current()));
+                pods.observe(written);
+                moved++;
+                LOG.info("owner hash rewritten pod={}/{} outcome=keyed", ns, name);
+            } catch (KubernetesClientException e) {
+                if (e.getCode() != 409 && e.getCode() != 404) {
+                    throw e;
+                }
+                // changed or gone meanwhile: still read as the owner's; rewritten on a later request
+                LOG.debug("owner hash not rewritten pod={}/{} code={}", ns, name, e.getCode());
+            }
+        }
+        return moved;
+    }
+
+    static String patch(String resourceVersion, String ownerHash) {
+        Map<String, Object> metadata = new LinkedHashMap<>();
+        metadata.put("resourceVersion", resourceVersion);
+        metadata.put("annotations", Map.of(PlaypenKeys.OWNER_HASH, ownerHash));
+        return Json.write(Map.of("metadata", metadata));
+    }
+}

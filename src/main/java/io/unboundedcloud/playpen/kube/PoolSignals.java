@@ -1,0 +1,196 @@
+package io.unboundedcloud.playpen.kube;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.config.PoolPolicy;
+import io.unboundedcloud.playpen.model.DemandBuffer;
+import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.model.PoolBackoff;
+import io.unboundedcloud.playpen.model.PoolHealth;
+import io.unboundedcloud.playpen.model.PoolPlanner;
+import io.unboundedcloud.playpen.model.PoolTarget;
+
+/**
+ * What every replica learns about the pools from the pod watch, so that each one (not only the leader) knows it and
+ * a new leader starts with it: per pool, its back-off (a pod deleted while unhealthy without ever having been ready
+ * is a failed replacement; the first pod that becomes ready ends the back-off), its time-to-ready and its
+ * allocation rate (claims seen by the watch, whichever replica made them).
+ */
+public final class PoolSignals implements PodCache.Listener {
+
+    /**
+     * A pool started or went on backing off ({@code problem}: what the failed pod had), or recovered ({@code
+     * problem} null: {@code pod} became ready).
+     */
+    public record BackoffChange(PoolTarget target, PoolBackoff.View view, PoolHealth.Problem problem, Pod pod) {
+        public boolean recovered() {
+            return problem == null;
+        }
+
+        /** One line for the log and the Event. */
+        public String message() {
+            String pool = io.unboundedcloud.playpen.model.PoolStatus.name(target);
+            if (recovered()) {
+                return "pool " + pool + " recovered: pod " + ManagedPods.name(pod) + " became ready; creates resume";
+            }
+            return "pool " + pool + ": " + view.failures() + " replacement(s) in a row never became ready (last: pod "
+                    + ManagedPods.name(pod) + ", " + problem.reason() + "); the pool waits " + view.delay().toSeconds()
+                    + " s, then creates one pod at a time until one is ready";
+        }
+    }
+
+    /** Told when a pool starts or stops backing off, or backs off further. */
+    public interface Observer {
+        void backoffChanged(BackoffChange change);
+    }
+
+    private static final int MAX_TRACKED = 200_000;
+
+    private final PoolPlanner planner;
+    private final NodeCache nodes;
+    private final Clock clock;
+    private final PoolPolicy policy;
+    private final Map<PoolTarget, PoolBackoff> backoffs = new ConcurrentHashMap<>();
+    private final Map<PoolTarget, DemandBuffer> demand = new ConcurrentHashMap<>();
+    /**
+     * uids seen ready, or counted as failed: each pod is counted once either way. Kept for a while after the pod is
+     * gone (bounded): the pool's own delete and the watch's DELETED event come in either order.
+     */
+    private final Set<String> seenReady = recent();
+    private final Set<String> failed = recent();
+    /** uids first seen not ready: their time-to-ready is measured (pods already ready when first seen are not). */
+    private final Set<String> starting = ConcurrentHashMap.newKeySet();
+    /** uid -> claimed as last seen, so a claim is counted when it happens, not when a list shows it. */
+    private final Map<String, Boolean> claimed = new ConcurrentHashMap<>();
+    /** pod name -> when this process created it (time-to-ready measured from the create call). */
+    private final Map<String, Instant> createdHere = new ConcurrentHashMap<>();
+    private final java.util.List<Observer> observers = new CopyOnWriteArrayList<>();
+
+    public PoolSignals(PoolPlanner planner, NodeCache nodes, Clock clock, PoolPolicy policy) {
+        this.planner = planner;
+        this.nodes = nodes;
+        this.clock = clock;
+        this.policy = policy;
+    }
+
+    public void addObserver(Observer o) {
+        observers.add(o);
+    }
+
+    public PoolBackoff backoff(PoolTarget target) {
+        return backoffs.computeIfAbsent(target, t -> new PoolBackoff(policy.backoffBase(), policy.backoffMax()));
+    }
+
+    public DemandBuffer demand(PoolTarget target) {
+        return demand.computeIfAbsent(target, t -> new DemandBuffer());
+    }
+
+    /** Every pool's back-off as of now. */
+    public Map<PoolTarget, PoolBackoff.View> backoffs() {
+        Map<PoolTarget, PoolBackoff.View> out = new LinkedHashMap<>();
+        backoffs.forEach((t, b) -> out.put(t, b.view()));
+        return out;
+    }
+
+    /**
+     * An alloc for this pool was turned away here for lack of an idle pod: demand the claims do not show (they are
+     * capped by the pods there are). Only the answering replica sees it.
+     */
+    public void unserved(PoolTarget target) {
+        demand(target).claimed(clock.instant());
+    }
+
+    /** This process created {@code name} now (its time-to-ready is measured from here). */
+    public void created(String name) {
+        if (createdHere.size() < MAX_TRACKED) {
+            createdHere.put(name, clock.instant());
+        }
+    }
+
+    /**
+     * The pool deleted an unhealthy idle pod: when it was never ready, that is a failed replacement (counted once
+     * per pod, whether this call or the watch's DELETED event comes first).
+     */
+    public void deletedUnhealthy(PoolTarget target, Pod pod, PoolHealth.Problem problem) {
+        String uid = pod.getMetadata().getUid();
+        if (uid == null || seenReady.contains(uid) || !failed.add(uid)) {
+            return;
+        }
+        PoolBackoff.View v = backoff(target).failed(clock.instant());
+        BackoffChange c = new BackoffChange(target, v, problem, pod);
+        observers.forEach(o -> o.backoffChanged(c));
+    }
+
+    @Override
+    public void onPodEvent(PodCache.Change change, Pod pod) {
+        Optional<PoolTarget> target = planner.poolOf(pod);
+        String uid = pod.getMetadata().getUid();
+        if (target.isEmpty() || uid == null) {
+            return;
+        }
+        if (change == PodCache.Change.DELETED) {
+            createdHere.remove(ManagedPods.name(pod));
+            Boolean wasClaimed = claimed.remove(uid);
+            boolean wasReady = seenReady.contains(uid);
+            starting.remove(uid);
+            if (!wasReady && !ManagedPods.isClaimed(pod) && (wasClaimed == null || !wasClaimed)) {
+                PoolHealth.problem(pod, nodes.hasSynced() ? nodes::node : null, clock.instant(), planner.limits())
+                        .ifPresent(p -> deletedUnhealthy(target.get(), pod, p));
+            }
+            return;
+        }
+        boolean isClaimed = ManagedPods.isClaimed(pod);
+        Boolean was = claimed.put(uid, isClaimed);
+        if (isClaimed && Boolean.FALSE.equals(was)) {
+            demand(target.get()).claimed(clock.instant());
+        }
+        if (ManagedPods.isTerminating(pod)) {
+            return;
+        }
+        boolean ready = PoolHealth.ready(pod);
+        if (!ready && !seenReady.contains(uid) && starting.size() < MAX_TRACKED) {
+            starting.add(uid);
+        }
+        if (ready && seenReady.add(uid)) {
+            Instant made = createdHere.remove(ManagedPods.name(pod));
+            Instant from = made != null ? made : created(pod);
+            if (starting.remove(uid) && from != null) {
+                demand(target.get()).readyAfter(Duration.between(from, clock.instant()));
+            }
+            if (backoff(target.get()).succeeded()) {
+                BackoffChange c = new BackoffChange(target.get(), PoolBackoff.View.NONE, null, pod);
+                observers.forEach(o -> o.backoffChanged(c));
+            }
+        }
+    }
+
+    /** A thread-safe set that forgets its oldest entries beyond {@value #RECENT} (pod uids are never reused). */
+    private static Set<String> recent() {
+        return java.util.Collections.synchronizedSet(java.util.Collections.newSetFromMap(
+                new java.util.LinkedHashMap<String, Boolean>() {
+                    @Override
+                    protected boolean removeEldestEntry(Map.Entry<String, Boolean> eldest) {
+                        return size() > RECENT;
+                    }
+                }));
+    }
+
+    private static final int RECENT = 50_000;
+
+    private static Instant created(Pod pod) {
+        try {
+            return Instant.parse(pod.getMetadata().getCreationTimestamp());
+        } catch (RuntimeException e) {
+            return null;
+        }
+    }
+}

@@ -1,0 +1,81 @@
+package io.unboundedcloud.playpen.model;
+
+import java.time.Duration;
+import java.time.Instant;
+
+/**
+ * One pool's back-off: each replacement that fails (deleted as unhealthy without ever having been ready) doubles
+ * the pause before the pool creates again, from {@code base} up to {@code max}; the first pod of the pool that
+ * becomes ready ends it. While a pool is backing off it creates nothing; once the pause is over it creates one pod
+ * at a time until one becomes ready, so a broken image or a node that rejects every pod costs a bounded number of
+ * creates per minute instead of a hot loop. Thread-safe.
+ */
+public final class PoolBackoff {
+    private final Duration base;
+    private final Duration max;
+    private int failures;
+    private Instant lastFailure;
+
+    public PoolBackoff(Duration base, Duration max) {
+        this.base = base;
+        this.max = max;
+    }
+
+    /** What a pass, the API and the metrics read. {@code nextCreateAt} is null when the pool is not backing off. */
+    public record View(int failures, Duration delay, Instant nextCreateAt) {
+        public static final View NONE = new View(0, Duration.ZERO, null);
+
+        /** Failing replacements: the pool creates one pod at a time. */
+        public boolean backingOff() {
+            return failures > 0;
+        }
+
+        /** Whether the pause is still running at {@code now}. */
+        public boolean pausedAt(Instant now) {
+            return nextCreateAt != null && now != null && now.isBefore(nextCreateAt);
+        }
+
+        /** Seconds left of the pause at {@code now} (0 when none). */
+        public long remainingSeconds(Instant now) {
+            return pausedAt(now) ? Math.max(1, Duration.between(now, nextCreateAt).toSeconds()) : 0;
+        }
+    }
+
+    /** A replacement failed at {@code at}; returns the view after it. */
+    public synchronized View failed(Instant at) {
+        failures++;
+        lastFailure = at;
+        return view();
+    }
+
+    /** A pod of the pool became ready: the back-off ends. Returns whether there was one. */
+    public synchronized boolean succeeded() {
+        boolean was = failures > 0;
+        failures = 0;
+        lastFailure = null;
+        return was;
+    }
+
+    public synchronized View view() {
+        if (failures == 0) {
+            return View.NONE;
+        }
+        Duration delay = delay(failures, base, max);
+        return new View(failures, delay, lastFailure.plus(delay));
+    }
+
+    /** base x 2^(failures-1), at most max. */
+    static Duration delay(int failures, Duration base, Duration max) {
+        if (failures <= 0) {
+            return Duration.ZERO;
+        }
+        Duration d = base;
+        for (int i = 1; i < failures; i++) {
+            d = d.multipliedBy(2);
+            if (d.compareTo(max) >= 0) {
+                return max;
+            }
+        }
+        return d.compareTo(max) > 0 ? max : d;
+    }
+}

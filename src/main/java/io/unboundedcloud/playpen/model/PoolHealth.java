@@ -1,0 +1,160 @@
+package io.unboundedcloud.playpen.model;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.time.format.DateTimeParseException;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.Function;
+
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.api.model.NodeCondition;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodCondition;
+
+/**
+ * Whether a pool pod is healthy: the facts the pool heals by. A pod is <em>ready</em> for the pool when it could be
+ * handed out as far as the pod itself goes (Running, every container running and ready, and what the runner or the
+ * control-plane helper publishes: the server key, the kubeconfig). A pod has a {@link Problem} when it will not serve
+ * again: it ended (Failed, Succeeded, Evicted), its node is gone or NotReady past a grace, or it has not been ready
+ * for the ready timeout.
+ */
+public final class PoolHealth {
+
+    /** Why a pool pod is unhealthy; {@link #reason()} is the metric label and the Event's wording. */
+    public enum Problem {
+        FAILED("Failed"), SUCCEEDED("Succeeded"), EVICTED("Evicted"), NODE_GONE("NodeGone"),
+        NODE_NOT_READY("NodeNotReady"), NOT_READY_IN_TIME("NotReadyInTime");
+
+        private final String reason;
+
+        Problem(String reason) {
+            this.reason = reason;
+        }
+
+        public String reason() {
+            return reason;
+        }
+
+        /** A pod on a node that is gone or unreachable is deleted at once (grace period 0): no kubelet will confirm. */
+        public boolean forceDelete() {
+            return this == NODE_GONE || this == NODE_NOT_READY;
+        }
+    }
+
+    /** The limits a check applies (from the --pool-* flags). */
+    public record Limits(Duration readyTimeout, Duration nodeNotReadyGrace) {
+    }
+
+    private PoolHealth() {
+    }
+
+    /**
+     * What is wrong with {@code pod} now, if anything. {@code nodes} finds a node by name; it is null when the node
+     * cache is not synced, and then node checks are skipped (a node missing from a cold cache is not gone).
+     */
+    public static Optional<Problem> problem(Pod pod, Function<String, Optional<Node>> nodes, Instant now,
+            Limits limits) {
+        String phase = pod.getStatus() == null || pod.getStatus().getPhase() == null ? "" : pod.getStatus().getPhase();
+        if (phase.equals("Failed")) {
+            return Optional.of("Evicted".equals(pod.getStatus().getReason()) ? Problem.EVICTED : Problem.FAILED);
+        }
+        if (phase.equals("Succeeded")) {
+            return Optional.of(Problem.SUCCEEDED);
+        }
+        String nodeName = pod.getSpec() == null ? null : pod.getSpec().getNodeName();
+        if (nodes != null && nodeName != null && !nodeName.isEmpty()) {
+            Optional<Node> node = nodes.apply(nodeName);
+            if (node.isEmpty()) {
+                // a node cache may show a new node a moment after the pods bound to it: only pods older than the
+                // grace count as being on a node that is gone
+                Optional<Instant> created = instant(pod.getMetadata().getCreationTimestamp());
+                if (created.isPresent() && !created.get().plus(limits.nodeNotReadyGrace()).isAfter(now)) {
+                    return Optional.of(Problem.NODE_GONE);
+                }
+                return Optional.empty();
+            }
+            Optional<Instant> notReady = nodeNotReadySince(node.get());
+            if (notReady.isPresent() && !notReady.get().plus(limits.nodeNotReadyGrace()).isAfter(now)) {
+                return Optional.of(Problem.NODE_NOT_READY);
+            }
+        }
+        if (!limits.readyTimeout().isZero() && !ready(pod)) {
+            Optional<Instant> since = unreadySince(pod);
+            if (since.isPresent() && !since.get().plus(limits.readyTimeout()).isAfter(now)) {
+                return Optional.of(Problem.NOT_READY_IN_TIME);
+            }
+        }
+        return Optional.empty();
+    }
+
+    /** Ready as far as the pod goes: it could be handed out if its node has an ExternalIP. */
+    public static boolean ready(Pod pod) {
+        if (Candidates.notReadyReason(pod) != null) {
+            return false;
+        }
+        Optional<ResourceType> type = ManagedPods.resourceType(pod);
+        if (type.isEmpty() || ManagedPods.containerHostPort(pod).isEmpty()) {
+            return false;
+        }
+        Map<String, String> ann = ManagedPods.annotations(pod);
+        if (type.get() == ResourceType.RUNNER) {
+            String key = ann.get(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY);
+            return AllocRequestParser.isWireGuardKey(key == null ? "" : GoStrings.trimSpace(key));
+        }
+        String kubeconfig = ann.get(PlaypenKeys.CONTROL_PLANE_KUBECONFIG);
+        return kubeconfig != null && !kubeconfig.isBlank();
+    }
+
+    /**
+     * Since when a pod that is not ready has been so: when its Ready condition last turned False (a pod that was ready
+     * and stopped being so), else its creation. Empty when neither is known.
+     */
+    static Optional<Instant> unreadySince(Pod pod) {
+        Optional<Instant> created = instant(pod.getMetadata() == null ? null : pod.getMetadata().getCreationTimestamp());
+        if (pod.getStatus() != null && pod.getStatus().getConditions() != null) {
+            for (PodCondition c : pod.getStatus().getConditions()) {
+                if ("Ready".equals(c.getType()) && "False".equals(c.getStatus())) {
+                    Optional<Instant> t = instant(c.getLastTransitionTime());
+                    if (t.isPresent() && (created.isEmpty() || t.get().isAfter(created.get()))) {
+                        return t;
+                    }
+                }
+            }
+        }
+        return created;
+    }
+
+    /** False when the node's Ready condition is False or Unknown (a node that reports no condition counts as ready). */
+    public static boolean nodeReady(Node node) {
+        return nodeNotReadySince(node).isEmpty();
+    }
+
+    /** When the node's Ready condition turned False or Unknown; empty while it is Ready (or reports no condition). */
+    static Optional<Instant> nodeNotReadySince(Node node) {
+        if (node.getStatus() == null || node.getStatus().getConditions() == null) {
+            return Optional.empty();
+        }
+        for (NodeCondition c : node.getStatus().getConditions()) {
+            if ("Ready".equals(c.getType()) && !"True".equals(c.getStatus())) {
+                return Optional.of(instant(c.getLastTransitionTime()).orElse(Instant.EPOCH));
+            }
+        }
+        return Optional.empty();
+    }
+
+    static Optional<Instant> instant(String rfc3339) {
+        if (rfc3339 == null || rfc3339.isEmpty()) {
+            return Optional.empty();
+        }
+        try {
+            return Optional.of(Instant.parse(rfc3339));
+        } catch (DateTimeParseException e) {
+            try {
+                return Optional.of(java.time.OffsetDateTime.parse(rfc3339).toInstant());
+            } catch (DateTimeParseException e2) {
+                return Optional.empty();
+            }
+        }
+    }
+}

@@ -1,0 +1,285 @@
+package io.unboundedcloud.playpen.model;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.stream.Collectors;
+
+/**
+ * Pools as a read-only kubectl resource ({@code kind: Pool}, cluster-scoped, named runner-amd64, runner-arm64,
+ * control-plane-&lt;version&gt;): the objects, the list and the server-side Table kubectl prints, with the conditions
+ * Ready, Progressing and Degraded. Condition transition times are this replica's: when it first computed the
+ * condition's current status.
+ */
+public final class PoolViews {
+    public static final String KIND = "Pool";
+    public static final String LIST_KIND = "PoolList";
+
+    private final String maxSurge;
+    private final Map<String, Instant> transitions = new ConcurrentHashMap<>();
+
+    /** {@code maxSurge} is --pool-max-surge as given (shown in each pool's spec). */
+    public PoolViews(String maxSurge) {
+        this.maxSurge = maxSurge;
+    }
+
+    /** The options of one read: a name (get) or none (list), and how to render. */
+    public record Query(String name, List<String[]> fieldTerms, LabelSelector labelSelector, boolean table,
+            String tableVersion, String includeObject) {
+    }
+
+    /** One condition as the object shows it. */
+    public record Condition(String type, String status, String reason, String message) {
+    }
+
+    /**
+     * Parses a read's query (list options) and Accept header; bad options are IllegalArgumentException (400), a watch
+     * is UnsupportedOperationException (405).
+     */
+    public static Query parseQuery(String name, String rawQuery, String accept) {
+        Map<String, String> params = AllocViews.params(rawQuery);
+        if ("true".equals(params.get("watch")) || "1".equals(params.get("watch"))) {
+            throw new UnsupportedOperationException("watch is not supported on pools");
+        }
+        List<String[]> terms = new ArrayList<>();
+        String fields = params.getOrDefault("fieldSelector", "");
+        if (!fields.isBlank()) {
+            for (String term : fields.split(",", -1)) {
+                String t = term.trim();
+                String op = t.contains("!=") ? "!=" : t.contains("==") ? "==" : t.contains("=") ? "=" : null;
+                if (op == null) {
+                    throw new IllegalArgumentException("invalid fieldSelector: " + AllocViews.quoteShort(t)
+                            + ": each term must be key=value, key==value or key!=value");
+                }
+                String key = t.substring(0, t.indexOf(op)).trim();
+                if (!key.equals("metadata.name")) {
+                    throw new IllegalArgumentException("field label not supported: " + AllocViews.quoteShort(key)
+                            + " (pools support metadata.name only)");
+                }
+                terms.add(new String[] {key, op, t.substring(t.indexOf(op) + op.length()).trim()});
+            }
+        }
+        LabelSelector labels;
+        try {
+            labels = LabelSelector.parse(params.getOrDefault("labelSelector", ""));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("invalid labelSelector: " + e.getMessage());
+        }
+        String include = params.getOrDefault("includeObject", "");
+        if (!include.isEmpty() && !List.of("None", "Metadata", "Object").contains(include)) {
+            throw new IllegalArgumentException("invalid value for includeObject: " + AllocViews.quoteShort(include)
+                    + ": must be None, Metadata or Object");
+        }
+        String tableVersion = AllocViews.tableVersion(accept);
+        return new Query(name, terms, labels, tableVersion != null, tableVersion, include.isEmpty() ? "Metadata" : include);
+    }
+
+    /** The pools the query asks for, in order (configured pools in flag order, then draining ones). */
+    public static List<PoolStatus> select(Collection<PoolStatus> pools, Query q) {
+        return pools.stream()
+                .filter(p -> q.name() == null || q.name().equals(p.name()))
+                .filter(p -> q.labelSelector().matches(labels(p)))
+                .filter(p -> q.fieldTerms().stream().allMatch(t -> t[1].equals("!=") != p.name().equals(t[2])))
+                .toList();
+    }
+
+    private static Map<String, String> labels(PoolStatus p) {
+        Map<String, String> l = new LinkedHashMap<>();
+        l.put(PlaypenKeys.RESOURCE_TYPE, p.target().type().wire());
+        if (p.target().type() == ResourceType.RUNNER) {
+            l.put(PlaypenKeys.ARCHITECTURE, p.target().variant());
+        } else {
+            l.put(PlaypenKeys.KUBERNETES_VERSION, PodTemplates.kubernetesVersionLabel(p.target().variant()));
+        }
+        return l;
+    }
+
+    /** Ready, Progressing and Degraded of a pool at {@code now}. */
+    public List<Condition> conditions(PoolStatus p, Instant now) {
+        List<Condition> out = new ArrayList<>();
+        out.add(p.ready() >= p.desired()
+                ? new Condition("Ready", "True", "Full", p.ready() + " of " + p.desired() + " idle pods ready")
+                : new Condition("Ready", "False", "Short", p.ready() + " of " + p.desired() + " idle pods ready"
+                        + (p.starting() > 0 ? ", " + p.starting() + " starting" : "")));
+        if (!p.configured()) {
+            out.add(new Condition("Progressing", "True", "Draining", "no flag asks for this pool any more: its idle "
+                    + "pods are deleted, allocated ones stay until released"));
+        } else if (p.stale() > 0) {
+            out.add(maxSurge.trim().matches("0+%?")
+                    ? new Condition("Progressing", "True", "StaleInUse", p.stale() + " idle pod(s) run an older "
+                            + "template; rolling replacement is off (--pool-max-surge=0), they are handed out only "
+                            + "when no current pod is usable")
+                    : new Condition("Progressing", "True", "RollingOut", p.stale() + " idle pod(s) run an older "
+                            + "template; each is deleted once a current pod is ready (surge " + maxSurge + ")"));
+        } else if (p.starting() > 0) {
+            out.add(new Condition("Progressing", "True", "Starting", p.starting() + " pod(s) of template "
+                    + p.templateHash() + " starting"));
+        } else {
+            out.add(new Condition("Progressing", "False", "Current", "every idle pod runs template " + p.templateHash()));
+        }
+        PoolBackoff.View b = p.backoff();
+        if (b.backingOff()) {
+            out.add(new Condition("Degraded", "True", "BackOff", b.failures() + " replacement(s) in a row never became "
+                    + "ready; " + (b.pausedAt(now) ? "the pool creates again in " + b.remainingSeconds(now) + " s"
+                            : "the pool creates one pod at a time") + " until one is ready"));
+        } else if (p.unhealthy() > 0) {
+            Map<String, Integer> all = new java.util.TreeMap<>(p.unhealthyByReason());
+            p.unhealthyAllocatedByReason().forEach((k, v) -> all.merge(k, v, Integer::sum));
+            out.add(new Condition("Degraded", "True", "UnhealthyPods", p.unhealthy() + " unhealthy pod(s): "
+                    + all.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue()).collect(Collectors.joining(", "))
+                    + " (idle ones are replaced, allocated ones left to their allocation)"));
+        } else if (p.portsExhausted()) {
+            out.add(new Condition("Degraded", "True", "HostPortsExhausted", "the pool wants more pods than its "
+                    + "hostPort range has free ports"));
+        } else {
+            out.add(new Condition("Degraded", "False", "Healthy", "no unhealthy pods, no back-off"));
+        }
+        return out;
+    }
+
+    /** The Pool object of {@code kubectl get pool <name> -o yaml}. */
+    public Map<String, Object> object(PoolStatus p, Instant now) {
+        Map<String, Object> metadata = new LinkedHashMap<>();
+        metadata.put("name", p.name());
+        metadata.put("resourceVersion", "");
+        if (p.oldest() != null) {
+            metadata.put("creationTimestamp", p.oldest().toString());
+        }
+        metadata.put("labels", labels(p));
+        Map<String, Object> spec = new LinkedHashMap<>();
+        spec.put("resourceType", p.target().type().wire());
+        if (p.target().type() == ResourceType.RUNNER) {
+            spec.put("architecture", p.target().variant());
+        } else {
+            spec.put("kubernetesVersion", p.target().variant());
+        }
+        spec.put("minIdle", p.minimum());
+        spec.put("maxIdle", p.maximum());
+        spec.put("maxSurge", maxSurge);
+        spec.put("templateHash", p.templateHash());
+        spec.put("image", p.image());
+        Map<String, Object> status = new LinkedHashMap<>();
+        status.put("desired", p.desired());
+        status.put("ready", p.ready());
+        status.put("idle", p.idle());
+        status.put("allocated", p.allocated());
+        status.put("stale", p.stale());
+        status.put("starting", p.starting());
+        status.put("unhealthy", p.unhealthy());
+        if (!p.unhealthyByReason().isEmpty()) {
+            status.put("unhealthyIdle", new java.util.TreeMap<>(p.unhealthyByReason()));
+        }
+        if (!p.unhealthyAllocatedByReason().isEmpty()) {
+            status.put("unhealthyAllocated", new java.util.TreeMap<>(p.unhealthyAllocatedByReason()));
+        }
+        if (p.backoff().backingOff()) {
+            Map<String, Object> b = new LinkedHashMap<>();
+            b.put("failures", p.backoff().failures());
+            b.put("delaySeconds", p.backoff().delay().toSeconds());
+            b.put("nextCreateAt", p.backoff().nextCreateAt().toString());
+            status.put("backoff", b);
+        }
+        status.put("allocationsPerSecond", Math.round(p.allocationRate() * 100) / 100.0);
+        if (p.timeToReady() != null) {
+            status.put("timeToReadySeconds", Math.round(p.timeToReady().toMillis() / 10.0) / 100.0);
+        }
+        List<Object> conditions = new ArrayList<>();
+        for (Condition c : conditions(p, now)) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("type", c.type());
+            m.put("status", c.status());
+            m.put("lastTransitionTime", transition(p.name(), c, now).toString());
+            m.put("reason", c.reason());
+            m.put("message", c.message());
+            conditions.add(m);
+        }
+        status.put("conditions", conditions);
+        Map<String, Object> o = new LinkedHashMap<>();
+        o.put("apiVersion", PlaypenKeys.GROUP_VERSION);
+        o.put("kind", KIND);
+        o.put("metadata", metadata);
+        o.put("spec", spec);
+        o.put("status", status);
+        return o;
+    }
+
+    /** When this replica first saw the condition with its current status (truncated to seconds). */
+    private Instant transition(String pool, Condition c, Instant now) {
+        String key = pool + "/" + c.type();
+        Instant at = now.truncatedTo(java.time.temporal.ChronoUnit.SECONDS);
+        String k = key + "=" + c.status();
+        Instant seen = transitions.computeIfAbsent(k, x -> at);
+        transitions.remove(key + "=" + ("True".equals(c.status()) ? "False" : "True"));
+        return seen;
+    }
+
+    /** The PoolList of {@code kubectl get pools -o yaml}. */
+    public Map<String, Object> list(List<PoolStatus> pools, Instant now) {
+        Map<String, Object> o = new LinkedHashMap<>();
+        o.put("apiVersion", PlaypenKeys.GROUP_VERSION);
+        o.put("kind", LIST_KIND);
+        o.put("metadata", Map.of("resourceVersion", ""));
+        o.put("items", pools.stream().map(p -> object(p, now)).toList());
+        return o;
+    }
+
+    /** The columns, in order; priority 1 ones show with -o wide only. */
+    static final List<Map<String, Object>> COLUMNS = List.of(
+            column("Name", "string", "name", 0, "The pool: runner-<arch> or control-plane-<version>."),
+            column("Type", "string", "", 0, "The resource type: runner or controlPlane."),
+            column("Arch/Version", "string", "", 0, "The CPU architecture of a runner pool, the Kubernetes version of a "
+                    + "control-plane pool."),
+            column("Desired", "integer", "", 0, "Idle pods the pool wants now."),
+            column("Ready", "integer", "", 0, "Idle pods ready to be handed out."),
+            column("Idle", "integer", "", 0, "Unclaimed pods: starting, ready, stale and unhealthy ones."),
+            column("Allocated", "integer", "", 0, "Claimed pods."),
+            column("Stale", "integer", "", 0, "Idle pods of an older template."),
+            column("Unhealthy", "integer", "", 0, "Unhealthy pods, idle and allocated."),
+            column("Age", "string", "", 0, "Age of the pool's oldest pod."),
+            column("Template", "string", "", 1, "The hash current pods carry in their template-hash label."),
+            column("Image", "string", "", 1, "The image of the template's first container."));
+
+    private static Map<String, Object> column(String name, String type, String format, int priority, String d) {
+        Map<String, Object> c = new LinkedHashMap<>();
+        c.put("name", name);
+        c.put("type", type);
+        c.put("format", format);
+        c.put("description", d);
+        c.put("priority", priority);
+        return c;
+    }
+
+    /** A meta.k8s.io Table as kubectl get prints it. */
+    public Map<String, Object> table(List<PoolStatus> pools, Query q, Instant now) {
+        List<Object> rows = new ArrayList<>();
+        for (PoolStatus p : pools) {
+            Map<String, Object> row = new LinkedHashMap<>();
+            row.put("cells", List.of(p.name(), p.target().type().wire(), p.target().variant(), p.desired(), p.ready(),
+                    p.idle(), p.allocated(), p.stale(), p.unhealthy(),
+                    p.oldest() == null ? "<none>" : AllocViews.humanDuration(Duration.between(p.oldest(), now)),
+                    p.templateHash(), p.image()));
+            if ("Object".equals(q.includeObject())) {
+                row.put("object", object(p, now));
+            } else if ("Metadata".equals(q.includeObject())) {
+                Map<String, Object> partial = new LinkedHashMap<>();
+                partial.put("kind", "PartialObjectMetadata");
+                partial.put("apiVersion", "meta.k8s.io/" + q.tableVersion());
+                partial.put("metadata", object(p, now).get("metadata"));
+                row.put("object", partial);
+            }
+            rows.add(row);
+        }
+        Map<String, Object> t = new LinkedHashMap<>();
+        t.put("kind", "Table");
+        t.put("apiVersion", "meta.k8s.io/" + q.tableVersion());
+        t.put("metadata", Map.of("resourceVersion", ""));
+        t.put("columnDefinitions", COLUMNS);
+        t.put("rows", rows);
+        return t;
+    }
+}

@@ -1,0 +1,37 @@
+package io.unboundedcloud.playpen;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.charset.StandardCharsets;
+
+import org.junit.jupiter.api.Test;
+
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.LoggerContext;
+import ch.qos.logback.classic.joran.JoranConfigurator;
+import ch.qos.logback.classic.spi.LoggingEvent;
+import ch.qos.logback.core.OutputStreamAppender;
+
+/** The shipped text log format writes one line per event, whatever a message quotes from a client. */
+class LogLinesTest {
+    @Test
+    void aMessageCannotStartALineOfItsOwn() throws Exception {
+        LoggerContext ctx = new LoggerContext();
+        JoranConfigurator jc = new JoranConfigurator();
+        jc.setContext(ctx);
+        jc.doConfigure(LogLinesTest.class.getResource("/logback.xml"));
+        ch.qos.logback.classic.Logger root = ctx.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
+        @SuppressWarnings("unchecked")
+        OutputStreamAppender<ch.qos.logback.classic.spi.ILoggingEvent> out =
+                (OutputStreamAppender<ch.qos.logback.classic.spi.ILoggingEvent>) root.getAppender("OUT");
+        String message = "SubjectAccessReview failed user=mallory\n2026-01-01T00:00:00Z INFO forged\u0085\u2028\u2029\r\u000b\u001b[31m";
+        LoggingEvent e = new LoggingEvent("x", root, Level.WARN, message, null, null);
+        String line = new String(out.getEncoder().encode(e), StandardCharsets.UTF_8);
+        assertThat(line).endsWith("\n");
+        String body = line.substring(0, line.length() - 1);
+        assertThat(body).doesNotContain("\n").doesNotContain("\r").doesNotContain("\u0085").doesNotContain("\u2028")
+                .doesNotContain("\u2029").doesNotContain("\u000b").doesNotContain("\u001b")
+                .contains("user=mallory?2026-01-01T00:00:00Z INFO forged");
+        ctx.stop();
+    }
+}

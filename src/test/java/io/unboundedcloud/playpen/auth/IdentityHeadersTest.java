@@ -1,0 +1,97 @@
+package io.unboundedcloud.playpen.auth;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import org.junit.jupiter.api.Test;
+
+import io.unboundedcloud.playpen.api.ApiException;
+
+/** The identity headers read the way kube-apiserver's request-header authenticator reads them. */
+class IdentityHeadersTest {
+    /** Header lines as the wire carries them: each value's UTF-8 bytes, one char per byte. */
+    static List<Map.Entry<String, String>> lines(String... nameValue) {
+        List<Map.Entry<String, String>> out = new ArrayList<>();
+        for (int i = 0; i < nameValue.length; i += 2) {
+            out.add(Map.entry(nameValue[i], new String(nameValue[i + 1].getBytes(StandardCharsets.UTF_8),
+                    StandardCharsets.ISO_8859_1)));
+        }
+        return out;
+    }
+
+    static ApiException refused(List<Map.Entry<String, String>> lines) {
+        ApiException e = catchThrowableOfType(ApiException.class, () -> IdentityHeaders.parse(lines));
+        assertThat(e).as("refused: %s", lines).isNotNull();
+        return e;
+    }
+
+    @Test
+    void eachGroupLineIsOneGroupVerbatim() {
+        Identity id = IdentityHeaders.parse(lines("X-Remote-User", "alice", "X-Remote-Group", "x,system:masters",
+                "x-remote-group", "CN=Dev Team,OU=Groups,DC=example,DC=com", "X-Remote-Group", "",
+                "X-REMOTE-GROUP", " spaced ", "X-Remote-Group", "system:authenticated"));
+        assertThat(id.groups()).containsExactly("x,system:masters", "CN=Dev Team,OU=Groups,DC=example,DC=com",
+                " spaced ", "system:authenticated");
+    }
+
+    @Test
+    void theUserIsTakenAsSentInUtf8() {
+        assertThat(IdentityHeaders.parse(lines("X-Remote-User", "Jos\u00e9")).user()).isEqualTo("Jos\u00e9");
+        assertThat(IdentityHeaders.parse(lines("X-Remote-User", "\u5f20\u4f1f")).user()).isEqualTo("\u5f20\u4f1f");
+        assertThat(IdentityHeaders.parse(lines("X-Remote-User", "alice ")).user()).isEqualTo("alice ");
+        assertThat(IdentityHeaders.parse(lines("X-Remote-User", " alice")).user()).isEqualTo(" alice");
+        assertThat(IdentityHeaders.parse(lines("X-Remote-User", "alice\u00a0")).user()).isEqualTo("alice\u00a0");
+        assertThat(IdentityHeaders.parse(lines("X-Remote-User", "alice", "X-Remote-Uid", " uid-1 ")).uid()).isEqualTo(" uid-1 ");
+    }
+
+    @Test
+    void theFirstUserLineWinsAndAnEmptyOneIsNoUser() {
+        assertThat(IdentityHeaders.parse(lines("X-Remote-User", "alice", "X-Remote-User", "root")).user()).isEqualTo("alice");
+        for (List<Map.Entry<String, String>> l : List.of(lines(), lines("X-Remote-User", ""),
+                lines("X-Remote-User", "", "X-Remote-User", "root"), lines("X-Remote-Group", "g"))) {
+            ApiException e = refused(l);
+            assertThat(e.code()).isEqualTo(403);
+            assertThat(e.getMessage()).isEqualTo("missing remote user");
+        }
+    }
+
+    @Test
+    void bytesThatAreNotUtf8AndControlCharactersAreRefused() {
+        // "Jos\xe9": ISO-8859-1 bytes, not UTF-8
+        ApiException latin1 = refused(List.of(Map.entry("X-Remote-User", "Jos\u00e9")));
+        assertThat(latin1.code()).isEqualTo(400);
+        assertThat(latin1.getMessage()).contains("X-Remote-User").contains("UTF-8");
+        for (String bad : List.of("alice\u0000", "alice\u000b", "\u0001alice", "al\u001fice", "alice\u007f")) {
+            ApiException e = refused(lines("X-Remote-User", bad));
+            assertThat(e.code()).as(bad).isEqualTo(400);
+        }
+        assertThat(refused(lines("X-Remote-User", "a", "X-Remote-Group", "g\u0000")).getMessage()).contains("X-Remote-Group");
+        assertThat(IdentityHeaders.parse(lines("X-Remote-User", "tab\there")).user()).isEqualTo("tab\there");
+    }
+
+    @Test
+    void extraKeysAreLowerCasedAndPercentDecodedLikeKubeApiserver() {
+        Identity id = IdentityHeaders.parse(lines("X-Remote-User", "u",
+                "X-Remote-Extra-Scopes", "view", "x-remote-extra-scopes", "edit",
+                "X-Remote-Extra-Acme.com%2Fproject", "p1",
+                "X-Remote-Extra-A%2fB", "lower-hex",
+                "X-Remote-Extra-Bad%zz", "kept",
+                "X-Remote-Extra-Tail%2", "kept too",
+                "X-Remote-Extra-Plus+Sign", "plus",
+                "X-Remote-Extra-Utf%C3%A9", "\u00e9",
+                "X-Remote-Extra-Empty", ""));
+        assertThat(id.extra()).containsEntry("scopes", List.of("view", "edit"))
+                .containsEntry("acme.com/project", List.of("p1"))
+                .containsEntry("a/b", List.of("lower-hex"))
+                .containsEntry("bad%zz", List.of("kept"))
+                .containsEntry("tail%2", List.of("kept too"))
+                .containsEntry("plus+sign", List.of("plus"))
+                .containsEntry("utf\u00e9", List.of("\u00e9"))
+                .containsEntry("empty", List.of(""));
+    }
+}

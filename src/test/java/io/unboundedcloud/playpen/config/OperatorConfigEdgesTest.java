@@ -1,0 +1,120 @@
+package io.unboundedcloud.playpen.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+/** Flag values exactly at their limits: the last accepted value and the first refused one. */
+class OperatorConfigEdgesTest {
+
+    private static void refused(String flag, String messagePart) {
+        assertThatThrownBy(() -> OperatorConfig.parse(flag)).as(flag)
+                .isInstanceOf(ConfigException.class).hasMessageContaining(messagePart);
+    }
+
+    @Test
+    void leaderElectionDurationsMustStrictlyDecrease() {
+        refused("--leader-election-renew-deadline=2s", "must be greater than --leader-election-retry-period");
+        assertThat(OperatorConfig.parse("--leader-election-renew-deadline=3s").renewDeadline()).isEqualTo(Duration.ofSeconds(3));
+        refused("--leader-election-lease-duration=10s", "must be greater than --leader-election-renew-deadline");
+        assertThat(OperatorConfig.parse("--leader-election-lease-duration=11s").leaseDuration())
+                .isEqualTo(Duration.ofSeconds(11));
+    }
+
+    @Test
+    void aServingCertificateLivesAtLeastTwoSeconds() {
+        assertThat(OperatorConfig.parse("--serving-cert-validity=2s").servingCertRenewal().validity())
+                .isEqualTo(Duration.ofSeconds(2));
+        refused("--serving-cert-validity=1999ms", "must be at least 2s");
+    }
+
+    @Test
+    void objectNamesMayHave253Characters() {
+        String name = "a".repeat(253);
+        assertThat(OperatorConfig.parse("--leader-election-lease-name=" + name).leaderElectionLeaseName()).isEqualTo(name);
+        refused("--leader-election-lease-name=" + name + "a", "must be a Kubernetes object name");
+    }
+
+    @Test
+    void listenPortsRunFromZeroTo65535AndBracketsAreStrippedFromTheHost() {
+        assertThat(OperatorConfig.parse("--listen-addr=:0").listenPort()).isZero();
+        assertThat(OperatorConfig.parse("--listen-addr=:65535").listenPort()).isEqualTo(65535);
+        refused("--listen-addr=:65536", "port must be between 0 and 65535");
+        refused("--listen-addr=:-1", "port must be between 0 and 65535");
+        OperatorConfig v6 = OperatorConfig.parse("--listen-addr=[::1]:8443");
+        assertThat(v6.listenHost()).isEqualTo("::1");
+        assertThat(OperatorConfig.parse("--listen-addr=[::1:8443").listenHost()).isEqualTo("[::1");
+        refused("--listen-addr=8443", "must be host:port");
+    }
+
+    @Test
+    void devOperatorAddressesTakeRangesOfAtMost64Replicas() {
+        assertThat(OperatorConfig.parse("--dev-operator-addrs=h:1-64").devOperatorAddrs()).hasSize(64).startsWith("h:1")
+                .endsWith("h:64");
+        assertThat(OperatorConfig.parse("--dev-operator-addrs=h:65535,h:7-7").devOperatorAddrs())
+                .containsExactly("h:65535", "h:7");
+        for (String bad : new String[] {"h:1-65", "h:0", "h:65536", "h:5-4", "h:65535-65536", "h:1-60,h:100-104"}) {
+            refused("--dev-operator-addrs=" + bad, "ports must be 1-65535, ranges ascending, at most 64 replicas");
+        }
+    }
+
+    @Test
+    void labelValuesMayHave63Characters() {
+        OperatorConfig.parse("--external-client-site=" + "a".repeat(63));
+        refused("--external-client-site=" + "a".repeat(64), "must be a label value");
+    }
+
+    @Test
+    void wireGuardAddressesAreIpv4OrIpv6WithAnOptionalPrefix() {
+        assertThat(OperatorConfig.parse("--runner-wireguard-server-address=fe80::1/64").network()).isNotNull();
+        assertThat(OperatorConfig.parse("--runner-wireguard-server-address=::ffff:10.88.0.1/24").network()).isNotNull();
+        assertThat(OperatorConfig.parse("--runner-wireguard-server-address=10.88.0.9").network()).isNotNull();
+        refused("--runner-wireguard-server-address=::g/64", "runner-wireguard-server-address");
+        refused("--runner-wireguard-server-address=/24", "runner-wireguard-server-address");
+    }
+
+    @Test
+    void integersTakeGoSyntaxWithUnderscoresBetweenDigits() {
+        assertThat(OperatorConfig.parse("--runner-amd64-count=1_0").runnerAmd64Count()).isEqualTo(10);
+        assertThat(OperatorConfig.parse("--runner-amd64-count=0x_a").runnerAmd64Count()).isEqualTo(10);
+        assertThat(OperatorConfig.parse("--runner-amd64-count=0b1_0").runnerAmd64Count()).isEqualTo(2);
+        assertThat(OperatorConfig.parse("--runner-amd64-count=0o1_2").runnerAmd64Count()).isEqualTo(10);
+        assertThat(OperatorConfig.parse("--runner-amd64-count=012").runnerAmd64Count()).isEqualTo(10);
+        for (String bad : new String[] {"1__0", "_1", "1_", "0x__a", "0_x"}) {
+            assertThatThrownBy(() -> OperatorConfig.parse("--runner-amd64-count=" + bad)).as(bad)
+                    .isInstanceOf(ConfigException.class).hasMessageContaining("runner-amd64-count");
+        }
+    }
+
+    @Test
+    void logLinesAreTextOrJson() {
+        assertThat(OperatorConfig.parse().logFormat()).isEqualTo("text");
+        assertThat(OperatorConfig.parse("--log-format=json").logFormat()).isEqualTo("json");
+        refused("--log-format=yaml", "must be text or json");
+    }
+
+    @Test
+    void theRedfishPasswordIsNeverPrinted() {
+        String shown = OperatorConfig.parse("--runner-redfish-password=s3cr3t-pw").network().toString();
+        assertThat(shown).contains("redfishPassword=(redacted)").doesNotContain("s3cr3t-pw");
+        assertThat(OperatorConfig.parse().network().toString()).contains("redfishPassword=]");
+    }
+
+    @Test
+    void oneSecondIsWrittenInSeconds() {
+        assertThat(GoDuration.format(java.time.Duration.ofSeconds(1))).isEqualTo("1s");
+        assertThat(GoDuration.format(java.time.Duration.ofMillis(999))).isEqualTo("999ms");
+    }
+
+    @Test
+    void portRangesContainBothEnds() {
+        OperatorConfig.PortRange r = new OperatorConfig.PortRange(10, 20);
+        assertThat(r.contains(10)).isTrue();
+        assertThat(r.contains(20)).isTrue();
+        assertThat(r.contains(9)).isFalse();
+        assertThat(r.contains(21)).isFalse();
+        assertThat(r.size()).isEqualTo(11);
+    }
+}

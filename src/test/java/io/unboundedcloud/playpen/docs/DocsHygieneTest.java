@@ -1,0 +1,117 @@
+package io.unboundedcloud.playpen.docs;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * The README is a front page, and the documents stay inside the repository and free of the project's own
+ * bookkeeping: every relative link resolves (file and heading), no link leaves the repository, no issue numbers,
+ * internal section codes or dated run notes.
+ */
+class DocsHygieneTest {
+    static final Path ROOT = Path.of("");
+    /** Documents that others write next to these; a link to one is fine until it lands. */
+    static final Set<String> WRITTEN_SEPARATELY = Set.of();
+    static final Pattern LINK = Pattern.compile("(?<!!)\\[[^\\]]*\\]\\(([^)\\s]+)\\)");
+
+    static List<Path> documents() throws Exception {
+        List<Path> docs = new ArrayList<>(List.of(ROOT.resolve("README.md"), ROOT.resolve("deploy/README.md")));
+        try (Stream<Path> s = Files.list(ROOT.resolve("docs"))) {
+            s.filter(p -> p.toString().endsWith(".md")).sorted().forEach(docs::add);
+        }
+        return docs;
+    }
+
+    /** Prose only: fenced blocks hold commands and outputs, not links. */
+    static String prose(String markdown) {
+        return markdown.replaceAll("(?ms)^ {0,6}```.*?^ {0,6}```", "");
+    }
+
+    @Test
+    void theReadmeIsAFrontPageWithBothCommandsOnItsFirstScreen() throws Exception {
+        List<String> lines = Files.readAllLines(ROOT.resolve("README.md"));
+        assertThat(lines.size()).as("README lines").isLessThanOrEqualTo(300);
+        String firstScreen = String.join("\n", lines.subList(0, Math.min(45, lines.size())));
+        assertThat(firstScreen).contains("mvn -B -q package -DskipTests && java -jar target/playpen-operator.jar --dev")
+                .contains("mvn -B verify");
+    }
+
+    @Test
+    void everyRelativeLinkResolvesAndNoneLeavesTheRepository() throws Exception {
+        List<String> problems = new ArrayList<>();
+        for (Path doc : documents()) {
+            String text = prose(Files.readString(doc));
+            Matcher m = LINK.matcher(text);
+            while (m.find()) {
+                String target = m.group(1);
+                if (target.matches("(?i)[a-z][a-z0-9+.-]*:.*")) {
+                    problems.add(doc + ": link out of the repository: " + target);
+                    continue;
+                }
+                String file = target.contains("#") ? target.substring(0, target.indexOf('#')) : target;
+                String anchor = target.contains("#") ? target.substring(target.indexOf('#') + 1) : "";
+                Path resolved = file.isEmpty() ? doc : doc.getParent() == null ? Path.of(file)
+                        : doc.getParent().resolve(file).normalize();
+                String key = resolved.toString().replace('\\', '/');
+                if (!Files.exists(resolved)) {
+                    if (!WRITTEN_SEPARATELY.contains(key)) {
+                        problems.add(doc + ": broken link " + target);
+                    }
+                    continue;
+                }
+                if (!anchor.isEmpty() && key.endsWith(".md") && !anchors(Files.readString(resolved)).contains(anchor)) {
+                    problems.add(doc + ": no heading for #" + anchor + " in " + key);
+                }
+            }
+        }
+        assertThat(problems).isEmpty();
+    }
+
+    @Test
+    void noProjectBookkeepingInTheDocuments() throws Exception {
+        Pattern[] words = {
+            Pattern.compile("(?i)\\bissue \\d+"),
+            Pattern.compile("\\bSPEC\\b"),
+            Pattern.compile("DESIGN\\.md"),
+            Pattern.compile("\\.\\./shared"),
+            Pattern.compile("(?i)\\brun [A-G]\\b"),
+            Pattern.compile("\\b\\d\\d:\\d\\d UTC\\b"),
+            Pattern.compile("\\bround \\d+")};
+        List<String> problems = new ArrayList<>();
+        for (Path doc : documents()) {
+            List<String> lines = Files.readAllLines(doc);
+            for (int i = 0; i < lines.size(); i++) {
+                for (Pattern w : words) {
+                    if (w.matcher(lines.get(i)).find()) {
+                        problems.add(doc + ":" + (i + 1) + ": " + lines.get(i).strip());
+                    }
+                }
+            }
+        }
+        assertThat(problems).isEmpty();
+    }
+
+    /** GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens. */
+    static Set<String> anchors(String markdown) {
+        Set<String> out = new java.util.HashSet<>();
+        for (String line : prose(markdown).lines().toList()) {
+            if (line.startsWith("#")) {
+                String h = line.replaceFirst("^#+\\s*", "").strip().toLowerCase(Locale.ROOT);
+                h = h.replaceAll("[`*_]", "").replaceAll("[^\\p{L}\\p{N} -]", "").replace(' ', '-');
+                out.add(h);
+            }
+        }
+        return out;
+    }
+}

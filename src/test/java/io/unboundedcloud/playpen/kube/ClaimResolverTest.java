@@ -1,0 +1,373 @@
+package io.unboundedcloud.playpen.kube;
+
+import static io.unboundedcloud.playpen.kube.ScriptedReplica.PODS;
+import static io.unboundedcloud.playpen.kube.ScriptedReplica.cmd;
+import static io.unboundedcloud.playpen.kube.ScriptedReplica.podPath;
+import static io.unboundedcloud.playpen.kube.ScriptedReplica.runner;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.kube.ClaimLedger.Standing;
+import io.unboundedcloud.playpen.model.AllocCommand;
+import io.unboundedcloud.playpen.model.Hashes;
+import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/**
+ * Finding a key's standing claim as the API server has it now: the pod is read before it is named; claims this
+ * replica's watch has not delivered are asked of the API server only when the caller says so; undecided claims are
+ * settled with a conditional write only when the API server shows one live carrier within its quota; and a wait
+ * for the watch ends at the deadline with a 503 that says nothing was handed out.
+ */
+class ClaimResolverTest {
+    /** Far enough for any answer; a broken rule fails at this deadline (503) rather than at a test timeout. */
+    private static final long FAR = TimeUnit.SECONDS.toNanos(5);
+    private ScriptedReplica r;
+
+    @AfterEach
+    void stop() {
+        if (r != null) {
+            r.close();
+        }
+    }
+
+    private ClaimResolver resolver() {
+        return new ClaimResolver(r.pods, r.writer, 7);
+    }
+
+    private static long deadline(long nanos) {
+        return System.nanoTime() + nanos;
+    }
+
+    private long calls(KubeApiCall c) {
+        return r.calls.get(c);
+    }
+
+    @Test
+    void aKeyThisReplicaKnowsNoClaimOfIsAskedOfTheApiServerOnlyWhenTheCallerSaysSo() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        ClaimResolver resolver = resolver();
+        assertThat(resolver.standing(cmd("none").keyHash(), false, deadline(FAR))).isEmpty();
+        assertThat(calls(KubeApiCall.PODS_LIST) + calls(KubeApiCall.PODS_GET)).isZero();
+        assertThat(resolver.standing(cmd("none").keyHash(), true, deadline(FAR))).isEmpty();
+        assertThat(calls(KubeApiCall.PODS_LIST)).isEqualTo(1);
+    }
+
+    @Test
+    void aClaimThisReplicasWatchHasNotDeliveredIsFoundThroughTheApiServerAndJudgedOnceDelivered() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("made-elsewhere");
+        r.watch.hold();
+        r.claimElsewhere(runner(2), key, null);
+        assertThat(resolver().standing(key.keyHash(), false, deadline(FAR))).as("an alloc does not ask").isEmpty();
+        // the watch catches up as the API server answers the LIST
+        r.releaseOnAnswer("GET", PODS + "?");
+        Optional<ClaimResolver.Standing> found = resolver().standing(key.keyHash(), true, deadline(FAR));
+        assertThat(found).isPresent();
+        assertThat(found.get().claim().pod()).isEqualTo(runner(2));
+        assertThat(found.get().claim().standing()).isEqualTo(Standing.WON);
+        assertThat(found.get().pod().getMetadata().getResourceVersion())
+                .isEqualTo(r.inApi(runner(2)).getMetadata().getResourceVersion());
+        assertThat(calls(KubeApiCall.PODS_LIST)).isEqualTo(1);
+        assertThat(calls(KubeApiCall.PODS_GET)).isEqualTo(1);
+    }
+
+    @Test
+    void aStandingClaimIsNamedAsTheApiServerHasItNow() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("renewed");
+        r.claimElsewhere(runner(1), key, null);
+        r.watch.hold();
+        Pod renewed = r.edit(runner(1), b -> b.editMetadata().addToAnnotations(PlaypenKeys.EXPIRES_AT,
+                "2026-01-01T05:00:00Z").endMetadata());
+        ClaimResolver.Standing s = resolver().standing(key.keyHash(), false, deadline(FAR)).orElseThrow();
+        assertThat(s.pod().getMetadata().getResourceVersion()).isEqualTo(renewed.getMetadata().getResourceVersion());
+        assertThat(ManagedPods.annotations(s.pod())).containsEntry(PlaypenKeys.EXPIRES_AT, "2026-01-01T05:00:00Z");
+        // and this replica's cache knows that version from then on
+        assertThat(r.pods.get(runner(1))).contains(s.pod());
+    }
+
+    @Test
+    void aStandingClaimWhosePodIsGoneIsNotNamed() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("deallocated-elsewhere");
+        r.claimElsewhere(runner(1), key, null);
+        r.watch.hold();
+        r.cluster.client.pods().inNamespace(TestCluster.NS).withName(runner(1)).delete();
+        r.releaseOnAnswer("GET", podPath(runner(1)));
+        assertThat(resolver().standing(key.keyHash(), false, deadline(FAR))).isEmpty();
+        assertThat(r.pods.get(runner(1))).isEmpty();
+        assertThat(calls(KubeApiCall.PODS_GET)).isEqualTo(1);
+    }
+
+    @Test
+    void aStandingClaimReplacedOnItsPodIsNotNamed() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("replaced");
+        r.claimElsewhere(runner(1), key, null);
+        r.watch.hold();
+        // rolled back and claimed by another key meanwhile
+        r.claimElsewhere(runner(1), cmd("another"), null);
+        r.releaseOnAnswer("GET", podPath(runner(1)));
+        assertThat(resolver().standing(key.keyHash(), false, deadline(FAR))).isEmpty();
+        assertThat(ManagedPods.keyHash(r.pods.get(runner(1)).orElseThrow())).isEqualTo(cmd("another").keyHash());
+    }
+
+    @Test
+    void aStandingClaimWhosePodIsBeingDeletedIsNotNamed() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("terminating");
+        Pod claimed = r.claimElsewhere(runner(1), key, null);
+        Pod terminating = new io.fabric8.kubernetes.api.model.PodBuilder(claimed).editMetadata()
+                .withDeletionTimestamp("2026-01-01T00:00:00Z").withResourceVersion(String.valueOf(
+                        ClaimLedger.resourceVersion(claimed) + 100)).endMetadata().build();
+        r.cluster.server.expect().get().withPath(podPath(runner(1))).andReturn(200, terminating).once();
+        // the watch then delivers that version: the claim is no longer live, so the key has none
+        r.cluster.addAnswerListener((m, path, answer) -> {
+            if (m.equals("GET") && path.equals(podPath(runner(1)))) {
+                r.watch.modified(terminating);
+            }
+        });
+        assertThat(resolver().standing(key.keyHash(), false, deadline(FAR))).isEmpty();
+    }
+
+    @Test
+    void anUndecidedClaimThatIsItsKeysOnlyCarrierIsSettledAndThenStands() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("relisted");
+        r.watch.hold();
+        r.claimElsewhere(runner(3), key, null);
+        r.watch.forget();
+        r.watch.gone();
+        assertThat(r.pods.claimsOf(key.keyHash())).extracting(ClaimLedger.Claim::standing)
+                .containsExactly(Standing.UNKNOWN);
+        r.watch.release();
+        ClaimResolver.Standing s = resolver().standing(key.keyHash(), false, deadline(FAR)).orElseThrow();
+        assertThat(s.claim().standing()).isEqualTo(Standing.WON);
+        assertThat(ClaimLedger.isSettled(s.pod())).isTrue();
+        assertThat(ClaimLedger.isSettled(r.inApi(runner(3)))).isTrue();
+        assertThat(calls(KubeApiCall.PODS_PATCH)).isEqualTo(1);
+        assertThat(calls(KubeApiCall.PODS_LIST)).isEqualTo(1);
+    }
+
+    private void relistedClaims(AllocCommand key, String ownerHash, int... runners) throws Exception {
+        r.watch.hold();
+        for (int n : runners) {
+            r.claimElsewhere(runner(n), key, ownerHash);
+        }
+        r.watch.forget();
+        r.watch.gone();
+        r.watch.release();
+    }
+
+    @Test
+    void twoUndecidedCarriersAreLeftToTheirWritersUntilTheDeadline() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("doubled");
+        relistedClaims(key, null, 0, 1);
+        ApiException e = catchThrowableOfType(ApiException.class,
+                () -> resolver().standing(key.keyHash(), false, deadline(TimeUnit.MILLISECONDS.toNanos(300))));
+        assertThat(e.code()).isEqualTo(503);
+        assertThat(e.getMessage()).isEqualTo("this operator replica's view of the pods is behind the API server, so "
+                + "the claims of this idempotency key could not be confirmed in time; nothing was handed out, try again");
+        assertThat(e.headers()).containsEntry("Retry-After", "7");
+        assertThat(calls(KubeApiCall.PODS_PATCH)).as("neither is settled").isZero();
+        assertThat(ClaimLedger.isSettled(r.inApi(runner(0)))).isFalse();
+    }
+
+    @Test
+    void anUndecidedClaimOverItsOwnersQuotaIsNotSettled() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        // two owners whose hashes share the 63 characters a label keeps: only the claim's own owner counts
+        String owner = "ab".repeat(31) + "a0";
+        String twin = "ab".repeat(31) + "a1";
+        AllocCommand key = cmd("over-quota");
+        relistedClaims(key, owner, 0);
+        r.edit(runner(0), b -> b.editMetadata().addToAnnotations(PlaypenKeys.OWNER_QUOTA, "1").endMetadata());
+        r.claimElsewhere(runner(2), cmd("twin's"), twin);
+        // within the quota of 1: the twin's claim does not count
+        ClaimResolver.Standing s = resolver().standing(key.keyHash(), false, deadline(FAR)).orElseThrow();
+        assertThat(ClaimLedger.isSettled(s.pod())).isTrue();
+
+        AllocCommand second = cmd("over-quota-2");
+        relistedClaims(second, owner, 1);
+        r.edit(runner(1), b -> b.editMetadata().addToAnnotations(PlaypenKeys.OWNER_QUOTA, "1").endMetadata());
+        long patches = calls(KubeApiCall.PODS_PATCH);
+        ApiException e = catchThrowableOfType(ApiException.class,
+                () -> resolver().standing(second.keyHash(), false, deadline(TimeUnit.MILLISECONDS.toNanos(300))));
+        assertThat(e.code()).isEqualTo(503);
+        assertThat(calls(KubeApiCall.PODS_PATCH)).isEqualTo(patches);
+        assertThat(ClaimLedger.isSettled(r.inApi(runner(1)))).isFalse();
+    }
+
+    @Test
+    void theQuotaCountsOnlyTheOwnersLiveClaims() throws Exception {
+        r = new ScriptedReplica(5, 0);
+        String owner = Hashes.ownerHash("carol");
+        AllocCommand key = cmd("quota-two");
+        relistedClaims(key, owner, 0);
+        r.edit(runner(0), b -> b.editMetadata().addToAnnotations(PlaypenKeys.OWNER_QUOTA, "2").endMetadata());
+        // a second claim of the owner: two of two, within the quota
+        r.claimElsewhere(runner(1), cmd("carol-2"), owner);
+        // a pod labelled for the owner whose claim was taken off: not a claim
+        r.edit(runner(2), b -> b.editMetadata().addToLabels(PlaypenKeys.OWNER_HASH_LABEL, ClaimWriter.labelValue(owner))
+                .addToAnnotations(PlaypenKeys.OWNER_HASH, owner).endMetadata());
+        ClaimResolver.Standing s = resolver().standing(key.keyHash(), false, deadline(FAR)).orElseThrow();
+        assertThat(ClaimLedger.isSettled(s.pod())).isTrue();
+        assertThat(s.pod().getMetadata().getName()).isEqualTo(runner(0));
+    }
+
+    @Test
+    void anUndecidedClaimTheApiServerNoLongerShowsIsWaitedOutUntilTheWatchSaysSo() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("rolled-back");
+        relistedClaims(key, null, 2);
+        r.watch.hold();
+        // rolled back by its writer; this replica's watch has not delivered it yet
+        r.writer.rollback(r.inApi(runner(2)), key.keyHash());
+        r.releaseOnAnswer("GET", PODS + "?");
+        assertThat(resolver().standing(key.keyHash(), false, deadline(FAR))).isEmpty();
+        assertThat(r.pods.claimsOf(key.keyHash())).isEmpty();
+        assertThat(calls(KubeApiCall.PODS_PATCH)).as("the rollback only").isEqualTo(1);
+    }
+
+    @Test
+    void aSettleThatMeetsAChangeJudgesAgain() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("settle-conflict");
+        relistedClaims(key, null, 1);
+        r.cluster.server.expect().patch().withPath(podPath(runner(1))).andReturn(409,
+                "{\"kind\":\"Status\",\"code\":409,\"message\":\"modified\"}").once();
+        ClaimResolver.Standing s = resolver().standing(key.keyHash(), false, deadline(FAR)).orElseThrow();
+        assertThat(ClaimLedger.isSettled(s.pod())).isTrue();
+        assertThat(calls(KubeApiCall.PODS_PATCH)).isEqualTo(2);
+        assertThat(calls(KubeApiCall.PODS_LIST)).isEqualTo(2);
+
+        AllocCommand gone = cmd("settle-gone");
+        relistedClaims(gone, null, 2);
+        r.cluster.server.expect().patch().withPath(podPath(runner(2))).andReturn(404,
+                "{\"kind\":\"Status\",\"code\":404,\"message\":\"not found\"}").once();
+        assertThat(resolver().standing(gone.keyHash(), false, deadline(FAR))).isPresent();
+    }
+
+    @Test
+    void aSettleTheApiServerRefusesIsAnError() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("settle-forbidden");
+        relistedClaims(key, null, 1);
+        r.cluster.forbidden = k -> k.equals("PATCH " + podPath(runner(1)));
+        KubernetesClientException e = catchThrowableOfType(KubernetesClientException.class,
+                () -> resolver().standing(key.keyHash(), false, deadline(FAR)));
+        assertThat(e.getCode()).isEqualTo(403);
+    }
+
+    @Test
+    void aKeyWhoseOnlyClaimsLostWaitsForTheirWritersUntilTheDeadline() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("lost-only");
+        r.claimElsewhere(runner(0), key, null);
+        r.claimElsewhere(runner(1), key, null);
+        // the standing one is deleted: only the lost one is left
+        r.cluster.client.pods().inNamespace(TestCluster.NS).withName(runner(0)).delete();
+        assertThat(r.pods.claimsOf(key.keyHash())).extracting(ClaimLedger.Claim::standing)
+                .containsExactly(Standing.LOST);
+        ApiException e = catchThrowableOfType(ApiException.class,
+                () -> resolver().standing(key.keyHash(), true, deadline(TimeUnit.MILLISECONDS.toNanos(300))));
+        assertThat(e.code()).isEqualTo(503);
+        assertThat(calls(KubeApiCall.PODS_GET) + calls(KubeApiCall.PODS_LIST) + calls(KubeApiCall.PODS_PATCH)).isZero();
+    }
+
+    @Test
+    void aKeyWhoseLostClaimIsRolledBackHasNone() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("lost-then-rolled-back");
+        r.claimElsewhere(runner(0), key, null);
+        r.claimElsewhere(runner(1), key, null);
+        r.cluster.client.pods().inNamespace(TestCluster.NS).withName(runner(0)).delete();
+        Pod lost = r.inApi(runner(1));
+        CompletableFuture<Optional<ClaimResolver.Standing>> waiting = ScriptedReplica.waitingForTheWatch(
+                () -> resolver().standing(key.keyHash(), false, deadline(FAR)));
+        r.writer.rollback(lost, key.keyHash());
+        assertThat(waiting.get(20, TimeUnit.SECONDS)).isEmpty();
+    }
+
+    // ---- pin
+
+    @Test
+    void pinSettlesAClaimOnceAndOnlyOnTheVersionItRead() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("pinned");
+        Pod claimed = r.claimElsewhere(runner(0), key, null);
+        ClaimResolver resolver = resolver();
+        Pod pinned = resolver.pin(claimed).orElseThrow();
+        assertThat(ClaimLedger.isSettled(pinned)).isTrue();
+        assertThat(r.pods.get(runner(0))).contains(pinned);
+        assertThat(resolver.pin(pinned)).contains(pinned);
+        assertThat(calls(KubeApiCall.PODS_PATCH)).as("settled once").isEqualTo(1);
+        // a version that is not the current one: 409, judge again
+        assertThat(resolver.pin(claimed)).isEmpty();
+        // a pod that is gone: 404, judge again
+        r.cluster.client.pods().inNamespace(TestCluster.NS).withName(runner(0)).delete();
+        assertThat(resolver.pin(claimed)).isEmpty();
+        assertThat(calls(KubeApiCall.PODS_PATCH)).isEqualTo(3);
+        // refused: an error
+        Pod other = r.claimElsewhere(runner(1), cmd("refused"), null);
+        r.cluster.forbidden = k -> k.startsWith("PATCH ");
+        assertThat(catchThrowableOfType(KubernetesClientException.class, () -> resolver.pin(other)).getCode())
+                .isEqualTo(403);
+    }
+
+    // ---- the wait itself
+
+    @Test
+    void aWaitPastTheDeadlineIsA503AtOnce() {
+        ClaimResolver resolver = new ClaimResolver(null, null, 3);
+        ApiException e = catchThrowableOfType(ApiException.class,
+                () -> resolver.await(new CompletableFuture<String>(), System.nanoTime() - 1));
+        assertThat(e.code()).isEqualTo(503);
+        assertThat(e.headers()).containsEntry("Retry-After", "3");
+        assertThat(resolver.await(CompletableFuture.completedFuture("done"), System.nanoTime() + FAR)).contains("done");
+        assertThat(resolver.await(CompletableFuture.completedFuture(null), System.nanoTime() + FAR)).isEmpty();
+        assertThat(resolver.await(CompletableFuture.failedFuture(new IllegalStateException("cancelled")),
+                System.nanoTime() + FAR)).isEmpty();
+    }
+
+    @Test
+    void aWaitReturnsEmptyAfterOneSliceSoTheCallerJudgesAgainAndThrowsOnlyAtTheDeadline() {
+        ClaimResolver resolver = new ClaimResolver(null, null, 3);
+        // five seconds left: back after a slice with nothing (not a 503 at the deadline)
+        assertThat(resolver.await(new CompletableFuture<String>(), System.nanoTime() + TimeUnit.SECONDS.toNanos(5)))
+                .isEmpty();
+        long shortDeadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(50);
+        assertThat(catchThrowableOfType(ApiException.class,
+                () -> resolver.await(new CompletableFuture<String>(), shortDeadline)).code()).isEqualTo(503);
+        assertThat(System.nanoTime() - shortDeadline).as("not before the deadline").isGreaterThanOrEqualTo(0);
+    }
+
+    @Test
+    void anInterruptedWaitIsA503AndKeepsTheInterrupt() {
+        ClaimResolver resolver = new ClaimResolver(null, null, 3);
+        Thread.currentThread().interrupt();
+        try {
+            ApiException e = catchThrowableOfType(ApiException.class,
+                    () -> resolver.await(new CompletableFuture<String>(), System.nanoTime() + FAR));
+            assertThat(e.code()).isEqualTo(503);
+            assertThat(e.getMessage()).isEqualTo("interrupted");
+            assertThat(e.headers()).containsEntry("Retry-After", "3");
+            assertThat(Thread.currentThread().isInterrupted()).isTrue();
+        } finally {
+            Thread.interrupted();
+        }
+    }
+}

@@ -1,0 +1,110 @@
+package io.unboundedcloud.playpen.kube;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.unboundedcloud.playpen.model.AllocCommand;
+import io.unboundedcloud.playpen.model.Hashes;
+import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.model.ResourceType;
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.Replica;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/**
+ * Claims a replica's watch did not deliver in commit order: its watch was down while more changed than the API
+ * server keeps (410 Gone), so it relisted. Such claims are undecided there: a replay settles one with a conditional
+ * write before handing it out, and a replica's own new claim revealed only by the relist is rolled back and
+ * claimed again rather than handed out unjudged.
+ */
+class ClaimsAcrossARelistTest {
+    private TestCluster cluster;
+    private Replica a;
+
+    @BeforeEach
+    void start() throws Exception {
+        cluster = TestCluster.withWatchHistory(5);
+        cluster.addNode("node-a", "amd64", "203.0.113.10");
+        for (int i = 0; i < 6; i++) {
+            cluster.create(TestCluster.readyRunner("amd64", 51820 + i, "node-a"));
+        }
+        a = new Replica(cluster, 0).awaitReady("node-a");
+        OperatorHarness.awaitTrue(() -> a.pods.pods().size() == 6, Duration.ofSeconds(20), "replica sees the pods");
+    }
+
+    @AfterEach
+    void stop() {
+        a.close();
+        cluster.close();
+    }
+
+    private static AllocCommand cmd(String key) {
+        return new AllocCommand(Hashes.keyHash(key), ResourceType.RUNNER, "", TestCluster.wgKey(3), "amd64");
+    }
+
+    /** More changes than the API server keeps for watches (so the replica's watch must relist). */
+    private void churn() {
+        for (int i = 0; i < 8; i++) {
+            int n = i;
+            cluster.client.pods().inNamespace(TestCluster.NS).withName("playpen-runner-amd64-51825").edit(
+                    p -> new PodBuilder(p).editMetadata().addToLabels("churn", String.valueOf(n)).endMetadata().build());
+        }
+    }
+
+    private void relist() throws Exception {
+        a.proxy.dropWatches();
+        a.proxy.releaseWatches();
+    }
+
+    @Test
+    void aClaimFirstSeenInARelistIsSettledBeforeItIsReplayed() throws Exception {
+        AllocCommand key = cmd("claimed-while-down");
+        a.proxy.holdWatches();
+        cluster.client.pods().inNamespace(TestCluster.NS).withName("playpen-runner-amd64-51821").edit(p ->
+                new PodBuilder(p).editMetadata().addToAnnotations(Map.of(PlaypenKeys.IDEMPOTENCY_KEY_HASH,
+                        key.keyHash(), PlaypenKeys.REQUEST_HASH, key.requestHash(), PlaypenKeys.CLAIMED_AT,
+                        "2026-01-01T00:00:00Z")).endMetadata().build());
+        churn();
+        relist();
+        OperatorHarness.awaitTrue(() -> a.pods.claimsOf(key.keyHash()).size() == 1, Duration.ofSeconds(20),
+                "the relist shows the claim");
+        assertThat(a.pods.claimsOf(key.keyHash()).get(0).standing()).isEqualTo(ClaimLedger.Standing.UNKNOWN);
+
+        Allocator.Allocation replay = a.allocator.allocate(key);
+        assertThat(replay.replay()).isTrue();
+        assertThat(replay.pod().getMetadata().getName()).isEqualTo("playpen-runner-amd64-51821");
+        assertThat(cluster.client.pods().inNamespace(TestCluster.NS).withName("playpen-runner-amd64-51821").get()
+                .getMetadata().getAnnotations()).containsEntry(PlaypenKeys.CLAIM_SETTLED, "true");
+        OperatorHarness.awaitTrue(() -> a.pods.claimsOf(key.keyHash()).get(0).stands(), Duration.ofSeconds(10),
+                "settled claim stands");
+    }
+
+    @Test
+    void aNewClaimRevealedOnlyByARelistIsClaimedAgainNotHandedOutUnjudged() throws Exception {
+        AllocCommand key = cmd("mine-across-a-relist");
+        a.proxy.holdWatches();
+        CompletableFuture<Allocator.Allocation> alloc = CompletableFuture.supplyAsync(() -> a.allocator.allocate(key));
+        OperatorHarness.awaitTrue(() -> cluster.pods().stream().anyMatch(p -> key.keyHash().equals(ManagedPods.keyHash(p))),
+                Duration.ofSeconds(10), "claim written");
+        churn();
+        relist();
+        Allocator.Allocation answer = alloc.get(60, TimeUnit.SECONDS);
+        assertThat(a.allocator.rollbacks()).isPositive();
+        OperatorHarness.awaitTrue(() -> cluster.pods().stream()
+                .filter(p -> key.keyHash().equals(ManagedPods.keyHash(p))).count() == 1, Duration.ofSeconds(10),
+                "one pod carries the key");
+        assertThat(cluster.pods()).filteredOn(p -> key.keyHash().equals(ManagedPods.keyHash(p)))
+                .extracting(ManagedPods::name).containsExactly(answer.pod().getMetadata().getName());
+        assertThat(a.pods.claimOn(answer.pod().getMetadata().getName()).orElseThrow().stands()).isTrue();
+    }
+}

@@ -1,0 +1,203 @@
+package io.unboundedcloud.playpen.kube;
+
+import static io.unboundedcloud.playpen.kube.ScriptedReplica.cmd;
+import static io.unboundedcloud.playpen.kube.ScriptedReplica.runner;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.List;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.unboundedcloud.playpen.model.AllocCommand;
+import io.unboundedcloud.playpen.model.Hashes;
+import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/**
+ * The leader's sweep of lost claims left behind (only after their grace, only while they still lost, never a
+ * settled one), and the reads of allocations, listed from the API server and never showing a claim that lost.
+ */
+class LostClaimsAndReadsTest {
+    private ScriptedReplica r;
+
+    @AfterEach
+    void stop() {
+        if (r != null) {
+            r.close();
+        }
+    }
+
+    /** Two claims of {@code key}: the first stands, the second lost (its writer died before rolling it back). */
+    private void standingAndLost(AllocCommand key, int standing, int lost) {
+        r.claimElsewhere(runner(standing), key, null);
+        r.claimElsewhere(runner(lost), key, null);
+    }
+
+    // ---- the sweep
+
+    @Test
+    void aLostClaimIsRolledBackOnceItsGraceHasPassedAndTheStandingOneStays() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("left-behind");
+        standingAndLost(key, 0, 1);
+        assertThat(new LostClaimSweeper(r.pods, r.writer, 0).sweep()).isEqualTo(1);
+        assertThat(r.carriers(key.keyHash())).containsExactly(runner(0));
+        Pod idle = r.inApi(runner(1));
+        assertThat(ManagedPods.isClaimed(idle)).isFalse();
+        assertThat(idle.getMetadata().getLabels()).doesNotContainKey(PlaypenKeys.KEY_HASH_LABEL);
+        assertThat(r.pods.lostClaims()).isEmpty();
+        assertThat(new LostClaimSweeper(r.pods, r.writer, 0).sweep()).isZero();
+    }
+
+    @Test
+    void aLostClaimIsLeftToItsWriterDuringTheGrace() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("writer-alive");
+        standingAndLost(key, 0, 1);
+        LostClaimSweeper sweeper = new LostClaimSweeper(r.pods, r.writer);
+        assertThat(sweeper.sweep()).isZero();
+        assertThat(sweeper.sweep()).isZero();
+        assertThat(r.carriers(key.keyHash())).containsExactly(runner(0), runner(1));
+        assertThat(r.calls.get(KubeApiCall.PODS_PATCH)).isZero();
+        // the grace runs from the first sweep that saw the claim: the next sweep after it rolls it back
+        LostClaimSweeper shortGrace = new LostClaimSweeper(r.pods, r.writer, 1);
+        assertThat(shortGrace.sweep()).isZero();
+        assertThat(r.carriers(key.keyHash())).containsExactly(runner(0), runner(1));
+        long seen = System.nanoTime();
+        while (System.nanoTime() - seen < 2) {
+            Thread.onSpinWait();
+        }
+        assertThat(shortGrace.sweep()).isEqualTo(1);
+        assertThat(r.carriers(key.keyHash())).containsExactly(runner(0));
+    }
+
+    @Test
+    void aSweepCountsOnlyTheClaimsItRolledBack() throws Exception {
+        r = new ScriptedReplica(6, 0);
+        AllocCommand settledKey = cmd("settled-meanwhile");
+        standingAndLost(settledKey, 0, 1);
+        AllocCommand goneKey = cmd("gone-meanwhile");
+        standingAndLost(goneKey, 2, 3);
+        AllocCommand plainKey = cmd("plain");
+        standingAndLost(plainKey, 4, 5);
+        assertThat(r.pods.lostClaims()).hasSize(3);
+        r.watch.hold();
+        // a settle reached the API server first (the watch has not delivered it): it stands, and stays
+        r.writer.settle(r.inApi(runner(1)));
+        // another one is already deleted
+        r.cluster.client.pods().inNamespace(TestCluster.NS).withName(runner(3)).delete();
+        assertThat(new LostClaimSweeper(r.pods, r.writer, 0).sweep()).isEqualTo(1);
+        assertThat(r.carriers(settledKey.keyHash())).containsExactly(runner(0), runner(1));
+        assertThat(r.carriers(plainKey.keyHash())).containsExactly(runner(4));
+        r.watch.release();
+    }
+
+    @Test
+    void aLostClaimWhosePodThisReplicaDeletedIsNotSwept() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("deleting");
+        standingAndLost(key, 0, 1);
+        r.pods.observeDeleted(runner(1));
+        assertThat(new LostClaimSweeper(r.pods, r.writer, 0).sweep()).isZero();
+        assertThat(r.calls.get(KubeApiCall.PODS_PATCH)).isZero();
+    }
+
+    // ---- reads
+
+    private ClaimReads reads() {
+        return new ClaimReads(r.pods, r.writer);
+    }
+
+    @Test
+    void anOwnersAllocationsAreListedFromTheApiServerWithoutTheClaimsThatLost() throws Exception {
+        r = new ScriptedReplica(6, 0);
+        String owner = Hashes.ownerHash("dana");
+        AllocCommand key = cmd("dana-1");
+        r.claimElsewhere(runner(0), key, owner);
+        r.claimElsewhere(runner(1), key, owner); // lost
+        r.claimElsewhere(runner(2), cmd("dana-2"), owner);
+        r.claimElsewhere(runner(3), cmd("erin-1"), Hashes.ownerHash("erin"));
+        assertThat(names(reads().claimed(owner, null))).containsExactly(runner(0), runner(2));
+        assertThat(names(reads().claimed(null, null))).containsExactly(runner(0), runner(2), runner(3));
+        assertThat(names(reads().claimed(owner, Hashes.allocationId(TestCluster.NS, runner(2)))))
+                .containsExactly(runner(2));
+        assertThat(reads().claimed(owner, Hashes.allocationId(TestCluster.NS, runner(1)))).as("it lost").isEmpty();
+        assertThat(reads().claimed(null, "0000000000000000")).isEmpty();
+        assertThat(r.calls.get(KubeApiCall.PODS_LIST)).isEqualTo(5);
+    }
+
+    @Test
+    void aClaimMadeOnAnotherReplicaIsListedBeforeThisReplicasWatchHasIt() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        String owner = Hashes.ownerHash("fay");
+        r.watch.hold();
+        r.claimElsewhere(runner(1), cmd("fay-1"), owner);
+        assertThat(names(reads().claimed(owner, null))).containsExactly(runner(1));
+        assertThat(names(reads().claimed(null, null))).containsExactly(runner(1));
+    }
+
+    @Test
+    void claimsMadeBeforeTheOwnerLabelExistedComeFromTheCache() throws Exception {
+        r = new ScriptedReplica(5, 0);
+        String owner = Hashes.ownerHash("gus");
+        // the owner annotation only, as older claims carry it
+        for (int n : new int[] {0, 1, 2}) {
+            AllocCommand key = cmd(n == 2 ? "gus-0" : "gus-" + n);
+            r.edit(runner(n), b -> b.editMetadata().addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, key.keyHash())
+                    .addToAnnotations(PlaypenKeys.OWNER_HASH, owner)
+                    .addToLabels(PlaypenKeys.ALLOCATED, Hashes.allocationId(TestCluster.NS, runner(n))).endMetadata());
+        }
+        // runner 2 carries gus-0 after runner 0 did: it lost
+        r.claimElsewhere(runner(3), cmd("gus-3"), owner);
+        // an unmanaged pod with the owner annotation is not an allocation
+        r.cluster.create(new PodBuilder().withNewMetadata().withName("stranger").addToAnnotations(
+                PlaypenKeys.IDEMPOTENCY_KEY_HASH, cmd("s").keyHash()).addToAnnotations(PlaypenKeys.OWNER_HASH, owner)
+                .endMetadata());
+        assertThat(names(reads().claimed(owner, null))).containsExactly(runner(0), runner(1), runner(3));
+        // by allocation id: listed by that label, which the old claims carry
+        assertThat(names(reads().claimed(owner, Hashes.allocationId(TestCluster.NS, runner(1)))))
+                .containsExactly(runner(1));
+    }
+
+    @Test
+    void aClaimDeallocatedThroughAnotherReplicaIsNotListedThoughThisReplicasWatchStillShowsIt() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        String owner = Hashes.ownerHash("ida");
+        r.claimElsewhere(runner(0), cmd("ida-1"), owner);
+        r.claimElsewhere(runner(1), cmd("ida-2"), owner);
+        r.watch.hold();
+        r.cluster.client.pods().inNamespace(TestCluster.NS).withName(runner(1)).delete();
+        assertThat(names(r.pods.byOwnerHash(owner))).containsExactly(runner(0), runner(1));
+        assertThat(names(reads().claimed(owner, null))).containsExactly(runner(0));
+        assertThat(reads().claimed(owner, Hashes.allocationId(TestCluster.NS, runner(1)))).isEmpty();
+        r.watch.release();
+    }
+
+    @Test
+    void aPodThatLostUnderAnotherUidOrKeyIsShownAsItIsNow() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        String owner = Hashes.ownerHash("hal");
+        AllocCommand key = cmd("hal-1");
+        r.claimElsewhere(runner(0), key, owner);
+        r.claimElsewhere(runner(1), key, owner); // lost
+        r.watch.hold();
+        // the API server already has a newer claim on runner 1 (another key) and a new pod named runner 2 ...
+        r.claimElsewhere(runner(1), cmd("hal-2"), owner);
+        assertThat(names(reads().claimed(owner, null))).containsExactly(runner(0), runner(1));
+        // ... or the same name made again, claimed with the same key
+        Pod old = r.inApi(runner(1));
+        r.cluster.client.pods().inNamespace(TestCluster.NS).withName(runner(1)).delete();
+        r.cluster.create(new PodBuilder(old).editMetadata().withUid(null).withResourceVersion(null)
+                .addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, key.keyHash()).endMetadata());
+        assertThat(names(reads().claimed(owner, null))).containsExactly(runner(0), runner(1));
+        r.watch.release();
+    }
+
+    private static List<String> names(List<Pod> pods) {
+        return pods.stream().map(ManagedPods::name).sorted().toList();
+    }
+}

@@ -1,0 +1,142 @@
+package io.unboundedcloud.playpen.kube;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.unboundedcloud.playpen.config.OperatorConfig;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.model.PodTemplates;
+import io.unboundedcloud.playpen.model.PoolHealth;
+import io.unboundedcloud.playpen.model.PoolPlanner;
+import io.unboundedcloud.playpen.model.PoolTarget;
+import io.unboundedcloud.playpen.support.MutableClock;
+
+/**
+ * What every replica learns from the watch: a pod deleted unhealthy without ever being ready is a failed
+ * replacement (counted once, whichever of the pool's delete and the watch's DELETED comes first), a pod that becomes
+ * ready ends the back-off, claims and times-to-ready feed the demand buffer.
+ */
+class PoolSignalsTest {
+    static final PoolTarget AMD64 = PoolTarget.runner("amd64");
+    static final Instant T0 = Instant.parse("2026-12-01T12:00:00Z");
+    final OperatorConfig config = OperatorConfig.parse("--pool-ready-timeout=1m", "--pool-backoff-base=10s");
+    final PoolPlanner planner = new PoolPlanner(config, new PodTemplates(config, Map.of()));
+    final MutableClock clock = new MutableClock(T0);
+    final PoolSignals signals = new PoolSignals(planner, new NodeCache(null), clock, config.pools());
+    final List<PoolSignals.BackoffChange> changes = new ArrayList<>();
+
+    PoolSignalsTest() {
+        signals.addObserver(changes::add);
+    }
+
+    Pod starting(String uid, Instant created) {
+        return new PodBuilder(planner.podFor(AMD64, 51820)).editMetadata().withUid(uid)
+                .withCreationTimestamp(created.toString()).endMetadata()
+                .withNewStatus().withPhase("Running").addNewContainerStatus().withName("runner").withReady(false)
+                .withNewState().withNewRunning().endRunning().endState().endContainerStatus().endStatus().build();
+    }
+
+    Pod ready(Pod p) {
+        return new PodBuilder(p).editMetadata().addToAnnotations(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY,
+                "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=").endMetadata().editStatus().editFirstContainerStatus()
+                .withReady(true).endContainerStatus().endStatus().build();
+    }
+
+    @Test
+    void aPodDeletedUnhealthyWithoutEverBeingReadyIsOneFailureWhicheverSignalComesFirst() {
+        Pod a = starting("a", T0);
+        signals.onPodEvent(PodCache.Change.ADDED, a);
+        clock.now = T0.plus(Duration.ofMinutes(2));
+        // the pool's delete first, then the watch
+        signals.deletedUnhealthy(AMD64, a, PoolHealth.Problem.NOT_READY_IN_TIME);
+        signals.onPodEvent(PodCache.Change.DELETED, a);
+        assertThat(signals.backoff(AMD64).view().failures()).isEqualTo(1);
+        // the watch first (another replica deleted it, or the event was quicker), then nothing more
+        Pod b = starting("b", T0);
+        signals.onPodEvent(PodCache.Change.ADDED, b);
+        signals.onPodEvent(PodCache.Change.DELETED, b);
+        signals.deletedUnhealthy(AMD64, b, PoolHealth.Problem.NOT_READY_IN_TIME);
+        assertThat(signals.backoff(AMD64).view().failures()).isEqualTo(2);
+        assertThat(signals.backoff(AMD64).view().delay()).isEqualTo(Duration.ofSeconds(20));
+        assertThat(changes).hasSize(2).allMatch(c -> !c.recovered());
+        assertThat(changes.get(1).message()).contains("runner-amd64", "2 replacement(s)", "NotReadyInTime", "20 s");
+    }
+
+    @Test
+    void aPodThatWasReadyIsNoFailureEvenWhenItsDeleteIsSeenFirst() {
+        Pod a = starting("a", T0);
+        signals.onPodEvent(PodCache.Change.ADDED, a);
+        signals.onPodEvent(PodCache.Change.UPDATED, ready(a));
+        Pod evicted = new PodBuilder(ready(a)).editStatus().withPhase("Failed").withReason("Evicted").endStatus().build();
+        signals.onPodEvent(PodCache.Change.UPDATED, evicted);
+        signals.onPodEvent(PodCache.Change.DELETED, evicted);
+        signals.deletedUnhealthy(AMD64, evicted, PoolHealth.Problem.EVICTED);
+        assertThat(signals.backoff(AMD64).view().backingOff()).isFalse();
+    }
+
+    @Test
+    void aDeletedPodThatWasStillWithinItsTimeIsNoFailure() {
+        Pod a = starting("a", T0);
+        signals.onPodEvent(PodCache.Change.ADDED, a);
+        clock.now = T0.plusSeconds(30);
+        signals.onPodEvent(PodCache.Change.DELETED, a); // scaled down, or a rollout retired it
+        assertThat(signals.backoff(AMD64).view().backingOff()).isFalse();
+    }
+
+    @Test
+    void theFirstPodThatBecomesReadyEndsTheBackOffAndGivesATimeToReady() {
+        Pod a = starting("a", T0);
+        signals.onPodEvent(PodCache.Change.ADDED, a);
+        clock.now = T0.plus(Duration.ofMinutes(2));
+        signals.onPodEvent(PodCache.Change.DELETED, a);
+        assertThat(signals.backoff(AMD64).view().backingOff()).isTrue();
+        Pod b = starting("b", clock.now);
+        signals.created("playpen-runner-amd64-51820");
+        signals.onPodEvent(PodCache.Change.ADDED, b);
+        clock.now = clock.now.plusSeconds(7);
+        signals.onPodEvent(PodCache.Change.UPDATED, ready(b));
+        assertThat(signals.backoff(AMD64).view().backingOff()).isFalse();
+        assertThat(changes).last().satisfies(c -> {
+            assertThat(c.recovered()).isTrue();
+            assertThat(c.message()).contains("recovered");
+        });
+        assertThat(signals.demand(AMD64).timeToReady()).isEqualTo(Duration.ofSeconds(7));
+    }
+
+    @Test
+    void podsAlreadyReadyWhenFirstSeenGiveNoTimeToReady() {
+        // a replica that starts (or re-lists) sees pods made hours ago: their age is no time-to-ready
+        signals.onPodEvent(PodCache.Change.ADDED, ready(starting("old", T0.minus(Duration.ofHours(5)))));
+        assertThat(signals.demand(AMD64).timeToReady()).isNull();
+    }
+
+    @Test
+    void claimsAreCountedWhenTheyHappenNotWhenAListShowsThem() {
+        Pod a = ready(starting("a", T0));
+        Pod claimed = new PodBuilder(a).editMetadata().addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, "ab".repeat(32))
+                .endMetadata().build();
+        Pod listedClaimed = new PodBuilder(claimed).editMetadata().withUid("listed").endMetadata().build();
+        signals.onPodEvent(PodCache.Change.ADDED, listedClaimed);
+        signals.onPodEvent(PodCache.Change.ADDED, a);
+        signals.onPodEvent(PodCache.Change.UPDATED, claimed);
+        signals.onPodEvent(PodCache.Change.UPDATED, claimed);
+        assertThat(signals.demand(AMD64).rate(T0)).isEqualTo(0.5); // one claim in the 2 s window
+    }
+
+    @Test
+    void allocsTurnedAwayForLackOfAPodCountAsDemand() {
+        signals.unserved(AMD64);
+        signals.unserved(AMD64);
+        assertThat(signals.demand(AMD64).rate(T0)).isEqualTo(1.0);
+        assertThat(signals.demand(PoolTarget.runner("arm64")).rate(T0)).isZero();
+    }
+}

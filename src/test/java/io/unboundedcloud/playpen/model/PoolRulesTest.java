@@ -1,0 +1,449 @@
+package io.unboundedcloud.playpen.model;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.function.Function;
+
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.Node;
+import io.fabric8.kubernetes.api.model.NodeBuilder;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.unboundedcloud.playpen.config.OperatorConfig;
+
+/** The pool rules of docs/pools.md, one test each: health, back-off, rollout, scale-down, against the pure planner. */
+class PoolRulesTest {
+    static final PoolTarget AMD64 = PoolTarget.runner("amd64");
+    static final Instant NOW = Instant.parse("2026-12-01T12:00:00Z");
+    static final String KEY = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+
+    static PoolPlanner planner(String... flags) {
+        List<String> all = new ArrayList<>(List.of("--runner-arm64-count=0"));
+        all.addAll(List.of(flags));
+        OperatorConfig config = OperatorConfig.parse(all.toArray(new String[0]));
+        return new PoolPlanner(config, new PodTemplates(config, Map.of()));
+    }
+
+    /** A pod the pool made at {@code port}, created {@code age} before NOW, not ready yet, on node-a. */
+    static PodBuilder starting(PoolPlanner p, int port, Duration age) {
+        return new PodBuilder(p.podFor(AMD64, port)).editMetadata().withUid("uid-" + port)
+                .withCreationTimestamp(NOW.minus(age).toString()).endMetadata()
+                .editSpec().withNodeName("node-a").endSpec()
+                .withNewStatus().withPhase("Pending").endStatus();
+    }
+
+    /** The same, running and ready with its key published. */
+    static PodBuilder ready(PoolPlanner p, int port, Duration age) {
+        return ready(starting(p, port, age));
+    }
+
+    static PodBuilder ready(PodBuilder b) {
+        return b.editMetadata().addToAnnotations(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY, KEY).endMetadata()
+                .withNewStatus().withPhase("Running").addNewContainerStatus().withName("runner").withReady(true)
+                .withNewState().withNewRunning().endRunning().endState().endContainerStatus()
+                .addNewCondition().withType("Ready").withStatus("True").endCondition().endStatus();
+    }
+
+    static PodBuilder claimed(PodBuilder b) {
+        return b.editMetadata().addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, "ab".repeat(32)).endMetadata();
+    }
+
+    /** A pod of another template: built with another image, hash and all. */
+    static PodBuilder staleReady(int port, Duration age) {
+        return ready(starting(planner("--runner-image=example.com/runner:old"), port, age));
+    }
+
+    static Node node(String name, String ready, Instant since) {
+        NodeBuilder b = new NodeBuilder().withNewMetadata().withName(name).endMetadata().withNewStatus()
+                .addNewAddress().withType("ExternalIP").withAddress("203.0.113.10").endAddress().endStatus();
+        if (ready != null) {
+            b.editStatus().addNewCondition().withType("Ready").withStatus(ready)
+                    .withLastTransitionTime(since.toString()).endCondition().endStatus();
+        }
+        return b.build();
+    }
+
+    static Function<String, Optional<Node>> nodes(Node... ns) {
+        return name -> List.of(ns).stream().filter(n -> n.getMetadata().getName().equals(name)).findFirst();
+    }
+
+    static final Function<String, Optional<Node>> NODE_A_READY = nodes(node("node-a", "True", NOW.minusSeconds(3600)));
+
+    static PoolPlanner.Context ctx(Function<String, Optional<Node>> nodes, PoolBackoff.View backoff) {
+        return new PoolPlanner.Context(NOW, nodes, backoff == null ? Map.of() : Map.of(AMD64, backoff), Map.of(),
+                Map.of(), Map.of());
+    }
+
+    static PoolPlan plan(PoolPlanner p, List<Pod> pods) {
+        return p.plan(pods, Set.of(), ctx(NODE_A_READY, null));
+    }
+
+    static List<String> deleted(PoolPlan plan) {
+        return plan.toDelete().stream().map(d -> ManagedPods.name(d.pod()) + ":" + d.reason()).toList();
+    }
+
+    // ---- health ----
+
+    @Test
+    void endedPodsAreUnhealthyWithTheirReason() {
+        PoolPlanner p = planner("--runner-amd64-count=3");
+        List<Pod> pods = List.of(
+                ready(p, 51820, Duration.ofMinutes(1)).editStatus().withPhase("Failed").withReason("Evicted").endStatus()
+                        .build(),
+                ready(p, 51821, Duration.ofMinutes(1)).editStatus().withPhase("Failed").withReason("Error").endStatus()
+                        .build(),
+                ready(p, 51822, Duration.ofMinutes(1)).editStatus().withPhase("Succeeded").endStatus().build());
+        PoolPlan plan = plan(p, pods);
+        assertThat(deleted(plan)).containsExactly("playpen-runner-amd64-51820:Evicted",
+                "playpen-runner-amd64-51821:Failed", "playpen-runner-amd64-51822:Succeeded");
+        assertThat(plan.toDelete()).noneMatch(PoolPlan.Deletion::force);
+        // replaced: three new pods on free ports (the ended ones keep theirs until they are gone)
+        assertThat(plan.toCreate()).extracting(PoolPlan.PlannedPod::hostPort).containsExactly(51823, 51824, 51825);
+        assertThat(plan.statuses().get(AMD64).unhealthyByReason()).containsEntry("Evicted", 1).containsEntry("Failed", 1)
+                .containsEntry("Succeeded", 1);
+    }
+
+    @Test
+    void aPodNotReadyWithinTheTimeoutIsReplacedAndTheTimeoutCanBeOff() {
+        PoolPlanner p = planner("--runner-amd64-count=2", "--pool-ready-timeout=5m");
+        Pod old = starting(p, 51820, Duration.ofMinutes(5)).build();
+        Pod young = starting(p, 51821, Duration.ofMinutes(4)).build();
+        assertThat(deleted(plan(p, List.of(old, young)))).containsExactly("playpen-runner-amd64-51820:NotReadyInTime");
+        // a pod that was ready and became unready counts from that moment, not from its creation
+        Pod wasReady = ready(p, 51822, Duration.ofHours(3)).editStatus().withConditions(new io.fabric8.kubernetes.api
+                .model.PodConditionBuilder().withType("Ready").withStatus("False")
+                .withLastTransitionTime(NOW.minus(Duration.ofMinutes(2)).toString()).build())
+                .editFirstContainerStatus().withReady(false).endContainerStatus().endStatus().build();
+        assertThat(deleted(plan(p, List.of(wasReady)))).isEmpty();
+        // a pod that is Running but never published its key is not ready either
+        Pod noKey = starting(p, 51823, Duration.ofMinutes(6)).withNewStatus().withPhase("Running")
+                .addNewContainerStatus().withName("runner").withReady(true).withNewState().withNewRunning().endRunning()
+                .endState().endContainerStatus().endStatus().build();
+        assertThat(deleted(plan(p, List.of(noKey)))).containsExactly("playpen-runner-amd64-51823:NotReadyInTime");
+        PoolPlanner off = planner("--runner-amd64-count=2", "--pool-ready-timeout=0");
+        assertThat(deleted(plan(off, List.of(starting(off, 51820, Duration.ofDays(3)).build())))).isEmpty();
+    }
+
+    @Test
+    void podsOnAGoneOrLongNotReadyNodeAreDeletedWithoutGrace() {
+        PoolPlanner p = planner("--runner-amd64-count=3", "--pool-node-not-ready-grace=2m");
+        Pod onGone = ready(p, 51820, Duration.ofMinutes(10)).editSpec().withNodeName("node-gone").endSpec().build();
+        Pod youngOnUnknown = ready(p, 51821, Duration.ofSeconds(30)).editSpec().withNodeName("node-new").endSpec().build();
+        Pod onNotReady = ready(p, 51822, Duration.ofMinutes(10)).editSpec().withNodeName("node-b").endSpec().build();
+        Pod onBriefly = ready(p, 51823, Duration.ofMinutes(10)).editSpec().withNodeName("node-c").endSpec().build();
+        var lookup = nodes(node("node-b", "Unknown", NOW.minus(Duration.ofMinutes(3))),
+                node("node-c", "False", NOW.minus(Duration.ofMinutes(1))));
+        PoolPlan plan = p.plan(List.of(onGone, youngOnUnknown, onNotReady, onBriefly), Set.of(), ctx(lookup, null));
+        assertThat(deleted(plan)).containsExactly("playpen-runner-amd64-51820:NodeGone",
+                "playpen-runner-amd64-51822:NodeNotReady");
+        assertThat(plan.toDelete()).allMatch(PoolPlan.Deletion::force);
+        // with the node cache not synced, nothing is judged by its node
+        assertThat(deleted(p.plan(List.of(onGone, onNotReady), Set.of(), ctx(null, null)))).isEmpty();
+    }
+
+    @Test
+    void unhealthyAllocatedPodsAreReportedNeverDeleted() {
+        PoolPlanner p = planner("--runner-amd64-count=1");
+        Pod evicted = claimed(ready(p, 51820, Duration.ofMinutes(5))).editStatus().withPhase("Failed")
+                .withReason("Evicted").endStatus().build();
+        PoolPlan plan = plan(p, List.of(evicted));
+        assertThat(plan.toDelete()).isEmpty();
+        assertThat(plan.unhealthyAllocated()).extracting(u -> u.problem().reason()).containsExactly("Evicted");
+        assertThat(plan.statuses().get(AMD64).unhealthyAllocatedByReason()).containsEntry("Evicted", 1);
+        assertThat(plan.statuses().get(AMD64).allocated()).isEqualTo(1);
+        assertThat(plan.toCreate()).hasSize(1);
+    }
+
+    // ---- back-off ----
+
+    @Test
+    void backOffDoublesFromBaseToMaxAndEndsOnSuccess() {
+        PoolBackoff b = new PoolBackoff(Duration.ofSeconds(10), Duration.ofSeconds(60));
+        assertThat(b.view().backingOff()).isFalse();
+        List<Long> delays = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            delays.add(b.failed(NOW).delay().toSeconds());
+        }
+        assertThat(delays).containsExactly(10L, 20L, 40L, 60L, 60L);
+        assertThat(b.view().nextCreateAt()).isEqualTo(NOW.plusSeconds(60));
+        assertThat(b.succeeded()).isTrue();
+        assertThat(b.view()).isEqualTo(PoolBackoff.View.NONE);
+        assertThat(b.succeeded()).isFalse();
+    }
+
+    @Test
+    void aPoolBackingOffCreatesNothingWhilePausedThenOnePodAtATime() {
+        PoolPlanner p = planner("--runner-amd64-count=3");
+        PoolBackoff.View paused = new PoolBackoff.View(2, Duration.ofSeconds(20), NOW.plusSeconds(5));
+        PoolBackoff.View over = new PoolBackoff.View(2, Duration.ofSeconds(20), NOW.minusSeconds(1));
+        assertThat(p.plan(List.of(), Set.of(), ctx(NODE_A_READY, paused)).toCreate()).isEmpty();
+        assertThat(p.plan(List.of(), Set.of(), ctx(NODE_A_READY, over)).toCreate()).hasSize(1);
+        // and none while that one is still starting
+        Pod probe = starting(p, 51820, Duration.ofSeconds(3)).build();
+        assertThat(p.plan(List.of(probe), Set.of(), ctx(NODE_A_READY, over)).toCreate()).isEmpty();
+        assertThat(p.plan(List.of(), Set.of("playpen-runner-amd64-51820"), ctx(NODE_A_READY, over)).toCreate()).isEmpty();
+        // unhealthy pods are still deleted while the pool pauses
+        Pod evicted = ready(p, 51821, Duration.ofMinutes(1)).editStatus().withPhase("Failed").endStatus().build();
+        assertThat(deleted(p.plan(List.of(evicted), Set.of(), ctx(NODE_A_READY, paused))))
+                .containsExactly("playpen-runner-amd64-51821:Failed");
+        // without a back-off the same pool refills at once
+        assertThat(p.plan(List.of(), Set.of(), ctx(NODE_A_READY, null)).toCreate()).hasSize(3);
+    }
+
+    /**
+     * A never-ready image, simulated for an hour with the planner and the back-off as the reconciler drives them (a
+     * pass every 10 s, a failure per pod deleted unhealthy): the creates are bounded, not a hot loop.
+     */
+    @Test
+    void aNeverReadyImageCostsABoundedNumberOfCreatesPerHour() {
+        OperatorConfig config = OperatorConfig.parse("--runner-amd64-count=4", "--runner-arm64-count=0",
+                "--pool-ready-timeout=2m", "--pool-backoff-base=10s", "--pool-backoff-max=5m");
+        PoolPlanner p = new PoolPlanner(config, new PodTemplates(config, Map.of()));
+        PoolBackoff backoff = new PoolBackoff(Duration.ofSeconds(10), Duration.ofMinutes(5));
+        List<Pod> live = new ArrayList<>();
+        int creates = 0;
+        Instant t = NOW;
+        Instant end = NOW.plus(Duration.ofHours(1));
+        int[] perTenMinutes = new int[6];
+        for (; t.isBefore(end); t = t.plusSeconds(10)) {
+            PoolPlanner.Context c = new PoolPlanner.Context(t, NODE_A_READY, Map.of(AMD64, backoff.view()), Map.of(),
+                    Map.of(), Map.of());
+            PoolPlan plan = p.plan(live, Set.of(), c);
+            for (PoolPlan.Deletion d : plan.toDelete()) {
+                live.remove(d.pod());
+                backoff.failed(t);
+            }
+            if (backoff.view().pausedAt(t)) {
+                continue; // the create step skips a pool that this pass's deletes paused
+            }
+            for (PoolPlan.PlannedPod planned : plan.toCreate()) {
+                live.add(new PodBuilder(planned.pod()).editMetadata().withUid("u" + creates)
+                        .withCreationTimestamp(t.toString()).endMetadata().editSpec().withNodeName("node-a").endSpec()
+                        .withNewStatus().withPhase("Running").endStatus().build());
+                creates++;
+                perTenMinutes[(int) (Duration.between(NOW, t).toMinutes() / 10)]++;
+            }
+        }
+        // 4 at the start, then each failure doubles the pause up to 5 minutes and one pod is tried at a time: after
+        // the first 10 minutes a pod every ready timeout + 5 minutes at most, i.e. 2 per 10 minutes
+        assertThat(creates).isLessThanOrEqualTo(20);
+        for (int i = 1; i < perTenMinutes.length; i++) {
+            assertThat(perTenMinutes[i]).as("creates in minutes %d-%d", i * 10, i * 10 + 10).isLessThanOrEqualTo(2);
+        }
+        // without the back-off the same hour would replace 4 pods every 2 minutes: 120 creates
+        assertThat(creates).isLessThan(120 / 4);
+    }
+
+    // ---- rollout ----
+
+    @Test
+    void stalePodsAreReplacedSurgeFirstAndDeletedOnlyOnceACurrentPodIsReady() {
+        PoolPlanner p = planner("--runner-amd64-count=2", "--pool-max-surge=1");
+        Pod s1 = staleReady(51820, Duration.ofHours(2)).build();
+        Pod s2 = staleReady(51821, Duration.ofHours(1)).build();
+        // step 1: one surge pod, nothing deleted
+        PoolPlan first = plan(p, List.of(s1, s2));
+        assertThat(first.toDelete()).isEmpty();
+        assertThat(first.toCreate()).extracting(PoolPlan.PlannedPod::hostPort).containsExactly(51822);
+        assertThat(first.statuses().get(AMD64).stale()).isEqualTo(2);
+        // step 2: the surge pod is starting: nothing more (the surge is used up), nothing deleted
+        Pod c1 = starting(p, 51822, Duration.ofSeconds(5)).build();
+        PoolPlan second = plan(p, List.of(s1, s2, c1));
+        assertThat(second.toDelete()).isEmpty();
+        assertThat(second.toCreate()).isEmpty();
+        // step 3: it is ready: the oldest stale pod goes, the next surge pod comes
+        Pod c1Ready = ready(p, 51822, Duration.ofSeconds(30)).build();
+        PoolPlan third = plan(p, List.of(s1, s2, c1Ready));
+        assertThat(deleted(third)).containsExactly("playpen-runner-amd64-51820:Stale");
+        assertThat(third.toCreate()).hasSize(1);
+        // step 4: both current and ready: the last stale pod goes, nothing is created
+        Pod c2Ready = ready(p, 51823, Duration.ofSeconds(20)).build();
+        PoolPlan fourth = plan(p, List.of(s2, c1Ready, c2Ready));
+        assertThat(deleted(fourth)).containsExactly("playpen-runner-amd64-51821:Stale");
+        assertThat(fourth.toCreate()).isEmpty();
+    }
+
+    @Test
+    void aRolloutToANeverReadyTemplateKeepsTheStalePodsServing() {
+        PoolPlanner p = planner("--runner-amd64-count=2", "--pool-max-surge=1", "--pool-ready-timeout=5m");
+        Pod s1 = staleReady(51820, Duration.ofHours(2)).build();
+        Pod s2 = staleReady(51821, Duration.ofHours(1)).build();
+        Pod broken = starting(p, 51822, Duration.ofMinutes(6)).build();
+        PoolPlan plan = plan(p, List.of(s1, s2, broken));
+        assertThat(deleted(plan)).containsExactly("playpen-runner-amd64-51822:NotReadyInTime");
+        assertThat(plan.statuses().get(AMD64).ready()).isEqualTo(2);
+    }
+
+    @Test
+    void theSurgeBoundsHowManyNewPodsARolloutAddsAtOnce() {
+        PoolPlanner p = planner("--runner-amd64-count=8");
+        List<Pod> stale = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            stale.add(staleReady(51820 + i, Duration.ofHours(1)).build());
+        }
+        // 25% of 8 = 2
+        assertThat(plan(p, stale).toCreate()).hasSize(2);
+        assertThat(plan(planner("--runner-amd64-count=8", "--pool-max-surge=3"), stale).toCreate()).hasSize(3);
+        // rolling off: stale pods count as capacity and stay
+        PoolPlan off = plan(planner("--runner-amd64-count=8", "--pool-max-surge=0"), stale);
+        assertThat(off.toCreate()).isEmpty();
+        assertThat(off.toDelete()).isEmpty();
+        assertThat(off.statuses().get(AMD64).stale()).isEqualTo(8);
+    }
+
+    @Test
+    void aSwapInPlaceFromTheGoOperatorKeepsItsPodsWhenTheTemplateIsEqualAndRollsThemBoundedWhenNot() {
+        PoolPlanner p = planner("--runner-amd64-count=4");
+        List<Pod> goPods = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            // the Go operator's pods: our template without the template-hash label
+            Pod made = ready(p, 51820 + i, Duration.ofHours(1)).build();
+            goPods.add(new PodBuilder(made).editMetadata().removeFromLabels(PlaypenKeys.TEMPLATE_HASH).endMetadata()
+                    .build());
+        }
+        PoolPlan same = plan(p, goPods);
+        assertThat(same.toCreate()).isEmpty();
+        assertThat(same.toDelete()).isEmpty();
+        assertThat(same.statuses().get(AMD64).stale()).isZero();
+        // another image: stale, replaced one surge at a time (25% of 4 = 1), never all at once
+        PoolPlan other = plan(planner("--runner-amd64-count=4", "--runner-image=example.com/runner:new"), goPods);
+        assertThat(other.toCreate()).hasSize(1);
+        assertThat(other.toDelete()).isEmpty();
+        assertThat(other.statuses().get(AMD64).stale()).isEqualTo(4);
+    }
+
+    @Test
+    void claimedStalePodsAreUntouched() {
+        PoolPlanner p = planner("--runner-amd64-count=1");
+        Pod claimedStale = claimed(staleReady(51820, Duration.ofHours(1))).build();
+        Pod current = ready(p, 51821, Duration.ofMinutes(1)).build();
+        PoolPlan plan = plan(p, List.of(claimedStale, current));
+        assertThat(plan.toDelete()).isEmpty();
+        assertThat(plan.toCreate()).isEmpty();
+        assertThat(plan.statuses().get(AMD64).stale()).isZero();
+        assertThat(plan.statuses().get(AMD64).allocated()).isEqualTo(1);
+    }
+
+    @Test
+    void theTemplateHashChangesWithTheTemplateAndNotWithThePort() {
+        PoolPlanner p = planner("--runner-amd64-count=1");
+        String h = TemplateHashes.recorded(p.podFor(AMD64, 51820));
+        assertThat(h).hasSize(16).isEqualTo(TemplateHashes.recorded(p.podFor(AMD64, 51899)));
+        assertThat(TemplateHashes.recorded(planner("--runner-image=example.com/runner:2").podFor(AMD64, 51820)))
+                .isNotEqualTo(h);
+        assertThat(TemplateHashes.recorded(planner("--runner-require-kvm=false").podFor(AMD64, 51820))).isNotEqualTo(h);
+        assertThat(TemplateHashes.recorded(planner("--runner-amd64-count=5").podFor(AMD64, 51820))).isEqualTo(h);
+    }
+
+    // ---- scale-down ----
+
+    @Test
+    void scaleDownDeletesUnhealthyThenStaleThenTheYoungestAndNeverAClaimedPod() {
+        PoolPlanner p = planner("--runner-amd64-count=2", "--pool-max-surge=0");
+        Pod unhealthy = ready(p, 51820, Duration.ofHours(5)).editStatus().withPhase("Failed").endStatus().build();
+        Pod stale = staleReady(51821, Duration.ofHours(4)).build();
+        Pod old = ready(p, 51822, Duration.ofHours(3)).build();
+        Pod middle = ready(p, 51823, Duration.ofHours(2)).build();
+        Pod young = ready(p, 51824, Duration.ofHours(1)).build();
+        Pod taken = claimed(ready(p, 51825, Duration.ofMinutes(1))).build();
+        PoolPlan plan = plan(p, List.of(unhealthy, stale, old, middle, young, taken));
+        assertThat(deleted(plan)).containsExactly("playpen-runner-amd64-51820:Failed",
+                "playpen-runner-amd64-51821:Surplus", "playpen-runner-amd64-51824:Surplus");
+        assertThat(plan.toCreate()).isEmpty();
+    }
+
+    @Test
+    void scaleDownTakesStartingPodsBeforeReadyOnesAndKeepsTheDesiredReady() {
+        PoolPlanner p = planner("--runner-amd64-count=1");
+        Pod ready = ready(p, 51820, Duration.ofMinutes(10)).build();
+        Pod startingOld = starting(p, 51821, Duration.ofMinutes(2)).build();
+        Pod startingYoung = starting(p, 51822, Duration.ofMinutes(1)).build();
+        assertThat(deleted(plan(p, List.of(ready, startingOld, startingYoung))))
+                .containsExactly("playpen-runner-amd64-51822:Surplus", "playpen-runner-amd64-51821:Surplus");
+    }
+
+    @Test
+    void aReadyPodIsNeverRemovedInFavourOfOneThatIsNotReadyYet() {
+        PoolPlanner p = planner("--runner-amd64-count=1");
+        Pod ready = ready(p, 51820, Duration.ofMinutes(10)).build();
+        // a starting pod the pool did not make: never surplus itself, and no reason to drop the ready one
+        Pod foreignStarting = new PodBuilder(starting(p, 51821, Duration.ofMinutes(1)).build()).editMetadata()
+                .removeFromLabels(PlaypenKeys.TEMPLATE_HASH).endMetadata().build();
+        assertThat(deleted(plan(p, List.of(ready, foreignStarting)))).isEmpty();
+    }
+
+    @Test
+    void aScaledDownPodsHostPortIsFreeOnceItIsGone() {
+        PoolPlanner p = planner("--runner-amd64-count=1");
+        Pod keep = ready(p, 51820, Duration.ofHours(1)).build();
+        Pod extra = ready(p, 51821, Duration.ofMinutes(1)).build();
+        assertThat(deleted(plan(p, List.of(keep, extra)))).containsExactly("playpen-runner-amd64-51821:Surplus");
+        // once the pod is gone its port is the lowest free one again
+        PoolPlanner two = planner("--runner-amd64-count=2");
+        assertThat(plan(two, List.of(keep)).toCreate()).extracting(PoolPlan.PlannedPod::hostPort).containsExactly(51821);
+    }
+
+    @Test
+    void aPoolNoFlagAsksForAnyMoreDrains() {
+        PoolPlanner old = planner("--control-plane-count=1", "--control-plane-versions=v1.32.0");
+        Pod cp = new PodBuilder(old.podFor(PoolTarget.controlPlane("v1.32.0"), 16443)).editMetadata().withUid("cp")
+                .withCreationTimestamp(NOW.minusSeconds(60).toString()).endMetadata().build();
+        PoolPlanner now = planner("--control-plane-count=1", "--control-plane-versions=v1.33.0");
+        PoolPlan plan = plan(now, List.of(cp));
+        assertThat(deleted(plan)).containsExactly("playpen-control-plane-1.32.0-16443:Surplus");
+        assertThat(plan.statuses().get(PoolTarget.controlPlane("v1.32.0")).configured()).isFalse();
+    }
+
+    // ---- demand-aware buffer ----
+
+    @Test
+    void theBufferIsRateTimesTimeToReadyBetweenTheCountAndTheMaximum() {
+        Duration none = Duration.ZERO;
+        assertThat(DemandBuffer.desired(20, Duration.ofMillis(500), 2, 30, none)).isEqualTo(10);
+        assertThat(DemandBuffer.desired(20, Duration.ofSeconds(5), 2, 30, none)).isEqualTo(30);
+        assertThat(DemandBuffer.desired(0.1, Duration.ofSeconds(5), 2, 30, none)).isEqualTo(2);
+        assertThat(DemandBuffer.desired(20, null, 2, 30, none)).as("no time-to-ready seen yet").isEqualTo(2);
+        assertThat(DemandBuffer.desired(3, Duration.ofMillis(900), 1, 30, Duration.ofMillis(100))).isEqualTo(3);
+    }
+
+    @Test
+    void aStepInDemandRaisesTheBufferWithinTwoSecondsAndItFallsBackAfterAMinute() {
+        DemandBuffer d = new DemandBuffer();
+        d.readyAfter(Duration.ofSeconds(1));
+        Instant t = NOW;
+        for (int i = 0; i < 60; i++) {
+            d.claimed(t.plusSeconds(i)); // 1 per second
+        }
+        t = t.plusSeconds(60);
+        assertThat(d.desired(t, 1, 50, Duration.ZERO)).isEqualTo(1);
+        for (int i = 0; i < 40; i++) {
+            d.claimed(t.plusMillis(i * 50L)); // 20 per second for two seconds
+        }
+        t = t.plusSeconds(2);
+        assertThat(d.rate(t)).isGreaterThanOrEqualTo(19.5);
+        assertThat(d.desired(t, 1, 50, Duration.ZERO)).isEqualTo(20);
+        // the rate falls with the windows: the 10 s window still remembers, the 60 s one at last forgets
+        assertThat(d.desired(t.plusSeconds(5), 1, 50, Duration.ZERO)).isBetween(2, 20);
+        assertThat(d.desired(t.plusSeconds(61), 1, 50, Duration.ZERO)).isEqualTo(1);
+    }
+
+    @Test
+    void theDemandSizeIsUsedByThePlanWithinItsBounds() {
+        PoolPlanner p = planner("--runner-amd64-count=2", "--pool-max-idle=10");
+        PoolPlanner.Context c = new PoolPlanner.Context(NOW, NODE_A_READY, Map.of(), Map.of(AMD64, 25), Map.of(),
+                Map.of());
+        PoolPlan plan = p.plan(List.of(), Set.of(), c);
+        assertThat(plan.toCreate()).hasSize(10);
+        assertThat(plan.statuses().get(AMD64).desired()).isEqualTo(10);
+        assertThat(plan.statuses().get(AMD64).maximum()).isEqualTo(10);
+        assertThat(plan.statuses().get(AMD64).minimum()).isEqualTo(2);
+    }
+}
