@@ -96,6 +96,10 @@ public final class ClaimWriter {
                 .build();
         HttpResponse<byte[]> response;
         try {
+            // a thread already interrupted sends nothing: get() on an answer that is in by then would not notice
+            if (Thread.interrupted()) {
+                throw new InterruptedException();
+            }
             response = http.sendAsync(request, byte[].class).get();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
