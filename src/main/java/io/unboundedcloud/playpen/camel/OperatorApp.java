@@ -71,6 +71,7 @@ public final class OperatorApp implements AutoCloseable {
     private ConnectionGuard connections;
     private ServingCertificateReload servingReload;
     private io.unboundedcloud.playpen.kube.CapacityQueue waiting;
+    private io.unboundedcloud.playpen.kube.ReplicaLanes lanes;
     private final WaitingWake waitingWake = new WaitingWake();
     private final WatchContinuity watches = new WatchContinuity();
 
@@ -116,7 +117,8 @@ public final class OperatorApp implements AutoCloseable {
                 config.leaderElectionLeaseName(), leaseIdentity(), config.leaseDuration(), config.renewDeadline(),
                 config.retryPeriod());
         TtlPolicy leases = new TtlPolicy(config.playpenTtl(), config.leases().maxLifetime());
-        ClaimWriter writer = new ClaimWriter(client, clock, calls, leases);
+        lanes = new io.unboundedcloud.playpen.kube.ReplicaLanes(leader.identity());
+        ClaimWriter writer = new ClaimWriter(client, clock, calls, leases, lanes.self());
         PodTemplates templates = new PodTemplates(config, env);
         PoolPlanner planner = new PoolPlanner(config, templates);
         // every replica learns back-off, time-to-ready and demand from the watch; the leader acts on them
@@ -130,6 +132,8 @@ public final class OperatorApp implements AutoCloseable {
         pods.addListener(ttl);
         // the queue of allocs waiting for capacity is built with the allocator below; pod events wake it
         pods.addListener(waitingWake);
+        // which other replicas are allocating, from the claims they write: each walks its own lane first
+        pods.addListener(lanes);
         leaderRoutes = new LeaderRoutePolicy();
         leader.addListener(leaderRoutes);
         leader.addListener(isLeader -> {
@@ -171,7 +175,7 @@ public final class OperatorApp implements AutoCloseable {
         AccessReviewer reviewer = new AccessReviewer(client, config.sarAllowedTtl(), config.sarDeniedTtl(),
                 config.retryAfterSeconds(), calls);
         allocator = new Allocator(pods, nodes, writer,
-                candidates, config.retryAfterSeconds(), config.maxAllocsPerUser());
+                candidates, config.retryAfterSeconds(), config.maxAllocsPerUser(), lanes);
         waiting = new io.unboundedcloud.playpen.kube.CapacityQueue(allocator, new io.unboundedcloud.playpen.kube.CapacityQueue.Limits(
                 config.waitingLimits().perUser(), config.waitingLimits().total(), config.retryAfterSeconds()));
         waitingWake.target = waiting;

@@ -8,7 +8,9 @@ import java.net.URISyntaxException;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
+import java.util.AbstractMap;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -57,6 +59,12 @@ import io.fabric8.mockwebserver.internal.SimpleRequest;
  * mock sends the object's last version, older than events already delivered).</li>
  * <li>DELETE honours {@code preconditions} (resourceVersion, uid) with a 409 Conflict.</li>
  * <li>A JSON merge patch removes the fields it sets to null (RFC 7386); the plain mock stored the nulls.</li>
+ * <li>A request for one object by name (GET, PATCH, PUT, a create's existence check, a DELETE's precondition) finds
+ * it through an index by name instead of matching every stored object (the plain mock does that, and copies the
+ * whole store for a GET), so the cost of such a request does not grow with the number of objects stored.</li>
+ * <li>A LIST with {@code limit} answers in pages, each with a {@code continue} token for the next, all pages from one
+ * snapshot at one resourceVersion (the plain mock ignores {@code limit} and sends everything at once); a token
+ * older than the kept snapshots answers "410 Gone", as kube-apiserver's expired continue tokens do.</li>
  * </ul>
  * Used by the {@code --dev} playground and by the tests' mock cluster.
  */
@@ -76,6 +84,22 @@ public class ResumableCrudDispatcher extends KubernetesCrudDispatcher {
     private long forgottenUpTo;
     private final Set<Watch> watches = ConcurrentHashMap.newKeySet();
     private final ReadWriteLock storeLock;
+    /**
+     * The attributes each stored object is filed under, by its name (objects of different kinds or namespaces may
+     * share one): kept in step with the store by {@link #processEvent}, under the store's write lock.
+     */
+    private final Map<String, List<AttributeSet>> byName = new HashMap<>();
+    /** The CRUD mock's resourceVersion counter (a LIST answers with its current value, as the plain mock's do). */
+    private final java.util.concurrent.atomic.AtomicLong versions;
+    /** LIST snapshots being paged through, by continue-token id (see {@link #page}). */
+    private final Map<String, Snapshot> snapshots = new ConcurrentHashMap<>();
+    /** Snapshots kept at most (the oldest go first) and for at most this long. */
+    private static final int MAX_SNAPSHOTS = 64;
+    private static final long SNAPSHOT_NANOS = java.util.concurrent.TimeUnit.MINUTES.toNanos(5);
+
+    /** One paged LIST: the matching objects and the resourceVersion at the moment it was taken. */
+    private record Snapshot(List<String> items, String resourceVersion, long takenNanos) {
+    }
 
     public ResumableCrudDispatcher() {
         this(DEFAULT_HISTORY);
@@ -84,6 +108,17 @@ public class ResumableCrudDispatcher extends KubernetesCrudDispatcher {
     public ResumableCrudDispatcher(int historyLimit) {
         this.historyLimit = historyLimit;
         this.storeLock = storeLock(this);
+        this.versions = versions(this);
+    }
+
+    private static java.util.concurrent.atomic.AtomicLong versions(KubernetesCrudDispatcher d) {
+        try {
+            Field f = KubernetesCrudDispatcher.class.getDeclaredField("resourceVersion");
+            f.setAccessible(true);
+            return (java.util.concurrent.atomic.AtomicLong) f.get(d);
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            throw new IllegalStateException("the fabric8 mock's resourceVersion is not where this version expects it", e);
+        }
     }
 
     /** The CRUD mock's own read-write lock (its writes hold the write lock), to make a conditional delete atomic. */
@@ -192,6 +227,13 @@ public class ResumableCrudDispatcher extends KubernetesCrudDispatcher {
             GenericKubernetesResource resource, String newState) {
         String existing = oldAttributes == null ? null : map.get(oldAttributes);
         super.processEvent(path, pathAttributes, oldAttributes, resource, newState);
+        AttributeSet newAttributes = newState == null ? null : attributesOf(pathAttributes, resource, newState);
+        if (oldAttributes != null) {
+            unindex(oldAttributes);
+        }
+        if (newAttributes != null) {
+            index(newAttributes);
+        }
         if (Objects.equals(existing, newState) || existing == null && newState == null) {
             return;
         }
@@ -201,7 +243,7 @@ public class ResumableCrudDispatcher extends KubernetesCrudDispatcher {
             change = new Change(rv, withResourceVersion(existing, rv), oldAttributes, null);
         } else {
             change = new Change(resourceVersionOf(newState), newState, existing == null ? null : oldAttributes,
-                    attributesOf(pathAttributes, resource, newState));
+                    newAttributes);
         }
         synchronized (history) {
             history.addLast(change);
@@ -211,6 +253,185 @@ public class ResumableCrudDispatcher extends KubernetesCrudDispatcher {
             for (Watch w : watches) {
                 w.offer(change);
             }
+        }
+    }
+
+    /** The name an object's (or a query's) attributes give, or null when they name no single object. */
+    private static String nameOf(AttributeSet attributes) {
+        Attribute name = attributes.getAttribute(KubernetesAttributesExtractor.NAME);
+        if (name == null || name.getType() != io.fabric8.mockwebserver.crud.AttributeType.WITH
+                || name.getValues().size() != 1) {
+            return null;
+        }
+        return name.getValues().get(0).toString();
+    }
+
+    private void index(AttributeSet attributes) {
+        String name = nameOf(attributes);
+        if (name != null) {
+            List<AttributeSet> filed = byName.computeIfAbsent(name, n -> new ArrayList<>(1));
+            if (!filed.contains(attributes)) {
+                filed.add(attributes);
+            }
+        }
+    }
+
+    private void unindex(AttributeSet attributes) {
+        String name = nameOf(attributes);
+        List<AttributeSet> filed = name == null ? null : byName.get(name);
+        if (filed != null && filed.remove(attributes) && filed.isEmpty()) {
+            byName.remove(name);
+        }
+    }
+
+    /**
+     * The stored object the query names, through the name index; the plain mock's scan of every object when the
+     * query names none (a LIST). Called with the store's lock held, as the CRUD mock calls it.
+     */
+    @Override
+    public Map.Entry<AttributeSet, String> findResource(AttributeSet query) {
+        String name = nameOf(query);
+        if (name == null) {
+            return super.findResource(query);
+        }
+        List<AttributeSet> filed = byName.get(name);
+        if (filed == null) {
+            return null;
+        }
+        for (AttributeSet candidate : filed) {
+            String stored = map.get(candidate);
+            if (stored != null && candidate.matches(query)) {
+                return new AbstractMap.SimpleImmutableEntry<>(candidate, stored);
+            }
+        }
+        return null;
+    }
+
+    /** A GET of one object by name through the index; anything else (a LIST, a watch) as the CRUD mock does it. */
+    @Override
+    public MockResponse handleGet(String path) {
+        AttributeSet query = attributeExtractor.fromPath(path);
+        if (path.contains("watch=true")) {
+            return super.handleGet(path);
+        }
+        if (nameOf(query) == null) {
+            String raw = rawQuery(path);
+            String limit = queryParam(raw, "limit");
+            String token = queryParam(raw, "continue");
+            boolean paged = limit != null && !limit.isEmpty() || token != null && !token.isEmpty();
+            return paged ? page(query, limit, token) : super.handleGet(path);
+        }
+        Lock read = storeLock.readLock();
+        read.lock();
+        try {
+            Map.Entry<AttributeSet, String> found = findResource(query);
+            return found == null ? new MockResponse().setResponseCode(HttpURLConnection.HTTP_NOT_FOUND)
+                    : new MockResponse().setResponseCode(HttpURLConnection.HTTP_OK).setBody(found.getValue());
+        } finally {
+            read.unlock();
+        }
+    }
+
+    /**
+     * One page of a LIST: the first {@code limit} matching objects of a new snapshot, or the next ones of the
+     * snapshot {@code token} continues; with a continue token while more are left.
+     */
+    private MockResponse page(AttributeSet query, String limitParam, String token) {
+        int limit;
+        try {
+            limit = limitParam == null || limitParam.isEmpty() ? Integer.MAX_VALUE : Integer.parseInt(limitParam);
+        } catch (NumberFormatException e) {
+            return status(HttpURLConnection.HTTP_BAD_REQUEST, "BadRequest", "limit must be a number: " + limitParam);
+        }
+        if (limit <= 0) {
+            limit = Integer.MAX_VALUE;
+        }
+        String id;
+        int from;
+        Snapshot snap;
+        if (token == null || token.isEmpty()) {
+            List<String> items = new ArrayList<>();
+            String rv;
+            Lock read = storeLock.readLock();
+            read.lock();
+            try {
+                for (Map.Entry<AttributeSet, String> e : new ArrayList<>(map.entrySet())) {
+                    if (e.getKey().matches(query)) {
+                        items.add(e.getValue());
+                    }
+                }
+                rv = String.valueOf(versions.get());
+            } finally {
+                read.unlock();
+            }
+            snap = new Snapshot(items, rv, System.nanoTime());
+            id = java.util.UUID.randomUUID().toString();
+            from = 0;
+        } else {
+            int colon = token.lastIndexOf(':');
+            id = colon < 0 ? token : token.substring(0, colon);
+            snap = snapshots.get(id);
+            try {
+                from = colon < 0 ? -1 : Integer.parseInt(token.substring(colon + 1));
+            } catch (NumberFormatException e) {
+                from = -1;
+            }
+            if (snap == null || from < 0 || from > snap.items().size()) {
+                return status(410, "Expired", "The provided continue parameter is too old to display a consistent list "
+                        + "result. You can start a new list without the continue parameter.");
+            }
+        }
+        int to = (int) Math.min((long) from + limit, snap.items().size());
+        String next = null;
+        if (to < snap.items().size()) {
+            next = id + ":" + to;
+            keep(id, snap);
+        } else {
+            snapshots.remove(id);
+        }
+        StringBuilder body = new StringBuilder("{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[");
+        for (int i = from; i < to; i++) {
+            body.append(i > from ? "," : "").append(snap.items().get(i));
+        }
+        body.append("],\"metadata\":{\"resourceVersion\":\"").append(snap.resourceVersion()).append('"');
+        if (next != null) {
+            body.append(",\"continue\":\"").append(next).append("\",\"remainingItemCount\":")
+                    .append(snap.items().size() - to);
+        }
+        body.append("}}");
+        return new MockResponse().setResponseCode(HttpURLConnection.HTTP_OK).setHeader("Content-Type", "application/json")
+                .setBody(body.toString());
+    }
+
+    private void keep(String id, Snapshot snap) {
+        if (snapshots.put(id, snap) != null) {
+            return;
+        }
+        long now = System.nanoTime();
+        snapshots.values().removeIf(s -> now - s.takenNanos() > SNAPSHOT_NANOS);
+        while (snapshots.size() > MAX_SNAPSHOTS) {
+            snapshots.entrySet().stream().min((a, b) -> Long.compare(a.getValue().takenNanos(), b.getValue().takenNanos()))
+                    .ifPresent(oldest -> snapshots.remove(oldest.getKey(), oldest.getValue()));
+        }
+    }
+
+    private static MockResponse status(int code, String reason, String message) {
+        ObjectNode status = JSON.createObjectNode().put("kind", "Status").put("apiVersion", "v1");
+        status.putObject("metadata");
+        status.put("status", "Failure").put("message", message).put("reason", reason).put("code", code);
+        return new MockResponse().setResponseCode(code).setHeader("Content-Type", "application/json")
+                .setBody(status.toString());
+    }
+
+    @Override
+    public void reset() {
+        Lock write = storeLock.writeLock();
+        write.lock();
+        try {
+            super.reset();
+            byName.clear();
+        } finally {
+            write.unlock();
         }
     }
 

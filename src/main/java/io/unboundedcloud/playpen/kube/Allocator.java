@@ -56,6 +56,7 @@ public final class Allocator {
     private final ClaimResolver resolver;
     private final int retryAfterSeconds;
     private final int maxPerOwner;
+    private final ReplicaLanes lanes;
     /** Per-owner critical sections (striped) so one replica's count-then-claim never admits two at once. */
     private final Object[] ownerStripes = new Object[64];
     private final Map<String, CompletableFuture<Allocation>> inFlight = new ConcurrentHashMap<>();
@@ -71,6 +72,13 @@ public final class Allocator {
     /** {@code maxPerOwner}: allocations one owner may hold at once (--max-allocs-per-user); 0 = unlimited. */
     public Allocator(PodCache pods, NodeCache nodes, ClaimWriter writer, Candidates candidates, int retryAfterSeconds,
             int maxPerOwner) {
+        this(pods, nodes, writer, candidates, retryAfterSeconds, maxPerOwner, ReplicaLanes.alone());
+    }
+
+    /** {@code lanes}: which pods this replica tries first (its writer records the same replica in its claims). */
+    public Allocator(PodCache pods, NodeCache nodes, ClaimWriter writer, Candidates candidates, int retryAfterSeconds,
+            int maxPerOwner, ReplicaLanes lanes) {
+        this.lanes = lanes;
         this.maxPerOwner = maxPerOwner;
         for (int i = 0; i < ownerStripes.length; i++) {
             ownerStripes[i] = new Object();
@@ -355,22 +363,36 @@ public final class Allocator {
         // MAX_PROBES probes one last walk tries every pod. Rings can differ while watches lag, and then two
         // claims of one key can be written: correctness does not rest on the walk but on the ledger's judgement
         // of each claim (decide), which every replica reaches alike.
+        // With other replicas allocating too, the same walk first over this replica's lane only (ReplicaLanes), so
+        // that replicas do not write to the same idle pods; the whole ring when the lane has nothing to claim.
         String kind = Candidates.idleKindKey(cmd);
         long seed = Hashes.seed(cmd.keyHash());
-        for (int k = 0; k <= MAX_PROBES; k++) {
-            Visit v = walk(kind, Hashes.probeStart(seed, k), cmd, ownerHash, k == MAX_PROBES);
-            if (v.claimed() != null) {
-                return v.claimed();
-            }
-            if (!v.claimedByOther()) {
-                break; // round the whole ring without a usable pod: more probes would find none either
-            }
+        Claimed found = lanes.replicas() > 1 ? probes(kind, seed, cmd, ownerHash, true) : null;
+        if (found == null) {
+            found = probes(kind, seed, cmd, ownerHash, false);
+        }
+        if (found != null) {
+            return found;
         }
         // nothing usable, or every usable candidate was taken by someone else while we walked: explain why
         if (!explain) {
             throw NO_CAPACITY;
         }
         throw unavailable(cmd);
+    }
+
+    /** The key's probes (over this replica's lane only, or the whole ring): a claim, or null when none was usable. */
+    private Claimed probes(String kind, long seed, AllocCommand cmd, String ownerHash, boolean ownLane) {
+        for (int k = 0; k <= MAX_PROBES; k++) {
+            Visit v = walk(kind, Hashes.probeStart(seed, k), cmd, ownerHash, k == MAX_PROBES, ownLane);
+            if (v.claimed() != null) {
+                return v.claimed();
+            }
+            if (!v.claimedByOther()) {
+                return null; // round the whole ring without a usable pod: more probes would find none either
+            }
+        }
+        return null;
     }
 
     /** What a walk or a visit came to: a claim (new, or of this key), or whether it met a pod claimed by another key. */
@@ -382,13 +404,23 @@ public final class Allocator {
 
     /**
      * Clockwise from {@code start}, once round. Returns at the first pod claimed by another key (the caller moves
-     * to the next probe) unless {@code tryAll}, which passes those too.
+     * to the next probe) unless {@code tryAll}, which passes those too. With {@code ownLane}, pods of other replicas'
+     * lanes are passed (only a claim of this very key on one of them is met).
      */
-    private Visit walk(String kind, long start, AllocCommand cmd, String ownerHash, boolean tryAll) {
+    private Visit walk(String kind, long start, AllocCommand cmd, String ownerHash, boolean tryAll, boolean ownLane) {
         Iterator<String> ring = pods.ring(kind, start);
         boolean metClaimed = false;
         while (ring.hasNext()) {
-            Visit v = visit(ring.next(), cmd, ownerHash);
+            String name = ring.next();
+            if (ownLane && !lanes.mine(name)) {
+                Pod other = pods.get(name).orElse(null);
+                if (other != null && cmd.keyHash().equals(ManagedPods.keyHash(other))
+                        && candidates.classify(cmd, other, nodes::externalIp) == Candidates.Verdict.CLAIMED_BY_THIS_KEY) {
+                    return new Visit(Claimed.met(other), false);
+                }
+                continue;
+            }
+            Visit v = visit(name, cmd, ownerHash);
             if (v.claimed() != null) {
                 return v;
             }

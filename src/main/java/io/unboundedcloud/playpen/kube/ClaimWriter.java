@@ -34,6 +34,8 @@ public final class ClaimWriter {
     private final Clock clock;
     private final ApiCallCounter calls;
     private final TtlPolicy leases;
+    /** What the claims carry as {@code claimed-by} (see {@link ReplicaLanes}); null: nothing. */
+    private final String replica;
 
     /** A writer whose claims carry no expires-at (they expire at claimed-at + --playpen-ttl, as the reference's). */
     public ClaimWriter(KubernetesClient client, Clock clock, ApiCallCounter calls) {
@@ -42,10 +44,16 @@ public final class ClaimWriter {
 
     /** A writer whose claims carry their expiry (expires-at) as {@code leases} decides it; null: none. */
     public ClaimWriter(KubernetesClient client, Clock clock, ApiCallCounter calls, TtlPolicy leases) {
+        this(client, clock, calls, leases, null);
+    }
+
+    /** A writer whose claims also record {@code replica} ({@link ReplicaLanes#self()}) as the replica that wrote them. */
+    public ClaimWriter(KubernetesClient client, Clock clock, ApiCallCounter calls, TtlPolicy leases, String replica) {
         this.client = client;
         this.clock = clock;
         this.calls = calls;
         this.leases = leases;
+        this.replica = replica;
     }
 
     /**
@@ -88,6 +96,10 @@ public final class ClaimWriter {
                 .build();
         HttpResponse<byte[]> response;
         try {
+            // a thread already interrupted sends nothing: get() on an answer that is in by then would not notice
+            if (Thread.interrupted()) {
+                throw new InterruptedException();
+            }
             response = http.sendAsync(request, byte[].class).get();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -147,6 +159,9 @@ public final class ClaimWriter {
         Map<String, Object> labels = new LinkedHashMap<>();
         labels.put(PlaypenKeys.ALLOCATED, Hashes.allocationId(namespace, name));
         labels.put(PlaypenKeys.KEY_HASH_LABEL, labelValue(cmd.keyHash()));
+        if (replica != null) {
+            annotations.put(PlaypenKeys.CLAIMED_BY, replica);
+        }
         if (ownerHash != null) {
             annotations.put(PlaypenKeys.OWNER_HASH, ownerHash);
             labels.put(PlaypenKeys.OWNER_HASH_LABEL, labelValue(ownerHash));
@@ -218,7 +233,7 @@ public final class ClaimWriter {
         Map<String, Object> annotations = new LinkedHashMap<>();
         for (String a : List.of(PlaypenKeys.IDEMPOTENCY_KEY_HASH, PlaypenKeys.REQUEST_HASH,
                 PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY, PlaypenKeys.CLAIMED_AT, PlaypenKeys.EXPIRES_AT,
-                PlaypenKeys.OWNER_HASH, PlaypenKeys.OWNER_QUOTA)) {
+                PlaypenKeys.OWNER_HASH, PlaypenKeys.OWNER_QUOTA, PlaypenKeys.CLAIMED_BY)) {
             annotations.put(a, null);
         }
         Map<String, Object> labels = new LinkedHashMap<>();

@@ -33,10 +33,12 @@ import io.fabric8.kubernetes.client.informers.impl.ListerWatcher;
 import io.fabric8.kubernetes.client.informers.impl.cache.CacheImpl;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.model.SlimPods;
 
 /**
  * Watch-fed view of the pods in the runner namespace, indexed by idempotency-key hash, so the request path
- * never LISTs. Pods this process has just written are kept in an overlay until the watch catches up, so a
+ * never LISTs. It holds each pod as {@link SlimPods} makes it (what the operator reads, nothing else), whether it
+ * came from the watch or from this process's own reads and writes. Pods this process has just written are kept in an overlay until the watch catches up, so a
  * claim is visible to the next request at once. Reads hold the watch store's lock: fabric8 updates a pod's entry
  * and its index entries one after the other, and a lookup between the two steps would miss a claim.
  * <p>
@@ -59,6 +61,8 @@ public final class PodCache implements AutoCloseable {
     private static final String IDLE_KIND_INDEX = "idleKind";
     private static final String OWNER_INDEX = "ownerHash";
     private static final long OVERLAY_MAX_AGE_NANOS = TimeUnit.SECONDS.toNanos(60);
+    /** Pods per page of the watch's LIST (client-go's reflector pages by 500 too). */
+    static final long LIST_PAGE = 500;
 
     private record Fresher(Pod pod, boolean deleted, long atNanos) {
     }
@@ -133,8 +137,11 @@ public final class PodCache implements AutoCloseable {
         if (informer != null) {
             return;
         }
+        // the initial LIST (and any relist) in pages, each made slim before the next arrives: a large namespace's
+        // pods are never all held at once in the client's full model
         @SuppressWarnings("unchecked")
-        ListerWatcher<Pod, PodList> pods = (ListerWatcher<Pod, PodList>) client.pods().inNamespace(namespace);
+        ListerWatcher<Pod, PodList> pods = (ListerWatcher<Pod, PodList>) client.pods().inNamespace(namespace)
+                .withLimit(LIST_PAGE);
         SharedIndexInformer<Pod> inf = Informers.keepRetrying(new DefaultSharedIndexInformer<>(Pod.class,
                 new OrderTracking(pods), 0, java.util.concurrent.Executors.newSingleThreadExecutor(
                         DaemonThreads.named("pod-cache-events"))), "pods");
@@ -407,7 +414,7 @@ public final class PodCache implements AutoCloseable {
                 public void eventReceived(Action action, Pod resource) {
                     EVENT_RV.set(resource == null ? 0L : ClaimLedger.resourceVersion(resource));
                     try {
-                        watcher.eventReceived(action, resource);
+                        watcher.eventReceived(action, SlimPods.slim(resource));
                     } finally {
                         EVENT_RV.remove();
                     }
@@ -432,7 +439,12 @@ public final class PodCache implements AutoCloseable {
 
         @Override
         public java.util.concurrent.CompletableFuture<PodList> submitList(ListOptions options) {
-            return delegate.submitList(options);
+            return delegate.submitList(options).thenApply(list -> {
+                if (list != null && list.getItems() != null) {
+                    list.getItems().replaceAll(SlimPods::slim);
+                }
+                return list;
+            });
         }
 
         @Override
@@ -641,7 +653,8 @@ public final class PodCache implements AutoCloseable {
     }
 
     /** Records a pod version this process read or wrote that may be newer than the watch's. */
-    public void observe(Pod pod) {
+    public void observe(Pod full) {
+        Pod pod = SlimPods.slim(full);
         String name = pod.getMetadata().getName();
         synchronized (storeLock) {
             Pod watched = watched(name);

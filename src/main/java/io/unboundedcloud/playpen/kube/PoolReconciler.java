@@ -35,6 +35,7 @@ import io.unboundedcloud.playpen.model.PoolBackoff;
 import io.unboundedcloud.playpen.model.PoolHealth;
 import io.unboundedcloud.playpen.model.PoolPlan;
 import io.unboundedcloud.playpen.model.PoolPlanner;
+import io.unboundedcloud.playpen.model.PoolTally;
 import io.unboundedcloud.playpen.model.PoolTarget;
 import io.unboundedcloud.playpen.model.ResourceType;
 
@@ -134,6 +135,11 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     private final Clock clock;
     private final long debounceMillis;
     private final Map<String, Long> expected = new ConcurrentHashMap<>();
+    /**
+     * The pods as the watch reports them, counted for the pools (host ports held, each pool's idle pods and the
+     * allocated ones a pass must judge): a pass plans from it without walking every pod.
+     */
+    private final PoolTally tally;
     /** Per managed pod, what the pools last saw of it: refills are triggered by transitions only. */
     private final Map<String, Integer> lastState = new ConcurrentHashMap<>();
     /** uid + problem of allocated pods already reported unhealthy. */
@@ -162,6 +168,12 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         this.pods = pods;
         this.nodes = nodes;
         this.planner = planner;
+        this.tally = planner.newTally();
+        // it learns of pods from the cache's events (it must be one of its listeners, added before the cache
+        // starts); pods the cache holds already when it is made are counted now
+        for (Pod pod : pods.pods()) {
+            tally.put(pod);
+        }
         this.signals = signals;
         this.leader = leader;
         this.calls = calls;
@@ -209,14 +221,16 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         return new Pass(clock.instant());
     }
 
-    /** The plan step: what to delete and create, from the cache, the nodes, the back-off and the demand. */
+    /**
+     * The plan step: what to delete and create, from the pods as the watch reported them, the nodes, the back-off
+     * and the demand.
+     */
     public Pass plan(Pass pass) {
         return step(pass, () -> {
-            // expectations first, then the cache: a pod whose watch event lands in between leaves the expectations
-            // only after the cache has it, so it is in one of the two; the other order could miss it and create twice
+            // expectations first, then the tally: a pod whose watch event lands in between leaves the expectations
+            // only after the tally has it, so it is in one of the two; the other order could miss it and create twice
             Set<String> expectedNow = Set.copyOf(expected.keySet());
-            pass.plan = planner.plan(pods.pods(), expectedNow, context(pass.now));
-            pass.plan.usedPorts().forEach((k, v) -> pass.used.put(k, new HashSet<>(v)));
+            pass.plan = planner.plan(tally, expectedNow, context(pass.now));
             pass.exhausted.addAll(pass.plan.exhausted());
         });
     }
@@ -315,7 +329,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                 if (signals != null && signals.backoff(planned.target()).view().pausedAt(pass.now)) {
                     continue; // this pass's own deletes found a failed replacement: the pool pauses now
                 }
-                Attempt a = create(planned, pass.used.computeIfAbsent(planned.target().type(), k -> new HashSet<>()));
+                Attempt a = create(planned, pass.used.computeIfAbsent(planned.target().type(), pass.plan::portsInUse));
                 pass.existed += a.alreadyExisted();
                 if (a.created()) {
                     pass.created++;
@@ -530,7 +544,11 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     @Override
     public void onPodEvent(PodCache.Change change, Pod pod) {
         String name = ManagedPods.name(pod);
-        if (change != PodCache.Change.DELETED) {
+        if (change == PodCache.Change.DELETED) {
+            tally.remove(name);
+        } else {
+            // the tally first, then the expectations (see plan)
+            tally.put(pod);
             expected.remove(name);
         }
         if (change == PodCache.Change.DELETED || !ManagedPods.isManaged(pod)) {

@@ -32,6 +32,8 @@ public final class PlaypenKeys {
      * only): a claim carrying it stands and is never rolled back.
      */
     public static final String CLAIM_SETTLED = P + "claim-settled";
+    /** Which replica wrote a claim (a hash of its identity): how replicas learn who else is allocating. */
+    public static final String CLAIMED_BY = P + "claimed-by";
     public static final String CONTROL_PLANE_KUBECONFIG = P + "control-plane-kubeconfig";
     public static final String CONTROL_PLANE_GUEST_SERVER = P + "control-plane-guest-server";
     public static final String SET_KUBE_SERVICE_HOST_FQDN = "kubernetes.azure.com/set-kube-service-host-fqdn";

@@ -16,7 +16,7 @@ import java.util.Set;
  * @param deficits   every configured pool → desired minus healthy idle pods (never negative), in the same order
  * @param usedPorts  per kind, the ports in use after this plan (existing, expected and planned); a create that
  *                   answers AlreadyExists can pick its replacement with {@link HostPortPlanner#next}
- *                   (the sets are immutable: copy one to record the replacement ports)
+ *                   (the sets are immutable: {@link #portsInUse} gives one to record the replacement ports in)
  * @param toDelete   idle pods to delete, unhealthy ones first
  * @param unhealthyAllocated allocated pods that are unhealthy: never deleted by the pool, reported
  * @param statuses   every pool (configured ones first, in flag order)
@@ -96,6 +96,44 @@ public record PoolPlan(List<PlannedPod> toCreate, List<Exhaustion> exhausted,
     /** The pods of {@link #toCreate()} alone. */
     public List<Pod> pods() {
         return toCreate.stream().map(PlannedPod::pod).toList();
+    }
+
+    /** The ports of {@code type} this plan saw held, as a set the caller may add to (the plan's own stays as it is). */
+    public Set<Integer> portsInUse(ResourceType type) {
+        return new Overlaid(usedPorts.getOrDefault(type, Set.of()));
+    }
+
+    /**
+     * A set of ports over another that is not changed: contains and adds in constant time, however many ports the
+     * underlying set holds.
+     */
+    static final class Overlaid extends java.util.AbstractSet<Integer> {
+        private final Set<Integer> base;
+        private final Set<Integer> added = new java.util.TreeSet<>();
+
+        Overlaid(Set<Integer> base) {
+            this.base = base;
+        }
+
+        @Override
+        public boolean contains(Object o) {
+            return base.contains(o) || added.contains(o);
+        }
+
+        @Override
+        public boolean add(Integer port) {
+            return !base.contains(port) && added.add(port);
+        }
+
+        @Override
+        public int size() {
+            return base.size() + added.size();
+        }
+
+        @Override
+        public java.util.Iterator<Integer> iterator() {
+            return java.util.stream.Stream.concat(base.stream(), added.stream()).iterator();
+        }
     }
 
     /** True when there is nothing to create or delete and no range ran out. */

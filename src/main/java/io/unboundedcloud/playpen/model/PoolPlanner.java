@@ -11,7 +11,6 @@ import java.util.Collection;
 import java.util.Collections;
 import java.util.Comparator;
 import java.util.EnumMap;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -38,6 +37,9 @@ import java.util.function.Function;
  * </ol>
  * Pods created earlier but not seen yet ("expectations") count as current starting pods and keep their ports, so a
  * quick second pass does not create twice. Pure: the clock, the nodes, the back-off and the demand come in.
+ * <p>
+ * The pods come counted ({@link PoolTally}): a pass judges each pool's idle pods in full, but of the allocated pods
+ * only those that could be unhealthy, so that its cost does not grow with the pods handed out.
  */
 public final class PoolPlanner {
     private final OperatorConfig config;
@@ -113,24 +115,37 @@ public final class PoolPlanner {
      * @param expected names of pods this process created that {@code pods} does not show yet
      */
     public PoolPlan plan(Collection<Pod> pods, Set<String> expected, Context ctx) {
-        Map<ResourceType, Set<Integer>> used = new EnumMap<>(ResourceType.class);
-        for (ResourceType type : ResourceType.values()) {
-            used.put(type, new HashSet<>(HostPortPlanner.usedPorts(pods, type)));
-        }
-        Map<PoolTarget, Members> members = new LinkedHashMap<>();
-        desired.keySet().forEach(t -> members.put(t, new Members(t, true)));
-        Set<String> visible = new HashSet<>();
+        PoolTally tally = newTally();
         for (Pod pod : pods) {
-            visible.add(ManagedPods.name(pod));
-            Optional<PoolTarget> target = targetOf(pod);
-            if (target.isPresent()) {
-                members.computeIfAbsent(target.get(), t -> new Members(t, false)).add(pod, ctx);
-            }
+            tally.put(pod);
         }
-        for (String name : expected) {
-            if (!visible.contains(name)) {
-                countExpected(name, used, members);
-            }
+        return plan(tally, expected, ctx);
+    }
+
+    /** An empty tally of pods for this planner's pools (the pool reconciler keeps one up to date from the watch). */
+    public PoolTally newTally() {
+        return new PoolTally(this::targetOf, desired.keySet());
+    }
+
+    /**
+     * The pass for the pods {@code tally} counts now: the same plan as {@link #plan(Collection, Set, Context)} over
+     * those pods, in time that grows with the pools' idle pods, not with all pods.
+     */
+    public PoolPlan plan(PoolTally tally, Set<String> expected, Context ctx) {
+        PoolTally.Snapshot counted = tally.snapshot(expected, nodeInDoubt(ctx));
+        Map<ResourceType, Set<Integer>> used = new EnumMap<>(ResourceType.class);
+        counted.used().forEach((type, ports) -> used.put(type, new PoolPlan.Overlaid(ports)));
+        Map<PoolTarget, Members> members = new LinkedHashMap<>();
+        for (PoolTally.PoolView view : counted.pools()) {
+            Members m = new Members(view.target(), view.configured());
+            m.allocated = view.allocated();
+            m.oldest = view.oldest();
+            view.idle().forEach(pod -> m.addIdle(pod, ctx));
+            view.allocatedToJudge().forEach(pod -> m.judgeAllocated(pod, ctx));
+            members.put(view.target(), m);
+        }
+        for (String name : counted.unseen()) {
+            countExpected(name, used, members);
         }
 
         List<PoolPlan.PlannedPod> toCreate = new ArrayList<>();
@@ -176,7 +191,7 @@ public final class PoolPlanner {
         }
 
         Map<ResourceType, Set<Integer>> usedOut = new EnumMap<>(ResourceType.class);
-        used.forEach((type, set) -> usedOut.put(type, Set.copyOf(set)));
+        used.forEach((type, set) -> usedOut.put(type, Collections.unmodifiableSet(set)));
         return new PoolPlan(List.copyOf(toCreate), List.copyOf(exhausted), Collections.unmodifiableMap(deficits),
                 Collections.unmodifiableMap(usedOut), List.copyOf(toDelete), List.copyOf(reports),
                 Collections.unmodifiableMap(statuses));
@@ -273,35 +288,17 @@ public final class PoolPlanner {
             this.configured = configured;
         }
 
-        void add(Pod pod, Context ctx) {
-            if (ManagedPods.isTerminating(pod)) {
-                return;
-            }
-            Instant created = PoolHealth.instant(pod.getMetadata().getCreationTimestamp()).orElse(Instant.EPOCH);
-            if (!created.equals(Instant.EPOCH) && (oldest == null || created.isBefore(oldest))) {
-                oldest = created;
-            }
-            Optional<PoolHealth.Problem> problem = ctx.now() == null
-                    ? PoolHealth.problem(pod, null, Instant.MIN, new PoolHealth.Limits(Duration.ZERO, limits.nodeNotReadyGrace()))
-                    : PoolHealth.problem(pod, ctx.nodes(), ctx.now(), limits);
-            if (ManagedPods.isClaimed(pod)) {
-                allocated++;
-                problem.ifPresent(p -> {
-                    reports.add(new PoolPlan.Unhealthy(target, pod, p));
-                    allocatedByReason.merge(p.reason(), 1, Integer::sum);
-                });
-                return;
-            }
-            if (ManagedPods.containerHostPort(pod).isEmpty()) {
-                return; // not a pool member: no hostPort on the named container port
-            }
+        /** An idle pod of the pool (unclaimed, not terminating, a hostPort on the named port). */
+        void addIdle(Pod pod, Context ctx) {
             idle++;
+            Optional<PoolHealth.Problem> problem = problem(pod, ctx);
             if (problem.isPresent()) {
                 unhealthy.add(new Sick(pod, problem.get()));
                 byReason.merge(problem.get().reason(), 1, Integer::sum);
                 return;
             }
             Template tpl = template(target);
+            Instant created = PoolHealth.instant(pod.getMetadata().getCreationTimestamp()).orElse(Instant.EPOCH);
             Member member = new Member(pod, PoolHealth.ready(pod), created);
             if (!TemplateHashes.isCurrent(pod, tpl.hash(), tpl.sample())) {
                 stale.add(member);
@@ -312,6 +309,14 @@ public final class PoolPlanner {
             }
         }
 
+        /** An allocated pod of the pool (already counted) that may be unhealthy: reported when it is. */
+        void judgeAllocated(Pod pod, Context ctx) {
+            problem(pod, ctx).ifPresent(p -> {
+                reports.add(new PoolPlan.Unhealthy(target, pod, p));
+                allocatedByReason.merge(p.reason(), 1, Integer::sum);
+            });
+        }
+
         int readyCount() {
             return currentReady.size() + (int) stale.stream().filter(Member::ready).count();
         }
@@ -320,6 +325,24 @@ public final class PoolPlanner {
         int healthyIdle() {
             return currentReady.size() + currentStarting.size() + stale.size() + expected;
         }
+    }
+
+    /** What is wrong with a pool pod at the pass's time, if anything (without a time: only how it ended). */
+    private Optional<PoolHealth.Problem> problem(Pod pod, Context ctx) {
+        return ctx.now() == null
+                ? PoolHealth.problem(pod, null, Instant.MIN, new PoolHealth.Limits(Duration.ZERO, limits.nodeNotReadyGrace()))
+                : PoolHealth.problem(pod, ctx.nodes(), ctx.now(), limits);
+    }
+
+    /**
+     * Whether a node could make the pods on it unhealthy (gone, or its Ready condition not True): the allocated pods
+     * on it are judged on this pass. None without a time or a synced node cache (no node checks then).
+     */
+    private static java.util.function.Predicate<String> nodeInDoubt(Context ctx) {
+        if (ctx.now() == null || ctx.nodes() == null) {
+            return node -> false;
+        }
+        return node -> ctx.nodes().apply(node).map(n -> !PoolHealth.nodeReady(n)).orElse(true);
     }
 
     /**

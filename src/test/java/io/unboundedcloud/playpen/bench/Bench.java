@@ -60,7 +60,7 @@ import io.unboundedcloud.playpen.support.TestCluster;
  * {@code bench.ttlSamples} (6), {@code bench.jar} (target/playpen-operator.jar; empty skips the separate process),
  * {@code bench.jarJvmArgs}, {@code bench.out} (target/bench), {@code bench.largeClaimed} (0; of the large pool, how
  * many pods are created already claimed), {@code bench.cpuAllocs} (400), {@code bench.cpuConcurrency} (32) and
- * {@code bench.cpuReplicas} (1,2): allocations against the packaged jar as 1 and 2 separate replicas, with the
+ * {@code bench.cpuReplicas} (1,2,3): allocations against the packaged jar as 1, 2 and 3 separate replicas, with the
  * operator's CPU time per allocation from the processes' CPU accounting, first in the fresh JVM and then, after
  * {@code bench.cpuWarmAllocs} (2000) more allocations, in steady state; {@code bench.routes} (routes).
  * {@code bench.client} (vertx; or jdk): the HTTPS client of the alloc and replay requests ({@link BenchHttps}).
@@ -89,6 +89,10 @@ public final class Bench {
     final int large = intProp("bench.large", 5000);
     /** Of the {@code large} pods, how many are created already claimed (the rest idle). */
     final int largeClaimed = intProp("bench.largeClaimed", 0);
+    /** Pods of the {@code huge} phase ({@link HugePool}; 0 skips it), how many of them claimed, over how many nodes. */
+    final int huge = intProp("bench.huge", 100_000);
+    final int hugeClaimed = intProp("bench.hugeClaimed", 50_000);
+    final int hugeNodes = intProp("bench.hugeNodes", 2_000);
     final int refillSamples = intProp("bench.refillSamples", 10);
     final int ttlSamples = intProp("bench.ttlSamples", 6);
     final String jar = System.getProperty("bench.jar", "target/playpen-operator.jar");
@@ -96,8 +100,13 @@ public final class Bench {
     boolean cdsTrained;
     final String jarJvmArgs = System.getProperty("bench.jarJvmArgs",
             "-XX:MaxRAM=768m -XX:MaxRAMPercentage=75 -XX:+ExitOnOutOfMemoryError -Dfile.encoding=UTF-8");
+    /**
+     * The jar's JVM flags in the {@code huge} phase: {@code bench.jarJvmArgs} with a 1.5 GiB memory limit (the
+     * Deployment's 768Mi holds about 40,000 pods; see docs/performance.md).
+     */
+    final String hugeJarJvmArgs = System.getProperty("bench.hugeJarJvmArgs", withMaxRam(jarJvmArgs, "1536m"));
     final Path out = Path.of(System.getProperty("bench.out", "target/bench"));
-    final List<String> phases = List.of(System.getProperty("bench.phases", "compare,refill,ttl,large,burst").split(","));
+    final List<String> phases = List.of(System.getProperty("bench.phases", "compare,refill,ttl,large,huge,burst").split(","));
 
     final int cpuAllocs = intProp("bench.cpuAllocs", 400);
     final int[] cpuConcurrency = ints(System.getProperty("bench.cpuConcurrency", "32"));
@@ -116,7 +125,7 @@ public final class Bench {
     static final double JIT_SETTLED_PERCENT = 10;
     final Map<Integer, Object> jitSettle = new LinkedHashMap<>();
     static final int JIT_WARMUP_CONCURRENCY = 8;
-    final int[] cpuReplicas = ints(System.getProperty("bench.cpuReplicas", "1,2"));
+    final int[] cpuReplicas = ints(System.getProperty("bench.cpuReplicas", "1,2,3"));
 
     final Map<String, Object> results = new LinkedHashMap<>();
     final List<Run> runs = new ArrayList<>();
@@ -186,6 +195,9 @@ public final class Bench {
         if (phases.contains("large")) {
             results.put("large", largePhase());
         }
+        if (phases.contains("huge") && huge > 0) {
+            results.put("huge", new HugePool(this).run());
+        }
         if (phases.contains("burst")) {
             // a burst of 4x the pool with waitSeconds (WaitBurst)
             results.put("burstWithWait", new WaitBurst(this).run());
@@ -236,14 +248,27 @@ public final class Bench {
 
         /** {@code pods} idle runners plus {@code claimed} runners created already claimed. */
         static Env open(Bench bench, int pods, int claimed, String... flags) throws Exception {
+            return open(bench, pods, claimed, 0, flags);
+        }
+
+        /**
+         * {@code pods} idle runners plus {@code claimed} already claimed, over {@code nodes} nodes; with
+         * {@code nodes} 0, over {@link #NODES} nodes with a host port of their own each (as the operator's pool
+         * makes them), else as a large cluster has them: each host port on several nodes ({@link #createPool}).
+         */
+        static Env open(Bench bench, int pods, int claimed, int nodes, String... flags) throws Exception {
             Env e = new Env(bench, pods);
             try {
-                for (int i = 0; i < NODES; i++) {
-                    e.cluster.addNode("node-" + i, "amd64", "203.0.113." + (10 + i));
+                for (int i = 0; i < Math.max(NODES, nodes); i++) {
+                    e.cluster.addNode("node-" + i, "amd64", "203.0." + (113 + i / 240) + "." + (10 + i % 240));
                 }
                 long t0 = System.nanoTime();
-                createReadyRunners(e.cluster, pods);
-                createClaimedRunners(e.cluster, pods, claimed);
+                if (nodes > 0) {
+                    createPool(e.cluster, pods, claimed, nodes);
+                } else {
+                    createReadyRunners(e.cluster, pods);
+                    createClaimedRunners(e.cluster, pods, claimed);
+                }
                 e.createPodsMs = (System.nanoTime() - t0) / 1e6;
                 long s0 = System.nanoTime();
                 e.op = new OperatorHarness(e.cluster, flags);
@@ -307,6 +332,44 @@ public final class Bench {
                 int port = FIRST_PORT + i;
                 String node = "node-" + (i % NODES);
                 fs.add(pool.submit(() -> cluster.create(TestCluster.readyRunner("amd64", port, node))));
+            }
+            for (Future<Pod> f : fs) {
+                f.get();
+            }
+        } finally {
+            pool.shutdown();
+        }
+    }
+
+    /** Host ports a {@link #createPool} pool cycles through (each on several nodes), from {@link #FIRST_PORT}. */
+    static final int POOL_PORTS = 40_000;
+
+    /**
+     * {@code idle} ready runners and {@code claimed} claimed ones over {@code nodes} nodes, as a large cluster has
+     * them: host ports cycle through {@link #POOL_PORTS} from {@link #FIRST_PORT} (pod i on node i mod nodes, so
+     * no node has a port twice while nodes &gt;= pods / POOL_PORTS), names carry the pod's index.
+     */
+    static void createPool(TestCluster cluster, int idle, int claimed, int nodes) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(8);
+        try {
+            String claimedAt = io.unboundedcloud.playpen.model.TtlPolicy.formatClaimedAt(Instant.now());
+            List<Future<Pod>> fs = new ArrayList<>();
+            for (int i = 0; i < idle + claimed; i++) {
+                int n = i;
+                fs.add(pool.submit(() -> {
+                    String name = "playpen-runner-amd64-n" + n;
+                    PodBuilder b = TestCluster.readyRunner("amd64", FIRST_PORT + n % POOL_PORTS, "node-" + (n % nodes))
+                            .editMetadata().withName(name).endMetadata();
+                    if (n >= idle) {
+                        AllocCommand cmd = command(2_000_000 + n);
+                        b.editMetadata().addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, cmd.keyHash())
+                                .addToAnnotations(PlaypenKeys.REQUEST_HASH, cmd.requestHash())
+                                .addToAnnotations(PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY, cmd.wireGuardPublicKey())
+                                .addToAnnotations(PlaypenKeys.CLAIMED_AT, claimedAt)
+                                .addToLabels(PlaypenKeys.ALLOCATED, Hashes.allocationId(NS, name)).endMetadata();
+                    }
+                    return cluster.create(b);
+                }));
             }
             for (Future<Pod> f : fs) {
                 f.get();
@@ -681,7 +744,7 @@ public final class Bench {
     }
 
     /** Sums the per-batch deltas into one before/after pair (the release between batches is left out). */
-    private static void accumulate(Map<String, Integer> sumBefore, Map<String, Integer> sumAfter, Map<String, Integer> before,
+    static void accumulate(Map<String, Integer> sumBefore, Map<String, Integer> sumAfter, Map<String, Integer> before,
             Map<String, Integer> after) {
         after.forEach((k, v) -> {
             int d = v - before.getOrDefault(k, 0);
@@ -1039,44 +1102,14 @@ public final class Bench {
             m.put("claimedPods", largeClaimed);
             m.put("inProcessStartupToReadyMs", Stats.round(e.startupMs));
             Thread.sleep(1000); // the startup pass and any debounced pass have run
-            PoolReconciler pool = e.op.app.poolReconciler();
-            ThreadMXBean threads = ManagementFactory.getThreadMXBean();
-            for (int i = 0; i < 20; i++) {
-                pool.reconcile();
-            }
-            List<Double> cpu = new ArrayList<>();
-            List<Double> wall = new ArrayList<>();
-            int created = 0;
-            Map<String, Integer> sumBefore = new HashMap<>();
-            Map<String, Integer> sumAfter = new HashMap<>();
-            for (int i = 0; i < 30; i++) {
-                Map<String, Integer> before = e.cluster.requestSnapshot();
-                long c0 = threads.getCurrentThreadCpuTime();
-                long w0 = System.nanoTime();
-                PoolReconciler.Result r = pool.reconcile();
-                long w1 = System.nanoTime();
-                long c1 = threads.getCurrentThreadCpuTime();
-                Map<String, Integer> after = e.cluster.requestSnapshot();
-                accumulate(sumBefore, sumAfter, before, after);
-                created += r.created();
-                cpu.add((c1 - c0) / 1e6);
-                wall.add((w1 - w0) / 1e6);
-            }
-            ApiCounts api = ApiCounts.between(sumBefore, sumAfter);
-            Map<String, Object> rec = new LinkedHashMap<>();
-            rec.put("passes", cpu.size());
-            rec.put("cpuMsPerPass", summary(cpu));
-            rec.put("wallMsPerPass", summary(wall));
-            rec.put("apiCallsTotal", api.total());
-            rec.put("apiCallsByVerb", api.byVerb);
-            rec.put("podsCreated", created);
+            Map<String, Object> rec = idleReconcile(e);
             m.put("idleReconcile", rec);
             Map<String, Object> sel = selectionCost(e);
             selection.put(large, sel);
             log("  selection over %d cached pods: select %s us, hot path %s us CPU per call", large,
                     sel.get("cpuMicrosPerSelect"), sel.get("hotPathCpuMicrosPerCall"));
-            log("  idle reconcile over %d pods: cpu %s ms, wall %s ms, api calls %d, created %d", large, summary(cpu),
-                    summary(wall), api.total(), created);
+            log("  idle reconcile over %d pods: cpu %s ms, wall %s ms, api calls %s, created %s", large,
+                    rec.get("cpuMsPerPass"), rec.get("wallMsPerPass"), rec.get("apiCallsTotal"), rec.get("podsCreated"));
 
             // warm the allocation path, then memory of this JVM (mock API server + operator + bench)
             // (claims lower the idle count below the target, so the pool creates replacements meanwhile)
@@ -1106,6 +1139,42 @@ public final class Bench {
         return m;
     }
 
+    /** 20 unmeasured, then 30 measured passes of the pool reconciler with nothing to do: CPU, wall time, API calls. */
+    Map<String, Object> idleReconcile(Env e) {
+        PoolReconciler pool = e.op.app.poolReconciler();
+        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+        for (int i = 0; i < 20; i++) {
+            pool.reconcile();
+        }
+        List<Double> cpu = new ArrayList<>();
+        List<Double> wall = new ArrayList<>();
+        int created = 0;
+        Map<String, Integer> sumBefore = new HashMap<>();
+        Map<String, Integer> sumAfter = new HashMap<>();
+        for (int i = 0; i < 30; i++) {
+            Map<String, Integer> before = e.cluster.requestSnapshot();
+            long c0 = threads.getCurrentThreadCpuTime();
+            long w0 = System.nanoTime();
+            PoolReconciler.Result r = pool.reconcile();
+            long w1 = System.nanoTime();
+            long c1 = threads.getCurrentThreadCpuTime();
+            Map<String, Integer> after = e.cluster.requestSnapshot();
+            accumulate(sumBefore, sumAfter, before, after);
+            created += r.created();
+            cpu.add((c1 - c0) / 1e6);
+            wall.add((w1 - w0) / 1e6);
+        }
+        ApiCounts api = ApiCounts.between(sumBefore, sumAfter);
+        Map<String, Object> rec = new LinkedHashMap<>();
+        rec.put("passes", cpu.size());
+        rec.put("cpuMsPerPass", summary(cpu));
+        rec.put("wallMsPerPass", summary(wall));
+        rec.put("apiCallsTotal", api.total());
+        rec.put("apiCallsByVerb", api.byVerb);
+        rec.put("podsCreated", created);
+        return rec;
+    }
+
     Map<String, Object> inProcessMemory() {
         System.gc();
         var heap = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage();
@@ -1124,6 +1193,12 @@ public final class Bench {
      * {@code warmAllocs} > 0) allocations through its front door, then RSS and heap.
      */
     Map<String, Object> jarProcess(TestCluster cluster, int podCount, List<String> flags, int warmAllocs) throws Exception {
+        return jarProcess(cluster, podCount, flags, warmAllocs, jarJvmArgs);
+    }
+
+    /** {@link #jarProcess(TestCluster, int, List, int)} with these JVM flags (the AppCDS archive is added to them). */
+    Map<String, Object> jarProcess(TestCluster cluster, int podCount, List<String> flags, int warmAllocs, String jvmArgs)
+            throws Exception {
         Path jarPath = jar.isBlank() ? null : Path.of(jar);
         if (jarPath == null || !Files.isRegularFile(jarPath)) {
             log("  (no %s: separate-process measurement skipped)", jar);
@@ -1132,7 +1207,7 @@ public final class Bench {
         Path routes = Path.of(System.getProperty("bench.routes", "routes")).toAbsolutePath();
         List<String> all = new ArrayList<>(List.of("--routes-dir=" + routes));
         all.addAll(flags);
-        List<String> jvm = new ArrayList<>(jarJvmArgs.isBlank() ? List.of() : List.of(jarJvmArgs.trim().split("\\s+")));
+        List<String> jvm = new ArrayList<>(jvmArgs.isBlank() ? List.of() : List.of(jvmArgs.trim().split("\\s+")));
         if (cds) {
             // as the image does: start from an AppCDS archive recorded by a training run of the same jar
             Path archive = out.resolve("playpen.jsa");
@@ -1178,6 +1253,12 @@ public final class Bench {
             if (heap != null) {
                 m.put("heapUsedMiB", Stats.round(heap[0] / 1024.0));
                 m.put("heapCommittedMiB", Stats.round(heap[1] / 1024.0));
+            }
+            // the live set: what the heap holds once a full collection has run (what a cached pod really costs)
+            p.jcmd("GC.run");
+            long[] live = p.heapKb();
+            if (live != null) {
+                m.put("heapUsedAfterFullGcMiB", Stats.round(live[0] / 1024.0));
             }
             if (jvm.stream().anyMatch(a -> a.startsWith("-XX:NativeMemoryTracking="))) {
                 // -Dbench.jarJvmArgs=... -XX:NativeMemoryTracking=summary: where the RSS goes, for profiling
@@ -1229,8 +1310,10 @@ public final class Bench {
                     res.put("replicas" + replicas + "_c" + c, m);
                     log("  jar x%d c=%d: %s", replicas, c, m);
                     if (cpuWarmAllocs > 0) {
-                        // the same processes in steady state: another cpuWarmAllocs allocations first, unmeasured
-                        Map<String, Object> warm = jarAllocRun(e, procs, c, cpuWarmAllocs);
+                        // the same processes in steady state: another cpuWarmAllocs allocations per replica first,
+                        // unmeasured (each process compiles its own code: with the same total, a third each would
+                        // leave three processes still compiling, and their JIT would read as a cost of replicas)
+                        Map<String, Object> warm = jarAllocRun(e, procs, c, cpuWarmAllocs * replicas);
                         if (c == 1) {
                             // the bare PATCH at c=1 measured now, next to the warm operator, for the ratio
                             Run bare = measure(e, new BaselineScenario(), 1, Math.min(cpuAllocs, requests));
@@ -1238,7 +1321,14 @@ public final class Bench {
                             warm.put("p50OverBarePatchP50", Stats.round(num(warm.get("p50Ms")) / bare.stats().pMs(50)));
                         }
                         res.put("replicas" + replicas + "_c" + c + "_warm", warm);
-                        log("  jar x%d c=%d after %d more allocs: %s", replicas, c, cpuWarmAllocs, warm);
+                        log("  jar x%d c=%d after %d more allocs per replica: %s", replicas, c, cpuWarmAllocs, warm);
+                        if (replicas > 1 && c == Arrays.stream(cpuConcurrency).max().orElse(c)) {
+                            // every request to the first replica, the others only watching: what each replica
+                            // costs by following the others' claims, apart from splitting the load
+                            Map<String, Object> one = jarAllocRun(e, procs, c, 0, true);
+                            res.put("replicas" + replicas + "_c" + c + "_warm_oneServing", one);
+                            log("  jar x%d c=%d, all requests to one of them: %s", replicas, c, one);
+                        }
                     }
                 }
             } finally {
@@ -1276,8 +1366,14 @@ public final class Bench {
 
     /** {@code warmupAllocs} unmeasured allocations (in batches, released between), then {@code cpuAllocs} measured. */
     Map<String, Object> jarAllocRun(Env e, List<OperatorProcess> procs, int c, int warmupAllocs) throws Exception {
+        return jarAllocRun(e, procs, c, warmupAllocs, false);
+    }
+
+    /** {@code oneServing}: every request to the first process (the others only watch). */
+    Map<String, Object> jarAllocRun(Env e, List<OperatorProcess> procs, int c, int warmupAllocs, boolean oneServing)
+            throws Exception {
         try (BenchHttps clients = BenchHttps.open(e.cluster.frontProxyClient, c)) {
-            java.util.function.IntUnaryOperator portOf = w -> procs.get(w % procs.size()).port;
+            java.util.function.IntUnaryOperator portOf = w -> procs.get(oneServing ? 0 : w % procs.size()).port;
             clients.connect(c, portOf);
             return jarAllocRun(e, procs, c, warmupAllocs, (i, w) -> clients.alloc(w, portOf.applyAsInt(w), allocBody(i)));
         }
@@ -1294,6 +1390,7 @@ public final class Bench {
         }
         quiesce(e);
         long cpu = 0;
+        long[] byProcess = new long[procs.size()];
         OperatorProcess.CpuSplit split = new OperatorProcess.CpuSplit(0, 0, 0);
         List<long[]> parts = new ArrayList<>();
         long wall = 0;
@@ -1315,6 +1412,7 @@ public final class Bench {
             long[] c1 = procs.stream().mapToLong(Bench::cpuNanos).toArray();
             for (int i = 0; i < c0.length; i++) {
                 cpu += c1[i] - c0[i];
+                byProcess[i] += c1[i] - c0[i];
                 OperatorProcess.CpuSplit s1 = procs.get(i).cpuSplit().orElse(null);
                 if (split != null && s0.get(i) != null && s1 != null) {
                     split = split.plus(s1.minus(s0.get(i)));
@@ -1342,6 +1440,10 @@ public final class Bench {
         m.put("warmupAllocs", warmupAllocs);
         m.put("errors", errors);
         m.put("operatorCpuMicrosPerAlloc", Stats.round(cpu / 1e3 / Math.max(1, s.count())));
+        if (procs.size() > 1) {
+            m.put("operatorCpuMicrosPerAllocByProcess", Arrays.stream(byProcess)
+                    .mapToObj(x -> Stats.round(x / 1e3 / Math.max(1, s.count()))).toList());
+        }
         if (split != null) {
             // the same CPU by thread: the JIT compiler's share is a cost of a young JVM, the rest is the work
             m.put("workCpuMicrosPerAlloc", Stats.round(split.workNanos() / 1e3 / Math.max(1, s.count())));
@@ -1356,6 +1458,7 @@ public final class Bench {
         m.put("perSec", Stats.round(s.throughput()));
         m.put("writesPerAllocInAll", Stats.round((num(per.get("writesPerOp")) + num(per.get("eventWritesPerOp")))));
         m.put("eventWritesPerAlloc", per.get("eventWritesPerOp"));
+        // every PATCH beyond one per allocation: conflicts (409), and the rollbacks and settles of lost claims
         m.put("conflictsPerAlloc", Stats.round((patches - s.count()) / (double) Math.max(1, s.count())));
         m.put("getsPerAlloc", per.get("getsPerOp"));
         if (firstError != null) {
@@ -1374,6 +1477,10 @@ public final class Bench {
         m.put("concurrency", concurrencies);
         m.put("scale", scale);
         m.put("large", large);
+        m.put("huge", huge);
+        m.put("hugeClaimed", hugeClaimed);
+        m.put("hugeNodes", hugeNodes);
+        m.put("hugeJarJvmArgs", hugeJarJvmArgs);
         m.put("refillSamples", refillSamples);
         m.put("ttlSamples", ttlSamples);
         m.put("nodes", NODES);
@@ -1574,13 +1681,125 @@ public final class Bench {
         Map<Integer, Map<String, Object>> st = (Map<Integer, Map<String, Object>>) results.get("startup");
         Map<String, Object> small = st == null || st.get(pods) == null ? null : (Map<String, Object>) st.get(pods).get("jarProcess");
         if (jarRes != null && small != null && small.get("heapUsedMiB") != null && jarRes.get("heapUsedMiB") != null) {
-            double kib = (num(jarRes.get("heapUsedMiB")) - num(small.get("heapUsedMiB"))) * 1024 / Math.max(1, large - pods);
-            double rssKib = (num(jarRes.get("vmRssMiB")) - num(small.get("vmRssMiB"))) * 1024 / Math.max(1, large - pods);
-            t.put("memoryPerCachedPod", map("heapKiB", Stats.round(kib), "rssKiB", Stats.round(rssKib), "note",
-                    "(jar heap/RSS with " + large + " pods - with " + pods + ") / difference in pods; heap is not "
-                    + "collected before reading, so this is an upper bound"));
+            t.put("memoryPerCachedPod", perCachedPod(small, jarRes, large));
         }
+        hugeTargets(t, small);
+        replicaTargets(t);
         return t;
+    }
+
+    /**
+     * Replicas scale out: with 2 and 3 replicas (steady state, every c of {@code bench.cpuConcurrency} from 32), the
+     * extra PATCHes per new allocation (conflicts, and rollbacks of lost claims) at most 0.02, and the operators' CPU
+     * per allocation, all replicas together, at most 1.3 times one replica's at the same c; writes per allocation
+     * reported.
+     */
+    @SuppressWarnings("unchecked")
+    void replicaTargets(Map<String, Object> t) {
+        Map<String, Object> jarCpu = (Map<String, Object>) results.get("operatorProcessAllocs");
+        if (jarCpu == null) {
+            return;
+        }
+        Map<String, Object> out = new LinkedHashMap<>();
+        boolean pass = true;
+        boolean any = false;
+        for (int c : cpuConcurrency) {
+            Map<String, Object> one = (Map<String, Object>) jarCpu.get("replicas1_c" + c + "_warm");
+            if (c < 32 || one == null) {
+                continue;
+            }
+            for (int r : cpuReplicas) {
+                Map<String, Object> many = (Map<String, Object>) jarCpu.get("replicas" + r + "_c" + c + "_warm");
+                if (r < 2 || many == null) {
+                    continue;
+                }
+                any = true;
+                double conflicts = num(many.get("conflictsPerAlloc"));
+                double ratio = num(many.get("operatorCpuMicrosPerAlloc")) / num(one.get("operatorCpuMicrosPerAlloc"));
+                boolean ok = conflicts <= 0.02 && ratio <= 1.3;
+                pass &= ok;
+                Map<String, Object> row = map("conflictsPerNewAlloc", Stats.round(conflicts), "cpuMicrosPerAlloc",
+                        many.get("operatorCpuMicrosPerAlloc"), "cpuOverOneReplica", Stats.round(ratio),
+                        "writesPerAllocInAll", many.get("writesPerAllocInAll"), "pass", ok);
+                Map<String, Object> oneServing = (Map<String, Object>) jarCpu.get("replicas" + r + "_c" + c
+                        + "_warm_oneServing");
+                if (oneServing != null) {
+                    row.put("cpuOverOneReplicaWithOneServing", Stats.round(num(oneServing.get("operatorCpuMicrosPerAlloc"))
+                            / num(one.get("operatorCpuMicrosPerAlloc"))));
+                }
+                out.put("replicas" + r + "_c" + c, row);
+            }
+        }
+        if (any) {
+            out.put("limit", "conflicts <= 0.02 and CPU <= 1.3x one replica's, per replica count and c >= 32");
+            out.put("pass", pass);
+            out.put("note", "steady state (bench.cpuWarmAllocs per replica first); conflicts = PATCHes beyond one per "
+                    + "allocation (409s, and rollbacks of lost claims); cpuOverOneReplicaWithOneServing: the same "
+                    + "replicas with every request sent to one of them (the others only watch)");
+            t.put("replicasScaleOut", out);
+        }
+    }
+
+    /**
+     * Heap and RSS per cached pod: (the jar with {@code n} pods - the jar with {@code pods}) / the difference in
+     * pods. {@code heapKiB} reads the heap as it is (not collected first: an upper bound, as before), {@code
+     * liveHeapKiB} after a full collection (what the pods really hold); the target is on the latter.
+     */
+    Map<String, Object> perCachedPod(Map<String, Object> small, Map<String, Object> big, int n) {
+        double diff = Math.max(1, n - pods);
+        double kib = (num(big.get("heapUsedMiB")) - num(small.get("heapUsedMiB"))) * 1024 / diff;
+        double rssKib = (num(big.get("vmRssMiB")) - num(small.get("vmRssMiB"))) * 1024 / diff;
+        double live = (num(big.get("heapUsedAfterFullGcMiB")) - num(small.get("heapUsedAfterFullGcMiB"))) * 1024 / diff;
+        Map<String, Object> m = map("pods", n, "liveHeapKiB", Double.isNaN(live) ? null : Stats.round(live),
+                "heapKiB", Stats.round(kib), "rssKiB", Stats.round(rssKib));
+        m.put("limit", "live heap <= 4 KiB");
+        m.put("pass", Double.isNaN(live) ? null : live <= 4);
+        m.put("note", "(jar heap/RSS with " + n + " pods - with " + pods + ") / difference in pods; liveHeapKiB after a "
+                + "full collection (jcmd GC.run), heapKiB as found (an upper bound that depends on when the last "
+                + "collection ran)");
+        return m;
+    }
+
+    /** The targets of the huge phase (HugePool), when it ran. */
+    @SuppressWarnings("unchecked")
+    void hugeTargets(Map<String, Object> t, Map<String, Object> small) {
+        Map<String, Object> h = (Map<String, Object>) results.get("huge");
+        if (h == null) {
+            return;
+        }
+        int n = ((Number) h.get("pods")).intValue();
+        Map<String, Object> jarRes = (Map<String, Object>) h.get("jarProcess");
+        if (jarRes != null) {
+            t.put("startupToReadyWith" + n + "PodsWithin15s", map("source", "separate jar process, " + n + " pods, exec "
+                    + "to /readyz 204, " + hugeJarJvmArgs, "ms", jarRes.get("startupToReadyMs"), "limit", "<= 15000",
+                    "pass", num(jarRes.get("startupToReadyMs")) <= 15_000));
+            t.put("rssWith" + n + "PodsWithin1GiB", map("source", "separate jar process, " + n + " pods, after 200 "
+                    + "allocations", "vmRssMiB", jarRes.get("vmRssMiB"), "limit", "<= 1024", "pass",
+                    num(jarRes.get("vmRssMiB")) <= 1024));
+            if (small != null) {
+                t.put("memoryPerCachedPodWith" + n + "Pods", perCachedPod(small, jarRes, n));
+            }
+        }
+        Map<String, Object> rec = (Map<String, Object>) h.get("idleReconcile");
+        t.put("idleReconcileWith" + n + "Pods", map("apiCalls", rec.get("apiCallsTotal"), "cpuMsP50",
+                ((Map<String, Object>) rec.get("cpuMsPerPass")).get("p50"), "limit", "0 API calls", "pass",
+                ((Integer) rec.get("apiCallsTotal")) == 0));
+        Map<String, Object> sel = (Map<String, Object>) selection.get(n);
+        if (sel != null) {
+            t.put("hotPathSelectionWith" + n + "Pods", map("cpuMicros", sel.get("hotPathCpuMicrosPerCall"), "limit",
+                    "<= 20 us", "pass", num(sel.get("hotPathCpuMicrosPerCall")) <= 20));
+        }
+        Run o = find(OURS, pods, 1);
+        Run bare = find(BASELINE, pods, 1);
+        Map<String, Object> c1 = (Map<String, Object>) h.get("allocVsBarePatchAtC1");
+        if (o != null && bare != null && c1 != null) {
+            double atPods = o.stats().pMs(50) / bare.stats().pMs(50);
+            double atN = num(c1.get("ratio"));
+            t.put("allocOverBarePatchAt" + n + "VsAt" + pods, map("ratioAtN" + n, Stats.round(atN), "ratioAtN" + pods,
+                    Stats.round(atPods), "growth", Stats.round(atN / atPods), "limit", "growth <= 1.2", "pass",
+                    atN / atPods <= 1.2, "note", "alloc p50 / bare PATCH p50 at c=1, each pair measured interleaved "
+                    + "in one environment"));
+        }
     }
 
     /** The RSS target: 300 MiB up to 5,000 pods, 400 MiB for the 10,000-pod scale figure. */
@@ -1707,6 +1926,24 @@ public final class Bench {
         Map<String, Object> inProc = (Map<String, Object>) large.get("memoryInProcess");
         sb.append(String.format(Locale.ROOT, "bench JVM (mock API + operator + clients), %d pods: VmRSS %s MiB, heap after GC %s MiB%n",
                 this.large, inProc.get("vmRssMiB"), inProc.get("heapUsedAfterGcMiB")));
+        Map<String, Object> hugeRes = (Map<String, Object>) results.get("huge");
+        if (hugeRes != null) {
+            sb.append(String.format(Locale.ROOT, "%n== %s pods (%s claimed) over %s nodes ==%n", hugeRes.get("pods"),
+                    hugeRes.get("claimedPods"), hugeRes.get("nodes")));
+            Map<String, Object> hr = (Map<String, Object>) hugeRes.get("idleReconcile");
+            sb.append(String.format(Locale.ROOT, "pods created in %s ms; in-process ready in %s ms%n",
+                    hugeRes.get("createPodsMs"), hugeRes.get("inProcessStartupToReadyMs")));
+            sb.append(String.format(Locale.ROOT, "idle reconcile: cpu %s ms/pass, API calls %s%n", hr.get("cpuMsPerPass"),
+                    hr.get("apiCallsTotal")));
+            sb.append(String.format(Locale.ROOT, "c=1: %s%n", compactTarget((Map<String, Object>) hugeRes.get(
+                    "allocVsBarePatchAtC1"))));
+            Map<String, Object> hj = (Map<String, Object>) hugeRes.get("jarProcess");
+            if (hj != null) {
+                sb.append(String.format(Locale.ROOT, "jar process: ready %s ms after exec; VmRSS %s MiB (peak %s), heap "
+                        + "used %s MiB, %s MiB after a full GC (%s)%n", hj.get("startupToReadyMs"), hj.get("vmRssMiB"),
+                        hj.get("vmHwmMiB"), hj.get("heapUsedMiB"), hj.get("heapUsedAfterFullGcMiB"), hj.get("jvmArgs")));
+            }
+        }
         sb.append(String.format(Locale.ROOT, "%n== targets ==%n"));
         ((Map<String, Object>) results.get("targets")).forEach((k, v) -> {
             Object pass = v instanceof Map<?, ?> mm ? mm.get("pass") : null;
@@ -1786,6 +2023,13 @@ public final class Bench {
         System.out.printf(Locale.ROOT, "[%6.1fs] %s%n", (System.nanoTime() - benchStart) / 1e9,
                 String.format(Locale.ROOT, fmt, args));
         System.out.flush();
+    }
+
+    /** {@code jvmArgs} with -XX:MaxRAM set to {@code maxRam} (the container memory limit the JVM sizes itself by). */
+    static String withMaxRam(String jvmArgs, String maxRam) {
+        String set = "-XX:MaxRAM=" + maxRam;
+        return jvmArgs.matches("(^|.*\\s)-XX:MaxRAM=\\S+.*") ? jvmArgs.replaceAll("-XX:MaxRAM=\\S+", set)
+                : (jvmArgs + " " + set).trim();
     }
 
     static int intProp(String name, int def) {

@@ -24,7 +24,9 @@ import java.util.jar.JarFile;
  * <p>Flags mirror the {@code bench.*} properties: {@code --pods=200}, {@code --concurrency=1,8,32,64},
  * {@code --large=10000}, ... ({@code --name=value} sets {@code bench.name}); {@code --out=DIR} is where results go
  * (default {@code ./playpen-bench-results}); {@code --jvm-args="-Xms512m -Xmx2g"} the child JVM's flags;
- * {@code --help} lists them.
+ * {@code --help} lists them. Compare mode: {@code --compare=OTHER.jar} runs the bench of another bench jar (A, say
+ * one built from the main branch) and this one's (B) back to back with the same flags ({@code --compare-runs=N}:
+ * N of each, alternately), then prints every target of every run side by side ({@link BenchCompare}).
  */
 public final class BenchJar {
     /** The bench.* properties and their defaults (those of the bench profile in pom.xml). */
@@ -40,7 +42,10 @@ public final class BenchJar {
         DEFAULTS.put("largeClaimed", "5000");
         DEFAULTS.put("refillSamples", "10");
         DEFAULTS.put("ttlSamples", "6");
-        DEFAULTS.put("phases", "compare,refill,ttl,large");
+        DEFAULTS.put("huge", "100000");
+        DEFAULTS.put("hugeClaimed", "50000");
+        DEFAULTS.put("hugeNodes", "2000");
+        DEFAULTS.put("phases", "compare,refill,ttl,large,huge");
         DEFAULTS.put("cds", "true");
         DEFAULTS.put("cpuAllocs", "400");
         DEFAULTS.put("cpuConcurrency", "1,32,64");
@@ -48,7 +53,7 @@ public final class BenchJar {
         DEFAULTS.put("jitWarmup", "1500");
         DEFAULTS.put("jitSettleRounds", "20");
         DEFAULTS.put("rounds", "4");
-        DEFAULTS.put("cpuReplicas", "1,2");
+        DEFAULTS.put("cpuReplicas", "1,2,3");
         DEFAULTS.put("client", "vertx");
         DEFAULTS.put("jarJvmArgs", "-XX:MaxRAM=768m -XX:MaxRAMPercentage=35 -XX:InitialRAMPercentage=10 -XX:+UseSerialGC "
                 + "-XX:MaxHeapFreeRatio=30 -XX:MinHeapFreeRatio=10 -Xss512k -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m "
@@ -62,6 +67,8 @@ public final class BenchJar {
         Map<String, String> props = new LinkedHashMap<>(DEFAULTS);
         String out = "playpen-bench-results";
         String jvmArgs = "-Xms512m -Xmx2g";
+        String compare = null;
+        int compareRuns = 1;
         for (String a : args) {
             if (a.equals("--help") || a.equals("-h")) {
                 usage();
@@ -78,6 +85,10 @@ public final class BenchJar {
                 out = value;
             } else if (name.equals("jvm-args")) {
                 jvmArgs = value;
+            } else if (name.equals("compare")) {
+                compare = value;
+            } else if (name.equals("compare-runs")) {
+                compareRuns = Integer.parseInt(value);
             } else if (props.containsKey(name)) {
                 props.put(name, value);
             } else {
@@ -87,9 +98,40 @@ public final class BenchJar {
         }
         Path outDir = Path.of(out).toAbsolutePath();
         Files.createDirectories(outDir);
-        Path home = unpack(outDir.resolve(".playpen-bench"));
+        Path home = unpack(self(), outDir.resolve(".playpen-bench"));
+        if (compare == null) {
+            System.out.println("playpen-bench: results in " + outDir);
+            System.exit(run(home, outDir, jvmArgs, props));
+        }
+        // compare mode: the other jar's bench (A) and this one's (B) back to back, alternately, then every target
+        Path other = unpack(Path.of(compare).toAbsolutePath(), outDir.resolve(".playpen-bench-a"));
+        List<String> as = new ArrayList<>();
+        List<String> bs = new ArrayList<>();
+        for (int i = 1; i <= compareRuns; i++) {
+            Path a = outDir.resolve("A" + i);
+            Path b = outDir.resolve("B" + i);
+            System.out.println("playpen-bench compare: run A" + i + " (" + compare + ") into " + a);
+            run(other, a, jvmArgs, props);
+            System.out.println("playpen-bench compare: run B" + i + " (this jar) into " + b);
+            run(home, b, jvmArgs, props);
+            as.add(a.toString());
+            bs.add(b.toString());
+        }
+        List<String> cmd = new ArrayList<>(List.of(java(), "-cp", home.resolve("lib") + java.io.File.separator + "*",
+                "io.unboundedcloud.playpen.bench.BenchCompare", "--a=" + String.join(",", as), "--b=" + String.join(",", bs),
+                "--out=" + outDir));
+        System.exit(new ProcessBuilder(cmd).inheritIO().start().waitFor());
+    }
+
+    private static String java() {
+        return Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    }
+
+    /** The bench unpacked in {@code home} in a child JVM, results into {@code outDir}; its exit code. */
+    static int run(Path home, Path outDir, String jvmArgs, Map<String, String> props) throws Exception {
+        Files.createDirectories(outDir);
         List<String> cmd = new ArrayList<>();
-        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.add(java());
         for (String j : jvmArgs.trim().split("\\s+")) {
             if (!j.isEmpty()) {
                 cmd.add(j);
@@ -106,22 +148,27 @@ public final class BenchJar {
         cmd.add("-cp");
         cmd.add(home.resolve("lib") + java.io.File.separator + "*");
         cmd.add("io.unboundedcloud.playpen.bench.Bench"); // by name: this launcher JVM has none of its libraries
-        System.out.println("playpen-bench: results in " + outDir);
         Process p = new ProcessBuilder(cmd).inheritIO().start();
-        System.exit(p.waitFor());
+        return p.waitFor();
+    }
+
+    private static Path self() throws URISyntaxException {
+        return Path.of(BenchJar.class.getProtectionDomain().getCodeSource().getLocation().toURI());
     }
 
     private static void usage() {
         System.out.println("java -jar playpen-bench.jar [--name=value ...]\n\n"
                 + "  --out=DIR            where results.json, latency.html and logs go (default ./playpen-bench-results)\n"
-                + "  --jvm-args=\"...\"     flags of the bench JVM (default -Xms512m -Xmx2g)");
+                + "  --jvm-args=\"...\"     flags of the bench JVM (default -Xms512m -Xmx2g)\n"
+                + "  --compare=OTHER.jar  compare mode: the bench of OTHER.jar (A) and of this jar (B) back to back with\n"
+                + "                       the same flags, results in <out>/A1, <out>/B1, ..., then every target of both\n"
+                + "  --compare-runs=N     compare mode: N runs of each, alternately (A1 B1 A2 B2 ...; default 1)");
         DEFAULTS.forEach((k, v) -> System.out.printf("  --%-19s default %s%n", k + "=...", v));
         System.out.println("\nThe bench.* properties of Bench's Javadoc; a full run takes several minutes and wants 2+ cores.");
     }
 
-    /** Unpacks lib/, routes/ and operator/ from this jar into {@code dir} (replacing an earlier copy). */
-    static Path unpack(Path dir) throws IOException, URISyntaxException {
-        Path self = Path.of(BenchJar.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+    /** Unpacks lib/, routes/ and operator/ from the bench jar {@code self} into {@code dir} (replacing an earlier copy). */
+    static Path unpack(Path self, Path dir) throws IOException {
         if (Files.isDirectory(dir)) {
             try (var walk = Files.walk(dir)) {
                 walk.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());

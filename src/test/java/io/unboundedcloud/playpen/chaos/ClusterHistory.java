@@ -46,6 +46,13 @@ public final class ClusterHistory implements AutoCloseable {
     private final Map<String, Pod> live = new HashMap<>();
     /** uid -> every key hash the pod ever carried (in order). */
     private final Map<String, List<String>> keysByUid = new HashMap<>();
+    /**
+     * uid -> the key hashes taken off the pod while it lived (a claim that lost to an earlier claim of its key and
+     * was rolled back, never answered): the pod may then carry another key.
+     */
+    private final Map<String, Set<String>> takenBackByUid = new HashMap<>();
+    /** pod name + " " + key hash -> nanoTimes at which that key was taken off a pod of that name. */
+    private final Map<String, List<Long>> takenBackAt = new HashMap<>();
     private final Map<String, String> nameByUid = new HashMap<>();
     private final Map<String, String> templateByUid = new HashMap<>();
     /** uid -> nanoTime of deletion. */
@@ -183,11 +190,19 @@ public final class ClusterHistory implements AutoCloseable {
         templateByUid.putIfAbsent(uid, templateHash(pod));
         String hash = keyHash(pod);
         List<String> keys = keysByUid.computeIfAbsent(uid, u -> new ArrayList<>());
+        Pod was = live.get(uid);
+        String wasHash = was == null ? null : keyHash(was);
+        if (wasHash != null && hash == null && action != Watcher.Action.DELETED) {
+            takenBackByUid.computeIfAbsent(uid, u -> new HashSet<>()).add(wasHash);
+            takenBackAt.computeIfAbsent(name + " " + wasHash, k -> new ArrayList<>()).add(System.nanoTime());
+        }
         if (hash != null && !keys.contains(hash)) {
-            keys.add(hash);
-            if (keys.size() > 1) {
-                violations.add("pod " + name + " carried two keys: " + abbreviate(keys));
+            Set<String> takenBack = takenBackByUid.getOrDefault(uid, Set.of());
+            if (keys.stream().anyMatch(k -> !takenBack.contains(k))) {
+                violations.add("pod " + name + " carried two keys: " + abbreviate(keys) + " then "
+                        + abbreviate(List.of(hash)));
             }
+            keys.add(hash);
         }
         String claimed = pod.getMetadata().getAnnotations() == null ? null
                 : pod.getMetadata().getAnnotations().get(PlaypenKeys.CLAIMED_AT);
@@ -336,6 +351,30 @@ public final class ClusterHistory implements AutoCloseable {
             }
         });
         return out;
+    }
+
+    /**
+     * True if {@code keyHash} was seen taken off a live pod of that name (rolled back) after {@code nanoTime}, with no
+     * pod of that name carrying the key deleted in between (pod names recur: a later pod's claim is another claim).
+     */
+    public synchronized boolean takenBackAfter(String podName, String keyHash, long nanoTime) {
+        for (long t : takenBackAt.getOrDefault(podName + " " + keyHash, List.of())) {
+            if (t > nanoTime && !deletedBetween(podName, keyHash, nanoTime, t)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private boolean deletedBetween(String podName, String keyHash, long from, long to) {
+        for (Map.Entry<String, List<String>> e : keysByUid.entrySet()) {
+            Long d = deletedAt.get(e.getKey());
+            if (d != null && d > from && d < to && e.getValue().contains(keyHash)
+                    && podName.equals(nameByUid.get(e.getKey()))) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** True if a pod of that name carrying that key hash was seen deleted at or before {@code nanoTime}. */

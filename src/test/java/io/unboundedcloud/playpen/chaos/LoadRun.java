@@ -213,7 +213,8 @@ public final class LoadRun {
     }
 
     /**
-     * Checks every answer against the cluster's history: a 200 names a pod that carried that key; answers for one key
+     * Checks every answer against the cluster's history: a 200 names a pod that carried that key, and whose claim of
+     * it was not taken back afterwards; answers for one key
      * that name the same pod are byte-identical, and a key names a second pod only after its first was deleted; a 409
      * only for a key that was sent with more than one body.
      */
@@ -242,6 +243,10 @@ public final class LoadRun {
                     }
                     if (!carried.contains(pod)) {
                         out.add(label + ": 200 names pod " + pod + " which never carried the key (carried by " + carried + ")");
+                    }
+                    // a claim taken back off its pod (it lost to an earlier claim of its key) is never answered
+                    if (history.takenBackAfter(pod, hash, a.startNanos())) {
+                        out.add(label + ": 200 names pod " + pod + " whose claim of the key was then taken back");
                     }
                     // pod names come from hostPorts and recur: a pod of the same name deleted in between (dealloc or
                     // expiry of this key) makes a new claim with a new answer legitimate

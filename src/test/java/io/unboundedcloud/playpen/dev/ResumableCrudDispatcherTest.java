@@ -10,6 +10,7 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -28,16 +29,46 @@ import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
 import io.fabric8.kubernetes.client.utils.Serialization;
 import io.fabric8.mockwebserver.Context;
 import io.fabric8.mockwebserver.MockWebServer;
+import io.fabric8.mockwebserver.crud.Attribute;
+import io.fabric8.mockwebserver.crud.AttributeSet;
 
 /** The simulated API server keeps the watch and precondition guarantees of kube-apiserver that the operator needs. */
 class ResumableCrudDispatcherTest {
     private static final String NS = "playpen";
     private KubernetesMockServer server;
     private KubernetesClient client;
+    /** The store, with a way to plant an object behind its index (see {@link Tripwire}). */
+    private Store store;
+
+    static final class Store extends ResumableCrudDispatcher {
+        Store(int history) {
+            super(history);
+        }
+
+        void plant(AttributeSet attributes, String json) {
+            map.put(attributes, json);
+        }
+    }
+
+    /** Stored attributes that count every time a request matches against them (none may, but a LIST). */
+    static final class Tripwire extends AttributeSet {
+        final AtomicInteger touched = new AtomicInteger();
+
+        Tripwire(Attribute... attributes) {
+            super(attributes);
+        }
+
+        @Override
+        public boolean matches(AttributeSet query) {
+            touched.incrementAndGet();
+            return false;
+        }
+    }
 
     void start(int history) {
+        store = new Store(history);
         server = new KubernetesMockServer(new Context(Serialization.jsonMapper()), new MockWebServer(), new HashMap<>(),
-                ResumableCrudDispatcher.mixed(new HashMap<>(), new ResumableCrudDispatcher(history)), false);
+                ResumableCrudDispatcher.mixed(new HashMap<>(), store), false);
         server.init(InetAddress.getLoopbackAddress(), 0);
         client = new KubernetesClientBuilder().withConfig(server.createClient().getConfiguration()).build();
     }
@@ -177,5 +208,73 @@ class ResumableCrudDispatcherTest {
         assertThat(p.getSpec().getContainers()).extracting(c -> c.getName()).containsExactly("d");
         assertThat(client.pods().inNamespace(NS).withLabel("a").list().getItems()).isEmpty();
         assertThat(client.pods().inNamespace(NS).withLabel("b").list().getItems()).hasSize(1);
+    }
+
+    @Test
+    void aRequestForOneObjectByNameLooksAtNoOtherObject() {
+        Tripwire other = new Tripwire(new Attribute("plural", "pods"), new Attribute("namespace", NS),
+                new Attribute("name", "somebody-else"));
+        store.plant(other, "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"somebody-else\"}}");
+        Pod a = create("a");
+        client.pods().inNamespace(NS).withName("a").get();
+        assertThat(client.pods().inNamespace(NS).withName("missing").get()).isNull();
+        Pod patched = client.pods().inNamespace(NS).withName("a").patch(io.fabric8.kubernetes.client.dsl.base.PatchContext
+                .of(io.fabric8.kubernetes.client.dsl.base.PatchType.JSON_MERGE), "{\"metadata\":{\"labels\":{\"x\":\"1\"}}}");
+        client.pods().inNamespace(NS).resource(new PodBuilder(patched).editMetadata().addToLabels("y", "2").endMetadata()
+                .build()).update();
+        assertThatThrownBy(() -> client.pods().inNamespace(NS).resource(a)
+                .lockResourceVersion(a.getMetadata().getResourceVersion()).delete())
+                .isInstanceOfSatisfying(KubernetesClientException.class, e -> assertThat(e.getCode()).isEqualTo(409));
+        assertThatThrownBy(() -> create("a"))
+                .isInstanceOfSatisfying(KubernetesClientException.class, e -> assertThat(e.getCode()).isEqualTo(409));
+        assertThat(other.touched).as("creates, reads, patches, updates and preconditions by name match no other object")
+                .hasValue(0);
+        assertThat(client.pods().inNamespace(NS).withName("a").get().getMetadata().getLabels())
+                .containsEntry("x", "1").containsEntry("y", "2");
+
+        client.pods().inNamespace(NS).list();
+        assertThat(other.touched).as("a LIST still looks at every object").hasPositiveValue();
+    }
+
+    @Test
+    void aListWithALimitAnswersInPagesFromOneSnapshot() throws Exception {
+        for (int i = 0; i < 7; i++) {
+            create("p" + i);
+        }
+        var first = client.pods().inNamespace(NS).list(new ListOptionsBuilder().withLimit(3L).build());
+        assertThat(first.getItems()).hasSize(3);
+        assertThat(first.getMetadata().getContinue()).isNotEmpty();
+        String rv = first.getMetadata().getResourceVersion();
+        // changes after the snapshot show in no later page, and a watch from its version delivers them
+        create("later");
+        client.pods().inNamespace(NS).withName("p6").delete();
+        List<String> names = new java.util.ArrayList<>();
+        first.getItems().forEach(p -> names.add(p.getMetadata().getName()));
+        String token = first.getMetadata().getContinue();
+        while (token != null && !token.isEmpty()) {
+            var page = client.pods().inNamespace(NS).list(new ListOptionsBuilder().withLimit(3L).withContinue(token).build());
+            assertThat(page.getMetadata().getResourceVersion()).isEqualTo(rv);
+            assertThat(page.getItems()).hasSizeLessThanOrEqualTo(3);
+            page.getItems().forEach(p -> names.add(p.getMetadata().getName()));
+            token = page.getMetadata().getContinue();
+        }
+        assertThat(names).containsExactlyInAnyOrder("p0", "p1", "p2", "p3", "p4", "p5", "p6");
+
+        BlockingQueue<Event> events = new LinkedBlockingQueue<>();
+        Watch w = watchFrom(rv, events, new CompletableFuture<>());
+        try {
+            assertThat(events.poll(10, TimeUnit.SECONDS)).extracting(Event::action, Event::name)
+                    .containsExactly(Watcher.Action.ADDED, "later");
+            assertThat(events.poll(10, TimeUnit.SECONDS)).extracting(Event::action, Event::name)
+                    .containsExactly(Watcher.Action.DELETED, "p6");
+        } finally {
+            w.close();
+        }
+        // a token nobody holds any more is Gone, as an expired one is on kube-apiserver
+        assertThatThrownBy(() -> client.pods().inNamespace(NS).list(new ListOptionsBuilder().withLimit(3L)
+                .withContinue("no-such-snapshot:3").build()))
+                .isInstanceOfSatisfying(KubernetesClientException.class, e -> assertThat(e.getCode()).isEqualTo(410));
+        // without a limit, everything at once, as before
+        assertThat(client.pods().inNamespace(NS).list().getItems()).hasSize(7);
     }
 }

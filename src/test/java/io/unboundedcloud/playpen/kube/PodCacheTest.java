@@ -47,6 +47,58 @@ class PodCacheTest {
     }
 
     /**
+     * The cache holds pods slim (SlimPods): what the operator reads and nothing else, whether a pod came from the
+     * watch's LIST (in pages), from a watch event or from this process's own write; its listeners see the same.
+     */
+    @Test
+    void theCacheKeepsPodsSlimFromTheListTheWatchAndOwnWrites() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            int listed = (int) PodCache.LIST_PAGE + 3; // more than one page of the LIST
+            for (int i = 0; i < listed; i++) {
+                cluster.create(withUnreadFields(TestCluster.readyRunner("amd64", 20000 + i, "node-a")));
+            }
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> "runner/amd64");
+            Set<String> fatSeen = ConcurrentHashMap.newKeySet();
+            pods.addListener((change, pod) -> {
+                if (!pod.getSpec().getVolumes().isEmpty()) {
+                    fatSeen.add(pod.getMetadata().getName());
+                }
+            });
+            pods.start();
+            try {
+                OperatorHarness.awaitTrue(() -> pods.pods().size() == listed, Duration.ofSeconds(30), "all listed");
+                Pod watched = cluster.create(withUnreadFields(TestCluster.readyRunner("amd64", 29999, "node-a")));
+                OperatorHarness.awaitTrue(() -> pods.get(watched.getMetadata().getName()).isPresent(),
+                        Duration.ofSeconds(10), "the watch delivers the new pod");
+                assertThat(cluster.client.pods().inNamespace(TestCluster.NS).withName(watched.getMetadata().getName())
+                        .get().getSpec().getVolumes()).as("the API server keeps it all").isNotEmpty();
+                Pod written = new PodBuilder(watched).editMetadata().withResourceVersion("999999").endMetadata().build();
+                pods.observe(written);
+                assertThat(pods.get(watched.getMetadata().getName()).orElseThrow().getMetadata().getResourceVersion())
+                        .isEqualTo("999999");
+                for (Pod p : pods.pods()) {
+                    assertThat(p.getSpec().getVolumes()).as(p.getMetadata().getName()).isEmpty();
+                    assertThat(p.getSpec().getContainers().get(0).getEnv()).isEmpty();
+                    assertThat(p.getMetadata().getManagedFields()).isEmpty();
+                    assertThat(p.getSpec().getContainers().get(0).getPorts()).isNotEmpty();
+                    assertThat(p.getStatus().getContainerStatuses()).isNotEmpty();
+                }
+                assertThat(fatSeen).as("listeners get the slim pods too").isEmpty();
+            } finally {
+                pods.close();
+            }
+        }
+    }
+
+    /** A pod with what the API server adds and the operator never reads. */
+    static PodBuilder withUnreadFields(PodBuilder b) {
+        return b.editMetadata().addNewManagedField().withManager("kubelet").withOperation("Update").endManagedField()
+                .endMetadata().editSpec().addNewVolume().withName("kube-api-access").withNewEmptyDir().endEmptyDir()
+                .endVolume().editFirstContainer().addNewEnv().withName("POD_NAME").withValue("x").endEnv().endContainer()
+                .endSpec();
+    }
+
+    /**
      * The pool reuses pod names: a claim of the new pod, known to this process before the watch has even delivered
      * the old pod's delete, must survive that delete event (else the next same-key request claims a second pod).
      */

@@ -40,6 +40,14 @@ final class ScriptedReplica implements AutoCloseable {
 
     /** {@code runners} ready runner pods (host ports 51820 on), then the replica, synced. */
     ScriptedReplica(int runners, int maxPerOwner) throws Exception {
+        this(runners, maxPerOwner, null);
+    }
+
+    /**
+     * The same, with replica lanes (null: none): the claims record {@code lanes.self()}, and the lanes learn from
+     * this replica's watch which other replicas claim.
+     */
+    ScriptedReplica(int runners, int maxPerOwner, ReplicaLanes lanes) throws Exception {
         cluster = TestCluster.start();
         cluster.addNode(NODE, "amd64", EXTERNAL_IP);
         for (int i = 0; i < runners; i++) {
@@ -48,8 +56,14 @@ final class ScriptedReplica implements AutoCloseable {
         watch = new ScriptedWatch(TestCluster.NS).follow(cluster);
         pods = new PodCache(watch.client(), TestCluster.NS, candidates::kindKey);
         nodes = new NodeCache(cluster.client);
-        writer = new ClaimWriter(cluster.client, Clock.systemUTC(), calls);
-        allocator = new Allocator(pods, nodes, writer, candidates, 1, maxPerOwner);
+        if (lanes == null) {
+            writer = new ClaimWriter(cluster.client, Clock.systemUTC(), calls);
+            allocator = new Allocator(pods, nodes, writer, candidates, 1, maxPerOwner);
+        } else {
+            pods.addListener(lanes);
+            writer = new ClaimWriter(cluster.client, Clock.systemUTC(), calls, null, lanes.self());
+            allocator = new Allocator(pods, nodes, writer, candidates, 1, maxPerOwner, lanes);
+        }
         pods.start();
         nodes.start();
         watch.awaitWatching();

@@ -14,6 +14,7 @@ import io.unboundedcloud.playpen.kube.ClaimWriter;
 import io.unboundedcloud.playpen.kube.KubeClients;
 import io.unboundedcloud.playpen.kube.NodeCache;
 import io.unboundedcloud.playpen.kube.PodCache;
+import io.unboundedcloud.playpen.kube.ReplicaLanes;
 import io.unboundedcloud.playpen.model.Candidates;
 
 /**
@@ -28,8 +29,18 @@ public final class Replica implements AutoCloseable {
     public final NodeCache nodes;
     public final Allocator allocator;
     public final ApiCallCounter calls = new ApiCallCounter();
+    public final ReplicaLanes lanes;
 
     public Replica(TestCluster cluster, int maxPerOwner) throws IOException {
+        this(cluster, maxPerOwner, null);
+    }
+
+    /**
+     * A replica that records itself in its claims and walks its own lane first when it sees other replicas
+     * claiming ({@link ReplicaLanes}), as the operator does; {@code identity} null: neither (one lane for all).
+     */
+    public Replica(TestCluster cluster, int maxPerOwner, String identity) throws IOException {
+        lanes = identity == null ? ReplicaLanes.alone() : new ReplicaLanes(identity);
         proxy = new LagProxy(java.net.URI.create(cluster.server.url("/")));
         Config config = new ConfigBuilder().withMasterUrl(proxy.url().toString()).withNamespace(TestCluster.NS)
                 .withTrustCerts(true).withRequestTimeout(60_000).build();
@@ -37,10 +48,13 @@ public final class Replica implements AutoCloseable {
         Candidates candidates = new Candidates(Map.of());
         pods = new PodCache(client, TestCluster.NS, candidates::kindKey);
         nodes = new NodeCache(client);
+        if (identity != null) {
+            pods.addListener(lanes);
+        }
         pods.start();
         nodes.start();
-        allocator = new Allocator(pods, nodes, new ClaimWriter(client, Clock.systemUTC(), calls), candidates, 1,
-                maxPerOwner);
+        allocator = new Allocator(pods, nodes, new ClaimWriter(client, Clock.systemUTC(), calls, null,
+                identity == null ? null : lanes.self()), candidates, 1, maxPerOwner, lanes);
     }
 
     /**

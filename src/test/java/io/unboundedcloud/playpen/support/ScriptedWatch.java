@@ -53,6 +53,9 @@ public final class ScriptedWatch implements ListerWatcher<Pod, PodList> {
     private final List<Trigger> triggers = new java.util.concurrent.CopyOnWriteArrayList<>();
     private boolean holding;
     private int lists;
+    /** The page size the cache asked for (null: one answer); the LIST being paged through. */
+    private volatile Long limit;
+    private PodList paging;
 
     public ScriptedWatch(String namespace) {
         this.namespace = namespace;
@@ -108,6 +111,10 @@ public final class ScriptedWatch implements ListerWatcher<Pod, PodList> {
                     if (m.getDeclaringClass() == ListerWatcher.class) {
                         return m.invoke(self, args);
                     }
+                    if (m.getName().equals("withLimit") && args.length == 1) {
+                        limit = args[0] == null ? null : ((Number) args[0]).longValue();
+                        return proxy;
+                    }
                     return objectMethod(proxy, m.getName(), args);
                 });
         Object mixed = Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] { MixedOperation.class },
@@ -160,12 +167,32 @@ public final class ScriptedWatch implements ListerWatcher<Pod, PodList> {
         return CompletableFuture.completedFuture(null);
     }
 
+    /**
+     * A LIST, in pages when the cache asks for them (as kube-apiserver answers: one snapshot, a continue token per
+     * page).
+     */
     @Override
     public CompletableFuture<PodList> submitList(ListOptions options) {
+        PodList all;
+        int from;
         synchronized (held) {
-            lists++;
+            String token = options.getContinue();
+            if (token == null || token.isEmpty()) {
+                lists++;
+                paging = lister.get();
+                from = 0;
+            } else {
+                from = Integer.parseInt(token);
+            }
+            all = paging;
         }
-        return CompletableFuture.completedFuture(lister.get());
+        List<Pod> items = all.getItems();
+        Long size = options.getLimit();
+        int to = size == null || size <= 0 ? items.size() : (int) Math.min(items.size(), from + size);
+        PodList page = new PodListBuilder().withNewMetadata().withResourceVersion(all.getMetadata().getResourceVersion())
+                .withContinue(to < items.size() ? String.valueOf(to) : null).endMetadata()
+                .withItems(new ArrayList<>(items.subList(from, to))).build();
+        return CompletableFuture.completedFuture(page);
     }
 
     /** How many LISTs the informer has made. */
@@ -177,7 +204,7 @@ public final class ScriptedWatch implements ListerWatcher<Pod, PodList> {
 
     @Override
     public Long getLimit() {
-        return null;
+        return limit;
     }
 
     @Override

@@ -1,0 +1,181 @@
+package io.unboundedcloud.playpen.bench;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.model.ManagedPods;
+
+/**
+ * The bench's largest pool (phase {@code huge}): {@code bench.huge} runner pods (100,000), {@code bench.hugeClaimed}
+ * of them claimed (50,000), over {@code bench.hugeNodes} nodes (2,000), as a large cluster with thousands of nodes
+ * and warm runners has them (each host port on several nodes). In-process: startup, an idle reconcile pass, the
+ * selection cost, and allocations at c=1 interleaved with bare PATCHes in {@code bench.rounds} rounds, for the
+ * ratio alloc p50 / bare PATCH p50 against the same ratio at {@code bench.pods}. Then the packaged jar against the
+ * same API with {@code bench.hugeJarJvmArgs} (the image's flags with a 1.5 GiB memory limit): startup to ready,
+ * RSS and heap after allocations, heap after a full collection.
+ */
+final class HugePool {
+    private final Bench b;
+
+    HugePool(Bench b) {
+        this.b = b;
+    }
+
+    /** The pool target the pool reconciler is given: as many as it may be (--runner-amd64-count &lt;= 10,000). */
+    static int poolTarget(int idle) {
+        return Math.min(idle, 10_000);
+    }
+
+    Map<String, Object> run() throws Exception {
+        int total = b.huge;
+        int claimed = Math.min(b.hugeClaimed, total);
+        int idle = total - claimed;
+        b.log("huge: %d runner pods (%d idle, %d claimed) over %d nodes, pool target %d (nothing to do)", total, idle,
+                claimed, b.hugeNodes, poolTarget(idle));
+        String[] flags = {"--runner-amd64-count=" + poolTarget(idle), "--runner-arm64-count=0",
+            "--runner-wireguard-host-port-start=" + Bench.FIRST_PORT,
+            "--runner-wireguard-host-port-end=" + (Bench.FIRST_PORT + Bench.POOL_PORTS - 1), "--reconcile-interval=10m"};
+        Map<String, Object> m = new LinkedHashMap<>();
+        try (Bench.Env e = Bench.Env.open(b, idle, claimed, b.hugeNodes, flags)) {
+            m.put("pods", total);
+            m.put("idlePods", idle);
+            m.put("claimedPods", claimed);
+            m.put("nodes", b.hugeNodes);
+            m.put("createPodsMs", Stats.round(e.createPodsMs));
+            m.put("inProcessStartupToReadyMs", Stats.round(e.startupMs));
+            Thread.sleep(1000); // the startup pass and any debounced pass have run
+            Map<String, Object> rec = b.idleReconcile(e);
+            m.put("idleReconcile", rec);
+            b.log("  idle reconcile over %d pods: cpu %s ms, wall %s ms, api calls %s, created %s", total,
+                    rec.get("cpuMsPerPass"), rec.get("wallMsPerPass"), rec.get("apiCallsTotal"), rec.get("podsCreated"));
+            Map<String, Object> sel = b.selectionCost(e);
+            b.selection.put(total, sel);
+            b.log("  selection over %d cached pods: select %s us, hot path %s us CPU per call", total,
+                    sel.get("cpuMicrosPerSelect"), sel.get("hotPathCpuMicrosPerCall"));
+
+            m.put("allocVsBarePatchAtC1", atC1(e, total));
+            Thread.sleep(1000);
+            m.put("memoryInProcess", b.inProcessMemory());
+            e.op.close();
+            e.op = null;
+
+            Map<String, Object> jarRes = b.jarProcess(e.cluster, total, List.of(flags), 200, b.hugeJarJvmArgs);
+            if (jarRes != null) {
+                m.put("jarProcess", jarRes);
+            }
+        }
+        return m;
+    }
+
+    /**
+     * Allocations and bare PATCHes at c=1, interleaved in {@code bench.rounds} rounds (no pod is released between:
+     * the pool is far larger than the requests), recorded as runs at N = {@code total} like the comparison's.
+     */
+    private Map<String, Object> atC1(Bench.Env e, int total) throws Exception {
+        Allocs ours = new Allocs();
+        IdleFromCache bare = new IdleFromCache();
+        List<Bench.Scenario> lineup = List.of(bare, ours);
+        List<Bench.Measured> measured = new ArrayList<>();
+        for (Bench.Scenario sc : lineup) {
+            measured.add(b.new Measured(sc, 1));
+        }
+        int rounds = Math.max(1, b.rounds);
+        int per = Math.max(1, b.requests / rounds);
+        for (int round = 0; round < rounds; round++) {
+            int n = round == rounds - 1 ? b.requests - per * (rounds - 1) : per;
+            for (int i = 0; i < lineup.size(); i++) {
+                b.measureInto(e, measured.get(i), lineup.get(i), n, Bench.ROUND_WARMUP);
+            }
+        }
+        Bench.Run bareRun = measured.get(0).run(e);
+        Bench.Run oursRun = measured.get(1).run(e);
+        b.runs.add(bareRun);
+        b.runs.add(oursRun);
+        double ratio = oursRun.stats().pMs(50) / bareRun.stats().pMs(50);
+        Map<String, Object> m = Bench.map("pods", total, "allocP50Ms", Stats.round(oursRun.stats().pMs(50)),
+                "barePatchP50Ms", Stats.round(bareRun.stats().pMs(50)), "ratio", Stats.round(ratio),
+                "allocErrors", oursRun.stats().errors, "barePatchErrors", bareRun.stats().errors);
+        b.log("  c=1 over %d pods: alloc p50 %.2f ms, bare PATCH p50 %.2f ms, ratio %.2f", total,
+                oursRun.stats().pMs(50), bareRun.stats().pMs(50), ratio);
+        return m;
+    }
+
+    /** Allocations through the HTTPS front door, as the comparison's, but nothing is released between rounds. */
+    final class Allocs implements Bench.Scenario {
+        private long eventsBefore;
+
+        @Override
+        public String name() {
+            return Bench.OURS;
+        }
+
+        @Override
+        public boolean claims() {
+            return false;
+        }
+
+        @Override
+        public void prepare(Bench.Env e, int firstIndex, int count) {
+            eventsBefore = Bench.eventsSettled(e);
+        }
+
+        @Override
+        public void run(Bench.Env e, int index, int worker) throws Exception {
+            Bench.send(e, index, worker);
+        }
+
+        @Override
+        public void settle(Bench.Env e, int succeeded) throws Exception {
+            Bench.await(() -> Bench.eventsSettled(e) >= eventsBefore + succeeded, java.time.Duration.ofSeconds(10),
+                    "Allocated events written");
+        }
+    }
+
+    /** The bare claim PATCH on idle pods picked from the in-process operator's cache (a LIST of 100,000 is not cheap). */
+    final class IdleFromCache implements Bench.Scenario {
+        private final Set<String> used = new HashSet<>();
+        private volatile List<Pod> targets = List.of();
+        private volatile int first;
+
+        @Override
+        public String name() {
+            return Bench.BASELINE;
+        }
+
+        @Override
+        public boolean claims() {
+            return false;
+        }
+
+        @Override
+        public void prepare(Bench.Env e, int firstIndex, int count) {
+            List<Pod> idle = new ArrayList<>();
+            for (Pod p : e.op.app.podCache().pods()) {
+                if (ManagedPods.isIdle(p) && !used.contains(ManagedPods.name(p))) {
+                    idle.add(p);
+                }
+            }
+            if (idle.size() < count) {
+                throw new IllegalStateException("bare PATCH needs " + count + " idle pods, has " + idle.size());
+            }
+            Collections.shuffle(idle, new Random(firstIndex));
+            List<Pod> picked = List.copyOf(idle.subList(0, count));
+            picked.forEach(p -> used.add(ManagedPods.name(p)));
+            targets = picked;
+            first = firstIndex;
+        }
+
+        @Override
+        public void run(Bench.Env e, int index, int worker) {
+            Pod pod = targets.get(index - first);
+            e.baselineWriter.claim(pod, pod.getMetadata().getResourceVersion(), Bench.command(index));
+        }
+    }
+}

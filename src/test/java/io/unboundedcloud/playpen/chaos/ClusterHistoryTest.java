@@ -1,0 +1,65 @@
+package io.unboundedcloud.playpen.chaos;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.net.URI;
+import java.time.Duration;
+import java.util.Map;
+
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/**
+ * The chaos checker's rule for keys on a pod: a pod carries one key in its life, unless the claim was taken back
+ * off it (a claim that lost to an earlier claim of its key is rolled back, never answered); then another key may
+ * claim it, and an answer naming the pod for the key taken back is the violation instead.
+ */
+class ClusterHistoryTest {
+    static final String A = "aa".repeat(32);
+    static final String B = "bb".repeat(32);
+    static final String C = "cc".repeat(32);
+    static final String D = "dd".repeat(32);
+    static final String P0 = "playpen-runner-amd64-51820";
+    static final String P1 = "playpen-runner-amd64-51821";
+
+    @Test
+    void aPodMayCarryAnotherKeyOnlyAfterItsClaimWasTakenBack() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+            cluster.create(TestCluster.readyRunner("amd64", 51821, "node-a"));
+            try (ClusterHistory h = new ClusterHistory(URI.create(cluster.client.getMasterUrl().toString()),
+                    TestCluster.NS, Map.of(), Duration.ofHours(1))) {
+                long start = System.nanoTime();
+                claim(cluster, P0, A);
+                claim(cluster, P0, null); // rolled back
+                claim(cluster, P0, B);
+                claim(cluster, P1, C);
+                claim(cluster, P1, D); // over another key's claim
+                OperatorHarness.awaitTrue(() -> h.podsThatCarried(D).contains(P1), Duration.ofSeconds(10),
+                        "the checker saw every claim");
+                assertThat(h.violations()).singleElement().asString().startsWith("pod " + P1 + " carried two keys");
+                assertThat(h.takenBackAfter(P0, A, start)).isTrue();
+                assertThat(h.takenBackAfter(P0, A, System.nanoTime())).as("taken back before").isFalse();
+                assertThat(h.takenBackAfter(P0, B, start)).isFalse();
+                assertThat(h.takenBackAfter(P1, C, start)).as("replaced, not taken back").isFalse();
+            }
+        }
+    }
+
+    /** Sets (or, with null, removes) the pod's claim of {@code keyHash}. */
+    static void claim(TestCluster cluster, String pod, String keyHash) {
+        cluster.client.pods().inNamespace(TestCluster.NS).withName(pod).edit(p -> {
+            PodBuilder b = new PodBuilder(p);
+            if (keyHash == null) {
+                b.editMetadata().removeFromAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH).endMetadata();
+            } else {
+                b.editMetadata().addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, keyHash).endMetadata();
+            }
+            return b.build();
+        });
+    }
+}
