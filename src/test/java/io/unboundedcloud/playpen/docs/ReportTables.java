@@ -22,6 +22,12 @@ final class ReportTables {
     private static final Map<String, String> TARGETS = new LinkedHashMap<>();
 
     static {
+        // longer keys before the keys they start with
+        TARGETS.put("replicasScaleOut", "several replicas of the jar: conflicts per new allocation, operator CPU against one replica's");
+        TARGETS.put("hotPathSelectionWith", "hot-path candidate selection, CPU per call");
+        TARGETS.put("allocOverBarePatchAt", "alloc p50 / bare PATCH p50, c=1, against the same ratio");
+        TARGETS.put("startupToReadyWithin5s", "startup to ready with the large pool");
+        TARGETS.put("startupToReadyWith", "packaged jar, startup to ready");
         TARGETS.put("newAllocationApiCalls", "API calls on the request path per new allocation");
         TARGETS.put("writesInAllPerNewAlloc", "API writes per new allocation, Events included");
         TARGETS.put("conflictsPerNewAlloc", "self-inflicted conflicts per new allocation");
@@ -33,8 +39,7 @@ final class ReportTables {
         TARGETS.put("refillCreateWithin1s", "claim answered to replacement pod created");
         TARGETS.put("ttlLatenessWithin1s", "TTL expiry lateness");
         TARGETS.put("idleReconcile", "idle reconcile pass");
-        TARGETS.put("rssWith", "resident memory of the packaged jar with the large pool");
-        TARGETS.put("startupToReadyWithin5s", "startup to ready with the large pool");
+        TARGETS.put("rssWith", "resident memory of the packaged jar");
         TARGETS.put("memoryPerCachedPod", "memory per cached pod");
     }
 
@@ -92,8 +97,11 @@ final class ReportTables {
             if (key.startsWith(e.getKey())) {
                 String rest = key.substring(e.getKey().length());
                 java.util.regex.Matcher at = java.util.regex.Pattern.compile("AtC(\\d+)").matcher(rest);
-                java.util.regex.Matcher n = java.util.regex.Pattern.compile("AtN(\\d+)").matcher(rest);
-                String where = at.find() ? ", c=" + at.group(1) : n.find() ? ", " + n.group(1) + " pods" : "";
+                java.util.regex.Matcher n = java.util.regex.Pattern.compile("^(?:AtN|At|With)?(\\d+)").matcher(rest);
+                java.util.regex.Matcher vs = java.util.regex.Pattern.compile("VsAt(\\d+)").matcher(rest);
+                String where = at.find() ? ", c=" + at.group(1)
+                        : n.find() ? ", " + num(n.group(1)) + " pods" + (vs.find() ? " against " + num(vs.group(1)) : "")
+                        : "";
                 return e.getValue() + where;
             }
         }
@@ -131,6 +139,10 @@ final class ReportTables {
             return pass.asBoolean() ? "met" : "**missed**";
         }
         return "report";
+    }
+
+    private static String num(String digits) {
+        return num(new com.fasterxml.jackson.databind.node.LongNode(Long.parseLong(digits)));
     }
 
     static String num(JsonNode v) {

@@ -43,6 +43,15 @@ class ReportTablesTest {
                 + " floorP50Ms 0.16, leastPossibleRatio 1.35 | &lt;= 1.3 | **missed** |");
         assertThat(md).contains("| somethingNew | value 7 |  | report |");
         assertThat(ReportTables.jarRun("replicas2_c64_warm")).isEqualTo("2 replicas, c=64, steady state");
+        assertThat(ReportTables.targetName("rssWith100000PodsWithin1GiB"))
+                .isEqualTo("resident memory of the packaged jar, 100,000 pods");
+        assertThat(ReportTables.targetName("memoryPerCachedPodWith100000Pods"))
+                .isEqualTo("memory per cached pod, 100,000 pods");
+        assertThat(ReportTables.targetName("allocOverBarePatchAt100000VsAt200"))
+                .isEqualTo("alloc p50 / bare PATCH p50, c=1, against the same ratio, 100,000 pods against 200");
+        assertThat(ReportTables.targetName("startupToReadyWithin5s")).isEqualTo("startup to ready with the large pool");
+        assertThat(ReportTables.targetName("throughputVsReferenceAtN200"))
+                .isEqualTo("ours / the Go operator's request pattern, throughput, 200 pods");
         assertThat(ReportTables.num(M.readTree("1234.5"))).isEqualTo("1,235");
         assertThat(ReportTables.num(M.readTree("3100"))).isEqualTo("3,100");
     }
