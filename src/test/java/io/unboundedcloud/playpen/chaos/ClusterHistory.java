@@ -53,6 +53,11 @@ public final class ClusterHistory implements AutoCloseable {
     private final Map<String, Set<String>> takenBackByUid = new HashMap<>();
     /** pod name + " " + key hash -> nanoTimes at which that key was taken off a pod of that name. */
     private final Map<String, List<Long>> takenBackAt = new HashMap<>();
+    /**
+     * pod name + " " + key hash -> nanoTimes at which a pod of that name carried that key again after it had been
+     * taken off it (a claim that lost and was rolled back, then a new claim of the key on the same pod that stood).
+     */
+    private final Map<String, List<Long>> reclaimedAt = new HashMap<>();
     private final Map<String, String> nameByUid = new HashMap<>();
     private final Map<String, String> templateByUid = new HashMap<>();
     /** uid -> nanoTime of deletion. */
@@ -195,6 +200,9 @@ public final class ClusterHistory implements AutoCloseable {
         if (wasHash != null && hash == null && action != Watcher.Action.DELETED) {
             takenBackByUid.computeIfAbsent(uid, u -> new HashSet<>()).add(wasHash);
             takenBackAt.computeIfAbsent(name + " " + wasHash, k -> new ArrayList<>()).add(System.nanoTime());
+        }
+        if (hash != null && !hash.equals(wasHash) && takenBackByUid.getOrDefault(uid, Set.of()).contains(hash)) {
+            reclaimedAt.computeIfAbsent(name + " " + hash, k -> new ArrayList<>()).add(System.nanoTime());
         }
         if (hash != null && !keys.contains(hash)) {
             Set<String> takenBack = takenBackByUid.getOrDefault(uid, Set.of());
@@ -354,12 +362,16 @@ public final class ClusterHistory implements AutoCloseable {
     }
 
     /**
-     * True if {@code keyHash} was seen taken off a live pod of that name (rolled back) after {@code nanoTime}, with no
-     * pod of that name carrying the key deleted in between (pod names recur: a later pod's claim is another claim).
+     * True if {@code keyHash} was seen taken off a live pod of that name (rolled back) after {@code nanoTime} and the
+     * pod did not carry the key again afterwards, with no pod of that name carrying the key deleted in between (pod
+     * names recur: a later pod's claim is another claim). A request may see its first claim of a pod lose and be
+     * rolled back, then claim the same pod again and answer with that claim: the pod holds the key as answered.
      */
     public synchronized boolean takenBackAfter(String podName, String keyHash, long nanoTime) {
-        for (long t : takenBackAt.getOrDefault(podName + " " + keyHash, List.of())) {
-            if (t > nanoTime && !deletedBetween(podName, keyHash, nanoTime, t)) {
+        String k = podName + " " + keyHash;
+        for (long t : takenBackAt.getOrDefault(k, List.of())) {
+            if (t > nanoTime && !deletedBetween(podName, keyHash, nanoTime, t)
+                    && reclaimedAt.getOrDefault(k, List.of()).stream().noneMatch(r -> r > t)) {
                 return true;
             }
         }

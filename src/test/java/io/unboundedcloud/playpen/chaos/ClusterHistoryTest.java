@@ -50,6 +50,28 @@ class ClusterHistoryTest {
         }
     }
 
+    @Test
+    void aClaimTakenBackAndThenMadeAgainOnTheSamePodStands() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+            try (ClusterHistory h = new ClusterHistory(URI.create(cluster.client.getMasterUrl().toString()),
+                    TestCluster.NS, Map.of(), Duration.ofHours(1))) {
+                long start = System.nanoTime();
+                claim(cluster, P0, A);
+                claim(cluster, P0, null); // lost to an earlier claim of A elsewhere, rolled back
+                OperatorHarness.awaitTrue(() -> h.takenBackAfter(P0, A, start), Duration.ofSeconds(10),
+                        "the checker saw the claim taken back");
+                claim(cluster, P0, A); // that earlier claim went too: A claims the pod again, and this claim stands
+                OperatorHarness.awaitTrue(() -> !h.takenBackAfter(P0, A, start), Duration.ofSeconds(10),
+                        "an answer naming the pod for A, sent before the rollback, names the claim that stands");
+                assertThat(h.violations()).isEmpty();
+                claim(cluster, P0, null); // taken back again: now an answer naming the pod for A is wrong
+                OperatorHarness.awaitTrue(() -> h.takenBackAfter(P0, A, start), Duration.ofSeconds(10),
+                        "taken back after it was claimed again");
+            }
+        }
+    }
+
     /** Sets (or, with null, removes) the pod's claim of {@code keyHash}. */
     static void claim(TestCluster cluster, String pod, String keyHash) {
         cluster.client.pods().inNamespace(TestCluster.NS).withName(pod).edit(p -> {
