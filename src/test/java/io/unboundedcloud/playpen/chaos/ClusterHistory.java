@@ -72,6 +72,11 @@ public final class ClusterHistory implements AutoCloseable {
      */
     private final Map<String, Long> doubleSince = new HashMap<>();
     static final java.time.Duration DOUBLE_GRACE = java.time.Duration.ofSeconds(90);
+    /** How long a pool may hold more ready idle pods than its target (six reconcile intervals of the suite). */
+    static final java.time.Duration OVER_TARGET_GRACE = java.time.Duration.ofSeconds(30);
+    private final Map<String, Long> overSince = new HashMap<>();
+    private final Set<String> reportedOver = new HashSet<>();
+    private long longestOverTargetNanos;
     private long doublesSeen;
     private long longestDoubleNanos;
     private long events;
@@ -331,19 +336,40 @@ public final class ClusterHistory implements AutoCloseable {
                         + DOUBLE_GRACE.toSeconds() + " s");
             }
         }
+        Set<String> over = new HashSet<>();
         idleReady.forEach((kind, n) -> {
             Integer target = targets.get(kind);
             if (target != null && n > target) {
-                violations.add("pool " + kind + " held " + n + " ready idle pods, target " + target);
+                overTarget(kind, now, over, "pool " + kind + " held " + n + " ready idle pods, target " + target);
             }
         });
         idleReadyAll.forEach((kind, n) -> {
             Integer target = targets.get(kind);
             if (target != null && currentHash.containsKey(kind) && n > target + surge) {
-                violations.add("pool " + kind + " held " + n + " ready idle pods of any template, target " + target
-                        + " + surge " + surge);
+                overTarget(kind + " any template", now, over, "pool " + kind + " held " + n
+                        + " ready idle pods of any template, target " + target + " + surge " + surge);
             }
         });
+        overSince.keySet().retainAll(over);
+    }
+
+    /**
+     * A pool above its target: a violation once it has lasted {@link #OVER_TARGET_GRACE}. A pod comes back idle when a
+     * claim on it is taken back (it lost to an earlier claim of its key, or its client left before the answer), and
+     * the pool may have replaced it already; the next pass deletes the surplus.
+     */
+    private void overTarget(String what, long now, Set<String> over, String message) {
+        over.add(what);
+        long since = overSince.computeIfAbsent(what, k -> now);
+        longestOverTargetNanos = Math.max(longestOverTargetNanos, now - since);
+        if (now - since > OVER_TARGET_GRACE.toNanos() && reportedOver.add(what + " " + since)) {
+            violations.add(message + " for longer than " + OVER_TARGET_GRACE.toSeconds() + " s");
+        }
+    }
+
+    /** The longest time a pool stayed above its target, in ms. */
+    public synchronized long longestOverTargetMs() {
+        return longestOverTargetNanos / 1_000_000;
     }
 
     private static String abbreviate(List<String> hashes) {
