@@ -97,16 +97,23 @@ public final class SlimPods {
         }
         PodSpec out = shareEmpties(new PodSpec());
         out.setNodeName(common(s.getNodeName()));
-        if (s.getContainers() == null) {
-            out.setContainers(null);
-        } else {
-            List<Container> cs = new ArrayList<>(s.getContainers().size());
-            for (Container c : s.getContainers()) {
-                cs.add(container(c));
-            }
-            out.setContainers(List.copyOf(cs));
-        }
+        out.setContainers(each(s.getContainers(), SlimPods::container));
         return out;
+    }
+
+    /**
+     * The slim copy of each element of {@code list} (null for a null list; a null element stays null, which
+     * {@code List.copyOf} would refuse), in a list that cannot be changed.
+     */
+    private static <T, R> List<R> each(List<T> list, java.util.function.Function<T, R> slim) {
+        if (list == null) {
+            return null;
+        }
+        List<R> out = new ArrayList<>(list.size());
+        for (T t : list) {
+            out.add(t == null ? null : slim.apply(t));
+        }
+        return java.util.Collections.unmodifiableList(out);
     }
 
     private static Container container(Container c) {
@@ -116,16 +123,8 @@ public final class SlimPods {
         Container out = shareEmpties(new Container());
         out.setName(common(c.getName()));
         out.setImage(common(c.getImage()));
-        if (c.getPorts() == null) {
-            out.setPorts(null);
-        } else {
-            List<ContainerPort> ports = new ArrayList<>(c.getPorts().size());
-            for (ContainerPort p : c.getPorts()) {
-                ports.add(p == null ? null : shareEmpties(new ContainerPort(p.getContainerPort(), common(p.getHostIP()),
-                        p.getHostPort(), common(p.getName()), common(p.getProtocol()))));
-            }
-            out.setPorts(List.copyOf(ports));
-        }
+        out.setPorts(each(c.getPorts(), p -> shareEmpties(new ContainerPort(p.getContainerPort(), common(p.getHostIP()),
+                p.getHostPort(), common(p.getName()), common(p.getProtocol())))));
         return out;
     }
 
@@ -136,26 +135,10 @@ public final class SlimPods {
         PodStatus out = shareEmpties(new PodStatus());
         out.setPhase(common(s.getPhase()));
         out.setReason(common(s.getReason()));
-        if (s.getConditions() == null) {
-            out.setConditions(null);
-        } else {
-            List<PodCondition> cs = new ArrayList<>(s.getConditions().size());
-            for (PodCondition c : s.getConditions()) {
-                cs.add(c == null ? null : shareEmpties(new PodCondition(c.getLastProbeTime(), c.getLastTransitionTime(),
-                        c.getMessage(), c.getObservedGeneration(), common(c.getReason()), common(c.getStatus()),
-                        common(c.getType()))));
-            }
-            out.setConditions(List.copyOf(cs));
-        }
-        if (s.getContainerStatuses() == null) {
-            out.setContainerStatuses(null);
-        } else {
-            List<ContainerStatus> cs = new ArrayList<>(s.getContainerStatuses().size());
-            for (ContainerStatus c : s.getContainerStatuses()) {
-                cs.add(containerStatus(c));
-            }
-            out.setContainerStatuses(List.copyOf(cs));
-        }
+        out.setConditions(each(s.getConditions(), c -> shareEmpties(new PodCondition(c.getLastProbeTime(),
+                c.getLastTransitionTime(), c.getMessage(), c.getObservedGeneration(), common(c.getReason()),
+                common(c.getStatus()), common(c.getType())))));
+        out.setContainerStatuses(each(s.getContainerStatuses(), SlimPods::containerStatus));
         return out;
     }
 

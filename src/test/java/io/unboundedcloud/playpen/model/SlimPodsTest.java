@@ -105,6 +105,17 @@ class SlimPodsTest {
     }
 
     @Test
+    void aNullElementInAListStaysNull() {
+        Pod full = apiPod(new Random(3));
+        full.getSpec().setContainers(java.util.Arrays.asList(full.getSpec().getContainers().get(0), null));
+        full.getStatus().setConditions(java.util.Arrays.asList(null, full.getStatus().getConditions().get(0)));
+        Pod slim = SlimPods.slim(full);
+        assertThat(slim.getSpec().getContainers()).hasSize(2).last().isNull();
+        assertThat(slim.getSpec().getContainers().get(0).getName()).isEqualTo(full.getSpec().getContainers().get(0).getName());
+        assertThat(slim.getStatus().getConditions()).hasSize(2).first().isNull();
+    }
+
+    @Test
     void recurringStringsAreShared() {
         Pod a = SlimPods.slim(apiPod(new Random(2)));
         Pod b = SlimPods.slim(apiPod(new Random(3)));
