@@ -63,6 +63,15 @@ final class ApiCounts {
      */
     static final java.util.Set<String> BACKGROUND_READS = java.util.Set.of("secrets", "apiservices", "configmaps");
 
+    static boolean isBackgroundRead(String verb) {
+        return verb.startsWith("get ") && BACKGROUND_READS.contains(verb.substring(4));
+    }
+
+    /** How many of the requests were background reads (see {@link #BACKGROUND_READS}). */
+    int backgroundReads() {
+        return byVerb.entrySet().stream().filter(e -> isBackgroundRead(e.getKey())).mapToInt(Map.Entry::getValue).sum();
+    }
+
     /** Requests by verb (all resources): writes, reads, SARs, events and background reads apart. */
     Map<String, Object> perOperation(int operations) {
         int writes = 0;
@@ -78,7 +87,7 @@ final class ApiCounts {
                 sars += n;
             } else if (v.endsWith(" events")) {
                 events += n;
-            } else if (v.startsWith("get ") && BACKGROUND_READS.contains(v.substring(4))) {
+            } else if (isBackgroundRead(v)) {
                 background += n;
             } else if (v.startsWith("list ")) {
                 lists += n;

@@ -1171,9 +1171,7 @@ public final class Bench {
         rec.put("wallMsPerPass", summary(wall));
         // the operator's own timers (caBundle check, serving certificate and owner-hash key reloads) read secrets and
         // the APIService now and then, whatever the pool does: counted apart, not as calls of the pass
-        int background = api.byVerb.entrySet().stream()
-                .filter(v -> v.getKey().startsWith("get ") && ApiCounts.BACKGROUND_READS.contains(v.getKey().substring(4)))
-                .mapToInt(Map.Entry::getValue).sum();
+        int background = api.backgroundReads();
         rec.put("apiCallsTotal", api.total() - background);
         rec.put("backgroundReads", background);
         rec.put("apiCallsByVerb", api.byVerb);
