@@ -67,7 +67,9 @@ import io.unboundedcloud.playpen.support.TestCluster;
  * {@code bench.jitSettleRounds} (20): warm-up rounds after {@code bench.jitWarmup} until the JIT is quiet
  * ({@link #settleJit}); {@code bench.rounds} (4): every concurrency in interleaved rounds ({@link #interleaved}).
  * Beside the bare PATCH, the reference pattern, our allocations and replays, each comparison measures the floor of
- * any HTTPS front door here ({@link TlsFloor}).
+ * any HTTPS front door here ({@link TlsFloor}) and, at c=1, what an exactly-once answer cannot cost less than: the
+ * bare PATCH answered once a watch has delivered it, and a bare GET ({@link LimitScenarios}). The jar replicas run
+ * with leader election on, as the image does, and are measured once one of them leads.
  * {@code target/playpen-bench.jar} ({@link BenchJar}) runs the same without Maven.
  */
 public final class Bench {
@@ -274,7 +276,9 @@ public final class Bench {
                 e.op = new OperatorHarness(e.cluster, flags);
                 e.startupMs = (System.nanoTime() - s0) / 1e6;
                 e.awaitIdle(pods);
-                e.https = BenchHttps.open(e.cluster.frontProxyClient, Arrays.stream(bench.concurrencies).max().orElse(1));
+                // the JIT warm-up runs at its own concurrency, whatever -Dbench.concurrency lists
+                e.https = BenchHttps.open(e.cluster.frontProxyClient, Math.max(JIT_WARMUP_CONCURRENCY,
+                        Arrays.stream(bench.concurrencies).max().orElse(1)));
                 e.baselineWriter = new ClaimWriter(e.client, Clock.systemUTC(), new ApiCallCounter());
                 e.reference = new ReferencePattern(e.client, NS);
                 bench.log("  env: %d ready runner pods created in %.0f ms; operator ready in %.0f ms (in-process)", pods,
@@ -472,6 +476,11 @@ public final class Bench {
             return e.op.port;
         }
 
+        /** Whether the scenario is measured at this concurrency (the JIT warm-up runs every scenario). */
+        default boolean at(int concurrency) {
+            return true;
+        }
+
         /** Whether the scenario claims pods (then batches stay within half the pool and are released between). */
         default boolean claims() {
             return true;
@@ -536,9 +545,12 @@ public final class Bench {
         // a first allocation's answer: the floor server's fixed answer (TlsFloor), of the size the front door sends
         String answer = e.https.alloc(0, e.op.port, allocBody(keySeq.getAndIncrement()));
         release(e);
-        try (TlsFloor floor = TlsFloor.start(e.cluster.frontProxyCa, answer.getBytes(StandardCharsets.UTF_8))) {
-            // replays of the keys of the last alloc batch, which is still claimed, so they follow ours
-            comparison(e, List.of(baseline, reference, ours, new ReplayScenario(ours), new FloorScenario(floor.port())));
+        try (TlsFloor floor = TlsFloor.start(e.cluster.frontProxyCa, answer.getBytes(StandardCharsets.UTF_8));
+                LimitScenarios.WatchedPatch watched = new LimitScenarios.WatchedPatch(new BaselineScenario())) {
+            // replays of the keys of the last alloc batch, which is still claimed, so they follow ours; the limits
+            // of an exactly-once answer (LimitScenarios) at c=1 only
+            comparison(e, List.of(baseline, reference, ours, new ReplayScenario(ours), new FloorScenario(floor.port()),
+                    watched, new LimitScenarios.BareGet()));
         }
     }
 
@@ -602,13 +614,14 @@ public final class Bench {
      * four runs of one day. One round: each scenario in one block, after {@code bench.warmup} unmeasured requests.
      */
     private void interleaved(Env e, List<Scenario> lineup, int c) throws Exception {
-        List<Measured> measured = lineup.stream().map(sc -> new Measured(sc, c)).toList();
+        List<Scenario> here = lineup.stream().filter(sc -> sc.at(c)).toList();
+        List<Measured> measured = here.stream().map(sc -> new Measured(sc, c)).toList();
         int per = Math.max(1, requests / rounds);
         int warm = rounds == 1 ? warmup : Math.min(warmup, Math.max(ROUND_WARMUP, c));
         for (int round = 0; round < rounds; round++) {
             int n = round == rounds - 1 ? requests - per * (rounds - 1) : per;
-            for (int i = 0; i < lineup.size(); i++) {
-                measureInto(e, measured.get(i), lineup.get(i), n, warm);
+            for (int i = 0; i < here.size(); i++) {
+                measureInto(e, measured.get(i), here.get(i), n, warm);
             }
         }
         for (Measured m : measured) {
@@ -761,7 +774,7 @@ public final class Bench {
     }
 
     /** The exact claim patch (ClaimWriter: JSON merge patch with the resourceVersion precondition), straight from fabric8. */
-    final class BaselineScenario implements Scenario {
+    class BaselineScenario implements Scenario {
         private volatile List<Pod> targets = List.of();
 
         @Override
@@ -785,8 +798,13 @@ public final class Bench {
 
         @Override
         public void run(Env e, int index, int worker) {
+            claim(e, index);
+        }
+
+        /** The claim of request {@code index}: the pod as the PATCH answered it. */
+        Pod claim(Env e, int index) {
             Pod pod = targets.get(index - baseFirst);
-            e.baselineWriter.claim(pod, pod.getMetadata().getResourceVersion(), command(index));
+            return e.baselineWriter.claim(pod, pod.getMetadata().getResourceVersion(), command(index));
         }
     }
 
@@ -1308,9 +1326,12 @@ public final class Bench {
                 for (OperatorProcess p : procs) {
                     p.awaitReadyMs(probe, Duration.ofSeconds(60));
                 }
+                // measured only once one of them leads: the pool passes and TTL work are part of the cost
+                int leaderIndex = OperatorProcess.awaitLeader(procs, Duration.ofSeconds(60));
                 for (int c : cpuConcurrency) {
                     // a fresh JVM: its first allocations after a short warm-up (JIT compilation included)
                     Map<String, Object> m = jarAllocRun(e, procs, c, Math.min(warmup, Math.max(1, e.pods / 2)));
+                    m.put("leaderReplica", leaderIndex);
                     res.put("replicas" + replicas + "_c" + c, m);
                     log("  jar x%d c=%d: %s", replicas, c, m);
                     if (cpuWarmAllocs > 0) {
@@ -1324,12 +1345,14 @@ public final class Bench {
                             warm.put("barePatchP50MsNow", Stats.round(bare.stats().pMs(50)));
                             warm.put("p50OverBarePatchP50", Stats.round(num(warm.get("p50Ms")) / bare.stats().pMs(50)));
                         }
+                        warm.put("leaderReplica", leaderIndex);
                         res.put("replicas" + replicas + "_c" + c + "_warm", warm);
                         log("  jar x%d c=%d after %d more allocs per replica: %s", replicas, c, cpuWarmAllocs, warm);
                         if (replicas > 1 && c == Arrays.stream(cpuConcurrency).max().orElse(c)) {
                             // every request to the first replica, the others only watching: what each replica
                             // costs by following the others' claims, apart from splitting the load
                             Map<String, Object> one = jarAllocRun(e, procs, c, 0, true);
+                            one.put("leaderReplica", leaderIndex); // the one serving is replica 0
                             res.put("replicas" + replicas + "_c" + c + "_warm_oneServing", one);
                             log("  jar x%d c=%d, all requests to one of them: %s", replicas, c, one);
                         }
@@ -1393,6 +1416,16 @@ public final class Bench {
             warmed += w;
         }
         quiesce(e);
+        // each replica's CPU while nothing is asked of it (timers, lease renewal, watch keep-alives): what a replica
+        // costs per second whatever the load, and part of every measured window's quiet end (quiesce)
+        long[] idle0 = procs.stream().mapToLong(Bench::cpuNanos).toArray();
+        long idleStart = System.nanoTime();
+        Thread.sleep(2000);
+        double idleSeconds = (System.nanoTime() - idleStart) / 1e9;
+        List<Double> idleMsPerSec = new ArrayList<>();
+        for (int i = 0; i < procs.size(); i++) {
+            idleMsPerSec.add(Stats.round((cpuNanos(procs.get(i)) - idle0[i]) / 1e6 / idleSeconds));
+        }
         long cpu = 0;
         long[] byProcess = new long[procs.size()];
         OperatorProcess.CpuSplit split = new OperatorProcess.CpuSplit(0, 0, 0);
@@ -1402,6 +1435,7 @@ public final class Bench {
         Throwable firstError = null;
         Map<String, Integer> sumBefore = new HashMap<>();
         Map<String, Integer> sumAfter = new HashMap<>();
+        long windowNanos = 0;
         int done = 0;
         while (done < cpuAllocs) {
             release(e);
@@ -1411,9 +1445,11 @@ public final class Bench {
             Map<String, Integer> before = e.cluster.requestSnapshot();
             long[] c0 = procs.stream().mapToLong(Bench::cpuNanos).toArray();
             List<OperatorProcess.CpuSplit> s0 = procs.stream().map(p -> p.cpuSplit().orElse(null)).toList();
+            long w0 = System.nanoTime();
             Load.Batch b = Load.run(n, c, first, op);
             quiesce(e);
             long[] c1 = procs.stream().mapToLong(Bench::cpuNanos).toArray();
+            windowNanos += System.nanoTime() - w0;
             for (int i = 0; i < c0.length; i++) {
                 cpu += c1[i] - c0[i];
                 byProcess[i] += c1[i] - c0[i];
@@ -1457,6 +1493,11 @@ public final class Bench {
                     / Math.max(1, s.count())));
             m.put("gcAndVmCpuMicrosPerAlloc", Stats.round(split.jvmNanos() / 1e3 / Math.max(1, s.count())));
         }
+        m.put("idleCpuMsPerSecByProcess", idleMsPerSec);
+        // of the CPU per allocation, what the replicas would have spent idle over the measured windows (the
+        // batches and their quiet ends)
+        double idleMicros = idleMsPerSec.stream().mapToDouble(Double::doubleValue).sum() * 1e3 * windowNanos / 1e9;
+        m.put("idleCpuMicrosPerAllocInWindows", Stats.round(idleMicros / Math.max(1, s.count())));
         m.put("p50Ms", Stats.round(s.pMs(50)));
         m.put("p99Ms", Stats.round(s.pMs(99)));
         m.put("perSec", Stats.round(s.throughput()));
@@ -1591,6 +1632,26 @@ public final class Bench {
             p50.put("frontDoorAboveFloorMs", Stats.round(replayRun.stats().pMs(50) - floorMs));
             p50.put("floorNote", "floor: the same request and answer bytes, same client, same TLS setup, to a bare "
                     + "Netty server answering on its I/O thread (TlsFloor); an allocation is at least that plus a PATCH");
+        }
+        // what an exactly-once answer cannot cost less than (LimitScenarios): the claim's PATCH and then its watch
+        // event; a replay's GET
+        Run watchedRun = find(LimitScenarios.PATCH_WATCHED, pods, cMin);
+        Run getRun = find(LimitScenarios.GET, pods, cMin);
+        Run oursRun = find(OURS, pods, cMin);
+        if (floorRun != null && watchedRun != null && baseRun != null && oursRun != null) {
+            double floorMs = floorRun.stats().pMs(50);
+            double least = floorMs + watchedRun.stats().pMs(50);
+            p50.put("patchWatchedP50Ms", Stats.round(watchedRun.stats().pMs(50)));
+            p50.put("leastExactlyOnceRatio", Stats.round(least / baseRun.stats().pMs(50)));
+            p50.put("oursOverLeastExactlyOnce", Stats.round(oursRun.stats().pMs(50) / least));
+        }
+        if (floorRun != null && getRun != null && replayRun != null) {
+            double floorMs = floorRun.stats().pMs(50);
+            double least = floorMs + getRun.stats().pMs(50);
+            p50.put("getP50Ms", Stats.round(getRun.stats().pMs(50)));
+            p50.put("replayOverFloor", Stats.round(replayRun.stats().pMs(50) / floorMs));
+            p50.put("leastReplayOverFloor", Stats.round(least / floorMs));
+            p50.put("replayOverLeast", Stats.round(replayRun.stats().pMs(50) / least));
         }
         t.put("p50VsBaselineAtC" + cMin, p50);
         // 3. throughput at the highest concurrency vs the bare PATCH

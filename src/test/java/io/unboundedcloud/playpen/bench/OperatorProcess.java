@@ -66,7 +66,9 @@ final class OperatorProcess implements AutoCloseable {
         cmd.add("--kubeconfig=" + kubeconfig);
         cmd.add("--listen-addr=127.0.0.1:" + port);
         cmd.add("--management-addr=");
-        cmd.add("--leader-elect=false");
+        // leader election stays on, as the image runs it: with several replicas only the Lease holder runs the pool
+        // passes, TTL expiry and certificate work (with it off, every replica would, and replicas would cost that
+        // work once each)
         cmd.addAll(flags);
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
         pb.environment().remove("KUBECONFIG");
@@ -95,6 +97,39 @@ final class OperatorProcess implements AutoCloseable {
             Thread.sleep(10);
         }
         throw new IllegalStateException("operator process not ready within " + timeout + "; see " + log);
+    }
+
+    /** Whether this process holds the leader Lease now, from the last leadership line of its log. */
+    boolean leads() {
+        try {
+            return leadsIn(Files.readString(log));
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /** Whether an operator log says that it holds the Lease: its last leadership line says acquired. */
+    static boolean leadsIn(String log) {
+        int acquired = log.lastIndexOf("leadership acquired");
+        return acquired >= 0 && acquired > log.lastIndexOf("leadership lost");
+    }
+
+    /**
+     * Waits until one of {@code procs} holds the leader Lease (a Lease left by an earlier process that did not
+     * release it runs out within its duration) and returns its index.
+     */
+    static int awaitLeader(List<OperatorProcess> procs, Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (System.nanoTime() < deadline) {
+            for (int i = 0; i < procs.size(); i++) {
+                if (procs.get(i).leads()) {
+                    return i;
+                }
+            }
+            Thread.sleep(50);
+        }
+        throw new IllegalStateException("no replica acquired the leader Lease within " + timeout + "; see "
+                + procs.get(0).log);
     }
 
     /** A /proc/<pid>/status field in KiB (VmRSS, VmHWM), -1 when unavailable. */
