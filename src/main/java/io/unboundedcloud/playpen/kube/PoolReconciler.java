@@ -134,6 +134,16 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     private final ApiCallCounter calls;
     private final Clock clock;
     private final long debounceMillis;
+    /**
+     * Passes asked for by pod changes wait at least this many times the CPU the last plan took, so that planning
+     * costs at most a tenth of a core however fast pods change: a plan judges every idle pod (health, template,
+     * surplus), a few milliseconds with 10,000 of them but a good part of a second with 50,000, and under a steady
+     * stream of claims a pass would otherwise follow every debounce. The interval timer's passes are not delayed.
+     */
+    static final int PLAN_CPU_SHARE_DIVISOR = 10;
+    private volatile java.util.function.LongSupplier threadCpuNanos = PoolReconciler::currentThreadCpuNanos;
+    private volatile long lastPlanCpuNanos;
+    private final LongAdder planCpuNanos = new LongAdder();
     private final Map<String, Long> expected = new ConcurrentHashMap<>();
     /**
      * The pods as the watch reports them, counted for the pools (host ports held, each pool's idle pods and the
@@ -230,7 +240,10 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             // expectations first, then the tally: a pod whose watch event lands in between leaves the expectations
             // only after the tally has it, so it is in one of the two; the other order could miss it and create twice
             Set<String> expectedNow = Set.copyOf(expected.keySet());
+            long cpu0 = threadCpuNanos.getAsLong();
             pass.plan = planner.plan(tally, expectedNow, context(pass.now));
+            lastPlanCpuNanos = Math.max(0, threadCpuNanos.getAsLong() - cpu0);
+            planCpuNanos.add(lastPlanCpuNanos);
             pass.exhausted.addAll(pass.plan.exhausted());
         });
     }
@@ -523,6 +536,27 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         }
     }
 
+    /**
+     * How long a pass asked for now waits: {@code --refill-debounce}, or longer when the last plan was costly
+     * (see {@link #PLAN_CPU_SHARE_DIVISOR}).
+     */
+    long refillDelayMillis() {
+        long budget = TimeUnit.NANOSECONDS.toMillis(lastPlanCpuNanos * (PLAN_CPU_SHARE_DIVISOR - 1));
+        return Math.max(debounceMillis, budget);
+    }
+
+    /** The CPU time of the calling thread (its wall time where the JVM cannot tell). */
+    private static long currentThreadCpuNanos() {
+        java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
+        long cpu = threads.isCurrentThreadCpuTimeSupported() ? threads.getCurrentThreadCpuTime() : -1;
+        return cpu >= 0 ? cpu : System.nanoTime();
+    }
+
+    /** Tests: where the plan step's CPU time comes from. */
+    void measurePlansWith(java.util.function.LongSupplier cpuNanos) {
+        this.threadCpuNanos = cpuNanos;
+    }
+
     /** Asks for a pass soon (debounced): bursts of events coalesce into one pass. */
     public void requestRefill() {
         if (refillScheduled.compareAndSet(false, true)) {
@@ -534,7 +568,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                     } catch (RuntimeException e) {
                         LOG.debug("refill pass failed: {}", e.toString());
                     }
-                }, debounceMillis, TimeUnit.MILLISECONDS);
+                }, refillDelayMillis(), TimeUnit.MILLISECONDS);
             } catch (java.util.concurrent.RejectedExecutionException e) {
                 refillScheduled.set(false);
             }
@@ -581,6 +615,11 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
 
     public long passes() {
         return passes.sum();
+    }
+
+    /** The CPU time all plans of this replica took so far, in nanoseconds. */
+    public long planCpuNanos() {
+        return planCpuNanos.sum();
     }
 
     @Override

@@ -14,7 +14,10 @@ import io.unboundedcloud.playpen.model.PodTemplates;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
-/** The pass's steps against the mock API: a replica that loses the Lease in the middle of a pass stops writing. */
+/**
+ * The pass's steps against the mock API: a replica that loses the Lease in the middle of a pass stops writing; passes
+ * asked for by pod changes wait longer after a costly plan.
+ */
 class PoolReconcilerTest {
     @Test
     void leadershipLostBetweenThePlanAndTheCreatesCreatesNothing() throws Exception {
@@ -38,6 +41,51 @@ class PoolReconcilerTest {
                     assertThat(pool.assess()).isNull();
                     leader.set(true);
                     assertThat(pool.reconcile().created()).isEqualTo(3);
+                }
+            } finally {
+                cache.close();
+            }
+        }
+    }
+
+    @Test
+    void aCostlyPlanStretchesTheWaitBeforeTheNextPassAskedForByAChange() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            OperatorConfig config = OperatorConfig.parse("--runner-amd64-count=0", "--runner-arm64-count=0",
+                    "--refill-debounce=100ms");
+            PodCache cache = new PodCache(cluster.client, TestCluster.NS,
+                    new Candidates(config.runnerLabelSelector())::idleKindKey);
+            cache.start();
+            try {
+                OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(10), "cache synced");
+                try (PoolReconciler pool = new PoolReconciler(cluster.client, config, cache,
+                        new PodTemplates(config, Map.of()), () -> true, new ApiCallCounter())) {
+                    // before any plan, and after a cheap one: the debounce
+                    assertThat(pool.refillDelayMillis()).isEqualTo(100);
+                    java.util.concurrent.atomic.AtomicLong cpu = new java.util.concurrent.atomic.AtomicLong();
+                    java.util.concurrent.atomic.AtomicLong planCost = new java.util.concurrent.atomic.AtomicLong();
+                    // the plan step reads the clock before and after planning: the second read adds the plan's cost
+                    java.util.concurrent.atomic.AtomicBoolean before = new java.util.concurrent.atomic.AtomicBoolean(true);
+                    pool.measurePlansWith(() -> before.getAndSet(!before.get()) ? cpu.get() : cpu.addAndGet(planCost.get()));
+                    planCost.set(Duration.ofMillis(3).toNanos());
+                    pool.finish(pool.plan(pool.assess()));
+                    assertThat(pool.refillDelayMillis()).isEqualTo(100);
+                    // a plan of 50 ms CPU: the next one waits 9 times that, so planning takes at most a tenth of a core
+                    planCost.set(Duration.ofMillis(50).toNanos());
+                    pool.finish(pool.plan(pool.assess()));
+                    assertThat(pool.refillDelayMillis()).isEqualTo(450);
+                    // and a pass asked for now does not start before then
+                    java.util.concurrent.CompletableFuture<Long> ran = new java.util.concurrent.CompletableFuture<>();
+                    long asked = System.nanoTime();
+                    pool.runPassesWith(() -> ran.complete(System.nanoTime()));
+                    pool.requestRefill();
+                    long startedAfterMillis = Duration.ofNanos(ran.get(30, java.util.concurrent.TimeUnit.SECONDS) - asked)
+                            .toMillis();
+                    assertThat(startedAfterMillis).isGreaterThanOrEqualTo(450);
+                    // cheap again: back to the debounce
+                    planCost.set(Duration.ofMillis(1).toNanos());
+                    pool.finish(pool.plan(pool.assess()));
+                    assertThat(pool.refillDelayMillis()).isEqualTo(100);
                 }
             } finally {
                 cache.close();
