@@ -267,7 +267,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                 readyTimes.put(t, ttr);
             }
             if (config.pools().demandBuffer()) {
-                want.put(t, d.desired(now, min, Math.max(min, maxIdle), config.refillDebounce()));
+                // the wait before a refill is the debounce, or longer after a costly plan: the buffer covers it
+                want.put(t, d.desired(now, min, Math.max(min, maxIdle), Duration.ofMillis(refillDelayMillis())));
             }
         });
         return new PoolPlanner.Context(now, nodeLookup, signals.backoffs(), want, rates, readyTimes);
