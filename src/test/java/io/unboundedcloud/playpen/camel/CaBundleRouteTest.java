@@ -59,7 +59,9 @@ class CaBundleRouteTest {
     @Test
     void anApiServiceCreatedLaterGetsTheBundleFromTheRoute() throws Exception {
         try (TestCluster cluster = TestCluster.start();
-                OperatorHarness op = new OperatorHarness(cluster, "--reconcile-interval=1s")) {
+                // the route's timer ticks every --serving-cert-check-interval: at its 10 s default the next tick after
+                // the APIService appears could come just as the wait below ends
+                OperatorHarness op = new OperatorHarness(cluster, "--serving-cert-check-interval=1s")) {
             OperatorHarness.awaitTrue(() -> op.app.camelContext().getRouteController().getRouteStatus("ca-bundle")
                     .isStarted(), Duration.ofSeconds(10), "ca-bundle route running");
             createApiService(cluster);
