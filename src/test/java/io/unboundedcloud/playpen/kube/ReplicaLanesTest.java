@@ -94,4 +94,25 @@ class ReplicaLanesTest {
         a.onPodEvent(PodCache.Change.ADDED, claimedBy(lanes("b").self()));
         assertThat(a.replicas()).isEqualTo(2);
     }
+
+    @Test
+    void aReplicaLapsesExactlyWhenItHasNotBeenSeenForTheWholeTtl() {
+        ReplicaLanes a = lanes("a");
+        long seenAt = now.get();
+        a.onPodEvent(PodCache.Change.UPDATED, claimedBy(lanes("b").self()));
+        assertThat(a.replicas()).isEqualTo(2);
+        now.set(seenAt + ReplicaLanes.MEMBER_TTL_NANOS - 1);
+        assertThat(a.replicas()).as("one nanosecond before its TTL").isEqualTo(2);
+        now.set(seenAt + ReplicaLanes.MEMBER_TTL_NANOS);
+        assertThat(a.replicas()).as("at its TTL").isEqualTo(1);
+        assertThat(names(50)).allMatch(a::mine);
+        // seen again: back at once, and its TTL counts from the new sighting
+        long again = now.get();
+        a.onPodEvent(PodCache.Change.UPDATED, claimedBy(lanes("b").self()));
+        assertThat(a.replicas()).isEqualTo(2);
+        now.set(again + ReplicaLanes.MEMBER_TTL_NANOS - 1);
+        assertThat(a.replicas()).isEqualTo(2);
+        now.set(again + ReplicaLanes.MEMBER_TTL_NANOS);
+        assertThat(a.replicas()).isEqualTo(1);
+    }
 }
