@@ -116,10 +116,8 @@ public final class SlimPods {
         return java.util.Collections.unmodifiableList(out);
     }
 
+    /** Of a container that is there ({@link #each} keeps a null element null). */
     private static Container container(Container c) {
-        if (c == null) {
-            return null;
-        }
         Container out = shareEmpties(new Container());
         out.setName(common(c.getName()));
         out.setImage(common(c.getImage()));
@@ -142,10 +140,8 @@ public final class SlimPods {
         return out;
     }
 
+    /** Of a container status that is there ({@link #each} keeps a null element null). */
     private static ContainerStatus containerStatus(ContainerStatus c) {
-        if (c == null) {
-            return null;
-        }
         ContainerStatus out = shareEmpties(new ContainerStatus());
         out.setName(common(c.getName()));
         out.setReady(c.getReady());

@@ -103,6 +103,8 @@ final class HugePool {
         double wallSeconds = (System.nanoTime() - wall0) / 1e9;
         long passes = pools.passes() - passes0;
         double planCpuMs = (pools.planCpuNanos() - planCpu0) / 1e6;
+        double planCpuMsPerPass = planCpuMs / Math.max(1, passes);
+        double planShare = planCpuMs / 1e3 / wallSeconds;
         Bench.Run bareRun = measured.get(0).run(e);
         Bench.Run oursRun = measured.get(1).run(e);
         b.runs.add(bareRun);
@@ -111,10 +113,10 @@ final class HugePool {
         Map<String, Object> m = Bench.map("pods", total, "allocP50Ms", Stats.round(oursRun.stats().pMs(50)),
                 "barePatchP50Ms", Stats.round(bareRun.stats().pMs(50)), "ratio", Stats.round(ratio),
                 "allocErrors", oursRun.stats().errors, "barePatchErrors", bareRun.stats().errors,
-                "poolPasses", passes, "planCpuMsPerPass", Stats.round(planCpuMs / Math.max(1, passes)),
-                "planCpuShareOfOneCore", Stats.round(planCpuMs / 1e3 / wallSeconds));
+                "poolPasses", passes, "planCpuMsPerPass", Stats.round(planCpuMsPerPass),
+                "planCpuShareOfOneCore", Stats.round(planShare));
         b.log("  pool passes while allocating over %d pods: %d in %.1f s, plan CPU %.1f ms each, %.0f%% of one core",
-                total, passes, wallSeconds, planCpuMs / Math.max(1, passes), 100 * planCpuMs / 1e3 / wallSeconds);
+                total, passes, wallSeconds, planCpuMsPerPass, 100 * planShare);
         b.log("  c=1 over %d pods: alloc p50 %.2f ms, bare PATCH p50 %.2f ms, ratio %.2f", total,
                 oursRun.stats().pMs(50), bareRun.stats().pMs(50), ratio);
         return m;

@@ -33,12 +33,12 @@ final class LimitScenarios {
 
     /** The bare claim PATCH, answered once a plain watch of the namespace has delivered the write's own event. */
     static final class WatchedPatch implements Bench.Scenario, AutoCloseable {
-        private final Bench.Scenario patch;
+        private final Bench.BaselineScenario patch;
         private final Map<String, Long> seen = new HashMap<>();
         private Watch watch;
 
         /** {@code patch}: the bare PATCH scenario whose write this one waits for. */
-        WatchedPatch(Bench.Scenario patch) {
+        WatchedPatch(Bench.BaselineScenario patch) {
             this.patch = patch;
         }
 
@@ -76,7 +76,7 @@ final class LimitScenarios {
 
         @Override
         public void run(Bench.Env e, int index, int worker) throws Exception {
-            Pod written = ((Bench.BaselineScenario) patch).claim(e, index);
+            Pod written = patch.claim(e, index);
             String name = ManagedPods.name(written);
             long rv = ClaimLedger.resourceVersion(written);
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
