@@ -64,6 +64,8 @@ import io.unboundedcloud.playpen.support.TestCluster;
  * operator's CPU time per allocation from the processes' CPU accounting, first in the fresh JVM and then, after
  * {@code bench.cpuWarmAllocs} (2000) more allocations, in steady state; {@code bench.routes} (routes).
  * {@code bench.client} (vertx; or jdk): the HTTPS client of the alloc and replay requests ({@link BenchHttps}).
+ * {@code bench.profile} (none; {@code cpu} or {@code itimer}) and {@code bench.profileConcurrency} (1): a CPU profile of
+ * each scenario's measured requests ({@link ScenarioProfile}); a profiled run's figures are not the targets'.
  * {@code bench.jitSettleRounds} (20): warm-up rounds after {@code bench.jitWarmup} until the JIT is quiet
  * ({@link #settleJit}); {@code bench.rounds} (4): every concurrency in interleaved rounds ({@link #interleaved}).
  * Beside the bare PATCH, the reference pattern, our allocations and replays, each comparison measures the floor of
@@ -128,6 +130,13 @@ public final class Bench {
     final Map<Integer, Object> jitSettle = new LinkedHashMap<>();
     static final int JIT_WARMUP_CONCURRENCY = 8;
     final int[] cpuReplicas = ints(System.getProperty("bench.cpuReplicas", "1,2,3"));
+    /**
+     * Empty: no profile. Otherwise async-profiler's event ({@code cpu}, {@code itimer}) sampled while each scenario's
+     * measured requests run at the concurrencies of {@code bench.profileConcurrency} ({@link ScenarioProfile}).
+     */
+    final String profileEvent = System.getProperty("bench.profile", "");
+    final int[] profileConcurrency = ints(System.getProperty("bench.profileConcurrency", "1"));
+    private ScenarioProfile profile;
 
     final Map<String, Object> results = new LinkedHashMap<>();
     final List<Run> runs = new ArrayList<>();
@@ -637,6 +646,9 @@ public final class Bench {
         if (r.extra().containsKey("breakdownAtC1")) {
             log("      c=1 breakdown: %s", r.extra().get("breakdownAtC1"));
         }
+        if (r.extra().containsKey("profileCpuMicrosPerRequest")) {
+            log("      profiled, CPU us per request: %s", r.extra().get("profileCpuMicrosPerRequest"));
+        }
     }
 
     Run measure(Env e, Scenario sc, int c, int total) throws Exception {
@@ -659,6 +671,8 @@ public final class Bench {
         // at concurrency 1, where the claim's write reaches the API server splits each request in two
         final Timestamps writes = new Timestamps("PATCH /api/v1/namespaces/playpen/pods/", "PUT /api/v1/namespaces/playpen/pods/");
         final List<long[]> windows = java.util.Collections.synchronizedList(new ArrayList<>());
+        /** Profiled runs: samples by collapsed stack over the measured requests ({@link ScenarioProfile}). */
+        final Map<String, Long> profiled = new HashMap<>();
 
         Measured(Scenario sc, int c) {
             this.name = sc.name();
@@ -672,6 +686,14 @@ public final class Bench {
             Map<String, Object> x = new LinkedHashMap<>();
             if (c == 1 && claims) {
                 x.put("breakdownAtC1", breakdown(windows, writes));
+            }
+            if (!profiled.isEmpty()) {
+                x.put("profileCpuMicrosPerRequest", ScenarioProfile.perRequest(profiled, all.length));
+                try {
+                    x.put("profileStacks", String.valueOf(profile.write(name, e.pods, c, profiled).getFileName()));
+                } catch (java.io.IOException ex) {
+                    throw new java.io.UncheckedIOException(ex);
+                }
             }
             if (firstError != null) {
                 x.put("firstError", String.valueOf(firstError));
@@ -709,6 +731,10 @@ public final class Bench {
             int first = keySeq.getAndAdd(n);
             sc.prepare(e, first, n);
             Map<String, Integer> before = e.cluster.requestSnapshot();
+            ScenarioProfile prof = profileAt(c);
+            if (prof != null) {
+                prof.start();
+            }
             Load.Batch b = Load.run(n, c, first, (i, worker) -> {
                 long t0 = System.nanoTime();
                 sc.run(e, i, worker);
@@ -716,6 +742,9 @@ public final class Bench {
                     m.windows.add(new long[] {t0, System.nanoTime()});
                 }
             });
+            if (prof != null) {
+                prof.stop(m.profiled);
+            }
             sc.settle(e, b.nanos().length);
             Map<String, Integer> after = e.cluster.requestSnapshot();
             accumulate(m.apiBefore, m.apiAfter, before, after);
@@ -731,6 +760,17 @@ public final class Bench {
             }
         }
         e.cluster.removeRequestListener(m.writes);
+    }
+
+    /** The profile of this concurrency's measured requests, or null (not asked for). */
+    private ScenarioProfile profileAt(int c) {
+        if (!ScenarioProfile.wanted(profileEvent, profileConcurrency, c)) {
+            return null;
+        }
+        if (profile == null) {
+            profile = new ScenarioProfile(profileEvent, out);
+        }
+        return profile;
     }
 
     /**
@@ -1536,6 +1576,7 @@ public final class Bench {
         m.put("jitWarmupPerScenario", jitWarmup);
         m.put("jitSettleRounds", jitSettleRounds);
         m.put("rounds", rounds);
+        m.put("profile", profileEvent.isBlank() ? "none" : profileEvent + " at c=" + Arrays.toString(profileConcurrency));
         m.put("client", BenchHttps.configured().name().toLowerCase(Locale.ROOT));
         m.put("availableProcessors", Runtime.getRuntime().availableProcessors());
         m.put("java", System.getProperty("java.vm.name") + " " + System.getProperty("java.version"));

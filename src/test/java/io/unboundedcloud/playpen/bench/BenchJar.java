@@ -55,6 +55,8 @@ public final class BenchJar {
         DEFAULTS.put("rounds", "4");
         DEFAULTS.put("cpuReplicas", "1,2,3");
         DEFAULTS.put("client", "vertx");
+        DEFAULTS.put("profile", "");
+        DEFAULTS.put("profileConcurrency", "1");
         DEFAULTS.put("jarJvmArgs", "-XX:MaxRAM=768m -XX:MaxRAMPercentage=35 -XX:InitialRAMPercentage=10 -XX:+UseSerialGC "
                 + "-XX:MaxHeapFreeRatio=30 -XX:MinHeapFreeRatio=10 -Xss512k -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m "
                 + "-XX:MaxDirectMemorySize=128m -XX:+ExitOnOutOfMemoryError -Dfile.encoding=UTF-8");
