@@ -141,6 +141,11 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      * stream of claims a pass would otherwise follow every debounce. The interval timer's passes are not delayed.
      */
     static final int PLAN_CPU_SHARE_DIVISOR = 10;
+    /**
+     * A pass that finds the cache not yet synced (the Lease won before the first list is in) looks again this soon,
+     * or after the refill wait if that is shorter.
+     */
+    static final long SYNC_RECHECK_MILLIS = 100;
     private volatile java.util.function.LongSupplier threadCpuNanos = PoolReconciler::currentThreadCpuNanos;
     private volatile long lastPlanCpuNanos;
     private final LongAdder planCpuNanos = new LongAdder();
@@ -156,6 +161,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     private final Set<String> reported = ConcurrentHashMap.newKeySet();
     private final ScheduledExecutorService refill = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("pool-refill"));
     private final AtomicBoolean refillScheduled = new AtomicBoolean();
+    /** A pass is scheduled to look again whether the cache has synced ({@link #SYNC_RECHECK_MILLIS}). */
+    private final AtomicBoolean syncRetryScheduled = new AtomicBoolean();
     private final ReentrantLock passLock = new ReentrantLock();
     private final LongAdder passes = new LongAdder();
     private final java.util.List<Observer> observers = new java.util.concurrent.CopyOnWriteArrayList<>();
@@ -222,7 +229,9 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             return null;
         }
         if (!pods.hasSynced()) {
-            requestRefill();
+            // back as soon as the cache has synced: after --refill-debounce, a long debounce would hold the first
+            // pass back until the interval timer's next tick
+            schedulePass(syncRetryScheduled, Math.min(SYNC_RECHECK_MILLIS, refillDelayMillis()));
             return null;
         }
         passLock.lock();
@@ -560,18 +569,23 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
 
     /** Asks for a pass soon (debounced): bursts of events coalesce into one pass. */
     public void requestRefill() {
-        if (refillScheduled.compareAndSet(false, true)) {
+        schedulePass(refillScheduled, refillDelayMillis());
+    }
+
+    /** One pass in {@code delayMillis}, unless one is already scheduled under {@code scheduled}. */
+    private void schedulePass(AtomicBoolean scheduled, long delayMillis) {
+        if (scheduled.compareAndSet(false, true)) {
             try {
                 refill.schedule(() -> {
-                    refillScheduled.set(false);
+                    scheduled.set(false);
                     try {
                         passRunner.run();
                     } catch (RuntimeException e) {
                         LOG.debug("refill pass failed: {}", e.toString());
                     }
-                }, refillDelayMillis(), TimeUnit.MILLISECONDS);
+                }, delayMillis, TimeUnit.MILLISECONDS);
             } catch (java.util.concurrent.RejectedExecutionException e) {
-                refillScheduled.set(false);
+                scheduled.set(false);
             }
         }
     }

@@ -15,8 +15,9 @@ import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
 /**
- * The pass's steps against the mock API: a replica that loses the Lease in the middle of a pass stops writing; passes
- * asked for by pod changes wait longer after a costly plan.
+ * The pass's steps against the mock API: a replica that loses the Lease in the middle of a pass stops writing; a pass
+ * that finds the cache not synced comes back once it has; passes asked for by pod changes wait longer after a costly
+ * plan.
  */
 class PoolReconcilerTest {
     @Test
@@ -42,6 +43,29 @@ class PoolReconcilerTest {
                     leader.set(true);
                     assertThat(pool.reconcile().created()).isEqualTo(3);
                 }
+            } finally {
+                cache.close();
+            }
+        }
+    }
+
+    @Test
+    void aPassThatFindsTheCacheNotSyncedComesBackOnceItHasWhateverTheDebounce() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            // a debounce of an hour and no interval timer here: only the pass's own look-again can create the pod
+            OperatorConfig config = OperatorConfig.parse("--runner-amd64-count=1", "--runner-arm64-count=0",
+                    "--refill-debounce=1h");
+            PodCache cache = new PodCache(cluster.client, TestCluster.NS,
+                    new Candidates(config.runnerLabelSelector())::idleKindKey);
+            try (PoolReconciler pool = new PoolReconciler(cluster.client, config, cache,
+                    new PodTemplates(config, Map.of()), () -> true, new ApiCallCounter())) {
+                // the Lease is won before the cache's first list is in: nothing is planned from an empty cache
+                assertThat(pool.assess()).isNull();
+                assertThat(pool.passes()).isZero();
+                cache.start();
+                OperatorHarness.awaitTrue(() -> cluster.pods().size() == 1, Duration.ofSeconds(10),
+                        "the pool pod, from the pass that looked again once the cache had synced");
+                assertThat(pool.passes()).isGreaterThanOrEqualTo(1);
             } finally {
                 cache.close();
             }
