@@ -136,7 +136,8 @@ public final class Bench {
      */
     final String profileEvent = System.getProperty("bench.profile", "");
     final int[] profileConcurrency = ints(System.getProperty("bench.profileConcurrency", "1"));
-    private ScenarioProfile profile;
+    /** The profiler of {@code bench.profile} (null: none), writing under {@link #out}. */
+    private final ScenarioProfile profile = profileEvent.isBlank() ? null : new ScenarioProfile(profileEvent, out);
 
     final Map<String, Object> results = new LinkedHashMap<>();
     final List<Run> runs = new ArrayList<>();
@@ -764,13 +765,7 @@ public final class Bench {
 
     /** The profile of this concurrency's measured requests, or null (not asked for). */
     private ScenarioProfile profileAt(int c) {
-        if (!ScenarioProfile.wanted(profileEvent, profileConcurrency, c)) {
-            return null;
-        }
-        if (profile == null) {
-            profile = new ScenarioProfile(profileEvent, out);
-        }
-        return profile;
+        return ScenarioProfile.wanted(profileEvent, profileConcurrency, c) ? profile : null;
     }
 
     /**

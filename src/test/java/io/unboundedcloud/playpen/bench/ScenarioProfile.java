@@ -6,7 +6,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
-import java.util.Locale;
 import java.util.Map;
 
 import one.profiler.AsyncProfiler;
@@ -47,15 +46,7 @@ final class ScenarioProfile {
 
     /** Whether the requests of this concurrency are profiled. */
     static boolean wanted(String event, int[] concurrencies, int c) {
-        if (event == null || event.isBlank()) {
-            return false;
-        }
-        for (int x : concurrencies) {
-            if (x == c) {
-                return true;
-            }
-        }
-        return false;
+        return event != null && !event.isBlank() && java.util.Arrays.stream(concurrencies).anyMatch(x -> x == c);
     }
 
     /** Starts sampling afresh (the last batch's samples were taken by {@link #stop}). */
@@ -163,8 +154,7 @@ final class ScenarioProfile {
         return out;
     }
 
-    private static double micros(long samples, long requests) {
-        double us = samples * (INTERVAL_NANOS / 1000.0) / Math.max(1, requests);
-        return Double.parseDouble(String.format(Locale.ROOT, "%.1f", us));
+    private static Double micros(long samples, long requests) {
+        return Stats.round(samples * (INTERVAL_NANOS / 1000.0) / Math.max(1, requests));
     }
 }
