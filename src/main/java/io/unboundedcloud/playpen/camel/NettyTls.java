@@ -29,7 +29,8 @@ public final class NettyTls {
         private final ServingTls tls;
 
         public SslHandlerFactory(ServingTls tls) {
-            super(tls.newServerEngine());
+            // this instance only makes handlers; a JDK engine here holds no native memory, whatever the provider
+            super(tls.context().createSSLEngine());
             this.tls = tls;
         }
 
@@ -53,10 +54,10 @@ public final class NettyTls {
         }
     }
 
-    /** Referenced as {@code decoders=#...}: closes connections that stay idle longer than the timeout. */
     /** Set while the connection's request waits for capacity: the idle closer leaves it open. */
     public static final io.netty.util.AttributeKey<Boolean> WAITING = io.netty.util.AttributeKey.valueOf("playpenWaiting");
 
+    /** Referenced as {@code decoders=#...}: closes connections that stay idle longer than the timeout. */
     public static final class IdleCloser extends ChannelInboundHandlerAdapter implements ChannelHandlerFactory {
         private final long millis;
 

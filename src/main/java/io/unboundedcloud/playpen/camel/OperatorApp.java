@@ -170,8 +170,9 @@ public final class OperatorApp implements AutoCloseable {
         nodes.start();
         trust.start();
 
-        ServingTls tls = new ServingTls(material.certificatePem(), material.privateKeyPem(), () -> trust.get().cas());
-        LOG.info("serving TLS 1.3, cipher suites {}", tls.cipherOrder());
+        ServingTls tls = new ServingTls(material.certificatePem(), material.privateKeyPem(), () -> trust.get().cas(),
+                config.tlsProvider());
+        LOG.info("serving TLS 1.3 with {}", tls.describe());
         AccessReviewer reviewer = new AccessReviewer(client, config.sarAllowedTtl(), config.sarDeniedTtl(),
                 config.retryAfterSeconds(), calls);
         allocator = new Allocator(pods, nodes, writer,

@@ -108,7 +108,8 @@ public enum Flag {
     POOL_BACKOFF_BASE("pool-backoff-base", "10s", "pause before a pool creates again after a replacement failed (never became Ready); doubled per further failure"),
     POOL_BACKOFF_MAX("pool-backoff-max", "5m", "longest pause of a pool whose replacements keep failing"),
     POOL_MAX_IDLE("pool-max-idle", "0", "demand-aware buffer: keep idle >= recent allocation rate x time-to-ready, between the count flags and this many per pool (0 = off: the count flags are fixed)"),
-    DEV_IMAGE_FAULTS("dev-image-faults", "", "--dev: image=mode pairs (comma list; repeating the flag appends); the simulated kubelet makes pods of that image never-ready, crash or evict");
+    DEV_IMAGE_FAULTS("dev-image-faults", "", "--dev: image=mode pairs (comma list; repeating the flag appends); the simulated kubelet makes pods of that image never-ready, crash or evict"),
+    TLS_PROVIDER("tls-provider", "auto", "TLS of the HTTPS listener: openssl (BoringSSL, inside the jar), jdk, or auto = openssl where its native library loads, else jdk");
 
     private final String flagName;
     private final String defaultValue;

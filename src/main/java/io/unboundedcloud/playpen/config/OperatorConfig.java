@@ -40,7 +40,8 @@ public record OperatorConfig(
         int maxAllocsPerUser, io.unboundedcloud.playpen.tls.CertificateRenewal servingCertRenewal,
         LeaseLimits leases, WaitingLimits waitingLimits, String healthHost, int healthPort,
         List<String> managementAllowedOrigins, List<String> managementAllowedHosts, String ownerHashSecretName,
-        String auditLogPath, int devReplicas, PoolPolicy pools, List<String> devImageFaults) {
+        String auditLogPath, int devReplicas, PoolPolicy pools, List<String> devImageFaults,
+        io.unboundedcloud.playpen.tls.ServingTls.Provider tlsProvider) {
 
     /** The environment variable that may hold the Redfish password (e.g. from a Secret via secretKeyRef). */
     public static final String REDFISH_PASSWORD_ENV = "PLAYPEN_RUNNER_REDFISH_PASSWORD";
@@ -275,7 +276,15 @@ public record OperatorConfig(
                 waitingLimits(v), health[0], Integer.parseInt(health[1]),
                 v.origins(Flag.MANAGEMENT_ALLOWED_ORIGINS), v.hostNames(Flag.MANAGEMENT_ALLOWED_HOSTS),
                 v.name(Flag.OWNER_HASH_SECRET_NAME), v.nonEmpty(Flag.AUDIT_LOG_PATH), v.intIn(Flag.DEV_REPLICAS, 0, 8),
-                pools(v), v.imageFaults(Flag.DEV_IMAGE_FAULTS));
+                pools(v), v.imageFaults(Flag.DEV_IMAGE_FAULTS), tlsProvider(v));
+    }
+
+    private static io.unboundedcloud.playpen.tls.ServingTls.Provider tlsProvider(Values v) {
+        try {
+            return io.unboundedcloud.playpen.tls.ServingTls.Provider.parse(v.str(Flag.TLS_PROVIDER));
+        } catch (IllegalArgumentException e) {
+            throw v.bad(Flag.TLS_PROVIDER, e.getMessage());
+        }
     }
 
     /** Per-user and total caps on waiting requests; the total must leave connections for everything else. */

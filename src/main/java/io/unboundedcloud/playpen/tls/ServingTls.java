@@ -9,15 +9,29 @@ import java.util.List;
 import java.util.function.Supplier;
 
 import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.ManagerFactoryParameters;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLEngine;
 import javax.net.ssl.TrustManager;
 import javax.net.ssl.X509ExtendedTrustManager;
 
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.handler.ssl.ClientAuth;
+import io.netty.handler.ssl.OpenSsl;
+import io.netty.handler.ssl.SslContext;
+import io.netty.handler.ssl.SslContextBuilder;
+import io.netty.handler.ssl.SslProvider;
+import io.netty.handler.ssl.util.SimpleTrustManagerFactory;
+
 /**
  * The HTTPS server's TLS: the serving certificate, TLS 1.3 only (like the newest reference: no renegotiation, no
- * CBC or SHA-1 suites), and a client certificate requested but not required. Client chains are accepted at the TLS layer and verified per request against the live
- * front-proxy bundle, so a rotated bundle takes effect without rebuilding the listener.
+ * CBC or SHA-1 suites), and a client certificate requested but not required. Client chains are accepted at the TLS
+ * layer and verified per request against the live front-proxy bundle, so a rotated bundle takes effect without
+ * rebuilding the listener.
+ * <p>
+ * BoringSSL (netty-tcnative, its native library inside the jar) serves when it loads, else the JDK's TLS. Measured
+ * with the image's C1-only JIT, BoringSSL took a fifth off an allocation's CPU and latency at one request at a time
+ * (docs/performance.md); {@code --tls-provider} picks one explicitly.
  */
 public final class ServingTls {
     // TLS 1.3 only, like the newest reference (MinVersion TLS 1.3): it has no renegotiation (a TLS 1.2 client could
@@ -35,21 +49,75 @@ public final class ServingTls {
     /** Swapped whole when the serving certificate changes: new handshakes get the new one, open connections keep theirs. */
     private volatile Served served;
 
-    private record Served(SSLContext context, X509Certificate leaf) {
+    /**
+     * What one serving certificate serves with: the JDK context (always built: camel-netty asks for one), and the
+     * BoringSSL context when BoringSSL serves, made with the front-proxy CAs of {@code issuers}.
+     */
+    private record Served(SSLContext context, List<X509Certificate> chain, PrivateKey key, List<X509Certificate> issuers,
+            SslContext boringSsl) {
+        X509Certificate leaf() {
+            return chain.get(0);
+        }
+    }
+
+    /** Which TLS implementation serves ({@code --tls-provider}). */
+    public enum Provider {
+        /** BoringSSL when its native library loads on this machine, else the JDK's. */
+        AUTO,
+        /** The JDK's TLS (SunJSSE). */
+        JDK,
+        /** BoringSSL through netty-tcnative; startup fails when its native library cannot load. */
+        OPENSSL;
+
+        /** The flag's value, case-insensitive; throws with the accepted values otherwise. */
+        public static Provider parse(String value) {
+            for (Provider p : values()) {
+                if (p.name().equalsIgnoreCase(value.trim())) {
+                    return p;
+                }
+            }
+            throw new IllegalArgumentException("must be auto, jdk or openssl");
+        }
+
+        /** AUTO resolved on this machine; OPENSSL throws when BoringSSL cannot load here. */
+        Provider resolve() {
+            if (this == JDK) {
+                return JDK; // without loading the native library
+            }
+            boolean available = OpenSsl.isAvailable();
+            if (this == OPENSSL && !available) {
+                throw new IllegalStateException("--tls-provider=openssl, but BoringSSL cannot load here ("
+                        + OpenSsl.unavailabilityCause() + "); use --tls-provider=jdk or auto");
+            }
+            return this == AUTO ? (available ? OPENSSL : JDK) : this;
+        }
     }
 
     private final boolean chachaFirst;
+    private final Provider provider;
 
+    /** Serves with BoringSSL when it loads here, else with the JDK's TLS. */
     public ServingTls(String certificatePem, String privateKeyPem, Supplier<List<X509Certificate>> acceptedIssuers) {
-        this(certificatePem, privateKeyPem, acceptedIssuers, c1Only());
+        this(certificatePem, privateKeyPem, acceptedIssuers, Provider.AUTO);
     }
 
-    /** {@code chachaFirst}: prefer ChaCha20-Poly1305 over AES-GCM (see {@link #CHACHA_FIRST}). */
+    public ServingTls(String certificatePem, String privateKeyPem, Supplier<List<X509Certificate>> acceptedIssuers,
+            Provider provider) {
+        this(certificatePem, privateKeyPem, acceptedIssuers, c1Only(), provider);
+    }
+
+    /** The JDK's TLS; {@code chachaFirst}: prefer ChaCha20-Poly1305 over AES-GCM (see {@link #CHACHA_FIRST}). */
     ServingTls(String certificatePem, String privateKeyPem, Supplier<List<X509Certificate>> acceptedIssuers,
             boolean chachaFirst) {
+        this(certificatePem, privateKeyPem, acceptedIssuers, chachaFirst, Provider.JDK);
+    }
+
+    private ServingTls(String certificatePem, String privateKeyPem, Supplier<List<X509Certificate>> acceptedIssuers,
+            boolean chachaFirst, Provider provider) {
         this.acceptedIssuers = acceptedIssuers;
         this.chachaFirst = chachaFirst;
-        this.served = build(certificatePem, privateKeyPem, acceptedIssuers);
+        this.provider = provider.resolve();
+        this.served = build(certificatePem, privateKeyPem, acceptedIssuers, this.provider);
     }
 
     /**
@@ -67,14 +135,23 @@ public final class ServingTls {
     }
 
     /** Serves another certificate from the next handshake on; throws (and keeps the current one) when it is unusable. */
-    public void replace(String certificatePem, String privateKeyPem) {
-        served = build(certificatePem, privateKeyPem, acceptedIssuers);
+    public synchronized void replace(String certificatePem, String privateKeyPem) {
+        served = build(certificatePem, privateKeyPem, acceptedIssuers, provider);
     }
 
-    /** How the cipher suite is chosen, for the startup log. */
-    public String cipherOrder() {
-        return chachaFirst ? String.join(",", CHACHA_FIRST) + " in this order (C1-only JIT: AES-GCM has no intrinsics)"
-                : "in the JDK's order";
+    /** The implementation that serves: OPENSSL (BoringSSL) or JDK. */
+    public Provider provider() {
+        return provider;
+    }
+
+    /** The implementation and how the cipher suite is chosen, for the startup log. */
+    public String describe() {
+        if (provider == Provider.OPENSSL) {
+            return "BoringSSL, cipher suites in its order";
+        }
+        return "the JDK's TLS, cipher suites " + (chachaFirst
+                ? String.join(",", CHACHA_FIRST) + " in this order (C1-only JIT: AES-GCM has no intrinsics)"
+                : "in the JDK's order");
     }
 
     /** The leaf certificate new handshakes present. */
@@ -82,7 +159,8 @@ public final class ServingTls {
         return served.leaf();
     }
 
-    private static Served build(String certificatePem, String privateKeyPem, Supplier<List<X509Certificate>> acceptedIssuers) {
+    private static Served build(String certificatePem, String privateKeyPem, Supplier<List<X509Certificate>> acceptedIssuers,
+            Provider provider) {
         try {
             List<X509Certificate> chain = Pki.parseCertificates(certificatePem);
             if (chain.isEmpty()) {
@@ -101,7 +179,8 @@ public final class ServingTls {
             SSLContext context = SSLContext.getInstance("TLS");
             context.init(kmf.getKeyManagers(), new TrustManager[] {new DeferredClientTrust(acceptedIssuers)},
                     new SecureRandom());
-            return new Served(context, chain.get(0));
+            return new Served(context, chain, key, acceptedIssuers.get(), provider == Provider.OPENSSL
+                    ? boringSsl(chain, key, acceptedIssuers.get()) : null);
         } catch (Exception e) {
             throw new IllegalStateException("cannot build the serving TLS context: " + e.getMessage(), e);
         }
@@ -134,8 +213,58 @@ public final class ServingTls {
         return served.context();
     }
 
-    /** A server-side engine: TLS 1.3, client certificate wanted, not needed; ChaCha20 first under C1 only. */
+    /**
+     * BoringSSL's context: TLS 1.3 only, client certificate wanted, not needed. BoringSSL sends the client the list
+     * of acceptable CAs fixed when the context is made (a Go client, like kube-apiserver's front proxy, offers its
+     * certificate only when its issuer is in that list), so {@link #newServerEngine} makes another when the
+     * front-proxy CAs change.
+     */
+    private static SslContext boringSsl(List<X509Certificate> chain, PrivateKey key, List<X509Certificate> issuers) {
+        try {
+            return SslContextBuilder.forServer(key, chain.toArray(new X509Certificate[0]))
+                    .sslProvider(SslProvider.OPENSSL)
+                    .protocols(PROTOCOLS)
+                    .clientAuth(ClientAuth.OPTIONAL)
+                    .trustManager(new SimpleTrustManagerFactory() {
+                        @Override
+                        protected void engineInit(KeyStore keyStore) {
+                        }
+
+                        @Override
+                        protected void engineInit(ManagerFactoryParameters parameters) {
+                        }
+
+                        @Override
+                        protected TrustManager[] engineGetTrustManagers() {
+                            return new TrustManager[] {new DeferredClientTrust(() -> issuers)};
+                        }
+                    })
+                    .build();
+        } catch (javax.net.ssl.SSLException e) {
+            throw new IllegalStateException("BoringSSL refused the serving certificate or key: " + e.getMessage(), e);
+        }
+    }
+
+    /** The served context again, with BoringSSL's list of acceptable CAs made from {@code issuers}. */
+    private synchronized Served withIssuers(List<X509Certificate> issuers) {
+        Served s = served;
+        if (!s.issuers().equals(issuers)) {
+            s = new Served(s.context(), s.chain(), s.key(), issuers, boringSsl(s.chain(), s.key(), issuers));
+            served = s;
+        }
+        return s;
+    }
+
+    /** A server-side engine: TLS 1.3, client certificate wanted, not needed; with the JDK, ChaCha20 first under C1 only. */
     public SSLEngine newServerEngine() {
+        Served s = served;
+        if (s.boringSsl() != null) {
+            List<X509Certificate> issuers = acceptedIssuers.get();
+            if (issuers != s.issuers() && !issuers.equals(s.issuers())) {
+                s = withIssuers(issuers);
+            }
+            return s.boringSsl().newEngine(ByteBufAllocator.DEFAULT);
+        }
         SSLEngine engine = served.context().createSSLEngine();
         engine.setUseClientMode(false);
         engine.setEnabledProtocols(PROTOCOLS);

@@ -6,6 +6,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
+import io.unboundedcloud.playpen.tls.ServingTls;
+
 /** Flag values exactly at their limits: the last accepted value and the first refused one. */
 class OperatorConfigEdgesTest {
 
@@ -93,6 +95,14 @@ class OperatorConfigEdgesTest {
         assertThat(OperatorConfig.parse().logFormat()).isEqualTo("text");
         assertThat(OperatorConfig.parse("--log-format=json").logFormat()).isEqualTo("json");
         refused("--log-format=yaml", "must be text or json");
+    }
+
+    @Test
+    void theTlsProviderIsAutoJdkOrOpenssl() {
+        assertThat(OperatorConfig.parse().tlsProvider()).isEqualTo(ServingTls.Provider.AUTO);
+        assertThat(OperatorConfig.parse("--tls-provider=jdk").tlsProvider()).isEqualTo(ServingTls.Provider.JDK);
+        assertThat(OperatorConfig.parse("--tls-provider=OpenSSL").tlsProvider()).isEqualTo(ServingTls.Provider.OPENSSL);
+        refused("--tls-provider=gnutls", "must be auto, jdk or openssl");
     }
 
     @Test
