@@ -66,6 +66,8 @@ import io.unboundedcloud.playpen.support.TestCluster;
  * {@code bench.client} (vertx; or jdk): the HTTPS client of the alloc and replay requests ({@link BenchHttps}).
  * {@code bench.profile} (none; {@code cpu} or {@code itimer}) and {@code bench.profileConcurrency} (1): a CPU profile of
  * each scenario's measured requests ({@link ScenarioProfile}); a profiled run's figures are not the targets'.
+ * {@code bench.operatorFlags} (none): more flags, space-separated, for every operator the bench starts, in process and
+ * as the jar (e.g. {@code --tls-provider=jdk} to compare the two TLS implementations back to back).
  * {@code bench.jitSettleRounds} (20): warm-up rounds after {@code bench.jitWarmup} until the JIT is quiet
  * ({@link #settleJit}); {@code bench.rounds} (4): every concurrency in interleaved rounds ({@link #interleaved}).
  * Beside the bare PATCH, the reference pattern, our allocations and replays, each comparison measures the floor of
@@ -102,6 +104,8 @@ public final class Bench {
     final String jar = System.getProperty("bench.jar", "target/playpen-operator.jar");
     final boolean cds = Boolean.parseBoolean(System.getProperty("bench.cds", "true"));
     boolean cdsTrained;
+    final List<String> operatorFlags = List.of(System.getProperty("bench.operatorFlags", "").trim().split("\\s+"))
+            .stream().filter(f -> !f.isEmpty()).toList();
     final String jarJvmArgs = System.getProperty("bench.jarJvmArgs",
             "-XX:MaxRAM=768m -XX:MaxRAMPercentage=75 -XX:+ExitOnOutOfMemoryError -Dfile.encoding=UTF-8");
     /**
@@ -283,7 +287,9 @@ public final class Bench {
                 }
                 e.createPodsMs = (System.nanoTime() - t0) / 1e6;
                 long s0 = System.nanoTime();
-                e.op = new OperatorHarness(e.cluster, flags);
+                List<String> all = new ArrayList<>(List.of(flags));
+                all.addAll(bench.operatorFlags);
+                e.op = new OperatorHarness(e.cluster, all.toArray(new String[0]));
                 e.startupMs = (System.nanoTime() - s0) / 1e6;
                 e.awaitIdle(pods);
                 // the JIT warm-up runs at its own concurrency, whatever -Dbench.concurrency lists
@@ -1264,6 +1270,7 @@ public final class Bench {
         Path routes = Path.of(System.getProperty("bench.routes", "routes")).toAbsolutePath();
         List<String> all = new ArrayList<>(List.of("--routes-dir=" + routes));
         all.addAll(flags);
+        all.addAll(operatorFlags);
         List<String> jvm = new ArrayList<>(jvmArgs.isBlank() ? List.of() : List.of(jvmArgs.trim().split("\\s+")));
         if (cds) {
             // as the image does: start from an AppCDS archive recorded by a training run of the same jar
@@ -1345,6 +1352,7 @@ public final class Bench {
         Path routes = Path.of(System.getProperty("bench.routes", "routes")).toAbsolutePath();
         List<String> all = new ArrayList<>(List.of("--routes-dir=" + routes));
         all.addAll(flags);
+        all.addAll(operatorFlags);
         List<String> jvm = new ArrayList<>(jarJvmArgs.isBlank() ? List.of() : List.of(jarJvmArgs.trim().split("\\s+")));
         Path archive = out.resolve("playpen.jsa");
         if (cds && Files.exists(archive)) {
@@ -1566,6 +1574,7 @@ public final class Bench {
         m.put("nodes", NODES);
         m.put("jar", jar);
         m.put("jarJvmArgs", jarJvmArgs);
+        m.put("operatorFlags", String.join(" ", operatorFlags));
         m.put("cpuAllocs", cpuAllocs);
         m.put("cpuWarmAllocs", cpuWarmAllocs);
         m.put("jitWarmupPerScenario", jitWarmup);

@@ -57,6 +57,7 @@ public final class BenchJar {
         DEFAULTS.put("client", "vertx");
         DEFAULTS.put("profile", "");
         DEFAULTS.put("profileConcurrency", "1");
+        DEFAULTS.put("operatorFlags", "");
         DEFAULTS.put("jarJvmArgs", "-XX:MaxRAM=768m -XX:MaxRAMPercentage=35 -XX:InitialRAMPercentage=10 -XX:+UseSerialGC "
                 + "-XX:MaxHeapFreeRatio=30 -XX:MinHeapFreeRatio=10 -Xss512k -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m "
                 + "-XX:MaxDirectMemorySize=128m -XX:+ExitOnOutOfMemoryError -Dfile.encoding=UTF-8");
