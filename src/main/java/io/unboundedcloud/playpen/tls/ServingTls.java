@@ -30,7 +30,7 @@ import io.netty.handler.ssl.util.SimpleTrustManagerFactory;
  * rebuilding the listener.
  * <p>
  * BoringSSL (netty-tcnative, its native library inside the jar) serves when it loads, else the JDK's TLS. Measured
- * with the image's C1-only JIT, BoringSSL took a fifth off an allocation's CPU and latency at one request at a time
+ * with the image's C1-only JIT, BoringSSL took about an eighth off the CPU of an allocation at one request at a time
  * (docs/performance.md); {@code --tls-provider} picks one explicitly.
  */
 public final class ServingTls {
@@ -179,8 +179,9 @@ public final class ServingTls {
             SSLContext context = SSLContext.getInstance("TLS");
             context.init(kmf.getKeyManagers(), new TrustManager[] {new DeferredClientTrust(acceptedIssuers)},
                     new SecureRandom());
-            return new Served(context, chain, key, acceptedIssuers.get(), provider == Provider.OPENSSL
-                    ? boringSsl(chain, key, acceptedIssuers.get()) : null);
+            List<X509Certificate> issuers = acceptedIssuers.get();
+            return new Served(context, chain, key, issuers,
+                    provider == Provider.OPENSSL ? boringSsl(chain, key, issuers) : null);
         } catch (Exception e) {
             throw new IllegalStateException("cannot build the serving TLS context: " + e.getMessage(), e);
         }
