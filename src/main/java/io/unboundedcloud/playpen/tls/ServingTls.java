@@ -246,11 +246,15 @@ public final class ServingTls {
         }
     }
 
-    /** The served context again, with BoringSSL's list of acceptable CAs made from {@code issuers}. */
+    /**
+     * The served context for {@code issuers}: BoringSSL's made again when the CAs differ, else the same one kept with
+     * this list, so the next connection's check is a reference comparison.
+     */
     private synchronized Served withIssuers(List<X509Certificate> issuers) {
         Served s = served;
-        if (!s.issuers().equals(issuers)) {
-            s = new Served(s.context(), s.chain(), s.key(), issuers, boringSsl(s.chain(), s.key(), issuers));
+        if (issuers != s.issuers()) {
+            SslContext boringSsl = issuers.equals(s.issuers()) ? s.boringSsl() : boringSsl(s.chain(), s.key(), issuers);
+            s = new Served(s.context(), s.chain(), s.key(), issuers, boringSsl);
             served = s;
         }
         return s;
@@ -261,7 +265,7 @@ public final class ServingTls {
         Served s = served;
         if (s.boringSsl() != null) {
             List<X509Certificate> issuers = acceptedIssuers.get();
-            if (issuers != s.issuers() && !issuers.equals(s.issuers())) {
+            if (issuers != s.issuers()) {
                 s = withIssuers(issuers);
             }
             return s.boringSsl().newEngine(ByteBufAllocator.DEFAULT);
