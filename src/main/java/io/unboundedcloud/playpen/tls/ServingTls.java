@@ -270,7 +270,7 @@ public final class ServingTls {
             }
             return s.boringSsl().newEngine(ByteBufAllocator.DEFAULT);
         }
-        SSLEngine engine = served.context().createSSLEngine();
+        SSLEngine engine = s.context().createSSLEngine();
         engine.setUseClientMode(false);
         engine.setEnabledProtocols(PROTOCOLS);
         if (chachaFirst) {

@@ -104,8 +104,7 @@ public final class Bench {
     final String jar = System.getProperty("bench.jar", "target/playpen-operator.jar");
     final boolean cds = Boolean.parseBoolean(System.getProperty("bench.cds", "true"));
     boolean cdsTrained;
-    final List<String> operatorFlags = List.of(System.getProperty("bench.operatorFlags", "").trim().split("\\s+"))
-            .stream().filter(f -> !f.isEmpty()).toList();
+    final List<String> operatorFlags = words(System.getProperty("bench.operatorFlags", ""));
     final String jarJvmArgs = System.getProperty("bench.jarJvmArgs",
             "-XX:MaxRAM=768m -XX:MaxRAMPercentage=75 -XX:+ExitOnOutOfMemoryError -Dfile.encoding=UTF-8");
     /**
@@ -1267,11 +1266,8 @@ public final class Bench {
             log("  (no %s: separate-process measurement skipped)", jar);
             return null;
         }
-        Path routes = Path.of(System.getProperty("bench.routes", "routes")).toAbsolutePath();
-        List<String> all = new ArrayList<>(List.of("--routes-dir=" + routes));
-        all.addAll(flags);
-        all.addAll(operatorFlags);
-        List<String> jvm = new ArrayList<>(jvmArgs.isBlank() ? List.of() : List.of(jvmArgs.trim().split("\\s+")));
+        List<String> all = jarFlags(flags);
+        List<String> jvm = new ArrayList<>(words(jvmArgs));
         if (cds) {
             // as the image does: start from an AppCDS archive recorded by a training run of the same jar
             Path archive = out.resolve("playpen.jsa");
@@ -1349,11 +1345,8 @@ public final class Bench {
     Map<String, Object> operatorProcessAllocs(Env e, List<String> flags) throws Exception {
         Map<String, Object> res = new LinkedHashMap<>();
         Path jarPath = Path.of(jar);
-        Path routes = Path.of(System.getProperty("bench.routes", "routes")).toAbsolutePath();
-        List<String> all = new ArrayList<>(List.of("--routes-dir=" + routes));
-        all.addAll(flags);
-        all.addAll(operatorFlags);
-        List<String> jvm = new ArrayList<>(jarJvmArgs.isBlank() ? List.of() : List.of(jarJvmArgs.trim().split("\\s+")));
+        List<String> all = jarFlags(flags);
+        List<String> jvm = new ArrayList<>(words(jarJvmArgs));
         Path archive = out.resolve("playpen.jsa");
         if (cds && Files.exists(archive)) {
             jvm.add("-XX:SharedArchiveFile=" + archive.toAbsolutePath());
@@ -2144,6 +2137,19 @@ public final class Bench {
     static int intProp(String name, int def) {
         String v = System.getProperty(name);
         return v == null || v.isBlank() ? def : Integer.parseInt(v.trim());
+    }
+
+    /** The space-separated words of {@code s} (none when it is blank). */
+    static List<String> words(String s) {
+        return s.isBlank() ? List.of() : List.of(s.trim().split("\\s+"));
+    }
+
+    /** The flags of a separately started jar: the bench's routes, {@code flags}, then {@code bench.operatorFlags}. */
+    private List<String> jarFlags(List<String> flags) {
+        List<String> all = new ArrayList<>(List.of("--routes-dir=" + Path.of(System.getProperty("bench.routes", "routes")).toAbsolutePath()));
+        all.addAll(flags);
+        all.addAll(operatorFlags);
+        return all;
     }
 
     static int[] ints(String csv) {
