@@ -7,10 +7,13 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.OAuthTokenProvider;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 import io.fabric8.kubernetes.client.utils.Utils;
 
 /** Builds the one shared KubernetesClient: from --kubeconfig, else the standard discovery (env, home, in-cluster). */
@@ -34,7 +37,8 @@ public final class KubeClients {
 
     /**
      * Tuned for the hot path: enough parallel requests for concurrent claims, few retries of failed calls, and a
-     * configuration without a token re-read once a minute ({@link MinuteRefresh}) rather than before every request.
+     * configuration without a token re-read once a minute ({@link MinuteRefresh}) rather than before every request;
+     * pods in watch events decoded straight into the cache's slim form ({@link PodWatchEvents}).
      */
     public static KubernetesClient create(Config config) {
         config.setMaxConcurrentRequests(256);
@@ -43,7 +47,14 @@ public final class KubeClients {
         if (hasNoToken(config)) {
             config.setOauthTokenProvider(new MinuteRefresh(() -> tokenOf(config.refresh()), System::nanoTime));
         }
-        return new KubernetesClientBuilder().withConfig(config).build();
+        return new KubernetesClientBuilder().withConfig(config).withKubernetesSerialization(serialization()).build();
+    }
+
+    /** The client's JSON: fabric8's own, with pods in watch events decoded straight into their slim form. */
+    public static KubernetesSerialization serialization() {
+        ObjectMapper mapper = new ObjectMapper();
+        mapper.registerModule(PodWatchEvents.module());
+        return new KubernetesSerialization(mapper, true);
     }
 
     /**

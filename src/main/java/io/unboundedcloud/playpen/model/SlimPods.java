@@ -55,12 +55,22 @@ public final class SlimPods {
     private SlimPods() {
     }
 
-    /** The slim copy of {@code pod} (null for null); {@code pod} itself is left as it is. */
+    /**
+     * A slim pod's additionalProperties: empty, as every pod's is that the API server sends, but this very instance,
+     * so that {@link #slim} knows a pod it made already (the watch's reader makes them too, {@link SlimPodJson}).
+     */
+    private static final Map<String, Object> SLIM = java.util.Collections.unmodifiableMap(new java.util.HashMap<>());
+
+    /**
+     * The slim copy of {@code pod} (null for null); {@code pod} itself is left as it is. A pod that is slim already
+     * is its own slim copy.
+     */
     public static Pod slim(Pod pod) {
-        if (pod == null) {
-            return null;
+        if (pod == null || pod.getAdditionalProperties() == SLIM) {
+            return pod;
         }
         Pod out = shareEmpties(new Pod());
+        out.setAdditionalProperties(SLIM);
         out.setApiVersion(common(pod.getApiVersion()));
         out.setKind(common(pod.getKind()));
         out.setMetadata(metadata(pod.getMetadata()));

@@ -35,7 +35,7 @@ import io.unboundedcloud.playpen.kube.ClaimLedger;
  * pod must come out byte for byte the same from the slim copy as from the pod the API server sent, over pods as
  * the API server has them (managedFields, defaulted spec, full status) in every state the operator tells apart.
  */
-class SlimPodsTest {
+public class SlimPodsTest {
     static final String WG = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
     static final String KUBECONFIG = AllocResponsesGoldenTest.resource("/kubeconfig/k3s-two-clusters.yaml");
     static final Instant NOW = Instant.parse("2026-01-02T04:00:00Z");
@@ -102,6 +102,18 @@ class SlimPodsTest {
         assertThatThrownBy(() -> slim.getMetadata().getLabels().put("x", "y"))
                 .isInstanceOf(UnsupportedOperationException.class);
         assertThat(SlimPods.slim(null)).isNull();
+    }
+
+    @Test
+    void aSlimPodIsItsOwnSlimCopy() {
+        Pod full = apiPod(new Random(4));
+        Pod slim = SlimPods.slim(full);
+        assertThat(slim).isNotSameAs(full);
+        assertThat(SlimPods.slim(slim)).isSameAs(slim);
+        // a pod built from a slim one is a new pod, copied again
+        Pod edited = new PodBuilder(slim).editMetadata().addToLabels("x", "y").endMetadata().build();
+        assertThat(SlimPods.slim(edited)).isNotSameAs(edited).isEqualTo(edited);
+        assertThat(Json.write(slim)).isEqualTo(Json.write(SlimPods.slim(full)));
     }
 
     @Test
@@ -240,7 +252,7 @@ class SlimPodsTest {
      * kind (and labels that make it one), claim annotations, node, phase and container states, terminating or not,
      * published keys, host ports; plus what the API server adds that the operator never reads.
      */
-    static Pod apiPod(Random r) {
+    public static Pod apiPod(Random r) {
         int port = 20000 + r.nextInt(40);
         String kind = pick(r, List.of("runner-amd64", "runner-arm64", "cp-1.33", "cp-1.32", "unmanaged", "app-only",
                 "type-label-only"));

@@ -1,0 +1,331 @@
+package io.unboundedcloud.playpen.model;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.databind.DeserializationContext;
+import com.fasterxml.jackson.databind.JavaType;
+import com.fasterxml.jackson.databind.JsonMappingException;
+import com.fasterxml.jackson.databind.type.TypeFactory;
+
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.ContainerPort;
+import io.fabric8.kubernetes.api.model.ContainerState;
+import io.fabric8.kubernetes.api.model.ContainerStateRunning;
+import io.fabric8.kubernetes.api.model.ContainerStateTerminated;
+import io.fabric8.kubernetes.api.model.ContainerStateWaiting;
+import io.fabric8.kubernetes.api.model.ContainerStatus;
+import io.fabric8.kubernetes.api.model.ObjectMeta;
+import io.fabric8.kubernetes.api.model.OwnerReference;
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodCondition;
+import io.fabric8.kubernetes.api.model.PodSpec;
+import io.fabric8.kubernetes.api.model.PodStatus;
+
+/**
+ * Reads a pod's JSON straight into its slim form ({@link SlimPods}): the fields the operator reads are taken from
+ * the token stream as they pass, everything else (managedFields, volumes, environment, probes, most of the status)
+ * is skipped without being built, where the client's own decoding builds the whole pod with every nested object
+ * and its empty collections only for {@link SlimPods#slim} to drop most of it. The pod watch reads its events this
+ * way ({@code PodWatchEvents}). The result equals {@code SlimPods.slim} of the wholly decoded pod
+ * ({@code PodWatchEventsTest}).
+ */
+public final class SlimPodJson {
+    private static final JavaType OWNER_REFERENCES = TypeFactory.defaultInstance()
+            .constructCollectionType(List.class, OwnerReference.class);
+    private static final JavaType STRINGS = TypeFactory.defaultInstance().constructCollectionType(List.class,
+            String.class);
+
+    private SlimPodJson() {
+    }
+
+    /**
+     * The slim pod of an object whose {@code apiVersion} and {@code kind} the parser has read already; it is on the
+     * name of the next field, {@code field}, or at the object's end when that is null. What a watch event's reader
+     * knows once it has seen that the object is a pod.
+     */
+    public static Pod readRest(JsonParser p, DeserializationContext ctxt, String apiVersion, String kind, String field)
+            throws IOException {
+        Pod pod = new Pod();
+        pod.setApiVersion(apiVersion);
+        pod.setKind(kind);
+        for (String f = field; f != null; f = p.nextFieldName()) {
+            p.nextToken();
+            switch (f) {
+                case "apiVersion" -> pod.setApiVersion(text(p, ctxt));
+                case "kind" -> pod.setKind(text(p, ctxt));
+                case "metadata" -> pod.setMetadata(object(p, ctxt, SlimPodJson::metadata));
+                case "spec" -> pod.setSpec(object(p, ctxt, SlimPodJson::spec));
+                case "status" -> pod.setStatus(object(p, ctxt, SlimPodJson::status));
+                default -> p.skipChildren();
+            }
+        }
+        return SlimPods.slim(pod);
+    }
+
+    /** The first field name of the object the parser is on (null for an empty object). */
+    private static String firstField(JsonParser p, DeserializationContext ctxt) throws IOException {
+        if (p.currentToken() != JsonToken.START_OBJECT) {
+            throw JsonMappingException.from(ctxt, "expected a JSON object, found " + p.currentToken());
+        }
+        return p.nextFieldName();
+    }
+
+    private static ObjectMeta metadata(JsonParser p, DeserializationContext ctxt) throws IOException {
+        ObjectMeta m = new ObjectMeta();
+        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+            p.nextToken();
+            switch (field) {
+                case "name" -> m.setName(text(p, ctxt));
+                case "namespace" -> m.setNamespace(text(p, ctxt));
+                case "uid" -> m.setUid(text(p, ctxt));
+                case "resourceVersion" -> m.setResourceVersion(text(p, ctxt));
+                case "generateName" -> m.setGenerateName(text(p, ctxt));
+                case "creationTimestamp" -> m.setCreationTimestamp(text(p, ctxt));
+                case "deletionTimestamp" -> m.setDeletionTimestamp(text(p, ctxt));
+                case "deletionGracePeriodSeconds" -> m.setDeletionGracePeriodSeconds(number(p, ctxt));
+                case "generation" -> m.setGeneration(number(p, ctxt));
+                case "labels" -> m.setLabels(strings(p, ctxt));
+                case "annotations" -> m.setAnnotations(strings(p, ctxt));
+                case "ownerReferences" -> m.setOwnerReferences(object(p, ctxt, (q, c) -> c.readValue(q, OWNER_REFERENCES)));
+                case "finalizers" -> m.setFinalizers(object(p, ctxt, (q, c) -> c.readValue(q, STRINGS)));
+                default -> p.skipChildren();
+            }
+        }
+        return m;
+    }
+
+    private static PodSpec spec(JsonParser p, DeserializationContext ctxt) throws IOException {
+        PodSpec s = new PodSpec();
+        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+            p.nextToken();
+            switch (field) {
+                case "nodeName" -> s.setNodeName(text(p, ctxt));
+                case "containers" -> s.setContainers(list(p, ctxt, SlimPodJson::container));
+                default -> p.skipChildren();
+            }
+        }
+        return s;
+    }
+
+    private static Container container(JsonParser p, DeserializationContext ctxt) throws IOException {
+        Container c = new Container();
+        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+            p.nextToken();
+            switch (field) {
+                case "name" -> c.setName(text(p, ctxt));
+                case "image" -> c.setImage(text(p, ctxt));
+                case "ports" -> c.setPorts(list(p, ctxt, SlimPodJson::port));
+                default -> p.skipChildren();
+            }
+        }
+        return c;
+    }
+
+    private static ContainerPort port(JsonParser p, DeserializationContext ctxt) throws IOException {
+        ContainerPort port = new ContainerPort();
+        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+            p.nextToken();
+            switch (field) {
+                case "containerPort" -> port.setContainerPort(integer(p, ctxt));
+                case "hostIP" -> port.setHostIP(text(p, ctxt));
+                case "hostPort" -> port.setHostPort(integer(p, ctxt));
+                case "name" -> port.setName(text(p, ctxt));
+                case "protocol" -> port.setProtocol(text(p, ctxt));
+                default -> p.skipChildren();
+            }
+        }
+        return port;
+    }
+
+    private static PodStatus status(JsonParser p, DeserializationContext ctxt) throws IOException {
+        PodStatus s = new PodStatus();
+        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+            p.nextToken();
+            switch (field) {
+                case "phase" -> s.setPhase(text(p, ctxt));
+                case "reason" -> s.setReason(text(p, ctxt));
+                case "conditions" -> s.setConditions(list(p, ctxt, SlimPodJson::condition));
+                case "containerStatuses" -> s.setContainerStatuses(list(p, ctxt, SlimPodJson::containerStatus));
+                default -> p.skipChildren();
+            }
+        }
+        return s;
+    }
+
+    private static PodCondition condition(JsonParser p, DeserializationContext ctxt) throws IOException {
+        PodCondition c = new PodCondition();
+        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+            p.nextToken();
+            switch (field) {
+                case "lastProbeTime" -> c.setLastProbeTime(text(p, ctxt));
+                case "lastTransitionTime" -> c.setLastTransitionTime(text(p, ctxt));
+                case "message" -> c.setMessage(text(p, ctxt));
+                case "observedGeneration" -> c.setObservedGeneration(number(p, ctxt));
+                case "reason" -> c.setReason(text(p, ctxt));
+                case "status" -> c.setStatus(text(p, ctxt));
+                case "type" -> c.setType(text(p, ctxt));
+                default -> p.skipChildren();
+            }
+        }
+        return c;
+    }
+
+    private static ContainerStatus containerStatus(JsonParser p, DeserializationContext ctxt) throws IOException {
+        ContainerStatus c = new ContainerStatus();
+        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+            p.nextToken();
+            switch (field) {
+                case "name" -> c.setName(text(p, ctxt));
+                case "ready" -> c.setReady(bool(p, ctxt));
+                case "started" -> c.setStarted(bool(p, ctxt));
+                case "restartCount" -> c.setRestartCount(integer(p, ctxt));
+                case "image" -> c.setImage(text(p, ctxt));
+                case "state" -> c.setState(object(p, ctxt, SlimPodJson::state));
+                default -> p.skipChildren();
+            }
+        }
+        return c;
+    }
+
+    private static ContainerState state(JsonParser p, DeserializationContext ctxt) throws IOException {
+        ContainerState s = new ContainerState();
+        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+            if (p.nextToken() == JsonToken.VALUE_NULL) {
+                continue;
+            }
+            switch (field) {
+                case "running" -> s.setRunning(running(p, ctxt));
+                case "terminated" -> s.setTerminated(terminated(p, ctxt));
+                case "waiting" -> s.setWaiting(waiting(p, ctxt));
+                default -> p.skipChildren();
+            }
+        }
+        return s;
+    }
+
+    private static ContainerStateRunning running(JsonParser p, DeserializationContext ctxt) throws IOException {
+        ContainerStateRunning r = new ContainerStateRunning();
+        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+            p.nextToken();
+            if (field.equals("startedAt")) {
+                r.setStartedAt(text(p, ctxt));
+            } else {
+                p.skipChildren();
+            }
+        }
+        return r;
+    }
+
+    private static ContainerStateTerminated terminated(JsonParser p, DeserializationContext ctxt) throws IOException {
+        ContainerStateTerminated r = new ContainerStateTerminated();
+        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+            p.nextToken();
+            switch (field) {
+                case "containerID" -> r.setContainerID(text(p, ctxt));
+                case "exitCode" -> r.setExitCode(integer(p, ctxt));
+                case "finishedAt" -> r.setFinishedAt(text(p, ctxt));
+                case "message" -> r.setMessage(text(p, ctxt));
+                case "reason" -> r.setReason(text(p, ctxt));
+                case "signal" -> r.setSignal(integer(p, ctxt));
+                case "startedAt" -> r.setStartedAt(text(p, ctxt));
+                default -> p.skipChildren();
+            }
+        }
+        return r;
+    }
+
+    private static ContainerStateWaiting waiting(JsonParser p, DeserializationContext ctxt) throws IOException {
+        ContainerStateWaiting r = new ContainerStateWaiting();
+        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+            p.nextToken();
+            switch (field) {
+                case "message" -> r.setMessage(text(p, ctxt));
+                case "reason" -> r.setReason(text(p, ctxt));
+                default -> p.skipChildren();
+            }
+        }
+        return r;
+    }
+
+    /** A reader of one JSON value ({@link #object}, {@link #list}'s elements). */
+    private interface Element<T> {
+        T read(JsonParser p, DeserializationContext ctxt) throws IOException;
+    }
+
+    /** A JSON value read by {@code reader}, null for null. */
+    private static <T> T object(JsonParser p, DeserializationContext ctxt, Element<T> reader) throws IOException {
+        return p.currentToken() == JsonToken.VALUE_NULL ? null : reader.read(p, ctxt);
+    }
+
+    /** A JSON array of objects (null for null; a null element stays null). */
+    private static <T> List<T> list(JsonParser p, DeserializationContext ctxt, Element<T> element) throws IOException {
+        JsonToken t = p.currentToken();
+        if (t == JsonToken.VALUE_NULL) {
+            return null;
+        }
+        if (t != JsonToken.START_ARRAY) {
+            throw JsonMappingException.from(ctxt, "expected a JSON array, found " + t);
+        }
+        List<T> out = new ArrayList<>();
+        for (t = p.nextToken(); t != JsonToken.END_ARRAY; t = p.nextToken()) {
+            out.add(t == JsonToken.VALUE_NULL ? null : element.read(p, ctxt));
+        }
+        return out;
+    }
+
+    /** A JSON object of strings (labels, annotations), in order; null for null. */
+    private static Map<String, String> strings(JsonParser p, DeserializationContext ctxt) throws IOException {
+        JsonToken t = p.currentToken();
+        if (t == JsonToken.VALUE_NULL) {
+            return null;
+        }
+        Map<String, String> out = new LinkedHashMap<>();
+        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+            p.nextToken();
+            out.put(field, text(p, ctxt));
+        }
+        return out;
+    }
+
+    /**
+     * A string field's value. Scalars the API server writes are read at once; anything else goes through Jackson's
+     * own coercion, as in the client's model (a number becomes its text, an object fails).
+     */
+    private static String text(JsonParser p, DeserializationContext ctxt) throws IOException {
+        JsonToken t = p.currentToken();
+        if (t == JsonToken.VALUE_STRING) {
+            return p.getText();
+        }
+        return t == JsonToken.VALUE_NULL ? null : ctxt.readValue(p, String.class);
+    }
+
+    private static Integer integer(JsonParser p, DeserializationContext ctxt) throws IOException {
+        JsonToken t = p.currentToken();
+        if (t == JsonToken.VALUE_NUMBER_INT && p.getNumberType() == JsonParser.NumberType.INT) {
+            return p.getIntValue();
+        }
+        return t == JsonToken.VALUE_NULL ? null : ctxt.readValue(p, Integer.class);
+    }
+
+    private static Long number(JsonParser p, DeserializationContext ctxt) throws IOException {
+        JsonToken t = p.currentToken();
+        if (t == JsonToken.VALUE_NUMBER_INT && p.getNumberType() != JsonParser.NumberType.BIG_INTEGER) {
+            return p.getLongValue();
+        }
+        return t == JsonToken.VALUE_NULL ? null : ctxt.readValue(p, Long.class);
+    }
+
+    private static Boolean bool(JsonParser p, DeserializationContext ctxt) throws IOException {
+        JsonToken t = p.currentToken();
+        if (t == JsonToken.VALUE_TRUE || t == JsonToken.VALUE_FALSE) {
+            return t == JsonToken.VALUE_TRUE;
+        }
+        return t == JsonToken.VALUE_NULL ? null : ctxt.readValue(p, Boolean.class);
+    }
+}
