@@ -143,9 +143,18 @@ public final class PoolHealth {
         return Optional.empty();
     }
 
+    /**
+     * A timestamp as the API server writes it ({@code yyyy-MM-ddTHH:mm:ssZ}, read without a DateTimeFormatter: the
+     * pools read a pod's timestamps on every change of it), else any ISO-8601 instant or offset date-time; empty
+     * when missing or invalid.
+     */
     static Optional<Instant> instant(String rfc3339) {
         if (rfc3339 == null || rfc3339.isEmpty()) {
             return Optional.empty();
+        }
+        Instant utc = TtlPolicy.parseWholeSecondsUtc(rfc3339);
+        if (utc != null) {
+            return Optional.of(utc);
         }
         try {
             return Optional.of(Instant.parse(rfc3339));
