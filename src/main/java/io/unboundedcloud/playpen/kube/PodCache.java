@@ -16,7 +16,6 @@ import java.util.concurrent.TimeUnit;
 
 import io.fabric8.kubernetes.api.model.ListOptions;
 import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.kubernetes.api.model.PodList;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.Watcher;
@@ -33,6 +32,7 @@ import io.fabric8.kubernetes.client.informers.impl.ListerWatcher;
 import io.fabric8.kubernetes.client.informers.impl.cache.CacheImpl;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.model.SlimPodList;
 import io.unboundedcloud.playpen.model.SlimPods;
 
 /**
@@ -137,11 +137,12 @@ public final class PodCache implements AutoCloseable {
         if (informer != null) {
             return;
         }
-        // the initial LIST (and any relist) in pages, each made slim before the next arrives: a large namespace's
-        // pods are never all held at once in the client's full model
+        // the initial LIST (and any relist) in pages of slim pods: the operator's client reads a SlimPodList's
+        // items straight into slim pods (a client without that reader decodes them whole, and each page is made
+        // slim before the next arrives), so a large namespace's pods are never all held in the client's full model
         @SuppressWarnings("unchecked")
-        ListerWatcher<Pod, PodList> pods = (ListerWatcher<Pod, PodList>) client.pods().inNamespace(namespace)
-                .withLimit(LIST_PAGE);
+        ListerWatcher<Pod, SlimPodList> pods = (ListerWatcher<Pod, SlimPodList>) client
+                .resources(Pod.class, SlimPodList.class).inNamespace(namespace).withLimit(LIST_PAGE);
         SharedIndexInformer<Pod> inf = Informers.keepRetrying(new DefaultSharedIndexInformer<>(Pod.class,
                 new OrderTracking(pods), 0, java.util.concurrent.Executors.newSingleThreadExecutor(
                         DaemonThreads.named("pod-cache-events"))), "pods");
@@ -394,10 +395,10 @@ public final class PodCache implements AutoCloseable {
      * The informer's list-and-watch, observed: each watch event's resourceVersion is known while the store applies
      * it, and a watch that (re)starts after a LIST begins in commit order at the LIST's version.
      */
-    private final class OrderTracking implements ListerWatcher<Pod, PodList> {
-        private final ListerWatcher<Pod, PodList> delegate;
+    private final class OrderTracking implements ListerWatcher<Pod, SlimPodList> {
+        private final ListerWatcher<Pod, SlimPodList> delegate;
 
-        OrderTracking(ListerWatcher<Pod, PodList> delegate) {
+        OrderTracking(ListerWatcher<Pod, SlimPodList> delegate) {
             this.delegate = delegate;
         }
 
@@ -438,7 +439,7 @@ public final class PodCache implements AutoCloseable {
         }
 
         @Override
-        public java.util.concurrent.CompletableFuture<PodList> submitList(ListOptions options) {
+        public java.util.concurrent.CompletableFuture<SlimPodList> submitList(ListOptions options) {
             return delegate.submitList(options).thenApply(list -> {
                 if (list != null && list.getItems() != null) {
                     list.getItems().replaceAll(SlimPods::slim);

@@ -11,12 +11,14 @@ import com.fasterxml.jackson.databind.JsonDeserializer;
 import com.fasterxml.jackson.databind.Module;
 import com.fasterxml.jackson.databind.deser.BeanDeserializerModifier;
 import com.fasterxml.jackson.databind.deser.std.DelegatingDeserializer;
+import com.fasterxml.jackson.databind.deser.std.StdDeserializer;
 import com.fasterxml.jackson.databind.module.SimpleModule;
 import com.fasterxml.jackson.databind.util.TokenBuffer;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.WatchEvent;
 import io.unboundedcloud.playpen.model.SlimPodJson;
+import io.unboundedcloud.playpen.model.SlimPodList;
 
 /**
  * Decodes a watch event whose object is a pod straight into the slim pod the cache keeps ({@link SlimPodJson}),
@@ -38,9 +40,20 @@ final class PodWatchEvents extends DelegatingDeserializer {
         super(clientsOwn);
     }
 
-    /** The Jackson module that installs this decoding of watch events into a client's object mapper. */
+    /**
+     * The Jackson module that installs this decoding of watch events into a client's object mapper, and the same
+     * reading of the pod cache's LIST pages ({@link SlimPodList}).
+     */
     static Module module() {
-        SimpleModule module = new SimpleModule("playpen-pod-watch-events");
+        SimpleModule module = new SimpleModule("playpen-slim-pods");
+        module.addDeserializer(SlimPodList.class, new StdDeserializer<>(SlimPodList.class) {
+            private static final long serialVersionUID = 1L;
+
+            @Override
+            public SlimPodList deserialize(JsonParser p, DeserializationContext ctxt) throws IOException {
+                return SlimPodJson.readList(p, ctxt);
+            }
+        });
         module.setDeserializerModifier(new BeanDeserializerModifier() {
             @Override
             public JsonDeserializer<?> modifyDeserializer(DeserializationConfig config, BeanDescription bean,

@@ -20,6 +20,7 @@ import io.fabric8.kubernetes.api.model.ContainerStateRunning;
 import io.fabric8.kubernetes.api.model.ContainerStateTerminated;
 import io.fabric8.kubernetes.api.model.ContainerStateWaiting;
 import io.fabric8.kubernetes.api.model.ContainerStatus;
+import io.fabric8.kubernetes.api.model.ListMeta;
 import io.fabric8.kubernetes.api.model.ObjectMeta;
 import io.fabric8.kubernetes.api.model.OwnerReference;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -32,8 +33,8 @@ import io.fabric8.kubernetes.api.model.PodStatus;
  * the token stream as they pass, everything else (managedFields, volumes, environment, probes, most of the status)
  * is skipped without being built, where the client's own decoding builds the whole pod with every nested object
  * and its empty collections only for {@link SlimPods#slim} to drop most of it. The pod watch reads its events this
- * way ({@code PodWatchEvents}). The result equals {@code SlimPods.slim} of the wholly decoded pod
- * ({@code PodWatchEventsTest}).
+ * way ({@code PodWatchEvents}), and so do the pod cache's LIST pages ({@link SlimPodList}). The result equals
+ * {@code SlimPods.slim} of the wholly decoded pod ({@code PodWatchEventsTest}).
  */
 public final class SlimPodJson {
     private static final JavaType OWNER_REFERENCES = TypeFactory.defaultInstance()
@@ -66,6 +67,26 @@ public final class SlimPodJson {
             }
         }
         return SlimPods.slim(pod);
+    }
+
+    /**
+     * A page of a pod LIST, the parser on its start, with its items read as slim pods. An item that does not say
+     * its apiVersion and kind (the API server leaves them out of a list's items) is a v1 Pod, as the client's model
+     * has it.
+     */
+    public static SlimPodList readList(JsonParser p, DeserializationContext ctxt) throws IOException {
+        SlimPodList list = new SlimPodList();
+        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+            p.nextToken();
+            switch (field) {
+                case "apiVersion" -> list.setApiVersion(text(p, ctxt));
+                case "kind" -> list.setKind(text(p, ctxt));
+                case "metadata" -> list.setMetadata(object(p, ctxt, (q, c) -> c.readValue(q, ListMeta.class)));
+                case "items" -> list.setItems(list(p, ctxt, (q, c) -> readRest(q, c, "v1", "Pod", firstField(q, c))));
+                default -> p.skipChildren();
+            }
+        }
+        return list;
     }
 
     /** The first field name of the object the parser is on (null for an empty object). */

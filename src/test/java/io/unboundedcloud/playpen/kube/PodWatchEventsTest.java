@@ -158,6 +158,60 @@ class PodWatchEventsTest {
         }
     }
 
+    @Test
+    void aPageOfTheCachesListIsReadAsSlimPods() throws Exception {
+        Random r = new Random(11);
+        for (int i = 0; i < 40; i++) {
+            ObjectNode page = JsonNodeFactory.instance.objectNode().put("kind", "PodList").put("apiVersion", "v1");
+            page.putObject("metadata").put("resourceVersion", String.valueOf(1000 + i)).put("continue", "c" + i);
+            com.fasterxml.jackson.databind.node.ArrayNode items = page.putArray("items");
+            for (int j = 0; j < 12; j++) {
+                ObjectNode pod = TREES.valueToTree(SlimPodsTest.apiPod(r));
+                if (r.nextBoolean()) {
+                    // as the API server lists them: no kind or apiVersion on the items
+                    pod.remove("kind");
+                    pod.remove("apiVersion");
+                }
+                mutate(pod, r, 1);
+                items.add(r.nextInt(20) == 0 ? JsonNodeFactory.instance.nullNode() : pod);
+            }
+            page.put("extra", "ignored");
+            String json = TREES.writeValueAsString(i % 2 == 0 ? page : kindFirst(page));
+            io.fabric8.kubernetes.api.model.PodList own = CLIENTS_OWN.unmarshal(json,
+                    io.fabric8.kubernetes.api.model.PodList.class);
+            io.unboundedcloud.playpen.model.SlimPodList ours = OURS.unmarshal(json,
+                    io.unboundedcloud.playpen.model.SlimPodList.class);
+            assertThat(ours.getMetadata()).isEqualTo(own.getMetadata());
+            assertThat(ours.getKind()).isEqualTo(own.getKind());
+            assertThat(ours.getApiVersion()).isEqualTo(own.getApiVersion());
+            List<Pod> slimmed = new ArrayList<>(own.getItems());
+            slimmed.replaceAll(SlimPods::slim);
+            assertThat(ours.getItems()).as(json).isEqualTo(slimmed);
+            // the informer's page is a list it may change
+            ours.getItems().replaceAll(SlimPods::slim);
+        }
+        // a client without the reader decodes the same type whole
+        io.unboundedcloud.playpen.model.SlimPodList whole = CLIENTS_OWN.unmarshal(
+                "{\"kind\":\"PodList\",\"items\":[" + TREES.writeValueAsString(TREES.valueToTree(
+                        SlimPodsTest.apiPod(new Random(1)))) + "]}", io.unboundedcloud.playpen.model.SlimPodList.class);
+        assertThat(whole.getItems().get(0).getMetadata().getManagedFields()).isNotEmpty();
+    }
+
+    @Test
+    void theCachesListThroughTheOperatorsClientHasSlimPodsAndARequestsListWholeOnes() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            cluster.create(new PodBuilder(TestCluster.readyRunner("amd64", 51820, "node-a").build()).editSpec()
+                    .editFirstContainer().addNewEnv().withName("A").withValue("1").endEnv().endContainer().endSpec());
+            List<Pod> cached = cluster.client.resources(Pod.class, io.unboundedcloud.playpen.model.SlimPodList.class)
+                    .inNamespace(TestCluster.NS).list().getItems();
+            List<Pod> listed = cluster.client.pods().inNamespace(TestCluster.NS).list().getItems();
+            assertThat(cached).hasSize(1);
+            assertThat(cached.get(0).getSpec().getContainers().get(0).getEnv()).isEmpty();
+            assertThat(cached.get(0)).isEqualTo(SlimPods.slim(listed.get(0)));
+            assertThat(listed.get(0).getSpec().getContainers().get(0).getEnv()).extracting("name").containsExactly("A");
+        }
+    }
+
     /** Drops, nulls, reorders or writes as text some fields of every object, deeper down less often. */
     private static void mutate(JsonNode node, Random r, int depth) {
         if (node.isArray()) {

@@ -25,6 +25,7 @@ import io.fabric8.kubernetes.client.dsl.internal.AbstractWatchManager;
 import io.fabric8.kubernetes.client.informers.impl.ListerWatcher;
 import io.fabric8.kubernetes.client.utils.Serialization;
 import io.fabric8.mockwebserver.http.MockResponse;
+import io.unboundedcloud.playpen.model.SlimPodList;
 
 /**
  * A pod watch that a test drives event by event, for a {@link io.unboundedcloud.playpen.kube.PodCache} started with
@@ -38,7 +39,7 @@ import io.fabric8.mockwebserver.http.MockResponse;
  * order until the test {@link #release() releases} them. Events whose delivery is left to the informer's own
  * threads (a relist after {@link #gone()}) are waited for through futures, never by sleeping.
  */
-public final class ScriptedWatch implements ListerWatcher<Pod, PodList> {
+public final class ScriptedWatch implements ListerWatcher<Pod, SlimPodList> {
     /** One watch event. */
     public record Event(Watcher.Action action, Pod pod) {
     }
@@ -105,7 +106,7 @@ public final class ScriptedWatch implements ListerWatcher<Pod, PodList> {
 
     /** A client whose only use is the pod cache's list-and-watch in {@link #namespace}. */
     public KubernetesClient client() {
-        ListerWatcher<Pod, PodList> self = this;
+        ListerWatcher<Pod, SlimPodList> self = this;
         Object pods = Proxy.newProxyInstance(getClass().getClassLoader(),
                 new Class<?>[] { NonNamespaceOperation.class, ListerWatcher.class }, (proxy, m, args) -> {
                     if (m.getDeclaringClass() == ListerWatcher.class) {
@@ -125,7 +126,8 @@ public final class ScriptedWatch implements ListerWatcher<Pod, PodList> {
                     return objectMethod(proxy, m.getName(), args);
                 });
         InvocationHandler client = (proxy, m, args) -> {
-            if (m.getName().equals("pods") && (args == null || args.length == 0)) {
+            if (m.getName().equals("resources") && args != null && args.length == 2 && args[0] == Pod.class
+                    && args[1] == SlimPodList.class) {
                 return mixed;
             }
             return objectMethod(proxy, m.getName(), args);
@@ -172,7 +174,7 @@ public final class ScriptedWatch implements ListerWatcher<Pod, PodList> {
      * page).
      */
     @Override
-    public CompletableFuture<PodList> submitList(ListOptions options) {
+    public CompletableFuture<SlimPodList> submitList(ListOptions options) {
         PodList all;
         int from;
         synchronized (held) {
@@ -189,9 +191,11 @@ public final class ScriptedWatch implements ListerWatcher<Pod, PodList> {
         List<Pod> items = all.getItems();
         Long size = options.getLimit();
         int to = size == null || size <= 0 ? items.size() : (int) Math.min(items.size(), from + size);
-        PodList page = new PodListBuilder().withNewMetadata().withResourceVersion(all.getMetadata().getResourceVersion())
-                .withContinue(to < items.size() ? String.valueOf(to) : null).endMetadata()
-                .withItems(new ArrayList<>(items.subList(from, to))).build();
+        SlimPodList page = new SlimPodList();
+        page.setMetadata(new io.fabric8.kubernetes.api.model.ListMetaBuilder()
+                .withResourceVersion(all.getMetadata().getResourceVersion())
+                .withContinue(to < items.size() ? String.valueOf(to) : null).build());
+        page.setItems(new ArrayList<>(items.subList(from, to)));
         return CompletableFuture.completedFuture(page);
     }
 
