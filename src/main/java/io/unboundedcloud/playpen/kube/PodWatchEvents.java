@@ -24,14 +24,14 @@ import io.unboundedcloud.playpen.model.SlimPodList;
  * Decodes a watch event whose object is a pod straight into the slim pod the cache keeps ({@link SlimPodJson}),
  * as its tokens arrive. The client's own decoding reads the event's object into a JSON tree, then the tree into
  * the whole pod model, and the cache then copies the few fields it keeps; every replica does that for every change
- * of every pod in the namespace (the claims of all replicas, the pool's new pods coming up), which made following
- * the pool a large part of a replica's CPU.
+ * of every pod in the namespace (the claims of all replicas, the pool's new pods coming up).
  *
  * <p>Anything else (a node's or config map's event, the {@code Status} of an ERROR event, an object that does not
  * begin with its {@code kind} and {@code apiVersion}) is decoded by the client as before, from a copy of the tokens
  * read so far. The API server writes those two first; a pod that came otherwise would still be decoded, only the
  * slower way. Fields of the event other than {@code type} and {@code object}, which nobody reads, are not kept.
- * Pods are slim only in watch events: a pod read or written by a request is decoded whole, as before.
+ * Pods are slim only in watch events and the cache's LIST pages: a pod read, written or listed by a request is
+ * decoded whole, as before.
  */
 final class PodWatchEvents extends DelegatingDeserializer {
     private static final long serialVersionUID = 1L;
@@ -103,8 +103,7 @@ final class PodWatchEvents extends DelegatingDeserializer {
         String apiVersion = null;
         String kind = null;
         String field = p.nextFieldName();
-        for (int i = 0; i < 2 && (apiVersion == null && "apiVersion".equals(field) || kind == null && "kind".equals(field));
-                i++) {
+        while (apiVersion == null && "apiVersion".equals(field) || kind == null && "kind".equals(field)) {
             if (p.nextToken() != JsonToken.VALUE_STRING) {
                 return clientsOwn(p, ctxt, type, apiVersion, kind, field, true);
             }

@@ -47,8 +47,9 @@ public final class SlimPodJson {
 
     /**
      * The slim pod of an object whose {@code apiVersion} and {@code kind} the parser has read already; it is on the
-     * name of the next field, {@code field}, or at the object's end when that is null. What a watch event's reader
-     * knows once it has seen that the object is a pod.
+     * name of the next field, {@code field}, or at the object's end when that is null: where a watch event's reader
+     * is once it has seen that the object is a pod, and a list's reader at the start of an item (with the model's
+     * defaults for the two).
      */
     public static Pod readRest(JsonParser p, DeserializationContext ctxt, String apiVersion, String kind, String field)
             throws IOException {
@@ -113,7 +114,8 @@ public final class SlimPodJson {
                 case "generation" -> m.setGeneration(number(p, ctxt));
                 case "labels" -> m.setLabels(strings(p, ctxt));
                 case "annotations" -> m.setAnnotations(strings(p, ctxt));
-                case "ownerReferences" -> m.setOwnerReferences(object(p, ctxt, (q, c) -> c.readValue(q, OWNER_REFERENCES)));
+                case "ownerReferences" -> m.setOwnerReferences(object(p, ctxt,
+                        (q, c) -> c.readValue(q, OWNER_REFERENCES)));
                 case "finalizers" -> m.setFinalizers(object(p, ctxt, (q, c) -> c.readValue(q, STRINGS)));
                 default -> p.skipChildren();
             }

@@ -102,7 +102,8 @@ class PodWatchEventsTest {
         versionAsNumber.set("metadata", pod.get("metadata"));
         ObjectNode kindAsObject = JsonNodeFactory.instance.objectNode().put("apiVersion", "v1");
         kindAsObject.putObject("kind").put("x", "Pod");
-        ObjectNode custom = JsonNodeFactory.instance.objectNode().put("kind", "Widget").put("apiVersion", "example.com/v1");
+        ObjectNode custom = JsonNodeFactory.instance.objectNode().put("kind", "Widget")
+                .put("apiVersion", "example.com/v1");
         custom.putObject("metadata").put("name", "w");
         List<String> lines = List.of(
                 event("ADDED", TREES.valueToTree(node)),
@@ -152,7 +153,8 @@ class PodWatchEventsTest {
                 assertThat(watched).isNotNull();
                 assertThat(watched).isEqualTo(SlimPods.slim(made));
                 assertThat(watched.getSpec().getContainers().get(0).getEnv()).isEmpty();
-                Pod read = cluster.client.pods().inNamespace(TestCluster.NS).withName(made.getMetadata().getName()).get();
+                Pod read = cluster.client.pods().inNamespace(TestCluster.NS).withName(made.getMetadata().getName())
+                        .get();
                 assertThat(read.getSpec().getContainers().get(0).getEnv()).extracting("name").containsExactly("A");
             }
         }

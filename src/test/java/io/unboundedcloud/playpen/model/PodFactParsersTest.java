@@ -69,8 +69,8 @@ class PodFactParsersTest {
     void theKeysAndTimestampsTheApiServerWritesAreRead() {
         assertThat(AllocRequestParser.isWireGuardKey(SlimPodsTest.WG)).isTrue();
         assertThat(AllocRequestParser.isWireGuardKey(SlimPodsTest.WG.replace('A', '-'))).isFalse();
-        assertThat(AllocRequestParser.isWireGuardKey(SlimPodsTest.WG.substring(0, 20) + "\r\n" + SlimPodsTest.WG.substring(20)))
-                .isTrue();
+        String split = SlimPodsTest.WG.substring(0, 20) + "\r\n" + SlimPodsTest.WG.substring(20);
+        assertThat(AllocRequestParser.isWireGuardKey(split)).isTrue();
         assertThat(PoolHealth.instant("2026-01-02T03:04:05Z")).contains(Instant.parse("2026-01-02T03:04:05Z"));
         assertThat(PoolHealth.instant("2024-02-29T23:59:59Z")).contains(Instant.parse("2024-02-29T23:59:59Z"));
         assertThat(PoolHealth.instant("2025-02-29T00:00:00Z")).isEmpty();
