@@ -9,7 +9,6 @@ import java.util.List;
 import java.util.function.Supplier;
 
 import javax.net.ssl.KeyManagerFactory;
-import javax.net.ssl.ManagerFactoryParameters;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLEngine;
 import javax.net.ssl.TrustManager;
@@ -21,7 +20,6 @@ import io.netty.handler.ssl.OpenSsl;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
 import io.netty.handler.ssl.SslProvider;
-import io.netty.handler.ssl.util.SimpleTrustManagerFactory;
 
 /**
  * The HTTPS server's TLS: the serving certificate, TLS 1.3 only (like the newest reference: no renegotiation, no
@@ -226,20 +224,7 @@ public final class ServingTls {
                     .sslProvider(SslProvider.OPENSSL)
                     .protocols(PROTOCOLS)
                     .clientAuth(ClientAuth.OPTIONAL)
-                    .trustManager(new SimpleTrustManagerFactory() {
-                        @Override
-                        protected void engineInit(KeyStore keyStore) {
-                        }
-
-                        @Override
-                        protected void engineInit(ManagerFactoryParameters parameters) {
-                        }
-
-                        @Override
-                        protected TrustManager[] engineGetTrustManagers() {
-                            return new TrustManager[] {new DeferredClientTrust(() -> issuers)};
-                        }
-                    })
+                    .trustManager(new DeferredClientTrust(() -> issuers))
                     .build();
         } catch (javax.net.ssl.SSLException e) {
             throw new IllegalStateException("BoringSSL refused the serving certificate or key: " + e.getMessage(), e);
