@@ -34,11 +34,15 @@ import io.fabric8.kubernetes.api.model.PodStatus;
  * is skipped without being built, where the client's own decoding builds the whole pod with every nested object
  * and its empty collections only for {@link SlimPods#slim} to drop most of it. The pod watch reads its events this
  * way ({@code PodWatchEvents}), and so do the pod cache's LIST pages ({@link SlimPodList}). The result equals
- * {@code SlimPods.slim} of the wholly decoded pod ({@code PodWatchEventsTest}).
+ * {@code SlimPods.slim} of the wholly decoded pod, and what that decoding refuses is refused ({@code SlimPodJsonTest});
+ * a value of an odd shape (a string where an object belongs) goes to Jackson's own decoding of its type.
  */
 public final class SlimPodJson {
     private static final JavaType OWNER_REFERENCES = TypeFactory.defaultInstance()
             .constructCollectionType(List.class, OwnerReference.class);
+    private static final JavaType LIST_META = TypeFactory.defaultInstance().constructType(ListMeta.class);
+    private static final JavaType STRING_MAP = TypeFactory.defaultInstance().constructMapType(LinkedHashMap.class,
+            String.class, String.class);
     private static final JavaType STRINGS = TypeFactory.defaultInstance().constructCollectionType(List.class,
             String.class);
 
@@ -61,9 +65,9 @@ public final class SlimPodJson {
             switch (f) {
                 case "apiVersion" -> pod.setApiVersion(text(p, ctxt));
                 case "kind" -> pod.setKind(text(p, ctxt));
-                case "metadata" -> pod.setMetadata(object(p, ctxt, SlimPodJson::metadata));
-                case "spec" -> pod.setSpec(object(p, ctxt, SlimPodJson::spec));
-                case "status" -> pod.setStatus(object(p, ctxt, SlimPodJson::status));
+                case "metadata" -> pod.setMetadata(object(p, ctxt, ObjectMeta.class, SlimPodJson::metadata));
+                case "spec" -> pod.setSpec(object(p, ctxt, PodSpec.class, SlimPodJson::spec));
+                case "status" -> pod.setStatus(object(p, ctxt, PodStatus.class, SlimPodJson::status));
                 default -> p.skipChildren();
             }
         }
@@ -82,15 +86,18 @@ public final class SlimPodJson {
             switch (field) {
                 case "apiVersion" -> list.setApiVersion(text(p, ctxt));
                 case "kind" -> list.setKind(text(p, ctxt));
-                case "metadata" -> list.setMetadata(object(p, ctxt, (q, c) -> c.readValue(q, ListMeta.class)));
-                case "items" -> list.setItems(list(p, ctxt, (q, c) -> readRest(q, c, "v1", "Pod", firstField(q, c))));
+                case "metadata" -> list.setMetadata(whole(p, ctxt, LIST_META));
+                case "items" -> list.setItems(list(p, ctxt, Pod.class, SlimPodJson::item));
                 default -> p.skipChildren();
             }
         }
         return list;
     }
 
-    /** The first field name of the object the parser is on (null for an empty object). */
+    /**
+     * The first field name of the object the parser is on (null for an empty object). The readers below are called
+     * on objects only ({@link #object}, {@link #list}); the list's own start is checked here.
+     */
     private static String firstField(JsonParser p, DeserializationContext ctxt) throws IOException {
         if (p.currentToken() != JsonToken.START_OBJECT) {
             throw JsonMappingException.from(ctxt, "expected a JSON object, found " + p.currentToken());
@@ -98,9 +105,14 @@ public final class SlimPodJson {
         return p.nextFieldName();
     }
 
+    /** An item of a list (an object): without apiVersion and kind, a v1 Pod. */
+    private static Pod item(JsonParser p, DeserializationContext ctxt) throws IOException {
+        return readRest(p, ctxt, "v1", "Pod", p.nextFieldName());
+    }
+
     private static ObjectMeta metadata(JsonParser p, DeserializationContext ctxt) throws IOException {
         ObjectMeta m = new ObjectMeta();
-        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+        for (String field = p.nextFieldName(); field != null; field = p.nextFieldName()) {
             p.nextToken();
             switch (field) {
                 case "name" -> m.setName(text(p, ctxt));
@@ -114,9 +126,8 @@ public final class SlimPodJson {
                 case "generation" -> m.setGeneration(number(p, ctxt));
                 case "labels" -> m.setLabels(strings(p, ctxt));
                 case "annotations" -> m.setAnnotations(strings(p, ctxt));
-                case "ownerReferences" -> m.setOwnerReferences(object(p, ctxt,
-                        (q, c) -> c.readValue(q, OWNER_REFERENCES)));
-                case "finalizers" -> m.setFinalizers(object(p, ctxt, (q, c) -> c.readValue(q, STRINGS)));
+                case "ownerReferences" -> m.setOwnerReferences(whole(p, ctxt, OWNER_REFERENCES));
+                case "finalizers" -> m.setFinalizers(whole(p, ctxt, STRINGS));
                 default -> p.skipChildren();
             }
         }
@@ -125,11 +136,11 @@ public final class SlimPodJson {
 
     private static PodSpec spec(JsonParser p, DeserializationContext ctxt) throws IOException {
         PodSpec s = new PodSpec();
-        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+        for (String field = p.nextFieldName(); field != null; field = p.nextFieldName()) {
             p.nextToken();
             switch (field) {
                 case "nodeName" -> s.setNodeName(text(p, ctxt));
-                case "containers" -> s.setContainers(list(p, ctxt, SlimPodJson::container));
+                case "containers" -> s.setContainers(list(p, ctxt, Container.class, SlimPodJson::container));
                 default -> p.skipChildren();
             }
         }
@@ -138,12 +149,12 @@ public final class SlimPodJson {
 
     private static Container container(JsonParser p, DeserializationContext ctxt) throws IOException {
         Container c = new Container();
-        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+        for (String field = p.nextFieldName(); field != null; field = p.nextFieldName()) {
             p.nextToken();
             switch (field) {
                 case "name" -> c.setName(text(p, ctxt));
                 case "image" -> c.setImage(text(p, ctxt));
-                case "ports" -> c.setPorts(list(p, ctxt, SlimPodJson::port));
+                case "ports" -> c.setPorts(list(p, ctxt, ContainerPort.class, SlimPodJson::port));
                 default -> p.skipChildren();
             }
         }
@@ -152,7 +163,7 @@ public final class SlimPodJson {
 
     private static ContainerPort port(JsonParser p, DeserializationContext ctxt) throws IOException {
         ContainerPort port = new ContainerPort();
-        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+        for (String field = p.nextFieldName(); field != null; field = p.nextFieldName()) {
             p.nextToken();
             switch (field) {
                 case "containerPort" -> port.setContainerPort(integer(p, ctxt));
@@ -168,13 +179,14 @@ public final class SlimPodJson {
 
     private static PodStatus status(JsonParser p, DeserializationContext ctxt) throws IOException {
         PodStatus s = new PodStatus();
-        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+        for (String field = p.nextFieldName(); field != null; field = p.nextFieldName()) {
             p.nextToken();
             switch (field) {
                 case "phase" -> s.setPhase(text(p, ctxt));
                 case "reason" -> s.setReason(text(p, ctxt));
-                case "conditions" -> s.setConditions(list(p, ctxt, SlimPodJson::condition));
-                case "containerStatuses" -> s.setContainerStatuses(list(p, ctxt, SlimPodJson::containerStatus));
+                case "conditions" -> s.setConditions(list(p, ctxt, PodCondition.class, SlimPodJson::condition));
+                case "containerStatuses" -> s.setContainerStatuses(list(p, ctxt, ContainerStatus.class,
+                        SlimPodJson::containerStatus));
                 default -> p.skipChildren();
             }
         }
@@ -183,7 +195,7 @@ public final class SlimPodJson {
 
     private static PodCondition condition(JsonParser p, DeserializationContext ctxt) throws IOException {
         PodCondition c = new PodCondition();
-        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+        for (String field = p.nextFieldName(); field != null; field = p.nextFieldName()) {
             p.nextToken();
             switch (field) {
                 case "lastProbeTime" -> c.setLastProbeTime(text(p, ctxt));
@@ -201,7 +213,7 @@ public final class SlimPodJson {
 
     private static ContainerStatus containerStatus(JsonParser p, DeserializationContext ctxt) throws IOException {
         ContainerStatus c = new ContainerStatus();
-        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+        for (String field = p.nextFieldName(); field != null; field = p.nextFieldName()) {
             p.nextToken();
             switch (field) {
                 case "name" -> c.setName(text(p, ctxt));
@@ -209,7 +221,7 @@ public final class SlimPodJson {
                 case "started" -> c.setStarted(bool(p, ctxt));
                 case "restartCount" -> c.setRestartCount(integer(p, ctxt));
                 case "image" -> c.setImage(text(p, ctxt));
-                case "state" -> c.setState(object(p, ctxt, SlimPodJson::state));
+                case "state" -> c.setState(object(p, ctxt, ContainerState.class, SlimPodJson::state));
                 default -> p.skipChildren();
             }
         }
@@ -218,14 +230,15 @@ public final class SlimPodJson {
 
     private static ContainerState state(JsonParser p, DeserializationContext ctxt) throws IOException {
         ContainerState s = new ContainerState();
-        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+        for (String field = p.nextFieldName(); field != null; field = p.nextFieldName()) {
             if (p.nextToken() == JsonToken.VALUE_NULL) {
                 continue;
             }
             switch (field) {
-                case "running" -> s.setRunning(running(p, ctxt));
-                case "terminated" -> s.setTerminated(terminated(p, ctxt));
-                case "waiting" -> s.setWaiting(waiting(p, ctxt));
+                case "running" -> s.setRunning(object(p, ctxt, ContainerStateRunning.class, SlimPodJson::running));
+                case "terminated" -> s.setTerminated(object(p, ctxt, ContainerStateTerminated.class,
+                        SlimPodJson::terminated));
+                case "waiting" -> s.setWaiting(object(p, ctxt, ContainerStateWaiting.class, SlimPodJson::waiting));
                 default -> p.skipChildren();
             }
         }
@@ -234,7 +247,7 @@ public final class SlimPodJson {
 
     private static ContainerStateRunning running(JsonParser p, DeserializationContext ctxt) throws IOException {
         ContainerStateRunning r = new ContainerStateRunning();
-        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+        for (String field = p.nextFieldName(); field != null; field = p.nextFieldName()) {
             p.nextToken();
             if (field.equals("startedAt")) {
                 r.setStartedAt(text(p, ctxt));
@@ -247,7 +260,7 @@ public final class SlimPodJson {
 
     private static ContainerStateTerminated terminated(JsonParser p, DeserializationContext ctxt) throws IOException {
         ContainerStateTerminated r = new ContainerStateTerminated();
-        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+        for (String field = p.nextFieldName(); field != null; field = p.nextFieldName()) {
             p.nextToken();
             switch (field) {
                 case "containerID" -> r.setContainerID(text(p, ctxt));
@@ -265,7 +278,7 @@ public final class SlimPodJson {
 
     private static ContainerStateWaiting waiting(JsonParser p, DeserializationContext ctxt) throws IOException {
         ContainerStateWaiting r = new ContainerStateWaiting();
-        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+        for (String field = p.nextFieldName(); field != null; field = p.nextFieldName()) {
             p.nextToken();
             switch (field) {
                 case "message" -> r.setMessage(text(p, ctxt));
@@ -281,35 +294,51 @@ public final class SlimPodJson {
         T read(JsonParser p, DeserializationContext ctxt) throws IOException;
     }
 
-    /** A JSON value read by {@code reader}, null for null. */
-    private static <T> T object(JsonParser p, DeserializationContext ctxt, Element<T> reader) throws IOException {
-        return p.currentToken() == JsonToken.VALUE_NULL ? null : reader.read(p, ctxt);
+    /**
+     * A JSON value of the model's {@code type}: an object by {@code reader}, null for null, anything else by
+     * Jackson's own decoding of the type, which refuses it or makes of it what the client's model does.
+     */
+    private static <T> T object(JsonParser p, DeserializationContext ctxt, Class<T> type, Element<T> reader)
+            throws IOException {
+        JsonToken t = p.currentToken();
+        if (t == JsonToken.START_OBJECT) {
+            return reader.read(p, ctxt);
+        }
+        return t == JsonToken.VALUE_NULL ? null : ctxt.readValue(p, type);
     }
 
-    /** A JSON array of objects (null for null; a null element stays null). */
-    private static <T> List<T> list(JsonParser p, DeserializationContext ctxt, Element<T> element) throws IOException {
+    /** A JSON value decoded whole by Jackson as {@code type}, null for null. */
+    private static <T> T whole(JsonParser p, DeserializationContext ctxt, JavaType type) throws IOException {
+        return p.currentToken() == JsonToken.VALUE_NULL ? null : ctxt.readValue(p, type);
+    }
+
+    /**
+     * A JSON array of {@code type}s, each as {@link #object} reads it (null for null; a null element stays null);
+     * anything else as Jackson has it.
+     */
+    private static <T> List<T> list(JsonParser p, DeserializationContext ctxt, Class<T> type, Element<T> element)
+            throws IOException {
         JsonToken t = p.currentToken();
         if (t == JsonToken.VALUE_NULL) {
             return null;
         }
         if (t != JsonToken.START_ARRAY) {
-            throw JsonMappingException.from(ctxt, "expected a JSON array, found " + t);
+            return ctxt.readValue(p, ctxt.getTypeFactory().constructCollectionType(List.class, type));
         }
         List<T> out = new ArrayList<>();
-        for (t = p.nextToken(); t != JsonToken.END_ARRAY; t = p.nextToken()) {
-            out.add(t == JsonToken.VALUE_NULL ? null : element.read(p, ctxt));
+        while (p.nextToken() != JsonToken.END_ARRAY) {
+            out.add(object(p, ctxt, type, element));
         }
         return out;
     }
 
-    /** A JSON object of strings (labels, annotations), in order; null for null. */
+    /** A JSON object of strings (labels, annotations), in order; null for null, anything else as Jackson has it. */
     private static Map<String, String> strings(JsonParser p, DeserializationContext ctxt) throws IOException {
-        JsonToken t = p.currentToken();
-        if (t == JsonToken.VALUE_NULL) {
-            return null;
+        if (p.currentToken() != JsonToken.START_OBJECT) {
+            return whole(p, ctxt, STRING_MAP);
         }
         Map<String, String> out = new LinkedHashMap<>();
-        for (String field = firstField(p, ctxt); field != null; field = p.nextFieldName()) {
+        for (String field = p.nextFieldName(); field != null; field = p.nextFieldName()) {
             p.nextToken();
             out.put(field, text(p, ctxt));
         }

@@ -2,8 +2,6 @@ package io.unboundedcloud.playpen.kube;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.util.ArrayList;
-import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -29,6 +27,7 @@ import io.fabric8.kubernetes.client.Watch;
 import io.fabric8.kubernetes.client.Watcher;
 import io.fabric8.kubernetes.client.WatcherException;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
+import io.unboundedcloud.playpen.model.SlimPodJsonTest;
 import io.unboundedcloud.playpen.model.SlimPods;
 import io.unboundedcloud.playpen.model.SlimPodsTest;
 import io.unboundedcloud.playpen.support.TestCluster;
@@ -51,7 +50,7 @@ class PodWatchEventsTest {
             Pod full = SlimPodsTest.apiPod(r);
             ObjectNode pod = TREES.valueToTree(full);
             // fabric8 writes apiVersion first, the API server kind first
-            ObjectNode object = r.nextBoolean() ? pod : kindFirst(pod);
+            ObjectNode object = r.nextBoolean() ? pod : SlimPodJsonTest.kindFirst(pod);
             String line = event(pick(r, List.of("ADDED", "MODIFIED", "DELETED")), object);
 
             WatchEvent ours = OURS.unmarshal(line, WatchEvent.class);
@@ -72,8 +71,8 @@ class PodWatchEventsTest {
         Random r = new Random(7);
         int slimPath = 0;
         for (int i = 0; i < 600; i++) {
-            ObjectNode pod = kindFirst(TREES.valueToTree(SlimPodsTest.apiPod(r)));
-            mutate(pod, r, 0);
+            ObjectNode pod = SlimPodJsonTest.kindFirst(TREES.valueToTree(SlimPodsTest.apiPod(r)));
+            SlimPodJsonTest.mutate(pod, r, 0);
             String line = event("MODIFIED", pod);
             WatchEvent own = CLIENTS_OWN.unmarshal(line, WatchEvent.class);
             WatchEvent ours = OURS.unmarshal(line, WatchEvent.class);
@@ -96,7 +95,7 @@ class PodWatchEventsTest {
         ObjectNode metadataFirst = JsonNodeFactory.instance.objectNode();
         metadataFirst.set("metadata", pod.get("metadata"));
         metadataFirst.setAll(pod);
-        ObjectNode oddVersion = kindFirst(pod.deepCopy());
+        ObjectNode oddVersion = SlimPodJsonTest.kindFirst(pod.deepCopy());
         oddVersion.remove("apiVersion");
         ObjectNode versionAsNumber = JsonNodeFactory.instance.objectNode().put("apiVersion", 1).put("kind", "Pod");
         versionAsNumber.set("metadata", pod.get("metadata"));
@@ -162,33 +161,14 @@ class PodWatchEventsTest {
 
     @Test
     void aPageOfTheCachesListIsReadAsSlimPods() throws Exception {
+        // the reader itself is SlimPodJsonTest's; here: the operator's client reads the cache's list type with it
         Random r = new Random(11);
-        for (int i = 0; i < 40; i++) {
-            ObjectNode page = JsonNodeFactory.instance.objectNode().put("kind", "PodList").put("apiVersion", "v1");
-            page.putObject("metadata").put("resourceVersion", String.valueOf(1000 + i)).put("continue", "c" + i);
-            com.fasterxml.jackson.databind.node.ArrayNode items = page.putArray("items");
-            for (int j = 0; j < 12; j++) {
-                ObjectNode pod = TREES.valueToTree(SlimPodsTest.apiPod(r));
-                if (r.nextBoolean()) {
-                    // as the API server lists them: no kind or apiVersion on the items
-                    pod.remove("kind");
-                    pod.remove("apiVersion");
-                }
-                mutate(pod, r, 1);
-                items.add(r.nextInt(20) == 0 ? JsonNodeFactory.instance.nullNode() : pod);
-            }
-            page.put("extra", "ignored");
-            String json = TREES.writeValueAsString(i % 2 == 0 ? page : kindFirst(page));
-            io.fabric8.kubernetes.api.model.PodList own = CLIENTS_OWN.unmarshal(json,
-                    io.fabric8.kubernetes.api.model.PodList.class);
+        for (int i = 0; i < 4; i++) {
+            String json = SlimPodJsonTest.page(r, i);
             io.unboundedcloud.playpen.model.SlimPodList ours = OURS.unmarshal(json,
                     io.unboundedcloud.playpen.model.SlimPodList.class);
-            assertThat(ours.getMetadata()).isEqualTo(own.getMetadata());
-            assertThat(ours.getKind()).isEqualTo(own.getKind());
-            assertThat(ours.getApiVersion()).isEqualTo(own.getApiVersion());
-            List<Pod> slimmed = new ArrayList<>(own.getItems());
-            slimmed.replaceAll(SlimPods::slim);
-            assertThat(ours.getItems()).as(json).isEqualTo(slimmed);
+            assertThat(ours.getItems()).as(json).isEqualTo(SlimPodJsonTest.slim(CLIENTS_OWN.unmarshal(json,
+                    io.fabric8.kubernetes.api.model.PodList.class).getItems()));
             // the informer's page is a list it may change
             ours.getItems().replaceAll(SlimPods::slim);
         }
@@ -214,42 +194,6 @@ class PodWatchEventsTest {
         }
     }
 
-    /** Drops, nulls, reorders or writes as text some fields of every object, deeper down less often. */
-    private static void mutate(JsonNode node, Random r, int depth) {
-        if (node.isArray()) {
-            node.forEach(e -> mutate(e, r, depth + 1));
-            return;
-        }
-        if (!node.isObject()) {
-            return;
-        }
-        ObjectNode o = (ObjectNode) node;
-        List<String> names = new ArrayList<>();
-        o.fieldNames().forEachRemaining(names::add);
-        for (String name : names) {
-            JsonNode v = o.get(name);
-            int roll = r.nextInt(40);
-            if (roll == 0) {
-                o.remove(name);
-            } else if (roll == 1) {
-                o.putNull(name);
-            } else if (roll == 2 && (v.isNumber() || v.isBoolean())) {
-                o.put(name, v.asText());
-            } else {
-                mutate(v, r, depth + 1);
-            }
-        }
-        if (r.nextInt(8) == 0) {
-            List<Map.Entry<String, JsonNode>> fields = new ArrayList<>();
-            for (Iterator<Map.Entry<String, JsonNode>> it = o.fields(); it.hasNext();) {
-                fields.add(it.next());
-            }
-            Collections.shuffle(fields, r);
-            o.removeAll();
-            fields.forEach(e -> o.set(e.getKey(), e.getValue()));
-        }
-    }
-
     /** Whether the object begins with apiVersion v1 and kind Pod, as strings, in either order. */
     private static boolean isPodFirst(ObjectNode pod) {
         Iterator<Map.Entry<String, JsonNode>> it = pod.fields();
@@ -261,14 +205,6 @@ class PodWatchEventsTest {
             }
         }
         return first.equals(Map.of("apiVersion", "v1", "kind", "Pod"));
-    }
-
-    private static ObjectNode kindFirst(ObjectNode pod) {
-        ObjectNode out = JsonNodeFactory.instance.objectNode();
-        out.set("kind", pod.get("kind"));
-        out.set("apiVersion", pod.get("apiVersion"));
-        out.setAll(pod);
-        return out;
     }
 
     private static String event(String type, JsonNode object) throws Exception {
