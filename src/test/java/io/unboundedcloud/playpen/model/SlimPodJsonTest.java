@@ -35,6 +35,23 @@ import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 public class SlimPodJsonTest {
     private static final KubernetesSerialization CLIENTS_OWN = new KubernetesSerialization();
     private static final ObjectMapper TREES = new ObjectMapper();
+    /** A pod with one of each field the slim copy keeps, and nothing else. */
+    public static final String EVERY_SLIM_FIELD = """
+            {"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"n","uid":"u",
+            "resourceVersion":"9","generateName":"g-","creationTimestamp":"2026-01-02T03:04:05Z",
+            "deletionTimestamp":"2026-01-02T03:04:06Z","deletionGracePeriodSeconds":30,"generation":2,
+            "labels":{"a":"1"},"annotations":{"b":"2"},"finalizers":["f"],
+            "ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"r","uid":"o"}]},
+            "spec":{"nodeName":"node-a","containers":[{"name":"c","image":"i","ports":[{"containerPort":1,
+            "hostIP":"192.0.2.1","hostPort":2,"name":"wg","protocol":"UDP"}]}]},
+            "status":{"phase":"Running","reason":"R","conditions":[{"type":"Ready","status":"False",
+            "lastProbeTime":"2026-01-02T03:04:07Z","lastTransitionTime":"2026-01-02T03:04:08Z","message":"m",
+            "observedGeneration":2,"reason":"why"}],"containerStatuses":[{"name":"c","ready":false,
+            "started":true,"restartCount":4,"image":"i","state":{"terminated":{"containerID":"x","exitCode":1,
+            "finishedAt":"2026-01-02T03:04:09Z","message":"tm","reason":"Error","signal":9,
+            "startedAt":"2026-01-02T03:04:10Z"},"waiting":{"message":"wm","reason":"CrashLoopBackOff"},
+            "running":{"startedAt":"2026-01-02T03:04:11Z"}}}]}}""";
+
     /** Reads a SlimPodList with the reader under test, and a {@link Single} with its single-pod entry. */
     private static final ObjectMapper SLIM = new ObjectMapper().registerModule(new SimpleModule()
             .addDeserializer(SlimPodList.class, new JsonDeserializer<>() {
@@ -95,21 +112,7 @@ public class SlimPodJsonTest {
     void everyFieldTheSlimCopyKeepsIsRead() throws Exception {
         // one of each, including those the generated pods leave out (a terminated or waiting state's details,
         // a condition's message, a port's hostIP)
-        String json = """
-                {"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"n","uid":"u",
-                "resourceVersion":"9","generateName":"g-","creationTimestamp":"2026-01-02T03:04:05Z",
-                "deletionTimestamp":"2026-01-02T03:04:06Z","deletionGracePeriodSeconds":30,"generation":2,
-                "labels":{"a":"1"},"annotations":{"b":"2"},"finalizers":["f"],
-                "ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"r","uid":"o"}]},
-                "spec":{"nodeName":"node-a","containers":[{"name":"c","image":"i","ports":[{"containerPort":1,
-                "hostIP":"192.0.2.1","hostPort":2,"name":"wg","protocol":"UDP"}]}]},
-                "status":{"phase":"Running","reason":"R","conditions":[{"type":"Ready","status":"False",
-                "lastProbeTime":"2026-01-02T03:04:07Z","lastTransitionTime":"2026-01-02T03:04:08Z","message":"m",
-                "observedGeneration":2,"reason":"why"}],"containerStatuses":[{"name":"c","ready":false,
-                "started":true,"restartCount":4,"image":"i","state":{"terminated":{"containerID":"x","exitCode":1,
-                "finishedAt":"2026-01-02T03:04:09Z","message":"tm","reason":"Error","signal":9,
-                "startedAt":"2026-01-02T03:04:10Z"},"waiting":{"message":"wm","reason":"CrashLoopBackOff"},
-                "running":{"startedAt":"2026-01-02T03:04:11Z"}}}]}}""";
+        String json = EVERY_SLIM_FIELD;
         Pod own = CLIENTS_OWN.unmarshal(json, Pod.class);
         Pod ours = SLIM.readValue(json, Single.class).pod();
         assertThat(ours).isEqualTo(SlimPods.slim(own));

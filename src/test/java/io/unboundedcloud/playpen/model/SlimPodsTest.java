@@ -105,6 +105,151 @@ public class SlimPodsTest {
     }
 
     @Test
+    void aPodOfOnlyTheFieldsTheSlimCopyKeepsIsCopiedWhole() throws Exception {
+        com.fasterxml.jackson.databind.ObjectMapper trees = new com.fasterxml.jackson.databind.ObjectMapper();
+        io.fabric8.kubernetes.client.utils.KubernetesSerialization own =
+                new io.fabric8.kubernetes.client.utils.KubernetesSerialization();
+        Pod pod = own.unmarshal(SlimPodJsonTest.EVERY_SLIM_FIELD, Pod.class);
+        Pod slim = SlimPods.slim(pod);
+        assertThat(trees.readTree(own.asJson(slim))).isEqualTo(trees.readTree(SlimPodJsonTest.EVERY_SLIM_FIELD));
+        assertThat(slim.getMetadata().getOwnerReferences()).isEqualTo(pod.getMetadata().getOwnerReferences())
+                .isNotSameAs(pod.getMetadata().getOwnerReferences());
+        assertThatThrownBy(() -> slim.getMetadata().getFinalizers().add("g"))
+                .isInstanceOf(UnsupportedOperationException.class);
+        assertThatThrownBy(() -> slim.getSpec().getContainers().add(null))
+                .isInstanceOf(UnsupportedOperationException.class);
+    }
+
+    @Test
+    void emptyCollectionsAreTheSharedEmptyOnesAndNullStaysNull() {
+        Pod full = apiPod(new Random(5));
+        full.getMetadata().setOwnerReferences(new ArrayList<>());
+        full.getMetadata().setFinalizers(null);
+        full.getMetadata().setAnnotations(new LinkedHashMap<>());
+        Pod slim = SlimPods.slim(full);
+        assertThat(slim.getMetadata().getManagedFields()).isSameAs(List.of());
+        assertThat(slim.getMetadata().getOwnerReferences()).isSameAs(List.of());
+        assertThat(slim.getMetadata().getFinalizers()).isNull();
+        assertThat(slim.getMetadata().getAnnotations()).isSameAs(Map.of());
+        assertThat(slim.getMetadata().getAdditionalProperties()).isSameAs(Map.of());
+        assertThat(slim.getSpec().getVolumes()).isSameAs(List.of());
+        assertThat(slim.getSpec().getContainers().get(0).getEnv()).isSameAs(List.of());
+        assertThat(slim.getStatus().getPodIPs()).isSameAs(List.of());
+        assertThat(slim.getStatus().getContainerStatuses().get(0).getVolumeMounts()).isSameAs(List.of());
+        full.getMetadata().setLabels(null);
+        full.getMetadata().setAnnotations(null);
+        full.getMetadata().setOwnerReferences(null);
+        full.getMetadata().setFinalizers(List.of("f"));
+        Pod other = SlimPods.slim(full);
+        assertThat(other.getMetadata().getLabels()).isNull();
+        assertThat(other.getMetadata().getAnnotations()).isNull();
+        assertThat(other.getMetadata().getOwnerReferences()).isNull();
+        assertThat(other.getMetadata().getFinalizers()).containsExactly("f");
+        full.getMetadata().setLabels(new LinkedHashMap<>());
+        assertThat(SlimPods.slim(full).getMetadata().getLabels()).isSameAs(Map.of());
+        // absent strings and lists stay absent
+        full.getMetadata().setNamespace(null);
+        full.getMetadata().setGenerateName(null);
+        full.getSpec().setNodeName(null);
+        full.getSpec().setContainers(null);
+        full.getStatus().setConditions(null);
+        full.getStatus().setContainerStatuses(null);
+        Pod bare = SlimPods.slim(full);
+        assertThat(bare.getMetadata().getNamespace()).isNull();
+        assertThat(bare.getMetadata().getGenerateName()).isNull();
+        assertThat(bare.getSpec().getNodeName()).isNull();
+        assertThat(bare.getSpec().getContainers()).isNull();
+        assertThat(bare.getStatus().getConditions()).isNull();
+        assertThat(bare.getStatus().getContainerStatuses()).isNull();
+    }
+
+    @Test
+    void recurringValuesAreSharedButAClaimsOwnAreNot() {
+        io.fabric8.kubernetes.client.utils.KubernetesSerialization own =
+                new io.fabric8.kubernetes.client.utils.KubernetesSerialization();
+        Pod a = own.unmarshal(SlimPodJsonTest.EVERY_SLIM_FIELD, Pod.class);
+        Pod b = own.unmarshal(SlimPodJsonTest.EVERY_SLIM_FIELD, Pod.class);
+        // values no pod had before (the table of shared strings lives as long as the JVM)
+        String fresh = java.util.UUID.randomUUID().toString();
+        for (Pod p : List.of(a, b)) {
+            p.getMetadata().setNamespace(new String("runners-" + fresh));
+            p.getMetadata().setGenerateName(new String("playpen-runner-" + fresh));
+            p.getSpec().setNodeName(new String("node-" + fresh));
+            p.getSpec().getContainers().get(0).setImage(new String("runner:" + fresh));
+            p.getStatus().getContainerStatuses().get(0).setName(new String("vm-" + fresh));
+            p.getStatus().getContainerStatuses().get(0).setImage(new String("runner:" + fresh));
+            Map<String, String> labels = new LinkedHashMap<>();
+            labels.put(new String(PlaypenKeys.APP_NAME), new String("playpen"));
+            labels.put(PlaypenKeys.KEY_HASH_LABEL, new String("abc"));
+            labels.put(PlaypenKeys.ALLOCATED, new String("true-shared"));
+            p.getMetadata().setLabels(labels);
+            p.getMetadata().setAnnotations(new LinkedHashMap<>(Map.of(new String("note"), new String("n"))));
+        }
+        Pod sa = SlimPods.slim(a);
+        Pod sb = SlimPods.slim(b);
+        assertThat(sa.getMetadata().getNamespace()).isEqualTo("runners-" + fresh).isSameAs(sb.getMetadata().getNamespace());
+        assertThat(sa.getMetadata().getGenerateName()).isSameAs(sb.getMetadata().getGenerateName());
+        assertThat(sa.getSpec().getNodeName()).isSameAs(sb.getSpec().getNodeName());
+        assertThat(sa.getSpec().getContainers().get(0).getImage()).isSameAs(sb.getSpec().getContainers().get(0).getImage());
+        assertThat(sa.getStatus().getContainerStatuses().get(0).getName())
+                .isSameAs(sb.getStatus().getContainerStatuses().get(0).getName());
+        assertThat(sa.getStatus().getContainerStatuses().get(0).getImage())
+                .isSameAs(sb.getSpec().getContainers().get(0).getImage());
+        assertThat(sa.getMetadata().getLabels().get(PlaypenKeys.APP_NAME))
+                .isSameAs(sb.getMetadata().getLabels().get(PlaypenKeys.APP_NAME));
+        assertThat(List.copyOf(sa.getMetadata().getAnnotations().keySet()).get(0))
+                .isSameAs(List.copyOf(sb.getMetadata().getAnnotations().keySet()).get(0));
+        // a claim's own label values are kept as they came: sharing them would only fill the table
+        assertThat(sa.getMetadata().getLabels().get(PlaypenKeys.KEY_HASH_LABEL))
+                .isSameAs(a.getMetadata().getLabels().get(PlaypenKeys.KEY_HASH_LABEL));
+        assertThat(sa.getMetadata().getLabels().get(PlaypenKeys.ALLOCATED))
+                .isSameAs(a.getMetadata().getLabels().get(PlaypenKeys.ALLOCATED));
+        // an annotation's value is its pod's own
+        assertThat(sa.getMetadata().getAnnotations().get("note")).isSameAs(a.getMetadata().getAnnotations().get("note"));
+    }
+
+    @Test
+    void theFixedMapIsAMapOfItsEntriesInOrder() {
+        Random r = new Random(8);
+        for (int n = 0; n < 14; n++) {
+            Map<String, String> expected = new LinkedHashMap<>();
+            for (int i = 0; i < n; i++) {
+                expected.put("k" + r.nextInt(1000) + "-" + i, "v" + i);
+            }
+            String[] kv = new String[2 * n];
+            int i = 0;
+            for (Map.Entry<String, String> e : expected.entrySet()) {
+                kv[i++] = e.getKey();
+                kv[i++] = e.getValue();
+            }
+            Map<String, String> fixed = new SlimPods.FixedMap(kv);
+            assertThat(fixed).hasSize(n).isEqualTo(expected).hasSameHashCodeAs(expected);
+            assertThat(fixed.entrySet()).hasSize(n);
+            assertThat(List.copyOf(fixed.keySet())).isEqualTo(List.copyOf(expected.keySet()));
+            for (String k : expected.keySet()) {
+                String copy = new String(k);
+                assertThat(fixed.get(copy)).isEqualTo(expected.get(k));
+                assertThat(fixed.containsKey(copy)).isTrue();
+            }
+            assertThat(fixed.get("absent")).isNull();
+            assertThat(fixed.containsKey("absent")).isFalse();
+            assertThat(fixed.get(null)).isNull();
+            assertThat(fixed.containsKey(null)).isFalse();
+            java.util.Iterator<Map.Entry<String, String>> it = fixed.entrySet().iterator();
+            for (int j = 0; j < n; j++) {
+                assertThat(it.hasNext()).isTrue();
+                it.next();
+            }
+            assertThat(it.hasNext()).isFalse();
+            assertThatThrownBy(it::next).isInstanceOf(java.util.NoSuchElementException.class);
+        }
+        // the first key found wins, and the value beside it is returned
+        Map<String, String> two = new SlimPods.FixedMap(new String[] {"a", "1", "b", "2"});
+        assertThat(two.get("a")).isEqualTo("1");
+        assertThat(two.get("b")).isEqualTo("2");
+    }
+
+    @Test
     void aSlimPodIsItsOwnSlimCopy() {
         Pod full = apiPod(new Random(4));
         Pod slim = SlimPods.slim(full);
