@@ -124,15 +124,13 @@ public final class IdentityHeaders {
         return out.toString(StandardCharsets.UTF_8);
     }
 
+    /** A lower-case hex digit's value (the key is lower-cased before it is decoded), else -1. */
     private static int hex(char c) {
         if (c >= '0' && c <= '9') {
             return c - '0';
         }
         if (c >= 'a' && c <= 'f') {
             return c - 'a' + 10;
-        }
-        if (c >= 'A' && c <= 'F') {
-            return c - 'A' + 10;
         }
         return -1;
     }

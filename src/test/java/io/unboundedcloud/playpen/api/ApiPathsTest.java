@@ -34,6 +34,11 @@ class ApiPathsTest {
             "GET,     /openapi/v2,                                    OPENAPI_V2",
             "GET,     /openapi/v3,                                    OPENAPI_V3",
             "GET,     /openapi/v3/apis/playpen.unbounded-cloud.io/v1alpha1?hash=AB, OPENAPI_V3_GROUP",
+            "POST,    /apis/playpen.unbounded-cloud.io/v1alpha1/renewals,     RENEWAL",
+            "GET,     /apis/playpen.unbounded-cloud.io/v1alpha1/pools,        POOLS_LIST",
+            "GET,     /apis/playpen.unbounded-cloud.io/v1alpha1/pools?labelSelector=a, POOLS_LIST",
+            "GET,     /apis/playpen.unbounded-cloud.io/v1alpha1/pools/runner-amd64, POOLS_GET",
+            "GET,     /apis/playpen.unbounded-cloud.io/v1alpha1/pools/%72unner-arm64, POOLS_GET",
     })
     void routes(String method, String path, Flow flow) {
         assertThat(ApiPaths.route(method, path)).isEqualTo(flow);
@@ -58,6 +63,29 @@ class ApiPathsTest {
         assertThat(catchThrowableOfType(ApiException.class, () -> ApiPaths.route("GET", V + "/allocs/a%2Fb")).code())
                 .isEqualTo(404);
         assertThat(catchThrowableOfType(ApiException.class, () -> ApiPaths.route("GET", V + "/allocs/a/status")).code())
+                .isEqualTo(404);
+    }
+
+    /** A pool is read only, by name; the name comes percent-decoded; a deeper path is no pool. */
+    @Test
+    void poolsAreReadOnlyAndNamedByTheirLastSegment() {
+        assertThat(ApiPaths.poolName(V + "/pools/%72unner-amd64?x=1")).isEqualTo("runner-amd64");
+        assertThat(ApiPaths.poolName(V + "/pools")).isNull();
+        assertThat(ApiPaths.poolName(V + "/allocs/runner-amd64")).isNull();
+        for (String method : new String[] {"POST", "PUT", "PATCH", "DELETE", "HEAD"}) {
+            ApiException item = catchThrowableOfType(ApiException.class,
+                    () -> ApiPaths.route(method, V + "/pools/runner-amd64"));
+            assertThat(item.code()).as(method).isEqualTo(405);
+            assertThat(item.headers()).containsEntry("Allow", "GET");
+            ApiException list = catchThrowableOfType(ApiException.class, () -> ApiPaths.route(method, V + "/pools"));
+            assertThat(list.code()).as(method).isEqualTo(405);
+            assertThat(list.headers()).containsEntry("Allow", "GET");
+        }
+        assertThat(catchThrowableOfType(ApiException.class, () -> ApiPaths.route("GET", V + "/pools/a/status")).code())
+                .isEqualTo(404);
+        assertThat(catchThrowableOfType(ApiException.class, () -> ApiPaths.route("GET", V + "/pools/a%2Fb")).code())
+                .isEqualTo(404);
+        assertThat(catchThrowableOfType(ApiException.class, () -> ApiPaths.route("GET", V + "/poolsx")).code())
                 .isEqualTo(404);
     }
 

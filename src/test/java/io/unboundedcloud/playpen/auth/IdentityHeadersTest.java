@@ -94,4 +94,62 @@ class IdentityHeadersTest {
                 .containsEntry("utf\u00e9", List.of("\u00e9"))
                 .containsEntry("empty", List.of(""));
     }
+
+    /**
+     * For ASCII header names, the extra key is what a URL decoder that leaves '+' alone makes of the lower-cased
+     * name, and the lower-cased name itself where an escape is malformed (Go's url.PathUnescape fails there).
+     */
+    @net.jqwik.api.Property(tries = 2000)
+    void anExtraKeyIsTheLowerCasedNamePercentDecoded(
+            @net.jqwik.api.ForAll("asciiNames") String name) {
+        String lower = name.toLowerCase(java.util.Locale.ROOT);
+        String expected;
+        try {
+            expected = java.net.URLDecoder.decode(lower.replace("+", "%2b"), StandardCharsets.UTF_8);
+        } catch (IllegalArgumentException malformed) {
+            expected = lower;
+        }
+        assertThat(IdentityHeaders.extraKey(name)).isEqualTo(expected);
+    }
+
+    @net.jqwik.api.Provide
+    net.jqwik.api.Arbitrary<String> asciiNames() {
+        // hex digits and their neighbours ('/' ':' '@' 'G' '`' 'g'), escapes of ASCII and of UTF-8 sequences
+        // (some cut short), and lone or trailing '%'; no '-', which Java's decoder takes as a sign ("%-0")
+        net.jqwik.api.Arbitrary<String> piece = net.jqwik.api.Arbitraries.oneOf(
+                net.jqwik.api.Arbitraries.of("0", "9", "a", "f", "A", "F", "/", ":", "@", "G", "`", "g", "+", ".", "z", "%", "%2", "%2F", "%2f", "%41", "%7e", "%C3%A9", "%c3", "%E2%82%AC", "%e2%82",
+                        "%ff", "%0", "%g1", "%1g", "%:0", "%/0", "%`a", "%@1"));
+        return piece.list().ofMaxSize(8).map(l -> String.join("", l));
+    }
+
+    @Test
+    void extraKeyEdges() {
+        // an escape that ends the name exactly is whole; one cut short is not
+        assertThat(IdentityHeaders.extraKey("A%2F")).isEqualTo("a/");
+        assertThat(IdentityHeaders.extraKey("A%2")).isEqualTo("a%2");
+        assertThat(IdentityHeaders.extraKey("%")).isEqualTo("%");
+        // one char per byte as Netty hands header names over: U+00FF is a byte (not UTF-8 alone), U+0100 is text
+        assertThat(IdentityHeaders.extraKey("k\u00ff")).isEqualTo("k\ufffd");
+        assertThat(IdentityHeaders.extraKey("k\u0100")).isEqualTo("k\u0101");
+        assertThat(IdentityHeaders.extraKey("k\u20ac%41")).isEqualTo("k\u20acA");
+    }
+
+    @Test
+    void aValueIsOneBytePerCharUnlessItIsTextAlready() {
+        // U+00FF as one byte is not UTF-8; from U+0100 on the value is taken as decoded text
+        assertThat(catchThrowableOfType(ApiException.class, () -> IdentityHeaders.value("X-Remote-User", "\u00ff"))
+                .getMessage()).isEqualTo("the X-Remote-User header is not valid UTF-8");
+        assertThat(IdentityHeaders.value("X-Remote-User", "\u0100\u00ff")).isEqualTo("\u0100\u00ff");
+        assertThat(IdentityHeaders.value("X-Remote-User", "\u00c3\u00a9")).isEqualTo("\u00e9");
+        assertThat(catchThrowableOfType(ApiException.class, () -> IdentityHeaders.value("X-Remote-User", "\u0100\u0007"))
+                .getMessage()).isEqualTo("the X-Remote-User header holds a control character");
+        // a header's name is quoted in the message only when it is short and printable
+        String eighty = "X-Remote-Extra-" + "k".repeat(65);
+        assertThat(catchThrowableOfType(ApiException.class, () -> IdentityHeaders.value(eighty, "\u0007"))
+                .getMessage()).isEqualTo("the " + eighty + " header holds a control character");
+        assertThat(catchThrowableOfType(ApiException.class, () -> IdentityHeaders.value(eighty + "k", "\u0007"))
+                .getMessage()).isEqualTo("the identity header holds a control character");
+        assertThat(catchThrowableOfType(ApiException.class, () -> IdentityHeaders.value("X-Remote-Extra-\u00e9", "\u0007"))
+                .getMessage()).isEqualTo("the identity header holds a control character");
+    }
 }
