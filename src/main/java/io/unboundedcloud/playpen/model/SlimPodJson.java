@@ -300,11 +300,8 @@ public final class SlimPodJson {
      */
     private static <T> T object(JsonParser p, DeserializationContext ctxt, Class<T> type, Element<T> reader)
             throws IOException {
-        JsonToken t = p.currentToken();
-        if (t == JsonToken.START_OBJECT) {
-            return reader.read(p, ctxt);
-        }
-        return t == JsonToken.VALUE_NULL ? null : ctxt.readValue(p, type);
+        return p.currentToken() == JsonToken.START_OBJECT ? reader.read(p, ctxt)
+                : whole(p, ctxt, ctxt.constructType(type));
     }
 
     /** A JSON value decoded whole by Jackson as {@code type}, null for null. */
