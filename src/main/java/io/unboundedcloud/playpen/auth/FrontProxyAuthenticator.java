@@ -43,10 +43,17 @@ public final class FrontProxyAuthenticator {
     private final Supplier<TrustBundle> bundle;
     private final Clock clock;
     private final Map<X509Certificate, Verdict> verdicts = new ConcurrentHashMap<>();
+    private final java.util.function.LongSupplier nanoTime;
 
     public FrontProxyAuthenticator(Supplier<TrustBundle> bundle, Clock clock) {
+        this(bundle, clock, System::nanoTime);
+    }
+
+    /** {@code nanoTime} times the verdicts' cache period (tests step it). */
+    FrontProxyAuthenticator(Supplier<TrustBundle> bundle, Clock clock, java.util.function.LongSupplier nanoTime) {
         this.bundle = bundle;
         this.clock = clock;
+        this.nanoTime = nanoTime;
     }
 
     /** Verifies the TLS peer chain (leaf first); throws a 403 ApiException ("forbidden") when it is not trusted. */
@@ -66,7 +73,7 @@ public final class FrontProxyAuthenticator {
         if (invalid != null) {
             throw refused(invalid);
         }
-        long now = System.nanoTime();
+        long now = nanoTime.getAsLong();
         Verdict v = verdicts.get(leaf);
         if (v == null || v.generation() != tb.generation() || now - v.untilNanos() > 0) {
             v = new Verdict(tb.generation(), check(chain, tb), now + CACHE_NANOS);

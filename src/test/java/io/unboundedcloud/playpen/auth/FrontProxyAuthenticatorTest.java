@@ -224,4 +224,69 @@ class FrontProxyAuthenticatorTest {
                 TrustBundleParser.NAMES_KEY, "[\"front-proxy-client\"]"), 1);
         assertThatCode(() -> authenticator(tb).verifyPeer(chain(CLIENT))).doesNotThrowAnyException();
     }
+
+    /**
+     * A verdict is reused for ten seconds of the monotonic clock while the bundle's generation stands, and no longer:
+     * a bundle whose contents changed under the same generation shows when the path is validated again.
+     */
+    @Test
+    void verdictsLastTenSecondsOfTheMonotonicClock() {
+        Pki.Issued otherCa = Pki.selfSigned(Subject.cn("front-proxy-ca"), Usage.CA, YESTERDAY, Duration.ofDays(365));
+        Pki.Issued otherClient = Pki.issue(otherCa, Subject.cn("front-proxy-client"), Usage.CLIENT, YESTERDAY,
+                Duration.ofDays(30));
+        java.util.concurrent.atomic.AtomicLong nanos = new java.util.concurrent.atomic.AtomicLong(-5_000_000_000L);
+        AtomicReference<TrustBundle> current = new AtomicReference<>(bundle(7, Set.of(), CA));
+        FrontProxyAuthenticator auth = new FrontProxyAuthenticator(current::get, CLOCK, nanos::get);
+        assertThatCode(() -> auth.verifyPeer(chain(CLIENT))).doesNotThrowAnyException();
+        assertUnauthorized(auth, chain(otherClient), "client certificate is not signed by the front-proxy CA");
+
+        // the same generation now trusts the other CA only: both verdicts stand until their period ends
+        current.set(bundle(7, Set.of(), otherCa));
+        nanos.set(5_000_000_000L); // exactly ten seconds after both verdicts were made
+        assertThatCode(() -> auth.verifyPeer(chain(CLIENT))).doesNotThrowAnyException();
+        assertUnauthorized(auth, chain(otherClient), "client certificate is not signed by the front-proxy CA");
+
+        nanos.incrementAndGet();
+        assertUnauthorized(auth, chain(CLIENT), "client certificate is not signed by the front-proxy CA");
+        assertThatCode(() -> auth.verifyPeer(chain(otherClient))).doesNotThrowAnyException();
+
+        // the new verdicts last ten seconds from now, not from the old ones
+        current.set(bundle(7, Set.of(), CA));
+        nanos.addAndGet(9_999_999_999L);
+        assertUnauthorized(auth, chain(CLIENT), "client certificate is not signed by the front-proxy CA");
+        assertThatCode(() -> auth.verifyPeer(chain(otherClient))).doesNotThrowAnyException();
+        nanos.addAndGet(2);
+        assertThatCode(() -> auth.verifyPeer(chain(CLIENT))).doesNotThrowAnyException();
+    }
+
+    /** 1,025 client certificates of {@link #CA}, made once per JVM (the mutation tests run this class many times). */
+    private static final class ManyLeaves {
+        static final List<X509Certificate> LEAVES = java.util.stream.IntStream.range(0, 1025)
+                .mapToObj(i -> Pki.issue(CA, Subject.cn("front-proxy-client"), Usage.CLIENT, YESTERDAY,
+                        Duration.ofDays(30)).certificate())
+                .toList();
+    }
+
+    /** The cache forgets every verdict once it holds more than 1,024 certificates, and not before. */
+    @Test
+    void verdictCacheIsBounded() {
+        Pki.Issued otherCa = Pki.selfSigned(Subject.cn("front-proxy-ca"), Usage.CA, YESTERDAY, Duration.ofDays(365));
+        List<X509Certificate> leaves = ManyLeaves.LEAVES;
+        AtomicReference<TrustBundle> current = new AtomicReference<>(bundle(1, Set.of(), CA));
+        FrontProxyAuthenticator auth = new FrontProxyAuthenticator(current::get, CLOCK, () -> 0L);
+        // 1,024 certificates: the cache holds them all
+        for (X509Certificate leaf : leaves.subList(0, 1024)) {
+            auth.verifyPeer(new X509Certificate[] {leaf});
+        }
+        current.set(bundle(1, Set.of(), otherCa)); // same generation: only a forgotten verdict shows the change
+        assertThatCode(() -> auth.verifyPeer(new X509Certificate[] {leaves.get(0)})).doesNotThrowAnyException();
+        // a 1,025th is checked (refused now) and kept: still nothing forgotten
+        assertUnauthorized(auth, new X509Certificate[] {leaves.get(1024)},
+                "client certificate is not signed by the front-proxy CA");
+        assertThatCode(() -> auth.verifyPeer(new X509Certificate[] {leaves.get(0)})).doesNotThrowAnyException();
+        // one more: the cache is cleared before it is kept, so the first certificate is checked again
+        assertUnauthorized(auth, chain(CLIENT), "client certificate is not signed by the front-proxy CA");
+        assertUnauthorized(auth, new X509Certificate[] {leaves.get(0)},
+                "client certificate is not signed by the front-proxy CA");
+    }
 }
