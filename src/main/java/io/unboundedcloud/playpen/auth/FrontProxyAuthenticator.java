@@ -13,6 +13,7 @@ import java.util.Date;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 import javax.security.auth.x500.X500Principal;
@@ -43,14 +44,14 @@ public final class FrontProxyAuthenticator {
     private final Supplier<TrustBundle> bundle;
     private final Clock clock;
     private final Map<X509Certificate, Verdict> verdicts = new ConcurrentHashMap<>();
-    private final java.util.function.LongSupplier nanoTime;
+    private final LongSupplier nanoTime;
 
     public FrontProxyAuthenticator(Supplier<TrustBundle> bundle, Clock clock) {
         this(bundle, clock, System::nanoTime);
     }
 
     /** {@code nanoTime} times the verdicts' cache period (tests step it). */
-    FrontProxyAuthenticator(Supplier<TrustBundle> bundle, Clock clock, java.util.function.LongSupplier nanoTime) {
+    FrontProxyAuthenticator(Supplier<TrustBundle> bundle, Clock clock, LongSupplier nanoTime) {
         this.bundle = bundle;
         this.clock = clock;
         this.nanoTime = nanoTime;

@@ -18,6 +18,7 @@ import java.time.ZoneOffset;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
@@ -234,7 +235,7 @@ class FrontProxyAuthenticatorTest {
         Pki.Issued otherCa = Pki.selfSigned(Subject.cn("front-proxy-ca"), Usage.CA, YESTERDAY, Duration.ofDays(365));
         Pki.Issued otherClient = Pki.issue(otherCa, Subject.cn("front-proxy-client"), Usage.CLIENT, YESTERDAY,
                 Duration.ofDays(30));
-        java.util.concurrent.atomic.AtomicLong nanos = new java.util.concurrent.atomic.AtomicLong(-5_000_000_000L);
+        AtomicLong nanos = new AtomicLong(-5_000_000_000L);
         AtomicReference<TrustBundle> current = new AtomicReference<>(bundle(7, Set.of(), CA));
         FrontProxyAuthenticator auth = new FrontProxyAuthenticator(current::get, CLOCK, nanos::get);
         assertThatCode(() -> auth.verifyPeer(chain(CLIENT))).doesNotThrowAnyException();
@@ -261,9 +262,9 @@ class FrontProxyAuthenticatorTest {
 
     /** 1,025 client certificates of {@link #CA}, made once per JVM (the mutation tests run this class many times). */
     private static final class ManyLeaves {
-        static final List<X509Certificate> LEAVES = java.util.stream.IntStream.range(0, 1025)
+        static final List<Pki.Issued> LEAVES = java.util.stream.IntStream.range(0, 1025)
                 .mapToObj(i -> Pki.issue(CA, Subject.cn("front-proxy-client"), Usage.CLIENT, YESTERDAY,
-                        Duration.ofDays(30)).certificate())
+                        Duration.ofDays(30)))
                 .toList();
     }
 
@@ -271,22 +272,22 @@ class FrontProxyAuthenticatorTest {
     @Test
     void verdictCacheIsBounded() {
         Pki.Issued otherCa = Pki.selfSigned(Subject.cn("front-proxy-ca"), Usage.CA, YESTERDAY, Duration.ofDays(365));
-        List<X509Certificate> leaves = ManyLeaves.LEAVES;
+        List<Pki.Issued> leaves = ManyLeaves.LEAVES;
         AtomicReference<TrustBundle> current = new AtomicReference<>(bundle(1, Set.of(), CA));
         FrontProxyAuthenticator auth = new FrontProxyAuthenticator(current::get, CLOCK, () -> 0L);
         // 1,024 certificates: the cache holds them all
-        for (X509Certificate leaf : leaves.subList(0, 1024)) {
-            auth.verifyPeer(new X509Certificate[] {leaf});
+        for (Pki.Issued leaf : leaves.subList(0, 1024)) {
+            auth.verifyPeer(chain(leaf));
         }
         current.set(bundle(1, Set.of(), otherCa)); // same generation: only a forgotten verdict shows the change
-        assertThatCode(() -> auth.verifyPeer(new X509Certificate[] {leaves.get(0)})).doesNotThrowAnyException();
+        assertThatCode(() -> auth.verifyPeer(chain(leaves.get(0)))).doesNotThrowAnyException();
         // a 1,025th is checked (refused now) and kept: still nothing forgotten
-        assertUnauthorized(auth, new X509Certificate[] {leaves.get(1024)},
+        assertUnauthorized(auth, chain(leaves.get(1024)),
                 "client certificate is not signed by the front-proxy CA");
-        assertThatCode(() -> auth.verifyPeer(new X509Certificate[] {leaves.get(0)})).doesNotThrowAnyException();
+        assertThatCode(() -> auth.verifyPeer(chain(leaves.get(0)))).doesNotThrowAnyException();
         // one more: the cache is cleared before it is kept, so the first certificate is checked again
         assertUnauthorized(auth, chain(CLIENT), "client certificate is not signed by the front-proxy CA");
-        assertUnauthorized(auth, new X509Certificate[] {leaves.get(0)},
+        assertUnauthorized(auth, chain(leaves.get(0)),
                 "client certificate is not signed by the front-proxy CA");
     }
 }

@@ -15,12 +15,16 @@ class GoCertificateNamesStringsTest {
     /** Go's PrintableString: letters, digits, space and '()+,-./:=?, plus '*' and '&' which Go also takes. */
     static final String GO_PRINTABLE = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 '()+,-./:=?*&";
 
-    static String read(int tag, int... bytes) throws GoCertificateNames.Unreadable {
-        byte[] v = new byte[bytes.length];
-        for (int i = 0; i < bytes.length; i++) {
-            v[i] = (byte) bytes[i];
+    static byte[] bytes(int... values) {
+        byte[] v = new byte[values.length];
+        for (int i = 0; i < values.length; i++) {
+            v[i] = (byte) values[i];
         }
-        return GoCertificateNames.string(tag, v);
+        return v;
+    }
+
+    static String read(int tag, int... bytes) throws GoCertificateNames.Unreadable {
+        return GoCertificateNames.string(tag, bytes(bytes));
     }
 
     static boolean readable(int tag, int... bytes) {
@@ -94,10 +98,7 @@ class GoCertificateNamesStringsTest {
     }
 
     static GoCertificateNames.Der der(int... bytes) {
-        byte[] v = new byte[bytes.length];
-        for (int i = 0; i < bytes.length; i++) {
-            v[i] = (byte) bytes[i];
-        }
+        byte[] v = bytes(bytes);
         return new GoCertificateNames.Der(v, 0, v.length);
     }
 
