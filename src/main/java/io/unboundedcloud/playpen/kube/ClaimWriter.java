@@ -1,6 +1,7 @@
 package io.unboundedcloud.playpen.kube;
 
 import java.io.ByteArrayInputStream;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Instant;
@@ -9,6 +10,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.databind.DeserializationContext;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.ObjectReader;
+import com.fasterxml.jackson.databind.deser.std.StdDeserializer;
+import com.fasterxml.jackson.databind.module.SimpleModule;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Status;
@@ -24,11 +32,19 @@ import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.model.SlimPodJson;
 import io.unboundedcloud.playpen.model.TtlPolicy;
 
 /** The single conditional write that claims a pod: a JSON merge patch carrying the resourceVersion precondition. */
 public final class ClaimWriter {
     private static final String MERGE_PATCH_JSON = "application/merge-patch+json";
+    /**
+     * How the pod that answers a PATCH is read: fabric8's JSON, configured as the client's own, with every Pod read
+     * straight into its slim copy ({@link SlimPodJson}). Whatever the operator does with the answer it does with
+     * that copy (the pod cache keeps nothing else), and a real API server's answer carries managedFields and the
+     * whole spec and status, which the client's own decoding would build only for the slim copy to drop them.
+     */
+    private static final ObjectReader SLIM_ANSWERS = slimAnswers();
 
     private final KubernetesClient client;
     private final Clock clock;
@@ -85,7 +101,8 @@ public final class ClaimWriter {
      * of transport failures and request timeout), without the resource DSL: {@code resource(pod).patch(...)}
      * clones the whole pod through JSON before it sends anything, and {@code withName(...).patch(...)} GETs it
      * first. The claim is the hot path (one write per new allocation), so it pays for the request and the
-     * answer's parse only. Failures are the DSL's: a KubernetesClientException with the answer's code and Status.
+     * answer's parse only, and reads the pod it answers with as its slim copy ({@link #SLIM_ANSWERS}). Failures
+     * are the DSL's: a KubernetesClientException with the answer's code and Status.
      */
     static Pod mergePatch(KubernetesClient client, String ns, String name, String patch) {
         HttpClient http = client.getHttpClient();
@@ -111,11 +128,15 @@ public final class ClaimWriter {
             }
             throw new KubernetesClientException("PATCH of pod " + ns + "/" + name + " failed: " + cause, cause);
         }
-        KubernetesSerialization json = client.getKubernetesSerialization();
         byte[] body = response.body() == null ? new byte[0] : response.body();
         if (response.isSuccessful()) {
-            return json.unmarshal(new ByteArrayInputStream(body), Pod.class);
+            try {
+                return SLIM_ANSWERS.readValue(body);
+            } catch (IOException e) {
+                throw KubernetesClientException.launderThrowable(e);
+            }
         }
+        KubernetesSerialization json = client.getKubernetesSerialization();
         Status status = null;
         try {
             status = body.length == 0 ? null : json.unmarshal(new ByteArrayInputStream(body), Status.class);
@@ -128,6 +149,20 @@ public final class ClaimWriter {
         }
         throw new KubernetesClientException("PATCH of pod " + ns + "/" + name + " answered " + response.code() + ": "
                 + status.getMessage(), response.code(), status);
+    }
+
+    private static ObjectReader slimAnswers() {
+        ObjectMapper mapper = new ObjectMapper().registerModule(new SimpleModule("playpen-slim-answers")
+                .addDeserializer(Pod.class, new StdDeserializer<>(Pod.class) {
+                    private static final long serialVersionUID = 1L;
+
+                    @Override
+                    public Pod deserialize(JsonParser p, DeserializationContext ctxt) throws IOException {
+                        return SlimPodJson.read(p, ctxt);
+                    }
+                }));
+        new KubernetesSerialization(mapper, true); // configures the mapper as the client's own
+        return mapper.readerFor(Pod.class);
     }
 
     private static String podUrl(KubernetesClient client, String ns, String name) {

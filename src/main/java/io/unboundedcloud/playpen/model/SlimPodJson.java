@@ -33,7 +33,8 @@ import io.fabric8.kubernetes.api.model.PodStatus;
  * the token stream as they pass, everything else (managedFields, volumes, environment, probes, most of the status)
  * is skipped without being built, where the client's own decoding builds the whole pod with every nested object
  * and its empty collections only for {@link SlimPods#slim} to drop most of it. The pod watch reads its events this
- * way ({@code PodWatchEvents}), and so do the pod cache's LIST pages ({@link SlimPodList}). The result equals
+ * way ({@code PodWatchEvents}), and so do the pod cache's LIST pages ({@link SlimPodList}) and the answers to the
+ * operator's pod PATCHes ({@code ClaimWriter}). The result equals
  * {@code SlimPods.slim} of the wholly decoded pod, and what that decoding refuses is refused ({@code SlimPodJsonTest});
  * a value of an odd shape (a string where an object belongs) goes to Jackson's own decoding of its type.
  */
@@ -72,6 +73,14 @@ public final class SlimPodJson {
             }
         }
         return SlimPods.slim(pod);
+    }
+
+    /**
+     * A whole pod object, the parser on its start, as a slim pod (without apiVersion and kind, a v1 Pod, as the
+     * client's model has it): how the operator reads the pod that answers its own writes.
+     */
+    public static Pod read(JsonParser p, DeserializationContext ctxt) throws IOException {
+        return readRest(p, ctxt, "v1", "Pod", firstField(p, ctxt));
     }
 
     /**

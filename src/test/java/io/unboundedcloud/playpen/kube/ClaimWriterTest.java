@@ -8,7 +8,9 @@ import org.junit.jupiter.api.Test;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.model.SlimPods;
 import io.unboundedcloud.playpen.support.TestCluster;
 
 /** Deletes are conditional: a stale view never deletes a pod that now belongs to another key. */
@@ -52,6 +54,35 @@ class ClaimWriterTest {
             assertThat(writer.delete(claimed, K1)).isEqualTo(ClaimWriter.Deletion.DELETED);
             assertThat(writer.delete(claimed, K1)).isEqualTo(ClaimWriter.Deletion.GONE);
             assertThat(writer.deleteIfClaimedBy(claimed, K1)).as("still 'gone' for dealloc's purposes").isTrue();
+        }
+    }
+
+    /**
+     * The claim's answer is read as the slim pod the cache keeps (the environment, which the operator never reads,
+     * is not built): the same pod as the slim copy of the claimed pod read whole, and its own slim copy.
+     */
+    @Test
+    void theClaimsAnswerIsReadAsTheSlimPod() {
+        try (TestCluster cluster = TestCluster.start()) {
+            Pod idle = cluster.create(new PodBuilder(TestCluster.readyRunner("amd64", 51822, "n").build()).editSpec()
+                    .editFirstContainer().addNewEnv().withName("A").withValue("1").endEnv().endContainer().endSpec());
+            ClaimWriter writer = new ClaimWriter(cluster.client, Clock.systemUTC(), new ApiCallCounter());
+            var cmd = new io.unboundedcloud.playpen.model.AllocCommand(K1,
+                    io.unboundedcloud.playpen.model.ResourceType.RUNNER, "", "wg", "amd64");
+            Pod answer = writer.claim(idle, idle.getMetadata().getResourceVersion(), cmd);
+            Pod whole = cluster.client.pods().inNamespace("playpen").withName(idle.getMetadata().getName()).get();
+            assertThat(whole.getSpec().getContainers().get(0).getEnv()).extracting("name").containsExactly("A");
+            assertThat(answer.getSpec().getContainers().get(0).getEnv()).isEmpty();
+            assertThat(answer).isEqualTo(SlimPods.slim(whole));
+            assertThat(SlimPods.slim(answer)).isSameAs(answer);
+            assertThat(ManagedPods.annotations(answer)).containsEntry(PlaypenKeys.IDEMPOTENCY_KEY_HASH, K1);
+            // an answer that is no pod (a proxy's page with a 200) fails the claim as the client's own reading would
+            Pod other = cluster.create(TestCluster.readyRunner("amd64", 51823, "n"));
+            cluster.server.expect().patch().withPath("/api/v1/namespaces/playpen/pods/" + other.getMetadata().getName())
+                    .andReturn(200, "<html>ok</html>").once();
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> writer.claim(other,
+                    other.getMetadata().getResourceVersion(), cmd))
+                    .isInstanceOf(io.fabric8.kubernetes.client.KubernetesClientException.class);
         }
     }
 

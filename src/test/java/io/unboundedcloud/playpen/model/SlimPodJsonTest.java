@@ -60,6 +60,12 @@ public class SlimPodJsonTest {
                     return SlimPodJson.readList(p, ctxt);
                 }
             })
+            .addDeserializer(Whole.class, new JsonDeserializer<>() {
+                @Override
+                public Whole deserialize(JsonParser p, DeserializationContext ctxt) throws IOException {
+                    return new Whole(SlimPodJson.read(p, ctxt));
+                }
+            })
             .addDeserializer(Single.class, new JsonDeserializer<>() {
                 @Override
                 public Single deserialize(JsonParser p, DeserializationContext ctxt) throws IOException {
@@ -69,6 +75,32 @@ public class SlimPodJsonTest {
 
     /** One pod read by {@link SlimPodJson#readRest} from the start of its object (defaults v9 and Kind9). */
     record Single(Pod pod) {
+    }
+
+    /** One pod read by {@link SlimPodJson#read}, the parser on the object's start (defaults v1 and Pod). */
+    record Whole(Pod pod) {
+    }
+
+    @Test
+    void aWholePodObjectReadsAsTheSlimCopyOfTheClientsOwnDecoding() throws Exception {
+        Random r = new Random(20261127);
+        for (int i = 0; i < 200; i++) {
+            ObjectNode pod = TREES.valueToTree(SlimPodsTest.apiPod(r));
+            if (i % 3 == 0) {
+                pod.remove(List.of("apiVersion", "kind"));
+            }
+            String json = TREES.writeValueAsString(r.nextBoolean() ? pod : kindFirst(pod));
+            Pod ours = SLIM.readValue(json, Whole.class).pod();
+            // a write's answer always names them; without, the model's defaults (the client's own reads the same)
+            assertThat(ours).as(json).isEqualTo(SlimPods.slim(CLIENTS_OWN.unmarshal(json, Pod.class)));
+            assertThat(SlimPods.slim(ours)).isSameAs(ours);
+        }
+        Pod empty = SLIM.readValue("{}", Whole.class).pod();
+        assertThat(empty.getApiVersion()).isEqualTo("v1");
+        assertThat(empty.getKind()).isEqualTo("Pod");
+        assertThat(empty.getMetadata()).isNull();
+        assertThatThrownBy(() -> SLIM.readValue("[]", Whole.class)).isInstanceOf(IOException.class)
+                .hasMessageContaining("expected a JSON object");
     }
 
     @Test
