@@ -48,12 +48,20 @@ import io.unboundedcloud.playpen.tls.ServingTls;
 public final class OperatorApp implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(OperatorApp.class);
 
+    /**
+     * Under load the audit writer writes what has queued every 10 ms; after a second without a line it sleeps until
+     * the next one, which it writes at once ({@link BatchingExecutor}).
+     */
+    static final long AUDIT_INTERVAL_MILLIS = 10;
+    static final long AUDIT_QUIET_MILLIS = 1000;
     private final OperatorConfig config;
     private final KubernetesClient client;
     private final Clock clock;
     private final Map<String, String> env;
     private final ApiCallCounter calls = new ApiCallCounter();
     private Main main;
+    /** The audit line's writer thread (routes/audit.camel.yaml); null until the routes are set up. */
+    private BatchingExecutor auditWriter;
     private PodCache pods;
     private NodeCache nodes;
     private TrustBundleSource trust;
@@ -264,6 +272,8 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("servingCertificateReload", servingReload);
         main.bind("kubeEvents", observed);
         main.bind("auditLog", new AuditLog(clock));
+        auditWriter = new BatchingExecutor("audit-writer", AUDIT_INTERVAL_MILLIS, AUDIT_QUIET_MILLIS, 256, 1000);
+        main.bind("auditWriter", auditWriter);
         RouteMetrics.bind(main, metrics.registry());
         // Camel's health-check registry: its context check plus our readiness (routes, consumers and producers
         // are left out: the leader-only routes are stopped on purpose on every other replica)
@@ -417,11 +427,23 @@ public final class OperatorApp implements AutoCloseable {
         closeQuietly(management);
         closeQuietly(probes);
         closeQuietly(leader);
+        // the last requests' audit lines are written at once, while the route that writes them still runs
+        if (auditWriter != null) {
+            auditWriter.prompt();
+        }
         if (main != null) {
             try {
                 main.stop();
             } catch (Exception e) {
                 LOG.warn("error stopping Camel: {}", e.toString());
+            }
+        }
+        if (auditWriter != null) {
+            auditWriter.shutdown();
+            try {
+                auditWriter.awaitTermination(5, java.util.concurrent.TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
             }
         }
         closeQuietly(waiting);

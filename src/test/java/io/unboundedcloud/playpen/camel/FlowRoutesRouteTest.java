@@ -110,7 +110,7 @@ class FlowRoutesRouteTest {
             }
         }, Duration.ofSeconds(5), "7 audit lines");
         assertThat(auditLines().stream().filter(ours).map(j -> j.get("user").asText() + " " + j.get("verb").asText()
-                + " " + j.get("outcome").asText() + " " + j.get("allocation").asText()).toList()).containsExactlyInAnyOrder(
+                + " " + j.get("outcome").asText() + " " + j.get("allocation").asText()).toList()).containsExactly(
                 "alice allocate allocated " + pod,
                 "alice allocate replayed " + pod,
                 "alice allocate conflict ",
@@ -118,6 +118,8 @@ class FlowRoutesRouteTest {
                 "alice allocate allocated " + other,
                 "alice deallocate deallocated " + other,
                 "alice deallocate unknown-key ");
+        // written off the request threads, by the audit writer's one thread (hence in the order they were decided)
+        assertThat(List.copyOf(AUDIT.list)).extracting(ILoggingEvent::getThreadName).containsOnly("audit-writer");
         for (JsonNode line : auditLines()) {
             List<String> fields = new ArrayList<>();
             line.fieldNames().forEachRemaining(fields::add);

@@ -17,9 +17,15 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import org.slf4j.LoggerFactory;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.sun.net.httpserver.HttpServer;
+
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
@@ -28,17 +34,27 @@ import io.unboundedcloud.playpen.support.TestCluster;
 class RouteTweakRouteTest {
     /** The URL the example uses; the test points it at a loopback server. */
     static final String EXAMPLE_URL = "http://allocations-hook.example.svc:8080/allocations";
-    /** The steps exactly as docs/routes.md shows them, appended to the audit-line route. */
+    /** The steps and route exactly as docs/routes.md shows them, appended to the audit-line route. */
     static final String WEBHOOK_STEP = String.join("\n",
             "        - filter:",
             "            simple: \"${exchangeProperty.playpenAuditVerb} == 'allocate' && ${exchangeProperty.playpenOutcome} == 'allocated'\"",
             "            steps:",
-            "              - to: \"netty-http:" + EXAMPLE_URL + "\"",
+            "              - to: seda:allocations-hook",
+            "- route:",
+            "    id: allocations-hook",
+            "    from:",
+            "      uri: \"seda:allocations-hook?concurrentConsumers=4\"",
+            "      steps:",
+            "        - to: \"netty-http:" + EXAMPLE_URL + "\"",
             "");
 
     @Test
     void everyNewAllocationIsPostedToTheWebhookOffTheAnswerPathAndWithoutTheKey(@TempDir Path tmp) throws Exception {
         assertThat(Files.readString(Path.of("docs/routes.md"))).contains(WEBHOOK_STEP);
+        ListAppender<ILoggingEvent> auditLines = new ListAppender<>();
+        auditLines.start();
+        Logger auditLogger = (Logger) LoggerFactory.getLogger("playpen.audit");
+        auditLogger.addAppender(auditLines);
         List<String> posted = new CopyOnWriteArrayList<>();
         CountDownLatch answered = new CountDownLatch(1);
         CountDownLatch hookCalled = new CountDownLatch(1);
@@ -84,8 +100,13 @@ class RouteTweakRouteTest {
                     // the answer did not wait for the webhook: the hook answers only once the test lets it
                     assertThat(hookAnswered).as("webhook answered before the alloc answer").isFalse();
                     assertThat(hookCalled.await(10, TimeUnit.SECONDS)).as("webhook called").isTrue();
-                    answered.countDown();
+                    // nor do the audit lines after it: the replay's is written while the webhook still holds the post
                     assertThat(op.alloc(body).statusCode()).as("replay: no second post").isEqualTo(200);
+                    OperatorHarness.awaitTrue(() -> auditLines.list.stream()
+                            .anyMatch(e -> e.getFormattedMessage().contains("\"outcome\":\"replayed\"")),
+                            java.time.Duration.ofSeconds(10), "the replay's audit line");
+                    assertThat(hookAnswered).isFalse();
+                    answered.countDown();
                     assertThat(op.dealloc("{\"idempotencyKey\":\"hook-secret\"}").statusCode()).isEqualTo(204);
                     OperatorHarness.awaitTrue(() -> op.app.camelContext().getInflightRepository().size() == 0,
                             java.time.Duration.ofSeconds(10), "audit lines written");
@@ -103,6 +124,7 @@ class RouteTweakRouteTest {
         } finally {
             answered.countDown();
             hook.stop(0);
+            auditLogger.detachAppender(auditLines);
         }
     }
 }
