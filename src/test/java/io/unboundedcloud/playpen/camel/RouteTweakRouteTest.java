@@ -34,18 +34,12 @@ import io.unboundedcloud.playpen.support.TestCluster;
 class RouteTweakRouteTest {
     /** The URL the example uses; the test points it at a loopback server. */
     static final String EXAMPLE_URL = "http://allocations-hook.example.svc:8080/allocations";
-    /** The steps and route exactly as docs/routes.md shows them, appended to the audit-line route. */
+    /** The steps exactly as docs/routes.md shows them, appended to the audit-line route. */
     static final String WEBHOOK_STEP = String.join("\n",
             "        - filter:",
             "            simple: \"${exchangeProperty.playpenAuditVerb} == 'allocate' && ${exchangeProperty.playpenOutcome} == 'allocated'\"",
             "            steps:",
-            "              - to: seda:allocations-hook",
-            "- route:",
-            "    id: allocations-hook",
-            "    from:",
-            "      uri: \"seda:allocations-hook?concurrentConsumers=4\"",
-            "      steps:",
-            "        - to: \"netty-http:" + EXAMPLE_URL + "\"",
+            "              - to: \"netty-http:" + EXAMPLE_URL + "\"",
             "");
 
     @Test
