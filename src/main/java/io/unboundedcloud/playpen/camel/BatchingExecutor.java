@@ -43,6 +43,8 @@ public final class BatchingExecutor extends AbstractExecutorService {
     private volatile boolean sleeping;
     private volatile boolean prompt;
     private volatile boolean shutdown;
+    /** The worker has run its last queue: a task added from now on runs on its caller. */
+    private volatile boolean exited;
 
     public BatchingExecutor(String threadName, long intervalMillis, long quietMillis, int wakeAt, int maxQueued) {
         if (intervalMillis <= 0 || quietMillis < 0 || wakeAt < 1 || maxQueued < wakeAt) {
@@ -74,6 +76,9 @@ public final class BatchingExecutor extends AbstractExecutorService {
         if (sleeping || prompt || n >= wakeAt || shutdown) {
             LockSupport.unpark(worker);
         }
+        if (exited) {
+            runQueued(); // shut down while this task was being added: the worker may never see it
+        }
     }
 
     /** From now on every task wakes the thread at once (the operator is shutting down). */
@@ -89,6 +94,9 @@ public final class BatchingExecutor extends AbstractExecutorService {
                 lastTask = System.nanoTime();
             }
             if (shutdown && tasks.isEmpty()) {
+                // a task added after the check above is run by this last look or by its caller (execute)
+                exited = true;
+                runQueued();
                 return;
             }
             if (prompt || System.nanoTime() - lastTask < quietNanos) {
