@@ -29,7 +29,7 @@ import org.slf4j.LoggerFactory;
  * </ul>
  * Tasks run one after the other in the order they came; one that throws is logged and the next runs.
  */
-public final class BatchingExecutor extends AbstractExecutorService {
+public final class BatchingExecutor extends AbstractExecutorService implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(BatchingExecutor.class);
 
     private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
@@ -147,6 +147,17 @@ public final class BatchingExecutor extends AbstractExecutorService {
         }
         shutdown();
         return left;
+    }
+
+    /** {@link #shutdown()}, then waits up to five seconds for what is queued to run. */
+    @Override
+    public void close() {
+        shutdown();
+        try {
+            awaitTermination(5, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     @Override

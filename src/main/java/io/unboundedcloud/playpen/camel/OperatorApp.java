@@ -438,14 +438,7 @@ public final class OperatorApp implements AutoCloseable {
                 LOG.warn("error stopping Camel: {}", e.toString());
             }
         }
-        if (auditWriter != null) {
-            auditWriter.shutdown();
-            try {
-                auditWriter.awaitTermination(5, java.util.concurrent.TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
+        closeQuietly(auditWriter);
         closeQuietly(waiting);
         closeQuietly(pool);
         closeQuietly(ttl);

@@ -11,12 +11,7 @@ import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
-import com.fasterxml.jackson.core.JsonParser;
-import com.fasterxml.jackson.databind.DeserializationContext;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.ObjectReader;
-import com.fasterxml.jackson.databind.deser.std.StdDeserializer;
-import com.fasterxml.jackson.databind.module.SimpleModule;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.Status;
@@ -32,19 +27,13 @@ import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
-import io.unboundedcloud.playpen.model.SlimPodJson;
 import io.unboundedcloud.playpen.model.TtlPolicy;
 
 /** The single conditional write that claims a pod: a JSON merge patch carrying the resourceVersion precondition. */
 public final class ClaimWriter {
     private static final String MERGE_PATCH_JSON = "application/merge-patch+json";
-    /**
-     * How the pod that answers a PATCH is read: fabric8's JSON, configured as the client's own, with every Pod read
-     * straight into its slim copy ({@link SlimPodJson}). Whatever the operator does with the answer it does with
-     * that copy (the pod cache keeps nothing else), and a real API server's answer carries managedFields and the
-     * whole spec and status, which the client's own decoding would build only for the slim copy to drop them.
-     */
-    private static final ObjectReader SLIM_ANSWERS = slimAnswers();
+    /** The pod that answers a PATCH, read as its slim copy ({@link PodWatchEvents#slimPodReader}). */
+    private static final ObjectReader SLIM_ANSWERS = PodWatchEvents.slimPodReader();
 
     private final KubernetesClient client;
     private final Clock clock;
@@ -149,20 +138,6 @@ public final class ClaimWriter {
         }
         throw new KubernetesClientException("PATCH of pod " + ns + "/" + name + " answered " + response.code() + ": "
                 + status.getMessage(), response.code(), status);
-    }
-
-    private static ObjectReader slimAnswers() {
-        ObjectMapper mapper = new ObjectMapper().registerModule(new SimpleModule("playpen-slim-answers")
-                .addDeserializer(Pod.class, new StdDeserializer<>(Pod.class) {
-                    private static final long serialVersionUID = 1L;
-
-                    @Override
-                    public Pod deserialize(JsonParser p, DeserializationContext ctxt) throws IOException {
-                        return SlimPodJson.read(p, ctxt);
-                    }
-                }));
-        new KubernetesSerialization(mapper, true); // configures the mapper as the client's own
-        return mapper.readerFor(Pod.class);
     }
 
     private static String podUrl(KubernetesClient client, String ns, String name) {

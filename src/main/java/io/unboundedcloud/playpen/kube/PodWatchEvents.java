@@ -9,6 +9,8 @@ import com.fasterxml.jackson.databind.DeserializationConfig;
 import com.fasterxml.jackson.databind.DeserializationContext;
 import com.fasterxml.jackson.databind.JsonDeserializer;
 import com.fasterxml.jackson.databind.Module;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.ObjectReader;
 import com.fasterxml.jackson.databind.deser.BeanDeserializerModifier;
 import com.fasterxml.jackson.databind.deser.std.DelegatingDeserializer;
 import com.fasterxml.jackson.databind.deser.std.StdDeserializer;
@@ -17,6 +19,7 @@ import com.fasterxml.jackson.databind.util.TokenBuffer;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.WatchEvent;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 import io.unboundedcloud.playpen.model.SlimPodJson;
 import io.unboundedcloud.playpen.model.SlimPodList;
 
@@ -30,8 +33,8 @@ import io.unboundedcloud.playpen.model.SlimPodList;
  * begin with its {@code kind} and {@code apiVersion}) is decoded by the client as before, from a copy of the tokens
  * read so far. The API server writes those two first; a pod that came otherwise would still be decoded, only the
  * slower way. Fields of the event other than {@code type} and {@code object}, which nobody reads, are not kept.
- * Pods are slim only in watch events and the cache's LIST pages: a pod read, written or listed by a request is
- * decoded whole, as before.
+ * Pods are slim only in watch events, the cache's LIST pages and the answers to the operator's own pod PATCHes
+ * ({@link #slimPodReader}): a pod read or listed by a request is decoded whole, as before.
  */
 final class PodWatchEvents extends DelegatingDeserializer {
     private static final long serialVersionUID = 1L;
@@ -46,14 +49,7 @@ final class PodWatchEvents extends DelegatingDeserializer {
      */
     static Module module() {
         SimpleModule module = new SimpleModule("playpen-slim-pods");
-        module.addDeserializer(SlimPodList.class, new StdDeserializer<>(SlimPodList.class) {
-            private static final long serialVersionUID = 1L;
-
-            @Override
-            public SlimPodList deserialize(JsonParser p, DeserializationContext ctxt) throws IOException {
-                return SlimPodJson.readList(p, ctxt);
-            }
-        });
+        module.addDeserializer(SlimPodList.class, reading(SlimPodList.class, SlimPodJson::readList));
         module.setDeserializerModifier(new BeanDeserializerModifier() {
             @Override
             public JsonDeserializer<?> modifyDeserializer(DeserializationConfig config, BeanDescription bean,
@@ -62,6 +58,35 @@ final class PodWatchEvents extends DelegatingDeserializer {
             }
         });
         return module;
+    }
+
+    /**
+     * How the pod that answers one of the operator's own writes is read: fabric8's JSON, configured as the client's
+     * own, with the Pod read straight into its slim copy. Whatever the operator does with the answer it does with
+     * that copy (the pod cache keeps nothing else), and a real API server's answer carries managedFields and the
+     * whole spec and status, which the client's own decoding would build only for the slim copy to drop them.
+     */
+    static ObjectReader slimPodReader() {
+        ObjectMapper mapper = new ObjectMapper().registerModule(new SimpleModule("playpen-slim-answers")
+                .addDeserializer(Pod.class, reading(Pod.class, SlimPodJson::read)));
+        new KubernetesSerialization(mapper, true); // configures the mapper as the client's own
+        return mapper.readerFor(Pod.class);
+    }
+
+    /** A reader of the slim pods' JSON ({@link SlimPodJson}) as a Jackson deserializer of {@code type}. */
+    private static <T> StdDeserializer<T> reading(Class<T> type, SlimRead<T> read) {
+        return new StdDeserializer<>(type) {
+            private static final long serialVersionUID = 1L;
+
+            @Override
+            public T deserialize(JsonParser p, DeserializationContext ctxt) throws IOException {
+                return read.read(p, ctxt);
+            }
+        };
+    }
+
+    private interface SlimRead<T> {
+        T read(JsonParser p, DeserializationContext ctxt) throws IOException;
     }
 
     @Override

@@ -34,7 +34,7 @@ import io.fabric8.kubernetes.api.model.PodStatus;
  * is skipped without being built, where the client's own decoding builds the whole pod with every nested object
  * and its empty collections only for {@link SlimPods#slim} to drop most of it. The pod watch reads its events this
  * way ({@code PodWatchEvents}), and so do the pod cache's LIST pages ({@link SlimPodList}) and the answers to the
- * operator's pod PATCHes ({@code ClaimWriter}). The result equals
+ * operator's pod PATCHes. The result equals
  * {@code SlimPods.slim} of the wholly decoded pod, and what that decoding refuses is refused ({@code SlimPodJsonTest});
  * a value of an odd shape (a string where an object belongs) goes to Jackson's own decoding of its type.
  */
@@ -96,7 +96,7 @@ public final class SlimPodJson {
                 case "apiVersion" -> list.setApiVersion(text(p, ctxt));
                 case "kind" -> list.setKind(text(p, ctxt));
                 case "metadata" -> list.setMetadata(whole(p, ctxt, LIST_META));
-                case "items" -> list.setItems(list(p, ctxt, Pod.class, SlimPodJson::item));
+                case "items" -> list.setItems(list(p, ctxt, Pod.class, SlimPodJson::read));
                 default -> p.skipChildren();
             }
         }
@@ -112,11 +112,6 @@ public final class SlimPodJson {
             throw JsonMappingException.from(ctxt, "expected a JSON object, found " + p.currentToken());
         }
         return p.nextFieldName();
-    }
-
-    /** An item of a list (an object): without apiVersion and kind, a v1 Pod. */
-    private static Pod item(JsonParser p, DeserializationContext ctxt) throws IOException {
-        return readRest(p, ctxt, "v1", "Pod", p.nextFieldName());
     }
 
     private static ObjectMeta metadata(JsonParser p, DeserializationContext ctxt) throws IOException {
