@@ -147,7 +147,7 @@ public final class OperatorApp implements AutoCloseable {
         leader.addListener(isLeader -> {
             if (isLeader) {
                 ttl.scheduleAll();
-                pool.requestRefill();
+                pool.onLeadership();
                 // the ca-bundle route's first tick can be lost while the route policy is still starting it
                 // (seen under load: the caBundle then waited a whole --reconcile-interval, and the aggregated
                 // API answered 503 meanwhile); publish once now, the route repeats it

@@ -161,8 +161,11 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     private final Set<String> reported = ConcurrentHashMap.newKeySet();
     private final ScheduledExecutorService refill = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("pool-refill"));
     private final AtomicBoolean refillScheduled = new AtomicBoolean();
-    /** A pass is scheduled to look again whether the cache has synced ({@link #SYNC_RECHECK_MILLIS}). */
-    private final AtomicBoolean syncRetryScheduled = new AtomicBoolean();
+    /**
+     * A prompt pass is scheduled, not debounced: a new leader's first one, or a look again whether the cache has synced
+     * ({@link #SYNC_RECHECK_MILLIS}).
+     */
+    private final AtomicBoolean promptPassScheduled = new AtomicBoolean();
     private final ReentrantLock passLock = new ReentrantLock();
     private final LongAdder passes = new LongAdder();
     private final java.util.List<Observer> observers = new java.util.concurrent.CopyOnWriteArrayList<>();
@@ -231,7 +234,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         if (!pods.hasSynced()) {
             // back as soon as the cache has synced: after --refill-debounce, a long debounce would hold the first
             // pass back until the interval timer's next tick
-            schedulePass(syncRetryScheduled, Math.min(SYNC_RECHECK_MILLIS, refillDelayMillis()));
+            schedulePromptPass();
             return null;
         }
         passLock.lock();
@@ -570,6 +573,22 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     /** Asks for a pass soon (debounced): bursts of events coalesce into one pass. */
     public void requestRefill() {
         schedulePass(refillScheduled, refillDelayMillis());
+    }
+
+    /**
+     * A replica that has just won the Lease runs its first pass now, whatever {@code --refill-debounce} says. The
+     * interval timer alone is not enough: Camel drops a timer tick that fires before the timer's consumer counts as
+     * started, and the pool-reconcile route is started at the moment it would fire its first tick (delay 0); a lost
+     * first tick would leave the pools unfilled for a whole {@code --reconcile-interval}. When that tick does run too,
+     * the second pass waits for the first (passes never overlap) and finds the pods it created expected.
+     */
+    public void onLeadership() {
+        schedulePromptPass();
+    }
+
+    /** One pass in {@link #SYNC_RECHECK_MILLIS}, or after the refill wait if that is shorter. */
+    private void schedulePromptPass() {
+        schedulePass(promptPassScheduled, Math.min(SYNC_RECHECK_MILLIS, refillDelayMillis()));
     }
 
     /** One pass in {@code delayMillis}, unless one is already scheduled under {@code scheduled}. */

@@ -6,12 +6,15 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -340,6 +343,22 @@ class PoolsRouteTest {
             return true;
         }, Duration.ofSeconds(10), "a pass that planned the delete");
         assertThat(names()).contains("playpen-runner-amd64-51820");
+    }
+
+    @Test
+    void aNewLeaderFillsThePoolsEvenWhenTheTimersFirstTickIsLost(@TempDir Path tmp) throws Exception {
+        // Camel drops a timer tick that fires before the timer's consumer counts as started, as the pool-reconcile
+        // route's first tick can when the route is started on winning the Lease. Here that tick never comes (the
+        // timer waits an hour) and refills wait an hour: only the pass the new leader asks for can create the pod.
+        Path routes = OperatorHarness.copyOfRoutes(tmp);
+        Path timer = routes.resolve("pool-reconcile.camel.yaml");
+        String yaml = Files.readString(timer);
+        assertThat(yaml).contains("        delay: 0\n");
+        Files.writeString(timer, yaml.replace("        delay: 0\n", "        delay: 3600000\n"));
+        start("--routes-dir=" + routes, "--runner-amd64-count=1", "--runner-arm64-count=0", "--reconcile-interval=10m",
+                "--refill-debounce=1h");
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 1, Duration.ofSeconds(10), "the pool pod");
+        assertThat(op.app.poolReconciler().passes()).isGreaterThanOrEqualTo(1);
     }
 
     @Test

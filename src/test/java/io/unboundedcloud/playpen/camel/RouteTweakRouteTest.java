@@ -12,7 +12,6 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -69,13 +68,7 @@ class RouteTweakRouteTest {
         });
         hook.start();
         try {
-            Path routes = tmp.resolve("routes");
-            Files.createDirectories(routes);
-            try (Stream<Path> files = Files.list(Path.of("routes"))) {
-                for (Path f : files.toList()) {
-                    Files.copy(f, routes.resolve(f.getFileName()));
-                }
-            }
+            Path routes = OperatorHarness.copyOfRoutes(tmp);
             Path audit = routes.resolve("audit.camel.yaml");
             String yaml = Files.readString(audit);
             assertThat(yaml).endsWith("            message: \"${body}\"\n");

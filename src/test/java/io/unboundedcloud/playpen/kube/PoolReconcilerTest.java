@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BooleanSupplier;
 
 import org.junit.jupiter.api.Test;
 
@@ -16,37 +17,49 @@ import io.unboundedcloud.playpen.support.TestCluster;
 
 /**
  * The pass's steps against the mock API: a replica that loses the Lease in the middle of a pass stops writing; a pass
- * that finds the cache not synced comes back once it has; passes asked for by pod changes wait longer after a costly
- * plan.
+ * that finds the cache not synced comes back once it has; a new leader's first pass is not debounced; passes asked for
+ * by pod changes wait longer after a costly plan.
  */
 class PoolReconcilerTest {
-    @Test
-    void leadershipLostBetweenThePlanAndTheCreatesCreatesNothing() throws Exception {
+    /** A test body given the mock API and a reconciler whose pod cache has synced. */
+    interface SyncedPoolTest {
+        void run(TestCluster cluster, PoolReconciler pool) throws Exception;
+    }
+
+    /** Runs {@code body} with the mock API and a reconciler (no interval timer) configured by {@code flags}. */
+    static void withSyncedPool(BooleanSupplier leader, SyncedPoolTest body, String... flags) throws Exception {
         try (TestCluster cluster = TestCluster.start()) {
-            OperatorConfig config = OperatorConfig.parse("--runner-amd64-count=3", "--runner-arm64-count=0");
+            OperatorConfig config = OperatorConfig.parse(flags);
             PodCache cache = new PodCache(cluster.client, TestCluster.NS,
                     new Candidates(config.runnerLabelSelector())::idleKindKey);
             cache.start();
             try {
                 OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(10), "cache synced");
-                AtomicBoolean leader = new AtomicBoolean(true);
                 try (PoolReconciler pool = new PoolReconciler(cluster.client, config, cache,
-                        new PodTemplates(config, Map.of()), leader::get, new ApiCallCounter())) {
-                    PoolReconciler.Pass pass = pool.plan(pool.assess());
-                    assertThat(pass.plan().toCreate()).hasSize(3);
-                    leader.set(false);
-                    PoolReconciler.Result r = pool.finish(pool.create(pool.delete(pass)));
-                    assertThat(r.created()).isZero();
-                    assertThat(cluster.pods()).isEmpty();
-                    // and the next pass does not even start
-                    assertThat(pool.assess()).isNull();
-                    leader.set(true);
-                    assertThat(pool.reconcile().created()).isEqualTo(3);
+                        new PodTemplates(config, Map.of()), leader, new ApiCallCounter())) {
+                    body.run(cluster, pool);
                 }
             } finally {
                 cache.close();
             }
         }
+    }
+
+    @Test
+    void leadershipLostBetweenThePlanAndTheCreatesCreatesNothing() throws Exception {
+        AtomicBoolean leader = new AtomicBoolean(true);
+        withSyncedPool(leader::get, (cluster, pool) -> {
+            PoolReconciler.Pass pass = pool.plan(pool.assess());
+            assertThat(pass.plan().toCreate()).hasSize(3);
+            leader.set(false);
+            PoolReconciler.Result r = pool.finish(pool.create(pool.delete(pass)));
+            assertThat(r.created()).isZero();
+            assertThat(cluster.pods()).isEmpty();
+            // and the next pass does not even start
+            assertThat(pool.assess()).isNull();
+            leader.set(true);
+            assertThat(pool.reconcile().created()).isEqualTo(3);
+        }, "--runner-amd64-count=3", "--runner-arm64-count=0");
     }
 
     @Test
@@ -73,47 +86,47 @@ class PoolReconcilerTest {
     }
 
     @Test
+    void aNewLeadersFirstPassRunsAtOnceWhateverTheDebounce() throws Exception {
+        // a debounce of an hour and no interval timer here (its first tick can be lost while its route starts): only
+        // the pass asked for on winning the Lease can create the pod
+        withSyncedPool(() -> true, (cluster, pool) -> {
+            assertThat(pool.refillDelayMillis()).isEqualTo(Duration.ofHours(1).toMillis());
+            pool.onLeadership();
+            OperatorHarness.awaitTrue(() -> cluster.pods().size() == 1, Duration.ofSeconds(10),
+                    "the pool pod, from the new leader's first pass");
+            assertThat(pool.passes()).isEqualTo(1);
+        }, "--runner-amd64-count=1", "--runner-arm64-count=0", "--refill-debounce=1h");
+    }
+
+    @Test
     void aCostlyPlanStretchesTheWaitBeforeTheNextPassAskedForByAChange() throws Exception {
-        try (TestCluster cluster = TestCluster.start()) {
-            OperatorConfig config = OperatorConfig.parse("--runner-amd64-count=0", "--runner-arm64-count=0",
-                    "--refill-debounce=100ms");
-            PodCache cache = new PodCache(cluster.client, TestCluster.NS,
-                    new Candidates(config.runnerLabelSelector())::idleKindKey);
-            cache.start();
-            try {
-                OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(10), "cache synced");
-                try (PoolReconciler pool = new PoolReconciler(cluster.client, config, cache,
-                        new PodTemplates(config, Map.of()), () -> true, new ApiCallCounter())) {
-                    // before any plan, and after a cheap one: the debounce
-                    assertThat(pool.refillDelayMillis()).isEqualTo(100);
-                    java.util.concurrent.atomic.AtomicLong cpu = new java.util.concurrent.atomic.AtomicLong();
-                    java.util.concurrent.atomic.AtomicLong planCost = new java.util.concurrent.atomic.AtomicLong();
-                    // the plan step reads the clock before and after planning: the second read adds the plan's cost
-                    java.util.concurrent.atomic.AtomicBoolean before = new java.util.concurrent.atomic.AtomicBoolean(true);
-                    pool.measurePlansWith(() -> before.getAndSet(!before.get()) ? cpu.get() : cpu.addAndGet(planCost.get()));
-                    planCost.set(Duration.ofMillis(3).toNanos());
-                    pool.finish(pool.plan(pool.assess()));
-                    assertThat(pool.refillDelayMillis()).isEqualTo(100);
-                    // a plan of 50 ms CPU: the next one waits 9 times that, so planning takes at most a tenth of a core
-                    planCost.set(Duration.ofMillis(50).toNanos());
-                    pool.finish(pool.plan(pool.assess()));
-                    assertThat(pool.refillDelayMillis()).isEqualTo(450);
-                    // and a pass asked for now does not start before then
-                    java.util.concurrent.CompletableFuture<Long> ran = new java.util.concurrent.CompletableFuture<>();
-                    long asked = System.nanoTime();
-                    pool.runPassesWith(() -> ran.complete(System.nanoTime()));
-                    pool.requestRefill();
-                    long startedAfterMillis = Duration.ofNanos(ran.get(30, java.util.concurrent.TimeUnit.SECONDS) - asked)
-                            .toMillis();
-                    assertThat(startedAfterMillis).isGreaterThanOrEqualTo(450);
-                    // cheap again: back to the debounce
-                    planCost.set(Duration.ofMillis(1).toNanos());
-                    pool.finish(pool.plan(pool.assess()));
-                    assertThat(pool.refillDelayMillis()).isEqualTo(100);
-                }
-            } finally {
-                cache.close();
-            }
-        }
+        withSyncedPool(() -> true, (cluster, pool) -> {
+            // before any plan, and after a cheap one: the debounce
+            assertThat(pool.refillDelayMillis()).isEqualTo(100);
+            java.util.concurrent.atomic.AtomicLong cpu = new java.util.concurrent.atomic.AtomicLong();
+            java.util.concurrent.atomic.AtomicLong planCost = new java.util.concurrent.atomic.AtomicLong();
+            // the plan step reads the clock before and after planning: the second read adds the plan's cost
+            java.util.concurrent.atomic.AtomicBoolean before = new java.util.concurrent.atomic.AtomicBoolean(true);
+            pool.measurePlansWith(() -> before.getAndSet(!before.get()) ? cpu.get() : cpu.addAndGet(planCost.get()));
+            planCost.set(Duration.ofMillis(3).toNanos());
+            pool.finish(pool.plan(pool.assess()));
+            assertThat(pool.refillDelayMillis()).isEqualTo(100);
+            // a plan of 50 ms CPU: the next one waits 9 times that, so planning takes at most a tenth of a core
+            planCost.set(Duration.ofMillis(50).toNanos());
+            pool.finish(pool.plan(pool.assess()));
+            assertThat(pool.refillDelayMillis()).isEqualTo(450);
+            // and a pass asked for now does not start before then
+            java.util.concurrent.CompletableFuture<Long> ran = new java.util.concurrent.CompletableFuture<>();
+            long asked = System.nanoTime();
+            pool.runPassesWith(() -> ran.complete(System.nanoTime()));
+            pool.requestRefill();
+            long startedAfterMillis = Duration.ofNanos(ran.get(30, java.util.concurrent.TimeUnit.SECONDS) - asked)
+                    .toMillis();
+            assertThat(startedAfterMillis).isGreaterThanOrEqualTo(450);
+            // cheap again: back to the debounce
+            planCost.set(Duration.ofMillis(1).toNanos());
+            pool.finish(pool.plan(pool.assess()));
+            assertThat(pool.refillDelayMillis()).isEqualTo(100);
+        }, "--runner-amd64-count=0", "--runner-arm64-count=0", "--refill-debounce=100ms");
     }
 }

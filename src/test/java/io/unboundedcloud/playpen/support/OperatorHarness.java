@@ -61,6 +61,17 @@ public final class OperatorHarness implements AutoCloseable {
         awaitTrue(() -> condition.test(app.podCache().pods()), Duration.ofSeconds(10), "operator pod cache");
     }
 
+    /** A copy of the shipped routes (./routes) in {@code dir}/routes, for a test to change before passing --routes-dir. */
+    public static java.nio.file.Path copyOfRoutes(java.nio.file.Path dir) throws IOException {
+        java.nio.file.Path routes = java.nio.file.Files.createDirectories(dir.resolve("routes"));
+        try (java.util.stream.Stream<java.nio.file.Path> files = java.nio.file.Files.list(java.nio.file.Path.of("routes"))) {
+            for (java.nio.file.Path f : files.toList()) {
+                java.nio.file.Files.copy(f, routes.resolve(f.getFileName()));
+            }
+        }
+        return routes;
+    }
+
     public static void awaitTrue(java.util.function.BooleanSupplier condition, Duration timeout, String what)
             throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
