@@ -146,11 +146,13 @@ public final class OperatorApp implements AutoCloseable {
         leader.addListener(leaderRoutes);
         leader.addListener(isLeader -> {
             if (isLeader) {
+                // the leader routes' timers cannot be relied on for the first run: Camel drops a tick that fires
+                // before its consumer counts as started, and the route policy starts them just as their first tick
+                // (delay 0) fires. So a new leader schedules its claims' expiries, runs a pool pass (see
+                // PoolReconciler.onLeadership) and publishes the caBundle (a lost tick once left the aggregated API
+                // answering 503 for a whole --reconcile-interval) itself; the routes repeat them
                 ttl.scheduleAll();
                 pool.onLeadership();
-                // the ca-bundle route's first tick can be lost while the route policy is still starting it
-                // (seen under load: the caBundle then waited a whole --reconcile-interval, and the aggregated
-                // API answered 503 meanwhile); publish once now, the route repeats it
                 DaemonThreads.named("ca-bundle-on-leadership").newThread(() -> publishCaBundle(serving, null)).start();
             }
         });

@@ -74,7 +74,7 @@ final class PodWatchEvents extends DelegatingDeserializer {
     }
 
     /** A reader of the slim pods' JSON ({@link SlimPodJson}) as a Jackson deserializer of {@code type}. */
-    private static <T> StdDeserializer<T> reading(Class<T> type, SlimRead<T> read) {
+    private static <T> StdDeserializer<T> reading(Class<T> type, SlimPodJson.Element<T> read) {
         return new StdDeserializer<>(type) {
             private static final long serialVersionUID = 1L;
 
@@ -83,10 +83,6 @@ final class PodWatchEvents extends DelegatingDeserializer {
                 return read.read(p, ctxt);
             }
         };
-    }
-
-    private interface SlimRead<T> {
-        T read(JsonParser p, DeserializationContext ctxt) throws IOException;
     }
 
     @Override

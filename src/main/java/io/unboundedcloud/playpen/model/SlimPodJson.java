@@ -293,8 +293,11 @@ public final class SlimPodJson {
         return r;
     }
 
-    /** A reader of one JSON value ({@link #object}, {@link #list}'s elements). */
-    private interface Element<T> {
+    /**
+     * A reader of one JSON value ({@link #object}, {@link #list}'s elements; {@link #read} and {@link #readList} as
+     * the pod watch's deserializers).
+     */
+    public interface Element<T> {
         T read(JsonParser p, DeserializationContext ctxt) throws IOException;
     }
 
