@@ -218,9 +218,9 @@ public final class Bench {
             results.put("burstWithWait", new WaitBurst(this).run());
         }
         if (!phases.containsAll(List.of("compare", "refill", "ttl", "large"))) {
-            // development aid (-Dbench.phases=ttl): no report without every phase
+            // some phases only (bench.phases): the report has the targets those phases measure, and says so
             log("partial run, phases %s: %s", phases, results.keySet());
-            return;
+            results.put("partialPhases", phases);
         }
         results.put("runs", runs.stream().map(this::runMap).toList());
         results.put("targets", targets());
@@ -586,12 +586,17 @@ public final class Bench {
         release(e);
     }
 
-    /** {@code n} unmeasured requests of each scenario in turn at c=8, then the claimed pods back. */
-    private void warmUp(Env e, List<Scenario> lineup, int n) throws Exception {
+    /**
+     * {@code n} unmeasured requests of each scenario in turn at c=8, then the claimed pods back when a scenario's
+     * pods are released between batches ({@link Scenario#claims}).
+     */
+    void warmUp(Env e, List<Scenario> lineup, int n) throws Exception {
         for (Scenario sc : lineup) {
             measure(e, sc, JIT_WARMUP_CONCURRENCY, n);
         }
-        release(e);
+        if (lineup.stream().anyMatch(Scenario::claims)) {
+            release(e);
+        }
     }
 
     /**
@@ -599,7 +604,7 @@ public final class Bench {
      * after the first warm-up C2 still compiled for ~100% of a round's wall time (one of the two cores), and came
      * down to 10-20% only after 16-20 more rounds; figures measured before that are a compiling JVM's.
      */
-    private Map<String, Object> settleJit(Env e, List<Scenario> lineup) throws Exception {
+    Map<String, Object> settleJit(Env e, List<Scenario> lineup) throws Exception {
         java.lang.management.CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
         int per = Math.max(50, jitWarmup / 5);
         long t0 = System.nanoTime();
@@ -814,7 +819,7 @@ public final class Bench {
     }
 
     /** The exact claim patch (ClaimWriter: JSON merge patch with the resourceVersion precondition), straight from fabric8. */
-    class BaselineScenario implements Scenario {
+    static class BaselineScenario implements Scenario {
         private volatile List<Pod> targets = List.of();
 
         @Override
@@ -1737,14 +1742,32 @@ public final class Bench {
         gap.put("note", "ours/reference throughput ratio per pod count; pass = it rises with N at every concurrency");
         t.put("gapGrowsWithN", gap);
         // 6. refill and TTL
+        // (a run of some phases only, bench.phases, has the targets of those)
         Map<String, Object> refill = (Map<String, Object>) results.get("refill");
-        Map<String, Object> refillMs = (Map<String, Object>) refill.get("claimAnswerToCreateMs");
-        t.put("refillCreateWithin1s", map("maxMs", refillMs.get("max"), "pass", num(refillMs.get("max")) <= 1000));
+        if (refill != null) {
+            Map<String, Object> refillMs = (Map<String, Object>) refill.get("claimAnswerToCreateMs");
+            t.put("refillCreateWithin1s", map("maxMs", refillMs.get("max"), "pass", num(refillMs.get("max")) <= 1000));
+        }
         Map<String, Object> ttl = (Map<String, Object>) results.get("ttl");
-        Map<String, Object> late = (Map<String, Object>) ttl.get("latenessVsClaimedAtAnnotationMs");
-        t.put("ttlLatenessWithin1s", map("maxMs", late.get("max"), "pass", num(late.get("max")) <= 1000));
-        // 7. idle reconcile
+        if (ttl != null) {
+            Map<String, Object> late = (Map<String, Object>) ttl.get("latenessVsClaimedAtAnnotationMs");
+            t.put("ttlLatenessWithin1s", map("maxMs", late.get("max"), "pass", num(late.get("max")) <= 1000));
+        }
+        Map<Integer, Map<String, Object>> st = (Map<Integer, Map<String, Object>>) results.get("startup");
+        Map<String, Object> small = st == null || st.get(pods) == null ? null : (Map<String, Object>) st.get(pods).get("jarProcess");
         Map<String, Object> largeRes = (Map<String, Object>) results.get("large");
+        if (largeRes != null) {
+            largeTargets(t, largeRes, small);
+        }
+        hugeTargets(t, small);
+        replicaTargets(t);
+        return t;
+    }
+
+    /** The targets of the large phase: idle reconcile, memory and startup at {@code bench.large} pods. */
+    @SuppressWarnings("unchecked")
+    private void largeTargets(Map<String, Object> t, Map<String, Object> largeRes, Map<String, Object> small) {
+        // 7. idle reconcile
         Map<String, Object> rec = (Map<String, Object>) largeRes.get("idleReconcile");
         Map<String, Object> cpu = (Map<String, Object>) rec.get("cpuMsPerPass");
         Map<String, Object> idle = new LinkedHashMap<>();
@@ -1780,14 +1803,9 @@ public final class Bench {
         }
         t.put("startupToReadyWithin5s", start);
         // memory per cached pod: the jar's heap at the large pool against the one at N=pods (same JVM flags)
-        Map<Integer, Map<String, Object>> st = (Map<Integer, Map<String, Object>>) results.get("startup");
-        Map<String, Object> small = st == null || st.get(pods) == null ? null : (Map<String, Object>) st.get(pods).get("jarProcess");
         if (jarRes != null && small != null && small.get("heapUsedMiB") != null && jarRes.get("heapUsedMiB") != null) {
             t.put("memoryPerCachedPod", perCachedPod(small, jarRes, large));
         }
-        hugeTargets(t, small);
-        replicaTargets(t);
-        return t;
     }
 
     /**
@@ -1897,10 +1915,22 @@ public final class Bench {
         if (o != null && bare != null && c1 != null) {
             double atPods = o.stats().pMs(50) / bare.stats().pMs(50);
             double atN = num(c1.get("ratio"));
-            t.put("allocOverBarePatchAt" + n + "VsAt" + pods, map("ratioAtN" + n, Stats.round(atN), "ratioAtN" + pods,
+            Map<String, Object> g = map("ratioAtN" + n, Stats.round(atN), "ratioAtN" + pods,
                     Stats.round(atPods), "growth", Stats.round(atN / atPods), "limit", "growth <= 1.2", "pass",
                     atN / atPods <= 1.2, "note", "alloc p50 / bare PATCH p50 at c=1, each pair measured interleaved "
-                    + "in one environment"));
+                    + "in one environment");
+            // how much of the growth is the API server's watch: the watched bare PATCH (no operator) against the
+            // bare PATCH, and the allocation against the watched bare PATCH, each at both sizes
+            Run watched = find(LimitScenarios.PATCH_WATCHED, pods, 1);
+            if (watched != null && c1.get("patchWatchedP50Ms") != null) {
+                double watchedAtN = num(c1.get("patchWatchedP50Ms"));
+                double watchedAtPods = watched.stats().pMs(50);
+                g.put("watchedOverBareGrowth", Stats.round((watchedAtN / num(c1.get("barePatchP50Ms")))
+                        / (watchedAtPods / bare.stats().pMs(50))));
+                g.put("allocOverWatchedGrowth", Stats.round((num(c1.get("allocP50Ms")) / watchedAtN)
+                        / (o.stats().pMs(50) / watchedAtPods)));
+            }
+            t.put("allocOverBarePatchAt" + n + "VsAt" + pods, g);
         }
     }
 
@@ -1938,6 +1968,26 @@ public final class Bench {
         m.put("limit", (latency ? "<= " : ">= ") + limit);
         m.put("pass", latency ? ratio <= limit : ratio >= limit);
         return m;
+    }
+
+    @SuppressWarnings("unchecked")
+    private void largeTable(StringBuilder sb, Map<String, Object> large) {
+        sb.append(String.format(Locale.ROOT, "startup to ready, in-process, %5d pods: %s ms%n", this.large,
+                large.get("inProcessStartupToReadyMs")));
+        Map<String, Object> jarRes = (Map<String, Object>) large.get("jarProcess");
+        if (jarRes != null) {
+            sb.append(String.format(Locale.ROOT, "jar process, %d pods: ready %s ms after exec; after %s warm-up allocs "
+                    + "VmRSS %s MiB (peak %s), heap used %s of %s MiB committed, %s%n", this.large,
+                    jarRes.get("startupToReadyMs"), jarRes.get("warmupAllocs"), jarRes.get("vmRssMiB"), jarRes.get("vmHwmMiB"),
+                    jarRes.get("heapUsedMiB"), jarRes.get("heapCommittedMiB"), jarRes.get("gc")));
+        }
+        if (large.get("allocsAtC1") != null) {
+            sb.append(String.format(Locale.ROOT, "allocs at c=1 with %d pods (%s idle): p50 %s ms%n", this.large,
+                    large.get("idlePods"), ((Map<String, Object>) large.get("allocsAtC1")).get("p50Ms")));
+        }
+        Map<String, Object> inProc = (Map<String, Object>) large.get("memoryInProcess");
+        sb.append(String.format(Locale.ROOT, "bench JVM (mock API + operator + clients), %d pods: VmRSS %s MiB, heap after GC %s MiB%n",
+                this.large, inProc.get("vmRssMiB"), inProc.get("heapUsedAfterGcMiB")));
     }
 
     @SuppressWarnings("unchecked")
@@ -1999,35 +2049,32 @@ public final class Bench {
         Map<String, Object> refill = (Map<String, Object>) results.get("refill");
         Map<String, Object> ttl = (Map<String, Object>) results.get("ttl");
         Map<String, Object> large = (Map<String, Object>) results.get("large");
-        Map<String, Object> rec = (Map<String, Object>) large.get("idleReconcile");
-        sb.append(String.format(Locale.ROOT, "%n== background work ==%n"));
-        sb.append(String.format(Locale.ROOT, "refill: claim 200 -> replacement create    %s ms%n", refill.get("claimAnswerToCreateMs")));
-        sb.append(String.format(Locale.ROOT, "refill: claim PATCH -> replacement create  %s ms%n", refill.get("claimPatchToCreateMs")));
-        sb.append(String.format(Locale.ROOT, "ttl lateness vs claimed-at + ttl           %s ms%n", ttl.get("latenessVsClaimedAtAnnotationMs")));
-        sb.append(String.format(Locale.ROOT, "ttl lateness vs precise claim + ttl        %s ms%n", ttl.get("latenessVsPreciseClaimMs")));
-        sb.append(String.format(Locale.ROOT, "idle reconcile, %d pods: cpu %s ms/pass, wall %s ms/pass, API calls %s, created %s%n",
-                this.large, rec.get("cpuMsPerPass"), rec.get("wallMsPerPass"), rec.get("apiCallsTotal"), rec.get("podsCreated")));
+        if (refill != null || ttl != null || large != null) {
+            sb.append(String.format(Locale.ROOT, "%n== background work ==%n"));
+        }
+        if (refill != null) {
+            sb.append(String.format(Locale.ROOT, "refill: claim 200 -> replacement create    %s ms%n", refill.get("claimAnswerToCreateMs")));
+            sb.append(String.format(Locale.ROOT, "refill: claim PATCH -> replacement create  %s ms%n", refill.get("claimPatchToCreateMs")));
+        }
+        if (ttl != null) {
+            sb.append(String.format(Locale.ROOT, "ttl lateness vs claimed-at + ttl           %s ms%n", ttl.get("latenessVsClaimedAtAnnotationMs")));
+            sb.append(String.format(Locale.ROOT, "ttl lateness vs precise claim + ttl        %s ms%n", ttl.get("latenessVsPreciseClaimMs")));
+        }
+        if (large != null) {
+            Map<String, Object> rec = (Map<String, Object>) large.get("idleReconcile");
+            sb.append(String.format(Locale.ROOT, "idle reconcile, %d pods: cpu %s ms/pass, wall %s ms/pass, API calls %s, created %s%n",
+                    this.large, rec.get("cpuMsPerPass"), rec.get("wallMsPerPass"), rec.get("apiCallsTotal"), rec.get("podsCreated")));
+        }
         sb.append(String.format(Locale.ROOT, "%n== startup and memory ==%n"));
         Map<Integer, Map<String, Object>> st = (Map<Integer, Map<String, Object>>) results.get("startup");
-        st.forEach((n, v) -> sb.append(String.format(Locale.ROOT, "startup to ready, in-process, %5d pods: %s ms%s%n", n,
-                v.get("inProcessStartupToReadyMs"), v.containsKey("jarProcess")
-                        ? "; jar process: " + ((Map<String, Object>) v.get("jarProcess")).get("startupToReadyMs") + " ms" : "")));
-        sb.append(String.format(Locale.ROOT, "startup to ready, in-process, %5d pods: %s ms%n", this.large,
-                large.get("inProcessStartupToReadyMs")));
-        Map<String, Object> jarRes = (Map<String, Object>) large.get("jarProcess");
-        if (jarRes != null) {
-            sb.append(String.format(Locale.ROOT, "jar process, %d pods: ready %s ms after exec; after %s warm-up allocs "
-                    + "VmRSS %s MiB (peak %s), heap used %s of %s MiB committed, %s%n", this.large,
-                    jarRes.get("startupToReadyMs"), jarRes.get("warmupAllocs"), jarRes.get("vmRssMiB"), jarRes.get("vmHwmMiB"),
-                    jarRes.get("heapUsedMiB"), jarRes.get("heapCommittedMiB"), jarRes.get("gc")));
+        if (st != null) {
+            st.forEach((n, v) -> sb.append(String.format(Locale.ROOT, "startup to ready, in-process, %5d pods: %s ms%s%n", n,
+                    v.get("inProcessStartupToReadyMs"), v.containsKey("jarProcess")
+                            ? "; jar process: " + ((Map<String, Object>) v.get("jarProcess")).get("startupToReadyMs") + " ms" : "")));
         }
-        if (large.get("allocsAtC1") != null) {
-            sb.append(String.format(Locale.ROOT, "allocs at c=1 with %d pods (%s idle): p50 %s ms%n", this.large,
-                    large.get("idlePods"), ((Map<String, Object>) large.get("allocsAtC1")).get("p50Ms")));
+        if (large != null) {
+            largeTable(sb, large);
         }
-        Map<String, Object> inProc = (Map<String, Object>) large.get("memoryInProcess");
-        sb.append(String.format(Locale.ROOT, "bench JVM (mock API + operator + clients), %d pods: VmRSS %s MiB, heap after GC %s MiB%n",
-                this.large, inProc.get("vmRssMiB"), inProc.get("heapUsedAfterGcMiB")));
         Map<String, Object> hugeRes = (Map<String, Object>) results.get("huge");
         if (hugeRes != null) {
             sb.append(String.format(Locale.ROOT, "%n== %s pods (%s claimed) over %s nodes ==%n", hugeRes.get("pods"),

@@ -8,21 +8,29 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 
 import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.kube.ClaimWriter;
 import io.unboundedcloud.playpen.model.ManagedPods;
 
 /**
  * The bench's largest pool (phase {@code huge}): {@code bench.huge} runner pods (100,000), {@code bench.hugeClaimed}
  * of them claimed (50,000), over {@code bench.hugeNodes} nodes (2,000), as a large cluster with thousands of nodes
  * and warm runners has them (each host port on several nodes). In-process: startup, an idle reconcile pass, the
- * selection cost, and allocations at c=1 interleaved with bare PATCHes in {@code bench.rounds} rounds, for the
- * ratio alloc p50 / bare PATCH p50 against the same ratio at {@code bench.pods}. Then the packaged jar against the
+ * selection cost, and allocations at c=1 interleaved with bare PATCHes and watched bare PATCHes in
+ * {@code bench.rounds} rounds, after the same JIT warm-up and settling as at {@code bench.pods}, for the ratio alloc
+ * p50 / bare PATCH p50 against the same ratio at {@code bench.pods} (the watched bare PATCH tells how much of a
+ * growth is the API server's watch). Then the packaged jar against the
  * same API with {@code bench.hugeJarJvmArgs} (the image's flags with a 1.5 GiB memory limit): startup to ready,
  * RSS and heap after allocations, heap after a full collection.
  */
 final class HugePool {
     private final Bench b;
+    /** Idle pods already PATCHed by a bare scenario (the bare and the watched PATCH take pods from the same cache). */
+    private final Set<String> used = new HashSet<>();
 
     HugePool(Bench b) {
         this.b = b;
@@ -60,7 +68,10 @@ final class HugePool {
             b.log("  selection over %d cached pods: select %s us, hot path %s us CPU per call", total,
                     sel.get("cpuMicrosPerSelect"), sel.get("hotPathCpuMicrosPerCall"));
 
+            Set<String> claimedBefore = claimedInCache(e);
             m.put("allocVsBarePatchAtC1", atC1(e, total));
+            // the jar below is measured over the pool as it was (half claimed): the c=1 work's claims come off
+            m.put("claimsTakenBackAfterC1", takeBackClaimsSince(e, claimedBefore));
             Thread.sleep(1000);
             m.put("memoryInProcess", b.inProcessMemory());
             e.op.close();
@@ -74,6 +85,48 @@ final class HugePool {
         return m;
     }
 
+    private static Set<String> claimedInCache(Bench.Env e) {
+        Set<String> names = new HashSet<>();
+        for (Pod p : e.op.app.podCache().pods()) {
+            if (ManagedPods.isClaimed(p)) {
+                names.add(ManagedPods.name(p));
+            }
+        }
+        return names;
+    }
+
+    /** Takes every claim made since {@code before} off its pod (the claim's own rollback write); returns how many. */
+    private int takeBackClaimsSince(Bench.Env e, Set<String> before) throws Exception {
+        long t0 = System.nanoTime();
+        List<Pod> since = new ArrayList<>();
+        for (Pod p : e.op.app.podCache().pods()) {
+            if (ManagedPods.isClaimed(p) && !before.contains(ManagedPods.name(p))) {
+                since.add(p);
+            }
+        }
+        ExecutorService pool = Executors.newFixedThreadPool(8);
+        int undone = 0;
+        try {
+            List<Future<ClaimWriter.Rollback>> fs = new ArrayList<>();
+            for (Pod p : since) {
+                fs.add(pool.submit(() -> e.baselineWriter.rollback(p, ManagedPods.keyHash(p))));
+            }
+            for (Future<ClaimWriter.Rollback> f : fs) {
+                if (f.get() == ClaimWriter.Rollback.ROLLED_BACK) {
+                    undone++;
+                }
+            }
+        } finally {
+            pool.shutdown();
+        }
+        if (undone != since.size()) {
+            throw new IllegalStateException("took back " + undone + " of the " + since.size()
+                    + " claims made at c=1; the jar would not be measured over a half-claimed pool");
+        }
+        b.log("  took back the %d claims made at c=1 in %.1f s", undone, (System.nanoTime() - t0) / 1e9);
+        return undone;
+    }
+
     /**
      * Allocations and bare PATCHes at c=1, interleaved in {@code bench.rounds} rounds (no pod is released between:
      * the pool is far larger than the requests), recorded as runs at N = {@code total} like the comparison's.
@@ -81,7 +134,27 @@ final class HugePool {
     private Map<String, Object> atC1(Bench.Env e, int total) throws Exception {
         Allocs ours = new Allocs();
         IdleFromCache bare = new IdleFromCache();
-        List<Bench.Scenario> lineup = List.of(bare, ours);
+        try (LimitScenarios.WatchedPatch watched = new LimitScenarios.WatchedPatch(new IdleFromCache())) {
+            return atC1(e, total, List.of(bare, ours, watched));
+        }
+    }
+
+    /**
+     * {@code lineup}: the bare PATCH, the allocation and the watched bare PATCH (what an exactly-once answer cannot
+     * cost less than, without the front door: see {@link LimitScenarios}), measured in turn in every round.
+     */
+    private Map<String, Object> atC1(Bench.Env e, int total, List<Bench.Scenario> lineup) throws Exception {
+        Map<String, Object> jit = null;
+        if (b.jitWarmup > 0) {
+            // as at bench.pods (Bench.comparison): this JVM has just started an operator over 100,000 pods, run its
+            // idle passes and the full selection, so C2 recompiles the request path and G1 marks the large heap;
+            // measured before that settles, both ratios would be a compiling JVM's, not this pool size's
+            long t0 = System.nanoTime();
+            b.warmUp(e, lineup, b.jitWarmup);
+            b.log("  JIT warm-up over %d pods: %d requests of each scenario in %.1f s", total, b.jitWarmup,
+                    (System.nanoTime() - t0) / 1e9);
+            jit = b.settleJit(e, lineup);
+        }
         List<Bench.Measured> measured = new ArrayList<>();
         for (Bench.Scenario sc : lineup) {
             measured.add(b.new Measured(sc, 1));
@@ -107,18 +180,25 @@ final class HugePool {
         double planShare = planCpuMs / 1e3 / wallSeconds;
         Bench.Run bareRun = measured.get(0).run(e);
         Bench.Run oursRun = measured.get(1).run(e);
+        Bench.Run watchedRun = measured.get(2).run(e);
         b.runs.add(bareRun);
         b.runs.add(oursRun);
+        b.runs.add(watchedRun);
         double ratio = oursRun.stats().pMs(50) / bareRun.stats().pMs(50);
         Map<String, Object> m = Bench.map("pods", total, "allocP50Ms", Stats.round(oursRun.stats().pMs(50)),
                 "barePatchP50Ms", Stats.round(bareRun.stats().pMs(50)), "ratio", Stats.round(ratio),
+                "patchWatchedP50Ms", Stats.round(watchedRun.stats().pMs(50)),
                 "allocErrors", oursRun.stats().errors, "barePatchErrors", bareRun.stats().errors,
+                "patchWatchedErrors", watchedRun.stats().errors,
                 "poolPasses", passes, "planCpuMsPerPass", Stats.round(planCpuMsPerPass),
                 "planCpuShareOfOneCore", Stats.round(planShare));
+        if (jit != null) {
+            m.put("jitSettle", jit);
+        }
         b.log("  pool passes while allocating over %d pods: %d in %.1f s, plan CPU %.1f ms each, %.0f%% of one core",
                 total, passes, wallSeconds, planCpuMsPerPass, 100 * planShare);
-        b.log("  c=1 over %d pods: alloc p50 %.2f ms, bare PATCH p50 %.2f ms, ratio %.2f", total,
-                oursRun.stats().pMs(50), bareRun.stats().pMs(50), ratio);
+        b.log("  c=1 over %d pods: alloc p50 %.2f ms, bare PATCH p50 %.2f ms, ratio %.2f; watched bare PATCH p50 %.2f ms",
+                total, oursRun.stats().pMs(50), bareRun.stats().pMs(50), ratio, watchedRun.stats().pMs(50));
         return m;
     }
 
@@ -154,8 +234,7 @@ final class HugePool {
     }
 
     /** The bare claim PATCH on idle pods picked from the in-process operator's cache (a LIST of 100,000 is not cheap). */
-    final class IdleFromCache implements Bench.Scenario {
-        private final Set<String> used = new HashSet<>();
+    final class IdleFromCache extends Bench.BaselineScenario {
         private volatile List<Pod> targets = List.of();
         private volatile int first;
 
@@ -188,9 +267,9 @@ final class HugePool {
         }
 
         @Override
-        public void run(Bench.Env e, int index, int worker) {
+        Pod claim(Bench.Env e, int index) {
             Pod pod = targets.get(index - first);
-            e.baselineWriter.claim(pod, pod.getMetadata().getResourceVersion(), Bench.command(index));
+            return e.baselineWriter.claim(pod, pod.getMetadata().getResourceVersion(), Bench.command(index));
         }
     }
 }

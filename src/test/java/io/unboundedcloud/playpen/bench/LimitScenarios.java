@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import io.fabric8.kubernetes.api.model.ListOptionsBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.Watch;
 import io.fabric8.kubernetes.client.Watcher;
@@ -52,11 +53,21 @@ final class LimitScenarios {
             return concurrency == 1;
         }
 
+        /** As the PATCH it waits for (the huge phase's pool is never released between batches). */
+        @Override
+        public boolean claims() {
+            return patch.claims();
+        }
+
         @Override
         public void prepare(Bench.Env e, int first, int count) throws Exception {
             synchronized (seen) {
                 if (watch == null) {
-                    watch = e.client.pods().inNamespace(Bench.NS).watch(new Watcher<>() {
+                    // from now on: a watch without a resourceVersion would first send every pod as ADDED (100,000
+                    // of them in the huge phase); a LIST of one pod says where now is
+                    String now = e.client.pods().inNamespace(Bench.NS)
+                            .list(new ListOptionsBuilder().withLimit(1L).build()).getMetadata().getResourceVersion();
+                    watch = e.client.pods().inNamespace(Bench.NS).withResourceVersion(now).watch(new Watcher<>() {
                         @Override
                         public void eventReceived(Action action, Pod pod) {
                             synchronized (seen) {

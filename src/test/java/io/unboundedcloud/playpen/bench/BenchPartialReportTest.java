@@ -1,0 +1,43 @@
+package io.unboundedcloud.playpen.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.Map;
+import java.util.stream.LongStream;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * A run of some phases only ({@code bench.phases=compare}, as the compare mode's back-to-back runs are made) still
+ * reports the targets those phases measured, and none of the others.
+ */
+class BenchPartialReportTest {
+    private static Bench.Run run(String scenario, int pods, int c, double p50Ms) {
+        long[] nanos = LongStream.range(0, 101).map(i -> Math.round(p50Ms * 1e6 * (0.5 + i / 100.0))).toArray();
+        return new Bench.Run(new Stats(scenario, pods, c, nanos, 1_000_000_000L, 0), new ApiCounts(), Map.of());
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void theComparisonAloneReportsItsTargets() {
+        Bench b = new Bench();
+        int[] cs = b.concurrencies;
+        int low = java.util.Arrays.stream(cs).min().orElseThrow();
+        int high = java.util.Arrays.stream(cs).max().orElseThrow();
+        b.runs.add(run(Bench.BASELINE, b.pods, low, 0.4));
+        b.runs.add(run(Bench.OURS, b.pods, low, 1.0));
+        b.runs.add(run(Bench.BASELINE, b.pods, high, 6.0));
+        b.runs.add(run(Bench.OURS, b.pods, high, 12.0));
+
+        Map<String, Object> t = b.targets();
+
+        Map<String, Object> c1 = (Map<String, Object>) t.get("p50VsBaselineAtC" + low);
+        assertThat(c1).containsEntry("ratio", 2.5).containsEntry("pass", false);
+        assertThat(t).containsKey("throughputVsBaselineAtC" + high);
+        // the phases that did not run have no target, rather than a failure
+        assertThat(t).doesNotContainKeys("refillCreateWithin1s", "ttlLatenessWithin1s", "idleReconcile",
+                "startupToReadyWithin5s");
+        b.results.put("targets", t);
+        assertThat(b.table()).contains("p50VsBaselineAtC" + low).doesNotContain("refill: claim");
+    }
+}
