@@ -2,53 +2,70 @@ package io.unboundedcloud.playpen.kube;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.time.Clock;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
+import java.util.stream.Collectors;
 
 import org.junit.jupiter.api.Test;
 
+import io.fabric8.kubernetes.api.model.Pod;
 import io.unboundedcloud.playpen.config.OperatorConfig;
+import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.Candidates;
+import io.unboundedcloud.playpen.model.Hashes;
+import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.PodTemplates;
+import io.unboundedcloud.playpen.model.PoolPlan;
+import io.unboundedcloud.playpen.model.ResourceType;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
 /**
- * The pass's steps against the mock API: a replica that loses the Lease in the middle of a pass stops writing; a pass
- * that finds the cache not synced comes back once it has; a new leader's first pass is not debounced; passes asked for
+ * The pass's steps against the mock API: a replica that loses the Lease in the middle of a pass stops writing; the
+ * delete step deletes only idle pods still as the plan saw them; a pass that finds the cache not synced comes back
+ * once it has; a new leader's first pass is not debounced; passes asked for
  * by pod changes wait longer after a costly plan.
  */
 class PoolReconcilerTest {
-    /** A test body given the mock API and a reconciler whose pod cache has synced. */
+    /** A test body given the mock API and a reconciler whose pod cache (given too) has synced. */
     interface SyncedPoolTest {
-        void run(TestCluster cluster, PoolReconciler pool) throws Exception;
+        void run(TestCluster cluster, PoolReconciler pool, PodCache cache) throws Exception;
     }
 
-    /** Runs {@code body} with the mock API and a reconciler (no interval timer) configured by {@code flags}. */
+    /** Runs {@code body} with a new mock API and a reconciler (no interval timer) configured by {@code flags}. */
     static void withSyncedPool(BooleanSupplier leader, SyncedPoolTest body, String... flags) throws Exception {
         try (TestCluster cluster = TestCluster.start()) {
-            OperatorConfig config = OperatorConfig.parse(flags);
-            PodCache cache = new PodCache(cluster.client, TestCluster.NS,
-                    new Candidates(config.runnerLabelSelector())::idleKindKey);
-            cache.start();
-            try {
-                OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(10), "cache synced");
-                try (PoolReconciler pool = new PoolReconciler(cluster.client, config, cache,
-                        new PodTemplates(config, Map.of()), leader, new ApiCallCounter())) {
-                    body.run(cluster, pool);
-                }
-            } finally {
-                cache.close();
+            withSyncedPool(cluster, leader, body, flags);
+        }
+    }
+
+    /** Runs {@code body} with {@code cluster} as it is and a reconciler (no interval timer) configured by {@code flags}. */
+    static void withSyncedPool(TestCluster cluster, BooleanSupplier leader, SyncedPoolTest body, String... flags)
+            throws Exception {
+        OperatorConfig config = OperatorConfig.parse(flags);
+        PodCache cache = new PodCache(cluster.client, TestCluster.NS,
+                new Candidates(config.runnerLabelSelector())::idleKindKey);
+        cache.start();
+        try {
+            OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(10), "cache synced");
+            try (PoolReconciler pool = new PoolReconciler(cluster.client, config, cache,
+                    new PodTemplates(config, Map.of()), leader, new ApiCallCounter())) {
+                body.run(cluster, pool, cache);
             }
+        } finally {
+            cache.close();
         }
     }
 
     @Test
     void leadershipLostBetweenThePlanAndTheCreatesCreatesNothing() throws Exception {
         AtomicBoolean leader = new AtomicBoolean(true);
-        withSyncedPool(leader::get, (cluster, pool) -> {
+        withSyncedPool(leader::get, (cluster, pool, cache) -> {
             PoolReconciler.Pass pass = pool.plan(pool.assess());
             assertThat(pass.plan().toCreate()).hasSize(3);
             leader.set(false);
@@ -89,7 +106,7 @@ class PoolReconcilerTest {
     void aNewLeadersFirstPassRunsAtOnceWhateverTheDebounce() throws Exception {
         // a debounce of an hour and no interval timer here (its first tick can be lost while its route starts): only
         // the pass asked for on winning the Lease can create the pod
-        withSyncedPool(() -> true, (cluster, pool) -> {
+        withSyncedPool(() -> true, (cluster, pool, cache) -> {
             assertThat(pool.refillDelayMillis()).isEqualTo(Duration.ofHours(1).toMillis());
             pool.onLeadership();
             OperatorHarness.awaitTrue(() -> cluster.pods().size() == 1, Duration.ofSeconds(10),
@@ -100,7 +117,7 @@ class PoolReconcilerTest {
 
     @Test
     void aCostlyPlanStretchesTheWaitBeforeTheNextPassAskedForByAChange() throws Exception {
-        withSyncedPool(() -> true, (cluster, pool) -> {
+        withSyncedPool(() -> true, (cluster, pool, cache) -> {
             // before any plan, and after a cheap one: the debounce
             assertThat(pool.refillDelayMillis()).isEqualTo(100);
             java.util.concurrent.atomic.AtomicLong cpu = new java.util.concurrent.atomic.AtomicLong();
@@ -128,5 +145,48 @@ class PoolReconcilerTest {
             pool.finish(pool.plan(pool.assess()));
             assertThat(pool.refillDelayMillis()).isEqualTo(100);
         }, "--runner-amd64-count=0", "--runner-arm64-count=0", "--refill-debounce=100ms");
+    }
+
+    @Test
+    void theDeleteStepDeletesOnlyIdlePodsStillAsThePlanSawThem() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            // four pods the pool made (only those are ever surplus), then a pool of one
+            withSyncedPool(cluster, () -> true, (c, pool, cache) -> assertThat(pool.reconcile().created()).isEqualTo(4),
+                    "--runner-amd64-count=4", "--runner-arm64-count=0");
+            withSyncedPool(cluster, () -> true, (c, pool, cache) -> {
+                PoolReconciler.Pass pass = pool.plan(pool.assess());
+                List<PoolPlan.Deletion> planned = pass.plan().toDelete();
+                assertThat(planned).hasSize(3)
+                        .allMatch(d -> d.why() == PoolPlan.Why.SURPLUS);
+                String claimed = ManagedPods.name(planned.get(0).pod());
+                String changed = ManagedPods.name(planned.get(1).pod());
+                String surplus = ManagedPods.name(planned.get(2).pod());
+                // after the plan: one of them is claimed (this replica's cache has seen it), another changes in the
+                // API server before its delete arrives (the delete's resourceVersion precondition answers 409)
+                Pod toClaim = planned.get(0).pod();
+                new ClaimWriter(c.client, Clock.systemUTC(), new ApiCallCounter()).claim(toClaim,
+                        toClaim.getMetadata().getResourceVersion(), new AllocCommand(
+                                Hashes.keyHash("delete-step"),
+                                ResourceType.RUNNER, "", TestCluster.wgKey(1),
+                                "amd64"));
+                OperatorHarness.awaitTrue(() -> cache.get(claimed)
+                        .map(ManagedPods::isClaimed).orElse(false),
+                        Duration.ofSeconds(10), "the claim in the cache");
+                c.server.expect().delete().withPath("/api/v1/namespaces/" + TestCluster.NS + "/pods/" + changed)
+                        .andReturn(409, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+                                + "\"reason\":\"Conflict\",\"code\":409}")
+                        .once();
+
+                PoolReconciler.Pass after = pool.delete(pass);
+
+                assertThat(after.deleted()).isEqualTo(1);
+                Set<String> left = c.pods().stream().map(ManagedPods::name)
+                        .collect(Collectors.toSet());
+                assertThat(left).contains(claimed, changed).doesNotContain(surplus).hasSize(3);
+                // one DELETE for the pod still idle, none for the one claimed meanwhile
+                assertThat(c.requestCount(k -> k.startsWith("DELETE ") && k.endsWith("/pods/" + surplus))).isEqualTo(1);
+                assertThat(c.requestCount(k -> k.startsWith("DELETE ") && k.endsWith("/pods/" + claimed))).isZero();
+            }, "--runner-amd64-count=1", "--runner-arm64-count=0");
+        }
     }
 }
