@@ -20,6 +20,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -343,21 +344,32 @@ public final class Bench {
                 .withTrustCerts(true).build());
     }
 
-    static void createReadyRunners(TestCluster cluster, int n) throws Exception {
-        ExecutorService pool = Executors.newFixedThreadPool(4);
+    /** Runs {@code tasks} on {@code threads} threads and returns their results in order (outside any measurement). */
+    static <T> List<T> inParallel(int threads, List<Callable<T>> tasks) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
         try {
-            List<Future<Pod>> fs = new ArrayList<>();
-            for (int i = 0; i < n; i++) {
-                int port = FIRST_PORT + i;
-                String node = "node-" + (i % NODES);
-                fs.add(pool.submit(() -> cluster.create(TestCluster.readyRunner("amd64", port, node))));
+            List<Future<T>> fs = new ArrayList<>();
+            for (Callable<T> t : tasks) {
+                fs.add(pool.submit(t));
             }
-            for (Future<Pod> f : fs) {
-                f.get();
+            List<T> out = new ArrayList<>(fs.size());
+            for (Future<T> f : fs) {
+                out.add(f.get());
             }
+            return out;
         } finally {
             pool.shutdown();
         }
+    }
+
+    static void createReadyRunners(TestCluster cluster, int n) throws Exception {
+        List<Callable<Pod>> creates = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            int port = FIRST_PORT + i;
+            String node = "node-" + (i % NODES);
+            creates.add(() -> cluster.create(TestCluster.readyRunner("amd64", port, node)));
+        }
+        inParallel(4, creates);
     }
 
     /** Host ports a {@link #createPool} pool cycles through (each on several nodes), from {@link #FIRST_PORT}. */
@@ -369,33 +381,26 @@ public final class Bench {
      * no node has a port twice while nodes &gt;= pods / POOL_PORTS), names carry the pod's index.
      */
     static void createPool(TestCluster cluster, int idle, int claimed, int nodes) throws Exception {
-        ExecutorService pool = Executors.newFixedThreadPool(8);
-        try {
-            String claimedAt = io.unboundedcloud.playpen.model.TtlPolicy.formatClaimedAt(Instant.now());
-            List<Future<Pod>> fs = new ArrayList<>();
-            for (int i = 0; i < idle + claimed; i++) {
-                int n = i;
-                fs.add(pool.submit(() -> {
-                    String name = "playpen-runner-amd64-n" + n;
-                    PodBuilder b = TestCluster.readyRunner("amd64", FIRST_PORT + n % POOL_PORTS, "node-" + (n % nodes))
-                            .editMetadata().withName(name).endMetadata();
-                    if (n >= idle) {
-                        AllocCommand cmd = command(2_000_000 + n);
-                        b.editMetadata().addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, cmd.keyHash())
-                                .addToAnnotations(PlaypenKeys.REQUEST_HASH, cmd.requestHash())
-                                .addToAnnotations(PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY, cmd.wireGuardPublicKey())
-                                .addToAnnotations(PlaypenKeys.CLAIMED_AT, claimedAt)
-                                .addToLabels(PlaypenKeys.ALLOCATED, Hashes.allocationId(NS, name)).endMetadata();
-                    }
-                    return cluster.create(b);
-                }));
-            }
-            for (Future<Pod> f : fs) {
-                f.get();
-            }
-        } finally {
-            pool.shutdown();
+        String claimedAt = io.unboundedcloud.playpen.model.TtlPolicy.formatClaimedAt(Instant.now());
+        List<Callable<Pod>> creates = new ArrayList<>();
+        for (int i = 0; i < idle + claimed; i++) {
+            int n = i;
+            creates.add(() -> {
+                String name = "playpen-runner-amd64-n" + n;
+                PodBuilder b = TestCluster.readyRunner("amd64", FIRST_PORT + n % POOL_PORTS, "node-" + (n % nodes))
+                        .editMetadata().withName(name).endMetadata();
+                if (n >= idle) {
+                    AllocCommand cmd = command(2_000_000 + n);
+                    b.editMetadata().addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, cmd.keyHash())
+                            .addToAnnotations(PlaypenKeys.REQUEST_HASH, cmd.requestHash())
+                            .addToAnnotations(PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY, cmd.wireGuardPublicKey())
+                            .addToAnnotations(PlaypenKeys.CLAIMED_AT, claimedAt)
+                            .addToLabels(PlaypenKeys.ALLOCATED, Hashes.allocationId(NS, name)).endMetadata();
+                }
+                return cluster.create(b);
+            });
         }
+        inParallel(8, creates);
     }
 
     /** {@code n} ready runners already claimed (ports after the idle ones'), as a pool in steady use has. */
@@ -403,31 +408,24 @@ public final class Bench {
         if (n <= 0) {
             return;
         }
-        ExecutorService pool = Executors.newFixedThreadPool(4);
-        try {
-            List<Future<Pod>> fs = new ArrayList<>();
-            String claimedAt = io.unboundedcloud.playpen.model.TtlPolicy.formatClaimedAt(Instant.now());
-            for (int i = 0; i < n; i++) {
-                int port = FIRST_PORT + after + i;
-                String node = "node-" + (i % NODES);
-                AllocCommand cmd = command(1_000_000 + i);
-                fs.add(pool.submit(() -> {
-                    PodBuilder b = TestCluster.readyRunner("amd64", port, node);
-                    String name = b.buildMetadata().getName();
-                    return cluster.create(b.editMetadata()
-                            .addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, cmd.keyHash())
-                            .addToAnnotations(PlaypenKeys.REQUEST_HASH, cmd.requestHash())
-                            .addToAnnotations(PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY, cmd.wireGuardPublicKey())
-                            .addToAnnotations(PlaypenKeys.CLAIMED_AT, claimedAt)
-                            .addToLabels(PlaypenKeys.ALLOCATED, Hashes.allocationId(NS, name)).endMetadata());
-                }));
-            }
-            for (Future<Pod> f : fs) {
-                f.get();
-            }
-        } finally {
-            pool.shutdown();
+        List<Callable<Pod>> creates = new ArrayList<>();
+        String claimedAt = io.unboundedcloud.playpen.model.TtlPolicy.formatClaimedAt(Instant.now());
+        for (int i = 0; i < n; i++) {
+            int port = FIRST_PORT + after + i;
+            String node = "node-" + (i % NODES);
+            AllocCommand cmd = command(1_000_000 + i);
+            creates.add(() -> {
+                PodBuilder b = TestCluster.readyRunner("amd64", port, node);
+                String name = b.buildMetadata().getName();
+                return cluster.create(b.editMetadata()
+                        .addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, cmd.keyHash())
+                        .addToAnnotations(PlaypenKeys.REQUEST_HASH, cmd.requestHash())
+                        .addToAnnotations(PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY, cmd.wireGuardPublicKey())
+                        .addToAnnotations(PlaypenKeys.CLAIMED_AT, claimedAt)
+                        .addToLabels(PlaypenKeys.ALLOCATED, Hashes.allocationId(NS, name)).endMetadata());
+            });
         }
+        inParallel(4, creates);
     }
 
     static int idle(Collection<Pod> pods) {
@@ -443,26 +441,19 @@ public final class Bench {
     /** Strips every claim (outside any measured window) and waits until the operator sees all pods idle again. */
     void release(Env e) throws Exception {
         List<Pod> claimed = e.client.pods().inNamespace(NS).list().getItems().stream().filter(ManagedPods::isClaimed).toList();
-        ExecutorService pool = Executors.newFixedThreadPool(8);
-        try {
-            List<Future<?>> fs = new ArrayList<>();
-            for (Pod p : claimed) {
-                fs.add(pool.submit(() -> {
-                    Pod released = new PodBuilder(p).editMetadata()
-                            .removeFromAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH)
-                            .removeFromAnnotations(PlaypenKeys.REQUEST_HASH)
-                            .removeFromAnnotations(PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY)
-                            .removeFromAnnotations(PlaypenKeys.CLAIMED_AT)
-                            .removeFromLabels(PlaypenKeys.ALLOCATED).endMetadata().build();
-                    return e.client.pods().inNamespace(NS).resource(released).update();
-                }));
-            }
-            for (Future<?> f : fs) {
-                f.get();
-            }
-        } finally {
-            pool.shutdown();
+        List<Callable<Pod>> updates = new ArrayList<>();
+        for (Pod p : claimed) {
+            updates.add(() -> {
+                Pod released = new PodBuilder(p).editMetadata()
+                        .removeFromAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH)
+                        .removeFromAnnotations(PlaypenKeys.REQUEST_HASH)
+                        .removeFromAnnotations(PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY)
+                        .removeFromAnnotations(PlaypenKeys.CLAIMED_AT)
+                        .removeFromLabels(PlaypenKeys.ALLOCATED).endMetadata().build();
+                return e.client.pods().inNamespace(NS).resource(released).update();
+            });
         }
+        inParallel(8, updates);
         // Allocated events pile up in the mock's store and would slow every later request there
         if (!e.client.v1().events().inNamespace(NS).list().getItems().isEmpty()) {
             e.client.v1().events().inNamespace(NS).delete();
@@ -821,6 +812,7 @@ public final class Bench {
     /** The exact claim patch (ClaimWriter: JSON merge patch with the resourceVersion precondition), straight from fabric8. */
     static class BaselineScenario implements Scenario {
         private volatile List<Pod> targets = List.of();
+        private volatile int baseFirst;
 
         @Override
         public String name() {
@@ -829,17 +821,24 @@ public final class Bench {
 
         @Override
         public void prepare(Env e, int first, int count) {
-            List<Pod> idle = e.client.pods().inNamespace(NS).list().getItems().stream().filter(ManagedPods::isIdle).toList();
+            List<Pod> idle = new ArrayList<>(idle(e));
             if (idle.size() < count) {
-                throw new IllegalStateException("baseline needs " + count + " idle pods, has " + idle.size());
+                throw new IllegalStateException(name() + " needs " + count + " idle pods, has " + idle.size());
             }
-            List<Pod> shuffled = new ArrayList<>(idle);
-            java.util.Collections.shuffle(shuffled, new java.util.Random(first));
-            targets = shuffled.subList(0, count);
+            java.util.Collections.shuffle(idle, new java.util.Random(first));
+            targets = List.copyOf(idle.subList(0, count));
             baseFirst = first;
+            picked(targets);
         }
 
-        private volatile int baseFirst;
+        /** The idle pods a batch's targets are picked from: as the API server lists them. */
+        List<Pod> idle(Env e) {
+            return e.client.pods().inNamespace(NS).list().getItems().stream().filter(ManagedPods::isIdle).toList();
+        }
+
+        /** The pods picked for the batch about to run. */
+        void picked(List<Pod> pods) {
+        }
 
         @Override
         public void run(Env e, int index, int worker) {

@@ -1,16 +1,12 @@
 package io.unboundedcloud.playpen.bench;
 
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Random;
 import java.util.Set;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
+import java.util.concurrent.Callable;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.unboundedcloud.playpen.kube.ClaimWriter;
@@ -96,7 +92,7 @@ final class HugePool {
     }
 
     /** Takes every claim made since {@code before} off its pod (the claim's own rollback write); returns how many. */
-    private int takeBackClaimsSince(Bench.Env e, Set<String> before) throws Exception {
+    private long takeBackClaimsSince(Bench.Env e, Set<String> before) throws Exception {
         long t0 = System.nanoTime();
         List<Pod> since = new ArrayList<>();
         for (Pod p : e.op.app.podCache().pods()) {
@@ -104,21 +100,11 @@ final class HugePool {
                 since.add(p);
             }
         }
-        ExecutorService pool = Executors.newFixedThreadPool(8);
-        int undone = 0;
-        try {
-            List<Future<ClaimWriter.Rollback>> fs = new ArrayList<>();
-            for (Pod p : since) {
-                fs.add(pool.submit(() -> e.baselineWriter.rollback(p, ManagedPods.keyHash(p))));
-            }
-            for (Future<ClaimWriter.Rollback> f : fs) {
-                if (f.get() == ClaimWriter.Rollback.ROLLED_BACK) {
-                    undone++;
-                }
-            }
-        } finally {
-            pool.shutdown();
+        List<Callable<ClaimWriter.Rollback>> rollbacks = new ArrayList<>();
+        for (Pod p : since) {
+            rollbacks.add(() -> e.baselineWriter.rollback(p, ManagedPods.keyHash(p)));
         }
+        long undone = Bench.inParallel(8, rollbacks).stream().filter(r -> r == ClaimWriter.Rollback.ROLLED_BACK).count();
         if (undone != since.size()) {
             throw new IllegalStateException("took back " + undone + " of the " + since.size()
                     + " claims made at c=1; the jar would not be measured over a half-claimed pool");
@@ -235,41 +221,25 @@ final class HugePool {
 
     /** The bare claim PATCH on idle pods picked from the in-process operator's cache (a LIST of 100,000 is not cheap). */
     final class IdleFromCache extends Bench.BaselineScenario {
-        private volatile List<Pod> targets = List.of();
-        private volatile int first;
-
-        @Override
-        public String name() {
-            return Bench.BASELINE;
-        }
-
         @Override
         public boolean claims() {
             return false;
         }
 
         @Override
-        public void prepare(Bench.Env e, int firstIndex, int count) {
+        List<Pod> idle(Bench.Env e) {
             List<Pod> idle = new ArrayList<>();
             for (Pod p : e.op.app.podCache().pods()) {
                 if (ManagedPods.isIdle(p) && !used.contains(ManagedPods.name(p))) {
                     idle.add(p);
                 }
             }
-            if (idle.size() < count) {
-                throw new IllegalStateException("bare PATCH needs " + count + " idle pods, has " + idle.size());
-            }
-            Collections.shuffle(idle, new Random(firstIndex));
-            List<Pod> picked = List.copyOf(idle.subList(0, count));
-            picked.forEach(p -> used.add(ManagedPods.name(p)));
-            targets = picked;
-            first = firstIndex;
+            return idle;
         }
 
         @Override
-        Pod claim(Bench.Env e, int index) {
-            Pod pod = targets.get(index - first);
-            return e.baselineWriter.claim(pod, pod.getMetadata().getResourceVersion(), Bench.command(index));
+        void picked(List<Pod> pods) {
+            pods.forEach(p -> used.add(ManagedPods.name(p)));
         }
     }
 }
