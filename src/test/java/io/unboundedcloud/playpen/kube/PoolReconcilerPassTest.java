@@ -1,0 +1,315 @@
+package io.unboundedcloud.playpen.kube;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Collectors;
+
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.unboundedcloud.playpen.config.OperatorConfig;
+import io.unboundedcloud.playpen.model.AllocCommand;
+import io.unboundedcloud.playpen.model.Candidates;
+import io.unboundedcloud.playpen.model.Hashes;
+import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.model.PodTemplates;
+import io.unboundedcloud.playpen.model.PoolPlan;
+import io.unboundedcloud.playpen.model.ResourceType;
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/**
+ * A pass as the operator runs it, the reconciler following the pod cache's events: a hostPort taken after the plan
+ * moves the create to the next free port, or reports the range full; a refused create ends the pass with its
+ * error and leaves nothing locked or expected; an allocated pod that turns unhealthy is reported once per problem;
+ * the pod changes the pools act on ask for a pass and the others do not.
+ */
+class PoolReconcilerPassTest {
+    private static final String POST_PODS = "POST /api/v1/namespaces/" + TestCluster.NS + "/pods";
+
+    /** What the reconciler's observers were told. */
+    static final class Seen implements PoolReconciler.Observer {
+        final List<String> created = new CopyOnWriteArrayList<>();
+        final List<PoolPlan.Exhaustion> exhausted = new CopyOnWriteArrayList<>();
+        final List<Boolean> passFailed = new CopyOnWriteArrayList<>();
+        final List<PoolPlan.Unhealthy> unhealthy = new CopyOnWriteArrayList<>();
+        /** The reconciler's own count of its API calls. */
+        final ApiCallCounter calls = new ApiCallCounter();
+
+        @Override
+        public void created(Pod pod) {
+            created.add(ManagedPods.name(pod));
+        }
+
+        @Override
+        public void exhausted(PoolPlan.Exhaustion exhaustion) {
+            exhausted.add(exhaustion);
+        }
+
+        @Override
+        public void pass(PoolReconciler.Result result, long nanos, boolean failed) {
+            passFailed.add(failed);
+        }
+
+        @Override
+        public void unhealthyAllocated(PoolPlan.Unhealthy report) {
+            unhealthy.add(report);
+        }
+    }
+
+    interface Body {
+        void run(TestCluster cluster, PoolReconciler pool, PodCache cache, Seen seen) throws Exception;
+    }
+
+    /** A reconciler that follows its pod cache's events (as in the operator), no interval timer, and its observer. */
+    static void withFollowingPool(Body body, String... flags) throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            OperatorConfig config = OperatorConfig.parse(flags);
+            PodCache cache = new PodCache(cluster.client, TestCluster.NS,
+                    new Candidates(config.runnerLabelSelector())::idleKindKey);
+            Seen seen = new Seen();
+            try (PoolReconciler pool = new PoolReconciler(cluster.client, config, cache,
+                    new PodTemplates(config, Map.of()), () -> true, seen.calls)) {
+                cache.addListener(pool);
+                cache.start();
+                OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(10), "cache synced");
+                pool.addObserver(seen);
+                body.run(cluster, pool, cache, seen);
+            } finally {
+                cache.close();
+            }
+        }
+    }
+
+    /** A pod that is none of the operator's, under the name (and so the hostPort) a pool pod would take. */
+    static Pod foreignPod(String name) {
+        return new PodBuilder().withNewMetadata().withName(name).withNamespace(TestCluster.NS).endMetadata()
+                .withNewSpec().addNewContainer().withName("other").withImage("busybox").endContainer().endSpec()
+                .build();
+    }
+
+    /** A pool of one's first pass: the pod it created, once the cache has it. */
+    static String firstPoolPod(PoolReconciler pool, PodCache cache) throws InterruptedException {
+        assertThat(pool.reconcile().created()).isEqualTo(1);
+        String name = "playpen-runner-amd64-51820";
+        OperatorHarness.awaitTrue(() -> cache.get(name).isPresent(), Duration.ofSeconds(10), "the pod in the cache");
+        return name;
+    }
+
+    static List<String> podNames(TestCluster cluster) {
+        return cluster.pods().stream().map(ManagedPods::name).sorted().collect(Collectors.toList());
+    }
+
+    @Test
+    void aPortTakenAfterThePlanMovesTheCreateToTheNextFreePort() throws Exception {
+        withFollowingPool((cluster, pool, cache, seen) -> {
+            PoolReconciler.Pass pass = pool.plan(pool.assess());
+            assertThat(pass.plan().toCreate()).extracting(PoolPlan.PlannedPod::hostPort)
+                    .containsExactlyInAnyOrder(51820, 51821);
+            cluster.client.pods().inNamespace(TestCluster.NS).resource(foreignPod("playpen-runner-amd64-51820"))
+                    .create();
+
+            PoolReconciler.Result r = pool.finish(pool.create(pool.delete(pass)));
+
+            // 51821 is the other planned pod's: the one that met AlreadyExists goes to 51822
+            assertThat(r.created()).isEqualTo(2);
+            assertThat(r.alreadyExisted()).isEqualTo(1);
+            assertThat(r.exhausted()).isEmpty();
+            assertThat(seen.exhausted).isEmpty();
+            assertThat(seen.created).containsExactlyInAnyOrder("playpen-runner-amd64-51821",
+                    "playpen-runner-amd64-51822");
+            assertThat(podNames(cluster)).containsExactly("playpen-runner-amd64-51820", "playpen-runner-amd64-51821",
+                    "playpen-runner-amd64-51822");
+            Pod moved = cluster.client.pods().inNamespace(TestCluster.NS).withName("playpen-runner-amd64-51822").get();
+            assertThat(ManagedPods.containerHostPort(moved)).hasValue(51822);
+            assertThat(ManagedPods.isManaged(moved)).isTrue();
+            assertThat(seen.passFailed).containsExactly(false);
+            // three creates, and the one read that told the pod behind AlreadyExists was not the pool's
+            assertThat(seen.calls.get(KubeApiCall.PODS_CREATE)).isEqualTo(3);
+            assertThat(seen.calls.get(KubeApiCall.PODS_GET)).isEqualTo(1);
+            assertThat(cluster.requestCount(POST_PODS::equals)).as("the reconciler's three and this test's one")
+                    .isEqualTo(4);
+        }, "--runner-amd64-count=2", "--runner-arm64-count=0", "--runner-wireguard-host-port-end=51829");
+    }
+
+    @Test
+    void aPortTakenAfterThePlanInAFullRangeIsReportedAsExhausted() throws Exception {
+        withFollowingPool((cluster, pool, cache, seen) -> {
+            PoolReconciler.Pass pass = pool.plan(pool.assess());
+            assertThat(pass.plan().toCreate()).hasSize(2);
+            assertThat(pass.plan().exhausted()).isEmpty();
+            cluster.client.pods().inNamespace(TestCluster.NS).resource(foreignPod("playpen-runner-amd64-51820"))
+                    .create();
+
+            PoolReconciler.Result r = pool.finish(pool.create(pool.delete(pass)));
+
+            assertThat(r.created()).isEqualTo(1);
+            assertThat(r.alreadyExisted()).isEqualTo(1);
+            assertThat(r.exhausted()).singleElement().satisfies(x -> {
+                assertThat(x.unplanned()).isEqualTo(1);
+                assertThat(x.target().type()).isEqualTo(ResourceType.RUNNER);
+                assertThat(x.message()).contains("51820-51821");
+            });
+            // the observers hear of it once, when the pass ends
+            assertThat(seen.exhausted).containsExactlyElementsOf(r.exhausted());
+            assertThat(seen.created).containsExactly("playpen-runner-amd64-51821");
+            assertThat(podNames(cluster)).containsExactly("playpen-runner-amd64-51820", "playpen-runner-amd64-51821");
+        }, "--runner-amd64-count=2", "--runner-arm64-count=0", "--runner-wireguard-host-port-end=51821");
+    }
+
+    @Test
+    void aRefusedCreateEndsThePassWithItsErrorAndLeavesNothingLockedOrExpected() throws Exception {
+        withFollowingPool((cluster, pool, cache, seen) -> {
+            cluster.forbidden = key -> key.equals(POST_PODS);
+
+            assertThatThrownBy(pool::reconcile).isInstanceOfSatisfying(KubernetesClientException.class,
+                    e -> assertThat(e.getCode()).isEqualTo(403));
+
+            // the create step stopped at the first refusal: the second planned pod was not tried; a refusal is
+            // known not to have written anything, so no read follows it
+            assertThat(cluster.requestCount(POST_PODS::equals)).isEqualTo(1);
+            assertThat(cluster.requestCount(k -> k.startsWith("GET /api/v1/namespaces/" + TestCluster.NS + "/pods/")))
+                    .isZero();
+            assertThat(seen.passFailed).containsExactly(true);
+            assertThat(seen.created).isEmpty();
+            cluster.forbidden = key -> false;
+            // from another thread (this one could take the pass lock again even if the failed pass had kept it);
+            // a refusal wrote nothing, so the pods are not waited for as expected: both are created now
+            PoolReconciler.Result r = CompletableFuture.supplyAsync(pool::reconcile).get(30, TimeUnit.SECONDS);
+            assertThat(r.created()).isEqualTo(2);
+            assertThat(seen.passFailed).containsExactly(true, false);
+            assertThat(podNames(cluster)).hasSize(2);
+        }, "--runner-amd64-count=2", "--runner-arm64-count=0");
+    }
+
+    @Test
+    void anAllocatedPodThatTurnsUnhealthyIsReportedOncePerSpell() throws Exception {
+        withFollowingPool((cluster, pool, cache, seen) -> {
+            String name = firstPoolPod(pool, cache);
+            Pod pod = cache.get(name).orElseThrow();
+            new ClaimWriter(cluster.client, Clock.systemUTC(), new ApiCallCounter()).claim(pod,
+                    pod.getMetadata().getResourceVersion(), new AllocCommand(Hashes.keyHash("unhealthy-allocated"),
+                            ResourceType.RUNNER, "", TestCluster.wgKey(1), "amd64"));
+            OperatorHarness.awaitTrue(() -> cache.get(name).map(ManagedPods::isClaimed).orElse(false),
+                    Duration.ofSeconds(10), "the claim in the cache");
+
+            setPhase(cluster, cache, name, "Failed");
+            pool.reconcile();
+            pool.reconcile();
+            assertThat(seen.unhealthy).singleElement().satisfies(u -> {
+                assertThat(ManagedPods.name(u.pod())).isEqualTo(name);
+                assertThat(u.problem().reason()).isEqualTo("Failed");
+            });
+            // the allocated pod is reported, never deleted by the pool
+            assertThat(podNames(cluster)).contains(name);
+
+            // well again, then failed again: a new spell, reported again
+            setPhase(cluster, cache, name, "Running");
+            pool.reconcile();
+            assertThat(seen.unhealthy).hasSize(1);
+            setPhase(cluster, cache, name, "Failed");
+            pool.reconcile();
+            assertThat(seen.unhealthy).hasSize(2);
+            assertThat(podNames(cluster)).contains(name);
+        }, "--runner-amd64-count=1", "--runner-arm64-count=0");
+    }
+
+    static void setPhase(TestCluster cluster, PodCache cache, String name, String phase) throws InterruptedException {
+        cluster.client.pods().inNamespace(TestCluster.NS).withName(name)
+                .edit(p -> new PodBuilder(p).editOrNewStatus().withPhase(phase).endStatus().build());
+        OperatorHarness.awaitTrue(() -> cache.get(name)
+                .map(p -> p.getStatus() != null && phase.equals(p.getStatus().getPhase())).orElse(false),
+                Duration.ofSeconds(10), "phase " + phase + " in the cache");
+    }
+
+    @Test
+    void onlyThePodChangesThePoolsActOnAskForAPass() throws Exception {
+        withFollowingPool((cluster, pool, cache, seen) -> {
+            AtomicInteger asked = new AtomicInteger();
+            pool.runPassesWith(asked::incrementAndGet);
+            String name = "playpen-runner-amd64-51820";
+            Pod idle = TestCluster.readyRunner("amd64", 51820, "node-a").build();
+            // first sight of a pod: its state is learnt, nothing has changed yet
+            pool.onPodEvent(PodCache.Change.ADDED, idle);
+            assertNoPassAsked(asked, 0);
+            // a change the pools do not act on: an annotation
+            pool.onPodEvent(PodCache.Change.UPDATED, new PodBuilder(idle).editMetadata()
+                    .addToAnnotations("example.com/note", "x").endMetadata().build());
+            assertNoPassAsked(asked, 0);
+            // claimed: one idle pod fewer
+            Pod claimed = new PodBuilder(idle).editMetadata().addToAnnotations(
+                    io.unboundedcloud.playpen.model.PlaypenKeys.IDEMPOTENCY_KEY_HASH, Hashes.keyHash("k")).endMetadata()
+                    .build();
+            assertThat(ManagedPods.isClaimed(claimed)).as("the claim's mark").isTrue();
+            pool.onPodEvent(PodCache.Change.UPDATED, claimed);
+            awaitPassAsked(asked, 1);
+            // ended (Failed): replaced
+            pool.onPodEvent(PodCache.Change.UPDATED, new PodBuilder(claimed).editStatus().withPhase("Failed")
+                    .endStatus().build());
+            awaitPassAsked(asked, 2);
+            // gone, once seen: replaced
+            pool.onPodEvent(PodCache.Change.DELETED, claimed);
+            awaitPassAsked(asked, 3);
+            // gone without ever being seen, and pods that are not the operator's: nothing to act on
+            pool.onPodEvent(PodCache.Change.DELETED, TestCluster.readyRunner("amd64", 51821, "node-a").build());
+            Pod foreign = foreignPod(name);
+            pool.onPodEvent(PodCache.Change.ADDED, foreign);
+            pool.onPodEvent(PodCache.Change.UPDATED, new PodBuilder(foreign).editOrNewStatus().withPhase("Failed")
+                    .endStatus().build());
+            pool.onPodEvent(PodCache.Change.DELETED, foreign);
+            assertNoPassAsked(asked, 3);
+            // a pod that becomes ready
+            Pod starting = new PodBuilder(TestCluster.readyRunner("amd64", 51822, "node-a").build()).editStatus()
+                    .withContainerStatuses(List.of()).withPhase("Pending").endStatus().build();
+            pool.onPodEvent(PodCache.Change.ADDED, starting);
+            assertNoPassAsked(asked, 3);
+            pool.onPodEvent(PodCache.Change.UPDATED, TestCluster.readyRunner("amd64", 51822, "node-a").build());
+            awaitPassAsked(asked, 4);
+            // a pod that fails before it was ever ready (neither idle nor ready change: only its end)
+            Pod neverReady = new PodBuilder(starting).editMetadata().withName("playpen-runner-amd64-51823")
+                    .endMetadata().build();
+            pool.onPodEvent(PodCache.Change.ADDED, neverReady);
+            assertNoPassAsked(asked, 4);
+            pool.onPodEvent(PodCache.Change.UPDATED, new PodBuilder(neverReady).editStatus().withPhase("Failed")
+                    .endStatus().build());
+            awaitPassAsked(asked, 5);
+        }, "--runner-amd64-count=0", "--runner-arm64-count=0", "--refill-debounce=0s");
+    }
+
+    private static void awaitPassAsked(AtomicInteger asked, int count) throws InterruptedException {
+        OperatorHarness.awaitTrue(() -> asked.get() >= count, Duration.ofSeconds(10), count + " passes asked for");
+        assertThat(asked.get()).isEqualTo(count);
+    }
+
+    /** Nothing asked: a pass asked for runs after the debounce (0 here), so a short wait would see it. */
+    private static void assertNoPassAsked(AtomicInteger asked, int count) throws InterruptedException {
+        Thread.sleep(150);
+        assertThat(asked.get()).isEqualTo(count);
+    }
+
+    @Test
+    void aPodDeletedFromOutsideIsReplacedByTheNextPass() throws Exception {
+        withFollowingPool((cluster, pool, cache, seen) -> {
+            String name = firstPoolPod(pool, cache);
+            assertThat(pool.reconcile().created()).as("the pool is full").isZero();
+            cluster.client.pods().inNamespace(TestCluster.NS).withName(name).delete();
+            OperatorHarness.awaitTrue(() -> cache.get(name).isEmpty(), Duration.ofSeconds(10), "the delete in the cache");
+
+            PoolReconciler.Result r = pool.reconcile();
+
+            assertThat(r.created()).as("the pools count the pod gone").isEqualTo(1);
+            assertThat(podNames(cluster)).containsExactly(name);
+        }, "--runner-amd64-count=1", "--runner-arm64-count=0");
+    }
+}
