@@ -59,6 +59,12 @@ public final class TestCluster implements AutoCloseable {
     public volatile Predicate<SubjectAccessReview> sarPolicy =
             sar -> sar.getSpec().getGroups() != null && sar.getSpec().getGroups().contains("playpen-users");
     public final List<SubjectAccessReview> sarRequests = new CopyOnWriteArrayList<>();
+    /**
+     * The whole status a SubjectAccessReview is answered with (null: allowed as {@link #sarPolicy} says, with a
+     * reason): for answers the policy cannot give, such as one that is both allowed and denied.
+     */
+    public volatile java.util.function.Function<SubjectAccessReview,
+            io.fabric8.kubernetes.api.model.authorization.v1.SubjectAccessReviewStatus> sarAnswer = null;
     private final Map<String, AtomicInteger> requests = new ConcurrentHashMap<>();
     private final List<RequestListener> listeners = new CopyOnWriteArrayList<>();
     private final List<AnswerListener> answerListeners = new CopyOnWriteArrayList<>();
@@ -133,6 +139,11 @@ public final class TestCluster implements AutoCloseable {
         server.expect().post().withPath("/apis/authorization.k8s.io/v1/subjectaccessreviews").andReply(201, req -> {
             SubjectAccessReview sar = Serialization.unmarshal(req.getBody().readUtf8(), SubjectAccessReview.class);
             sarRequests.add(sar);
+            var answer = sarAnswer;
+            if (answer != null) {
+                sar.setStatus(answer.apply(sar));
+                return sar;
+            }
             boolean allowed = sarPolicy.test(sar);
             sar.setStatus(new SubjectAccessReviewStatusBuilder().withAllowed(allowed)
                     .withReason(allowed ? "test policy allows" : "test policy denies").build());

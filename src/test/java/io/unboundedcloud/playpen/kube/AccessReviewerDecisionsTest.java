@@ -1,0 +1,190 @@
+package io.unboundedcloud.playpen.kube;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.authorization.v1.ResourceAttributes;
+import io.fabric8.kubernetes.api.model.authorization.v1.SubjectAccessReviewSpec;
+import io.fabric8.kubernetes.api.model.authorization.v1.SubjectAccessReviewStatusBuilder;
+import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.auth.Identity;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/**
+ * What the SubjectAccessReview asks (the caller's whole identity, the resource, subresource and verb of the
+ * request), how long its answer is trusted (allowed and denied apart, none with a TTL of 0), and that every doubt
+ * is a no: an answer that is both allowed and denied, and a review that cannot be made (503 to the caller, never
+ * cached; everyone's allocations not granted).
+ */
+class AccessReviewerDecisionsTest {
+    static final Identity ALICE = new Identity("alice", "uid-1", List.of("playpen-users", "system:authenticated"),
+            Map.of("scopes.example.com", List.of("a", "b")));
+    static final Identity BOB = new Identity("bob", "", List.of("playpen-users"), Map.of());
+    static final Identity MALLORY = new Identity("mallory", "", List.of("others"), Map.of());
+    static final String SAR_PATH = "POST /apis/authorization.k8s.io/v1/subjectaccessreviews";
+
+    static AccessReviewer reviewer(TestCluster cluster, Duration allowedTtl, Duration deniedTtl, ApiCallCounter calls) {
+        return new AccessReviewer(cluster.client, allowedTtl, deniedTtl, 7, calls);
+    }
+
+    @Test
+    void theReviewAsksAboutTheCallersWholeIdentityAndTheRequestsResourceAndVerb() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            AccessReviewer reviewer = reviewer(cluster, Duration.ofMinutes(1), Duration.ofMinutes(1),
+                    new ApiCallCounter());
+
+            reviewer.authorize(ALICE, "delete");
+            reviewer.authorize(BOB);
+            assertThat(reviewer.allowedForAllUsers(ALICE, "list")).isTrue();
+            reviewer.authorize(BOB, AccessReviewer.POOLS, "get");
+
+            assertThat(cluster.sarRequests).hasSize(4);
+            SubjectAccessReviewSpec alice = cluster.sarRequests.get(0).getSpec();
+            assertThat(alice.getUser()).isEqualTo("alice");
+            assertThat(alice.getUid()).isEqualTo("uid-1");
+            assertThat(alice.getGroups()).containsExactly("playpen-users", "system:authenticated");
+            assertThat(alice.getExtra()).containsExactly(Map.entry("scopes.example.com", List.of("a", "b")));
+            assertAttributes(alice.getResourceAttributes(), "allocs", null, "delete");
+            // no uid and no extra: left out, not sent empty
+            SubjectAccessReviewSpec bob = cluster.sarRequests.get(1).getSpec();
+            assertThat(bob.getUser()).isEqualTo("bob");
+            assertThat(bob.getUid()).isNull();
+            assertThat(bob.getExtra()).isNullOrEmpty();
+            assertAttributes(bob.getResourceAttributes(), "allocs", null, "create");
+            assertAttributes(cluster.sarRequests.get(2).getSpec().getResourceAttributes(), "allocs",
+                    AccessReviewer.ALL_USERS, "list");
+            assertAttributes(cluster.sarRequests.get(3).getSpec().getResourceAttributes(), AccessReviewer.POOLS, null,
+                    "get");
+        }
+    }
+
+    private static void assertAttributes(ResourceAttributes a, String resource, String subresource, String verb) {
+        assertThat(a.getGroup()).isEqualTo(PlaypenKeys.GROUP);
+        assertThat(a.getVersion()).isEqualTo(PlaypenKeys.VERSION);
+        assertThat(a.getResource()).isEqualTo(resource);
+        assertThat(a.getSubresource()).isEqualTo(subresource);
+        assertThat(a.getVerb()).isEqualTo(verb);
+    }
+
+    @Test
+    void answersAreTrustedForTheirOwnTtlPerUserVerbAndResource() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            ApiCallCounter calls = new ApiCallCounter();
+            // allowed for a minute, denied not cached at all
+            AccessReviewer reviewer = reviewer(cluster, Duration.ofMinutes(1), Duration.ZERO, calls);
+
+            reviewer.authorize(ALICE);
+            reviewer.authorize(ALICE);
+            assertThat(cluster.sarRequests).as("the allowed answer, cached").hasSize(1);
+            // another verb, another resource, another subresource, another user: questions of their own
+            reviewer.authorize(ALICE, "delete");
+            reviewer.authorize(ALICE, AccessReviewer.POOLS, "create");
+            reviewer.allowedForAllUsers(ALICE, "create");
+            reviewer.authorize(BOB);
+            assertThat(cluster.sarRequests).hasSize(5);
+            for (int i = 0; i < 2; i++) {
+                assertThatThrownBy(() -> reviewer.authorize(MALLORY)).isInstanceOf(ApiException.class);
+            }
+            assertThat(cluster.sarRequests).as("a denial with a TTL of 0: asked each time").hasSize(7);
+            assertThat(calls.get(KubeApiCall.SUBJECT_ACCESS_REVIEWS_CREATE)).isEqualTo(7);
+            assertThat(reviewer.cacheHits()).isEqualTo(1);
+            assertThat(reviewer.cacheMisses()).isEqualTo(7);
+        }
+    }
+
+    @Test
+    void anAllowedAnswerIsAskedAgainOnceItsTtlHasPassedAndADenialIsKeptForItsOwn() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            AccessReviewer reviewer = reviewer(cluster, Duration.ofMillis(300), Duration.ofMinutes(1),
+                    new ApiCallCounter());
+            reviewer.authorize(ALICE);
+            assertThatThrownBy(() -> reviewer.authorize(MALLORY)).isInstanceOf(ApiException.class);
+            Thread.sleep(600);
+            reviewer.authorize(ALICE);
+            assertThatThrownBy(() -> reviewer.authorize(MALLORY)).isInstanceOf(ApiException.class);
+            assertThat(cluster.sarRequests).extracting(s -> s.getSpec().getUser())
+                    .as("alice asked again after 300 ms, mallory's denial kept for its minute")
+                    .containsExactly("alice", "mallory", "alice");
+        }
+        try (TestCluster cluster = TestCluster.start()) {
+            AccessReviewer reviewer = reviewer(cluster, Duration.ZERO, Duration.ZERO, new ApiCallCounter());
+            reviewer.authorize(ALICE);
+            reviewer.authorize(ALICE);
+            assertThat(cluster.sarRequests).as("no caching with TTLs of 0").hasSize(2);
+        }
+    }
+
+    @Test
+    void aDenialSaysWhoMayNotDoWhatAndWhy() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            AccessReviewer reviewer = reviewer(cluster, Duration.ofMinutes(1), Duration.ofMinutes(1),
+                    new ApiCallCounter());
+            assertThatThrownBy(() -> reviewer.authorize(MALLORY, "delete")).isInstanceOfSatisfying(ApiException.class,
+                    e -> {
+                        assertThat(e.code()).isEqualTo(403);
+                        assertThat(e.getMessage()).isEqualTo("allocs." + PlaypenKeys.GROUP + " is forbidden: User "
+                                + "\"mallory\" cannot delete resource \"allocs\" in API group \"" + PlaypenKeys.GROUP
+                                + "\": test policy denies");
+                    });
+            assertThatThrownBy(() -> reviewer.authorize(MALLORY, AccessReviewer.POOLS, "list"))
+                    .isInstanceOfSatisfying(ApiException.class, e -> {
+                        assertThat(e.code()).isEqualTo(403);
+                        assertThat(e.getMessage()).isEqualTo("pools." + PlaypenKeys.GROUP + " is forbidden: User "
+                                + "\"mallory\" cannot list resource \"pools\" in API group \"" + PlaypenKeys.GROUP
+                                + "\": test policy denies");
+                    });
+            // a denial without a reason ends at the API group
+            cluster.sarAnswer = sar -> new SubjectAccessReviewStatusBuilder().withAllowed(false).build();
+            assertThatThrownBy(() -> reviewer.authorize(BOB, "get")).isInstanceOfSatisfying(ApiException.class,
+                    e -> assertThat(e.getMessage()).endsWith("in API group \"" + PlaypenKeys.GROUP + "\""));
+            assertThatThrownBy(() -> reviewer.authorize(BOB, AccessReviewer.POOLS, "get"))
+                    .isInstanceOfSatisfying(ApiException.class,
+                            e -> assertThat(e.getMessage()).endsWith("in API group \"" + PlaypenKeys.GROUP + "\""));
+        }
+    }
+
+    @Test
+    void anAnswerThatIsBothAllowedAndDeniedIsADenial() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            AccessReviewer reviewer = reviewer(cluster, Duration.ofMinutes(1), Duration.ofMinutes(1),
+                    new ApiCallCounter());
+            cluster.sarAnswer = sar -> new SubjectAccessReviewStatusBuilder().withAllowed(true).withDenied(true)
+                    .withReason("denied by a webhook").build();
+            assertThatThrownBy(() -> reviewer.authorize(ALICE)).isInstanceOfSatisfying(ApiException.class,
+                    e -> assertThat(e.code()).isEqualTo(403));
+            assertThat(reviewer.allowedForAllUsers(BOB, "list")).isFalse();
+            // an answer without a status says nothing: no
+            cluster.sarAnswer = sar -> null;
+            assertThatThrownBy(() -> reviewer.authorize(BOB, "delete")).isInstanceOfSatisfying(ApiException.class,
+                    e -> assertThat(e.code()).isEqualTo(403));
+        }
+    }
+
+    @Test
+    void aReviewThatCannotBeMadeIsA503ThatIsNotCachedAndGrantsNobodyEveryonesAllocations() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            AccessReviewer reviewer = reviewer(cluster, Duration.ofMinutes(1), Duration.ofMinutes(1),
+                    new ApiCallCounter());
+            // the operator's own RBAC lacks the review (or the API server fails it)
+            cluster.forbidden = SAR_PATH::equals;
+
+            assertThatThrownBy(() -> reviewer.authorize(ALICE)).isInstanceOfSatisfying(ApiException.class, e -> {
+                assertThat(e.code()).isEqualTo(503);
+                assertThat(e.headers()).containsEntry("Retry-After", "7");
+                assertThat(e.getMessage()).contains("SubjectAccessReview could not be created");
+            });
+            assertThat(reviewer.allowedForAllUsers(ALICE, "list")).as("a failed review is a no").isFalse();
+
+            cluster.forbidden = key -> false;
+            reviewer.authorize(ALICE);
+            assertThat(reviewer.allowedForAllUsers(ALICE, "list")).as("and was not remembered as one").isTrue();
+        }
+    }
+}
