@@ -46,6 +46,20 @@ class PoolReconcilerPassTest {
         final List<PoolPlan.Unhealthy> unhealthy = new CopyOnWriteArrayList<>();
         /** The reconciler's own count of its API calls. */
         final ApiCallCounter calls = new ApiCallCounter();
+        /**
+         * Each pod as the cache's listeners last saw it (null once deleted), recorded by a listener added after the
+         * reconciler: the cache calls its listeners in order, so what is here the reconciler has been told.
+         */
+        final Map<String, java.util.Optional<Pod>> toldToListeners = new java.util.concurrent.ConcurrentHashMap<>();
+
+        /** Waits until the reconciler has been told of {@code name} in a version {@code told} accepts. */
+        void awaitTold(String name, java.util.function.Predicate<java.util.Optional<Pod>> told, String what)
+                throws InterruptedException {
+            OperatorHarness.awaitTrue(() -> {
+                java.util.Optional<Pod> last = toldToListeners.get(name);
+                return last != null && told.test(last);
+            }, Duration.ofSeconds(10), what);
+        }
 
         @Override
         public void created(Pod pod) {
@@ -82,6 +96,8 @@ class PoolReconcilerPassTest {
             try (PoolReconciler pool = new PoolReconciler(cluster.client, config, cache,
                     new PodTemplates(config, Map.of()), () -> true, seen.calls)) {
                 cache.addListener(pool);
+                cache.addListener((change, pod) -> seen.toldToListeners.put(ManagedPods.name(pod),
+                        change == PodCache.Change.DELETED ? java.util.Optional.empty() : java.util.Optional.of(pod)));
                 cache.start();
                 OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(10), "cache synced");
                 pool.addObserver(seen);
@@ -100,10 +116,10 @@ class PoolReconcilerPassTest {
     }
 
     /** A pool of one's first pass: the pod it created, once the cache has it. */
-    static String firstPoolPod(PoolReconciler pool, PodCache cache) throws InterruptedException {
+    static String firstPoolPod(PoolReconciler pool, Seen seen) throws InterruptedException {
         assertThat(pool.reconcile().created()).isEqualTo(1);
         String name = "playpen-runner-amd64-51820";
-        OperatorHarness.awaitTrue(() -> cache.get(name).isPresent(), Duration.ofSeconds(10), "the pod in the cache");
+        seen.awaitTold(name, java.util.Optional::isPresent, "the pod told to the pools");
         return name;
     }
 
@@ -196,15 +212,14 @@ class PoolReconcilerPassTest {
     @Test
     void anAllocatedPodThatTurnsUnhealthyIsReportedOncePerSpell() throws Exception {
         withFollowingPool((cluster, pool, cache, seen) -> {
-            String name = firstPoolPod(pool, cache);
+            String name = firstPoolPod(pool, seen);
             Pod pod = cache.get(name).orElseThrow();
             new ClaimWriter(cluster.client, Clock.systemUTC(), new ApiCallCounter()).claim(pod,
                     pod.getMetadata().getResourceVersion(), new AllocCommand(Hashes.keyHash("unhealthy-allocated"),
                             ResourceType.RUNNER, "", TestCluster.wgKey(1), "amd64"));
-            OperatorHarness.awaitTrue(() -> cache.get(name).map(ManagedPods::isClaimed).orElse(false),
-                    Duration.ofSeconds(10), "the claim in the cache");
+            seen.awaitTold(name, p -> p.map(ManagedPods::isClaimed).orElse(false), "the claim told to the pools");
 
-            setPhase(cluster, cache, name, "Failed");
+            setPhase(cluster, seen, name, "Failed");
             pool.reconcile();
             pool.reconcile();
             assertThat(seen.unhealthy).singleElement().satisfies(u -> {
@@ -215,22 +230,21 @@ class PoolReconcilerPassTest {
             assertThat(podNames(cluster)).contains(name);
 
             // well again, then failed again: a new spell, reported again
-            setPhase(cluster, cache, name, "Running");
+            setPhase(cluster, seen, name, "Running");
             pool.reconcile();
             assertThat(seen.unhealthy).hasSize(1);
-            setPhase(cluster, cache, name, "Failed");
+            setPhase(cluster, seen, name, "Failed");
             pool.reconcile();
             assertThat(seen.unhealthy).hasSize(2);
             assertThat(podNames(cluster)).contains(name);
         }, "--runner-amd64-count=1", "--runner-arm64-count=0");
     }
 
-    static void setPhase(TestCluster cluster, PodCache cache, String name, String phase) throws InterruptedException {
+    static void setPhase(TestCluster cluster, Seen seen, String name, String phase) throws InterruptedException {
         cluster.client.pods().inNamespace(TestCluster.NS).withName(name)
                 .edit(p -> new PodBuilder(p).editOrNewStatus().withPhase(phase).endStatus().build());
-        OperatorHarness.awaitTrue(() -> cache.get(name)
-                .map(p -> p.getStatus() != null && phase.equals(p.getStatus().getPhase())).orElse(false),
-                Duration.ofSeconds(10), "phase " + phase + " in the cache");
+        seen.awaitTold(name, p -> p.map(x -> x.getStatus() != null && phase.equals(x.getStatus().getPhase()))
+                .orElse(false), "phase " + phase + " told to the pools");
     }
 
     @Test
@@ -301,10 +315,10 @@ class PoolReconcilerPassTest {
     @Test
     void aPodDeletedFromOutsideIsReplacedByTheNextPass() throws Exception {
         withFollowingPool((cluster, pool, cache, seen) -> {
-            String name = firstPoolPod(pool, cache);
+            String name = firstPoolPod(pool, seen);
             assertThat(pool.reconcile().created()).as("the pool is full").isZero();
             cluster.client.pods().inNamespace(TestCluster.NS).withName(name).delete();
-            OperatorHarness.awaitTrue(() -> cache.get(name).isEmpty(), Duration.ofSeconds(10), "the delete in the cache");
+            seen.awaitTold(name, java.util.Optional::isEmpty, "the delete told to the pools");
 
             PoolReconciler.Result r = pool.reconcile();
 

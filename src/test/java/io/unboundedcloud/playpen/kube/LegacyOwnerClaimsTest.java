@@ -1,0 +1,130 @@
+package io.unboundedcloud.playpen.kube;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import java.util.Arrays;
+
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.model.OwnerHashes;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/**
+ * Claims written with the unkeyed (legacy) owner hash move to the keyed one, one conditional write each, when their
+ * owner asks: claims only (not released pods), the owner's only; a claim that changed or went meanwhile is left for next time, and
+ * a refusal is the caller's error.
+ */
+class LegacyOwnerClaimsTest {
+    static final OwnerHashes OWNERS = new OwnerHashes(filled((byte) 7));
+    static final OwnerHashes.Owner ALICE = OWNERS.of("alice");
+    static final OwnerHashes.Owner BOB = OWNERS.of("bob");
+
+    static byte[] filled(byte b) {
+        byte[] k = new byte[32];
+        Arrays.fill(k, b);
+        return k;
+    }
+
+    /** A runner on {@code port} claimed with key {@code key}, its owner hash {@code ownerHash} (null: no claim). */
+    static Pod runner(TestCluster cluster, int port, String key, String ownerHash) {
+        var b = TestCluster.readyRunner("amd64", port, "node-a").editMetadata();
+        if (key != null) {
+            b.addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, key.repeat(32));
+        }
+        if (ownerHash != null) {
+            b.addToAnnotations(PlaypenKeys.OWNER_HASH, ownerHash);
+        }
+        return cluster.create(b.endMetadata());
+    }
+
+    static String ownerHashOf(TestCluster cluster, int port) {
+        return ManagedPods.ownerHash(cluster.client.pods().inNamespace(TestCluster.NS)
+                .withName("playpen-runner-amd64-" + port).get());
+    }
+
+    interface Body {
+        void run(TestCluster cluster, PodCache pods, LegacyOwnerClaims legacy, ApiCallCounter calls) throws Exception;
+    }
+
+    static void withCache(java.util.function.Consumer<TestCluster> setup, Body body) throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            setup.accept(cluster);
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            pods.start();
+            try (pods) {
+                int n = cluster.pods().size();
+                OperatorHarness.awaitTrue(() -> pods.hasSynced() && pods.pods().size() == n, Duration.ofSeconds(10),
+                        "cache synced");
+                ApiCallCounter calls = new ApiCallCounter();
+                body.run(cluster, pods, new LegacyOwnerClaims(cluster.client, pods, calls), calls);
+            }
+        }
+    }
+
+    @Test
+    void theOwnersLiveLegacyClaimsMoveToTheKeyedHashAndNothingElseDoes() throws Exception {
+        withCache(cluster -> {
+            runner(cluster, 51820, "a1", ALICE.legacy());   // alice's, legacy: moves
+            runner(cluster, 51821, "a2", ALICE.legacy());   // alice's, legacy: moves
+            runner(cluster, 51822, "a3", ALICE.current());  // alice's, keyed already
+            runner(cluster, 51823, "b1", BOB.legacy());     // bob's
+            runner(cluster, 51824, null, ALICE.legacy());   // no claim (released)
+        }, (cluster, pods, legacy, calls) -> {
+            assertThat(legacy.adopt(ALICE)).isEqualTo(2);
+
+            assertThat(ownerHashOf(cluster, 51820)).isEqualTo(ALICE.current());
+            assertThat(ownerHashOf(cluster, 51821)).isEqualTo(ALICE.current());
+            assertThat(ownerHashOf(cluster, 51823)).isEqualTo(BOB.legacy());
+            assertThat(ownerHashOf(cluster, 51824)).isEqualTo(ALICE.legacy());
+            assertThat(calls.get(KubeApiCall.PODS_PATCH)).isEqualTo(2);
+            // the cache has the rewritten claims at once: the owner index (quota, lists) counts them under the key
+            assertThat(pods.byOwnerHash(ALICE.current())).extracting(ManagedPods::name).contains(
+                    "playpen-runner-amd64-51820", "playpen-runner-amd64-51821", "playpen-runner-amd64-51822");
+            // nothing left to move
+            assertThat(legacy.adopt(ALICE)).isZero();
+            assertThat(calls.get(KubeApiCall.PODS_PATCH)).isEqualTo(2);
+        });
+    }
+
+    @Test
+    void anOwnerWhoseTwoHashesAgreeHasNothingToMove() throws Exception {
+        withCache(cluster -> runner(cluster, 51820, "a1", ALICE.legacy()), (cluster, pods, legacy, calls) -> {
+            assertThat(legacy.adopt(new OwnerHashes.Owner(ALICE.legacy(), ALICE.legacy()))).isZero();
+            assertThat(legacy.adopt(null)).isZero();
+            assertThat(calls.get(KubeApiCall.PODS_PATCH)).isZero();
+        });
+    }
+
+    @Test
+    void aClaimThatChangedOrWentMeanwhileIsLeftAndARefusalIsTheCallersError() throws Exception {
+        withCache(cluster -> {
+            runner(cluster, 51820, "a1", ALICE.legacy());
+            runner(cluster, 51821, "a2", ALICE.legacy());
+        }, (cluster, pods, legacy, calls) -> {
+            String path = "/api/v1/namespaces/" + TestCluster.NS + "/pods/playpen-runner-amd64-";
+            String status = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":";
+            cluster.server.expect().patch().withPath(path + "51820").andReturn(409, status + "409}").once();
+            cluster.server.expect().patch().withPath(path + "51821").andReturn(404, status + "404}").once();
+
+            assertThat(legacy.adopt(ALICE)).as("neither moved now").isZero();
+            assertThat(ownerHashOf(cluster, 51820)).isEqualTo(ALICE.legacy());
+
+            // the next request moves them
+            assertThat(legacy.adopt(ALICE)).isEqualTo(2);
+
+            cluster.server.expect().patch().withPath(path + "51822").andReturn(403, status + "403}").once();
+            runner(cluster, 51822, "a3", ALICE.legacy());
+            OperatorHarness.awaitTrue(() -> pods.get("playpen-runner-amd64-51822").isPresent(), Duration.ofSeconds(10),
+                    "the new claim in the cache");
+            assertThatThrownBy(() -> legacy.adopt(ALICE)).isInstanceOfSatisfying(KubernetesClientException.class,
+                    e -> assertThat(e.getCode()).isEqualTo(403));
+        });
+    }
+}

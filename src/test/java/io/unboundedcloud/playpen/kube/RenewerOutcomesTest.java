@@ -1,0 +1,206 @@
+package io.unboundedcloud.playpen.kube;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.model.TtlPolicy;
+import io.unboundedcloud.playpen.support.MutableClock;
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/**
+ * Each outcome of a renewal, as the caller, the cache, the API call count and the observers (metrics, the Renewed
+ * Event) see it: renewed (one conditional write, the cache has it at once), unchanged (nothing written), not found
+ * (404), gone (410: ended, being deleted, or deleted between the read and the write).
+ */
+class RenewerOutcomesTest {
+    static final String KEY = RenewerTest.KEY;
+    static final String NAME = RenewerTest.NAME;
+
+    /** Observers' view: the result label and, where there is one, the renewal. */
+    record Told(String result, Renewer.Renewal renewal) {
+    }
+
+    static final String PATCH_POD = "PATCH /api/v1/namespaces/" + TestCluster.NS + "/pods/" + NAME;
+
+    static Renewer renewer(TestCluster cluster, PodCache pods, Instant now, TtlPolicy policy, ApiCallCounter calls,
+            List<Told> told) {
+        Renewer r = new Renewer(cluster.client, pods, policy, new MutableClock(now), calls);
+        r.addObserver((result, renewal) -> told.add(new Told(result, renewal)));
+        return r;
+    }
+
+    /** The renewal is refused with {@code code} and {@code message}, the observers hear {@code result}, nothing is written. */
+    static void assertRefusedUnwritten(TestCluster cluster, org.assertj.core.api.ThrowableAssert.ThrowingCallable renewal,
+            int code, String message, List<Told> told, String result) {
+        assertThatThrownBy(renewal).isInstanceOfSatisfying(ApiException.class, e -> {
+            assertThat(e.code()).isEqualTo(code);
+            assertThat(e.getMessage()).isEqualTo(message);
+        });
+        assertThat(told).containsExactly(new Told(result, null));
+        assertThat(cluster.requestCount(k -> k.startsWith("PATCH "))).isZero();
+    }
+
+    @Test
+    void aRenewalWritesTheNewExpiryOnceAndTheCacheHasItAtOnce() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            Pod pod = RenewerTest.claimed(cluster, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z");
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            ApiCallCounter calls = new ApiCallCounter();
+            List<Told> told = new CopyOnWriteArrayList<>();
+            // a maximum lifetime of 4 h from the claim
+            Renewer renewer = renewer(cluster, pods, Instant.parse("2026-01-01T00:30:00Z"),
+                    new TtlPolicy(Duration.ofHours(1), Duration.ofHours(4)), calls, told);
+
+            Renewer.Renewal r = renewer.renew(pod, KEY, Duration.ofHours(2));
+
+            assertThat(r.written()).isTrue();
+            assertThat(r.expiresAt()).isEqualTo(Instant.parse("2026-01-01T02:30:00Z"));
+            assertThat(r.maxExpiresAt()).isEqualTo(Instant.parse("2026-01-01T04:00:00Z"));
+            assertThat(RenewerTest.expiresAt(cluster)).isEqualTo("2026-01-01T02:30:00Z");
+            assertThat(pods.get(NAME)).get().extracting(p -> p.getMetadata().getAnnotations().get(PlaypenKeys.EXPIRES_AT))
+                    .as("this replica's cache, before any watch event").isEqualTo("2026-01-01T02:30:00Z");
+            assertThat(cluster.requestCount(PATCH_POD::equals)).isEqualTo(1);
+            assertThat(calls.get(KubeApiCall.PODS_PATCH)).isEqualTo(1);
+            assertThat(told).containsExactly(new Told("renewed", r));
+
+            // asking for more than the maximum lifetime allows: capped at it
+            Renewer.Renewal capped = renewer.renew(pods.get(NAME).orElseThrow(), KEY, Duration.ofHours(9));
+            assertThat(capped.expiresAt()).isEqualTo(Instant.parse("2026-01-01T04:00:00Z"));
+            assertThat(RenewerTest.expiresAt(cluster)).isEqualTo("2026-01-01T04:00:00Z");
+        }
+    }
+
+    @Test
+    void aRenewalThatWouldNotMoveTheExpiryWritesNothing() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            Pod pod = RenewerTest.claimed(cluster, "2026-01-01T00:00:00Z", "2026-01-01T03:00:00Z");
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            ApiCallCounter calls = new ApiCallCounter();
+            List<Told> told = new CopyOnWriteArrayList<>();
+            Renewer renewer = renewer(cluster, pods, Instant.parse("2026-01-01T00:30:00Z"),
+                    new TtlPolicy(Duration.ofHours(1)), calls, told);
+
+            // 30 minutes asked, 2.5 hours left: never earlier than it was
+            Renewer.Renewal r = renewer.renew(pod, KEY, Duration.ofMinutes(30));
+
+            assertThat(r.written()).isFalse();
+            assertThat(r.expiresAt()).isEqualTo(Instant.parse("2026-01-01T03:00:00Z"));
+            assertThat(cluster.requestCount(PATCH_POD::equals)).isZero();
+            assertThat(calls.get(KubeApiCall.PODS_PATCH)).isZero();
+            assertThat(told).containsExactly(new Told("unchanged", r));
+        }
+    }
+
+    @Test
+    void aKeyWithNoAllocationIs404() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            pods.start();
+            try (pods) {
+                OperatorHarness.awaitTrue(pods::hasSynced, Duration.ofSeconds(10), "cache synced");
+                List<Told> told = new CopyOnWriteArrayList<>();
+                Renewer renewer = renewer(cluster, pods, Instant.parse("2026-01-01T00:30:00Z"),
+                        new TtlPolicy(Duration.ofHours(1)), new ApiCallCounter(), told);
+                assertRefusedUnwritten(cluster, () -> renewer.renew(KEY, Duration.ofHours(1)), 404, Renewer.NOT_FOUND,
+                        told, "not-found");
+            }
+        }
+    }
+
+    @Test
+    void aClaimBeingDeletedIs410() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            Pod pod = RenewerTest.claimed(cluster, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z");
+            Pod terminating = new PodBuilder(pod).editMetadata().withDeletionTimestamp("2026-01-01T00:20:00Z")
+                    .endMetadata().build();
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            List<Told> told = new CopyOnWriteArrayList<>();
+            Renewer renewer = renewer(cluster, pods, Instant.parse("2026-01-01T00:30:00Z"),
+                    new TtlPolicy(Duration.ofHours(1)), new ApiCallCounter(), told);
+            assertRefusedUnwritten(cluster, () -> renewer.renew(terminating, KEY, Duration.ofHours(1)), 410,
+                    Renewer.GONE, told, "gone");
+        }
+    }
+
+    @Test
+    void aClaimDeletedBetweenTheReadAndTheWriteIs410AndLeavesTheCache() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            Pod pod = RenewerTest.claimed(cluster, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z");
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            pods.observe(pod);
+            cluster.client.pods().inNamespace(TestCluster.NS).withName(NAME).delete();
+            List<Told> told = new CopyOnWriteArrayList<>();
+            Renewer renewer = renewer(cluster, pods, Instant.parse("2026-01-01T00:30:00Z"),
+                    new TtlPolicy(Duration.ofHours(1)), new ApiCallCounter(), told);
+
+            assertThatThrownBy(() -> renewer.renew(pod, KEY, Duration.ofHours(2)))
+                    .isInstanceOfSatisfying(ApiException.class, e -> assertThat(e.code()).isEqualTo(410));
+
+            assertThat(cluster.requestCount(PATCH_POD::equals)).as("the write that found it gone").isEqualTo(1);
+            assertThat(told).containsExactly(new Told("gone", null));
+            assertThat(pods.get(NAME)).as("the cache forgets it at once").isEmpty();
+        }
+    }
+
+    @Test
+    void aConflictIsReadFreshIntoTheCacheAndDecidedAgain() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            Pod stale = RenewerTest.claimed(cluster, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z");
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            pods.observe(stale);
+            // another replica renewed to 01:45 after this replica's copy
+            cluster.client.pods().inNamespace(TestCluster.NS).withName(NAME).edit(p -> new PodBuilder(p)
+                    .editMetadata().addToAnnotations(PlaypenKeys.EXPIRES_AT, "2026-01-01T01:45:00Z").endMetadata()
+                    .build());
+            ApiCallCounter calls = new ApiCallCounter();
+            List<Told> told = new CopyOnWriteArrayList<>();
+            Renewer renewer = renewer(cluster, pods, Instant.parse("2026-01-01T00:30:00Z"),
+                    new TtlPolicy(Duration.ofHours(1)), calls, told);
+
+            Renewer.Renewal r = renewer.renew(stale, KEY, Duration.ofHours(2));
+
+            // 409 on the stale version, a fresh read, then the write on the fresh one
+            assertThat(r.expiresAt()).isEqualTo(Instant.parse("2026-01-01T02:30:00Z"));
+            assertThat(r.written()).isTrue();
+            assertThat(cluster.requestCount(PATCH_POD::equals)).as("the other replica's and these two").isEqualTo(3);
+            assertThat(calls.get(KubeApiCall.PODS_PATCH)).isEqualTo(2);
+            assertThat(calls.get(KubeApiCall.PODS_GET)).isEqualTo(1);
+            assertThat(told).containsExactly(new Told("renewed", r));
+            assertThat(RenewerTest.expiresAt(cluster)).isEqualTo("2026-01-01T02:30:00Z");
+        }
+    }
+
+    @Test
+    void aConflictWithALaterRenewalKeepsItAndTheCacheHasTheFreshVersion() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            Pod stale = RenewerTest.claimed(cluster, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z");
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            pods.observe(stale);
+            cluster.client.pods().inNamespace(TestCluster.NS).withName(NAME).edit(p -> new PodBuilder(p)
+                    .editMetadata().addToAnnotations(PlaypenKeys.EXPIRES_AT, "2026-01-01T05:00:00Z").endMetadata()
+                    .build());
+            List<Told> told = new CopyOnWriteArrayList<>();
+            Renewer renewer = renewer(cluster, pods, Instant.parse("2026-01-01T00:30:00Z"),
+                    new TtlPolicy(Duration.ofHours(1)), new ApiCallCounter(), told);
+
+            Renewer.Renewal r = renewer.renew(stale, KEY, Duration.ofHours(2));
+
+            assertThat(r.written()).isFalse();
+            assertThat(told).containsExactly(new Told("unchanged", r));
+            assertThat(pods.get(NAME)).get().extracting(p -> p.getMetadata().getAnnotations().get(PlaypenKeys.EXPIRES_AT))
+                    .as("the fresh read, kept by this replica's cache").isEqualTo("2026-01-01T05:00:00Z");
+        }
+    }
+}
