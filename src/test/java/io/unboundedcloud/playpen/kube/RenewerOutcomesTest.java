@@ -154,16 +154,23 @@ class RenewerOutcomesTest {
         }
     }
 
+    /**
+     * A claim expiring at 01:00 as this replica's cache holds it (returned), renewed by another replica to
+     * {@code expiresAt} since.
+     */
+    static Pod renewedElsewhereAfterThisCopy(TestCluster cluster, PodCache pods, String expiresAt) {
+        Pod stale = RenewerTest.claimed(cluster, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z");
+        pods.observe(stale);
+        cluster.client.pods().inNamespace(TestCluster.NS).withName(NAME).edit(p -> new PodBuilder(p).editMetadata()
+                .addToAnnotations(PlaypenKeys.EXPIRES_AT, expiresAt).endMetadata().build());
+        return stale;
+    }
+
     @Test
     void aConflictIsReadFreshIntoTheCacheAndDecidedAgain() throws Exception {
         try (TestCluster cluster = TestCluster.start()) {
-            Pod stale = RenewerTest.claimed(cluster, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z");
             PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
-            pods.observe(stale);
-            // another replica renewed to 01:45 after this replica's copy
-            cluster.client.pods().inNamespace(TestCluster.NS).withName(NAME).edit(p -> new PodBuilder(p)
-                    .editMetadata().addToAnnotations(PlaypenKeys.EXPIRES_AT, "2026-01-01T01:45:00Z").endMetadata()
-                    .build());
+            Pod stale = renewedElsewhereAfterThisCopy(cluster, pods, "2026-01-01T01:45:00Z");
             ApiCallCounter calls = new ApiCallCounter();
             List<Told> told = new CopyOnWriteArrayList<>();
             Renewer renewer = renewer(cluster, pods, Instant.parse("2026-01-01T00:30:00Z"),
@@ -185,12 +192,8 @@ class RenewerOutcomesTest {
     @Test
     void aConflictWithALaterRenewalKeepsItAndTheCacheHasTheFreshVersion() throws Exception {
         try (TestCluster cluster = TestCluster.start()) {
-            Pod stale = RenewerTest.claimed(cluster, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z");
             PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
-            pods.observe(stale);
-            cluster.client.pods().inNamespace(TestCluster.NS).withName(NAME).edit(p -> new PodBuilder(p)
-                    .editMetadata().addToAnnotations(PlaypenKeys.EXPIRES_AT, "2026-01-01T05:00:00Z").endMetadata()
-                    .build());
+            Pod stale = renewedElsewhereAfterThisCopy(cluster, pods, "2026-01-01T05:00:00Z");
             List<Told> told = new CopyOnWriteArrayList<>();
             Renewer renewer = renewer(cluster, pods, Instant.parse("2026-01-01T00:30:00Z"),
                     new TtlPolicy(Duration.ofHours(1)), new ApiCallCounter(), told);
