@@ -24,7 +24,8 @@ import io.unboundedcloud.playpen.support.TestCluster;
 
 /**
  * Leader election when RBAC grants no Lease access (the Go operator's RBAC): single-replica fallback with a loud
- * warning, slow probing, and election again once the Lease API answers; other errors give no leadership.
+ * warning, slow probing, and election again once the Lease API answers; other errors give no leadership. And
+ * without the fallback: a leader that loses the Lease stops leading and competes again.
  */
 class LeaderElectionFallbackTest {
     static final String LEASES = "/apis/coordination.k8s.io/v1/namespaces/playpen/leases";
@@ -181,5 +182,39 @@ class LeaderElectionFallbackTest {
         assertThat(election.inFallback()).isFalse();
         assertThat(election.forbiddenAnswers()).isZero();
         assertThat(changes).isEmpty();
+    }
+
+    /**
+     * A leader whose Lease another replica took (after an API server blip, say) stops leading once it cannot renew
+     * within the renew deadline, and competes again: it leads again once the other's Lease has expired.
+     */
+    @Test
+    void aLeaderThatLosesTheLeaseStopsLeadingAndCompetesAgain() throws Exception {
+        start(Duration.ofSeconds(30), Duration.ofMinutes(5));
+        OperatorHarness.awaitTrue(election::isLeader, Duration.ofSeconds(10), "elected");
+        assertThat(election.inFallback()).isFalse();
+        // another replica holds the Lease now, renewed just now, and then never again (its write is conditional
+        // like any replica's: it tries again when it meets this one's renewal)
+        for (int attempt = 0; ; attempt++) {
+            try {
+                cluster.client.leases().inNamespace("playpen").withName("playpen-operator").edit(l -> new LeaseBuilder(l)
+                        .editSpec().withHolderIdentity("other").withRenewTime(ZonedDateTime.now(ZoneOffset.UTC))
+                        .endSpec().build());
+                break;
+            } catch (io.fabric8.kubernetes.client.KubernetesClientException e) {
+                if (e.getCode() != 409 || attempt >= 20) {
+                    throw e;
+                }
+            }
+        }
+
+        OperatorHarness.awaitTrue(() -> !election.isLeader(), Duration.ofSeconds(10),
+                "stopped leading within the renew deadline");
+        assertThat(lease().getSpec().getHolderIdentity()).isEqualTo("other");
+        OperatorHarness.awaitTrue(election::isLeader, Duration.ofSeconds(15),
+                "leading again once the other replica's Lease expired (3 s)");
+        assertThat(lease().getSpec().getHolderIdentity()).isEqualTo("me");
+        assertThat(changes).containsExactly(true, false, true);
+        assertThat(warnings("LEADER ELECTION DISABLED")).isEmpty();
     }
 }
