@@ -27,7 +27,7 @@ class AccessReviewerDecisionsTest {
     static final Identity ALICE = new Identity("alice", "uid-1", List.of("playpen-users", "system:authenticated"),
             Map.of("scopes.example.com", List.of("a", "b")));
     static final Identity BOB = new Identity("bob", "", List.of("playpen-users"), Map.of());
-    static final Identity MALLORY = new Identity("mallory", "", List.of("others"), Map.of());
+    static final Identity MALLORY = AccessReviewerTest.MALLORY;
     static final String SAR_PATH = "POST /apis/authorization.k8s.io/v1/subjectaccessreviews";
 
     static AccessReviewer reviewer(TestCluster cluster, Duration allowedTtl, Duration deniedTtl, ApiCallCounter calls) {

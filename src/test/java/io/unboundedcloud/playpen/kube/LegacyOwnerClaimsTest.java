@@ -56,12 +56,7 @@ class LegacyOwnerClaimsTest {
     static void withCache(java.util.function.Consumer<TestCluster> setup, Body body) throws Exception {
         try (TestCluster cluster = TestCluster.start()) {
             setup.accept(cluster);
-            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
-            pods.start();
-            try (pods) {
-                int n = cluster.pods().size();
-                OperatorHarness.awaitTrue(() -> pods.hasSynced() && pods.pods().size() == n, Duration.ofSeconds(10),
-                        "cache synced");
+            try (PodCache pods = cluster.syncedPodCache()) {
                 ApiCallCounter calls = new ApiCallCounter();
                 body.run(cluster, pods, new LegacyOwnerClaims(cluster.client, pods, calls), calls);
             }

@@ -16,7 +16,6 @@ import io.unboundedcloud.playpen.api.ApiException;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.model.TtlPolicy;
 import io.unboundedcloud.playpen.support.MutableClock;
-import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
 /**
@@ -106,10 +105,7 @@ class RenewerOutcomesTest {
     @Test
     void aKeyWithNoAllocationIs404() throws Exception {
         try (TestCluster cluster = TestCluster.start()) {
-            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
-            pods.start();
-            try (pods) {
-                OperatorHarness.awaitTrue(pods::hasSynced, Duration.ofSeconds(10), "cache synced");
+            try (PodCache pods = cluster.syncedPodCache()) {
                 List<Told> told = new CopyOnWriteArrayList<>();
                 Renewer renewer = renewer(cluster, pods, Instant.parse("2026-01-01T00:30:00Z"),
                         new TtlPolicy(Duration.ofHours(1)), new ApiCallCounter(), told);

@@ -54,15 +54,11 @@ class TtlExpirerSweepTest {
         try (TestCluster cluster = TestCluster.start()) {
             setup.accept(cluster);
             MutableClock clock = new MutableClock(now);
-            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
-            pods.start();
+            PodCache pods = cluster.syncedPodCache();
             AtomicBoolean leading = new AtomicBoolean(true);
             List<Duration> lateness = new CopyOnWriteArrayList<>();
             try (pods; TtlExpirer ttl = new TtlExpirer(pods, new ClaimWriter(cluster.client, clock,
                     new ApiCallCounter()), new TtlPolicy(Duration.ofSeconds(2)), clock, leading::get)) {
-                int expected = cluster.pods().size();
-                OperatorHarness.awaitTrue(() -> pods.hasSynced() && pods.pods().size() == expected,
-                        Duration.ofSeconds(10), "cache synced");
                 ttl.addObserver((pod, late) -> lateness.add(late));
                 body.run(cluster, pods, ttl, clock, leading, lateness);
             }

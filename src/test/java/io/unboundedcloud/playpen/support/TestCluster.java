@@ -290,6 +290,19 @@ public final class TestCluster implements AutoCloseable {
         return client.pods().inNamespace(NS).resource(pod.build()).create();
     }
 
+    /**
+     * A pod cache of the runner namespace (no kind key) started on this cluster, returned once it holds every pod
+     * the cluster has now; the caller closes it.
+     */
+    public io.unboundedcloud.playpen.kube.PodCache syncedPodCache() throws InterruptedException {
+        io.unboundedcloud.playpen.kube.PodCache cache = new io.unboundedcloud.playpen.kube.PodCache(client, NS, p -> null);
+        cache.start();
+        int n = pods().size();
+        OperatorHarness.awaitTrue(() -> cache.hasSynced() && cache.pods().size() == n, Duration.ofSeconds(10),
+                "the pod cache synced with the " + n + " pods");
+        return cache;
+    }
+
     public List<Pod> pods() {
         return new ArrayList<>(client.pods().inNamespace(NS).list().getItems());
     }
