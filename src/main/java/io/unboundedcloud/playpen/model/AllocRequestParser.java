@@ -19,7 +19,13 @@ import io.unboundedcloud.playpen.config.LeaseLimits;
  * body is read like Go's json.Decoder (see {@link GoJson}), and the request hash covers what the reference hashes.
  */
 public final class AllocRequestParser {
+    /** The reference's words for a body that does not decode; the message goes on with what is wrong and what to send. */
     public static final String INVALID_JSON = "invalid JSON request";
+    public static final String ALLOC_SHAPE = "one JSON object of string fields, such as {\"idempotencyKey\":\"job-42\","
+            + "\"resourceType\":\"runner\",\"architecture\":\"amd64\",\"wireGuardPublicKey\":\"<your WireGuard public key>\"}";
+    public static final String DEALLOC_SHAPE = "one JSON object such as {\"idempotencyKey\":\"job-42\"}, or no body and an"
+            + " Idempotency-Key header";
+    public static final String RENEWAL_SHAPE = "one JSON object such as {\"idempotencyKey\":\"job-42\",\"ttl\":\"1h\"}";
     public static final String KEY_REQUIRED = "Idempotency-Key header or idempotencyKey body field is required";
     /** An alloc without a key: the reference's words, then what a key is. */
     public static final String ALLOC_KEY_REQUIRED = KEY_REQUIRED + ": any string that names this request, such as a"
@@ -71,13 +77,24 @@ public final class AllocRequestParser {
         List<GoJson.FieldNote> notes = new java.util.ArrayList<>();
         try {
             req = GoJson.decode(body, ALLOC_FIELDS, LEASE_FIELDS, lease, notes);
-        } catch (GoJson.EndOfInput | GoJson.DecodeError e) {
-            throw ApiException.badRequest(INVALID_JSON);
+        } catch (GoJson.EndOfInput e) {
+            throw invalidJson("the body is empty", ALLOC_SHAPE);
+        } catch (GoJson.DecodeError e) {
+            throw invalidJson(e.getMessage(), ALLOC_SHAPE);
         } finally {
             warnings.addAll(fieldWarnings(notes, "an alloc", ALLOC_BODY_FIELDS));
         }
         AllocCommand cmd = parseReferenceFields(req, headerKey);
         return cmd.withLease(ttl(lease.get("ttl")), waitSeconds(lease.get("waitSeconds")));
+    }
+
+    /** {@value #INVALID_JSON}, then what is wrong with the body and what to send instead ({@code shape}). */
+    public static String invalidJsonMessage(String whatIsWrong, String shape) {
+        return INVALID_JSON + ": " + whatIsWrong + "; send " + shape;
+    }
+
+    private static ApiException invalidJson(String whatIsWrong, String shape) {
+        return ApiException.badRequest(invalidJsonMessage(whatIsWrong, shape));
     }
 
     /** The alloc body fields as a user would list them (the "unknown field" warning, the API reference). */
@@ -191,7 +208,7 @@ public final class AllocRequestParser {
         } catch (GoJson.EndOfInput e) {
             req = Map.of();
         } catch (GoJson.DecodeError e) {
-            throw ApiException.badRequest(INVALID_JSON);
+            throw invalidJson(e.getMessage(), RENEWAL_SHAPE);
         } finally {
             warnings.addAll(fieldWarnings(notes, "a renewal", List.of("idempotencyKey", "ttl")));
         }
@@ -220,7 +237,7 @@ public final class AllocRequestParser {
         } catch (GoJson.EndOfInput e) {
             req = Map.of();
         } catch (GoJson.DecodeError e) {
-            throw ApiException.badRequest(INVALID_JSON);
+            throw invalidJson(e.getMessage(), DEALLOC_SHAPE);
         } finally {
             warnings.addAll(fieldWarnings(notes, "a dealloc", DEALLOC_FIELDS));
         }

@@ -7,8 +7,11 @@ import java.util.Map;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadConstraints;
+import com.fasterxml.jackson.core.exc.StreamConstraintsException;
+import com.fasterxml.jackson.core.io.JsonEOFException;
 
 /**
  * Decodes a request body the way the reference's {@code json.NewDecoder(body).Decode(&req)} does into a struct of
@@ -26,7 +29,10 @@ final class GoJson {
         }
     }
 
-    /** The first value is not valid JSON, or does not fit the struct (Go's syntax and type errors). */
+    /**
+     * The first value is not valid JSON, or does not fit the struct (Go's syntax and type errors). The message says
+     * what is wrong in a user's words and never quotes the body (a body may hold keys).
+     */
     static final class DecodeError extends Exception {
         private static final long serialVersionUID = 1L;
 
@@ -90,8 +96,11 @@ final class GoJson {
         if (start == text.length()) {
             throw new EndOfInput();
         }
+        if (text.charAt(start) == '\uFEFF') {
+            throw new DecodeError("the body starts with a byte order mark (U+FEFF); save it as UTF-8 without one");
+        }
         Map<String, String> out = new HashMap<>();
-        boolean typeError = false;
+        String typeError = null;
         try (JsonParser p = FACTORY.createParser(text.substring(start))) {
             JsonToken t = p.nextToken();
             if (t == JsonToken.VALUE_NULL) {
@@ -100,12 +109,13 @@ final class GoJson {
             if (t != JsonToken.START_OBJECT) {
                 // Go still reads the whole value before it reports that it does not fit the struct
                 p.skipChildren();
-                throw new DecodeError("json: cannot unmarshal " + t + " into the request");
+                throw new DecodeError("the body is " + kind(t) + ", not an object");
             }
             while ((t = p.nextToken()) == JsonToken.FIELD_NAME) {
-                String field = match(p.currentName(), all);
-                if (field == null || !field.equals(p.currentName())) {
-                    notes.add(new FieldNote(withoutLoneSurrogates(p.currentName()), field));
+                String sent = p.currentName();
+                String field = match(sent, all);
+                if (field == null || !field.equals(sent)) {
+                    notes.add(new FieldNote(withoutLoneSurrogates(sent), field));
                 }
                 JsonToken v = p.nextToken();
                 if (field != null && loose.contains(field)) {
@@ -123,19 +133,83 @@ final class GoJson {
                 } else if (v != JsonToken.VALUE_NULL) {
                     // Go keeps decoding after a type error and reports it at the end; syntax errors still win
                     p.skipChildren();
-                    typeError = true;
+                    if (typeError == null) {
+                        typeError = "field " + quote(field.equals(sent) ? field : withoutLoneSurrogates(sent))
+                                + " is " + kind(v) + ", not a string";
+                    }
                 }
             }
             if (t != JsonToken.END_OBJECT) {
-                throw new DecodeError("unexpected end of JSON input");
+                throw new DecodeError("the body ends before its JSON value does");
             }
+        } catch (StreamConstraintsException e) {
+            throw new DecodeError("the body nests arrays or objects more than 10000 deep");
+        } catch (JsonEOFException e) {
+            throw new DecodeError("the body ends before its JSON value does");
+        } catch (JsonProcessingException e) {
+            throw new DecodeError("the body is not valid JSON near " + where(text, start + charOffset(e), isWord(e)));
         } catch (IOException e) {
-            throw new DecodeError("invalid JSON");
+            throw new DecodeError("the body is not valid JSON");
         }
-        if (typeError) {
-            throw new DecodeError("json: cannot unmarshal a non-string into a string field");
+        if (typeError != null) {
+            throw new DecodeError(typeError);
         }
         return out;
+    }
+
+    /** A JSON value's kind as a user would name it, with its article. */
+    static String kind(JsonToken t) {
+        switch (t) {
+            case START_ARRAY:
+                return "an array";
+            case START_OBJECT:
+                return "an object";
+            case VALUE_STRING:
+                return "a string";
+            case VALUE_NUMBER_INT:
+            case VALUE_NUMBER_FLOAT:
+                return "a number";
+            case VALUE_TRUE:
+            case VALUE_FALSE:
+                return "a boolean";
+            default:
+                return "not a JSON value";
+        }
+    }
+
+    private static int charOffset(JsonProcessingException e) {
+        long offset = e.getLocation() == null ? -1 : e.getLocation().getCharOffset();
+        return (int) Math.max(0, offset);
+    }
+
+    /**
+     * Whether Jackson refused a whole word ({@code amd64} or {@code NaN} where a value belongs): it then reports the
+     * position just after the word, where it places any other error at the character that is wrong.
+     */
+    private static boolean isWord(JsonProcessingException e) {
+        String m = e.getOriginalMessage();
+        return m != null && (m.startsWith("Unrecognized token") || m.startsWith("Non-standard token"));
+    }
+
+    /**
+     * "line L, column C" (both from 1) of a character offset into the decoded body; {@code afterWord}: the offset is
+     * just after a refused word, and the column given is the word's first.
+     */
+    static String where(String text, int offset, boolean afterWord) {
+        while (afterWord && offset > 0 && offset <= text.length() && Character.isLetterOrDigit(text.charAt(offset - 1))) {
+            offset--;
+        }
+        int line = 1;
+        int column = 1;
+        for (int i = 0; i < Math.min(offset, text.length()); i++) {
+            if (text.charAt(i) == '\n') {
+                line++;
+                column = 1;
+            } else {
+                column++;
+            }
+        }
+        return "line " + line + ", column " + column;
     }
 
     /** The struct field a JSON key sets: the exact name first, else Go's case-insensitive match. */

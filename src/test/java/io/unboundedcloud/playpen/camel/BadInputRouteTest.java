@@ -16,6 +16,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.model.AllocRequestParser;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
@@ -61,6 +62,11 @@ class BadInputRouteTest {
                 HttpResponse.BodyHandlers.ofString());
     }
 
+    /** The Status message of an alloc body that does not decode. */
+    static String badAlloc(String whatIsWrong) {
+        return AllocRequestParser.invalidJsonMessage(whatIsWrong, AllocRequestParser.ALLOC_SHAPE);
+    }
+
     void expect(HttpResponse<String> r, int code, String reason, String message) throws Exception {
         assertThat(r.statusCode()).as(r.body()).isEqualTo(code);
         assertThat(r.headers().firstValue("Content-Type")).hasValue("application/json");
@@ -78,10 +84,12 @@ class BadInputRouteTest {
     void malformedBodiesAre400AndChangeNothing() throws Exception {
         Map<String, String> before = clusterState();
         String wg = TestCluster.wgKey(1);
-        expect(op.alloc("not json"), 400, "BadRequest", "invalid JSON request");
-        expect(op.alloc("[{\"idempotencyKey\":\"a\"}]"), 400, "BadRequest", "invalid JSON request");
-        expect(op.alloc("{\"idempotencyKey\":42}"), 400, "BadRequest", "invalid JSON request");
-        expect(op.alloc("{\"idempotencyKey\":\"a\",\"architecture\":[\"arm64\"]}"), 400, "BadRequest", "invalid JSON request");
+        expect(op.alloc("not json"), 400, "BadRequest", badAlloc("the body is not valid JSON near line 1, column 1"));
+        expect(op.alloc("[{\"idempotencyKey\":\"a\"}]"), 400, "BadRequest", badAlloc("the body is an array, not an object"));
+        expect(op.alloc("{\"idempotencyKey\":42}"), 400, "BadRequest",
+                badAlloc("field \"idempotencyKey\" is a number, not a string"));
+        expect(op.alloc("{\"idempotencyKey\":\"a\",\"architecture\":[\"arm64\"]}"), 400, "BadRequest",
+                badAlloc("field \"architecture\" is an array, not a string"));
         expect(op.alloc("{\"resourceType\":\"runner\"}"), 400, "BadRequest",
                 "Idempotency-Key header or idempotencyKey body field is required: any string that names this request,"
                         + " such as a UUID (uuidgen); the same key again returns the same allocation");
@@ -112,7 +120,7 @@ class BadInputRouteTest {
         expect(chunked, 413, "RequestEntityTooLarge", null);
         // any media type is read as JSON like the reference; only a charset other than UTF-8 is refused
         expect(send("POST", ALLOCS, "application/x-www-form-urlencoded", "idempotencyKey=a".getBytes()), 400,
-                "BadRequest", "invalid JSON request");
+                "BadRequest", badAlloc("the body is not valid JSON near line 1, column 1"));
         expect(send("POST", ALLOCS, "text/plain; charset=utf-16", "{}".getBytes()), 415, "UnsupportedMediaType", null);
         // GET lists allocations (ours); other methods are 405 naming both
         HttpResponse<String> put = send("PUT", ALLOCS, null, null);

@@ -31,6 +31,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.model.AllocRequestParser;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
@@ -255,7 +256,8 @@ class HttpConformanceRouteTest {
     void anyContentTypeIsAcceptedAndTheAnswerIsUtf8Json() throws Exception {
         // form-urlencoded gets an answer (Camel's form decoding never sees it) and its body is read as JSON
         Reply form = asUser("POST", ALLOCS, Map.of("Content-Type", "application/x-www-form-urlencoded"), "idempotencyKey=a");
-        assertThat(status(form, 400, "BadRequest").get("message").asText()).isEqualTo("invalid JSON request");
+        assertThat(status(form, 400, "BadRequest").get("message").asText()).isEqualTo(AllocRequestParser.invalidJsonMessage(
+                "the body is not valid JSON near line 1, column 1", AllocRequestParser.ALLOC_SHAPE));
         List<String> types = List.of("text/plain", "application/x-www-form-urlencoded; charset=UTF-8", "application/xml",
                 "application/json; charset=\"utf-8\"", "application/json;charset=utf8", "text/plain; charset=us-ascii");
         for (int i = 1; i < types.size(); i++) {
@@ -313,7 +315,8 @@ class HttpConformanceRouteTest {
         assertThat(status(asUser("POST", DEALLOCS, Map.of("Idempotency-Key", "  "), ""), 400, "BadRequest")
                 .get("message").asText()).isEqualTo(required);
         assertThat(status(asUser("POST", DEALLOCS, Map.of(), "not json"), 400, "BadRequest").get("message").asText())
-                .isEqualTo("invalid JSON request");
+                .isEqualTo(AllocRequestParser.invalidJsonMessage("the body is not valid JSON near line 1, column 1",
+                        AllocRequestParser.DEALLOC_SHAPE));
         // without the header the body is read, so its charset and size count
         status(asUser("POST", DEALLOCS, Map.of("Content-Type", "application/json; charset=utf-16"), "{}"), 415,
                 "UnsupportedMediaType");

@@ -51,26 +51,34 @@ class AllocRequestParserTest {
     static Stream<Arguments> rejected() {
         return Stream.of(
                 // rule 1: a JSON object
-                Arguments.of("not JSON", "not json", null, INVALID_JSON),
-                Arguments.of("JSON array", "[]", "hdr", INVALID_JSON),
-                Arguments.of("JSON array of an object", "[{\"idempotencyKey\":\"abc\"}]", null, INVALID_JSON),
-                Arguments.of("JSON string", "\"abc\"", "hdr", INVALID_JSON),
-                Arguments.of("JSON number", "42", "hdr", INVALID_JSON),
-                Arguments.of("number-typed field", "{\"idempotencyKey\":\"abc\",\"architecture\":1}", null, INVALID_JSON),
-                Arguments.of("number-typed key even with the header set", "{\"idempotencyKey\":5}", "hdr", INVALID_JSON),
-                Arguments.of("object-typed field", "{\"idempotencyKey\":\"abc\",\"resourceType\":{}}", null, INVALID_JSON),
-                Arguments.of("boolean-typed field", "{\"idempotencyKey\":\"abc\",\"wireGuardPublicKey\":true}", null, INVALID_JSON),
-                Arguments.of("empty body", "", "hdr", INVALID_JSON),
-                Arguments.of("whitespace body", " \r\n\t", "hdr", INVALID_JSON),
-                Arguments.of("garbage inside the first value", "{\"idempotencyKey\":\"abc\" x}", null, INVALID_JSON),
-                Arguments.of("a byte order mark", "\uFEFF{\"idempotencyKey\":\"abc\"}", null, INVALID_JSON),
-                Arguments.of("string-typed key field in another case", "{\"IdempotencyKey\":[\"abc\"]}", "hdr", INVALID_JSON),
+                Arguments.of("not JSON", "not json", null, invalid("the body is not valid JSON near line 1, column 1")),
+                Arguments.of("JSON array", "[]", "hdr", invalid("the body is an array, not an object")),
+                Arguments.of("JSON array of an object", "[{\"idempotencyKey\":\"abc\"}]", null, invalid("the body is an array, not an object")),
+                Arguments.of("JSON string", "\"abc\"", "hdr", invalid("the body is a string, not an object")),
+                Arguments.of("JSON number", "42", "hdr", invalid("the body is a number, not an object")),
+                Arguments.of("number-typed field", "{\"idempotencyKey\":\"abc\",\"architecture\":1}", null,
+                        invalid("field \"architecture\" is a number, not a string")),
+                Arguments.of("number-typed key even with the header set", "{\"idempotencyKey\":5}", "hdr",
+                        invalid("field \"idempotencyKey\" is a number, not a string")),
+                Arguments.of("object-typed field", "{\"idempotencyKey\":\"abc\",\"resourceType\":{}}", null,
+                        invalid("field \"resourceType\" is an object, not a string")),
+                Arguments.of("boolean-typed field", "{\"idempotencyKey\":\"abc\",\"wireGuardPublicKey\":true}", null,
+                        invalid("field \"wireGuardPublicKey\" is a boolean, not a string")),
+                Arguments.of("empty body", "", "hdr", invalid("the body is empty")),
+                Arguments.of("whitespace body", " \r\n\t", "hdr", invalid("the body is empty")),
+                Arguments.of("garbage inside the first value", "{\"idempotencyKey\":\"abc\" x}", null,
+                        invalid("the body is not valid JSON near line 1, column 25")),
+                Arguments.of("a byte order mark", "\uFEFF{\"idempotencyKey\":\"abc\"}", null,
+                        invalid("the body starts with a byte order mark (U+FEFF); save it as UTF-8 without one")),
+                Arguments.of("string-typed key field in another case", "{\"IdempotencyKey\":[\"abc\"]}", "hdr",
+                        invalid("field \"IdempotencyKey\" is an array, not a string")),
                 // Go's decoder reads the first value only: null is an empty request, what follows is never read
                 Arguments.of("JSON null is an empty request", "null", null, ALLOC_KEY_REQUIRED),
                 Arguments.of("JSON null with a header key", "null x", "hdr", WIREGUARD_KEY_REQUIRED),
                 Arguments.of("trailing garbage is never read", "{\"idempotencyKey\":\"abc\"} x", null, WIREGUARD_KEY_REQUIRED),
                 Arguments.of("only the first of two objects", "{}{\"idempotencyKey\":\"abc\"}", null, ALLOC_KEY_REQUIRED),
-                Arguments.of("truncated, also no key", "{\"resourceType\":", null, INVALID_JSON),
+                Arguments.of("truncated, also no key", "{\"resourceType\":", null,
+                        invalid("the body ends before its JSON value does")),
                 // rule 2: idempotency key
                 Arguments.of("no key anywhere", "{}", null, ALLOC_KEY_REQUIRED),
                 Arguments.of("missing key before bad resourceType", "{\"resourceType\":\"vm\"}", null, ALLOC_KEY_REQUIRED),
@@ -127,9 +135,36 @@ class AllocRequestParserTest {
         assertThat(e.getMessage()).isEqualTo(message);
     }
 
+    /** The reference's words, what is wrong, and what an alloc body looks like. */
+    private static String invalid(String whatIsWrong) {
+        return INVALID_JSON + ": " + whatIsWrong + "; send one JSON object of string fields, such as"
+                + " {\"idempotencyKey\":\"job-42\",\"resourceType\":\"runner\",\"architecture\":\"amd64\","
+                + "\"wireGuardPublicKey\":\"<your WireGuard public key>\"}";
+    }
+
     @Test
     void nullBodyIsInvalidJson() {
-        assertThat(badRequest(() -> parser.parseAlloc(null, "hdr")).getMessage()).isEqualTo(INVALID_JSON);
+        assertThat(badRequest(() -> parser.parseAlloc(null, "hdr")).getMessage()).isEqualTo(invalid("the body is empty"));
+    }
+
+    @Test
+    void aSyntaxErrorIsPlacedByLineAndColumnOfTheBodyAsSent() {
+        // leading blank lines are skipped before the JSON is read, yet still count for the position reported
+        String body = "\n\n{\n  \"idempotencyKey\": \"a\",\n  \"architecture\": amd64\n}";
+        assertThat(badRequest(() -> parser.parseAlloc(utf8(body), null)).getMessage())
+                .isEqualTo(invalid("the body is not valid JSON near line 5, column 19"));
+        assertThat(badRequest(() -> parser.parseAlloc(utf8("{\"a\":1,}"), null)).getMessage())
+                .isEqualTo(invalid("the body is not valid JSON near line 1, column 8"));
+    }
+
+    @Test
+    void theFirstFieldOfAnotherTypeIsNamedAndTheBodyIsNeverQuoted() {
+        String secret = "do-not-echo-" + "x".repeat(10);
+        String body = "{\"idempotencyKey\":\"" + secret + "\",\"architecture\":1,\"resourceType\":[]}";
+        String message = badRequest(() -> parser.parseAlloc(utf8(body), null)).getMessage();
+        assertThat(message).isEqualTo(invalid("field \"architecture\" is a number, not a string"));
+        String broken = "{\"idempotencyKey\":\"" + secret + "\" " + secret + "}";
+        assertThat(badRequest(() -> parser.parseAlloc(utf8(broken), null)).getMessage()).doesNotContain(secret);
     }
 
     @Test
@@ -140,7 +175,7 @@ class AllocRequestParserTest {
                 + "e-" + digits + ",\"wireGuardPublicKey\":\"" + WG + "\"}"), null);
         assertThat(cmd).isEqualTo(new AllocCommand(HASH_ABC, ResourceType.RUNNER, "", WG, "amd64"));
         assertThat(badRequest(() -> parser.parseAlloc(utf8("{\"idempotencyKey\":" + digits + "}"), null)).getMessage())
-                .isEqualTo(INVALID_JSON);
+                .isEqualTo(invalid("field \"idempotencyKey\" is a number, not a string"));
     }
 
     @Test
@@ -368,9 +403,12 @@ class AllocRequestParserTest {
 
     @Test
     void deallocBodyMustBeAnObject() {
-        assertThat(badRequest(() -> parser.parseDealloc(utf8("[]"), null)).getMessage()).isEqualTo(INVALID_JSON);
+        String dealloc = "; send one JSON object such as {\"idempotencyKey\":\"job-42\"}, or no body and an Idempotency-Key"
+                + " header";
+        assertThat(badRequest(() -> parser.parseDealloc(utf8("[]"), null)).getMessage())
+                .isEqualTo(INVALID_JSON + ": the body is an array, not an object" + dealloc);
         assertThat(badRequest(() -> parser.parseDealloc(utf8("{\"idempotencyKey\":1}"), null)).getMessage())
-                .isEqualTo(INVALID_JSON);
+                .isEqualTo(INVALID_JSON + ": field \"idempotencyKey\" is a number, not a string" + dealloc);
     }
 
     @Test

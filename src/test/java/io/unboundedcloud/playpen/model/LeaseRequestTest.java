@@ -99,7 +99,8 @@ class LeaseRequestTest {
                 .hasMessage(AllocRequestParser.BAD_WIREGUARD_KEY);
         String typeError = "{\"idempotencyKey\":\"k\",\"architecture\":1,\"ttl\":5}";
         assertThatThrownBy(() -> PARSER.parseAlloc(typeError.getBytes(StandardCharsets.UTF_8), null))
-                .hasMessage(AllocRequestParser.INVALID_JSON);
+                .hasMessage(AllocRequestParser.invalidJsonMessage("field \"architecture\" is a number, not a string",
+                        AllocRequestParser.ALLOC_SHAPE));
     }
 
     static Pod claimed(String claimedAt, String expiresAt) {
