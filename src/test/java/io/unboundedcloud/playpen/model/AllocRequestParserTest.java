@@ -155,6 +155,12 @@ class AllocRequestParserTest {
                 .isEqualTo(invalid("the body is not valid JSON near line 5, column 19"));
         assertThat(badRequest(() -> parser.parseAlloc(utf8("{\"a\":1,}"), null)).getMessage())
                 .isEqualTo(invalid("the body is not valid JSON near line 1, column 8"));
+        // a refused word is placed at its start, also when the body ends with it
+        assertThat(badRequest(() -> parser.parseAlloc(utf8("nope"), null)).getMessage())
+                .isEqualTo(invalid("the body is not valid JSON near line 1, column 1"));
+        // a wrong character inside a word is placed at itself: the G of a broken unicode escape
+        assertThat(badRequest(() -> parser.parseAlloc(utf8("{\"idempotencyKey\":\"a\\u12G4\"}"), null)).getMessage())
+                .isEqualTo(invalid("the body is not valid JSON near line 1, column 25"));
     }
 
     @Test
