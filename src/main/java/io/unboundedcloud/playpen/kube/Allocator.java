@@ -43,7 +43,12 @@ public final class Allocator {
     private static final int MAX_CLAIMS_PER_REQUEST = 8;
     /** Probes (walks restarted after meeting another key's claim) before one walk tries every pod in turn. */
     private static final int MAX_PROBES = 64;
-    public static final String CONFLICT_MESSAGE = "idempotency key was already used with a different request";
+    /** The reference's words for a key sent again with another request. */
+    public static final String CONFLICT_REFERENCE_WORDS = "idempotency key was already used with a different request";
+    /** A 409's message: the reference's words, then what to do. */
+    public static final String CONFLICT_MESSAGE = CONFLICT_REFERENCE_WORDS + ": it was first sent with another"
+            + " resourceType, architecture, kubernetesVersion or wireGuardPublicKey; send that request again for its"
+            + " answer, or use a new key for this one";
 
     /** A claimed pod (new or replayed) and the ExternalIP of its node. */
     public record Allocation(Pod pod, String externalIp, boolean replay) {

@@ -15,6 +15,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.kube.Allocator;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.support.OperatorHarness;
@@ -113,7 +114,7 @@ class AllocRouteTest {
         JsonNode st = M.readTree(other.body());
         assertThat(st.get("kind").asText()).isEqualTo("Status");
         assertThat(st.get("reason").asText()).isEqualTo("Conflict");
-        assertThat(st.get("message").asText()).isEqualTo("idempotency key was already used with a different request");
+        assertThat(st.get("message").asText()).isEqualTo(Allocator.CONFLICT_MESSAGE);
         // still exactly one pod claimed
         assertThat(cluster.pods()).filteredOn(p -> p.getMetadata().getAnnotations().containsKey(PlaypenKeys.IDEMPOTENCY_KEY_HASH))
                 .hasSize(1);

@@ -311,7 +311,9 @@ class SwapInPlaceRouteTest {
         HttpResponse<String> conflict = op.alloc("{\"idempotencyKey\":\"ref-live\",\"wireGuardPublicKey\":\"" + k1 + "\"}");
         assertThat(conflict.statusCode()).as(conflict.body()).isEqualTo(409);
         assertThat(M.readTree(conflict.body()).get("message").asText())
-                .isEqualTo("idempotency key was already used with a different request");
+                .isEqualTo("idempotency key was already used with a different request: it was first sent with another resourceType,"
+                        + " architecture, kubernetesVersion or wireGuardPublicKey; send that request again for its answer, or"
+                        + " use a new key for this one");
         // a control plane the reference handed out replays too
         HttpResponse<String> cp = op.alloc("{\"idempotencyKey\":\"ref-cp\",\"resourceType\":\"controlPlane\"}");
         assertThat(cp.statusCode()).as(cp.body()).isEqualTo(200);
