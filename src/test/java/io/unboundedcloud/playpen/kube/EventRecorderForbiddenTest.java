@@ -8,15 +8,14 @@ import java.time.Duration;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.slf4j.LoggerFactory;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import ch.qos.logback.classic.Level;
-import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
-import ch.qos.logback.core.read.ListAppender;
 import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.unboundedcloud.playpen.support.CapturedLogs;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
@@ -26,22 +25,19 @@ class EventRecorderForbiddenTest {
 
     TestCluster cluster;
     EventRecorder events;
-    final ListAppender<ILoggingEvent> logs = new ListAppender<>();
-    final Logger logger = (Logger) LoggerFactory.getLogger(EventRecorder.class);
+    @RegisterExtension
+    final CapturedLogs logs = CapturedLogs.of(EventRecorder.class);
 
     @BeforeEach
     void up() {
         cluster = TestCluster.start();
         cluster.client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName("other").endMetadata().build())
                 .create();
-        logs.start();
-        logger.addAppender(logs);
         events = new EventRecorder(cluster.client, Clock.systemUTC(), new ApiCallCounter(), 100, Duration.ofSeconds(1));
     }
 
     @AfterEach
     void down() {
-        logger.detachAppender(logs);
         events.close();
         cluster.close();
     }
@@ -55,7 +51,7 @@ class EventRecorderForbiddenTest {
     }
 
     long warnings() {
-        return logs.list.stream().filter(e -> e.getLevel() == Level.WARN && e.getFormattedMessage().contains("forbidden"))
+        return logs.lines().stream().filter(e -> e.getLevel() == Level.WARN && e.getFormattedMessage().contains("forbidden"))
                 .count();
     }
 
@@ -72,6 +68,11 @@ class EventRecorderForbiddenTest {
         assertThat(events.failed()).isZero();
         assertThat(events.dropped()).isZero();
         assertThat(warnings()).isEqualTo(1);
+        // the warning quotes the API server's own words and says what to grant
+        assertThat(logs.lines()).filteredOn(e -> e.getFormattedMessage().contains("forbidden")).singleElement()
+                .extracting(ILoggingEvent::getFormattedMessage).asString()
+                .contains("(forbidden by the test's RBAC: " + PLAYPEN_EVENTS + ")")
+                .contains("grant create and patch on events in playpen");
         assertThat(cluster.client.v1().events().inNamespace("other").list().getItems()).hasSize(1);
 
         // still refused at the probe: one more request, then quiet again; no second warning
@@ -97,7 +98,7 @@ class EventRecorderForbiddenTest {
         OperatorHarness.awaitTrue(() -> events.written() == 2, Duration.ofSeconds(5), "written again");
         assertThat(events.forbidden()).isEqualTo(5);
         assertThat(cluster.client.v1().events().inNamespace("playpen").list().getItems()).hasSize(2);
-        assertThat(logs.list).anyMatch(e -> e.getFormattedMessage().contains("accepted again"));
+        assertThat(logs.lines()).anyMatch(e -> e.getFormattedMessage().contains("accepted again"));
     }
 
     @Test

@@ -11,14 +11,13 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.slf4j.LoggerFactory;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import ch.qos.logback.classic.Level;
-import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
-import ch.qos.logback.core.read.ListAppender;
 import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
 import io.fabric8.kubernetes.api.model.coordination.v1.LeaseBuilder;
+import io.unboundedcloud.playpen.support.CapturedLogs;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
@@ -33,19 +32,16 @@ class LeaderElectionFallbackTest {
     TestCluster cluster;
     LeaderElection election;
     final List<Boolean> changes = new CopyOnWriteArrayList<>();
-    final ListAppender<ILoggingEvent> logs = new ListAppender<>();
-    final Logger logger = (Logger) LoggerFactory.getLogger(LeaderElection.class);
+    @RegisterExtension
+    final CapturedLogs logs = CapturedLogs.of(LeaderElection.class);
 
     @BeforeEach
     void up() {
         cluster = TestCluster.start();
-        logs.start();
-        logger.addAppender(logs);
     }
 
     @AfterEach
     void down() {
-        logger.detachAppender(logs);
         if (election != null) {
             election.close();
         }
@@ -66,7 +62,7 @@ class LeaderElectionFallbackTest {
     }
 
     List<String> warnings(String containing) {
-        return logs.list.stream().filter(e -> e.getLevel() == Level.WARN)
+        return logs.lines().stream().filter(e -> e.getLevel() == Level.WARN)
                 .map(ILoggingEvent::getFormattedMessage).filter(m -> m.contains(containing)).toList();
     }
 

@@ -1,0 +1,47 @@
+package io.unboundedcloud.playpen.support;
+
+import java.util.List;
+
+import org.junit.jupiter.api.extension.AfterEachCallback;
+import org.junit.jupiter.api.extension.BeforeEachCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+import org.slf4j.LoggerFactory;
+
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
+
+/**
+ * The log lines one class writes during each test: {@code @RegisterExtension final CapturedLogs logs =
+ * CapturedLogs.of(X.class);} attaches before every test and detaches after it.
+ */
+public final class CapturedLogs implements BeforeEachCallback, AfterEachCallback {
+    private final Logger logger;
+    private final ListAppender<ILoggingEvent> appender = new ListAppender<>();
+
+    private CapturedLogs(Class<?> of) {
+        this.logger = (Logger) LoggerFactory.getLogger(of);
+    }
+
+    public static CapturedLogs of(Class<?> of) {
+        return new CapturedLogs(of);
+    }
+
+    @Override
+    public void beforeEach(ExtensionContext context) {
+        appender.list.clear();
+        appender.start();
+        logger.addAppender(appender);
+    }
+
+    @Override
+    public void afterEach(ExtensionContext context) {
+        logger.detachAppender(appender);
+        appender.stop();
+    }
+
+    /** The lines so far, in the order written (a live view). */
+    public List<ILoggingEvent> lines() {
+        return appender.list;
+    }
+}
