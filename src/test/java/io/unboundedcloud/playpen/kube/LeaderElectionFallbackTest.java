@@ -76,8 +76,12 @@ class LeaderElectionFallbackTest {
         start(Duration.ofSeconds(1), Duration.ofMinutes(5));
         OperatorHarness.awaitTrue(election::isLeader, Duration.ofSeconds(10), "fallback leadership");
         assertThat(election.inFallback()).isTrue();
-        assertThat(election.fallbackReason()).startsWith("get leases.coordination.k8s.io playpen/playpen-operator forbidden");
+        // the refused verb and the API server's own words
+        assertThat(election.fallbackReason()).isEqualTo("get leases.coordination.k8s.io playpen/playpen-operator forbidden:"
+                + " forbidden by the test's RBAC: GET " + LEASES + "/playpen-operator");
         assertThat(changes).containsExactly(true);
+        assertThat(logs.lines()).extracting(ILoggingEvent::getFormattedMessage)
+                .contains("leadership acquired identity=me (single-replica fallback, no Lease)");
         long t0 = System.nanoTime();
         int before = leaseRequests();
         OperatorHarness.awaitTrue(() -> election.forbiddenAnswers() >= 4, Duration.ofSeconds(20), "three more probes");
@@ -152,13 +156,34 @@ class LeaderElectionFallbackTest {
         OperatorHarness.awaitTrue(election::isLeader, Duration.ofSeconds(10), "fallback leadership");
         assertThat(election.inFallback()).isTrue();
         assertThat(election.fallbackReason()).startsWith("patch leases");
+        // every probe reads the stale Lease again: it is no reason to step back; and the elector's round, which
+        // would retry the refused patch every retry period (100 ms), is stopped: one patch per probe (1 s)
+        long firstAnswers = election.forbiddenAnswers();
+        long t0 = System.nanoTime();
+        OperatorHarness.awaitTrue(() -> election.forbiddenAnswers() >= firstAnswers + 2, Duration.ofSeconds(10),
+                "two more probes");
+        assertThat(Duration.ofNanos(System.nanoTime() - t0)).isGreaterThan(Duration.ofMillis(1500));
+        assertThat(election.inFallback()).isTrue();
+        assertThat(changes).containsExactly(true);
         assertThat(lease().getSpec().getHolderIdentity()).isEqualTo("gone");
+    }
+
+    @Test
+    void creatingTheLeaseForbiddenAloneAlsoFallsBack() throws Exception {
+        // no Lease yet: reading it is allowed (404), creating it is not
+        cluster.forbidden = k -> k.startsWith("POST " + LEASES);
+        start(Duration.ofSeconds(1), Duration.ofMinutes(5));
+        OperatorHarness.awaitTrue(election::isLeader, Duration.ofSeconds(10), "fallback leadership");
+        assertThat(election.inFallback()).isTrue();
+        assertThat(election.fallbackReason()).startsWith("create leases.coordination.k8s.io playpen/playpen-operator forbidden");
+        assertThat(lease()).isNull();
     }
 
     @Test
     void renewalIsAMergePatchSoRbacMustGrantPatchOnTheLease() throws Exception {
         start(Duration.ofSeconds(1), Duration.ofMinutes(5));
         OperatorHarness.awaitTrue(election::isLeader, Duration.ofSeconds(10), "elected");
+        assertThat(logs.lines()).extracting(ILoggingEvent::getFormattedMessage).contains("leadership acquired identity=me");
         OperatorHarness.awaitTrue(() -> cluster.requestCount(k -> k.startsWith("PATCH " + LEASES)) >= 2,
                 Duration.ofSeconds(5), "renewals");
         assertThat(cluster.requestCount(k -> k.startsWith("PUT " + LEASES))).isZero();
@@ -166,6 +191,21 @@ class LeaderElectionFallbackTest {
         // what deploy/ grants is tested against this list (DeployRbacTest): patch must be on it, update need not
         assertThat(KubeApiCall.all()).anyMatch(c -> c.resource().equals("leases") && c.verb().equals("patch"))
                 .noneMatch(c -> c.resource().equals("leases") && c.verb().equals("update"));
+    }
+
+    @Test
+    void withElectionOffTheReplicaLeadsAtOnceWithoutALeaseAndStopsOnClose() {
+        election = new LeaderElection(cluster.client, false, "playpen", "playpen-operator", "me", Duration.ofSeconds(3),
+                Duration.ofSeconds(2), Duration.ofMillis(100));
+        election.addListener(changes::add);
+        election.start();
+        assertThat(election.isLeader()).isTrue();
+        assertThat(election.identity()).isEqualTo("me");
+        assertThat(changes).containsExactly(true);
+        election.close();
+        assertThat(election.isLeader()).isFalse();
+        assertThat(changes).containsExactly(true, false);
+        assertThat(leaseRequests()).isZero();
     }
 
     @Test
