@@ -98,6 +98,27 @@ class PoolHandOutTest {
     }
 
     @Test
+    void aStalePodSaysWhyItWasPassedOverAndACurrentPodOnANotReadyNodeIsNoAlternative() {
+        List<Pod> idle = List.of(ready(OLD_PLANNER, 51820, "up"), ready(PLANNER, 51821, "up"));
+        Candidates.Selection s = candidates(idle, node("up", "True")).select(cmd("k"), idle, IP);
+        assertThat(s.skipped())
+                .containsExactly("runner pod playpen-runner-amd64-51820 runs an older template and current pods are available");
+        // the only current pod is on a node that is not ready: the stale pod is handed out
+        List<Pod> apart = List.of(ready(OLD_PLANNER, 51820, "up"), ready(PLANNER, 51821, "down"));
+        assertThat(candidates(apart, node("up", "True"), node("down", "False")).select(cmd("k"), apart, IP).ordered())
+                .extracting(u -> ManagedPods.name(u.pod())).containsExactly("playpen-runner-amd64-51820");
+    }
+
+    @Test
+    void aKindWithoutAPoolHasNoTemplateToPreferAndIsNeverRefusedForIt() {
+        Pod stale = ready(OLD_PLANNER, 51820, "up");
+        PoolHandOut handOut = new PoolHandOut(PLANNER, n -> Optional.of(node("up", "True")),
+                kind -> List.of(ready(PLANNER, 51821, "up")));
+        assertThat(handOut.refuse("runner/riscv64", stale, IP)).isNull(); // no pool of that kind
+        assertThat(handOut.refuse("runner/amd64", stale, IP)).isNotNull();
+    }
+
+    @Test
     void podsOnANotReadyNodeAreNotHandedOut() {
         List<Pod> idle = List.of(ready(PLANNER, 51820, "down"), ready(PLANNER, 51821, "up"));
         Candidates c = candidates(idle, node("down", "Unknown"), node("up", "True"));

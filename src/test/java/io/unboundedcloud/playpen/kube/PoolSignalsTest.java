@@ -113,6 +113,48 @@ class PoolSignalsTest {
     }
 
     @Test
+    void timeToReadyCountsFromThisProcessCreateCallElseFromThePodsCreationTime() {
+        // created here 5 s after the timestamp the API server gave it: measured from the create call
+        Pod a = starting("a", T0);
+        clock.now = T0.plusSeconds(5);
+        signals.created("playpen-runner-amd64-51820");
+        signals.onPodEvent(PodCache.Change.ADDED, a);
+        clock.now = T0.plusSeconds(12);
+        signals.onPodEvent(PodCache.Change.UPDATED, ready(a));
+        assertThat(signals.demand(AMD64).timeToReady()).isEqualTo(Duration.ofSeconds(7));
+        // another replica created it (or this one restarted): measured from its creationTimestamp
+        PoolSignals other = new PoolSignals(planner, new NodeCache(null), clock, config.pools());
+        Pod b = starting("b", T0);
+        other.onPodEvent(PodCache.Change.ADDED, b);
+        other.onPodEvent(PodCache.Change.UPDATED, ready(b));
+        assertThat(other.demand(AMD64).timeToReady()).isEqualTo(Duration.ofSeconds(12));
+    }
+
+    @Test
+    void aClaimedPodDeletedIsNoFailedReplacement() {
+        Pod a = starting("a", T0);
+        Pod claimed = new PodBuilder(a).editMetadata().addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, "ab".repeat(32))
+                .endMetadata().build();
+        signals.onPodEvent(PodCache.Change.ADDED, claimed);
+        clock.now = T0.plus(Duration.ofMinutes(2));
+        signals.onPodEvent(PodCache.Change.DELETED, claimed); // deallocated or expired
+        // released first (claim removed), then deleted: still the end of an allocation, not a failure
+        Pod b = starting("b", T0);
+        Pod bClaimed = new PodBuilder(b).editMetadata().addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH,
+                "cd".repeat(32)).endMetadata().build();
+        signals.onPodEvent(PodCache.Change.ADDED, bClaimed);
+        signals.onPodEvent(PodCache.Change.DELETED, b);
+        assertThat(signals.backoff(AMD64).view().backingOff()).isFalse();
+        assertThat(signals.backoffs()).containsEntry(AMD64, signals.backoff(AMD64).view());
+        assertThat(changes).isEmpty();
+        // the same pod never claimed would have been one
+        Pod c = starting("c", T0);
+        signals.onPodEvent(PodCache.Change.ADDED, c);
+        signals.onPodEvent(PodCache.Change.DELETED, c);
+        assertThat(signals.backoffs().get(AMD64).failures()).isEqualTo(1);
+    }
+
+    @Test
     void podsAlreadyReadyWhenFirstSeenGiveNoTimeToReady() {
         // a replica that starts (or re-lists) sees pods made hours ago: their age is no time-to-ready
         signals.onPodEvent(PodCache.Change.ADDED, ready(starting("old", T0.minus(Duration.ofHours(5)))));
