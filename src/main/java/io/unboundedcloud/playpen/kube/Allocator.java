@@ -44,7 +44,7 @@ public final class Allocator {
     /** Probes (walks restarted after meeting another key's claim) before one walk tries every pod in turn. */
     private static final int MAX_PROBES = 64;
     /** The reference's words for a key sent again with another request. */
-    public static final String CONFLICT_REFERENCE_WORDS = "idempotency key was already used with a different request";
+    private static final String CONFLICT_REFERENCE_WORDS = "idempotency key was already used with a different request";
     /** A 409's message: the reference's words, then what to do. */
     public static final String CONFLICT_MESSAGE = CONFLICT_REFERENCE_WORDS + ": it was first sent with another"
             + " resourceType, architecture, kubernetesVersion or wireGuardPublicKey; send that request again for its"

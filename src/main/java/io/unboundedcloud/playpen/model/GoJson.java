@@ -41,6 +41,8 @@ final class GoJson {
         }
     }
 
+    private static final String ENDS_EARLY = "the body ends before its JSON value does";
+
     // encoding/json refuses nesting deeper than 10000; unknown fields may nest that deep and still decode. A number
     // literal of any length is valid JSON to Go (Jackson stops at 1000 digits); numbers are only ever skipped here,
     // never converted, and bodies are at most 64 KiB
@@ -140,12 +142,12 @@ final class GoJson {
                 }
             }
             if (t != JsonToken.END_OBJECT) {
-                throw new DecodeError("the body ends before its JSON value does");
+                throw new DecodeError(ENDS_EARLY);
             }
         } catch (StreamConstraintsException e) {
             throw new DecodeError("the body nests arrays or objects more than 10000 deep");
         } catch (JsonEOFException e) {
-            throw new DecodeError("the body ends before its JSON value does");
+            throw new DecodeError(ENDS_EARLY);
         } catch (JsonProcessingException e) {
             throw new DecodeError("the body is not valid JSON near " + where(text, start + charOffset(e), isWord(e)));
         } catch (IOException e) {

@@ -256,8 +256,8 @@ class HttpConformanceRouteTest {
     void anyContentTypeIsAcceptedAndTheAnswerIsUtf8Json() throws Exception {
         // form-urlencoded gets an answer (Camel's form decoding never sees it) and its body is read as JSON
         Reply form = asUser("POST", ALLOCS, Map.of("Content-Type", "application/x-www-form-urlencoded"), "idempotencyKey=a");
-        assertThat(status(form, 400, "BadRequest").get("message").asText()).isEqualTo(AllocRequestParser.invalidJsonMessage(
-                "the body is not valid JSON near line 1, column 1", AllocRequestParser.ALLOC_SHAPE));
+        assertThat(status(form, 400, "BadRequest").get("message").asText())
+                .isEqualTo(BadInputRouteTest.badAlloc("the body is not valid JSON near line 1, column 1"));
         List<String> types = List.of("text/plain", "application/x-www-form-urlencoded; charset=UTF-8", "application/xml",
                 "application/json; charset=\"utf-8\"", "application/json;charset=utf8", "text/plain; charset=us-ascii");
         for (int i = 1; i < types.size(); i++) {
@@ -307,7 +307,7 @@ class HttpConformanceRouteTest {
         assertThat(asUser("POST", DEALLOCS, Map.of("Idempotency-Key", " gone "), "[1,2").code()).isEqualTo(204);
         op.awaitCache(java.util.Collection::isEmpty);
         // no header: an empty or blank body is the reference's "key required", not "invalid JSON"
-        String required = io.unboundedcloud.playpen.model.AllocRequestParser.RELEASE_KEY_REQUIRED;
+        String required = AllocRequestParser.RELEASE_KEY_REQUIRED;
         for (String body : new String[] {null, "", " \r\n\t"}) {
             assertThat(status(asUser("POST", DEALLOCS, Map.of(), body), 400, "BadRequest").get("message").asText())
                     .isEqualTo(required);

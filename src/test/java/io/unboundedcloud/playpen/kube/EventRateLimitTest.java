@@ -9,7 +9,6 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 import io.fabric8.kubernetes.api.model.Event;
-import io.fabric8.kubernetes.api.model.Pod;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
@@ -22,7 +21,7 @@ class EventRateLimitTest {
                 EventRecorder events = new EventRecorder(cluster.client, Clock.systemUTC(), new ApiCallCounter(), 1000, 3,
                         Duration.ofMillis(700))) {
             for (int i = 0; i < 20; i++) {
-                events.normal(pod("p-" + i), "Allocated", "allocated to key " + i);
+                events.normal(EventRecorderWritesTest.pod("p-" + i), "Allocated", "allocated to key " + i);
             }
             // the burst of 3 goes out one by one; the other 17 are aggregated
             OperatorHarness.awaitTrue(() -> events.written() + events.aggregated() == 20, Duration.ofSeconds(10),
@@ -40,7 +39,7 @@ class EventRateLimitTest {
             assertThat(written.stream().filter(e -> e.getCount() == 1).map(Event::getMessage))
                     .containsExactlyInAnyOrder("allocated to key 0", "allocated to key 1", "allocated to key 2");
             // another reason has its own budget
-            events.normal(pod("p-x"), "Deallocated", "deallocated");
+            events.normal(EventRecorderWritesTest.pod("p-x"), "Deallocated", "deallocated");
             OperatorHarness.awaitTrue(() -> events.written() == 5, Duration.ofSeconds(10), "other reason written");
         }
     }
@@ -51,7 +50,7 @@ class EventRateLimitTest {
                 EventRecorder events = new EventRecorder(cluster.client, Clock.systemUTC(), new ApiCallCounter(), 1000, 1,
                         Duration.ofMillis(150))) {
             for (int i = 0; i < 4; i++) {
-                events.normal(pod("slow-" + i), "Allocated", "allocated " + i);
+                events.normal(EventRecorderWritesTest.pod("slow-" + i), "Allocated", "allocated " + i);
                 int n = i + 1;
                 OperatorHarness.awaitTrue(() -> events.written() == n, Duration.ofSeconds(10), "event " + n);
                 Thread.sleep(200); // slower than one per interval
@@ -60,14 +59,5 @@ class EventRateLimitTest {
             assertThat(cluster.client.v1().events().inNamespace(TestCluster.NS).list().getItems())
                     .extracting(Event::getCount).containsOnly(1);
         }
-    }
-
-    private static Pod pod(String name) {
-        Pod p = TestCluster.readyRunner("amd64", 51820, "node-a").build();
-        p.getMetadata().setName(name);
-        p.getMetadata().setNamespace(TestCluster.NS);
-        p.setApiVersion("v1");
-        p.setKind("Pod");
-        return p;
     }
 }

@@ -51,6 +51,12 @@ class PoolSignalsTest {
                 .withReady(true).endContainerStatus().endStatus().build();
     }
 
+    /** {@code p} claimed by a key whose hash is {@code hashByte} repeated. */
+    static Pod claimed(Pod p, String hashByte) {
+        return new PodBuilder(p).editMetadata().addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, hashByte.repeat(32))
+                .endMetadata().build();
+    }
+
     @Test
     void aPodDeletedUnhealthyWithoutEverBeingReadyIsOneFailureWhicheverSignalComesFirst() {
         Pod a = starting("a", T0);
@@ -133,15 +139,13 @@ class PoolSignalsTest {
     @Test
     void aClaimedPodDeletedIsNoFailedReplacement() {
         Pod a = starting("a", T0);
-        Pod claimed = new PodBuilder(a).editMetadata().addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, "ab".repeat(32))
-                .endMetadata().build();
+        Pod claimed = claimed(a, "ab");
         signals.onPodEvent(PodCache.Change.ADDED, claimed);
         clock.now = T0.plus(Duration.ofMinutes(2));
         signals.onPodEvent(PodCache.Change.DELETED, claimed); // deallocated or expired
         // released first (claim removed), then deleted: still the end of an allocation, not a failure
         Pod b = starting("b", T0);
-        Pod bClaimed = new PodBuilder(b).editMetadata().addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH,
-                "cd".repeat(32)).endMetadata().build();
+        Pod bClaimed = claimed(b, "cd");
         signals.onPodEvent(PodCache.Change.ADDED, bClaimed);
         signals.onPodEvent(PodCache.Change.DELETED, b);
         assertThat(signals.backoff(AMD64).view().backingOff()).isFalse();
@@ -164,8 +168,7 @@ class PoolSignalsTest {
     @Test
     void claimsAreCountedWhenTheyHappenNotWhenAListShowsThem() {
         Pod a = ready(starting("a", T0));
-        Pod claimed = new PodBuilder(a).editMetadata().addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, "ab".repeat(32))
-                .endMetadata().build();
+        Pod claimed = claimed(a, "ab");
         Pod listedClaimed = new PodBuilder(claimed).editMetadata().withUid("listed").endMetadata().build();
         signals.onPodEvent(PodCache.Change.ADDED, listedClaimed);
         signals.onPodEvent(PodCache.Change.ADDED, a);
