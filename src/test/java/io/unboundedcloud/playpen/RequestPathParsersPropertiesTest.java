@@ -255,7 +255,7 @@ class RequestPathParsersPropertiesTest {
         for (String flow : List.of("allocs_list", "allocs_get", "allocs_delete")) {
             String target = "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs" + ("allocs_list".equals(flow) ? "" : "/" + name)
                     + "?" + query;
-            apiOnly(() -> ALLOCS.parseQuery(target, flow, accept, new byte[0]));
+            apiOnly(() -> ALLOCS.parseQuery(target, flow, accept));
         }
     }
 

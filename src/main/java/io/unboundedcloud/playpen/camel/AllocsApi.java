@@ -80,17 +80,23 @@ public final class AllocsApi {
     }
 
     /**
-     * The name (get/delete: 16 hex characters, else 400) and list options; DELETE's DeleteOptions body may not ask
-     * for a dry run (400: this server cannot promise one). Nothing is read from the cluster yet.
+     * The name and list options; get/delete of a name no allocation can have (not 16 lowercase hex characters) is
+     * 404 like any other missing name, as kube-apiserver answers, so {@code --ignore-not-found} works; its message
+     * says what an id looks like. Nothing is read from the cluster yet.
      */
     public AllocViews.Query parseQuery(@ExchangeProperty(FrontDoor.TARGET) String target,
-            @ExchangeProperty(FrontDoor.FLOW) String flow, @Header("Accept") String accept, @Body byte[] body) {
+            @ExchangeProperty(FrontDoor.FLOW) String flow, @Header("Accept") String accept) {
         String name = null;
         if (!"allocs_list".equals(flow)) {
             name = ApiPaths.allocName(target);
+            if (name == null || name.isEmpty()) {
+                throw ApiException.badRequest("an alloc name is required: an allocation id is 16 lowercase "
+                        + "hexadecimal characters, as kubectl get allocs lists them");
+            }
             if (!AllocViews.validName(name)) {
-                throw ApiException.badRequest("invalid alloc name " + AllocViews.quoteShort(name == null ? "" : name)
-                        + ": an allocation id is 16 lowercase hexadecimal characters");
+                throw ApiException.notFound("allocs." + PlaypenKeys.GROUP + " " + AllocViews.quoteShort(name)
+                        + " not found: an allocation id is 16 lowercase hexadecimal characters, as kubectl get allocs "
+                        + "lists them");
             }
         }
         AllocViews.Query q;
@@ -102,28 +108,83 @@ public final class AllocsApi {
             throw ApiException.methodNotAllowed(e.getMessage(), "allocs_list".equals(flow) ? ApiPaths.ALLOCS_ALLOW
                     : ApiPaths.ALLOC_ITEM_ALLOW);
         }
-        if ("allocs_delete".equals(flow)) {
-            checkDeleteOptions(body, target);
-        }
         return q;
     }
 
-    private static void checkDeleteOptions(byte[] body, String target) {
+    /** The exchange property holding a delete's {@link Preconditions}. */
+    public static final String PRECONDITIONS = "playpenDeletePreconditions";
+
+    /**
+     * A DeleteOptions body's {@code preconditions}: the uid and resourceVersion the allocation must still have
+     * (null = not asked), as kube-apiserver honours them.
+     */
+    public record Preconditions(String uid, String resourceVersion) {
+        static final Preconditions NONE = new Preconditions(null, null);
+    }
+
+    /**
+     * A DELETE's options (query and DeleteOptions body), before anything else is read: a dry run is refused (400:
+     * this server cannot promise one), the preconditions are kept for {@link #checkPreconditions}.
+     */
+    public Preconditions deleteOptions(@ExchangeProperty(FrontDoor.TARGET) String target, @Body byte[] body) {
         if (ApiPaths.rawQuery(target).contains("dryRun=")) {
             throw ApiException.badRequest("dry-run deletes are not supported on allocs: nothing was deleted");
         }
         if (body == null || body.length == 0 || ApiFlows.jsonBlank(body)) {
-            return;
+            return Preconditions.NONE;
         }
         Map<?, ?> options;
         try {
             options = Json.MAPPER.readValue(body, Map.class);
         } catch (Exception e) {
-            throw ApiException.badRequest("invalid DeleteOptions body: not a JSON object");
+            throw ApiException.badRequest("invalid DeleteOptions body: not a JSON object; send {} or "
+                    + "{\"preconditions\":{\"uid\":\"<the alloc's metadata.uid>\"}}, or no body");
         }
         if (options.get("dryRun") instanceof java.util.List<?> dry && !dry.isEmpty()) {
             throw ApiException.badRequest("dry-run deletes are not supported on allocs: nothing was deleted");
         }
+        Object pre = options.get("preconditions");
+        if (pre == null) {
+            return Preconditions.NONE;
+        }
+        if (!(pre instanceof Map<?, ?> p)) {
+            throw ApiException.badRequest("invalid DeleteOptions body: preconditions must be an object such as "
+                    + "{\"uid\":\"<the alloc's metadata.uid>\"}; nothing was deleted");
+        }
+        return new Preconditions(stringField(p, "uid"), stringField(p, "resourceVersion"));
+    }
+
+    private static String stringField(Map<?, ?> preconditions, String field) {
+        Object v = preconditions.get(field);
+        if (v == null || v instanceof String) {
+            return (String) v;
+        }
+        throw ApiException.badRequest("invalid DeleteOptions body: preconditions." + field + " must be a string; "
+                + "nothing was deleted");
+    }
+
+    /**
+     * 409 Conflict, nothing deleted, when the selected allocation is no longer the one the DeleteOptions'
+     * preconditions name (its pod was released and claimed again, so it has another uid, or it changed since the
+     * caller read it); kube-apiserver's words. The allocation was just read from the API server.
+     */
+    public Selection checkPreconditions(@Body Selection s, @ExchangeProperty(PRECONDITIONS) Preconditions pre) {
+        if (pre == null) {
+            return s;
+        }
+        AllocViews.Alloc a = s.page().items().get(0);
+        if (pre.uid() != null && !pre.uid().equals(a.uid())) {
+            throw ApiException.conflict("Precondition failed: UID in precondition: " + pre.uid()
+                    + ", UID in object meta: " + a.uid() + "; the allocation " + a.name() + " is not the one you read: "
+                    + "nothing was deleted; read it again (kubectl get alloc " + a.name() + " -o yaml)");
+        }
+        if (pre.resourceVersion() != null && !pre.resourceVersion().equals(a.resourceVersion())) {
+            throw ApiException.conflict("Precondition failed: ResourceVersion in precondition: "
+                    + pre.resourceVersion() + ", ResourceVersion in object meta: " + a.resourceVersion()
+                    + "; the allocation " + a.name() + " changed since you read it: nothing was deleted; read it "
+                    + "again (kubectl get alloc " + a.name() + " -o yaml)");
+        }
+        return s;
     }
 
     /** Whose allocations: everyone's when RBAC grants the verb on allocs/all, else the caller's own. */

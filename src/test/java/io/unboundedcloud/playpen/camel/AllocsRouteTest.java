@@ -89,8 +89,17 @@ class AllocsRouteTest {
     }
 
     HttpResponse<String> send(String method, String path, String accept, String user, String... groups) throws Exception {
+        return sendBody(method, path, accept, null, user, groups);
+    }
+
+    /** {@code body} null: none; else sent as application/json (a DELETE's DeleteOptions). */
+    HttpResponse<String> sendBody(String method, String path, String accept, String body, String user, String... groups)
+            throws Exception {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(op.url(path))).timeout(Duration.ofSeconds(20));
-        b.method(method, HttpRequest.BodyPublishers.noBody());
+        b.method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
+        if (body != null) {
+            b.header("Content-Type", "application/json");
+        }
         if (accept != null) {
             b.header("Accept", accept);
         }
@@ -331,10 +340,14 @@ class AllocsRouteTest {
         // a request line beyond the listener's bound never reaches the flow
         assertStatus(send("GET", ALLOCS + "?labelSelector=" + "x".repeat(20_000), null, "alice", "playpen-users"), 414,
                 "RequestURITooLong", null);
-        assertStatus(send("GET", ALLOCS + "/NOT-AN-ID", null, "alice", "playpen-users"), 400, "BadRequest",
-                "invalid alloc name \"NOT-AN-ID\": an allocation id is 16 lowercase hexadecimal characters");
-        assertStatus(send("DELETE", ALLOCS + "/" + "a".repeat(300), null, "alice", "playpen-users"), 400, "BadRequest",
-                null);
+        // a name no allocation can have is missing like any other (kube-apiserver's answer, so kubectl's
+        // --ignore-not-found works), and the message says what an id looks like
+        assertStatus(send("GET", ALLOCS + "/NOT-AN-ID", null, "alice", "playpen-users"), 404, "NotFound",
+                "allocs.playpen.unbounded-cloud.io \"NOT-AN-ID\" not found: an allocation id is 16 lowercase "
+                        + "hexadecimal characters, as kubectl get allocs lists them");
+        HttpResponse<String> longName = send("DELETE", ALLOCS + "/" + "a".repeat(300), null, "alice", "playpen-users");
+        assertStatus(longName, 404, "NotFound", null);
+        assertThat(json(longName).get("message").asText()).hasSizeLessThan(300);
         assertStatus(send("DELETE", ALLOCS + "/" + ids.get(0) + "?dryRun=All", null, "alice", "playpen-users"), 400,
                 "BadRequest", "dry-run deletes are not supported on allocs: nothing was deleted");
         HttpResponse<String> watch = send("GET", ALLOCS + "?watch=true", null, "alice", "playpen-users");
@@ -349,6 +362,64 @@ class AllocsRouteTest {
         assertStatus(send("GET", ALLOCS + "/" + ids.get(0) + "/status", null, "alice", "playpen-users"), 404,
                 "NotFound", null);
         assertThat(podState()).isEqualTo(before);
+    }
+
+    /**
+     * A delete's DeleteOptions preconditions hold as kube-apiserver holds them: an id names whichever allocation has
+     * that pod now, so a client that read an allocation, saw it released and its pod claimed again under the same
+     * id, deletes nothing when it names the uid it read (409, pod untouched); the right uid or resourceVersion
+     * deletes. A body that is not DeleteOptions is a 400 that deletes nothing.
+     */
+    @Test
+    void deletePreconditionsNameTheAllocationTheCallerRead() throws Exception {
+        op = new OperatorHarness(cluster, "--playpen-ttl=1h");
+        http = op.frontProxy();
+        runners(1);
+        assertThat(alloc(op, "first", "alice", "playpen-users").statusCode()).isEqualTo(200);
+        Pod first = podOf("first");
+        String id = idOf(first);
+        JsonNode read = json(send("GET", ALLOCS + "/" + id, "application/json", "alice", "playpen-users"));
+        String readUid = read.at("/metadata/uid").asText();
+        assertThat(readUid).isEqualTo(first.getMetadata().getUid());
+
+        // released, its pod replaced under the same name and port, claimed again with another key: the same id
+        assertThat(op.dealloc("{\"idempotencyKey\":\"first\"}").statusCode()).isEqualTo(204);
+        OperatorHarness.awaitTrue(() -> cluster.pods().isEmpty(), Duration.ofSeconds(10), "the released pod's delete");
+        String replacement = cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a")).getMetadata().getUid();
+        op.awaitCache(c -> c.size() == 1 && replacement.equals(c.iterator().next().getMetadata().getUid()));
+        assertThat(alloc(op, "second", "alice", "playpen-users").statusCode()).isEqualTo(200);
+        Pod second = podOf("second");
+        assertThat(idOf(second)).isEqualTo(id);
+        assertThat(second.getMetadata().getUid()).isNotEqualTo(readUid);
+
+        Map<String, String> before = podState();
+        HttpResponse<String> stale = sendBody("DELETE", ALLOCS + "/" + id, null,
+                "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"preconditions\":{\"uid\":\"" + readUid + "\"}}",
+                "alice", "playpen-users");
+        assertStatus(stale, 409, "Conflict", "Precondition failed: UID in precondition: " + readUid
+                + ", UID in object meta: " + second.getMetadata().getUid() + "; the allocation " + id + " is not the "
+                + "one you read: nothing was deleted; read it again (kubectl get alloc " + id + " -o yaml)");
+        HttpResponse<String> oldVersion = sendBody("DELETE", ALLOCS + "/" + id, null,
+                "{\"preconditions\":{\"resourceVersion\":\"" + read.at("/metadata/resourceVersion").asText() + "\"}}",
+                "alice", "playpen-users");
+        assertStatus(oldVersion, 409, "Conflict", null);
+        assertThat(json(oldVersion).get("message").asText()).startsWith("Precondition failed: ResourceVersion in "
+                + "precondition: " + read.at("/metadata/resourceVersion").asText() + ", ResourceVersion in object meta: "
+                + second.getMetadata().getResourceVersion() + "; the allocation " + id + " changed since you read it");
+        for (String bad : List.of("[1]", "{\"preconditions\":\"uid\"}", "{\"preconditions\":{\"uid\":7}}")) {
+            assertStatus(sendBody("DELETE", ALLOCS + "/" + id, null, bad, "alice", "playpen-users"), 400, "BadRequest",
+                    null);
+        }
+        assertThat(podState()).isEqualTo(before);
+
+        // the uid and resourceVersion of the allocation as it is now: deleted
+        HttpResponse<String> current = sendBody("DELETE", ALLOCS + "/" + id, null, "{\"preconditions\":{\"uid\":\""
+                + second.getMetadata().getUid() + "\",\"resourceVersion\":\"" + second.getMetadata().getResourceVersion()
+                + "\"}}", "alice", "playpen-users");
+        assertThat(current.statusCode()).as(current.body()).isEqualTo(200);
+        assertThat(json(current).at("/metadata/uid").asText()).isEqualTo(second.getMetadata().getUid());
+        assertThat(cluster.client.pods().inNamespace("playpen").withName(second.getMetadata().getName()).get())
+                .isNull();
     }
 
     @Test
