@@ -27,6 +27,11 @@ public class ApiException extends RuntimeException {
         return reason;
     }
 
+    /** The same error (code, reason, headers) with another message. */
+    public ApiException withMessage(String message) {
+        return new ApiException(code, reason, message, headers);
+    }
+
     /** Extra response headers (Allow, Retry-After). */
     public Map<String, String> headers() {
         return headers;

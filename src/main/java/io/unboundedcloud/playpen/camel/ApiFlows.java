@@ -147,6 +147,7 @@ public final class ApiFlows {
                 } catch (ApiException e) {
                     if (e.code() == 503 && e.getMessage() != null && e.getMessage().startsWith("no idle")) {
                         unserved.accept(cmd);
+                        throw e.withMessage(e.getMessage() + noIdleAdvice(retryAfterSeconds, parser.maxWaitSeconds()));
                     }
                     throw e;
                 }
@@ -168,6 +169,18 @@ public final class ApiFlows {
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
+    }
+
+    /**
+     * What to do after an immediate "no idle pods" 503, appended to the Go operator's words: when to try again (the
+     * Retry-After header's value; kubectl does not retry by itself) and, unless waiting is off, how to wait in line
+     * instead; and where to see which pools have idle pods (a kind no pool keeps never gets one by retrying).
+     */
+    static String noIdleAdvice(int retryAfterSeconds, int maxWaitSeconds) {
+        String again = "; try again in " + retryAfterSeconds + (retryAfterSeconds == 1 ? " second" : " seconds");
+        String wait = maxWaitSeconds <= 0 ? ""
+                : ", or add \"waitSeconds\" (up to " + maxWaitSeconds + ") to the request to wait in line for one";
+        return again + wait + "; kubectl get pools shows which pools have idle pods";
     }
 
     /** The Kubernetes Event of a new claim (step of the alloc route's "allocated" branch). */

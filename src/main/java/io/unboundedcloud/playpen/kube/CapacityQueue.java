@@ -281,10 +281,17 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         try {
             unavailable = allocator.unavailable(w.cmd);
         } catch (RuntimeException e) {
-            unavailable = ApiException.unavailable("no idle playpen pods became available in time", 1);
+            unavailable = ApiException.unavailable("no idle playpen pods are available", 1);
         }
+        unavailable = unavailable.withMessage(unavailable.getMessage() + waitedAdvice(w.cmd.waitSeconds()));
         LOG.info("wait ended key={} kind={} outcome=timeout", w.cmd.keyHashPrefix(), w.kind);
         w.result.completeExceptionally(unavailable);
+    }
+
+    /** What a request that waited in vain is told after the Go operator's words. */
+    static String waitedAdvice(int waitSeconds) {
+        return "; none became idle in the " + waitSeconds + (waitSeconds == 1 ? " second" : " seconds")
+                + " this request waited; kubectl get pools shows which pools have idle pods";
     }
 
     private void finish(Waiter w, String outcome) {

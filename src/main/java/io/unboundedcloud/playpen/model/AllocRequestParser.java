@@ -61,6 +61,11 @@ public final class AllocRequestParser {
         this.limits = limits;
     }
 
+    /** The largest waitSeconds an alloc may ask for (--max-wait; 0: waiting is off). */
+    public int maxWaitSeconds() {
+        return limits.maxWaitSeconds();
+    }
+
     /** Parses an alloc body; {@code headerKey} is the Idempotency-Key header (null when absent). */
     public AllocCommand parseAlloc(byte[] body, String headerKey) {
         return parseAlloc(body, headerKey, new java.util.ArrayList<>());

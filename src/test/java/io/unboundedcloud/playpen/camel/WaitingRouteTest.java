@@ -116,12 +116,33 @@ class WaitingRouteTest {
         long waitedMs = (System.nanoTime() - start) / 1_000_000;
         assertThat(r.statusCode()).isEqualTo(503);
         assertThat(r.headers().firstValue("Retry-After")).contains("1");
-        assertThat(r.body()).contains("\"message\":\"no idle amd64 playpen runner pods are available\"");
+        // the Go operator's words, then that it waited
+        assertThat(io.unboundedcloud.playpen.api.Json.MAPPER.readTree(r.body()).get("message").asText())
+                .isEqualTo("no idle amd64 playpen runner pods are "
+                + "available; none became idle in the 1 second this request waited; kubectl get pools shows which "
+                + "pools have idle pods");
         assertThat(waitedMs).isGreaterThanOrEqualTo(950);
         assertThat(queue().waiting()).isZero();
-        // waitSeconds 0 is today's immediate 503
-        assertThat(op.alloc(body("now", 0)).statusCode()).isEqualTo(503);
+        // waitSeconds 0 is today's immediate 503, which says how long this operator lets a request wait
+        HttpResponse<String> now = op.alloc(body("now", 0));
+        assertThat(now.statusCode()).isEqualTo(503);
+        assertThat(io.unboundedcloud.playpen.api.Json.MAPPER.readTree(now.body()).get("message").asText())
+                .isEqualTo("no idle amd64 playpen runner pods are available; try again in 1 second, or add "
+                        + "\"waitSeconds\" (up to 5) to the request to wait in line for one; kubectl get pools shows "
+                        + "which pools have idle pods");
         assertThat(op.alloc(body("too-long", 6)).statusCode()).isEqualTo(400);
+    }
+
+    /** With waiting turned off, the immediate 503 says when to try again and nothing about waiting. */
+    @Test
+    void waitingOffAdvisesOnlyATryAgain() throws Exception {
+        op = new OperatorHarness(cluster, "--max-wait=0", "--retry-after-seconds=3");
+        HttpResponse<String> r = op.alloc(body("now", 0));
+        assertThat(r.statusCode()).isEqualTo(503);
+        assertThat(r.headers().firstValue("Retry-After")).hasValue("3");
+        assertThat(io.unboundedcloud.playpen.api.Json.MAPPER.readTree(r.body()).get("message").asText())
+                .isEqualTo("no idle amd64 playpen runner pods are available; try again in 3 seconds; kubectl get pools "
+                        + "shows which pools have idle pods");
     }
 
     @Test

@@ -290,7 +290,8 @@ class OperatorReferenceTest {
                 testPodWithArchitecture("amd64-runner", "node-1", "amd64"));
         Reply r = alloc(op, "alloc-key", req("wireGuardPublicKey", testPublicKey(), "architecture", "arm64"));
         assertThat(r.status()).isEqualTo(503);
-        assertThat(r.message()).isEqualTo("no idle arm64 playpen runner pods are available");
+        // the Go operator's words, then what to do
+        assertThat(r.message()).isEqualTo("no idle arm64 playpen runner pods are available" + OperatorHarness.NO_IDLE_ADVICE);
         assertThat(annotations("amd64-runner")).doesNotContainKey(PlaypenKeys.IDEMPOTENCY_KEY_HASH);
     }
 
@@ -383,7 +384,8 @@ class OperatorReferenceTest {
         Reply r = alloc(op, "alloc-key", req("wireGuardPublicKey", testPublicKey()));
         assertThat(r.status()).isEqualTo(503);
         assertThat(r.message()).isEqualTo("no idle playpen runner pods are available with hostPort endpoints on "
-                + "ExternalIP nodes: runner pod playpen/runner-1 is on node private-node with no ExternalIP");
+                + "ExternalIP nodes: runner pod playpen/runner-1 is on node private-node with no ExternalIP"
+                + OperatorHarness.NO_IDLE_ADVICE);
         assertThat(annotations("runner-1")).doesNotContainKey(PlaypenKeys.IDEMPOTENCY_KEY_HASH);
     }
 
@@ -403,7 +405,8 @@ class OperatorReferenceTest {
         Reply r = alloc(op, "alloc-key", req("wireGuardPublicKey", testPublicKey()));
         assertThat(r.status()).isEqualTo(503);
         assertThat(r.message()).isEqualTo("no idle playpen runner pods are available with hostPort endpoints on "
-                + "ExternalIP nodes: runner pod \"runner-1\" has no valid server WireGuard public key");
+                + "ExternalIP nodes: runner pod \"runner-1\" has no valid server WireGuard public key"
+                + OperatorHarness.NO_IDLE_ADVICE);
         assertThat(annotations("runner-1")).doesNotContainKey(PlaypenKeys.IDEMPOTENCY_KEY_HASH);
     }
 
@@ -428,7 +431,7 @@ class OperatorReferenceTest {
         assertThat(none.status()).isEqualTo(503);
         assertThat(none.message()).isEqualTo("no idle playpen runner pods are available with hostPort endpoints on "
                 + "ExternalIP nodes: runner pod pending-runner is Pending; runner pod terminating-runner is terminating; "
-                + "runner pod unready-runner container runner is not ready");
+                + "runner pod unready-runner container runner is not ready" + OperatorHarness.NO_IDLE_ADVICE);
         cluster.client.pods().inNamespace(NS).withName("terminating-runner")
                 .edit(p -> new PodBuilder(p).editMetadata().withFinalizers().endMetadata().build());
     }

@@ -32,6 +32,13 @@ public final class OperatorHarness implements AutoCloseable {
     public final OperatorApp app;
     public final int port;
 
+    /**
+     * What an immediate "no idle pods" 503 adds to the Go operator's words with the default flags
+     * (--retry-after-seconds=1, --max-wait=120).
+     */
+    public static final String NO_IDLE_ADVICE = "; try again in 1 second, or add \"waitSeconds\" (up to 120) to the "
+            + "request to wait in line for one; kubectl get pools shows which pools have idle pods";
+
     public OperatorHarness(TestCluster cluster, String... extraFlags) throws Exception {
         this(cluster, cluster.client, extraFlags);
     }
