@@ -38,7 +38,7 @@ import io.unboundedcloud.playpen.model.ResourceType;
 public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(CapacityQueue.class);
     /** The backstop wake-up, should a watch event ever be missed (claims that lost a race free nothing). */
-    private static final long SWEEP_MS = 1000;
+    private static final Duration SWEEP = Duration.ofSeconds(1);
 
     /** Told how each wait ended: served, timeout or left (metrics). */
     public interface Observer {
@@ -98,9 +98,14 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     }
 
     public CapacityQueue(Allocator allocator, Limits limits) {
+        this(allocator, limits, SWEEP);
+    }
+
+    /** {@code sweep}: how often the queue wakes itself besides the pod events (a test turns it down to see those). */
+    CapacityQueue(Allocator allocator, Limits limits, Duration sweep) {
         this.allocator = allocator;
         this.limits = limits;
-        timers.scheduleWithFixedDelay(this::requestDrain, SWEEP_MS, SWEEP_MS, TimeUnit.MILLISECONDS);
+        timers.scheduleWithFixedDelay(this::requestDrain, sweep.toMillis(), sweep.toMillis(), TimeUnit.MILLISECONDS);
     }
 
     public void addObserver(Observer o) {
@@ -381,8 +386,9 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         synchronized (this) {
             for (ArrayDeque<Waiter> q : queues.values()) {
                 for (Iterator<Waiter> it = q.iterator(); it.hasNext();) {
-                    it.next().result.completeExceptionally(
-                            ApiException.unavailable("the operator is shutting down", 1));
+                    Waiter w = it.next();
+                    counter(w.cmd).decrementAndGet();
+                    w.result.completeExceptionally(ApiException.unavailable("the operator is shutting down", 1));
                 }
             }
             queues.clear();

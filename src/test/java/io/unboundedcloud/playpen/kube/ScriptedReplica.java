@@ -48,6 +48,11 @@ final class ScriptedReplica implements AutoCloseable {
      * this replica's watch which other replicas claim.
      */
     ScriptedReplica(int runners, int maxPerOwner, ReplicaLanes lanes) throws Exception {
+        this(runners, maxPerOwner, lanes, null);
+    }
+
+    /** The same, with one more listener of the pod cache (null: none), added before it starts. */
+    ScriptedReplica(int runners, int maxPerOwner, ReplicaLanes lanes, PodCache.Listener listener) throws Exception {
         cluster = TestCluster.start();
         cluster.addNode(NODE, "amd64", EXTERNAL_IP);
         for (int i = 0; i < runners; i++) {
@@ -63,6 +68,9 @@ final class ScriptedReplica implements AutoCloseable {
             pods.addListener(lanes);
             writer = new ClaimWriter(cluster.client, Clock.systemUTC(), calls, null, lanes.self());
             allocator = new Allocator(pods, nodes, writer, candidates, 1, maxPerOwner, lanes);
+        }
+        if (listener != null) {
+            pods.addListener(listener);
         }
         pods.start();
         nodes.start();

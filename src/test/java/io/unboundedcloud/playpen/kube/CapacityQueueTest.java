@@ -1,0 +1,366 @@
+package io.unboundedcloud.playpen.kube;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.model.AllocCommand;
+import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.model.ResourceType;
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/**
+ * The queue of alloc requests waiting for capacity, on one replica's allocation core against the mock API server:
+ * first come first served as pods turn idle, a retried key joins its twin, the per-user and total caps refuse
+ * with 429 before anything waits, a wait that ends is the 503 with how long it waited, a dealloc ends a wait with
+ * 410, a client that leaves frees its place, an error of one waiter ends only that wait, and closing answers every
+ * waiter. Each outcome is told to the observers.
+ */
+class CapacityQueueTest {
+    static final Duration SOON = Duration.ofSeconds(10);
+
+    ScriptedReplica r;
+    CapacityQueue q;
+    final List<String> outcomes = new CopyOnWriteArrayList<>();
+    final List<Duration> waits = new CopyOnWriteArrayList<>();
+
+    /** The replica, then its queue, woken by the replica's pod cache as in the operator (and by nothing else). */
+    void start(int runners, int maxPerOwner, CapacityQueue.Limits limits) throws Exception {
+        java.util.concurrent.atomic.AtomicReference<CapacityQueue> queue = new java.util.concurrent.atomic.AtomicReference<>();
+        r = new ScriptedReplica(runners, maxPerOwner, null, (change, pod) -> {
+            CapacityQueue woken = queue.get();
+            if (woken != null) {
+                woken.onPodEvent(change, pod);
+            }
+        });
+        // no backstop sweep within a test: a waiter is served because a pod event or the queue itself woke it
+        q = new CapacityQueue(r.allocator, limits, Duration.ofHours(1));
+        q.addObserver((cmd, waited, outcome) -> {
+            outcomes.add(cmd.keyHashPrefix() + " " + outcome);
+            waits.add(waited);
+        });
+        queue.set(q);
+    }
+
+    @AfterEach
+    void stop() {
+        if (q != null) {
+            q.close();
+        }
+        if (r != null) {
+            r.close();
+        }
+    }
+
+    static AllocCommand waiting(String key, int seconds) {
+        return ScriptedReplica.cmd(key).withLease(null, seconds);
+    }
+
+    /** A ready runner on the replica's node, in the replica's cache (which wakes the queue). */
+    String addRunner(int port) throws Exception {
+        Pod p = r.cluster.create(TestCluster.readyRunner("amd64", port, ScriptedReplica.NODE));
+        OperatorHarness.awaitTrue(() -> r.pods.get(p.getMetadata().getName()).isPresent(), SOON, "the new pod cached");
+        return p.getMetadata().getName();
+    }
+
+    static Allocator.Allocation served(CapacityQueue.Ticket t) throws Exception {
+        return t.result().get(SOON.toSeconds(), TimeUnit.SECONDS);
+    }
+
+    static ApiException failure(CapacityQueue.Ticket t) {
+        return failure(t.result());
+    }
+
+    static ApiException failure(CompletableFuture<?> f) {
+        try {
+            f.get(SOON.toSeconds(), TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            assertThat(e.getCause()).isInstanceOf(ApiException.class);
+            return (ApiException) e.getCause();
+        } catch (Exception e) {
+            throw new AssertionError("no answer", e);
+        }
+        throw new AssertionError("served, but a failure was expected");
+    }
+
+    /** Nobody in line, no place taken, for any kind or user. */
+    void assertNothingWaits() {
+        assertThat(q.waiting()).isZero();
+        assertThat(q.waiting(ResourceType.RUNNER, "amd64")).isZero();
+        assertThat(q.waitingRequests()).isZero();
+    }
+
+    String prefix(String key) {
+        return ScriptedReplica.cmd(key).keyHashPrefix();
+    }
+
+    @Test
+    void aClaimablePodServesAtOnceAndAKeyThatHoldsOneIsReplayedWithoutQueueing() throws Exception {
+        start(1, 0, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket first = q.await(waiting("now", 30), "owner-a");
+        Allocator.Allocation a = served(first);
+        assertThat(a.replay()).isFalse();
+        assertThat(a.pod().getMetadata().getName()).isEqualTo("playpen-runner-amd64-51820");
+        assertThat(ManagedPods.keyHash(r.cluster.pods().get(0))).isEqualTo(ScriptedReplica.cmd("now").keyHash());
+        OperatorHarness.awaitTrue(() -> q.waitingRequests() == 0, SOON, "the served request's slot freed");
+        assertThat(outcomes).containsExactly(prefix("now") + " served");
+
+        // the same key again is answered from its claim at once: never queued, never counted
+        CapacityQueue.Ticket again = q.await(waiting("now", 30), "owner-a");
+        assertThat(again.result()).isDone();
+        assertThat(again.result().get().replay()).isTrue();
+        assertThat(again.result().get().pod().getMetadata().getName()).isEqualTo("playpen-runner-amd64-51820");
+        assertNothingWaits();
+        // and another request under that key is refused at once
+        assertThatThrownBy(() -> q.await(ScriptedReplica.otherRequest(ScriptedReplica.cmd("now")).withLease(null, 30),
+                "owner-a")).isInstanceOfSatisfying(ApiException.class, e -> assertThat(e.code()).isEqualTo(409));
+        assertThat(outcomes).hasSize(1);
+    }
+
+    @Test
+    void waitersAreServedInArrivalOrderAsPodsTurnIdle() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket k1 = q.await(waiting("k1", 30), "owner-a");
+        CapacityQueue.Ticket k2 = q.await(waiting("k2", 30), "owner-b");
+        CapacityQueue.Ticket k3 = q.await(waiting("k3", 30), "owner-a");
+        assertThat(q.waiting()).isEqualTo(3);
+        assertThat(q.waiting(ResourceType.RUNNER, "amd64")).isEqualTo(3);
+        assertThat(q.waiting(ResourceType.RUNNER, "arm64")).isZero();
+        assertThat(q.waitingRequests()).isEqualTo(3);
+        assertThat(q.waitingRequests("owner-a")).isEqualTo(2);
+        assertThat(q.waitingRequests("owner-b")).isEqualTo(1);
+        assertThat(k1.result()).isNotDone();
+
+        String pod1 = addRunner(51820);
+        assertThat(served(k1).pod().getMetadata().getName()).isEqualTo(pod1);
+        assertThat(k2.result()).isNotDone();
+        assertThat(k3.result()).isNotDone();
+        OperatorHarness.awaitTrue(() -> q.waiting() == 2 && q.waitingRequests("owner-a") == 1, SOON,
+                "the first waiter gone from the queue");
+
+        String pod2 = addRunner(51821);
+        assertThat(served(k2).pod().getMetadata().getName()).isEqualTo(pod2);
+        assertThat(k3.result()).isNotDone();
+        assertThat(q.waiting(ResourceType.RUNNER, "amd64")).isEqualTo(1);
+
+        // the last client leaves: its place is freed, it is answered 499 and nothing is claimed for it later
+        k3.subscription().leave();
+        assertThat(failure(k3).code()).isEqualTo(499);
+        assertNothingWaits();
+        assertThat(q.waitingRequests("owner-a")).isZero();
+        String pod3 = addRunner(51822);
+        q.drain();
+        assertThat(ManagedPods.isClaimed(r.cluster.pods().stream()
+                .filter(p -> pod3.equals(p.getMetadata().getName())).findFirst().orElseThrow())).isFalse();
+        assertThat(outcomes).containsExactly(prefix("k1") + " served", prefix("k2") + " served", prefix("k3") + " left");
+    }
+
+    /**
+     * The only client leaves while the claim for its wait is being written: nobody will get that pod, so the claim
+     * goes back to the pool instead of being held until its TTL.
+     */
+    @Test
+    void aClaimWrittenForAWaitEveryClientLeftGoesBack() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket t = q.await(waiting("left", 30), "owner-a");
+        java.util.concurrent.CountDownLatch writing = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch answer = new java.util.concurrent.CountDownLatch(1);
+        r.cluster.addRequestListener(k -> {
+            if (k.equals("PATCH " + ScriptedReplica.podPath(ScriptedReplica.runner(0))) && writing.getCount() > 0) {
+                writing.countDown();
+                try {
+                    answer.await(SOON.toSeconds(), TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        });
+        String pod = addRunner(51820);
+        long idle = Long.parseLong(r.cluster.pods().get(0).getMetadata().getResourceVersion());
+        assertThat(writing.await(SOON.toSeconds(), TimeUnit.SECONDS)).isTrue();
+        t.subscription().leave();
+        assertThat(failure(t).code()).isEqualTo(499);
+        answer.countDown();
+        // written (a newer version, claimed), then taken back (a newer version still, not claimed)
+        OperatorHarness.awaitTrue(() -> r.cluster.pods().stream().anyMatch(p -> pod.equals(p.getMetadata().getName())
+                && Long.parseLong(p.getMetadata().getResourceVersion()) > idle && !ManagedPods.isClaimed(p)), SOON,
+                "the claim written and taken back");
+        assertThat(r.cluster.pods()).hasSize(1).noneMatch(ManagedPods::isClaimed);
+        assertThat(outcomes).containsExactly(prefix("left") + " left");
+        assertNothingWaits();
+    }
+
+    @Test
+    void aRetriedKeyJoinsItsTwinAndGetsTheSameClaimAsAReplay() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket first = q.await(waiting("twin", 30), "owner-a");
+        CapacityQueue.Ticket retry = q.await(waiting("twin", 30), "owner-a");
+        CapacityQueue.Ticket third = q.await(waiting("twin", 30), "owner-a");
+        // one wait, three clients, each counted against the owner
+        assertThat(q.waiting()).isEqualTo(1);
+        assertThat(q.waitingRequests("owner-a")).isEqualTo(3);
+        assertThatThrownBy(() -> q.await(ScriptedReplica.otherRequest(ScriptedReplica.cmd("twin")).withLease(null, 30),
+                "owner-a")).isInstanceOfSatisfying(ApiException.class, e -> {
+                    assertThat(e.code()).isEqualTo(409);
+                    assertThat(e.getMessage()).isEqualTo(Allocator.CONFLICT_MESSAGE);
+                });
+        assertThat(q.waitingRequests("owner-a")).isEqualTo(3);
+
+        // one of the clients leaves: the others keep waiting
+        first.subscription().leave();
+        assertThat(q.waiting()).isEqualTo(1);
+        assertThat(q.waitingRequests("owner-a")).isEqualTo(2);
+
+        String pod = addRunner(51820);
+        Allocator.Allocation viaRetry = served(retry);
+        assertThat(viaRetry.pod().getMetadata().getName()).isEqualTo(pod);
+        assertThat(viaRetry.replay()).isTrue();
+        assertThat(served(third).pod().getMetadata().getName()).isEqualTo(pod);
+        // the client that left still sees the claim's outcome on its future (it is the wait's own)
+        assertThat(served(first).replay()).isFalse();
+        assertThat(r.cluster.pods()).filteredOn(ManagedPods::isClaimed).hasSize(1);
+        OperatorHarness.awaitTrue(() -> q.waitingRequests() == 0, SOON, "every slot freed");
+        assertThat(outcomes).containsExactly(prefix("twin") + " served");
+    }
+
+    @Test
+    void thePerUserAndTotalCapsRefuseWith429BeforeAnythingWaits() throws Exception {
+        start(0, 0, new CapacityQueue.Limits(2, 3, 7));
+        CapacityQueue.Ticket a1 = q.await(waiting("a1", 30), "owner-a");
+        q.await(waiting("a2", 30), "owner-a");
+        assertThatThrownBy(() -> q.await(waiting("a3", 30), "owner-a"))
+                .isInstanceOfSatisfying(ApiException.class, e -> {
+                    assertThat(e.code()).isEqualTo(429);
+                    assertThat(e.reason()).isEqualTo("TooManyRequests");
+                    assertThat(e.headers()).containsEntry("Retry-After", "7");
+                    assertThat(e.getMessage()).isEqualTo("you have 2 alloc requests waiting for capacity, the most one"
+                            + " user may have (--max-waiting-per-user); wait for one of them to be answered, or ask"
+                            + " without waitSeconds");
+                });
+        // a retry of a waiting key is a client that waits too
+        assertThatThrownBy(() -> q.await(waiting("a1", 30), "owner-a")).isInstanceOf(ApiException.class);
+        q.await(waiting("b1", 30), "owner-b");
+        assertThatThrownBy(() -> q.await(waiting("b2", 30), "owner-b"))
+                .isInstanceOfSatisfying(ApiException.class, e -> {
+                    assertThat(e.code()).isEqualTo(429);
+                    assertThat(e.headers()).containsEntry("Retry-After", "7");
+                    assertThat(e.getMessage()).isEqualTo("too many alloc requests are waiting for capacity (3,"
+                            + " --max-waiting); retry later, or ask without waitSeconds for an answer now");
+                });
+        assertThat(q.waiting()).isEqualTo(3);
+        assertThat(q.waitingRequests()).isEqualTo(3);
+
+        // a place freed (its client left) is a place again, for the same user
+        a1.subscription().leave();
+        a1.subscription().leave();
+        assertThat(q.waitingRequests()).isEqualTo(2);
+        assertThat(q.waitingRequests("owner-a")).isEqualTo(1);
+        q.await(waiting("a4", 30), "owner-a");
+        assertThat(q.waitingRequests("owner-a")).isEqualTo(2);
+        assertThat(outcomes).containsExactly(prefix("a1") + " left");
+    }
+
+    @Test
+    void aWaitThatEndsIsThe503WithWhyAndHowLongItWaited() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        long start = System.nanoTime();
+        CapacityQueue.Ticket t = q.await(waiting("late", 1), null);
+        ApiException e = failure(t);
+        Duration elapsed = Duration.ofNanos(System.nanoTime() - start);
+        // the observers are told how long it waited: its second, within what the caller saw
+        assertThat(waits).hasSize(1);
+        assertThat(waits.get(0)).isGreaterThanOrEqualTo(Duration.ofMillis(900)).isLessThanOrEqualTo(elapsed);
+        assertThat(e.code()).isEqualTo(503);
+        assertThat(e.headers()).containsEntry("Retry-After", "1");
+        assertThat(e.getMessage()).isEqualTo("no idle amd64 playpen runner pods are available; none became idle in the"
+                + " 1 second this request waited; kubectl get pools shows which pools have idle pods");
+        assertNothingWaits();
+        assertThat(outcomes).containsExactly(prefix("late") + " timeout");
+        assertThat(CapacityQueue.waitedAdvice(30)).startsWith("; none became idle in the 30 seconds this request");
+    }
+
+    @Test
+    void aDeallocEndsTheWaitWith410AndNothingIsClaimedForIt() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket t = q.await(waiting("gone", 30), "owner-a");
+        assertThat(q.cancel(ScriptedReplica.cmd("other").keyHash())).isFalse();
+        assertThat(q.cancel(ScriptedReplica.cmd("gone").keyHash())).isTrue();
+        ApiException e = failure(t);
+        assertThat(e.code()).isEqualTo(410);
+        assertThat(e.reason()).isEqualTo("Gone");
+        assertThat(e.getMessage()).isEqualTo("the allocation was deallocated while it waited for capacity");
+        assertThat(q.cancel(ScriptedReplica.cmd("gone").keyHash())).isFalse();
+        assertNothingWaits();
+        addRunner(51820);
+        q.drain();
+        assertThat(r.cluster.pods()).noneMatch(ManagedPods::isClaimed);
+        assertThat(outcomes).containsExactly(prefix("gone") + " deallocated");
+    }
+
+    @Test
+    void anErrorOfOneWaiterEndsThatWaitAndTheNextIsServed() throws Exception {
+        // quota 1: once owner-a holds a claim, its next waiter's claim is refused (429). The dispatcher is held
+        // inside the drain that serves owner-a's first claim (its observer call), so that both later waiters are
+        // queued behind it when the same drain goes on to them
+        start(1, 1, CapacityQueue.Limits.NONE);
+        java.util.concurrent.CountDownLatch inDrain = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch goOn = new java.util.concurrent.CountDownLatch(1);
+        String held = prefix("held");
+        q.addObserver((cmd, waited, outcome) -> {
+            if (cmd.keyHashPrefix().equals(held)) {
+                inDrain.countDown();
+                try {
+                    goOn.await(SOON.toSeconds(), TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        });
+        CapacityQueue.Ticket first = q.await(waiting("held", 30), "owner-a");
+        assertThat(inDrain.await(SOON.toSeconds(), TimeUnit.SECONDS)).isTrue();
+        CapacityQueue.Ticket over = q.await(waiting("over", 30), "owner-a");
+        CapacityQueue.Ticket next = q.await(waiting("next", 30), "owner-b");
+        assertThat(q.waiting()).isEqualTo(2);
+        goOn.countDown();
+        assertThat(served(first).pod().getMetadata().getName()).isEqualTo("playpen-runner-amd64-51820");
+        ApiException e = failure(over);
+        assertThat(e.code()).isEqualTo(429);
+        assertThat(e.getMessage()).startsWith("allocation quota exceeded: you hold 1 of at most 1 allocations");
+        // the same drain went on past the refused waiter: the next one is still in line, and served by a new pod
+        OperatorHarness.awaitTrue(() -> q.waiting() == 1, SOON, "the refused waiter out of the line");
+        assertThat(next.result()).isNotDone();
+        String pod = addRunner(51821);
+        assertThat(served(next).pod().getMetadata().getName()).isEqualTo(pod);
+        assertThat(q.waiting()).isZero();
+        assertThat(outcomes).containsExactly(held + " served", prefix("over") + " failed", prefix("next") + " served");
+    }
+
+    @Test
+    void closingAnswersEveryWaiter503() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket a = q.await(waiting("a", 30), "owner-a");
+        CapacityQueue.Ticket b = q.await(ScriptedReplica.cmd("b").withLease(null, 30), "owner-b");
+        q.close();
+        for (CapacityQueue.Ticket t : List.of(a, b)) {
+            ApiException e = failure(t);
+            assertThat(e.code()).isEqualTo(503);
+            assertThat(e.getMessage()).isEqualTo("the operator is shutting down");
+        }
+        assertNothingWaits();
+        // a wake-up after close is harmless
+        q.requestDrain();
+        q.onPodEvent(PodCache.Change.UPDATED, null);
+    }
+}
