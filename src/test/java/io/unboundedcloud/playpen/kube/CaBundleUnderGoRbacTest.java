@@ -24,6 +24,7 @@ class CaBundleUnderGoRbacTest {
 
     TestCluster cluster;
     ServingCertificate serving;
+    final ApiCallCounter calls = new ApiCallCounter();
 
     @BeforeEach
     void up() {
@@ -36,7 +37,7 @@ class CaBundleUnderGoRbacTest {
                 .build();
         apiServices().resource(svc).create();
         serving = new ServingCertificate(cluster.client, "playpen", "playpen-operator-tls", "playpen-operator",
-                Clock.systemUTC(), new ApiCallCounter());
+                Clock.systemUTC(), calls);
     }
 
     @AfterEach
@@ -72,6 +73,9 @@ class CaBundleUnderGoRbacTest {
                 .containsEntry("service", Map.of("namespace", "playpen", "name", "playpen-operator"));
         assertThat(requests("PATCH")).isEqualTo(1);
         assertThat(requests("PUT")).isEqualTo(1);
+        // the API calls counted are the ones made
+        assertThat(calls.get(KubeApiCall.API_SERVICES_PATCH)).isEqualTo(1);
+        assertThat(calls.get(KubeApiCall.API_SERVICES_UPDATE)).isEqualTo(1);
     }
 
     @Test
@@ -82,5 +86,6 @@ class CaBundleUnderGoRbacTest {
                 .isEqualTo(Base64.getEncoder().encodeToString(m.certificatePem().getBytes(StandardCharsets.UTF_8)));
         assertThat(requests("PATCH")).isEqualTo(1);
         assertThat(requests("PUT")).isZero();
+        assertThat(calls.get(KubeApiCall.API_SERVICES_UPDATE)).isZero();
     }
 }

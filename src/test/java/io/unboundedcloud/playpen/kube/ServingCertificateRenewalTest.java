@@ -58,6 +58,11 @@ class ServingCertificateRenewalTest {
     }
 
     void createApiService() {
+        createApiService(cluster);
+    }
+
+    /** The playpen APIService with an empty caBundle, as the install creates it. */
+    static void createApiService(TestCluster cluster) {
         cluster.client.genericKubernetesResources("apiregistration.k8s.io/v1", "APIService")
                 .resource(new GenericKubernetesResourceBuilder().withApiVersion("apiregistration.k8s.io/v1")
                         .withKind("APIService").withNewMetadata().withName(APISERVICE).endMetadata()
@@ -68,6 +73,11 @@ class ServingCertificateRenewalTest {
     }
 
     List<X509Certificate> bundle() {
+        return bundle(cluster);
+    }
+
+    /** The certificates of the APIService's caBundle now. */
+    static List<X509Certificate> bundle(TestCluster cluster) {
         GenericKubernetesResource svc = cluster.client.genericKubernetesResources("apiregistration.k8s.io/v1", "APIService")
                 .withName(APISERVICE).get();
         Object spec = svc.getAdditionalProperties().get("spec");

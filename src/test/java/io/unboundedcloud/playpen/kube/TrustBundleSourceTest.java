@@ -4,16 +4,27 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Map;
+
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 import org.junit.jupiter.api.Test;
 
 import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.ConfigMapBuilder;
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
 import io.unboundedcloud.playpen.tls.Pki;
 
-/** A backstop GET must never undo what the watch delivered after the GET started (kept current). */
+/**
+ * The front-proxy trust bundle as the API server has it: the watch applies each change at once, the backstop GET
+ * reads it again, and a GET must never undo what the watch delivered after the GET started. A bundle that turns
+ * invalid is told to the listener with its reason.
+ */
 class TrustBundleSourceTest {
+    private static final String NAME = "extension-apiserver-authentication";
+    private static final String ALLOWED = "[\"front-proxy-client\"]";
+    private static final Duration SOON = Duration.ofSeconds(10);
     private static final Pki.Issued OLD_CA = ca("old-front-proxy-ca");
     private static final Pki.Issued NEW_CA = ca("new-front-proxy-ca");
 
@@ -69,5 +80,92 @@ class TrustBundleSourceTest {
         source.applyFromWatch(trust(OLD_CA));
         source.applyFromGet(trust(NEW_CA), source.watchEventsSoFar());
         assertThat(caOf(source)).isEqualTo("CN=new-front-proxy-ca");
+    }
+
+    @Test
+    void theWatchKeepsTheBundleCurrentAndARefreshReadsItAgain() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            // the simulated cluster starts with its own front-proxy bundle: this test starts without one
+            cluster.client.configMaps().inNamespace(TrustBundleSource.NAMESPACE).withName(NAME).delete();
+            ApiCallCounter calls = new ApiCallCounter();
+            TrustBundleSource source = new TrustBundleSource(cluster.client, calls);
+            List<String> told = new CopyOnWriteArrayList<>();
+            source.onInvalid(told::add);
+            assertThat(source.get().invalidReason()).isEqualTo("trust bundle not loaded yet");
+            try {
+                source.start();
+                // nothing there yet: the start's GET says so, and the listener is told
+                assertThat(calls.get(KubeApiCall.CONFIGMAPS_GET)).isEqualTo(1);
+                String notFound = "ConfigMap kube-system/" + NAME + " not found";
+                assertThat(source.get().valid()).isFalse();
+                assertThat(source.get().invalidReason()).isEqualTo(notFound);
+                assertThat(told).containsExactly(notFound);
+                source.start();
+                assertThat(calls.get(KubeApiCall.CONFIGMAPS_GET)).as("a second start reads nothing").isEqualTo(1);
+
+                // created: the watch applies it without a GET
+                cluster.setTrust(OLD_CA.certificatePem(), ALLOWED);
+                OperatorHarness.awaitTrue(() -> source.get().valid(), SOON, "the created bundle applied");
+                assertThat(caOf(source)).isEqualTo("CN=old-front-proxy-ca");
+                assertThat(source.get().allowedNames()).containsExactly("front-proxy-client");
+                assertThat(calls.get(KubeApiCall.CONFIGMAPS_GET)).isEqualTo(1);
+                long loaded = source.get().generation();
+
+                // the backstop reads it again: the same data keeps the same bundle
+                assertThat(source.refresh()).isTrue();
+                assertThat(calls.get(KubeApiCall.CONFIGMAPS_GET)).isEqualTo(2);
+                assertThat(source.get().generation()).isEqualTo(loaded);
+
+                // rotated: the new CA replaces the old one
+                cluster.setTrust(NEW_CA.certificatePem(), ALLOWED);
+                OperatorHarness.awaitTrue(() -> source.get().valid() && caOf(source).equals("CN=new-front-proxy-ca"),
+                        SOON, "the rotated bundle applied");
+                assertThat(source.get().generation()).isGreaterThan(loaded);
+
+                // broken: invalid, with the reason told
+                cluster.setTrust("not a certificate", ALLOWED);
+                OperatorHarness.awaitTrue(() -> !source.get().valid(), SOON, "the broken bundle applied");
+                assertThat(source.get().invalidReason())
+                        .isEqualTo("requestheader-client-ca-file holds no certificate");
+                assertThat(source.refresh()).isFalse();
+                // a broken bundle read again is judged (and told) again: it is never taken for the valid one
+                assertThat(told).containsExactly(notFound, "requestheader-client-ca-file holds no certificate",
+                        "requestheader-client-ca-file holds no certificate");
+
+                // deleted: invalid again
+                cluster.setTrust(NEW_CA.certificatePem(), ALLOWED);
+                OperatorHarness.awaitTrue(() -> source.get().valid(), SOON, "the mended bundle applied");
+                cluster.client.configMaps().inNamespace(TrustBundleSource.NAMESPACE).withName(NAME).delete();
+                OperatorHarness.awaitTrue(() -> notFound.equals(source.get().invalidReason()), SOON,
+                        "the delete applied");
+            } finally {
+                source.close();
+                source.close();
+            }
+        }
+    }
+
+    @Test
+    void aGetThatFailsKeepsTheBundleAndSaysWhetherItIsValid() {
+        TestCluster cluster = TestCluster.start();
+        TrustBundleSource source = new TrustBundleSource(cluster.client, new ApiCallCounter());
+        source.applyFromWatch(trust(OLD_CA));
+        cluster.close(); // the API server is gone: the GET fails
+        assertThat(source.refresh()).isTrue();
+        assertThat(caOf(source)).isEqualTo("CN=old-front-proxy-ca");
+        source.applyFromWatch(null);
+        assertThat(source.refresh()).isFalse();
+    }
+
+    @Test
+    void theSameValidDataIsParsedOnce() {
+        TrustBundleSource source = new TrustBundleSource(null, new ApiCallCounter());
+        source.applyFromWatch(trust(OLD_CA));
+        long first = source.get().generation();
+        source.applyFromWatch(trust(OLD_CA));
+        source.applyFromGet(trust(OLD_CA), source.watchEventsSoFar());
+        assertThat(source.get().generation()).isEqualTo(first);
+        source.applyFromWatch(trust(NEW_CA));
+        assertThat(source.get().generation()).isEqualTo(first + 1);
     }
 }
