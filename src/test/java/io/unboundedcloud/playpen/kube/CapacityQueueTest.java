@@ -187,8 +187,11 @@ class CapacityQueueTest {
                 }
             }
         });
-        String pod = addRunner(51820);
-        long idle = Long.parseLong(r.cluster.pods().get(0).getMetadata().getResourceVersion());
+        // the version the pod was created with: no read of the simulated API server while it holds the claim's
+        // write (it answers one request at a time)
+        Pod created = r.cluster.create(TestCluster.readyRunner("amd64", 51820, ScriptedReplica.NODE));
+        String pod = created.getMetadata().getName();
+        long idle = Long.parseLong(created.getMetadata().getResourceVersion());
         assertThat(writing.await(SOON.toSeconds(), TimeUnit.SECONDS)).isTrue();
         t.subscription().leave();
         assertThat(failure(t).code()).isEqualTo(499);
