@@ -31,6 +31,7 @@ import io.unboundedcloud.playpen.model.AllocResponses;
 import io.unboundedcloud.playpen.model.GoStrings;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.OwnerHashes;
+import io.unboundedcloud.playpen.model.ResourceType;
 
 /**
  * Thin adapters between the HTTP routes and the domain beans: bind exchange parts, return domain values, and leave
@@ -47,6 +48,7 @@ public final class ApiFlows {
     /** Told about allocs turned away for lack of an idle pod (the demand-aware buffer counts them as demand). */
     private volatile java.util.function.Consumer<AllocCommand> unserved = cmd -> {
     };
+    private volatile java.util.function.Predicate<AllocCommand> pooled = cmd -> true;
 
     private final AccessReviewer reviewer;
     private final AllocRequestParser parser;
@@ -106,6 +108,11 @@ public final class ApiFlows {
         this.unserved = hook;
     }
 
+    /** Whether a pool of this operator keeps the kind an alloc asks for (the 503's advice depends on it). */
+    void pooled(java.util.function.Predicate<AllocCommand> keeps) {
+        this.pooled = keeps;
+    }
+
     /** Events go through the routes; this is where pods deallocated outside {@link #deleteClaimed} go. */
     void events(ObservedEvents events) {
         this.events = events;
@@ -147,7 +154,8 @@ public final class ApiFlows {
                 } catch (ApiException e) {
                     if (e.code() == 503 && e.getMessage() != null && e.getMessage().startsWith("no idle")) {
                         unserved.accept(cmd);
-                        throw e.withMessage(e.getMessage() + noIdleAdvice(retryAfterSeconds, parser.maxWaitSeconds()));
+                        throw e.withMessage(e.getMessage() + (pooled.test(cmd)
+                                ? noIdleAdvice(retryAfterSeconds, parser.maxWaitSeconds()) : noPoolAdvice(cmd)));
                     }
                     throw e;
                 }
@@ -181,6 +189,17 @@ public final class ApiFlows {
         String wait = maxWaitSeconds <= 0 ? ""
                 : ", or add \"waitSeconds\" (up to " + maxWaitSeconds + ") to the request to wait in line for one";
         return again + wait + "; kubectl get pools shows which pools have idle pods";
+    }
+
+    /**
+     * The advice instead when no pool of this operator keeps that kind (its count flag is 0, as for control planes
+     * by default): trying again or waiting brings nothing unless someone makes such a pod outside the operator.
+     */
+    static String noPoolAdvice(AllocCommand cmd) {
+        String flag = cmd.resourceType() == ResourceType.RUNNER ? "--runner-" + cmd.architecture() + "-count"
+                : "--control-plane-count";
+        return "; this operator keeps no pool of them (" + flag + " is 0), so trying again or waiting will not bring"
+                + " one: ask its administrators for that pool; kubectl get pools lists the pools it keeps";
     }
 
     /** The Kubernetes Event of a new claim (step of the alloc route's "allocated" branch). */

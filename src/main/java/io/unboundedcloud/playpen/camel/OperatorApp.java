@@ -202,9 +202,8 @@ public final class OperatorApp implements AutoCloseable {
         flows.events(observed);
         flows.owners(owners, new io.unboundedcloud.playpen.kube.LegacyOwnerClaims(client, pods, calls));
         // allocs turned away for lack of a pod are demand too (the demand-aware buffer)
-        flows.onUnserved(cmd -> signals.unserved(cmd.resourceType() == io.unboundedcloud.playpen.model.ResourceType.RUNNER
-                ? io.unboundedcloud.playpen.model.PoolTarget.runner(cmd.architecture())
-                : io.unboundedcloud.playpen.model.PoolTarget.controlPlane(cmd.kubernetesVersion())));
+        flows.onUnserved(cmd -> signals.unserved(io.unboundedcloud.playpen.model.PoolTarget.of(cmd)));
+        flows.pooled(cmd -> planner.keeps(io.unboundedcloud.playpen.model.PoolTarget.of(cmd)));
         io.unboundedcloud.playpen.kube.Renewer renewer =
                 new io.unboundedcloud.playpen.kube.Renewer(client, pods, leases, clock, calls);
         // the TTL timer follows a renewal made here at once (other replicas' renewals reach it through the watch)

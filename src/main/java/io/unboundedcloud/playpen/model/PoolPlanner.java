@@ -87,6 +87,15 @@ public final class PoolPlanner {
         return desired;
     }
 
+    /**
+     * Whether this operator keeps pods of {@code target} at all: its count flag is above 0, or the demand-aware
+     * buffer may grow it from 0. Otherwise only pods made outside the operator are ever handed out of that kind.
+     */
+    public boolean keeps(PoolTarget target) {
+        Integer count = desired.get(target);
+        return count != null && (count > 0 || policy.demandBuffer());
+    }
+
     /** The limits health is judged by. */
     public PoolHealth.Limits limits() {
         return limits;

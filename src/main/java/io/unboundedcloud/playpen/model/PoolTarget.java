@@ -21,6 +21,12 @@ public record PoolTarget(ResourceType type, String variant) {
         return new PoolTarget(ResourceType.CONTROL_PLANE, version.startsWith("v") ? version : "v" + version);
     }
 
+    /** The pool an alloc asks of: runners of its architecture, or control planes of its version. */
+    public static PoolTarget of(AllocCommand cmd) {
+        return cmd.resourceType() == ResourceType.RUNNER ? runner(cmd.architecture())
+                : controlPlane(cmd.kubernetesVersion());
+    }
+
     /** A stable key for logs and metric tags: {@code runner/amd64}, {@code controlPlane/v1.33.0}. */
     public String key() {
         return type.wire() + "/" + variant;

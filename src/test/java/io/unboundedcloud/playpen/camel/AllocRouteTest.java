@@ -131,7 +131,7 @@ class AllocRouteTest {
         assertThat(none.statusCode()).isEqualTo(503);
         assertThat(none.headers().firstValue("Retry-After")).hasValue("1");
         assertThat(M.readTree(none.body()).get("message").asText()).isEqualTo("no idle arm64 playpen runner pods are available"
-                + OperatorHarness.NO_IDLE_ADVICE);
+                + OperatorHarness.noPoolAdvice("--runner-arm64-count"));
     }
 
     @Test
@@ -142,7 +142,7 @@ class AllocRouteTest {
         assertThat(M.readTree(r.body()).get("message").asText()).isEqualTo(
                 "no idle playpen runner pods are available with hostPort endpoints on ExternalIP nodes: "
                         + "runner pod playpen/playpen-runner-amd64-51835 is on node node-noip with no ExternalIP"
-                        + OperatorHarness.NO_IDLE_ADVICE);
+                        + OperatorHarness.noPoolAdvice("--runner-amd64-count"));
         assertThat(pod("playpen-runner-amd64-51835").getMetadata().getAnnotations())
                 .doesNotContainKey(PlaypenKeys.IDEMPOTENCY_KEY_HASH);
         assertThat(pod("playpen-runner-amd64-51835").getMetadata().getLabels()).doesNotContainKey(PlaypenKeys.ALLOCATED);
@@ -167,7 +167,7 @@ class AllocRouteTest {
                 + "runner pod playpen-runner-amd64-51841 container runner is not ready; "
                 + "runner pod \"playpen-runner-amd64-51842\" has no valid server WireGuard public key; "
                 + "runner pod playpen/playpen-runner-amd64-51843 has no WireGuard hostPort; "
-                + "runner pod is not scheduled" + OperatorHarness.NO_IDLE_ADVICE);
+                + "runner pod is not scheduled" + OperatorHarness.noPoolAdvice("--runner-amd64-count"));
         assertThat(cluster.pods()).allSatisfy(p ->
                 assertThat(p.getMetadata().getAnnotations()).doesNotContainKey(PlaypenKeys.IDEMPOTENCY_KEY_HASH));
     }
@@ -199,7 +199,7 @@ class AllocRouteTest {
                 + "\"kubernetesVersion\":\"v1.32.1\"}");
         assertThat(none.statusCode()).isEqualTo(503);
         assertThat(M.readTree(none.body()).get("message").asText()).isEqualTo("no idle v1.32.1 playpen control-plane pods are available"
-                + OperatorHarness.NO_IDLE_ADVICE);
+                + OperatorHarness.noPoolAdvice("--control-plane-count"));
     }
 
     @Test

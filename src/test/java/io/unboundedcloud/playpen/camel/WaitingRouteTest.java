@@ -108,9 +108,20 @@ class WaitingRouteTest {
                 .containsPattern("playpen_waiting_requests\\{resource_type=\"runner\",variant=\"amd64\",?\\} 0\\.0");
     }
 
+    /**
+     * An amd64 pool of one that cannot make its pod (the API server refuses pod creates): the kind is kept, so the
+     * 503's advice is to try again or wait.
+     */
+    OperatorHarness withStarvedPool(String... flags) throws Exception {
+        cluster.forbidden = k -> k.equals("POST /api/v1/namespaces/" + TestCluster.NS + "/pods");
+        List<String> all = new ArrayList<>(List.of("--runner-amd64-count=1"));
+        all.addAll(List.of(flags));
+        return new OperatorHarness(cluster, all.toArray(new String[0]));
+    }
+
     @Test
     void aWaitThatEndsIsTodays503WithRetryAfter() throws Exception {
-        op = new OperatorHarness(cluster, "--max-wait=5");
+        op = withStarvedPool("--max-wait=5");
         long start = System.nanoTime();
         HttpResponse<String> r = op.alloc(body("impatient", 1));
         long waitedMs = (System.nanoTime() - start) / 1_000_000;
@@ -136,13 +147,25 @@ class WaitingRouteTest {
     /** With waiting turned off, the immediate 503 says when to try again and nothing about waiting. */
     @Test
     void waitingOffAdvisesOnlyATryAgain() throws Exception {
-        op = new OperatorHarness(cluster, "--max-wait=0", "--retry-after-seconds=3");
+        op = withStarvedPool("--max-wait=0", "--retry-after-seconds=3");
         HttpResponse<String> r = op.alloc(body("now", 0));
         assertThat(r.statusCode()).isEqualTo(503);
         assertThat(r.headers().firstValue("Retry-After")).hasValue("3");
         assertThat(io.unboundedcloud.playpen.api.Json.MAPPER.readTree(r.body()).get("message").asText())
                 .isEqualTo("no idle amd64 playpen runner pods are available; try again in 3 seconds; kubectl get pools "
                         + "shows which pools have idle pods");
+    }
+
+    /** A kind no pool keeps (its count flag 0): the 503 says that trying again or waiting will not bring one. */
+    @Test
+    void aKindNoPoolKeepsSaysWaitingWillNotHelp() throws Exception {
+        op = new OperatorHarness(cluster, "--runner-amd64-count=0");
+        HttpResponse<String> r = op.alloc(body("now", 0));
+        assertThat(r.statusCode()).isEqualTo(503);
+        assertThat(io.unboundedcloud.playpen.api.Json.MAPPER.readTree(r.body()).get("message").asText())
+                .isEqualTo("no idle amd64 playpen runner pods are available; this operator keeps no pool of them "
+                        + "(--runner-amd64-count is 0), so trying again or waiting will not bring one: ask its "
+                        + "administrators for that pool; kubectl get pools lists the pools it keeps");
     }
 
     @Test

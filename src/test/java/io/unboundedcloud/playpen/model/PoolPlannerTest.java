@@ -27,6 +27,27 @@ class PoolPlannerTest {
         return plan.pods().stream().map(ManagedPods::name).toList();
     }
 
+    /** A kind is kept when its count is above 0, or the demand-aware buffer may grow it from 0; never otherwise. */
+    @Test
+    void keepsTheKindsWhosePoolsCanHoldPods() {
+        PoolPlanner fixed = planner("--runner-amd64-count=1", "--runner-arm64-count=0", "--control-plane-count=0",
+                "--control-plane-versions=v1.33.0");
+        assertThat(fixed.keeps(AMD64)).isTrue();
+        assertThat(fixed.keeps(ARM64)).isFalse();
+        assertThat(fixed.keeps(V133)).isFalse();
+        assertThat(fixed.keeps(V134)).as("a version not offered").isFalse();
+        PoolPlanner demand = planner("--runner-amd64-count=0", "--runner-arm64-count=0", "--control-plane-count=0",
+                "--control-plane-versions=v1.33.0", "--pool-max-idle=2");
+        assertThat(demand.keeps(AMD64)).isTrue();
+        assertThat(demand.keeps(V133)).isTrue();
+        assertThat(demand.keeps(V134)).isFalse();
+        assertThat(planner("--control-plane-count=2", "--control-plane-versions=v1.33.0").keeps(V133)).isTrue();
+        // the pool an alloc asks of
+        assertThat(PoolTarget.of(new AllocCommand("k", ResourceType.RUNNER, "", "w", "arm64"))).isEqualTo(ARM64);
+        assertThat(PoolTarget.of(new AllocCommand("k", ResourceType.CONTROL_PLANE, "1.33.0", "", "")))
+                .isEqualTo(V133);
+    }
+
     @Test
     void emptyNamespaceGetsExactCountsPerArchitectureAndVersion() {
         PoolPlan plan = planner("--runner-amd64-count=2", "--runner-arm64-count=1",

@@ -291,7 +291,8 @@ class OperatorReferenceTest {
         Reply r = alloc(op, "alloc-key", req("wireGuardPublicKey", testPublicKey(), "architecture", "arm64"));
         assertThat(r.status()).isEqualTo(503);
         // the Go operator's words, then what to do
-        assertThat(r.message()).isEqualTo("no idle arm64 playpen runner pods are available" + OperatorHarness.NO_IDLE_ADVICE);
+        assertThat(r.message()).isEqualTo("no idle arm64 playpen runner pods are available"
+                + OperatorHarness.noPoolAdvice("--runner-arm64-count"));
         assertThat(annotations("amd64-runner")).doesNotContainKey(PlaypenKeys.IDEMPOTENCY_KEY_HASH);
     }
 
@@ -385,7 +386,7 @@ class OperatorReferenceTest {
         assertThat(r.status()).isEqualTo(503);
         assertThat(r.message()).isEqualTo("no idle playpen runner pods are available with hostPort endpoints on "
                 + "ExternalIP nodes: runner pod playpen/runner-1 is on node private-node with no ExternalIP"
-                + OperatorHarness.NO_IDLE_ADVICE);
+                + OperatorHarness.noPoolAdvice("--runner-amd64-count"));
         assertThat(annotations("runner-1")).doesNotContainKey(PlaypenKeys.IDEMPOTENCY_KEY_HASH);
     }
 
@@ -406,7 +407,7 @@ class OperatorReferenceTest {
         assertThat(r.status()).isEqualTo(503);
         assertThat(r.message()).isEqualTo("no idle playpen runner pods are available with hostPort endpoints on "
                 + "ExternalIP nodes: runner pod \"runner-1\" has no valid server WireGuard public key"
-                + OperatorHarness.NO_IDLE_ADVICE);
+                + OperatorHarness.noPoolAdvice("--runner-amd64-count"));
         assertThat(annotations("runner-1")).doesNotContainKey(PlaypenKeys.IDEMPOTENCY_KEY_HASH);
     }
 
@@ -431,7 +432,7 @@ class OperatorReferenceTest {
         assertThat(none.status()).isEqualTo(503);
         assertThat(none.message()).isEqualTo("no idle playpen runner pods are available with hostPort endpoints on "
                 + "ExternalIP nodes: runner pod pending-runner is Pending; runner pod terminating-runner is terminating; "
-                + "runner pod unready-runner container runner is not ready" + OperatorHarness.NO_IDLE_ADVICE);
+                + "runner pod unready-runner container runner is not ready" + OperatorHarness.noPoolAdvice("--runner-amd64-count"));
         cluster.client.pods().inNamespace(NS).withName("terminating-runner")
                 .edit(p -> new PodBuilder(p).editMetadata().withFinalizers().endMetadata().build());
     }

@@ -33,11 +33,13 @@ public final class OperatorHarness implements AutoCloseable {
     public final int port;
 
     /**
-     * What an immediate "no idle pods" 503 adds to the Go operator's words with the default flags
-     * (--retry-after-seconds=1, --max-wait=120).
+     * What an immediate "no idle pods" 503 adds to the Go operator's words when no pool keeps the kind, as in this
+     * harness (its pools are 0 unless a test asks): {@code countFlag} is that kind's count flag.
      */
-    public static final String NO_IDLE_ADVICE = "; try again in 1 second, or add \"waitSeconds\" (up to 120) to the "
-            + "request to wait in line for one; kubectl get pools shows which pools have idle pods";
+    public static String noPoolAdvice(String countFlag) {
+        return "; this operator keeps no pool of them (" + countFlag + " is 0), so trying again or waiting will not "
+                + "bring one: ask its administrators for that pool; kubectl get pools lists the pools it keeps";
+    }
 
     public OperatorHarness(TestCluster cluster, String... extraFlags) throws Exception {
         this(cluster, cluster.client, extraFlags);
