@@ -27,9 +27,9 @@ public class ApiException extends RuntimeException {
         return reason;
     }
 
-    /** The same error (code, reason, headers) with another message. */
-    public ApiException withMessage(String message) {
-        return new ApiException(code, reason, message, headers);
+    /** The same error (code, reason, headers) with {@code advice} after its message. */
+    public ApiException withAdvice(String advice) {
+        return new ApiException(code, reason, getMessage() + advice, headers);
     }
 
     /** Extra response headers (Allow, Retry-After). */

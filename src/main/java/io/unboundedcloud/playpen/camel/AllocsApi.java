@@ -89,14 +89,9 @@ public final class AllocsApi {
         String name = null;
         if (!"allocs_list".equals(flow)) {
             name = ApiPaths.allocName(target);
-            if (name == null || name.isEmpty()) {
-                throw ApiException.badRequest("an alloc name is required: an allocation id is 16 lowercase "
-                        + "hexadecimal characters, as kubectl get allocs lists them");
-            }
             if (!AllocViews.validName(name)) {
-                throw ApiException.notFound("allocs." + PlaypenKeys.GROUP + " " + AllocViews.quoteShort(name)
-                        + " not found: an allocation id is 16 lowercase hexadecimal characters, as kubectl get allocs "
-                        + "lists them");
+                throw notFound(name == null ? "" : name, "an allocation id is 16 lowercase hexadecimal characters, "
+                        + "as kubectl get allocs lists them");
             }
         }
         AllocViews.Query q;
@@ -230,7 +225,13 @@ public final class AllocsApi {
     }
 
     static ApiException notFound(String name) {
-        return ApiException.notFound("allocs." + PlaypenKeys.GROUP + " \"" + name + "\" not found");
+        return notFound(name, null);
+    }
+
+    /** kube-apiserver's words for a missing name ({@code why}, when not null, after them); long names cut short. */
+    static ApiException notFound(String name, String why) {
+        return ApiException.notFound("allocs." + PlaypenKeys.GROUP + " " + AllocViews.quoteShort(name) + " not found"
+                + (why == null ? "" : ": " + why));
     }
 
     /** Table when kubectl asked for one (get), else the Alloc or AllocList JSON (-o json|yaml|name). */

@@ -21,6 +21,7 @@ import io.unboundedcloud.playpen.api.Discovery;
 import io.unboundedcloud.playpen.api.Json;
 import io.unboundedcloud.playpen.api.RequestBodies;
 import io.unboundedcloud.playpen.auth.Identity;
+import io.unboundedcloud.playpen.config.Flag;
 import io.unboundedcloud.playpen.kube.AccessReviewer;
 import io.unboundedcloud.playpen.kube.Allocator;
 import io.unboundedcloud.playpen.kube.CapacityQueue;
@@ -30,6 +31,7 @@ import io.unboundedcloud.playpen.model.AllocRequestParser;
 import io.unboundedcloud.playpen.model.AllocResponses;
 import io.unboundedcloud.playpen.model.GoStrings;
 import io.unboundedcloud.playpen.model.Hashes;
+import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.OwnerHashes;
 import io.unboundedcloud.playpen.model.ResourceType;
 
@@ -154,8 +156,8 @@ public final class ApiFlows {
                 } catch (ApiException e) {
                     if (e.code() == 503 && e.getMessage() != null && e.getMessage().startsWith("no idle")) {
                         unserved.accept(cmd);
-                        throw e.withMessage(e.getMessage() + (pooled.test(cmd)
-                                ? noIdleAdvice(retryAfterSeconds, parser.maxWaitSeconds()) : noPoolAdvice(cmd)));
+                        throw e.withAdvice(pooled.test(cmd)
+                                ? noIdleAdvice(retryAfterSeconds, parser.maxWaitSeconds()) : noPoolAdvice(cmd));
                     }
                     throw e;
                 }
@@ -196,9 +198,9 @@ public final class ApiFlows {
      * by default): trying again or waiting brings nothing unless someone makes such a pod outside the operator.
      */
     static String noPoolAdvice(AllocCommand cmd) {
-        String flag = cmd.resourceType() == ResourceType.RUNNER ? "--runner-" + cmd.architecture() + "-count"
-                : "--control-plane-count";
-        return "; this operator keeps no pool of them (" + flag + " is 0), so trying again or waiting will not bring"
+        Flag count = cmd.resourceType() != ResourceType.RUNNER ? Flag.CONTROL_PLANE_COUNT
+                : ManagedPods.ARM64.equals(cmd.architecture()) ? Flag.RUNNER_ARM64_COUNT : Flag.RUNNER_AMD64_COUNT;
+        return "; this operator keeps no pool of them (--" + count.flagName() + " is 0), so trying again or waiting will not bring"
                 + " one: ask its administrators for that pool; kubectl get pools lists the pools it keeps";
     }
 

@@ -288,7 +288,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         } catch (RuntimeException e) {
             unavailable = ApiException.unavailable("no idle playpen pods are available", 1);
         }
-        unavailable = unavailable.withMessage(unavailable.getMessage() + waitedAdvice(w.cmd.waitSeconds()));
+        unavailable = unavailable.withAdvice(waitedAdvice(w.cmd.waitSeconds()));
         LOG.info("wait ended key={} kind={} outcome=timeout", w.cmd.keyHashPrefix(), w.kind);
         w.result.completeExceptionally(unavailable);
     }

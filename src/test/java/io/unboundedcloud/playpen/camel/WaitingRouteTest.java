@@ -56,6 +56,11 @@ class WaitingRouteTest {
         return op.app.waitingQueue();
     }
 
+    /** The message of a Status answer. */
+    static String message(HttpResponse<String> r) throws Exception {
+        return io.unboundedcloud.playpen.api.Json.MAPPER.readTree(r.body()).get("message").asText();
+    }
+
     static String body(String key, int waitSeconds) {
         return "{\"idempotencyKey\":\"" + key + "\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(3)
                 + "\",\"waitSeconds\":" + waitSeconds + "}";
@@ -128,7 +133,7 @@ class WaitingRouteTest {
         assertThat(r.statusCode()).isEqualTo(503);
         assertThat(r.headers().firstValue("Retry-After")).contains("1");
         // the Go operator's words, then that it waited
-        assertThat(io.unboundedcloud.playpen.api.Json.MAPPER.readTree(r.body()).get("message").asText())
+        assertThat(message(r))
                 .isEqualTo("no idle amd64 playpen runner pods are "
                 + "available; none became idle in the 1 second this request waited; kubectl get pools shows which "
                 + "pools have idle pods");
@@ -137,7 +142,7 @@ class WaitingRouteTest {
         // waitSeconds 0 is today's immediate 503, which says how long this operator lets a request wait
         HttpResponse<String> now = op.alloc(body("now", 0));
         assertThat(now.statusCode()).isEqualTo(503);
-        assertThat(io.unboundedcloud.playpen.api.Json.MAPPER.readTree(now.body()).get("message").asText())
+        assertThat(message(now))
                 .isEqualTo("no idle amd64 playpen runner pods are available; try again in 1 second, or add "
                         + "\"waitSeconds\" (up to 5) to the request to wait in line for one; kubectl get pools shows "
                         + "which pools have idle pods");
@@ -151,7 +156,7 @@ class WaitingRouteTest {
         HttpResponse<String> r = op.alloc(body("now", 0));
         assertThat(r.statusCode()).isEqualTo(503);
         assertThat(r.headers().firstValue("Retry-After")).hasValue("3");
-        assertThat(io.unboundedcloud.playpen.api.Json.MAPPER.readTree(r.body()).get("message").asText())
+        assertThat(message(r))
                 .isEqualTo("no idle amd64 playpen runner pods are available; try again in 3 seconds; kubectl get pools "
                         + "shows which pools have idle pods");
     }
@@ -162,7 +167,7 @@ class WaitingRouteTest {
         op = new OperatorHarness(cluster, "--runner-amd64-count=0");
         HttpResponse<String> r = op.alloc(body("now", 0));
         assertThat(r.statusCode()).isEqualTo(503);
-        assertThat(io.unboundedcloud.playpen.api.Json.MAPPER.readTree(r.body()).get("message").asText())
+        assertThat(message(r))
                 .isEqualTo("no idle amd64 playpen runner pods are available; this operator keeps no pool of them "
                         + "(--runner-amd64-count is 0), so trying again or waiting will not bring one: ask its "
                         + "administrators for that pool; kubectl get pools lists the pools it keeps");

@@ -58,10 +58,6 @@ class ServingCertificateOwnershipTest {
         return cluster.client.secrets().inNamespace(TestCluster.NS).withName(SECRET).get();
     }
 
-    static String b64(String s) {
-        return Base64.getEncoder().encodeToString(s.getBytes(StandardCharsets.UTF_8));
-    }
-
     static String unb64(String s) {
         return new String(Base64.getDecoder().decode(s), StandardCharsets.UTF_8);
     }
@@ -70,7 +66,8 @@ class ServingCertificateOwnershipTest {
     void supplied(Pki.Issued issued, String origin) {
         SecretBuilder b = new SecretBuilder().withNewMetadata().withName(SECRET).withNamespace(TestCluster.NS)
                 .endMetadata().withType("kubernetes.io/tls")
-                .withData(Map.of("tls.crt", b64(issued.certificatePem()), "tls.key", b64(issued.privateKeyPem())));
+                .withData(Map.of("tls.crt", ServingCertificateRenewalTest.b64(issued.certificatePem()),
+                        "tls.key", ServingCertificateRenewalTest.b64(issued.privateKeyPem())));
         if (origin != null) {
             b.editMetadata().addToAnnotations(ServingCertificate.ORIGIN_ANNOTATION, origin).endMetadata();
         }
