@@ -164,10 +164,36 @@ public final class AllocsApi {
      * caller read it); kube-apiserver's words. The allocation was just read from the API server.
      */
     public Selection checkPreconditions(@Body Selection s, @ExchangeProperty(PRECONDITIONS) Preconditions pre) {
-        if (pre == null) {
-            return s;
+        if (pre != null) {
+            hold(pre, s.page().items().get(0));
         }
-        AllocViews.Alloc a = s.page().items().get(0);
+        return s;
+    }
+
+    /** The exchange property holding what a delete may remove ({@link #deleteGuard}). */
+    public static final String DELETE_GUARD = "playpenDeleteGuard";
+
+    /**
+     * What the delete may remove when the caller sent preconditions: the selected allocation's pod only while,
+     * as the API server has it when it is deleted, it still meets them (the delete is conditional on the version
+     * tested, so a release and re-claim under the same key after {@link #checkPreconditions} is a 409 as well);
+     * null (any pod of the key) without preconditions.
+     */
+    public java.util.function.Predicate<io.fabric8.kubernetes.api.model.Pod> deleteGuard(@Body Selection s,
+            @ExchangeProperty(PRECONDITIONS) Preconditions pre) {
+        if (pre == null || (pre.uid() == null && pre.resourceVersion() == null)) {
+            return null;
+        }
+        String pod = s.page().items().get(0).pod();
+        return p -> {
+            if (pod.equals(p.getMetadata().getName())) {
+                AllocViews.of(p, nodes::externalIp, ttl).ifPresent(now -> hold(pre, now));
+            }
+            return true;
+        };
+    }
+
+    private static void hold(Preconditions pre, AllocViews.Alloc a) {
         if (pre.uid() != null && !pre.uid().equals(a.uid())) {
             throw ApiException.conflict("Precondition failed: UID in precondition: " + pre.uid()
                     + ", UID in object meta: " + a.uid() + "; the allocation " + a.name() + " is not the one you read: "
@@ -179,7 +205,6 @@ public final class AllocsApi {
                     + "; the allocation " + a.name() + " changed since you read it: nothing was deleted; read it "
                     + "again (kubectl get alloc " + a.name() + " -o yaml)");
         }
-        return s;
     }
 
     /** Whose allocations: everyone's when RBAC grants the verb on allocs/all, else the caller's own. */

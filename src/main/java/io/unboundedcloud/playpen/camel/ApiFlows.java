@@ -243,14 +243,16 @@ public final class ApiFlows {
     }
 
     /**
-     * Deletes the pods claimed with this key hash (kube/Allocator); returns them, with {@value AuditLog#OUTCOME}
-     * {@code deallocated} or {@code unknown-key}.
+     * Deletes the pods claimed with this key hash (kube/Allocator), only those {@code guard} lets go when it is set
+     * (a delete by id with preconditions); returns them, with {@value AuditLog#OUTCOME} {@code deallocated} or
+     * {@code unknown-key}.
      */
-    public List<Pod> deleteClaimed(@Body String keyHash, Exchange exchange) {
+    public List<Pod> deleteClaimed(@Body String keyHash,
+            @ExchangeProperty(AllocsApi.DELETE_GUARD) java.util.function.Predicate<Pod> guard, Exchange exchange) {
         exchange.setProperty(AuditLog.KEY_HASH_PREFIX, Hashes.keyHashPrefix(keyHash));
         // a key still waiting for capacity must not be handed a pod after its dealloc
         waiting.cancel(keyHash);
-        List<Pod> deleted = allocator.deallocate(keyHash);
+        List<Pod> deleted = guard == null ? allocator.deallocate(keyHash) : allocator.deallocate(keyHash, guard);
         exchange.setProperty(AuditLog.OUTCOME, deleted.isEmpty() ? "unknown-key" : "deallocated");
         exchange.setProperty(AuditLog.ALLOCATION_ID,
                 deleted.stream().map(p -> p.getMetadata().getName()).collect(Collectors.joining(",")));

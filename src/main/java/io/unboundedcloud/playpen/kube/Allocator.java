@@ -578,6 +578,16 @@ public final class Allocator {
      * pods this call deleted (pods already being deleted by someone else are not counted).
      */
     public List<Pod> deallocate(String keyHash) {
+        return deallocate(keyHash, p -> true);
+    }
+
+    /**
+     * {@link #deallocate(String)} deleting a pod of the key only while {@code still} holds for it as the API server
+     * has it: tested on the pod as just read, and on a fresh read whenever the delete (conditional on the version
+     * tested) finds it changed; a pod it rejects is left alone. {@code still} may instead throw, which ends the
+     * dealloc with that error (a delete whose preconditions fail is refused, not partly done).
+     */
+    public List<Pod> deallocate(String keyHash, java.util.function.Predicate<Pod> still) {
         requireSynced();
         CompletableFuture<Allocation> running = inFlight.get(keyHash);
         if (running != null) {
@@ -587,12 +597,12 @@ public final class Allocator {
         for (int round = 0; round < SAME_POD_RETRIES + 2; round++) {
             List<String> known = pods.byKeyHash(keyHash).stream().map(ManagedPods::name).toList();
             List<Pod> carriers = writer.claimedWith(pods.namespace(), keyHash, known).stream()
-                    .filter(p -> !ManagedPods.isTerminating(p)).toList();
+                    .filter(p -> !ManagedPods.isTerminating(p)).filter(still).toList();
             if (carriers.isEmpty()) {
                 return deleted;
             }
             for (Pod pod : carriers) {
-                ClaimWriter.Deletion d = writer.delete(pod, keyHash);
+                ClaimWriter.Deletion d = writer.delete(pod, keyHash, still);
                 if (d == ClaimWriter.Deletion.NOT_OURS) {
                     LOG.info("skipped pod={}/{} key={} outcome=claimed-by-another-key", pod.getMetadata().getNamespace(),
                             pod.getMetadata().getName(), Hashes.keyHashPrefix(keyHash));

@@ -422,6 +422,49 @@ class AllocsRouteTest {
                 .isNull();
     }
 
+    /**
+     * The preconditions hold again on the pod as it is deleted, not only on the allocation as read before: when the
+     * API server, asked for the key's pods right before the delete, answers with the pod released and claimed again
+     * under the same key (another uid, as a re-allocation with the same idempotency key gets), the delete is the
+     * same 409 and the pod is untouched.
+     */
+    @Test
+    void deletePreconditionsHoldOnThePodAsItIsDeleted() throws Exception {
+        op = new OperatorHarness(cluster, "--playpen-ttl=1h");
+        http = op.frontProxy();
+        runners(1);
+        assertThat(alloc(op, "first", "alice", "playpen-users").statusCode()).isEqualTo(200);
+        Pod first = podOf("first");
+        String id = idOf(first);
+        String readUid = json(send("GET", ALLOCS + "/" + id, "application/json", "alice", "playpen-users"))
+                .at("/metadata/uid").asText();
+        assertThat(readUid).isEqualTo(first.getMetadata().getUid());
+
+        // the key's pods as the API server would list them after a release and a re-claim with the same key
+        Pod reclaimed = new io.fabric8.kubernetes.api.model.PodBuilder(first).editMetadata()
+                .withUid("0f0e0d0c-0000-4000-8000-00000000beef").withResourceVersion("999999").endMetadata().build();
+        String keyLabel = first.getMetadata().getLabels().get(PlaypenKeys.KEY_HASH_LABEL);
+        cluster.server.expect().get().withPath("/api/v1/namespaces/playpen/pods?labelSelector="
+                + java.net.URLEncoder.encode(PlaypenKeys.KEY_HASH_LABEL + "=" + keyLabel,
+                        java.nio.charset.StandardCharsets.UTF_8))
+                .andReturn(200, new io.fabric8.kubernetes.api.model.PodListBuilder().withNewMetadata()
+                        .withResourceVersion("999999").endMetadata().addToItems(reclaimed).build()).once();
+        Map<String, String> before = podState();
+
+        HttpResponse<String> stale = sendBody("DELETE", ALLOCS + "/" + id, null,
+                "{\"preconditions\":{\"uid\":\"" + readUid + "\"}}", "alice", "playpen-users");
+        assertStatus(stale, 409, "Conflict", "Precondition failed: UID in precondition: " + readUid
+                + ", UID in object meta: " + reclaimed.getMetadata().getUid() + "; the allocation " + id + " is not "
+                + "the one you read: nothing was deleted; read it again (kubectl get alloc " + id + " -o yaml)");
+        assertThat(podState()).isEqualTo(before);
+
+        // the fake answer was used up: the same delete now finds the pod the caller read, and deletes it
+        HttpResponse<String> current = sendBody("DELETE", ALLOCS + "/" + id, null,
+                "{\"preconditions\":{\"uid\":\"" + readUid + "\"}}", "alice", "playpen-users");
+        assertThat(current.statusCode()).as(current.body()).isEqualTo(200);
+        assertThat(cluster.client.pods().inNamespace("playpen").withName(first.getMetadata().getName()).get()).isNull();
+    }
+
     @Test
     void quotaIsExactOnOneReplicaAndReplaysNeverCount() throws Exception {
         op = new OperatorHarness(cluster, "--max-allocs-per-user=3");

@@ -738,6 +738,43 @@ class AllocatorRulesTest {
         assertThat(calls(KubeApiCall.PODS_DELETE)).isEqualTo(2);
     }
 
+    @Test
+    void aGuardedDeallocLeavesThePodsTheGuardRejects() throws Exception {
+        r = new ScriptedReplica(5, 0);
+        AllocCommand key = cmd("guarded");
+        Allocator.Allocation a = r.allocator.allocate(key);
+        String other = runner(4).equals(name(a)) ? runner(3) : runner(4);
+        r.claimElsewhere(other, key, null);
+        List<Pod> deleted = r.allocator.deallocate(key.keyHash(), p -> !name(a).equals(ManagedPods.name(p)));
+        assertThat(deleted).extracting(ManagedPods::name).containsExactly(other);
+        assertThat(r.carriers(key.keyHash())).containsExactly(name(a));
+        assertThat(calls(KubeApiCall.PODS_DELETE)).isEqualTo(1);
+    }
+
+    @Test
+    void aGuardedDeallocTestsTheGuardAgainOnThePodItFindsChanged() throws Exception {
+        r = new ScriptedReplica(3, 0);
+        AllocCommand key = cmd("guard-again");
+        Allocator.Allocation a = r.allocator.allocate(key);
+        // the conditional delete finds the pod changed; the fresh read shows it claimed again (another uid)
+        Pod reclaimed = new PodBuilder(a.pod()).editMetadata().withUid("another-uid").endMetadata().build();
+        r.cluster.server.expect().delete().withPath(podPath(name(a))).andReturn(409, "{\"kind\":\"Status\",\"code\":409}")
+                .once();
+        r.cluster.server.expect().get().withPath(podPath(name(a))).andReturn(200, reclaimed).once();
+        String readUid = a.pod().getMetadata().getUid();
+        java.util.function.Predicate<Pod> sameUid = p -> {
+            if (!readUid.equals(p.getMetadata().getUid())) {
+                throw ApiException.conflict("not the one read");
+            }
+            return true;
+        };
+        ApiException e = catchThrowableOfType(ApiException.class,
+                () -> r.allocator.deallocate(key.keyHash(), sameUid));
+        assertThat(e.code()).isEqualTo(409);
+        assertThat(calls(KubeApiCall.PODS_DELETE)).isEqualTo(1);
+        assertThat(r.carriers(key.keyHash())).containsExactly(name(a));
+    }
+
     // ---- not synced
 
     @Test
