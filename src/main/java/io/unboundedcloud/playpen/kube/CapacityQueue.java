@@ -40,7 +40,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     /** The backstop wake-up, should a watch event ever be missed (claims that lost a race free nothing). */
     private static final Duration SWEEP = Duration.ofSeconds(1);
 
-    /** Told how each wait ended: served, timeout or left (metrics). */
+    /** Told how each wait ended: served, timeout, left, failed or shutdown (metrics). */
     public interface Observer {
         void waited(AllocCommand cmd, Duration waited, String outcome);
     }
@@ -388,6 +388,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
                 for (Iterator<Waiter> it = q.iterator(); it.hasNext();) {
                     Waiter w = it.next();
                     counter(w.cmd).decrementAndGet();
+                    finish(w, "shutdown");
                     w.result.completeExceptionally(ApiException.unavailable("the operator is shutting down", 1));
                 }
             }

@@ -351,7 +351,7 @@ class CapacityQueueTest {
     }
 
     @Test
-    void closingAnswersEveryWaiter503() throws Exception {
+    void closingAnswersEveryWaiter503AndTellsTheObservers() throws Exception {
         start(0, 0, CapacityQueue.Limits.NONE);
         CapacityQueue.Ticket a = q.await(waiting("a", 30), "owner-a");
         CapacityQueue.Ticket b = q.await(ScriptedReplica.cmd("b").withLease(null, 30), "owner-b");
@@ -361,6 +361,8 @@ class CapacityQueueTest {
             assertThat(e.code()).isEqualTo(503);
             assertThat(e.getMessage()).isEqualTo("the operator is shutting down");
         }
+        // the wait metric hears of both waits as ended by the shutdown
+        assertThat(outcomes).containsExactlyInAnyOrder(prefix("a") + " shutdown", prefix("b") + " shutdown");
         assertNothingWaits();
         // a wake-up after close is harmless
         q.requestDrain();
