@@ -364,6 +364,18 @@ class AllocsRouteTest {
         assertThat(podState()).isEqualTo(before);
     }
 
+    /** One runner allocated by alice with {@code key} (TTL 1h), and its Alloc as she reads it (its uid is its pod's). */
+    JsonNode allocateAndRead(String key) throws Exception {
+        op = new OperatorHarness(cluster, "--playpen-ttl=1h");
+        http = op.frontProxy();
+        runners(1);
+        assertThat(alloc(op, key, "alice", "playpen-users").statusCode()).isEqualTo(200);
+        Pod pod = podOf(key);
+        JsonNode read = json(send("GET", ALLOCS + "/" + idOf(pod), "application/json", "alice", "playpen-users"));
+        assertThat(read.at("/metadata/uid").asText()).isEqualTo(pod.getMetadata().getUid());
+        return read;
+    }
+
     /**
      * A delete's DeleteOptions preconditions hold as kube-apiserver holds them: an id names whichever allocation has
      * that pod now, so a client that read an allocation, saw it released and its pod claimed again under the same
@@ -372,15 +384,10 @@ class AllocsRouteTest {
      */
     @Test
     void deletePreconditionsNameTheAllocationTheCallerRead() throws Exception {
-        op = new OperatorHarness(cluster, "--playpen-ttl=1h");
-        http = op.frontProxy();
-        runners(1);
-        assertThat(alloc(op, "first", "alice", "playpen-users").statusCode()).isEqualTo(200);
+        JsonNode read = allocateAndRead("first");
         Pod first = podOf("first");
         String id = idOf(first);
-        JsonNode read = json(send("GET", ALLOCS + "/" + id, "application/json", "alice", "playpen-users"));
         String readUid = read.at("/metadata/uid").asText();
-        assertThat(readUid).isEqualTo(first.getMetadata().getUid());
 
         // released, its pod replaced under the same name and port, claimed again with another key: the same id
         assertThat(op.dealloc("{\"idempotencyKey\":\"first\"}").statusCode()).isEqualTo(204);
@@ -430,15 +437,9 @@ class AllocsRouteTest {
      */
     @Test
     void deletePreconditionsHoldOnThePodAsItIsDeleted() throws Exception {
-        op = new OperatorHarness(cluster, "--playpen-ttl=1h");
-        http = op.frontProxy();
-        runners(1);
-        assertThat(alloc(op, "first", "alice", "playpen-users").statusCode()).isEqualTo(200);
+        String readUid = allocateAndRead("first").at("/metadata/uid").asText();
         Pod first = podOf("first");
         String id = idOf(first);
-        String readUid = json(send("GET", ALLOCS + "/" + id, "application/json", "alice", "playpen-users"))
-                .at("/metadata/uid").asText();
-        assertThat(readUid).isEqualTo(first.getMetadata().getUid());
 
         // the key's pods as the API server would list them after a release and a re-claim with the same key
         Pod reclaimed = new io.fabric8.kubernetes.api.model.PodBuilder(first).editMetadata()
