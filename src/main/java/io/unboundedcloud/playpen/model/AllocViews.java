@@ -340,52 +340,26 @@ public final class AllocViews {
 
     /** The columns, in order; priority 1 ones show with -o wide only. */
     static final List<Map<String, Object>> COLUMNS = List.of(
-            column("Name", "string", "name", 0, "The allocation id (also the pod's allocated label)."),
-            column("Type", "string", "", 0, "The resource type: runner or control-plane."),
-            column("Arch", "string", "", 0, "The CPU architecture."),
-            column("Version", "string", "", 0, "The Kubernetes version of a control plane."),
-            column("Pod", "string", "", 0, "The pod serving the allocation."),
-            column("Age", "string", "", 0, "Time since the claim."),
-            column("Expires", "string", "", 0, "Time left until the allocation expires."),
-            column("Node", "string", "", 1, "The node running the pod."),
-            column("Endpoint", "string", "", 1, "The node's ExternalIP and the allocation's host port."));
-
-    private static Map<String, Object> column(String name, String type, String format, int priority, String d) {
-        Map<String, Object> c = new LinkedHashMap<>();
-        c.put("name", name);
-        c.put("type", type);
-        c.put("format", format);
-        c.put("description", d);
-        c.put("priority", priority);
-        return c;
-    }
+            KubeTables.column("Name", "string", "name", 0, "The allocation id (also the pod's allocated label)."),
+            KubeTables.column("Type", "string", "", 0, "The resource type: runner or control-plane."),
+            KubeTables.column("Arch", "string", "", 0, "The CPU architecture."),
+            KubeTables.column("Version", "string", "", 0, "The Kubernetes version of a control plane."),
+            KubeTables.column("Pod", "string", "", 0, "The pod serving the allocation."),
+            KubeTables.column("Age", "string", "", 0, "Time since the claim."),
+            KubeTables.column("Expires", "string", "", 0, "Time left until the allocation expires."),
+            KubeTables.column("Node", "string", "", 1, "The node running the pod."),
+            KubeTables.column("Endpoint", "string", "", 1, "The node's ExternalIP and the allocation's host port."));
 
     /** A meta.k8s.io Table of a page, as kubectl get prints it; {@code now} for the AGE and EXPIRES cells. */
     public static Map<String, Object> table(Page page, Query q, Instant now) {
         List<Object> rows = new ArrayList<>();
         for (Alloc a : page.items()) {
-            Map<String, Object> row = new LinkedHashMap<>();
-            row.put("cells", List.of(a.name(), a.resourceType(), a.architecture(), orNone(a.kubernetesVersion()),
+            List<Object> cells = List.of(a.name(), a.resourceType(), a.architecture(), orNone(a.kubernetesVersion()),
                     a.pod(), a.claimedAt() == null ? "<unknown>" : humanDuration(Duration.between(a.claimedAt(), now)),
-                    expires(a.expiresAt(), now), orNone(a.node()), orNone(a.endpoint())));
-            if ("Object".equals(q.includeObject())) {
-                row.put("object", object(a));
-            } else if ("Metadata".equals(q.includeObject())) {
-                Map<String, Object> partial = new LinkedHashMap<>();
-                partial.put("kind", "PartialObjectMetadata");
-                partial.put("apiVersion", "meta.k8s.io/" + q.tableVersion());
-                partial.put("metadata", object(a).get("metadata"));
-                row.put("object", partial);
-            }
-            rows.add(row);
+                    expires(a.expiresAt(), now), orNone(a.node()), orNone(a.endpoint()));
+            rows.add(KubeTables.row(cells, q.includeObject(), q.tableVersion(), () -> object(a)));
         }
-        Map<String, Object> t = new LinkedHashMap<>();
-        t.put("kind", "Table");
-        t.put("apiVersion", "meta.k8s.io/" + q.tableVersion());
-        t.put("metadata", listMeta(page));
-        t.put("columnDefinitions", COLUMNS);
-        t.put("rows", rows);
-        return t;
+        return KubeTables.table(q.tableVersion(), listMeta(page), COLUMNS, rows);
     }
 
     private static String orNone(String s) {

@@ -230,56 +230,30 @@ public final class PoolViews {
 
     /** The columns, in order; priority 1 ones show with -o wide only. */
     static final List<Map<String, Object>> COLUMNS = List.of(
-            column("Name", "string", "name", 0, "The pool: runner-<arch> or control-plane-<version>."),
-            column("Type", "string", "", 0, "The resource type: runner or controlPlane."),
-            column("Arch/Version", "string", "", 0, "The CPU architecture of a runner pool, the Kubernetes version of a "
-                    + "control-plane pool."),
-            column("Desired", "integer", "", 0, "Idle pods the pool wants now."),
-            column("Ready", "integer", "", 0, "Idle pods ready to be handed out."),
-            column("Idle", "integer", "", 0, "Unclaimed pods: starting, ready, stale and unhealthy ones."),
-            column("Allocated", "integer", "", 0, "Claimed pods."),
-            column("Stale", "integer", "", 0, "Idle pods of an older template."),
-            column("Unhealthy", "integer", "", 0, "Unhealthy pods, idle and allocated."),
-            column("Age", "string", "", 0, "Age of the pool's oldest pod."),
-            column("Template", "string", "", 1, "The hash current pods carry in their template-hash label."),
-            column("Image", "string", "", 1, "The image of the template's first container."));
-
-    private static Map<String, Object> column(String name, String type, String format, int priority, String d) {
-        Map<String, Object> c = new LinkedHashMap<>();
-        c.put("name", name);
-        c.put("type", type);
-        c.put("format", format);
-        c.put("description", d);
-        c.put("priority", priority);
-        return c;
-    }
+            KubeTables.column("Name", "string", "name", 0, "The pool: runner-<arch> or control-plane-<version>."),
+            KubeTables.column("Type", "string", "", 0, "The resource type: runner or controlPlane."),
+            KubeTables.column("Arch/Version", "string", "", 0, "The CPU architecture of a runner pool, the Kubernetes "
+                    + "version of a control-plane pool."),
+            KubeTables.column("Desired", "integer", "", 0, "Idle pods the pool wants now."),
+            KubeTables.column("Ready", "integer", "", 0, "Idle pods ready to be handed out."),
+            KubeTables.column("Idle", "integer", "", 0, "Unclaimed pods: starting, ready, stale and unhealthy ones."),
+            KubeTables.column("Allocated", "integer", "", 0, "Claimed pods."),
+            KubeTables.column("Stale", "integer", "", 0, "Idle pods of an older template."),
+            KubeTables.column("Unhealthy", "integer", "", 0, "Unhealthy pods, idle and allocated."),
+            KubeTables.column("Age", "string", "", 0, "Age of the pool's oldest pod."),
+            KubeTables.column("Template", "string", "", 1, "The hash current pods carry in their template-hash label."),
+            KubeTables.column("Image", "string", "", 1, "The image of the template's first container."));
 
     /** A meta.k8s.io Table as kubectl get prints it. */
     public Map<String, Object> table(List<PoolStatus> pools, Query q, Instant now) {
         List<Object> rows = new ArrayList<>();
         for (PoolStatus p : pools) {
-            Map<String, Object> row = new LinkedHashMap<>();
-            row.put("cells", List.of(p.name(), p.target().type().wire(), p.target().variant(), p.desired(), p.ready(),
-                    p.idle(), p.allocated(), p.stale(), p.unhealthy(),
+            List<Object> cells = List.of(p.name(), p.target().type().wire(), p.target().variant(), p.desired(),
+                    p.ready(), p.idle(), p.allocated(), p.stale(), p.unhealthy(),
                     p.oldest() == null ? "<none>" : AllocViews.humanDuration(Duration.between(p.oldest(), now)),
-                    p.templateHash(), p.image()));
-            if ("Object".equals(q.includeObject())) {
-                row.put("object", object(p, now));
-            } else if ("Metadata".equals(q.includeObject())) {
-                Map<String, Object> partial = new LinkedHashMap<>();
-                partial.put("kind", "PartialObjectMetadata");
-                partial.put("apiVersion", "meta.k8s.io/" + q.tableVersion());
-                partial.put("metadata", object(p, now).get("metadata"));
-                row.put("object", partial);
-            }
-            rows.add(row);
+                    p.templateHash(), p.image());
+            rows.add(KubeTables.row(cells, q.includeObject(), q.tableVersion(), () -> object(p, now)));
         }
-        Map<String, Object> t = new LinkedHashMap<>();
-        t.put("kind", "Table");
-        t.put("apiVersion", "meta.k8s.io/" + q.tableVersion());
-        t.put("metadata", Map.of("resourceVersion", ""));
-        t.put("columnDefinitions", COLUMNS);
-        t.put("rows", rows);
-        return t;
+        return KubeTables.table(q.tableVersion(), Map.of("resourceVersion", ""), COLUMNS, rows);
     }
 }
