@@ -160,23 +160,13 @@ public final class AllocViews {
         String cont = params.getOrDefault("continue", "");
         String after = cont.isEmpty() ? "" : decodeContinue(cont);
         List<String[]> terms = fieldTerms(params.getOrDefault("fieldSelector", ""));
-        LabelSelector labels;
-        try {
-            labels = LabelSelector.parse(params.getOrDefault("labelSelector", ""));
-        } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("invalid labelSelector: " + e.getMessage());
-        }
-        String include = params.getOrDefault("includeObject", "");
-        if (!include.isEmpty() && !List.of("None", "Metadata", "Object").contains(include)) {
-            throw new IllegalArgumentException("invalid value for includeObject: " + quoteShort(include)
-                    + ": must be None, Metadata or Object");
-        }
+        LabelSelector labels = KubeObjects.labelSelector(params);
+        String include = KubeObjects.includeObject(params);
         if ("true".equals(params.get("watch")) || "1".equals(params.get("watch"))) {
             throw new UnsupportedOperationException(WATCH_UNSUPPORTED);
         }
         String tableVersion = tableVersion(accept);
-        return new Query(name, limit, after, terms, labels, tableVersion != null, tableVersion,
-                include.isEmpty() ? "Metadata" : include);
+        return new Query(name, limit, after, terms, labels, tableVersion != null, tableVersion, include);
     }
 
     /** Allocations cannot be watched; what to do instead. */
@@ -304,13 +294,7 @@ public final class AllocViews {
         if (a.expiresAt() != null) {
             status.put("expiresAt", a.expiresAt().toString());
         }
-        Map<String, Object> o = new LinkedHashMap<>();
-        o.put("apiVersion", PlaypenKeys.GROUP_VERSION);
-        o.put("kind", KIND);
-        o.put("metadata", metadata);
-        o.put("spec", spec);
-        o.put("status", status);
-        return o;
+        return KubeObjects.object(KIND, metadata, spec, status);
     }
 
     /** Adds a control plane's kubeconfig to an object's status (for its owner only: the caller decides). */
@@ -321,12 +305,7 @@ public final class AllocViews {
 
     /** The AllocList of a page. */
     public static Map<String, Object> list(Page page) {
-        Map<String, Object> o = new LinkedHashMap<>();
-        o.put("apiVersion", PlaypenKeys.GROUP_VERSION);
-        o.put("kind", LIST_KIND);
-        o.put("metadata", listMeta(page));
-        o.put("items", page.items().stream().map(AllocViews::object).toList());
-        return o;
+        return KubeObjects.list(LIST_KIND, listMeta(page), page.items().stream().map(AllocViews::object).toList());
     }
 
     private static Map<String, Object> listMeta(Page page) {
@@ -340,15 +319,15 @@ public final class AllocViews {
 
     /** The columns, in order; priority 1 ones show with -o wide only. */
     static final List<Map<String, Object>> COLUMNS = List.of(
-            KubeTables.column("Name", "string", "name", 0, "The allocation id (also the pod's allocated label)."),
-            KubeTables.column("Type", "string", "", 0, "The resource type: runner or control-plane."),
-            KubeTables.column("Arch", "string", "", 0, "The CPU architecture."),
-            KubeTables.column("Version", "string", "", 0, "The Kubernetes version of a control plane."),
-            KubeTables.column("Pod", "string", "", 0, "The pod serving the allocation."),
-            KubeTables.column("Age", "string", "", 0, "Time since the claim."),
-            KubeTables.column("Expires", "string", "", 0, "Time left until the allocation expires."),
-            KubeTables.column("Node", "string", "", 1, "The node running the pod."),
-            KubeTables.column("Endpoint", "string", "", 1, "The node's ExternalIP and the allocation's host port."));
+            KubeObjects.column("Name", "string", "name", 0, "The allocation id (also the pod's allocated label)."),
+            KubeObjects.column("Type", "string", "", 0, "The resource type: runner or control-plane."),
+            KubeObjects.column("Arch", "string", "", 0, "The CPU architecture."),
+            KubeObjects.column("Version", "string", "", 0, "The Kubernetes version of a control plane."),
+            KubeObjects.column("Pod", "string", "", 0, "The pod serving the allocation."),
+            KubeObjects.column("Age", "string", "", 0, "Time since the claim."),
+            KubeObjects.column("Expires", "string", "", 0, "Time left until the allocation expires."),
+            KubeObjects.column("Node", "string", "", 1, "The node running the pod."),
+            KubeObjects.column("Endpoint", "string", "", 1, "The node's ExternalIP and the allocation's host port."));
 
     /** A meta.k8s.io Table of a page, as kubectl get prints it; {@code now} for the AGE and EXPIRES cells. */
     public static Map<String, Object> table(Page page, Query q, Instant now) {
@@ -357,9 +336,9 @@ public final class AllocViews {
             List<Object> cells = List.of(a.name(), a.resourceType(), a.architecture(), orNone(a.kubernetesVersion()),
                     a.pod(), a.claimedAt() == null ? "<unknown>" : humanDuration(Duration.between(a.claimedAt(), now)),
                     expires(a.expiresAt(), now), orNone(a.node()), orNone(a.endpoint()));
-            rows.add(KubeTables.row(cells, q.includeObject(), q.tableVersion(), () -> object(a)));
+            rows.add(KubeObjects.row(cells, q.includeObject(), q.tableVersion(), () -> object(a)));
         }
-        return KubeTables.table(q.tableVersion(), listMeta(page), COLUMNS, rows);
+        return KubeObjects.table(q.tableVersion(), listMeta(page), COLUMNS, rows);
     }
 
     private static String orNone(String s) {

@@ -64,19 +64,10 @@ public final class PoolViews {
                 terms.add(new String[] {key, op, t.substring(t.indexOf(op) + op.length()).trim()});
             }
         }
-        LabelSelector labels;
-        try {
-            labels = LabelSelector.parse(params.getOrDefault("labelSelector", ""));
-        } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("invalid labelSelector: " + e.getMessage());
-        }
-        String include = params.getOrDefault("includeObject", "");
-        if (!include.isEmpty() && !List.of("None", "Metadata", "Object").contains(include)) {
-            throw new IllegalArgumentException("invalid value for includeObject: " + AllocViews.quoteShort(include)
-                    + ": must be None, Metadata or Object");
-        }
+        LabelSelector labels = KubeObjects.labelSelector(params);
+        String include = KubeObjects.includeObject(params);
         String tableVersion = AllocViews.tableVersion(accept);
-        return new Query(name, terms, labels, tableVersion != null, tableVersion, include.isEmpty() ? "Metadata" : include);
+        return new Query(name, terms, labels, tableVersion != null, tableVersion, include);
     }
 
     /** The pools the query asks for, in order (configured pools in flag order, then draining ones). */
@@ -199,13 +190,7 @@ public final class PoolViews {
             conditions.add(m);
         }
         status.put("conditions", conditions);
-        Map<String, Object> o = new LinkedHashMap<>();
-        o.put("apiVersion", PlaypenKeys.GROUP_VERSION);
-        o.put("kind", KIND);
-        o.put("metadata", metadata);
-        o.put("spec", spec);
-        o.put("status", status);
-        return o;
+        return KubeObjects.object(KIND, metadata, spec, status);
     }
 
     /** When this replica first saw the condition with its current status (truncated to seconds). */
@@ -220,29 +205,25 @@ public final class PoolViews {
 
     /** The PoolList of {@code kubectl get pools -o yaml}. */
     public Map<String, Object> list(List<PoolStatus> pools, Instant now) {
-        Map<String, Object> o = new LinkedHashMap<>();
-        o.put("apiVersion", PlaypenKeys.GROUP_VERSION);
-        o.put("kind", LIST_KIND);
-        o.put("metadata", Map.of("resourceVersion", ""));
-        o.put("items", pools.stream().map(p -> object(p, now)).toList());
-        return o;
+        return KubeObjects.list(LIST_KIND, Map.of("resourceVersion", ""), pools.stream().map(p -> object(p, now))
+                .toList());
     }
 
     /** The columns, in order; priority 1 ones show with -o wide only. */
     static final List<Map<String, Object>> COLUMNS = List.of(
-            KubeTables.column("Name", "string", "name", 0, "The pool: runner-<arch> or control-plane-<version>."),
-            KubeTables.column("Type", "string", "", 0, "The resource type: runner or controlPlane."),
-            KubeTables.column("Arch/Version", "string", "", 0, "The CPU architecture of a runner pool, the Kubernetes "
+            KubeObjects.column("Name", "string", "name", 0, "The pool: runner-<arch> or control-plane-<version>."),
+            KubeObjects.column("Type", "string", "", 0, "The resource type: runner or controlPlane."),
+            KubeObjects.column("Arch/Version", "string", "", 0, "The CPU architecture of a runner pool, the Kubernetes "
                     + "version of a control-plane pool."),
-            KubeTables.column("Desired", "integer", "", 0, "Idle pods the pool wants now."),
-            KubeTables.column("Ready", "integer", "", 0, "Idle pods ready to be handed out."),
-            KubeTables.column("Idle", "integer", "", 0, "Unclaimed pods: starting, ready, stale and unhealthy ones."),
-            KubeTables.column("Allocated", "integer", "", 0, "Claimed pods."),
-            KubeTables.column("Stale", "integer", "", 0, "Idle pods of an older template."),
-            KubeTables.column("Unhealthy", "integer", "", 0, "Unhealthy pods, idle and allocated."),
-            KubeTables.column("Age", "string", "", 0, "Age of the pool's oldest pod."),
-            KubeTables.column("Template", "string", "", 1, "The hash current pods carry in their template-hash label."),
-            KubeTables.column("Image", "string", "", 1, "The image of the template's first container."));
+            KubeObjects.column("Desired", "integer", "", 0, "Idle pods the pool wants now."),
+            KubeObjects.column("Ready", "integer", "", 0, "Idle pods ready to be handed out."),
+            KubeObjects.column("Idle", "integer", "", 0, "Unclaimed pods: starting, ready, stale and unhealthy ones."),
+            KubeObjects.column("Allocated", "integer", "", 0, "Claimed pods."),
+            KubeObjects.column("Stale", "integer", "", 0, "Idle pods of an older template."),
+            KubeObjects.column("Unhealthy", "integer", "", 0, "Unhealthy pods, idle and allocated."),
+            KubeObjects.column("Age", "string", "", 0, "Age of the pool's oldest pod."),
+            KubeObjects.column("Template", "string", "", 1, "The hash current pods carry in their template-hash label."),
+            KubeObjects.column("Image", "string", "", 1, "The image of the template's first container."));
 
     /** A meta.k8s.io Table as kubectl get prints it. */
     public Map<String, Object> table(List<PoolStatus> pools, Query q, Instant now) {
@@ -252,8 +233,8 @@ public final class PoolViews {
                     p.ready(), p.idle(), p.allocated(), p.stale(), p.unhealthy(),
                     p.oldest() == null ? "<none>" : AllocViews.humanDuration(Duration.between(p.oldest(), now)),
                     p.templateHash(), p.image());
-            rows.add(KubeTables.row(cells, q.includeObject(), q.tableVersion(), () -> object(p, now)));
+            rows.add(KubeObjects.row(cells, q.includeObject(), q.tableVersion(), () -> object(p, now)));
         }
-        return KubeTables.table(q.tableVersion(), Map.of("resourceVersion", ""), COLUMNS, rows);
+        return KubeObjects.table(q.tableVersion(), Map.of("resourceVersion", ""), COLUMNS, rows);
     }
 }
