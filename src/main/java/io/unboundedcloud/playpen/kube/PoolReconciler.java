@@ -63,13 +63,19 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     private record Attempt(boolean created, int alreadyExisted) {
     }
 
-    /** Told about pool outcomes (metrics, events). */
+    /** Told about pool outcomes (metrics, events); an observer implements what it needs. */
     public interface Observer {
-        void created(Pod pod);
+        /** A pod the pass created. */
+        default void created(Pod pod) {
+        }
 
-        void exhausted(PoolPlan.Exhaustion exhaustion);
+        /** A pool whose hostPort range ran out (once per pass). */
+        default void exhausted(PoolPlan.Exhaustion exhaustion) {
+        }
 
-        void pass(Result result, long nanos, boolean failed);
+        /** A pass that ended, how long it took and whether it failed. */
+        default void pass(Result result, long nanos, boolean failed) {
+        }
 
         /** An idle pod the pass deleted, and why. */
         default void deleted(PoolPlan.Deletion deletion) {

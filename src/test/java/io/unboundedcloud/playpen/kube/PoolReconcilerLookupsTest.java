@@ -61,18 +61,6 @@ class PoolReconcilerLookupsTest {
             List<PoolPlan.Deletion> deleted = new CopyOnWriteArrayList<>();
             pool.addObserver(new PoolReconciler.Observer() {
                 @Override
-                public void created(io.fabric8.kubernetes.api.model.Pod pod) {
-                }
-
-                @Override
-                public void exhausted(PoolPlan.Exhaustion exhaustion) {
-                }
-
-                @Override
-                public void pass(PoolReconciler.Result result, long nanos, boolean failed) {
-                }
-
-                @Override
                 public void deleted(PoolPlan.Deletion deletion) {
                     deleted.add(deletion);
                 }

@@ -1,0 +1,169 @@
+package io.unboundedcloud.playpen.kube;
+
+import static io.unboundedcloud.playpen.kube.PoolReconcilerPassTest.firstPoolPod;
+import static io.unboundedcloud.playpen.kube.PoolReconcilerPassTest.podNames;
+import static io.unboundedcloud.playpen.kube.PoolReconcilerPassTest.setPhase;
+import static io.unboundedcloud.playpen.kube.PoolReconcilerPassTest.withFollowingPool;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Clock;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.unboundedcloud.playpen.model.AllocCommand;
+import io.unboundedcloud.playpen.model.Hashes;
+import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.model.PoolPlan;
+import io.unboundedcloud.playpen.model.ResourceType;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/**
+ * The delete step of a pool pass acts on the pod as it is when the step runs, not as the plan saw it: a pod claimed
+ * since, or replaced under its name, is left alone (an allocation is never deleted by a pool); a delete the API
+ * server answers with "not found" is not counted, and the pod is gone from the cache; an observer that throws leaves
+ * the next pass free; and {@link PoolReconciler#state} tells apart the facts a pod
+ * change is judged by.
+ */
+class PoolReconcilerDeleteTest {
+    private static final String RUNNER = "--runner-amd64-count=1";
+    private static final String NO_ARM = "--runner-arm64-count=0";
+
+    /** The pool's one pod, failed, so that the plan deletes it as unhealthy; the pass stopped after its plan. */
+    static PoolReconciler.Pass plannedDelete(TestCluster cluster, PoolReconciler pool,
+            PoolReconcilerPassTest.Seen seen, String name) throws Exception {
+        setPhase(cluster, seen, name, "Failed");
+        PoolReconciler.Pass pass = pool.plan(pool.assess());
+        assertThat(pass.plan().toDelete()).extracting(d -> ManagedPods.name(d.pod())).containsExactly(name);
+        assertThat(pass.plan().toDelete().get(0).why()).isEqualTo(PoolPlan.Why.UNHEALTHY);
+        return pass;
+    }
+
+    static List<String> deletedTold(PoolReconciler pool) {
+        List<String> told = new CopyOnWriteArrayList<>();
+        pool.addObserver(new PoolReconciler.Observer() {
+            @Override
+            public void deleted(PoolPlan.Deletion deletion) {
+                told.add(ManagedPods.name(deletion.pod()));
+            }
+        });
+        return told;
+    }
+
+    @Test
+    void aPodClaimedAfterThePlanIsNotDeletedByIt() throws Exception {
+        withFollowingPool((cluster, pool, cache, seen) -> {
+            String name = firstPoolPod(pool, seen);
+            List<String> told = deletedTold(pool);
+            PoolReconciler.Pass pass = plannedDelete(cluster, pool, seen, name);
+            Pod pod = cache.get(name).orElseThrow();
+            new ClaimWriter(cluster.client, Clock.systemUTC(), new ApiCallCounter()).claim(pod,
+                    pod.getMetadata().getResourceVersion(), new AllocCommand(Hashes.keyHash("claimed-since"),
+                            ResourceType.RUNNER, "", TestCluster.wgKey(1), "amd64"));
+            seen.awaitTold(name, p -> p.map(ManagedPods::isClaimed).orElse(false), "the claim told to the pools");
+
+            PoolReconciler.Result r = pool.finish(pool.create(pool.delete(pass)));
+
+            assertThat(r.deleted()).isZero();
+            assertThat(told).isEmpty();
+            assertThat(seen.calls.get(KubeApiCall.PODS_DELETE)).as("no delete sent").isZero();
+            assertThat(ManagedPods.isClaimed(cluster.client.pods().inNamespace(TestCluster.NS).withName(name).get()))
+                    .isTrue();
+        }, RUNNER, NO_ARM);
+    }
+
+    @Test
+    void aPodReplacedUnderItsNameAfterThePlanIsNotDeletedByIt() throws Exception {
+        withFollowingPool((cluster, pool, cache, seen) -> {
+            String name = firstPoolPod(pool, seen);
+            List<String> told = deletedTold(pool);
+            PoolReconciler.Pass pass = plannedDelete(cluster, pool, seen, name);
+            String planned = pass.plan().toDelete().get(0).pod().getMetadata().getUid();
+            cluster.client.pods().inNamespace(TestCluster.NS).withName(name).delete();
+            seen.awaitTold(name, Optional::isEmpty, "the delete told to the pools");
+            String replacement = cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a")).getMetadata()
+                    .getUid();
+            assertThat(replacement).isNotEqualTo(planned);
+            seen.awaitTold(name, p -> p.map(x -> replacement.equals(x.getMetadata().getUid())).orElse(false),
+                    "the replacement told to the pools");
+
+            PoolReconciler.Result r = pool.finish(pool.delete(pass));
+
+            assertThat(r.deleted()).isZero();
+            assertThat(told).isEmpty();
+            assertThat(seen.calls.get(KubeApiCall.PODS_DELETE)).as("no delete sent").isZero();
+            assertThat(cluster.client.pods().inNamespace(TestCluster.NS).withName(name).get().getMetadata().getUid())
+                    .isEqualTo(replacement);
+        }, RUNNER, NO_ARM);
+    }
+
+    @Test
+    void aDeleteAnsweredNotFoundIsNotCountedAndThePodIsGoneFromTheCache() throws Exception {
+        withFollowingPool((cluster, pool, cache, seen) -> {
+            String name = firstPoolPod(pool, seen);
+            List<String> told = deletedTold(pool);
+            PoolReconciler.Pass pass = plannedDelete(cluster, pool, seen, name);
+            cluster.server.expect().delete().withPath("/api/v1/namespaces/" + TestCluster.NS + "/pods/" + name)
+                    .andReturn(404, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":404,"
+                            + "\"reason\":\"NotFound\"}").once();
+
+            PoolReconciler.Result r = pool.finish(pool.delete(pass));
+
+            assertThat(r.deleted()).isZero();
+            assertThat(told).isEmpty();
+            assertThat(seen.calls.get(KubeApiCall.PODS_DELETE)).isEqualTo(1);
+
+            // "not found" means gone: this replica's cache no longer offers the pod (its watch would say so next)
+            assertThat(cache.get(name)).isEmpty();
+        }, RUNNER, NO_ARM);
+    }
+
+    /** An observer that throws when told of a pass ends that pass with its error, and leaves the next one free. */
+    @Test
+    void anObserverThatThrowsLeavesThePassLockFree() throws Exception {
+        withFollowingPool((cluster, pool, cache, seen) -> {
+            java.util.concurrent.atomic.AtomicInteger passes = new java.util.concurrent.atomic.AtomicInteger();
+            pool.addObserver(new PoolReconciler.Observer() {
+                @Override
+                public void pass(PoolReconciler.Result result, long nanos, boolean failed) {
+                    if (passes.incrementAndGet() == 1) {
+                        throw new IllegalStateException("observer broke");
+                    }
+                }
+            });
+            org.assertj.core.api.Assertions.assertThatThrownBy(pool::reconcile)
+                    .isInstanceOf(IllegalStateException.class).hasMessage("observer broke");
+            assertThat(podNames(cluster)).as("the pass itself was done").hasSize(1);
+            // from another thread: this one could take the lock again even if the broken pass had kept it
+            PoolReconciler.Result next = java.util.concurrent.CompletableFuture.supplyAsync(pool::reconcile)
+                    .get(30, java.util.concurrent.TimeUnit.SECONDS);
+            assertThat(next.skipped()).isFalse();
+            assertThat(passes).hasValue(2);
+        }, RUNNER, NO_ARM);
+    }
+
+    @Test
+    void stateTellsIdleReadyAndEndedApart() {
+        Pod ready = TestCluster.readyRunner("amd64", 51820, "node-a").build();
+        Pod claimed = new PodBuilder(ready).editMetadata().addToAnnotations(
+                io.unboundedcloud.playpen.model.PlaypenKeys.IDEMPOTENCY_KEY_HASH, Hashes.keyHash("k")).endMetadata()
+                .build();
+        Pod starting = new PodBuilder(ready).editStatus().withContainerStatuses(List.of()).withPhase("Pending")
+                .endStatus().build();
+        Pod noStatus = new PodBuilder(ready).withStatus(null).build();
+        assertThat(PoolReconciler.state(ready)).isEqualTo(1 | 2);
+        assertThat(PoolReconciler.state(claimed)).isEqualTo(2);
+        assertThat(PoolReconciler.state(starting)).isEqualTo(1);
+        assertThat(PoolReconciler.state(noStatus)).isEqualTo(1);
+        for (String ended : List.of("Failed", "Succeeded")) {
+            Pod p = new PodBuilder(starting).editStatus().withPhase(ended).endStatus().build();
+            assertThat(PoolReconciler.state(p)).as(ended).isEqualTo(1 | 4);
+        }
+        Pod running = new PodBuilder(starting).editStatus().withPhase("Running").endStatus().build();
+        assertThat(PoolReconciler.state(running) & 4).as("Running has not ended").isZero();
+    }
+}
