@@ -110,9 +110,13 @@ public final class ApiFlows {
         this.unserved = hook;
     }
 
-    /** Whether a pool of this operator keeps the kind an alloc asks for (the 503's advice depends on it). */
+    /**
+     * Whether a pool of this operator keeps the kind an alloc asks for: the 503's advice depends on it, at once and
+     * after a wait in vain.
+     */
     void pooled(java.util.function.Predicate<AllocCommand> keeps) {
         this.pooled = keeps;
+        waiting.afterWait(cmd -> keeps.test(cmd) ? CapacityQueue.POOLS_ADVICE : noPoolAdvice(cmd));
     }
 
     /** Events go through the routes; this is where pods deallocated outside {@link #deleteClaimed} go. */
@@ -190,7 +194,7 @@ public final class ApiFlows {
         String again = "; try again in " + retryAfterSeconds + (retryAfterSeconds == 1 ? " second" : " seconds");
         String wait = maxWaitSeconds <= 0 ? ""
                 : ", or add \"waitSeconds\" (up to " + maxWaitSeconds + ") to the request to wait in line for one";
-        return again + wait + "; kubectl get pools shows which pools have idle pods";
+        return again + wait + CapacityQueue.POOLS_ADVICE;
     }
 
     /**

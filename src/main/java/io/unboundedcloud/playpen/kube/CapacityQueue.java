@@ -89,6 +89,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     private final Map<String, Waiter> byKey = new HashMap<>();
     private final Map<String, AtomicInteger> counts = new ConcurrentHashMap<>();
     private final List<Observer> observers = new CopyOnWriteArrayList<>();
+    private volatile java.util.function.Function<AllocCommand, String> afterWait = cmd -> POOLS_ADVICE;
     private final AtomicBoolean drainPending = new AtomicBoolean();
     private final ExecutorService dispatcher = Executors.newSingleThreadExecutor(DaemonThreads.named("capacity-dispatch"));
     private final ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("capacity-timeouts"));
@@ -288,15 +289,26 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         } catch (RuntimeException e) {
             unavailable = ApiException.unavailable("no idle playpen pods are available", 1);
         }
-        unavailable = unavailable.withAdvice(waitedAdvice(w.cmd.waitSeconds()));
+        unavailable = unavailable.withAdvice(waitedAdvice(w.cmd.waitSeconds()) + afterWait.apply(w.cmd));
         LOG.info("wait ended key={} kind={} outcome=timeout", w.cmd.keyHashPrefix(), w.kind);
         w.result.completeExceptionally(unavailable);
     }
 
-    /** What a request that waited in vain is told after the Go operator's words. */
+    /** What a request that waited in vain is told after the Go operator's words, before {@link #afterWait}. */
     static String waitedAdvice(int waitSeconds) {
         return "; none became idle in the " + waitSeconds + (waitSeconds == 1 ? " second" : " seconds")
-                + " this request waited; kubectl get pools shows which pools have idle pods";
+                + " this request waited";
+    }
+
+    /** Where to look after a wait in vain, unless {@link #afterWait} is told otherwise. */
+    public static final String POOLS_ADVICE = "; kubectl get pools shows which pools have idle pods";
+
+    /**
+     * What a request that waited in vain is told last, by its kind (the operator tells a kind no pool keeps that
+     * waiting will not bring one); {@link #POOLS_ADVICE} until set.
+     */
+    public void afterWait(java.util.function.Function<AllocCommand, String> advice) {
+        this.afterWait = advice;
     }
 
     private void finish(Waiter w, String outcome) {

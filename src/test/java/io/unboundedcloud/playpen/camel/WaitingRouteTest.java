@@ -161,16 +161,22 @@ class WaitingRouteTest {
                         + "shows which pools have idle pods");
     }
 
-    /** A kind no pool keeps (its count flag 0): the 503 says that trying again or waiting will not bring one. */
+    /**
+     * A kind no pool keeps (its count flag 0): the 503 says that trying again or waiting will not bring one, at
+     * once and after a wait in vain (a pod made outside the operator could still have come, so the wait is kept).
+     */
     @Test
     void aKindNoPoolKeepsSaysWaitingWillNotHelp() throws Exception {
         op = new OperatorHarness(cluster, "--runner-amd64-count=0");
+        String noPool = "this operator keeps no pool of them (--runner-amd64-count is 0), so trying again or waiting "
+                + "will not bring one: ask its administrators for that pool; kubectl get pools lists the pools it keeps";
         HttpResponse<String> r = op.alloc(body("now", 0));
         assertThat(r.statusCode()).isEqualTo(503);
-        assertThat(message(r))
-                .isEqualTo("no idle amd64 playpen runner pods are available; this operator keeps no pool of them "
-                        + "(--runner-amd64-count is 0), so trying again or waiting will not bring one: ask its "
-                        + "administrators for that pool; kubectl get pools lists the pools it keeps");
+        assertThat(message(r)).isEqualTo("no idle amd64 playpen runner pods are available; " + noPool);
+        HttpResponse<String> waited = op.alloc(body("waited", 1));
+        assertThat(waited.statusCode()).isEqualTo(503);
+        assertThat(message(waited)).isEqualTo("no idle amd64 playpen runner pods are available; none became idle in "
+                + "the 1 second this request waited; " + noPool);
     }
 
     @Test
