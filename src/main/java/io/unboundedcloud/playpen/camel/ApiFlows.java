@@ -116,7 +116,15 @@ public final class ApiFlows {
      */
     void pooled(java.util.function.Predicate<AllocCommand> keeps) {
         this.pooled = keeps;
-        waiting.afterWait(cmd -> keeps.test(cmd) ? CapacityQueue.POOLS_ADVICE : noPoolAdvice(cmd));
+        waiting.afterWait(this::whereToLook);
+    }
+
+    /**
+     * The last words of a "no idle" 503, at once or after a wait: where to see which pools have idle pods, or, for
+     * a kind no pool keeps, that none will come.
+     */
+    private String whereToLook(AllocCommand cmd) {
+        return pooled.test(cmd) ? CapacityQueue.POOLS_ADVICE : noPoolAdvice(cmd);
     }
 
     /** Events go through the routes; this is where pods deallocated outside {@link #deleteClaimed} go. */
@@ -160,8 +168,9 @@ public final class ApiFlows {
                 } catch (ApiException e) {
                     if (e.code() == 503 && e.getMessage() != null && e.getMessage().startsWith("no idle")) {
                         unserved.accept(cmd);
-                        throw e.withAdvice(pooled.test(cmd)
-                                ? noIdleAdvice(retryAfterSeconds, parser.maxWaitSeconds()) : noPoolAdvice(cmd));
+                        String again = pooled.test(cmd) ? tryAgainAdvice(retryAfterSeconds, parser.maxWaitSeconds())
+                                : "";
+                        throw e.withAdvice(again + whereToLook(cmd));
                     }
                     throw e;
                 }
@@ -186,15 +195,15 @@ public final class ApiFlows {
     }
 
     /**
-     * What to do after an immediate "no idle pods" 503, appended to the Go operator's words: when to try again (the
-     * Retry-After header's value; kubectl does not retry by itself) and, unless waiting is off, how to wait in line
-     * instead; and where to see which pools have idle pods (a kind no pool keeps never gets one by retrying).
+     * What to do after an immediate "no idle pods" 503 of a kind a pool keeps, appended to the Go operator's words
+     * before {@link #whereToLook}: when to try again (the Retry-After header's value; kubectl does not retry by
+     * itself) and, unless waiting is off, how to wait in line instead.
      */
-    static String noIdleAdvice(int retryAfterSeconds, int maxWaitSeconds) {
+    static String tryAgainAdvice(int retryAfterSeconds, int maxWaitSeconds) {
         String again = "; try again in " + retryAfterSeconds + (retryAfterSeconds == 1 ? " second" : " seconds");
         String wait = maxWaitSeconds <= 0 ? ""
                 : ", or add \"waitSeconds\" (up to " + maxWaitSeconds + ") to the request to wait in line for one";
-        return again + wait + CapacityQueue.POOLS_ADVICE;
+        return again + wait;
     }
 
     /**

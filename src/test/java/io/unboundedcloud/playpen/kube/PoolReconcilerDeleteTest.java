@@ -9,7 +9,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.time.Clock;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.CopyOnWriteArrayList;
 
 import org.junit.jupiter.api.Test;
 
@@ -43,22 +42,10 @@ class PoolReconcilerDeleteTest {
         return pass;
     }
 
-    static List<String> deletedTold(PoolReconciler pool) {
-        List<String> told = new CopyOnWriteArrayList<>();
-        pool.addObserver(new PoolReconciler.Observer() {
-            @Override
-            public void deleted(PoolPlan.Deletion deletion) {
-                told.add(ManagedPods.name(deletion.pod()));
-            }
-        });
-        return told;
-    }
-
     @Test
     void aPodClaimedAfterThePlanIsNotDeletedByIt() throws Exception {
         withFollowingPool((cluster, pool, cache, seen) -> {
             String name = firstPoolPod(pool, seen);
-            List<String> told = deletedTold(pool);
             PoolReconciler.Pass pass = plannedDelete(cluster, pool, seen, name);
             Pod pod = cache.get(name).orElseThrow();
             new ClaimWriter(cluster.client, Clock.systemUTC(), new ApiCallCounter()).claim(pod,
@@ -69,7 +56,7 @@ class PoolReconcilerDeleteTest {
             PoolReconciler.Result r = pool.finish(pool.create(pool.delete(pass)));
 
             assertThat(r.deleted()).isZero();
-            assertThat(told).isEmpty();
+            assertThat(seen.deleted).isEmpty();
             assertThat(seen.calls.get(KubeApiCall.PODS_DELETE)).as("no delete sent").isZero();
             assertThat(ManagedPods.isClaimed(cluster.client.pods().inNamespace(TestCluster.NS).withName(name).get()))
                     .isTrue();
@@ -80,7 +67,6 @@ class PoolReconcilerDeleteTest {
     void aPodReplacedUnderItsNameAfterThePlanIsNotDeletedByIt() throws Exception {
         withFollowingPool((cluster, pool, cache, seen) -> {
             String name = firstPoolPod(pool, seen);
-            List<String> told = deletedTold(pool);
             PoolReconciler.Pass pass = plannedDelete(cluster, pool, seen, name);
             String planned = pass.plan().toDelete().get(0).pod().getMetadata().getUid();
             cluster.client.pods().inNamespace(TestCluster.NS).withName(name).delete();
@@ -94,7 +80,7 @@ class PoolReconcilerDeleteTest {
             PoolReconciler.Result r = pool.finish(pool.delete(pass));
 
             assertThat(r.deleted()).isZero();
-            assertThat(told).isEmpty();
+            assertThat(seen.deleted).isEmpty();
             assertThat(seen.calls.get(KubeApiCall.PODS_DELETE)).as("no delete sent").isZero();
             assertThat(cluster.client.pods().inNamespace(TestCluster.NS).withName(name).get().getMetadata().getUid())
                     .isEqualTo(replacement);
@@ -105,7 +91,6 @@ class PoolReconcilerDeleteTest {
     void aDeleteAnsweredNotFoundIsNotCountedAndThePodIsGoneFromTheCache() throws Exception {
         withFollowingPool((cluster, pool, cache, seen) -> {
             String name = firstPoolPod(pool, seen);
-            List<String> told = deletedTold(pool);
             PoolReconciler.Pass pass = plannedDelete(cluster, pool, seen, name);
             cluster.server.expect().delete().withPath("/api/v1/namespaces/" + TestCluster.NS + "/pods/" + name)
                     .andReturn(404, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":404,"
@@ -114,7 +99,7 @@ class PoolReconcilerDeleteTest {
             PoolReconciler.Result r = pool.finish(pool.delete(pass));
 
             assertThat(r.deleted()).isZero();
-            assertThat(told).isEmpty();
+            assertThat(seen.deleted).isEmpty();
             assertThat(seen.calls.get(KubeApiCall.PODS_DELETE)).isEqualTo(1);
 
             // "not found" means gone: this replica's cache no longer offers the pod (its watch would say so next)

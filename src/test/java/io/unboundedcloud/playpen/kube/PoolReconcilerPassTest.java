@@ -44,6 +44,8 @@ class PoolReconcilerPassTest {
         final List<PoolPlan.Exhaustion> exhausted = new CopyOnWriteArrayList<>();
         final List<Boolean> passFailed = new CopyOnWriteArrayList<>();
         final List<PoolPlan.Unhealthy> unhealthy = new CopyOnWriteArrayList<>();
+        /** The names of the idle pods the passes deleted. */
+        final List<String> deleted = new CopyOnWriteArrayList<>();
         /** The reconciler's own count of its API calls. */
         final ApiCallCounter calls = new ApiCallCounter();
         /**
@@ -79,6 +81,11 @@ class PoolReconcilerPassTest {
         @Override
         public void unhealthyAllocated(PoolPlan.Unhealthy report) {
             unhealthy.add(report);
+        }
+
+        @Override
+        public void deleted(PoolPlan.Deletion deletion) {
+            deleted.add(ManagedPods.name(deletion.pod()));
         }
     }
 
