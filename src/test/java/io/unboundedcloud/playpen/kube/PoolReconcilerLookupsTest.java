@@ -5,19 +5,26 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import org.junit.jupiter.api.Test;
 
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.unboundedcloud.playpen.config.OperatorConfig;
 import io.unboundedcloud.playpen.model.Candidates;
 import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.PodTemplates;
+import io.unboundedcloud.playpen.model.PoolBackoff;
+import io.unboundedcloud.playpen.model.PoolHealth;
 import io.unboundedcloud.playpen.model.PoolPlan;
 import io.unboundedcloud.playpen.model.PoolPlanner;
+import io.unboundedcloud.playpen.model.PoolTarget;
+import io.unboundedcloud.playpen.support.MutableClock;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
@@ -25,16 +32,27 @@ import io.unboundedcloud.playpen.support.TestCluster;
  * What a pass learns besides the pods, as the operator wires it: the nodes (an idle pod whose node is gone is
  * replaced, but only once the node cache knows the nodes) and the pool signals told of each unhealthy delete; and
  * a create whose outcome is unknown: one that did not land is tried again by the next pass, a refusal is
- * forgotten without a read.
+ * forgotten without a read. The signals learn from the pass itself: a failed replacement it deletes pauses the pool
+ * at once, a paused pool asks for a pass when its pause ends, and a pod's time-to-ready counts from its create call.
  */
 class PoolReconcilerLookupsTest {
     static final String POST_PODS = "/api/v1/namespaces/" + TestCluster.NS + "/pods";
     static final String STATUS_500 = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":500}";
 
     /** A reconciler with a node cache (started or not) and pool signals, over a synced pod cache. */
-    record Wired(PodCache pods, NodeCache nodes, PoolReconciler pool, List<PoolPlan.Deletion> deleted,
-            ApiCallCounter calls) implements AutoCloseable {
+    record Wired(PodCache pods, NodeCache nodes, PoolReconciler pool, PoolSignals signals,
+            List<PoolPlan.Deletion> deleted, ApiCallCounter calls) implements AutoCloseable {
         static Wired of(TestCluster cluster, boolean nodesKnown, String... flags) throws Exception {
+            return of(cluster, nodesKnown, true, Clock.systemUTC(), flags);
+        }
+
+        /**
+         * @param signalsFollowPods whether the pool signals follow the pod cache too (as in the operator); without,
+         *                          they learn only what the reconciler tells them
+         * @param clock             the reconciler's and the signals' clock
+         */
+        static Wired of(TestCluster cluster, boolean nodesKnown, boolean signalsFollowPods, Clock clock,
+                String... flags) throws Exception {
             OperatorConfig config = OperatorConfig.parse(flags);
             PodCache pods = new PodCache(cluster.client, TestCluster.NS,
                     new Candidates(config.runnerLabelSelector())::idleKindKey);
@@ -44,12 +62,14 @@ class PoolReconcilerLookupsTest {
                 OperatorHarness.awaitTrue(nodes::hasSynced, Duration.ofSeconds(10), "node cache synced");
             }
             PoolPlanner planner = new PoolPlanner(config, new PodTemplates(config, Map.of()));
-            PoolSignals signals = new PoolSignals(planner, nodes, Clock.systemUTC(), config.pools());
+            PoolSignals signals = new PoolSignals(planner, nodes, clock, config.pools());
             ApiCallCounter calls = new ApiCallCounter();
             PoolReconciler pool = new PoolReconciler(cluster.client, config, pods, nodes, planner, signals, () -> true,
-                    calls, Clock.systemUTC());
+                    calls, clock);
             // both follow the pod cache, as in the operator: the signals see which pods were ever ready
-            pods.addListener(signals);
+            if (signalsFollowPods) {
+                pods.addListener(signals);
+            }
             pods.addListener(pool);
             // listeners are called in order: a pod this one has been told of, the two before it have too
             java.util.Set<String> told = java.util.concurrent.ConcurrentHashMap.newKeySet();
@@ -65,7 +85,7 @@ class PoolReconcilerLookupsTest {
                     deleted.add(deletion);
                 }
             });
-            return new Wired(pods, nodes, pool, deleted, calls);
+            return new Wired(pods, nodes, pool, signals, deleted, calls);
         }
 
         @Override
@@ -136,6 +156,82 @@ class PoolReconcilerLookupsTest {
             assertThatThrownBy(() -> w.pool().reconcile()).isInstanceOf(KubernetesClientException.class);
             assertThat(w.calls().get(KubeApiCall.PODS_GET)).isZero();
             assertThat(w.pool().reconcile().created()).isEqualTo(1);
+        }
+    }
+
+    /** A pool pod that failed without ever becoming ready. */
+    static PodBuilder failedRunner(int hostPort, String node) {
+        return TestCluster.readyRunner("amd64", hostPort, node).editStatus().withPhase("Failed")
+                .editFirstContainerStatus().withReady(false).endContainerStatus().endStatus();
+    }
+
+    @Test
+    void aFailedReplacementThePassDeletesPausesThePoolInThatPass() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            cluster.addNode("node-a", "amd64", "203.0.113.10");
+            cluster.create(failedRunner(51820, "node-a"));
+            // the signals follow no watch here: what they know of the delete, the pass itself told them (in the
+            // operator the watch's DELETED event may come later, and the pass must not create in the meantime)
+            try (Wired w = Wired.of(cluster, true, false, Clock.systemUTC(), "--runner-amd64-count=1",
+                    "--runner-arm64-count=0")) {
+                PoolReconciler.Pass pass = w.pool().plan(w.pool().assess());
+                assertThat(pass.plan().toCreate()).as("the plan replaces the failed pod").hasSize(1);
+                PoolReconciler.Result r = w.pool().finish(w.pool().create(w.pool().delete(pass)));
+                assertThat(r.deleted()).isEqualTo(1);
+                assertThat(r.created()).as("created while the pool pauses").isZero();
+                assertThat(w.signals().backoffs().entrySet()).singleElement().satisfies(e -> {
+                    assertThat(e.getKey().type()).isEqualTo(io.unboundedcloud.playpen.model.ResourceType.RUNNER);
+                    assertThat(e.getValue().failures()).isEqualTo(1);
+                    assertThat(e.getValue().pausedAt(Instant.now())).isTrue();
+                });
+            }
+            assertThat(cluster.pods()).isEmpty();
+        }
+    }
+
+    @Test
+    void aPausedPoolAsksForAPassWhenItsPauseEnds() throws Exception {
+        try (TestCluster cluster = TestCluster.start();
+                Wired w = Wired.of(cluster, true, "--runner-amd64-count=1", "--runner-arm64-count=0",
+                        "--pool-backoff-base=1s")) {
+            // passes the reconciler asks for are recorded instead of run
+            List<Instant> asked = new CopyOnWriteArrayList<>();
+            w.pool().runPassesWith(() -> asked.add(Instant.now()));
+            PoolTarget amd64 = w.pool().planner().desired().keySet().iterator().next();
+            Pod failed = failedRunner(51820, "node-a").editMetadata().withUid("failed-1").endMetadata().build();
+            w.signals().deletedUnhealthy(amd64, failed, PoolHealth.Problem.FAILED);
+            PoolBackoff.View pause = w.signals().backoffs().get(amd64);
+            assertThat(pause.pausedAt(Instant.now())).isTrue();
+
+            assertThat(w.pool().reconcile().created()).as("created while paused").isZero();
+            assertThat(asked).as("no pod changed: nothing else asks for a pass").isEmpty();
+            OperatorHarness.awaitTrue(() -> !asked.isEmpty(), Duration.ofSeconds(10), "a pass asked for");
+            // a scheduled task never runs early: the pass comes after the pause, not at the interval
+            assertThat(asked.get(0)).isAfterOrEqualTo(pause.nextCreateAt());
+            assertThat(cluster.pods()).isEmpty();
+        }
+    }
+
+    @Test
+    void aPodsTimeToReadyCountsFromItsCreateCall() throws Exception {
+        // the signals' clock runs years ahead of the API server's creationTimestamp: a time-to-ready measured from
+        // that timestamp would be years, not the seconds between the create call and the pod turning ready
+        MutableClock clock = new MutableClock(Instant.parse("2030-01-01T00:00:00Z"));
+        try (TestCluster cluster = TestCluster.start()) {
+            cluster.addNode("node-a", "amd64", "203.0.113.10");
+            try (Wired w = Wired.of(cluster, true, true, clock, "--runner-amd64-count=1", "--runner-arm64-count=0")) {
+                assertThat(w.pool().reconcile().created()).isEqualTo(1);
+                String name = "playpen-runner-amd64-51820";
+                PoolTarget amd64 = w.pool().planner().desired().keySet().iterator().next();
+                clock.now = clock.now.plusSeconds(7);
+                Pod ready = TestCluster.readyRunner("amd64", 51820, "node-a").build();
+                cluster.client.pods().inNamespace(TestCluster.NS).withName(name).edit(p -> new PodBuilder(p)
+                        .editMetadata().addToAnnotations(ready.getMetadata().getAnnotations()).endMetadata()
+                        .editSpec().withNodeName("node-a").endSpec().withStatus(ready.getStatus()).build());
+                OperatorHarness.awaitTrue(() -> w.signals().demand(amd64).timeToReady() != null,
+                        Duration.ofSeconds(10), "time-to-ready learnt");
+                assertThat(w.signals().demand(amd64).timeToReady()).isEqualTo(Duration.ofSeconds(7));
+            }
         }
     }
 }

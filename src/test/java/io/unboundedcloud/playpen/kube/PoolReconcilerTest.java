@@ -7,7 +7,11 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.AbstractQueuedSynchronizer;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
 
@@ -29,7 +33,7 @@ import io.unboundedcloud.playpen.support.TestCluster;
  * The pass's steps against the mock API: a replica that loses the Lease in the middle of a pass stops writing; the
  * delete step deletes only idle pods still as the plan saw them; a pass that finds the cache not synced comes back
  * once it has; a new leader's first pass is not debounced; passes asked for
- * by pod changes wait longer after a costly plan.
+ * by pod changes wait longer after a costly plan; a pass waits for the one under way.
  */
 class PoolReconcilerTest {
     /** A test body given the mock API and a reconciler whose pod cache (given too) has synced. */
@@ -60,6 +64,32 @@ class PoolReconcilerTest {
         } finally {
             cache.close();
         }
+    }
+
+    @Test
+    void aPassWaitsUntilTheOneUnderWayHasFinished() throws Exception {
+        withSyncedPool(() -> true, (cluster, pool, cache) -> {
+            PoolReconciler.Pass first = pool.plan(pool.assess());
+            assertThat(first.plan().toCreate()).hasSize(1);
+            CompletableFuture<PoolReconciler.Result> second = new CompletableFuture<>();
+            Thread t = new Thread(() -> {
+                try {
+                    second.complete(pool.reconcile());
+                } catch (RuntimeException e) {
+                    second.completeExceptionally(e);
+                }
+            }, "second-pass");
+            t.start();
+            // the second pass parks on the pass lock before it counts itself, plans or writes
+            OperatorHarness.awaitTrue(() -> LockSupport.getBlocker(t) instanceof AbstractQueuedSynchronizer,
+                    Duration.ofSeconds(10), "the second pass waiting for the first");
+            assertThat(pool.passes()).isEqualTo(1);
+            assertThat(pool.finish(pool.create(pool.delete(first))).created()).isEqualTo(1);
+            // then it plans with the first one's pod expected: nothing is created twice
+            assertThat(second.get(10, TimeUnit.SECONDS).created()).isZero();
+            assertThat(pool.passes()).isEqualTo(2);
+            assertThat(cluster.pods()).hasSize(1);
+        }, "--runner-amd64-count=1", "--runner-arm64-count=0");
     }
 
     @Test
