@@ -234,4 +234,64 @@ class PoolReconcilerLookupsTest {
             }
         }
     }
+
+    @Test
+    void aPlanKnowsEachPoolsDemandAndTimeToReadyAndWithTheBufferOnHowManyIdlePodsToKeep() throws Exception {
+        MutableClock clock = new MutableClock(Instant.parse("2030-01-01T00:00:00Z"));
+        for (boolean buffer : new boolean[] {true, false}) {
+            try (TestCluster cluster = TestCluster.start();
+                    Wired w = Wired.of(cluster, true, true, clock, "--runner-amd64-count=1", "--runner-arm64-count=0",
+                            "--pool-max-idle=" + (buffer ? 10 : 0))) {
+                PoolTarget amd64 = PoolTarget.runner("amd64");
+                PoolTarget arm64 = PoolTarget.runner("arm64");
+                // amd64: one claim a second ago (0.5 a second over the shortest window), pods ready after 10 s
+                w.signals().demand(amd64).claimed(clock.now.minusSeconds(1));
+                w.signals().demand(amd64).readyAfter(Duration.ofSeconds(10));
+                PoolPlanner.Context c = w.pool().context(clock.now);
+                assertThat(c.rates()).containsEntry(amd64, 0.5).containsEntry(arm64, 0.0);
+                // a pool no pod of which was seen becoming ready has no time-to-ready
+                assertThat(c.readyTimes()).containsEntry(amd64, Duration.ofSeconds(10)).doesNotContainKey(arm64);
+                if (buffer) {
+                    // ceil(0.5/s x (10 s + the 100 ms refill wait)) = 6 idle pods; arm64 keeps its count, 0
+                    assertThat(c.desired()).containsEntry(amd64, 6).containsEntry(arm64, 0);
+                } else {
+                    assertThat(c.desired()).as("the count flags are fixed").isEmpty();
+                }
+            }
+        }
+    }
+
+    @Test
+    void anIdlePodOnAGoneNodeIsDeletedWithoutGraceAFailedOneWithItsOwnEachAtThePlansVersion() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            cluster.addNode("node-a", "amd64", "203.0.113.10");
+            Pod gone = cluster.create(TestCluster.readyRunner("amd64", 51820, "node-gone"));
+            Pod failed = cluster.create(failedRunner(51821, "node-a"));
+            try (Wired w = Wired.of(cluster, true, "--runner-amd64-count=2", "--runner-arm64-count=0",
+                    "--pool-node-not-ready-grace=0s")) {
+                Map<String, String> deletes = new java.util.concurrent.ConcurrentHashMap<>();
+                cluster.addRequestListener(new TestCluster.RequestListener() {
+                    @Override
+                    public void onRequest(String key) {
+                    }
+
+                    @Override
+                    public void onRequest(String key, java.util.function.Supplier<String> body) {
+                        if (key.startsWith("DELETE ")) {
+                            deletes.put(key.substring(key.lastIndexOf('/') + 1), body.get());
+                        }
+                    }
+                });
+                PoolReconciler.Pass pass = w.pool().delete(w.pool().plan(w.pool().assess()));
+                w.pool().finish(pass);
+                assertThat(pass.deleted()).isEqualTo(2);
+                assertThat(deletes).containsOnlyKeys(ManagedPods.name(gone), ManagedPods.name(failed));
+                // a pod on a node that is gone: no kubelet will ever confirm its end, so no grace period
+                assertThat(deletes.get(ManagedPods.name(gone))).contains("\"gracePeriodSeconds\":0")
+                        .contains("\"resourceVersion\":\"" + gone.getMetadata().getResourceVersion() + "\"");
+                assertThat(deletes.get(ManagedPods.name(failed))).doesNotContain("gracePeriodSeconds")
+                        .contains("\"resourceVersion\":\"" + failed.getMetadata().getResourceVersion() + "\"");
+            }
+        }
+    }
 }

@@ -83,6 +83,11 @@ public final class TestCluster implements AutoCloseable {
     public interface RequestListener {
         /** {@code key} is the "METHOD path" (or "METHOD WATCH path") key that {@link #requestCount} matches on. */
         void onRequest(String key);
+
+        /** The same with the request's body at hand, read only when asked for (null when it has none). */
+        default void onRequest(String key, java.util.function.Supplier<String> body) {
+            onRequest(key);
+        }
     }
 
     /**
@@ -108,7 +113,9 @@ public final class TestCluster implements AutoCloseable {
                 String key = key(request);
                 requests.computeIfAbsent(key, k -> new AtomicInteger()).incrementAndGet();
                 for (RequestListener l : listeners) {
-                    l.onRequest(key);
+                    // the body's bytes stay for the store: reading them here does not consume them
+                    l.onRequest(key, () -> request.getBody() == null ? null
+                            : new String(request.getBody().getBytes(), java.nio.charset.StandardCharsets.UTF_8));
                 }
                 if (forbidden.test(key)) {
                     return forbiddenAnswer(key);
