@@ -17,8 +17,13 @@ public final class WatchContinuity {
 
     private final LongSupplier nanoTime;
     private final long graceNanos;
-    /** When the watches were first seen not connected, or -1 while they are. */
-    private long lostAt = -1;
+    /** Whether the watches have been seen not connected since they last were. */
+    private boolean lost;
+    /**
+     * When that was first seen (a {@link System#nanoTime} reading: any long, negative ones included, so whether
+     * there is a gap is kept apart).
+     */
+    private long lostAt;
 
     public WatchContinuity() {
         this(System::nanoTime, GRACE);
@@ -35,11 +40,12 @@ public final class WatchContinuity {
      */
     public synchronized boolean connected(boolean watchingNow) {
         if (watchingNow) {
-            lostAt = -1;
+            lost = false;
             return true;
         }
         long now = nanoTime.getAsLong();
-        if (lostAt < 0) {
+        if (!lost) {
+            lost = true;
             lostAt = now;
         }
         return now - lostAt < graceNanos;

@@ -157,11 +157,7 @@ class ServingCertificateRenewalTest {
         Pki.Issued ca = Pki.selfSigned(Pki.Subject.cn("corp-ca"), Pki.Usage.CA, clock.now.minusSeconds(60), Duration.ofDays(30));
         Pki.Issued corp = Pki.issue(ca, new Pki.Subject("playpen-operator", List.of(), List.of("playpen-operator.playpen.svc"),
                 List.of()), Pki.Usage.SERVER, clock.now.minusSeconds(60), Duration.ofDays(10));
-        cluster.client.secrets().inNamespace(TestCluster.NS).resource(new SecretBuilder().withNewMetadata().withName(SECRET)
-                .withNamespace(TestCluster.NS).addToAnnotations(ServingCertificate.ORIGIN_ANNOTATION, "external").endMetadata()
-                .withType("kubernetes.io/tls").withData(Map.of("tls.crt", b64(corp.certificatePem()), "tls.key",
-                        b64(corp.privateKeyPem())))
-                .build()).update();
+        writeExternal(corp);
 
         assertThat(reload.check()).isEqualTo(Outcome.WAITING_FOR_CA_BUNDLE);
         assertThat(tls.certificate()).isEqualTo(c0);
@@ -179,6 +175,45 @@ class ServingCertificateRenewalTest {
         // c0 expired long ago: gone from the bundle
         leader.publishCaBundle(APISERVICE);
         assertThat(bundle()).containsExactly(corp.certificate());
+    }
+
+    /** The serving Secret as an administrator (or cert-manager) writes it: their certificate, not ours to renew. */
+    void writeExternal(Pki.Issued cert) {
+        cluster.client.secrets().inNamespace(TestCluster.NS).resource(new SecretBuilder().withNewMetadata().withName(SECRET)
+                .withNamespace(TestCluster.NS).addToAnnotations(ServingCertificate.ORIGIN_ANNOTATION, "external").endMetadata()
+                .withType("kubernetes.io/tls").withData(Map.of("tls.crt", b64(cert.certificatePem()), "tls.key",
+                        b64(cert.privateKeyPem())))
+                .build()).update();
+    }
+
+    @Test
+    void aCertificateReplacedWhileItsGraceRunsGetsAGraceOfItsOwn() {
+        createApiService();
+        ServingCertificate.Material first = leader.ensure();
+        X509Certificate c0 = leaf(first);
+        leader.publishCaBundle(APISERVICE);
+        ServingTls tls = new ServingTls(first.certificatePem(), first.privateKeyPem(), List::of);
+        ServingCertificateReload reload = new ServingCertificateReload(replica, tls, APISERVICE, clock, RENEWAL.publishGrace());
+        assertThat(RENEWAL.publishGrace()).isEqualTo(Duration.ofSeconds(5));
+        Pki.Issued ca = Pki.selfSigned(Pki.Subject.cn("corp-ca"), Pki.Usage.CA, clock.now.minusSeconds(60), Duration.ofDays(30));
+        Pki.Subject subject = new Pki.Subject("playpen-operator", List.of(), List.of("playpen-operator.playpen.svc"), List.of());
+        Pki.Issued one = Pki.issue(ca, subject, Pki.Usage.SERVER, clock.now.minusSeconds(60), Duration.ofDays(10));
+        Pki.Issued two = Pki.issue(ca, subject, Pki.Usage.SERVER, clock.now.minusSeconds(60), Duration.ofDays(10));
+
+        writeExternal(one);
+        leader.publishCaBundle(APISERVICE);
+        assertThat(reload.check()).isEqualTo(Outcome.WAITING_FOR_CA_BUNDLE); // the first one's grace starts
+        advance(Duration.ofSeconds(3));
+        // replaced before its grace ended: the aggregator has known the second one for no time at all
+        writeExternal(two);
+        leader.publishCaBundle(APISERVICE);
+        assertThat(reload.check()).isEqualTo(Outcome.WAITING_FOR_CA_BUNDLE);
+        advance(Duration.ofSeconds(3)); // past the first one's grace, not the second one's
+        assertThat(reload.check()).isEqualTo(Outcome.WAITING_FOR_CA_BUNDLE);
+        assertThat(tls.certificate()).isEqualTo(c0);
+        advance(Duration.ofSeconds(2));
+        assertThat(reload.check()).isEqualTo(Outcome.SWITCHED);
+        assertThat(tls.certificate()).isEqualTo(two.certificate());
     }
 
     @Test

@@ -49,6 +49,19 @@ class WatchContinuityTest {
     }
 
     @Test
+    void aClockWhoseReadingsAreNegativeOrZeroMeasuresGapsAlike() {
+        // System.nanoTime counts from an arbitrary origin: its readings may be zero or negative
+        for (long origin : new long[] {0L, -60_000_000_000L, Long.MIN_VALUE / 2}) {
+            now.set(origin);
+            WatchContinuity fromOrigin = new WatchContinuity(now::get, Duration.ofSeconds(10));
+            assertThat(fromOrigin.connected(false)).isTrue();
+            advance(Duration.ofSeconds(10));
+            assertThat(fromOrigin.connected(false)).as("10 s down, clock from " + origin).isFalse();
+            assertThat(fromOrigin.connected(true)).isTrue();
+        }
+    }
+
+    @Test
     void theDefaultGraceIsTenSeconds() {
         assertThat(WatchContinuity.GRACE).isEqualTo(Duration.ofSeconds(10));
     }
