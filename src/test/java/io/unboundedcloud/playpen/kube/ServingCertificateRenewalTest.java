@@ -146,17 +146,13 @@ class ServingCertificateRenewalTest {
 
     @Test
     void aSecretReplacedBySomeoneElseIsServedOnceTheBundleTrustsItAndTheOldStaysPublished() {
-        createApiService();
-        ServingCertificate.Material first = leader.ensure();
-        X509Certificate c0 = leaf(first);
-        leader.publishCaBundle(APISERVICE);
-        ServingTls tls = new ServingTls(first.certificatePem(), first.privateKeyPem(), List::of);
-        ServingCertificateReload reload = new ServingCertificateReload(replica, tls, APISERVICE, clock, RENEWAL.publishGrace());
+        Served served = publishedAndServed();
+        X509Certificate c0 = served.certificate();
+        ServingTls tls = served.tls();
+        ServingCertificateReload reload = served.reload();
 
         // an administrator (or cert-manager) writes a certificate from their own CA, marked as not ours to renew
-        Pki.Issued ca = Pki.selfSigned(Pki.Subject.cn("corp-ca"), Pki.Usage.CA, clock.now.minusSeconds(60), Duration.ofDays(30));
-        Pki.Issued corp = Pki.issue(ca, new Pki.Subject("playpen-operator", List.of(), List.of("playpen-operator.playpen.svc"),
-                List.of()), Pki.Usage.SERVER, clock.now.minusSeconds(60), Duration.ofDays(10));
+        Pki.Issued corp = corpCertificate(corpCa());
         writeExternal(corp);
 
         assertThat(reload.check()).isEqualTo(Outcome.WAITING_FOR_CA_BUNDLE);
@@ -177,6 +173,30 @@ class ServingCertificateRenewalTest {
         assertThat(bundle()).containsExactly(corp.certificate());
     }
 
+    /** A replica serving the leader's first certificate, which the published caBundle trusts. */
+    record Served(X509Certificate certificate, ServingTls tls, ServingCertificateReload reload) {
+    }
+
+    Served publishedAndServed() {
+        createApiService();
+        ServingCertificate.Material first = leader.ensure();
+        leader.publishCaBundle(APISERVICE);
+        ServingTls tls = new ServingTls(first.certificatePem(), first.privateKeyPem(), List::of);
+        return new Served(leaf(first), tls,
+                new ServingCertificateReload(replica, tls, APISERVICE, clock, RENEWAL.publishGrace()));
+    }
+
+    /** An administrator's own CA. */
+    Pki.Issued corpCa() {
+        return Pki.selfSigned(Pki.Subject.cn("corp-ca"), Pki.Usage.CA, clock.now.minusSeconds(60), Duration.ofDays(30));
+    }
+
+    /** A serving certificate from {@code ca}, valid for ten days. */
+    Pki.Issued corpCertificate(Pki.Issued ca) {
+        return Pki.issue(ca, new Pki.Subject("playpen-operator", List.of(), List.of("playpen-operator.playpen.svc"),
+                List.of()), Pki.Usage.SERVER, clock.now.minusSeconds(60), Duration.ofDays(10));
+    }
+
     /** The serving Secret as an administrator (or cert-manager) writes it: their certificate, not ours to renew. */
     void writeExternal(Pki.Issued cert) {
         cluster.client.secrets().inNamespace(TestCluster.NS).resource(new SecretBuilder().withNewMetadata().withName(SECRET)
@@ -188,17 +208,14 @@ class ServingCertificateRenewalTest {
 
     @Test
     void aCertificateReplacedWhileItsGraceRunsGetsAGraceOfItsOwn() {
-        createApiService();
-        ServingCertificate.Material first = leader.ensure();
-        X509Certificate c0 = leaf(first);
-        leader.publishCaBundle(APISERVICE);
-        ServingTls tls = new ServingTls(first.certificatePem(), first.privateKeyPem(), List::of);
-        ServingCertificateReload reload = new ServingCertificateReload(replica, tls, APISERVICE, clock, RENEWAL.publishGrace());
+        Served served = publishedAndServed();
+        X509Certificate c0 = served.certificate();
+        ServingTls tls = served.tls();
+        ServingCertificateReload reload = served.reload();
         assertThat(RENEWAL.publishGrace()).isEqualTo(Duration.ofSeconds(5));
-        Pki.Issued ca = Pki.selfSigned(Pki.Subject.cn("corp-ca"), Pki.Usage.CA, clock.now.minusSeconds(60), Duration.ofDays(30));
-        Pki.Subject subject = new Pki.Subject("playpen-operator", List.of(), List.of("playpen-operator.playpen.svc"), List.of());
-        Pki.Issued one = Pki.issue(ca, subject, Pki.Usage.SERVER, clock.now.minusSeconds(60), Duration.ofDays(10));
-        Pki.Issued two = Pki.issue(ca, subject, Pki.Usage.SERVER, clock.now.minusSeconds(60), Duration.ofDays(10));
+        Pki.Issued ca = corpCa();
+        Pki.Issued one = corpCertificate(ca);
+        Pki.Issued two = corpCertificate(ca);
 
         writeExternal(one);
         leader.publishCaBundle(APISERVICE);
