@@ -258,10 +258,29 @@ class ServingCertificateRenewalTest {
         ServingCertificate.Material first = leader.ensure();
         ServingTls tls = new ServingTls(first.certificatePem(), first.privateKeyPem(), List::of);
         ServingCertificateReload reload = new ServingCertificateReload(replica, tls, APISERVICE, clock, RENEWAL.publishGrace());
+        assertThat(reload.lastSwitch()).isNull();
         advance(Duration.ofSeconds(201));
         assertThat(leader.renewIfDue()).isTrue();
         assertThat(reload.check()).isEqualTo(Outcome.SWITCHED);
         assertThat(tls.certificate()).isEqualTo(leaf(replica.read()));
+        assertThat(reload.lastSwitch()).isEqualTo(clock.now);
+    }
+
+    @Test
+    void aMissingSecretOrOneWithoutACertificateKeepsTheServedOne() {
+        createApiService();
+        ServingCertificate.Material first = leader.ensure();
+        ServingTls tls = new ServingTls(first.certificatePem(), first.privateKeyPem(), List::of);
+        ServingCertificateReload reload = new ServingCertificateReload(replica, tls, APISERVICE, clock, Duration.ZERO);
+        Secret s = secret();
+        s.setData(Map.of("tls.crt", b64("not a certificate"), "tls.key", s.getData().get("tls.key")));
+        cluster.client.secrets().inNamespace(TestCluster.NS).resource(s).update();
+        assertThat(reload.check()).isEqualTo(Outcome.INVALID);
+        assertThat(tls.certificate()).isEqualTo(leaf(first));
+        cluster.client.secrets().inNamespace(TestCluster.NS).withName(SECRET).delete();
+        assertThat(reload.check()).isEqualTo(Outcome.NO_SECRET);
+        assertThat(tls.certificate()).isEqualTo(leaf(first));
+        assertThat(reload.lastSwitch()).isNull();
     }
 
     @Test
