@@ -26,13 +26,23 @@ class BenchPartialReportTest {
         int high = java.util.Arrays.stream(cs).max().orElseThrow();
         b.runs.add(run(Bench.BASELINE, b.pods, low, 0.4));
         b.runs.add(run(Bench.OURS, b.pods, low, 1.0));
+        b.runs.add(run(Bench.FLOOR, b.pods, low, 0.4));
+        b.runs.add(run(Bench.REPLAY, b.pods, low, 0.8));
         b.runs.add(run(Bench.BASELINE, b.pods, high, 6.0));
         b.runs.add(run(Bench.OURS, b.pods, high, 12.0));
 
         Map<String, Object> t = b.targets();
 
         Map<String, Object> c1 = (Map<String, Object>) t.get("p50VsBaselineAtC" + low);
-        assertThat(c1).containsEntry("ratio", 2.5).containsEntry("pass", false);
+        assertThat(c1).as("reported: the target is against the floor plus the PATCH").containsEntry("ratio", 2.5)
+                .containsEntry("pass", null).doesNotContainKey("limit");
+        // 1.0 ms against 0.4 + 0.4: 1.25, within 1.3
+        assertThat((Map<String, Object>) t.get("p50VsFloorPlusBaselineAtC" + low)).containsEntry("ratio", 1.25)
+                .containsEntry("floorP50Ms", 0.4).containsEntry("barePatchP50Ms", 0.4).containsEntry("limit", "<= 1.3")
+                .containsEntry("pass", true);
+        // 0.8 ms against 0.4: 2.0, beyond 1.5
+        assertThat((Map<String, Object>) t.get("replayP50VsFloorAtC" + low)).containsEntry("ratio", 2.0)
+                .containsEntry("limit", "<= 1.5").containsEntry("pass", false);
         assertThat(t).containsKey("throughputVsBaselineAtC" + high);
         // the phases that did not run have no target, rather than a failure
         assertThat(t).doesNotContainKeys("refillCreateWithin1s", "ttlLatenessWithin1s", "idleReconcile",

@@ -32,6 +32,8 @@ final class ReportTables {
         TARGETS.put("writesInAllPerNewAlloc", "API writes per new allocation, Events included");
         TARGETS.put("conflictsPerNewAlloc", "self-inflicted conflicts per new allocation");
         TARGETS.put("selectionCpuFlatInN", "hot-path candidate selection, CPU per call, largest over the pool sizes");
+        TARGETS.put("p50VsFloorPlusBaseline", "alloc p50 / (TLS floor p50 + bare PATCH p50)");
+        TARGETS.put("replayP50VsFloor", "replay p50 / TLS floor p50");
         TARGETS.put("p50VsBaseline", "alloc p50 / bare PATCH p50");
         TARGETS.put("throughputVsBaseline", "alloc / bare PATCH throughput");
         TARGETS.put("throughputVsReference", "ours / the Go operator's request pattern, throughput");

@@ -49,6 +49,9 @@ class ReportTablesTest {
                 .isEqualTo("memory per cached pod, 100,000 pods");
         assertThat(ReportTables.targetName("allocOverBarePatchAt100000VsAt200"))
                 .isEqualTo("alloc p50 / bare PATCH p50, c=1, against the same ratio, 100,000 pods against 200");
+        assertThat(ReportTables.targetName("p50VsFloorPlusBaselineAtC1"))
+                .isEqualTo("alloc p50 / (TLS floor p50 + bare PATCH p50), c=1");
+        assertThat(ReportTables.targetName("replayP50VsFloorAtC1")).isEqualTo("replay p50 / TLS floor p50, c=1");
         assertThat(ReportTables.targetName("startupToReadyWithin5s")).isEqualTo("startup to ready with the large pool");
         assertThat(ReportTables.targetName("throughputVsReferenceAtN200"))
                 .isEqualTo("ours / the Go operator's request pattern, throughput, 200 pods");
