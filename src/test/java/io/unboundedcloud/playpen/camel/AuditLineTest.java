@@ -72,4 +72,15 @@ class AuditLineTest {
         }
         assertThat(M.readTree(line).get("user").asText()).isEqualTo(user);
     }
+
+    @Test
+    void unicodeNoncharactersAreEscapedAndTheirNeighboursAreNot() {
+        // U+FDD0..U+FDEF and every plane's last two code points are noncharacters: never text
+        for (int ch : new int[] {0xFDD0, 0xFDE7, 0xFDEF, 0xFFFE, 0xFFFF, 0x1FFFE, 0x10FFFF}) {
+            assertThat(AuditLog.LineSafeEscapes.escaped(ch)).as("U+%04X", ch).isTrue();
+        }
+        for (int ch : new int[] {0xFDCF, 0xFDF0, 0xFFFD, 0x1FFFD, 'a', 'é'}) {
+            assertThat(AuditLog.LineSafeEscapes.escaped(ch)).as("U+%04X", ch).isFalse();
+        }
+    }
 }
