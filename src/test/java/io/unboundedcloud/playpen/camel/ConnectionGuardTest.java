@@ -161,6 +161,36 @@ class ConnectionGuardTest {
     }
 
     @Test
+    void versionsHostsAndExpectationsAreJudgedAsGoJudgesThem() {
+        EmbeddedChannel two = channel(guard(10, 10), new Sink());
+        send(two, "GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n");
+        assertThat(response(two)).startsWith("HTTP/1.1 505 ").contains("\"code\":505")
+                .contains("unsupported protocol version");
+
+        // the HTTP/2 preface, and a version Netty upper-cased into an HTTP/1.1 of its own: misspelt, 400
+        for (String line : List.of("PRI * HTTP/2.0", "GET /healthz http/1.1")) {
+            EmbeddedChannel ch = channel(guard(10, 10), new Sink());
+            send(ch, line + "\r\nHost: x\r\n\r\n");
+            assertThat(response(ch)).as(line).startsWith("HTTP/1.1 400 ").contains("malformed HTTP version");
+        }
+
+        // HTTP/1.0 needs no Host and gets through; an expectation other than 100-continue is 417
+        Sink old = new Sink();
+        EmbeddedChannel http10 = channel(guard(10, 10), old);
+        send(http10, "GET /healthz HTTP/1.0\r\n\r\n");
+        assertThat(old.seen).containsExactly("GET /healthz", "last");
+        assertThat(response(http10)).isEmpty();
+
+        EmbeddedChannel expect = channel(guard(10, 10), new Sink());
+        send(expect, "GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\n\r\n");
+        assertThat(response(expect)).startsWith("HTTP/1.1 417 ").contains("\"reason\":\"ExpectationFailed\"");
+        Sink continued = new Sink();
+        EmbeddedChannel cont = channel(guard(10, 10), continued);
+        send(cont, "GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\n\r\n");
+        assertThat(continued.seen).containsExactly("GET /healthz", "last");
+    }
+
+    @Test
     void slowHeadAndSlowBodyAreCutOffByTheirDeadlines() {
         Sink sink = new Sink();
         EmbeddedChannel head = channel(guard(10, 10), sink);
