@@ -51,6 +51,49 @@ class StepTimersTest {
         }
     }
 
+    @Test
+    void aStepRecordsTheTimeBetweenItsStartAndItsEnd() throws Exception {
+        io.micrometer.core.instrument.MockClock clock = new io.micrometer.core.instrument.MockClock();
+        SimpleMeterRegistry ours = new SimpleMeterRegistry(io.micrometer.core.instrument.simple.SimpleConfig.DEFAULT,
+                clock);
+        StepTimers steps = new StepTimers();
+        steps.setMeterRegistry(ours);
+        try (CamelContext context = new DefaultCamelContext()) {
+            context.setMessageHistory(true);
+            context.setMessageHistoryFactory(steps);
+            context.addRoutes(new RouteBuilder() {
+                @Override
+                public void configure() {
+                    from("direct:slow").routeId("slow")
+                            .process(exchange -> clock.add(java.time.Duration.ofMillis(5))).id("step-slow");
+                }
+            });
+            context.start();
+            context.createProducerTemplate().sendBody("direct:slow", 1);
+        }
+        Timer slow = ours.getMeters().stream().filter(m -> m instanceof Timer && "step-slow".equals(m.getId()
+                .getTag("nodeId"))).map(Timer.class::cast).findFirst().orElseThrow();
+        assertThat(slow.count()).isEqualTo(1);
+        assertThat(slow.totalTime(java.util.concurrent.TimeUnit.MILLISECONDS)).isEqualTo(5.0);
+    }
+
+    @Test
+    void aNodePatternFallsBackToCamelMicrometersOwnHistory() throws Exception {
+        // only the steps whose kind the pattern names are timed, as camel-micrometer does it
+        SimpleMeterRegistry stock = new SimpleMeterRegistry();
+        MicrometerMessageHistoryFactory camels = new MicrometerMessageHistoryFactory();
+        camels.setMeterRegistry(stock);
+        camels.setNodePattern("transform");
+        SimpleMeterRegistry ours = new SimpleMeterRegistry();
+        StepTimers steps = new StepTimers();
+        steps.setMeterRegistry(ours);
+        steps.setNodePattern("transform");
+        run(camels, 3);
+        run(steps, 3);
+        assertThat(describe(ours)).isEqualTo(describe(stock)).filteredOn(d -> d.contains("nodeId"))
+                .singleElement().asString().contains("nodeId=step-two");
+    }
+
     private static void run(MessageHistoryFactory factory, int exchanges) throws Exception {
         try (CamelContext context = new DefaultCamelContext()) {
             context.getCamelContextExtension().setName("steps-test");
