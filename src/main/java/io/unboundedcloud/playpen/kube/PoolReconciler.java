@@ -153,6 +153,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      */
     static final long SYNC_RECHECK_MILLIS = 100;
     private volatile java.util.function.LongSupplier threadCpuNanos = PoolReconciler::currentThreadCpuNanos;
+    /** The clock of the expectations' lapse ({@link System#nanoTime}; tests move it by hand). */
+    private volatile java.util.function.LongSupplier nanoTime = System::nanoTime;
     private volatile long lastPlanCpuNanos;
     private final LongAdder planCpuNanos = new LongAdder();
     private final Map<String, Long> expected = new ConcurrentHashMap<>();
@@ -245,7 +247,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         }
         passLock.lock();
         passes.increment();
-        forgetStaleExpectations(System.nanoTime());
+        forgetStaleExpectations(nanoTime.getAsLong());
         return new Pass(clock.instant());
     }
 
@@ -470,7 +472,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         int port = planned.hostPort();
         for (int conflicts = 0; ; conflicts++) {
             String name = pod.getMetadata().getName();
-            expected.put(name, System.nanoTime());
+            expected.put(name, nanoTime.getAsLong());
             try {
                 calls.count(KubeApiCall.PODS_CREATE);
                 Pod made = client.pods().inNamespace(config.runnerNamespace()).resource(pod).create();
@@ -569,6 +571,11 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
         long cpu = threads.isCurrentThreadCpuTimeSupported() ? threads.getCurrentThreadCpuTime() : -1;
         return cpu >= 0 ? cpu : System.nanoTime();
+    }
+
+    /** Tests: the clock by which a pod created but never seen stops being expected. */
+    void timeExpectationsWith(java.util.function.LongSupplier nanos) {
+        this.nanoTime = nanos;
     }
 
     /** Tests: where the plan step's CPU time comes from. */

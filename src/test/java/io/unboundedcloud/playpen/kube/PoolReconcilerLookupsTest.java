@@ -147,6 +147,28 @@ class PoolReconcilerLookupsTest {
     }
 
     @Test
+    void aCreateNoReadCouldSettleHoldsItsPlaceForAMinuteThenIsTriedAgain() throws Exception {
+        try (TestCluster cluster = TestCluster.start();
+                Wired w = Wired.of(cluster, true, "--runner-amd64-count=1", "--runner-arm64-count=0")) {
+            java.util.concurrent.atomic.AtomicLong nanos = new java.util.concurrent.atomic.AtomicLong(-5_000_000_000L);
+            w.pool().timeExpectationsWith(nanos::get);
+            // both tries answered 500 (no write here, but nobody can know) and the read that would tell is refused:
+            // the name stays expected, so a pod that did land is not created again under another port
+            cluster.server.expect().post().withPath(POST_PODS).andReturn(500, STATUS_500).times(2);
+            cluster.forbidden = key -> key.startsWith("GET " + POST_PODS + "/");
+            assertThatThrownBy(() -> w.pool().reconcile()).isInstanceOf(KubernetesClientException.class);
+            cluster.forbidden = key -> false;
+            assertThat(w.pool().reconcile().created()).as("still expected").isZero();
+            nanos.addAndGet(Duration.ofSeconds(59).toNanos());
+            assertThat(w.pool().reconcile().created()).as("59 s later: still expected").isZero();
+            // no watch ever showed it: after a minute the pool stops waiting for it
+            nanos.addAndGet(Duration.ofSeconds(2).toNanos());
+            assertThat(w.pool().reconcile().created()).isEqualTo(1);
+            assertThat(cluster.pods()).extracting(ManagedPods::name).containsExactly("playpen-runner-amd64-51820");
+        }
+    }
+
+    @Test
     void aRefusedCreateIsForgottenWithoutARead() throws Exception {
         try (TestCluster cluster = TestCluster.start();
                 Wired w = Wired.of(cluster, true, "--runner-amd64-count=1", "--runner-arm64-count=0")) {
