@@ -30,6 +30,9 @@ final class DevApiDispatcher extends Dispatcher {
 
     private static final ObjectMapper JSON = new ObjectMapper();
 
+    /** kube-apiserver's health endpoints. */
+    static final Set<String> HEALTH_PATHS = Set.of("/healthz", "/livez", "/readyz");
+
     private final Map<String, String> documents = DiscoveryDocuments.all();
     private final Dispatcher delegate;
 
@@ -47,6 +50,15 @@ final class DevApiDispatcher extends Dispatcher {
             String doc = documents.get(bare);
             if (doc != null) {
                 return json(HttpURLConnection.HTTP_OK, doc);
+            }
+            if (HEALTH_PATHS.contains(bare)) {
+                // what kube-apiserver answers (kubectl get --raw /readyz)
+                return text(HttpURLConnection.HTTP_OK, "ok");
+            }
+            if (!bare.equals("/api") && !bare.startsWith("/api/") && !bare.equals("/apis")
+                    && !bare.startsWith("/apis/") && !bare.startsWith("/openapi/")) {
+                // the store would answer any other path with a list of everything it holds
+                return text(HttpURLConnection.HTTP_NOT_FOUND, "404 page not found\n");
             }
         } else if ("POST".equals(method) && bare.equals(SAR_PATH)) {
             return subjectAccessReview(request.getUtf8Body());
@@ -99,6 +111,11 @@ final class DevApiDispatcher extends Dispatcher {
                 : "dev cluster: user \"" + user + "\" is in neither group \"" + DevCluster.USERS_GROUP
                         + "\" nor \"system:masters\"");
         return json(HttpURLConnection.HTTP_CREATED, review.toString());
+    }
+
+    private static MockResponse text(int code, String body) {
+        return new MockResponse().setResponseCode(code).setHeader("Content-Type", "text/plain; charset=utf-8")
+                .setBody(body);
     }
 
     private static MockResponse json(int code, String body) {

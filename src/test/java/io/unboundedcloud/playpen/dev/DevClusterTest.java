@@ -246,6 +246,21 @@ class DevClusterTest {
     }
 
     @Test
+    void healthEndpointsSayOkAndOtherPathsAreNotFoundAsKubeApiserverAnswersThem() throws Exception {
+        for (String health : List.of("/readyz", "/livez", "/healthz")) {
+            Result r = kubectl(cluster.kubeconfigPath(), "get", "--raw", health);
+            assertThat(r.exit()).as(health + ": " + r.output()).isZero();
+            assertThat(r.output().trim()).as(health).isEqualTo("ok");
+        }
+        // the store behind the simulated API server would list everything it holds, secrets included
+        Result other = kubectl(cluster.kubeconfigPath(), "get", "--raw", "/metrics");
+        assertThat(other.exit()).isNotZero();
+        assertThat(other.output()).contains("NotFound").doesNotContain("\"kind\":\"List\"");
+        assertThat(kubectl(cluster.kubeconfigPath(), "get", "--raw", "/api/v1/namespaces").output())
+                .as("API paths still reach the store").contains("\"name\":\"playpen\"");
+    }
+
+    @Test
     void requestsWithoutClientCertificateAre401() throws Exception {
         SSLContext tls = SSLContext.getInstance("TLS");
         tls.init(null, trustManagers(cluster.servingCa().certificate()), null);
