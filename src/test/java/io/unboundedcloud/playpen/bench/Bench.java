@@ -1676,21 +1676,14 @@ public final class Bench {
         p50.put("pass", null);
         // the same figures against what any HTTPS front door writing once costs here (the floor plus the bare
         // PATCH), and a replay's against the floor alone: the c=1 targets relative to the measured limit
-        Map<String, Object> overLimit = new LinkedHashMap<>();
-        overLimit.put("pass", null);
-        Map<String, Object> replayOverFloor = new LinkedHashMap<>();
-        replayOverFloor.put("pass", null);
-        if (floorRun != null && baseRun != null && oursRun != null) {
-            overLimit = limitTarget(oursRun.stats().pMs(50), Map.of("floorP50Ms", floorRun.stats().pMs(50),
-                    "barePatchP50Ms", baseRun.stats().pMs(50)), 1.3);
-        }
-        if (floorRun != null && replayRun != null) {
-            replayOverFloor = limitTarget(replayRun.stats().pMs(50), Map.of("floorP50Ms", floorRun.stats().pMs(50)),
-                    1.5);
-            if (getRun != null) {
-                replayOverFloor.put("leastPossibleRatio", Stats.round(
-                        (floorRun.stats().pMs(50) + getRun.stats().pMs(50)) / floorRun.stats().pMs(50)));
-            }
+        Map<String, Object> overLimit = floorRun == null || baseRun == null || oursRun == null ? notMeasured()
+                : limitTarget(oursRun.stats().pMs(50), Map.of("floorP50Ms", floorRun.stats().pMs(50),
+                        "barePatchP50Ms", baseRun.stats().pMs(50)), 1.3);
+        Map<String, Object> replayOverFloor = floorRun == null || replayRun == null ? notMeasured()
+                : limitTarget(replayRun.stats().pMs(50), Map.of("floorP50Ms", floorRun.stats().pMs(50)), 1.5);
+        if (floorRun != null && replayRun != null && getRun != null) {
+            replayOverFloor.put("leastPossibleRatio", Stats.round(
+                    (floorRun.stats().pMs(50) + getRun.stats().pMs(50)) / floorRun.stats().pMs(50)));
         }
         if (floorRun != null && replayRun != null && baseRun != null) {
             double floorMs = floorRun.stats().pMs(50);
@@ -1995,12 +1988,18 @@ public final class Bench {
         return m;
     }
 
-    static Map<String, Object> ratioTarget(Run ours, Run other, boolean latency, double limit) {
+    /** A target whose runs are missing (a run of some phases only): neither met nor missed. */
+    static Map<String, Object> notMeasured() {
         Map<String, Object> m = new LinkedHashMap<>();
+        m.put("pass", null);
+        return m;
+    }
+
+    static Map<String, Object> ratioTarget(Run ours, Run other, boolean latency, double limit) {
         if (ours == null || other == null) {
-            m.put("pass", null);
-            return m;
+            return notMeasured();
         }
+        Map<String, Object> m = new LinkedHashMap<>();
         double a = latency ? ours.stats().pMs(50) : ours.stats().throughput();
         double b = latency ? other.stats().pMs(50) : other.stats().throughput();
         double ratio = a / b;

@@ -235,8 +235,8 @@ class ServingCertificateRenewalTest {
 
     @Test
     void aBundleHoldingTheIssuingCaTrustsTheNewCertificate() {
-        Pki.Issued ca = Pki.selfSigned(Pki.Subject.cn("corp-ca"), Pki.Usage.CA, clock.now.minusSeconds(60), Duration.ofDays(30));
-        Pki.Issued other = Pki.selfSigned(Pki.Subject.cn("corp-ca"), Pki.Usage.CA, clock.now.minusSeconds(60), Duration.ofDays(30));
+        Pki.Issued ca = corpCa();
+        Pki.Issued other = corpCa();
         Pki.Issued leafCert = Pki.issue(ca, Pki.Subject.cn("playpen-operator"), Pki.Usage.SERVER, clock.now, Duration.ofDays(1));
         assertThat(new ServingCertificate.Published(List.of(ca.certificate())).trusts(leafCert.certificate())).isTrue();
         assertThat(new ServingCertificate.Published(List.of(leafCert.certificate())).trusts(leafCert.certificate())).isTrue();
