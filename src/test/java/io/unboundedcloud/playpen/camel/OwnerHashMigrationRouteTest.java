@@ -18,6 +18,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.unboundedcloud.playpen.api.Json;
+import io.unboundedcloud.playpen.kube.ClaimWriter;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.support.OperatorHarness;
@@ -78,11 +79,15 @@ class OwnerHashMigrationRouteTest {
         return p.getMetadata().getAnnotations().get(PlaypenKeys.OWNER_HASH);
     }
 
-    /** Rewrites a claim as an operator without the key wrote it: the unkeyed sha256 of the user name. */
+    /**
+     * Rewrites a claim as an operator without the key wrote it: the unkeyed sha256 of the user name, in the
+     * annotation and in the label that lists a user's claims (cut to a label value's 63 characters).
+     */
     void makeLegacy(Pod claimed, String user) throws Exception {
+        String legacy = Hashes.sha256Hex(user);
         cluster.client.pods().inNamespace(TestCluster.NS).withName(claimed.getMetadata().getName())
-                .edit(p -> new PodBuilder(p).editMetadata().addToAnnotations(PlaypenKeys.OWNER_HASH, Hashes.sha256Hex(user))
-                        .endMetadata().build());
+                .edit(p -> new PodBuilder(p).editMetadata().addToAnnotations(PlaypenKeys.OWNER_HASH, legacy)
+                        .addToLabels(PlaypenKeys.OWNER_HASH_LABEL, ClaimWriter.labelValue(legacy)).endMetadata().build());
         op.awaitCache(c -> c.stream().anyMatch(p -> Hashes.sha256Hex(user).equals(p.getMetadata().getAnnotations() == null
                 ? null : p.getMetadata().getAnnotations().get(PlaypenKeys.OWNER_HASH))));
     }
@@ -131,7 +136,14 @@ class OwnerHashMigrationRouteTest {
         assertThat(over.statusCode()).as(over.body()).isEqualTo(429);
         assertThat(over.body()).contains("you hold 1 of at most 1");
         // and the claim now carries the keyed hash
-        assertThat(ownerOf(podOf("before-the-key"))).isEqualTo(op.app.ownerHashes().of("alice").current());
+        String keyed = op.app.ownerHashes().of("alice").current();
+        assertThat(ownerOf(podOf("before-the-key"))).isEqualTo(keyed);
+        // listed under it too, as the quota counts an owner's claims from the API server when it settles one
+        assertThat(podOf("before-the-key").getMetadata().getLabels())
+                .containsEntry(PlaypenKeys.OWNER_HASH_LABEL, ClaimWriter.labelValue(keyed));
+        assertThat(cluster.client.pods().inNamespace(TestCluster.NS)
+                .withLabel(PlaypenKeys.OWNER_HASH_LABEL, ClaimWriter.labelValue(keyed)).list().getItems())
+                .extracting(p -> p.getMetadata().getName()).containsExactly(claimed.getMetadata().getName());
         assertThat(cluster.pods().stream().map(OwnerHashMigrationRouteTest::ownerOf))
                 .doesNotContain(Hashes.sha256Hex("alice"));
         // bob is not affected

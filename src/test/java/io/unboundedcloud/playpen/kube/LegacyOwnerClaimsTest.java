@@ -39,14 +39,20 @@ class LegacyOwnerClaimsTest {
             b.addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, key.repeat(32));
         }
         if (ownerHash != null) {
+            // as a claim carries it: the annotation, and the label an owner's claims are listed by
             b.addToAnnotations(PlaypenKeys.OWNER_HASH, ownerHash);
+            b.addToLabels(PlaypenKeys.OWNER_HASH_LABEL, ClaimWriter.labelValue(ownerHash));
         }
         return cluster.create(b.endMetadata());
     }
 
+    /** The pod's owner hash; its owner label must say the same (a label value keeps 63 characters). */
     static String ownerHashOf(TestCluster cluster, int port) {
-        return ManagedPods.ownerHash(cluster.client.pods().inNamespace(TestCluster.NS)
-                .withName("playpen-runner-amd64-" + port).get());
+        Pod pod = cluster.client.pods().inNamespace(TestCluster.NS).withName("playpen-runner-amd64-" + port).get();
+        String hash = ManagedPods.ownerHash(pod);
+        assertThat(pod.getMetadata().getLabels()).as("owner label of " + port)
+                .containsEntry(PlaypenKeys.OWNER_HASH_LABEL, ClaimWriter.labelValue(hash));
+        return hash;
     }
 
     interface Body {
