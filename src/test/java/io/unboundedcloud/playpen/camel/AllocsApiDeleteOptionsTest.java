@@ -3,12 +3,18 @@ package io.unboundedcloud.playpen.camel;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.List;
+import java.util.function.Predicate;
 
 import org.junit.jupiter.api.Test;
 
+import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.kube.NodeCache;
 import io.unboundedcloud.playpen.model.AllocViews;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
 
 /**
  * A delete's options as kube-apiserver reads them: no body, an empty one or {} asks nothing; a dry run (query or
@@ -73,6 +79,39 @@ class AllocsApiDeleteOptionsTest {
         // the uid is judged first
         assertThat(refused(() -> API.checkPreconditions(SELECTED, new AllocsApi.Preconditions("x", "41"))).getMessage())
                 .startsWith("Precondition failed: UID");
+    }
+
+    /** A pod claimed by one key as the cache holds it, named {@code name}, at {@code uid} and {@code rv}. */
+    static Pod claimed(String name, String uid, String rv) {
+        return new PodBuilder().withNewMetadata().withName(name).withNamespace("playpen").withUid(uid)
+                .withResourceVersion(rv)
+                .addToLabels(PlaypenKeys.RESOURCE_TYPE, "runner").addToLabels(PlaypenKeys.ARCHITECTURE, "amd64")
+                .addToLabels(PlaypenKeys.ALLOCATED, ALLOC.name())
+                .addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, "ab".repeat(32))
+                .addToAnnotations(PlaypenKeys.CLAIMED_AT, "2026-01-02T03:04:05Z")
+                .endMetadata().withNewSpec().withNodeName("node-a").endSpec().build();
+    }
+
+    @Test
+    void theGuardHoldsPreconditionsOnTheSelectedPodAsItIsDeletedAndOnNoOther() {
+        AllocsApi api = new AllocsApi(null, null, new NodeCache(null), null, Duration.ofHours(1), 1, null, null, null);
+        // no preconditions: no guard, every pod of the key goes
+        assertThat(api.deleteGuard(SELECTED, null)).isNull();
+        assertThat(api.deleteGuard(SELECTED, new AllocsApi.Preconditions(null, null))).isNull();
+
+        Predicate<Pod> guard = api.deleteGuard(SELECTED, new AllocsApi.Preconditions("uid-now", "42"));
+        // the selected pod, unchanged since it was read: deleted
+        assertThat(guard.test(claimed(ALLOC.pod(), "uid-now", "42"))).isTrue();
+        // another pod carrying the same key (a claim being taken back): the preconditions are not its own
+        assertThat(guard.test(claimed("playpen-runner-amd64-51821", "uid-other", "9"))).isTrue();
+        // the selected pod changed between the read and its delete: 409, nothing deleted
+        ApiException changed = refused(() -> guard.test(claimed(ALLOC.pod(), "uid-now", "43")));
+        assertThat(changed.code()).isEqualTo(409);
+        assertThat(changed.getMessage()).startsWith("Precondition failed: ResourceVersion in precondition: 42, "
+                + "ResourceVersion in object meta: 43;");
+        ApiException replaced = refused(() -> guard.test(claimed(ALLOC.pod(), "uid-new", "42")));
+        assertThat(replaced.getMessage()).startsWith("Precondition failed: UID in precondition: uid-now, UID in "
+                + "object meta: uid-new;");
     }
 
     @Test

@@ -353,6 +353,12 @@ class AllocsRouteTest {
         HttpResponse<String> watch = send("GET", ALLOCS + "?watch=true", null, "alice", "playpen-users");
         assertStatus(watch, 405, "MethodNotAllowed", "watch is not supported on allocs: list them again instead"
                 + " (kubectl get allocs), for example every 2 seconds with: watch kubectl get allocs");
+        // Allow names what the path takes: the list, or one allocation (kubectl get alloc ID --watch)
+        assertThat(watch.headers().firstValue("Allow")).hasValue("GET, POST");
+        HttpResponse<String> watchOne = send("GET", ALLOCS + "/" + ids.get(0) + "?watch=1", null, "alice",
+                "playpen-users");
+        assertStatus(watchOne, 405, "MethodNotAllowed", null);
+        assertThat(watchOne.headers().firstValue("Allow")).hasValue("DELETE, GET");
         HttpResponse<String> put = send("PUT", ALLOCS + "/" + ids.get(0), null, "alice", "playpen-users");
         assertStatus(put, 405, "MethodNotAllowed", "method not allowed");
         assertThat(put.headers().firstValue("Allow")).hasValue("DELETE, GET");
