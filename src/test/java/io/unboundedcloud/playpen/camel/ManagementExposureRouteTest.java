@@ -23,6 +23,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import io.unboundedcloud.playpen.api.Json;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
@@ -140,6 +141,9 @@ class ManagementExposureRouteTest {
         HttpResponse<String> simple = post(port, version, Map.of("Content-Type", "text/plain", "Origin", "http://evil.example"));
         assertThat(simple.statusCode()).isEqualTo(403);
         assertThat(simple.body()).contains("--management-allowed-origins").doesNotContain("\"agent\"");
+        // the refusal is a Jolokia error document, typed as JSON like Jolokia's own answers
+        assertThat(simple.headers().firstValue("Content-Type")).contains("application/json; charset=utf-8");
+        assertThat(Json.MAPPER.readTree(simple.body()).get("error_type").asText()).isEqualTo("java.lang.SecurityException");
         assertThat(simple.headers().firstValue("Access-Control-Allow-Origin")).isEmpty();
         // a script or image tag: no Origin, but the browser says where the request comes from
         for (String site : List.of("cross-site", "same-site", "Cross-Site")) {
@@ -162,13 +166,39 @@ class ManagementExposureRouteTest {
         HttpResponse<String> hawtio = post(configuredPort, version, Map.of("Origin", "https://hawtio.example:8443"));
         assertThat(hawtio.statusCode()).isEqualTo(200);
         assertThat(hawtio.headers().firstValue("Access-Control-Allow-Origin")).contains("https://hawtio.example:8443");
+        // Hawtio sends its login with the request; caches keep answers for different origins apart
+        assertThat(hawtio.headers().firstValue("Access-Control-Allow-Credentials")).contains("true");
+        assertThat(hawtio.headers().allValues("Vary")).contains("Origin");
+        // the preflight's answers belong to a preflight only
+        assertThat(hawtio.headers().firstValue("Access-Control-Allow-Methods")).isEmpty();
+        assertThat(hawtio.headers().firstValue("Access-Control-Max-Age")).isEmpty();
         assertThat(post(configuredPort, version, Map.of("Origin", "https://hawtio.example")).statusCode()).isEqualTo(403);
-        HttpResponse<String> okPreflight = http.send(HttpRequest.newBuilder(
-                URI.create("http://127.0.0.1:" + configuredPort + "/jolokia/")).method("OPTIONS", HttpRequest.BodyPublishers.noBody())
-                .header("Origin", "https://hawtio.example:8443").header("Access-Control-Request-Method", "POST")
-                .header("Access-Control-Request-Headers", "content-type").build(), HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> okPreflight = preflight(configuredPort, "https://hawtio.example:8443", "content-type");
         assertThat(okPreflight.statusCode()).isEqualTo(200);
         assertThat(okPreflight.headers().firstValue("Access-Control-Allow-Origin")).contains("https://hawtio.example:8443");
+        assertThat(okPreflight.headers().firstValue("Access-Control-Allow-Credentials")).contains("true");
+        assertThat(okPreflight.headers().firstValue("Access-Control-Allow-Methods")).contains("GET, POST");
+        assertThat(okPreflight.headers().firstValue("Access-Control-Allow-Headers")).contains("content-type");
+        assertThat(okPreflight.headers().firstValue("Access-Control-Max-Age")).contains("600");
+        // request headers are allowed back only as a plain list of header names: none asked, none allowed; a value
+        // with other characters is not repeated into the answer
+        for (String asked : new String[] {null, "content-type;evil=1", "x".repeat(513)}) {
+            HttpResponse<String> p = preflight(configuredPort, "https://hawtio.example:8443", asked);
+            assertThat(p.statusCode()).as(String.valueOf(asked)).isEqualTo(200);
+            assertThat(p.headers().firstValue("Access-Control-Allow-Methods")).as(String.valueOf(asked)).contains("GET, POST");
+            assertThat(p.headers().firstValue("Access-Control-Allow-Headers")).as(String.valueOf(asked)).isEmpty();
+        }
+    }
+
+    /** A browser's CORS preflight of a POST from {@code origin}, asking for {@code headers} (null: none). */
+    HttpResponse<String> preflight(int port, String origin, String headers) throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/jolokia/"))
+                .method("OPTIONS", HttpRequest.BodyPublishers.noBody()).header("Origin", origin)
+                .header("Access-Control-Request-Method", "POST");
+        if (headers != null) {
+            b.header("Access-Control-Request-Headers", headers);
+        }
+        return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
     }
 
     @Test
