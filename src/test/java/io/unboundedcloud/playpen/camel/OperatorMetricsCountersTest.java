@@ -1,0 +1,82 @@
+package io.unboundedcloud.playpen.camel;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.config.OperatorConfig;
+import io.unboundedcloud.playpen.kube.PoolReconciler;
+import io.unboundedcloud.playpen.model.PoolHealth;
+import io.unboundedcloud.playpen.model.PoolPlan;
+import io.unboundedcloud.playpen.model.PoolTarget;
+
+/**
+ * Each event the pools, the TTL, renewals and the waiting line report moves its own Prometheus series, by exactly
+ * one, with the labels an alert would select on; the series are read the way Prometheus reads them (the scrape).
+ */
+class OperatorMetricsCountersTest {
+    final OperatorMetrics metrics = new OperatorMetrics();
+
+    /** Every sample of the scrape whose name starts with {@code prefix}: the sample line's name and labels, its value. */
+    Map<String, Double> samples(String prefix) {
+        Map<String, Double> out = new TreeMap<>();
+        for (String line : metrics.registry().scrape().split("\n")) {
+            if (line.startsWith(prefix)) {
+                int space = line.lastIndexOf(' ');
+                out.put(line.substring(0, space), Double.parseDouble(line.substring(space + 1)));
+            }
+        }
+        return out;
+    }
+
+    @Test
+    void poolEventsCountOneEachUnderTheirOwnLabels() {
+        PoolTarget amd64 = PoolTarget.runner("amd64");
+        Pod pod = new Pod();
+        metrics.created(pod);
+        metrics.created(pod);
+        metrics.deleted(new PoolPlan.Deletion(amd64, pod, PoolPlan.Why.STALE, null));
+        metrics.deleted(new PoolPlan.Deletion(amd64, pod, PoolPlan.Why.UNHEALTHY, PoolHealth.Problem.NODE_GONE));
+        metrics.deleted(new PoolPlan.Deletion(amd64, pod, PoolPlan.Why.UNHEALTHY, PoolHealth.Problem.NODE_GONE));
+        metrics.exhausted(new PoolPlan.Exhaustion(amd64, new OperatorConfig.PortRange(51820, 51821), 3));
+        metrics.expired(pod, Duration.ofSeconds(2));
+
+        assertThat(samples("playpen_pool_created_pods_total")).containsExactly(Map.entry("playpen_pool_created_pods_total", 2.0));
+        assertThat(samples("playpen_pool_deleted_pods_total")).containsExactly(
+                Map.entry("playpen_pool_deleted_pods_total{reason=\"NodeGone\",resource_type=\"runner\",variant=\"amd64\"}", 2.0),
+                Map.entry("playpen_pool_deleted_pods_total{reason=\"Stale\",resource_type=\"runner\",variant=\"amd64\"}", 1.0));
+        assertThat(samples("playpen_host_port_range_exhausted_total"))
+                .containsExactly(Map.entry("playpen_host_port_range_exhausted_total", 1.0));
+        assertThat(samples("playpen_ttl_expirations_total")).containsExactly(Map.entry("playpen_ttl_expirations_total", 1.0));
+    }
+
+    @Test
+    void passesCountTheirFailuresAndRenewalsAndWaitsTheirOutcome() {
+        PoolReconciler.Result result = new PoolReconciler.Result(0, 0, List.of(), false);
+        metrics.pass(result, 2_000_000, false);
+        metrics.pass(result, 1_000_000, false);
+        metrics.pass(result, 3_000_000, true);
+        metrics.renewal("renewed", null);
+        metrics.renewal("renewed", null);
+        metrics.renewal("not-found", null);
+        metrics.waited(null, Duration.ofMillis(1500), "served");
+        metrics.waited(null, Duration.ofSeconds(30), "timeout");
+
+        assertThat(samples("playpen_reconcile_runs_total")).containsExactly(Map.entry("playpen_reconcile_runs_total", 3.0));
+        assertThat(samples("playpen_reconcile_errors_total")).containsExactly(Map.entry("playpen_reconcile_errors_total", 1.0));
+        assertThat(samples("playpen_reconcile_duration_seconds_sum"))
+                .containsExactly(Map.entry("playpen_reconcile_duration_seconds_sum", 0.006));
+        assertThat(samples("playpen_renewals_total")).containsExactly(
+                Map.entry("playpen_renewals_total{result=\"not-found\"}", 1.0),
+                Map.entry("playpen_renewals_total{result=\"renewed\"}", 2.0));
+        assertThat(samples("playpen_wait_duration_seconds_sum")).containsExactly(
+                Map.entry("playpen_wait_duration_seconds_sum{outcome=\"served\"}", 1.5),
+                Map.entry("playpen_wait_duration_seconds_sum{outcome=\"timeout\"}", 30.0));
+    }
+}
