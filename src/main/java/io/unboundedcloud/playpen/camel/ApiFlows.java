@@ -149,8 +149,8 @@ public final class ApiFlows {
         return claim(cmd, ownerHash, ctx).thenApply(a -> {
             if (ctx != null && !ctx.channel().isActive() && allocator.release(a, cmd)) {
                 // the client is gone before its answer: the new claim went back to the pool instead of waiting
-                // for its TTL (and counting against the user's quota)
-                exchange.setProperty(AuditLog.OUTCOME, "client-gone");
+                // for its TTL (and counting against the user's quota); the audit line's outcome is the answer's
+                // result, clientClosedRequest, as for every failed exchange
                 throw new ApiException(499, "ClientClosedRequest", "the client closed the connection before the "
                         + "answer; the pod was not kept");
             }

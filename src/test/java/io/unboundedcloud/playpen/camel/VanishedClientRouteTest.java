@@ -112,7 +112,21 @@ class VanishedClientRouteTest {
     void aClaimWhoseClientLeftBeforeTheAnswerGoesBackToThePool() throws Exception {
         cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
         op.awaitCache(c -> c.size() == 1);
-        gonePendingAnswer("gone-now", 0);
+        ListAppender<ILoggingEvent> audit = new ListAppender<>();
+        Logger auditLogger = (Logger) LoggerFactory.getLogger("playpen.audit");
+        audit.start();
+        auditLogger.addAppender(audit);
+        try {
+            gonePendingAnswer("gone-now", 0);
+            // the audit trail says what became of the request: no allocation, the pod was not kept
+            String prefix = Hashes.keyHash("gone-now").substring(0, 8);
+            OperatorHarness.awaitTrue(() -> audit.list.stream().anyMatch(e -> e.getFormattedMessage().contains(prefix)),
+                    Duration.ofSeconds(10), "audited");
+            assertThat(audit.list).extracting(ILoggingEvent::getFormattedMessage).filteredOn(l -> l.contains(prefix))
+                    .singleElement().asString().contains("\"outcome\":\"clientClosedRequest\"").contains("\"allocation\":\"\"");
+        } finally {
+            auditLogger.detachAppender(audit);
+        }
         // the same pod serves the next client
         op.awaitCache(c -> c.stream().noneMatch(ManagedPods::isClaimed));
         assertThat(op.alloc("{\"idempotencyKey\":\"next\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(8) + "\"}")
