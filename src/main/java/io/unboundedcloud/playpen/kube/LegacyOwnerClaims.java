@@ -20,7 +20,8 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
  * time their owner asks for an allocation: one conditional merge patch per such pod (its resourceVersion as the
  * precondition, so a claim that changed meanwhile is left for the next time), and the written pod goes into the
  * cache at once. The owner index, and with it the per-user quota, then count those claims too; the unkeyed hash
- * leaves the pod (annotation and owner label). Reads (lists, gets, deletes) accept both forms anyway, so nothing depends on this happening.
+ * leaves the pod (annotation and owner label). Reads (lists, gets, deletes) accept both forms anyway, so nothing
+ * depends on this happening.
  */
 public final class LegacyOwnerClaims {
     private static final Logger LOG = LoggerFactory.getLogger(LegacyOwnerClaims.class);
@@ -70,9 +71,8 @@ public final class LegacyOwnerClaims {
         Map<String, Object> metadata = new LinkedHashMap<>();
         metadata.put("resourceVersion", resourceVersion);
         metadata.put("annotations", Map.of(PlaypenKeys.OWNER_HASH, ownerHash));
-        // the label that lists an owner's claims from the API server (the quota's count when a claim is settled,
-        // kubectl get allocs) moves with it: a claim listed under one hash and owned under the other is missed by
-        // the count
+        // the label an owner's claims are listed by from the API server moves with it: the quota's count when a
+        // claim is settled lists by the keyed hash and would miss a claim still labelled with the unkeyed one
         metadata.put("labels", Map.of(PlaypenKeys.OWNER_HASH_LABEL, ClaimWriter.labelValue(ownerHash)));
         return Json.write(Map.of("metadata", metadata));
     }
