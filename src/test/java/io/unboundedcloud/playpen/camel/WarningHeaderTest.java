@@ -25,5 +25,7 @@ class WarningHeaderTest {
         assertThat(ReplyWriter.warningHeader(List.of("field \"x\\y\""))).isEqualTo("299 - \"field \\\"x\\\\y\\\"\"");
         assertThat(ReplyWriter.warningHeader(List.of("a\r\nX-Injected: 1\u0000\u00e4\u2028\t")))
                 .isEqualTo("299 - \"a??X-Injected: 1????\"");
+        // the edges of printable ASCII: space and tilde go out, DEL and U+0080 do not
+        assertThat(ReplyWriter.warningHeader(List.of(" ~\u007f\u0080\u001f"))).isEqualTo("299 - \" ~???\"");
     }
 }
