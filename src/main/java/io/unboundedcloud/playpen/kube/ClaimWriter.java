@@ -173,8 +173,7 @@ public final class ClaimWriter {
             annotations.put(PlaypenKeys.CLAIMED_BY, replica);
         }
         if (ownerHash != null) {
-            annotations.put(PlaypenKeys.OWNER_HASH, ownerHash);
-            labels.put(PlaypenKeys.OWNER_HASH_LABEL, labelValue(ownerHash));
+            putOwner(annotations, labels, ownerHash);
             if (ownerQuota > 0) {
                 annotations.put(PlaypenKeys.OWNER_QUOTA, String.valueOf(ownerQuota));
             }
@@ -184,6 +183,16 @@ public final class ClaimWriter {
         metadata.put("labels", labels);
         metadata.put("annotations", annotations);
         return Json.write(Map.of("metadata", metadata));
+    }
+
+    /**
+     * Who holds a claim, written in both places it is read from, always together: the annotation (the owner index,
+     * ownership checks) and the label an owner's claims are listed by from the API server (the quota's count when a
+     * claim is settled). A claim labelled with one hash and annotated with another would be missed by that count.
+     */
+    static void putOwner(Map<String, Object> annotations, Map<String, Object> labels, String ownerHash) {
+        annotations.put(PlaypenKeys.OWNER_HASH, ownerHash);
+        labels.put(PlaypenKeys.OWNER_HASH_LABEL, labelValue(ownerHash));
     }
 
     /** A hash as a label value: its first 63 characters (the longest value a label may have). */

@@ -13,7 +13,6 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.unboundedcloud.playpen.api.Json;
 import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.OwnerHashes;
-import io.unboundedcloud.playpen.model.PlaypenKeys;
 
 /**
  * Moves claims written before the owner-hash key existed (legacy owner hash, unkeyed) to the keyed hash, the first
@@ -68,12 +67,14 @@ public final class LegacyOwnerClaims {
     }
 
     static String patch(String resourceVersion, String ownerHash) {
+        Map<String, Object> annotations = new LinkedHashMap<>();
+        Map<String, Object> labels = new LinkedHashMap<>();
+        // annotation and owner label move together, as a claim writes them
+        ClaimWriter.putOwner(annotations, labels, ownerHash);
         Map<String, Object> metadata = new LinkedHashMap<>();
         metadata.put("resourceVersion", resourceVersion);
-        metadata.put("annotations", Map.of(PlaypenKeys.OWNER_HASH, ownerHash));
-        // the label an owner's claims are listed by from the API server moves with it: the quota's count when a
-        // claim is settled lists by the keyed hash and would miss a claim still labelled with the unkeyed one
-        metadata.put("labels", Map.of(PlaypenKeys.OWNER_HASH_LABEL, ClaimWriter.labelValue(ownerHash)));
+        metadata.put("annotations", annotations);
+        metadata.put("labels", labels);
         return Json.write(Map.of("metadata", metadata));
     }
 }
