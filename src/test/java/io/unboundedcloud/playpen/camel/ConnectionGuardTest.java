@@ -32,10 +32,14 @@ import io.unboundedcloud.playpen.auth.FrontProxyAuthenticator;
 class ConnectionGuardTest {
     static final String ALLOCS = "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs";
 
-    /** The bundle is never consulted: without a certificate the authenticator refuses first. */
-    final FrontProxyAuthenticator authenticator = new FrontProxyAuthenticator(() -> {
-        throw new AssertionError("no trust bundle lookup expected without a client certificate");
-    }, java.time.Clock.systemUTC());
+    final FrontProxyAuthenticator authenticator = withoutCertificates();
+
+    /** For connections without a client certificate: the authenticator refuses them before consulting the bundle. */
+    static FrontProxyAuthenticator withoutCertificates() {
+        return new FrontProxyAuthenticator(() -> {
+            throw new AssertionError("no trust bundle lookup expected without a client certificate");
+        }, java.time.Clock.systemUTC());
+    }
 
     ConnectionGuard guard(int maxConnections, int maxUnauthenticated) {
         return new ConnectionGuard(authenticator, new ConnectionGuard.Limits(maxConnections, maxUnauthenticated,

@@ -27,10 +27,7 @@ import io.unboundedcloud.playpen.auth.Identity;
 class FrontDoorTest {
     static final String ALLOCS = "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs";
 
-    /** Without a certificate the authenticator refuses before it consults the bundle. */
-    final FrontDoor door = new FrontDoor(new FrontProxyAuthenticator(() -> {
-        throw new AssertionError("no trust bundle lookup expected without a client certificate");
-    }, java.time.Clock.systemUTC()));
+    final FrontDoor door = new FrontDoor(ConnectionGuardTest.withoutCertificates());
     final CamelContext camel = new DefaultCamelContext();
 
     @AfterEach

@@ -58,19 +58,13 @@ class StepTimersTest {
                 clock);
         StepTimers steps = new StepTimers();
         steps.setMeterRegistry(ours);
-        try (CamelContext context = new DefaultCamelContext()) {
-            context.setMessageHistory(true);
-            context.setMessageHistoryFactory(steps);
-            context.addRoutes(new RouteBuilder() {
-                @Override
-                public void configure() {
-                    from("direct:slow").routeId("slow")
-                            .process(exchange -> clock.add(java.time.Duration.ofMillis(5))).id("step-slow");
-                }
-            });
-            context.start();
-            context.createProducerTemplate().sendBody("direct:slow", 1);
-        }
+        withHistory(steps, new RouteBuilder() {
+            @Override
+            public void configure() {
+                from("direct:slow").routeId("slow")
+                        .process(exchange -> clock.add(java.time.Duration.ofMillis(5))).id("step-slow");
+            }
+        }, producer -> producer.sendBody("direct:slow", 1));
         Timer slow = ours.getMeters().stream().filter(m -> m instanceof Timer && "step-slow".equals(m.getId()
                 .getTag("nodeId"))).map(Timer.class::cast).findFirst().orElseThrow();
         assertThat(slow.count()).isEqualTo(1);
@@ -95,26 +89,33 @@ class StepTimersTest {
     }
 
     private static void run(MessageHistoryFactory factory, int exchanges) throws Exception {
+        withHistory(factory, new RouteBuilder() {
+            @Override
+            public void configure() {
+                from("direct:steps").routeId("steps")
+                        .setHeader("n", simple("${body}")).id("step-one")
+                        .filter(exchange -> exchange.getMessage().getBody(Integer.class) % 2 == 1).id("step-filter")
+                            .setHeader("odd", constant(true)).id("step-odd")
+                        .end()
+                        .transform(simple("${body}")).id("step-two");
+            }
+        }, producer -> {
+            for (int i = 0; i < exchanges; i++) {
+                producer.sendBody("direct:steps", i);
+            }
+        });
+    }
+
+    /** Runs {@code routes} in a context whose message history {@code factory} makes, and sends what {@code send} does. */
+    private static void withHistory(MessageHistoryFactory factory, RouteBuilder routes,
+            java.util.function.Consumer<ProducerTemplate> send) throws Exception {
         try (CamelContext context = new DefaultCamelContext()) {
             context.getCamelContextExtension().setName("steps-test");
             context.setMessageHistory(true);
             context.setMessageHistoryFactory(factory);
-            context.addRoutes(new RouteBuilder() {
-                @Override
-                public void configure() {
-                    from("direct:steps").routeId("steps")
-                            .setHeader("n", simple("${body}")).id("step-one")
-                            .filter(exchange -> exchange.getMessage().getBody(Integer.class) % 2 == 1).id("step-filter")
-                                .setHeader("odd", constant(true)).id("step-odd")
-                            .end()
-                            .transform(simple("${body}")).id("step-two");
-                }
-            });
+            context.addRoutes(routes);
             context.start();
-            ProducerTemplate producer = context.createProducerTemplate();
-            for (int i = 0; i < exchanges; i++) {
-                producer.sendBody("direct:steps", i);
-            }
+            send.accept(context.createProducerTemplate());
         }
     }
 

@@ -13,19 +13,18 @@ import java.util.Random;
 import javax.net.ssl.SSLSocket;
 
 import org.junit.jupiter.api.AfterEach;
-import org.slf4j.LoggerFactory;
-
-import ch.qos.logback.classic.Logger;
-import ch.qos.logback.classic.spi.ILoggingEvent;
-import ch.qos.logback.core.read.ListAppender;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import ch.qos.logback.classic.spi.ILoggingEvent;
 
 import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.unboundedcloud.playpen.kube.KubeClients;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.support.CapturedLogs;
 import io.unboundedcloud.playpen.support.LagProxy;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
@@ -35,6 +34,8 @@ import io.unboundedcloud.playpen.support.TestCluster;
  * for it goes back to the pool (it would otherwise hold a pod until its TTL and count against the user's quota).
  */
 class VanishedClientRouteTest {
+    @RegisterExtension
+    final CapturedLogs audit = CapturedLogs.named("playpen.audit");
     private TestCluster cluster;
     private LagProxy lag;
     private KubernetesClient viaLag;
@@ -112,21 +113,13 @@ class VanishedClientRouteTest {
     void aClaimWhoseClientLeftBeforeTheAnswerGoesBackToThePool() throws Exception {
         cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
         op.awaitCache(c -> c.size() == 1);
-        ListAppender<ILoggingEvent> audit = new ListAppender<>();
-        Logger auditLogger = (Logger) LoggerFactory.getLogger("playpen.audit");
-        audit.start();
-        auditLogger.addAppender(audit);
-        try {
-            gonePendingAnswer("gone-now", 0);
-            // the audit trail says what became of the request: no allocation, the pod was not kept
-            String prefix = Hashes.keyHash("gone-now").substring(0, 8);
-            OperatorHarness.awaitTrue(() -> audit.list.stream().anyMatch(e -> e.getFormattedMessage().contains(prefix)),
-                    Duration.ofSeconds(10), "audited");
-            assertThat(audit.list).extracting(ILoggingEvent::getFormattedMessage).filteredOn(l -> l.contains(prefix))
-                    .singleElement().asString().contains("\"outcome\":\"clientClosedRequest\"").contains("\"allocation\":\"\"");
-        } finally {
-            auditLogger.detachAppender(audit);
-        }
+        gonePendingAnswer("gone-now", 0);
+        // the audit trail says what became of the request: no allocation, the pod was not kept
+        String prefix = Hashes.keyHash("gone-now").substring(0, 8);
+        OperatorHarness.awaitTrue(() -> audit.lines().stream().anyMatch(e -> e.getFormattedMessage().contains(prefix)),
+                Duration.ofSeconds(10), "audited");
+        assertThat(audit.lines()).extracting(ILoggingEvent::getFormattedMessage).filteredOn(l -> l.contains(prefix))
+                .singleElement().asString().contains("\"outcome\":\"clientClosedRequest\"").contains("\"allocation\":\"\"");
         // the same pod serves the next client
         op.awaitCache(c -> c.stream().noneMatch(ManagedPods::isClaimed));
         assertThat(op.alloc("{\"idempotencyKey\":\"next\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(8) + "\"}")
@@ -146,18 +139,6 @@ class VanishedClientRouteTest {
      */
     @Test
     void timedDisconnectsLeaveNoClaimWithoutAnAnswer() throws Exception {
-        ListAppender<ILoggingEvent> audit = new ListAppender<>();
-        Logger auditLogger = (Logger) LoggerFactory.getLogger("playpen.audit");
-        audit.start();
-        auditLogger.addAppender(audit);
-        try {
-            timedDisconnects(audit);
-        } finally {
-            auditLogger.detachAppender(audit);
-        }
-    }
-
-    private void timedDisconnects(ListAppender<ILoggingEvent> audit) throws Exception {
         Random random = new Random(20261125);
         List<String> unanswered = new ArrayList<>();
         int answered = 0;
@@ -182,9 +163,9 @@ class VanishedClientRouteTest {
         for (int i = 0; i < 100; i++) {
             String key = "timed-" + i;
             String prefix = Hashes.keyHash(key).substring(0, 8);
-            OperatorHarness.awaitTrue(() -> audit.list.stream().anyMatch(e -> e.getFormattedMessage().contains(prefix)),
+            OperatorHarness.awaitTrue(() -> audit.lines().stream().anyMatch(e -> e.getFormattedMessage().contains(prefix)),
                     Duration.ofSeconds(10), key + " audited");
-            boolean written = audit.list.stream().map(ILoggingEvent::getFormattedMessage)
+            boolean written = audit.lines().stream().map(ILoggingEvent::getFormattedMessage)
                     .anyMatch(l -> l.contains(prefix) && l.contains("\"outcome\":\"allocated\""));
             if (!written) {
                 released++;

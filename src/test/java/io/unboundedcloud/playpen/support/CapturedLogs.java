@@ -12,19 +12,25 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 
 /**
- * The log lines one class writes during each test: {@code @RegisterExtension final CapturedLogs logs =
- * CapturedLogs.of(X.class);} attaches before every test and detaches after it.
+ * The log lines one class (or one named logger, such as the audit log's) writes during each test:
+ * {@code @RegisterExtension final CapturedLogs logs = CapturedLogs.of(X.class);} attaches before every test and
+ * detaches after it.
  */
 public final class CapturedLogs implements BeforeEachCallback, AfterEachCallback {
     private final Logger logger;
     private final ListAppender<ILoggingEvent> appender = new ListAppender<>();
 
-    private CapturedLogs(Class<?> of) {
-        this.logger = (Logger) LoggerFactory.getLogger(of);
+    private CapturedLogs(Logger logger) {
+        this.logger = logger;
     }
 
     public static CapturedLogs of(Class<?> of) {
-        return new CapturedLogs(of);
+        return new CapturedLogs((Logger) LoggerFactory.getLogger(of));
+    }
+
+    /** The lines of the logger named {@code name} ({@code playpen.audit}: the audit log). */
+    public static CapturedLogs named(String name) {
+        return new CapturedLogs((Logger) LoggerFactory.getLogger(name));
     }
 
     @Override
