@@ -44,22 +44,24 @@ public final class LeaderRoutePolicy extends RoutePolicySupport implements Leade
 
     /**
      * Starts or stops the route off the caller's thread, once the context is running and the route is
-     * registered (a route being (re)loaded is initialised before it is added to the context).
+     * registered (a route being (re)loaded is initialised before it is added to the context, and the routes of a
+     * context that is still starting are initialised before it runs: a replica that leads by then starts them as
+     * soon as it does).
      */
     private void switchTo(boolean start, String routeId) {
         switcher.submit(() -> {
             CamelContext ctx = context;
             long deadline = System.nanoTime() + 10_000_000_000L;
             try {
-                while (ctx != null && System.nanoTime() < deadline && !ctx.isStopping() && !ctx.isStopped()
+                while (ctx != null && System.nanoTime() < deadline && !ended(ctx)
                         && (!ctx.isStarted() || ctx.getRoute(routeId) == null)) {
                     Thread.sleep(20);
                 }
-                if (ctx == null || ctx.isStopping() || ctx.isStopped() || leader != start) {
+                if (ctx == null || ended(ctx) || leader != start) {
                     return;
                 }
-                if (ctx.getRoute(routeId) == null) {
-                    LOG.warn("route={} not registered within 10 s; not {} it", routeId, start ? "starting" : "stopping");
+                if (!ctx.isStarted() || ctx.getRoute(routeId) == null) {
+                    LOG.warn("route={} not running within 10 s; not {} it", routeId, start ? "starting" : "stopping");
                     return;
                 }
                 ServiceStatus status = ctx.getRouteController().getRouteStatus(routeId);
@@ -74,6 +76,15 @@ public final class LeaderRoutePolicy extends RoutePolicySupport implements Leade
                 LOG.warn("cannot {} route {}: {}", start ? "start" : "stop", routeId, e.toString());
             }
         });
+    }
+
+    /**
+     * The context is stopping or has stopped. Not {@code isStopped()}: Camel also calls a context that has not
+     * started yet (still initialising) stopped.
+     */
+    private static boolean ended(CamelContext ctx) {
+        ServiceStatus s = ctx.getStatus();
+        return s == ServiceStatus.Stopping || s == ServiceStatus.Stopped;
     }
 
     public void close() {
