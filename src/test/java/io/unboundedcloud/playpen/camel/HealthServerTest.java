@@ -1,0 +1,92 @@
+package io.unboundedcloud.playpen.camel;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import io.unboundedcloud.playpen.api.Json;
+
+/**
+ * The probe listener on its own: {@code /healthz} is 204 whether or not the replica is ready, {@code /readyz}
+ * follows readiness (204, or a 503 Status with Retry-After), HEAD gets the same status without a body, a request
+ * with a body is answered alike, and any other path is a 404 Status that says what the listener serves.
+ */
+class HealthServerTest {
+    private final AtomicBoolean ready = new AtomicBoolean();
+    private final HttpClient client = HttpClient.newHttpClient();
+    private HealthServer server;
+
+    @BeforeEach
+    void start() throws Exception {
+        server = new HealthServer("127.0.0.1", 0, ready::get, 7);
+        server.start();
+    }
+
+    @AfterEach
+    void stop() {
+        server.close();
+    }
+
+    private HttpResponse<String> send(String method, String path, String body) throws Exception {
+        URI uri = URI.create("http://127.0.0.1:" + server.address().getPort() + path);
+        HttpRequest.BodyPublisher publisher = body == null ? HttpRequest.BodyPublishers.noBody()
+                : HttpRequest.BodyPublishers.ofString(body);
+        return client.send(HttpRequest.newBuilder(uri).method(method, publisher).build(),
+                HttpResponse.BodyHandlers.ofString());
+    }
+
+    @Test
+    void livenessIsAlwaysAnsweredAndReadinessFollowsTheReplica() throws Exception {
+        assertThat(send("GET", "/healthz", null).statusCode()).isEqualTo(204);
+        HttpResponse<String> notReady = send("GET", "/readyz", null);
+        assertThat(notReady.statusCode()).isEqualTo(503);
+        assertThat(notReady.headers().firstValue("Retry-After")).hasValue("7");
+        assertThat(notReady.headers().firstValue("Content-Type")).hasValue("application/json");
+        JsonNode status = Json.MAPPER.readTree(notReady.body());
+        assertThat(status.get("kind").asText()).isEqualTo("Status");
+        assertThat(status.get("code").asInt()).isEqualTo(503);
+        assertThat(status.get("reason").asText()).isEqualTo("ServiceUnavailable");
+        assertThat(status.get("message").asText()).contains("not ready", "trust bundle");
+
+        ready.set(true);
+        HttpResponse<String> readyNow = send("GET", "/readyz", null);
+        assertThat(readyNow.statusCode()).isEqualTo(204);
+        assertThat(readyNow.body()).isEmpty();
+        assertThat(send("POST", "/healthz", "x".repeat(10_000)).statusCode()).as("a request with a body is answered alike")
+                .isEqualTo(204);
+
+        ready.set(false);
+        assertThat(send("GET", "/readyz", null).statusCode()).isEqualTo(503);
+        assertThat(send("GET", "/healthz", null).statusCode()).as("alive while not ready").isEqualTo(204);
+    }
+
+    @Test
+    void headGetsTheStatusWithoutABody() throws Exception {
+        HttpResponse<String> head = send("HEAD", "/readyz", null);
+        assertThat(head.statusCode()).isEqualTo(503);
+        assertThat(head.body()).isEmpty();
+        assertThat(head.headers().firstValue("Retry-After")).hasValue("7");
+    }
+
+    @Test
+    void everyOtherPathIsANotFoundStatus() throws Exception {
+        ready.set(true);
+        for (String path : new String[] {"/", "/livez", "/readyz/", "/healthz/x", "/metrics"}) {
+            HttpResponse<String> r = send("GET", path, null);
+            assertThat(r.statusCode()).as(path).isEqualTo(404);
+            JsonNode status = Json.MAPPER.readTree(r.body());
+            assertThat(status.get("reason").asText()).isEqualTo("NotFound");
+            assertThat(status.get("message").asText()).isEqualTo("the probe listener serves /healthz and /readyz only");
+            assertThat(r.headers().firstValue("Retry-After")).isEmpty();
+        }
+    }
+}
