@@ -61,8 +61,8 @@ class HealthServerTest {
         HttpResponse<String> readyNow = send("GET", "/readyz", null);
         assertThat(readyNow.statusCode()).isEqualTo(204);
         assertThat(readyNow.body()).isEmpty();
-        assertThat(send("POST", "/healthz", "x".repeat(10_000)).statusCode()).as("a request with a body is answered alike")
-                .isEqualTo(204);
+        assertThat(send("POST", "/healthz", "x".repeat(10_000)).statusCode())
+                .as("a request with a body is answered alike").isEqualTo(204);
 
         ready.set(false);
         assertThat(send("GET", "/readyz", null).statusCode()).isEqualTo(503);
