@@ -121,6 +121,38 @@ class RenewalRouteTest {
     }
 
     @Test
+    void aRenewalWithoutTtlTakesTheDefaultAndOneThatAsksForLessChangesNothing() throws Exception {
+        cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+        op = new OperatorHarness(cluster, "--playpen-ttl=1h", "--reconcile-interval=10m");
+        op.awaitCache(c -> c.size() == 1);
+        HttpResponse<String> a = op.alloc("{\"idempotencyKey\":\"short-first\",\"ttl\":\"10m\","
+                + "\"wireGuardPublicKey\":\"" + TestCluster.wgKey(3) + "\"}");
+        assertThat(a.statusCode()).as(a.body()).isEqualTo(200);
+        String prefix = Hashes.keyHashPrefix(Hashes.keyHash("short-first"));
+
+        Instant before = Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS);
+        HttpResponse<String> byDefault = renew("{\"idempotencyKey\":\"short-first\"}");
+        Instant after = Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS);
+        assertThat(byDefault.statusCode()).as(byDefault.body()).isEqualTo(200);
+        String expiresAt = pod(RUNNER).getMetadata().getAnnotations().get(PlaypenKeys.EXPIRES_AT);
+        assertThat(Instant.parse(expiresAt)).as("--playpen-ttl from now")
+                .isBetween(before.plus(Duration.ofHours(1)), after.plus(Duration.ofHours(1)));
+        assertThat(byDefault.body()).startsWith("{\"expiresAt\":\"" + expiresAt + "\"");
+
+        // asking for less than is left: the same answer, no write, and the audit line says so
+        int patches = cluster.requestCount(k -> k.startsWith("PATCH "));
+        HttpResponse<String> less = renew("{\"idempotencyKey\":\"short-first\",\"ttl\":\"5m\"}");
+        assertThat(less.statusCode()).as(less.body()).isEqualTo(200);
+        assertThat(less.body()).isEqualTo(byDefault.body());
+        assertThat(cluster.requestCount(k -> k.startsWith("PATCH "))).isEqualTo(patches);
+        OperatorHarness.awaitTrue(() -> auditLines("\"verb\":\"renew\"", "\"outcome\":\"renewed\"",
+                "\"keyHashPrefix\":\"" + prefix + "\"") == 1
+                && auditLines("\"verb\":\"renew\"", "\"outcome\":\"unchanged\"",
+                        "\"keyHashPrefix\":\"" + prefix + "\"", "\"allocation\":\"" + RUNNER + "\"") == 1,
+                Duration.ofSeconds(5), "the renewed and the unchanged renewal's audit lines");
+    }
+
+    @Test
     void unknownKeyIs404AndAnEndingAllocationIs410() throws Exception {
         cluster.create(TestCluster.readyRunner("amd64", 51821, "node-a").editMetadata()
                 .addToAnnotations(Map.of(PlaypenKeys.IDEMPOTENCY_KEY_HASH, Hashes.keyHash("leaving"),
