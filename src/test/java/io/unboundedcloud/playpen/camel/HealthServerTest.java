@@ -1,6 +1,7 @@
 package io.unboundedcloud.playpen.camel;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -88,5 +89,19 @@ class HealthServerTest {
             assertThat(status.get("message").asText()).isEqualTo("the probe listener serves /healthz and /readyz only");
             assertThat(r.headers().firstValue("Retry-After")).isEmpty();
         }
+    }
+
+    @Test
+    void anEmptyHostListensOnEveryAddressAndCloseStopsListening() throws Exception {
+        HealthServer everywhere = new HealthServer("", 0, ready::get, 7);
+        try {
+            assertThat(everywhere.address().getAddress().isAnyLocalAddress()).isTrue();
+        } finally {
+            everywhere.close();
+        }
+        int port = server.address().getPort();
+        server.close();
+        assertThatThrownBy(() -> new java.net.Socket("127.0.0.1", port).close())
+                .isInstanceOf(java.net.ConnectException.class);
     }
 }
