@@ -60,7 +60,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         }
     }
 
-    private record Attempt(boolean created, int alreadyExisted) {
+    /** A create's outcome: created (or already ours), the AlreadyExists answers before it, whether the range ran out. */
+    private record Attempt(boolean created, int alreadyExisted, boolean rangeFull) {
     }
 
     /** Told about pool outcomes (metrics, events); an observer implements what it needs. */
@@ -367,9 +368,15 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                 pass.existed += a.alreadyExisted();
                 if (a.created()) {
                     pass.created++;
-                } else {
+                } else if (a.rangeFull()) {
                     pass.exhausted.add(new PoolPlan.Exhaustion(planned.target(),
                             HostPortPlanner.forKind(config, planned.target().type()).range(), 1));
+                } else {
+                    // free ports are left, but the pass stopped trying: not a full range (no exhaustion Event,
+                    // metric or condition, which say every port is used); the watch shows who holds those ports
+                    LOG.warn("pool={} outcome=deferred {} hostPorts in a row answered AlreadyExists for pods this "
+                            + "replica has not seen yet; the next pass creates the pod", planned.target().key(),
+                            a.alreadyExisted());
                 }
             }
         });
@@ -464,7 +471,9 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      * Creates one planned pod; on AlreadyExists (another replica, another actor, or a pod the cache has not
      * seen yet holds the port) moves on to the next free port of the range, recording ports in {@code used}.
      *
-     * @return whether the pod was created (false: the range ran out) and how many AlreadyExists answers came first
+     * @return whether the pod was created (or was already this pool's), how many AlreadyExists answers came first,
+     *         and, when it was not, whether the range ran out (else the pass gave up after that many AlreadyExists in
+     *         a row, with free ports left)
      */
     private Attempt create(PoolPlan.PlannedPod planned, Set<Integer> used) {
         HostPortPlanner ports = HostPortPlanner.forKind(config, planned.target().type());
@@ -482,7 +491,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                 LOG.info("created pod={}/{} pool={} hostPort={} outcome=created", config.runnerNamespace(), name,
                         planned.target().key(), port);
                 observers.forEach(o -> o.created(made));
-                return new Attempt(true, conflicts);
+                return new Attempt(true, conflicts, false);
             } catch (KubernetesClientException e) {
                 if (e.getCode() != 409) {
                     if (!mayHaveLanded(e) || !existsAfterUnknownOutcome(name)) {
@@ -502,14 +511,14 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                     if (pending == null) {
                         throw e;
                     }
-                    return new Attempt(true, conflicts);
+                    return new Attempt(true, conflicts, false);
                 }
                 expected.remove(name);
             }
             used.add(port);
             OptionalInt next = ports.next(used, port);
             if (next.isEmpty() || conflicts >= ALREADY_EXISTS_RETRIES) {
-                return new Attempt(false, conflicts + 1);
+                return new Attempt(false, conflicts + 1, next.isEmpty());
             }
             port = next.getAsInt();
             used.add(port);

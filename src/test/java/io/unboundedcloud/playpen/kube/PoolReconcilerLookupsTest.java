@@ -10,7 +10,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 
+import ch.qos.logback.classic.spi.ILoggingEvent;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
@@ -24,6 +26,7 @@ import io.unboundedcloud.playpen.model.PoolHealth;
 import io.unboundedcloud.playpen.model.PoolPlan;
 import io.unboundedcloud.playpen.model.PoolPlanner;
 import io.unboundedcloud.playpen.model.PoolTarget;
+import io.unboundedcloud.playpen.support.CapturedLogs;
 import io.unboundedcloud.playpen.support.MutableClock;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
@@ -36,6 +39,8 @@ import io.unboundedcloud.playpen.support.TestCluster;
  * at once, a paused pool asks for a pass when its pause ends, and a pod's time-to-ready counts from its create call.
  */
 class PoolReconcilerLookupsTest {
+    @RegisterExtension
+    final CapturedLogs logs = CapturedLogs.of(PoolReconciler.class);
     static final String POST_PODS = "/api/v1/namespaces/" + TestCluster.NS + "/pods";
     static final String STATUS_500 = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":500}";
 
@@ -178,6 +183,31 @@ class PoolReconcilerLookupsTest {
             assertThatThrownBy(() -> w.pool().reconcile()).isInstanceOf(KubernetesClientException.class);
             assertThat(w.calls().get(KubeApiCall.PODS_GET)).isZero();
             assertThat(w.pool().reconcile().created()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void aPassGivesUpOnAPodAfterSeventeenAlreadyExistsInARowWithoutCallingTheRangeFull() throws Exception {
+        try (TestCluster cluster = TestCluster.start();
+                Wired w = Wired.of(cluster, true, "--runner-amd64-count=1", "--runner-arm64-count=0")) {
+            // every name answers AlreadyExists but no pod is there to read (a port held by something the reads
+            // cannot see): the pass moves on port by port, 80 free in the range, and stops after 17 creates
+            cluster.server.expect().post().withPath(POST_PODS).andReturn(409, "{\"kind\":\"Status\",\"apiVersion\":"
+                    + "\"v1\",\"status\":\"Failure\",\"reason\":\"AlreadyExists\",\"code\":409}").times(17);
+            PoolReconciler.Result r = w.pool().reconcile();
+            assertThat(r.created()).isZero();
+            assertThat(r.alreadyExisted()).isEqualTo(17);
+            assertThat(r.exhausted()).as("63 ports are still free: no exhaustion Event, metric or condition").isEmpty();
+            assertThat(logs.lines()).map(ILoggingEvent::getFormattedMessage).anyMatch(m -> m.contains("outcome=deferred 17 hostPorts in a row answered"
+                    + " AlreadyExists") && m.contains("the next pass creates the pod"));
+            assertThat(w.calls().get(KubeApiCall.PODS_CREATE)).isEqualTo(17);
+            assertThat(w.calls().get(KubeApiCall.PODS_GET)).as("each AlreadyExists read once").isEqualTo(17);
+            assertThat(cluster.pods()).isEmpty();
+
+            // the next pass starts again from the lowest free port
+            PoolReconciler.Result next = w.pool().reconcile();
+            assertThat(next.created()).isEqualTo(1);
+            assertThat(cluster.pods()).extracting(ManagedPods::name).containsExactly("playpen-runner-amd64-51820");
         }
     }
 
