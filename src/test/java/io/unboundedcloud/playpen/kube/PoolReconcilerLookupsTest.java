@@ -42,7 +42,13 @@ class PoolReconcilerLookupsTest {
     @RegisterExtension
     final CapturedLogs logs = CapturedLogs.of(PoolReconciler.class);
     static final String POST_PODS = "/api/v1/namespaces/" + TestCluster.NS + "/pods";
-    static final String STATUS_500 = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":500}";
+    static final String STATUS_500 = failure(500, null);
+
+    /** A failure Status as the API server answers it. */
+    static String failure(int code, String reason) {
+        return "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+                + (reason == null ? "" : "\"reason\":\"" + reason + "\",") + "\"code\":" + code + "}";
+    }
 
     /** A reconciler with a node cache (started or not) and pool signals, over a synced pod cache. */
     record Wired(PodCache pods, NodeCache nodes, PoolReconciler pool, PoolSignals signals,
@@ -178,8 +184,7 @@ class PoolReconcilerLookupsTest {
         try (TestCluster cluster = TestCluster.start();
                 Wired w = Wired.of(cluster, true, "--runner-amd64-count=1", "--runner-arm64-count=0")) {
             // 503 (overload) is a refusal before the write: nothing to read, nothing kept expected
-            cluster.server.expect().post().withPath(POST_PODS).andReturn(503, "{\"kind\":\"Status\",\"apiVersion\":"
-                    + "\"v1\",\"status\":\"Failure\",\"code\":503}").times(2);
+            cluster.server.expect().post().withPath(POST_PODS).andReturn(503, failure(503, null)).times(2);
             assertThatThrownBy(() -> w.pool().reconcile()).isInstanceOf(KubernetesClientException.class);
             assertThat(w.calls().get(KubeApiCall.PODS_GET)).isZero();
             assertThat(w.pool().reconcile().created()).isEqualTo(1);
@@ -192,8 +197,8 @@ class PoolReconcilerLookupsTest {
                 Wired w = Wired.of(cluster, true, "--runner-amd64-count=1", "--runner-arm64-count=0")) {
             // every name answers AlreadyExists but no pod is there to read (a port held by something the reads
             // cannot see): the pass moves on port by port, 80 free in the range, and stops after 17 creates
-            cluster.server.expect().post().withPath(POST_PODS).andReturn(409, "{\"kind\":\"Status\",\"apiVersion\":"
-                    + "\"v1\",\"status\":\"Failure\",\"reason\":\"AlreadyExists\",\"code\":409}").times(17);
+            cluster.server.expect().post().withPath(POST_PODS).andReturn(409, failure(409, "AlreadyExists"))
+                    .times(17);
             PoolReconciler.Result r = w.pool().reconcile();
             assertThat(r.created()).isZero();
             assertThat(r.alreadyExisted()).isEqualTo(17);
