@@ -60,7 +60,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         }
     }
 
-    /** A create's outcome: created (or already ours), the AlreadyExists answers before it, whether the range ran out. */
+    /** A create's outcome: created (or already ours), AlreadyExists answers before it, whether the range ran out. */
     private record Attempt(boolean created, int alreadyExisted, boolean rangeFull) {
     }
 
@@ -159,6 +159,13 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     private volatile long lastPlanCpuNanos;
     private final LongAdder planCpuNanos = new LongAdder();
     private final Map<String, Long> expected = new ConcurrentHashMap<>();
+    /**
+     * hostPorts, by kind, whose pod name a create met taken by a pod that is not the pool's own (claimed,
+     * terminating or someone else's) that the watch had not shown: when last met. Later passes start past them
+     * until they lapse with the expectations, so a run of such ports longer than one pass's tries is walked across
+     * passes instead of met again from its start.
+     */
+    private final Map<ResourceType, Map<Integer, Long>> heldElsewhere = new ConcurrentHashMap<>();
     /**
      * The pods as the watch reports them, counted for the pools (host ports held, each pool's idle pods and the
      * allocated ones a pass must judge): a pass plans from it without walking every pod.
@@ -364,7 +371,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                 if (signals != null && signals.backoff(planned.target()).view().pausedAt(pass.now)) {
                     continue; // this pass's own deletes found a failed replacement: the pool pauses now
                 }
-                Attempt a = create(planned, pass.used.computeIfAbsent(planned.target().type(), pass.plan::portsInUse));
+                Attempt a = create(planned, pass.used.computeIfAbsent(planned.target().type(),
+                        t -> portsInUse(pass, t)));
                 pass.existed += a.alreadyExisted();
                 if (a.created()) {
                     pass.created++;
@@ -477,8 +485,19 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      */
     private Attempt create(PoolPlan.PlannedPod planned, Set<Integer> used) {
         HostPortPlanner ports = HostPortPlanner.forKind(config, planned.target().type());
+        Map<Integer, Long> held = heldElsewhere.computeIfAbsent(planned.target().type(),
+                t -> new ConcurrentHashMap<>());
         Pod pod = planned.pod();
         int port = planned.hostPort();
+        if (held.containsKey(port)) {
+            OptionalInt past = ports.next(used, port);
+            if (past.isEmpty()) {
+                return new Attempt(false, 0, true);
+            }
+            port = past.getAsInt();
+            used.add(port);
+            pod = planner.podFor(planned.target(), port);
+        }
         for (int conflicts = 0; ; conflicts++) {
             String name = pod.getMetadata().getName();
             expected.put(name, nanoTime.getAsLong());
@@ -514,6 +533,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                     return new Attempt(true, conflicts, false);
                 }
                 expected.remove(name);
+                held.put(port, nanoTime.getAsLong());
             }
             used.add(port);
             OptionalInt next = ports.next(used, port);
@@ -667,6 +687,15 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
 
     private void forgetStaleExpectations(long now) {
         expected.entrySet().removeIf(e -> now - e.getValue() > EXPECTATION_TTL_NANOS);
+        heldElsewhere.values()
+                .forEach(ports -> ports.entrySet().removeIf(e -> now - e.getValue() > EXPECTATION_TTL_NANOS));
+    }
+
+    /** The ports of {@code type} a pass's creates must not use: those its plan saw held, and those held elsewhere. */
+    private Set<Integer> portsInUse(Pass pass, ResourceType type) {
+        Set<Integer> used = pass.plan.portsInUse(type);
+        used.addAll(heldElsewhere.getOrDefault(type, Map.of()).keySet());
+        return used;
     }
 
     public long passes() {

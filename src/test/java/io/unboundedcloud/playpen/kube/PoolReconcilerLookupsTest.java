@@ -194,7 +194,11 @@ class PoolReconcilerLookupsTest {
     @Test
     void aPassGivesUpOnAPodAfterSeventeenAlreadyExistsInARowWithoutCallingTheRangeFull() throws Exception {
         try (TestCluster cluster = TestCluster.start();
-                Wired w = Wired.of(cluster, true, "--runner-amd64-count=1", "--runner-arm64-count=0")) {
+                // the signals do not follow the pods: deleting a pod that never got ready must not pause the pool here
+                Wired w = Wired.of(cluster, true, false, Clock.systemUTC(), "--runner-amd64-count=1",
+                        "--runner-arm64-count=0")) {
+            java.util.concurrent.atomic.AtomicLong nanos = new java.util.concurrent.atomic.AtomicLong();
+            w.pool().timeExpectationsWith(nanos::get);
             // every name answers AlreadyExists but no pod is there to read (a port held by something the reads
             // cannot see): the pass moves on port by port, 80 free in the range, and stops after 17 creates
             cluster.server.expect().post().withPath(POST_PODS).andReturn(409, failure(409, "AlreadyExists"))
@@ -209,9 +213,25 @@ class PoolReconcilerLookupsTest {
             assertThat(w.calls().get(KubeApiCall.PODS_GET)).as("each AlreadyExists read once").isEqualTo(17);
             assertThat(cluster.pods()).isEmpty();
 
-            // the next pass starts again from the lowest free port
+            // the next pass starts past the ports it found held: the pod is made on the first port after them,
+            // with no create sent for any of those
             PoolReconciler.Result next = w.pool().reconcile();
             assertThat(next.created()).isEqualTo(1);
+            assertThat(next.alreadyExisted()).isZero();
+            assertThat(w.calls().get(KubeApiCall.PODS_CREATE)).isEqualTo(18);
+            assertThat(cluster.pods()).extracting(ManagedPods::name).containsExactly("playpen-runner-amd64-51837");
+
+            // held ports lapse after a minute, as the expectations do: then the lowest free port is used again
+            nanos.addAndGet(Duration.ofSeconds(59).toNanos());
+            cluster.client.pods().inNamespace(TestCluster.NS).withName("playpen-runner-amd64-51837").delete();
+            OperatorHarness.awaitTrue(() -> w.pods().pods().isEmpty(), Duration.ofSeconds(10), "the deleted pod gone");
+            assertThat(w.pool().reconcile().created()).isEqualTo(1);
+            assertThat(cluster.pods()).extracting(ManagedPods::name).as("59 s: still held")
+                    .containsExactly("playpen-runner-amd64-51837");
+            cluster.client.pods().inNamespace(TestCluster.NS).withName("playpen-runner-amd64-51837").delete();
+            OperatorHarness.awaitTrue(() -> w.pods().pods().isEmpty(), Duration.ofSeconds(10), "the deleted pod gone");
+            nanos.addAndGet(Duration.ofSeconds(2).toNanos());
+            assertThat(w.pool().reconcile().created()).isEqualTo(1);
             assertThat(cluster.pods()).extracting(ManagedPods::name).containsExactly("playpen-runner-amd64-51820");
         }
     }
