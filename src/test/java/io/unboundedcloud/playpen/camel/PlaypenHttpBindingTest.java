@@ -99,6 +99,8 @@ class PlaypenHttpBindingTest {
 
         assertThat(headers).containsEntry(Exchange.HTTP_METHOD, "GET");
         assertThat(headers).containsEntry(Exchange.CONTENT_TYPE, "application/json");
+        assertThat(headers).as("mapped as a request for / (the request's own headers too)")
+                .containsEntry(Exchange.HTTP_URI, "/").containsEntry("host", "playpen");
         assertThat(r.uri()).as("the front door answers from the raw target").isEqualTo(target);
         assertThat(r.headers().get(HttpHeaderNames.CONTENT_TYPE)).isEqualTo("application/json");
     }
