@@ -106,6 +106,7 @@ class ReplyWriterFailuresTest {
     void anythingElseIsAnInternalErrorThatSaysNothingOfItsCause() throws Exception {
         Exchange e = failed(new IllegalStateException("secret detail of a bug"));
         assertThat(e.getMessage().getHeader(Exchange.HTTP_RESPONSE_CODE)).isEqualTo(500);
+        assertThat(e.getMessage().getHeader(Exchange.CONTENT_TYPE)).isEqualTo("application/json");
         JsonNode s = status(e);
         assertThat(s.get("reason").asText()).isEqualTo("InternalError");
         assertThat(s.get("message").asText()).isEqualTo("internal error");
@@ -135,8 +136,11 @@ class ReplyWriterFailuresTest {
                 .isEqualTo("299 - \"unknown field \\\"colour\\\"\", 299 - \"ttl capped at 2h\"");
 
         Exchange quiet = new DefaultExchange(camel);
-        quiet.getMessage().setBody(HttpReply.json("{}"));
+        quiet.getMessage().setHeader(Exchange.CONTENT_TYPE, "text/plain");
+        quiet.getMessage().setBody(HttpReply.noContent("deallocated"));
         writer.process(quiet);
         assertThat(quiet.getMessage().getHeader("Warning")).isNull();
+        assertThat(quiet.getMessage().getHeader(Exchange.CONTENT_TYPE)).as("none for an answer without a body, "
+                + "not the request's").isNull();
     }
 }
