@@ -1,0 +1,38 @@
+package io.unboundedcloud.playpen.camel;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import org.apache.camel.health.HealthCheck;
+import org.apache.camel.impl.DefaultCamelContext;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The operator's readiness in Camel's health-check registry: up while ready, down with what is missing while not,
+ * and a readiness check only: a replica that lost its trust bundle is not to be restarted for it.
+ */
+class ReadinessHealthCheckTest {
+
+    @Test
+    void upWhileReadyDownWithTheReasonWhileNotAndNeverALivenessCheck() throws Exception {
+        AtomicBoolean ready = new AtomicBoolean();
+        try (DefaultCamelContext camel = new DefaultCamelContext()) {
+            ReadinessHealthCheck check = new ReadinessHealthCheck(ready::get);
+            check.setCamelContext(camel);
+            assertThat(check.getId()).isEqualTo("playpen-ready");
+            assertThat(check.isReadiness()).isTrue();
+            assertThat(check.isLiveness()).isFalse();
+
+            HealthCheck.Result down = check.call();
+            assertThat(down.getState()).isEqualTo(HealthCheck.State.DOWN);
+            assertThat(down.getMessage()).hasValue(
+                    "not ready: caches not synced or front-proxy trust bundle not loaded");
+
+            ready.set(true);
+            HealthCheck.Result up = check.call();
+            assertThat(up.getState()).isEqualTo(HealthCheck.State.UP);
+            assertThat(up.getMessage()).isEmpty();
+        }
+    }
+}
