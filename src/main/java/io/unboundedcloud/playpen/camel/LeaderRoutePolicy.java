@@ -36,6 +36,15 @@ public final class LeaderRoutePolicy extends RoutePolicySupport implements Leade
         }
     }
 
+    /**
+     * A route removed from the context (a reload under another id, or for good) is forgotten: a later change of
+     * leadership would otherwise wait 10 s for it on the one thread that switches every route.
+     */
+    @Override
+    public void onRemove(Route route) {
+        routeIds.remove(route.getRouteId());
+    }
+
     @Override
     public void leadershipChanged(boolean isLeader) {
         leader = isLeader;

@@ -18,16 +18,22 @@ import org.apache.camel.impl.DefaultCamelContext;
 import org.apache.camel.support.RoutePolicySupport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import io.unboundedcloud.playpen.support.CapturedLogs;
 
 /**
  * The {@code leaderOnly} route policy on its own, in a plain Camel context: routes that use it run while this
  * replica leads and stop when it no longer does; routes without it are left alone; a route initialised while
  * this replica already leads starts once the context runs; and a change of leadership that is already undone by
  * the time its turn comes is skipped, so routes end as the last change says and are never started for a
- * leadership that has already ended.
+ * leadership that has already ended. A route removed from the context is forgotten.
  */
 class LeaderRoutePolicyTest {
     private static final Duration WAIT = Duration.ofSeconds(30);
+
+    @RegisterExtension
+    final CapturedLogs logs = CapturedLogs.of(LeaderRoutePolicy.class);
 
     private final LeaderRoutePolicy policy = new LeaderRoutePolicy();
     private final Recorder recorder = new Recorder();
@@ -107,6 +113,32 @@ class LeaderRoutePolicyTest {
         assertThat(status("leader-only")).isEqualTo(ServiceStatus.Stopped);
         assertThat(recorder.starts).as("started for the first win only").hasValue(1);
         assertThat(recorder.stops).as("stopped once, by the first loss").hasValue(1);
+    }
+
+    @Test
+    void aRemovedRouteIsForgottenAndHoldsUpNoOther() throws Exception {
+        context = contextWithRoutes();
+        context.start();
+        context.getRouteController().stopRoute("leader-only");
+        assertThat(context.removeRoute("leader-only")).isTrue();
+
+        policy.leadershipChanged(true);
+        awaitStatus("also-leader-only", ServiceStatus.Started);
+        assertThat(logs.lines()).as("no wait for the removed route, no warning about it")
+                .noneMatch(l -> l.getFormattedMessage().contains("route=leader-only not running"));
+
+        // added again under its id (a reload): started while leading, and followed again
+        context.addRoutes(new RouteBuilder() {
+            @Override
+            public void configure() {
+                from("direct:leader-only").routeId("leader-only").autoStartup(false).routePolicy(policy)
+                        .setBody().constant("x2");
+            }
+        });
+        awaitStatus("leader-only", ServiceStatus.Started);
+        policy.leadershipChanged(false);
+        awaitStatus("leader-only", ServiceStatus.Stopped);
+        awaitStatus("also-leader-only", ServiceStatus.Stopped);
     }
 
     private CamelContext contextWithRoutes() throws Exception {
