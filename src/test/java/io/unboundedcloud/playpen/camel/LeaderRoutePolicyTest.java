@@ -85,13 +85,7 @@ class LeaderRoutePolicyTest {
         assertThat(recorder.starts).hasValue(1);
 
         // a route (re)loaded while this replica leads starts as well
-        context.addRoutes(new RouteBuilder() {
-            @Override
-            public void configure() {
-                from("direct:reloaded").routeId("reloaded").autoStartup(false).routePolicy(policy)
-                        .setBody().constant("x");
-            }
-        });
+        addLeaderOnlyRoute("reloaded");
         awaitStatus("reloaded", ServiceStatus.Started);
     }
 
@@ -128,13 +122,7 @@ class LeaderRoutePolicyTest {
                 .noneMatch(l -> l.getFormattedMessage().contains("route=leader-only not running"));
 
         // added again under its id (a reload): started while leading, and followed again
-        context.addRoutes(new RouteBuilder() {
-            @Override
-            public void configure() {
-                from("direct:leader-only").routeId("leader-only").autoStartup(false).routePolicy(policy)
-                        .setBody().constant("x2");
-            }
-        });
+        addLeaderOnlyRoute("leader-only");
         awaitStatus("leader-only", ServiceStatus.Started);
         policy.leadershipChanged(false);
         awaitStatus("leader-only", ServiceStatus.Stopped);
@@ -154,6 +142,17 @@ class LeaderRoutePolicyTest {
             }
         });
         return c;
+    }
+
+    /** Adds a route with the policy to the running context, as a reload does. */
+    private void addLeaderOnlyRoute(String routeId) throws Exception {
+        context.addRoutes(new RouteBuilder() {
+            @Override
+            public void configure() {
+                from("direct:" + routeId).routeId(routeId).autoStartup(false).routePolicy(policy).setBody()
+                        .constant(routeId);
+            }
+        });
     }
 
     private ServiceStatus status(String routeId) {
