@@ -161,7 +161,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     private final Map<String, Long> expected = new ConcurrentHashMap<>();
     /**
      * hostPorts, by kind, whose pod name a create met taken by a pod that is not the pool's own (claimed,
-     * terminating or someone else's) that the watch had not shown: when last met. Later passes start past them
+     * terminating or someone else's) that the watch had not shown: when last met. Later plans count them used
      * until they lapse with the expectations, so a run of such ports longer than one pass's tries is walked across
      * passes instead of met again from its start.
      */
@@ -269,7 +269,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             // only after the tally has it, so it is in one of the two; the other order could miss it and create twice
             Set<String> expectedNow = Set.copyOf(expected.keySet());
             long cpu0 = threadCpuNanos.getAsLong();
-            pass.plan = planner.plan(tally, expectedNow, context(pass.now));
+            pass.plan = planner.plan(tally, expectedNow, heldElsewhereNow(), context(pass.now));
             lastPlanCpuNanos = Math.max(0, threadCpuNanos.getAsLong() - cpu0);
             planCpuNanos.add(lastPlanCpuNanos);
             pass.exhausted.addAll(pass.plan.exhausted());
@@ -371,8 +371,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                 if (signals != null && signals.backoff(planned.target()).view().pausedAt(pass.now)) {
                     continue; // this pass's own deletes found a failed replacement: the pool pauses now
                 }
-                Attempt a = create(planned, pass.used.computeIfAbsent(planned.target().type(),
-                        t -> portsInUse(pass, t)));
+                Attempt a = create(planned, pass.used.computeIfAbsent(planned.target().type(), pass.plan::portsInUse));
                 pass.existed += a.alreadyExisted();
                 if (a.created()) {
                     pass.created++;
@@ -485,19 +484,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      */
     private Attempt create(PoolPlan.PlannedPod planned, Set<Integer> used) {
         HostPortPlanner ports = HostPortPlanner.forKind(config, planned.target().type());
-        Map<Integer, Long> held = heldElsewhere.computeIfAbsent(planned.target().type(),
-                t -> new ConcurrentHashMap<>());
         Pod pod = planned.pod();
         int port = planned.hostPort();
-        if (held.containsKey(port)) {
-            OptionalInt past = ports.next(used, port);
-            if (past.isEmpty()) {
-                return new Attempt(false, 0, true);
-            }
-            port = past.getAsInt();
-            used.add(port);
-            pod = planner.podFor(planned.target(), port);
-        }
         for (int conflicts = 0; ; conflicts++) {
             String name = pod.getMetadata().getName();
             expected.put(name, nanoTime.getAsLong());
@@ -533,7 +521,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                     return new Attempt(true, conflicts, false);
                 }
                 expected.remove(name);
-                held.put(port, nanoTime.getAsLong());
+                heldElsewhere.computeIfAbsent(planned.target().type(), t -> new ConcurrentHashMap<>())
+                        .put(port, nanoTime.getAsLong());
             }
             used.add(port);
             OptionalInt next = ports.next(used, port);
@@ -691,11 +680,11 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                 .forEach(ports -> ports.entrySet().removeIf(e -> now - e.getValue() > EXPECTATION_TTL_NANOS));
     }
 
-    /** The ports of {@code type} a pass's creates must not use: those its plan saw held, and those held elsewhere. */
-    private Set<Integer> portsInUse(Pass pass, ResourceType type) {
-        Set<Integer> used = pass.plan.portsInUse(type);
-        used.addAll(heldElsewhere.getOrDefault(type, Map.of()).keySet());
-        return used;
+    /** The ports held elsewhere now, for a plan: it treats them as used, so it neither plans nor counts them free. */
+    private Map<ResourceType, Set<Integer>> heldElsewhereNow() {
+        Map<ResourceType, Set<Integer>> now = new EnumMap<>(ResourceType.class);
+        heldElsewhere.forEach((type, ports) -> now.put(type, Set.copyOf(ports.keySet())));
+        return now;
     }
 
     public long passes() {

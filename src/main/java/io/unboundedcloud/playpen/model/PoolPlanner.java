@@ -141,6 +141,15 @@ public final class PoolPlanner {
      * those pods, in time that grows with the pools' idle pods, not with all pods.
      */
     public PoolPlan plan(PoolTally tally, Set<String> expected, Context ctx) {
+        return plan(tally, expected, Map.of(), ctx);
+    }
+
+    /**
+     * As {@link #plan(PoolTally, Set, Context)}, with ports known to be held by pods {@code tally} does not count
+     * (the pool reconciler's creates met them taken): used like the tally's own.
+     */
+    public PoolPlan plan(PoolTally tally, Set<String> expected, Map<ResourceType, Set<Integer>> heldElsewhere,
+            Context ctx) {
         PoolTally.Snapshot counted = tally.snapshot(expected, nodeInDoubt(ctx));
         Map<ResourceType, Set<Integer>> used = new EnumMap<>(ResourceType.class);
         counted.used().forEach((type, ports) -> used.put(type, new PoolPlan.Overlaid(ports)));
@@ -156,6 +165,7 @@ public final class PoolPlanner {
         for (String name : counted.unseen()) {
             countExpected(name, used, members);
         }
+        heldElsewhere.forEach((type, ports) -> used.get(type).addAll(ports));
 
         List<PoolPlan.PlannedPod> toCreate = new ArrayList<>();
         List<PoolPlan.Exhaustion> exhausted = new ArrayList<>();

@@ -191,6 +191,21 @@ class PoolPlannerTest {
     }
 
     @Test
+    void portsHeldElsewhereAreNeitherPlannedNorCountedFree() {
+        PoolPlanner planner = planner("--runner-amd64-count=2", "--runner-arm64-count=0",
+                "--runner-wireguard-host-port-start=51820", "--runner-wireguard-host-port-end=51823");
+        PoolPlan plan = planner.plan(planner.newTally(), Set.of(),
+                Map.of(ResourceType.RUNNER, Set.of(51820, 51822)), PoolPlanner.Context.NONE);
+        assertThat(names(plan)).containsExactly("playpen-runner-amd64-51821", "playpen-runner-amd64-51823");
+        assertThat(plan.exhausted()).isEmpty();
+
+        PoolPlan full = planner.plan(planner.newTally(), Set.of(),
+                Map.of(ResourceType.RUNNER, Set.of(51820, 51821, 51822)), PoolPlanner.Context.NONE);
+        assertThat(names(full)).containsExactly("playpen-runner-amd64-51823");
+        assertThat(full.exhausted()).containsExactly(new PoolPlan.Exhaustion(AMD64, new PortRange(51820, 51823), 1));
+    }
+
+    @Test
     void exhaustionCountsUsedPortsOfClaimedAndTerminatingPods() {
         List<Pod> pods = new ArrayList<>();
         pods.add(TestPods.claimed(TestPods.controlPlane("v1.33.0", 16443)));
