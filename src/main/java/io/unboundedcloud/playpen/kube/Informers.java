@@ -2,6 +2,7 @@ package io.unboundedcloud.playpen.kube;
 
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -27,9 +28,14 @@ final class Informers {
     }
 
     static ExceptionHandler handler(String what) {
+        return handler(what, System::nanoTime);
+    }
+
+    /** Every failure retried; the first logged, then at most one line a minute by {@code nanos}. */
+    static ExceptionHandler handler(String what, LongSupplier nanos) {
         AtomicLong lastLog = new AtomicLong(Long.MIN_VALUE);
         return (started, t) -> {
-            long now = System.nanoTime();
+            long now = nanos.getAsLong();
             long last = lastLog.get();
             // the first failure and then one line a minute: a long outage must not flood the log
             if (last != Long.MIN_VALUE && now - last < LOG_EVERY_NANOS || !lastLog.compareAndSet(last, now)) {

@@ -13,7 +13,7 @@ import io.unboundedcloud.playpen.support.TestCluster;
 /**
  * The nodes as the watch delivers them: the endpoint's address is a node's first non-blank ExternalIP (trimmed), none
  * for a node with only internal addresses, no addresses or no status, and nothing at all before the cache starts,
- * for no node name, or after it closed; a node's changes arrive without a restart.
+ * for no node name, or after it closed; a node's changes arrive without a restart; a refused first LIST is retried.
  */
 class NodeCacheTest {
     static final Duration SOON = Duration.ofSeconds(10);
@@ -64,6 +64,27 @@ class NodeCacheTest {
             assertThat(nodes.hasSynced()).isFalse();
             assertThat(nodes.externalIp("two-external")).isEmpty();
             assertThat(nodes.node("two-external")).isEmpty();
+        }
+    }
+
+    @Test
+    void aRefusedFirstListIsRetriedUntilTheCacheSyncs() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            cluster.addNode("node-a", "amd64", "203.0.113.1");
+            // RBAC not applied yet, or the API server overloaded at start: fabric8's default would give up for good
+            cluster.forbidden = key -> key.startsWith("GET /api/v1/nodes") || key.startsWith("GET WATCH /api/v1/nodes");
+            NodeCache nodes = new NodeCache(cluster.client);
+            nodes.start();
+            try {
+                OperatorHarness.awaitTrue(() -> cluster.requestCount(k -> k.startsWith("GET /api/v1/nodes")) >= 1, SOON,
+                        "the first LIST was refused");
+                assertThat(nodes.hasSynced()).isFalse();
+                cluster.forbidden = key -> false;
+                OperatorHarness.awaitTrue(nodes::isWatching, Duration.ofSeconds(30), "node cache synced after the refusal ended");
+                assertThat(nodes.externalIp("node-a")).hasValue("203.0.113.1");
+            } finally {
+                nodes.close();
+            }
         }
     }
 }

@@ -18,8 +18,8 @@ import io.unboundedcloud.playpen.tls.Pki;
 
 /**
  * The front-proxy trust bundle as the API server has it: the watch applies each change at once, the backstop GET
- * reads it again, and a GET must never undo what the watch delivered after the GET started. A bundle that turns
- * invalid is told to the listener with its reason.
+ * reads it again, and a GET must never undo what the watch delivered after the GET started; a watch refused at
+ * start keeps trying. A bundle that turns invalid is told to the listener with its reason.
  */
 class TrustBundleSourceTest {
     private static final String NAME = "extension-apiserver-authentication";
@@ -140,6 +140,30 @@ class TrustBundleSourceTest {
                         "the delete applied");
             } finally {
                 source.close();
+                source.close();
+            }
+        }
+    }
+
+    /** RBAC not applied yet, or the API server overloaded at start: the watch keeps trying (fabric8's would stop). */
+    @Test
+    void aWatchWhoseFirstListIsRefusedKeepsTryingAndThenFollowsChanges() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            cluster.setTrust(OLD_CA.certificatePem(), ALLOWED);
+            String list = "GET /api/v1/namespaces/kube-system/configmaps";
+            cluster.forbidden = key -> key.equals(list) || key.equals("GET WATCH /api/v1/namespaces/kube-system/configmaps");
+            TrustBundleSource source = new TrustBundleSource(cluster.client, new ApiCallCounter());
+            try {
+                source.start();
+                assertThat(caOf(source)).as("the start's own GET is not refused").isEqualTo("CN=old-front-proxy-ca");
+                OperatorHarness.awaitTrue(() -> cluster.requestCount(list::equals) >= 1, SOON, "the watch's LIST refused");
+                cluster.forbidden = key -> false;
+
+                // a rotation reaches the source through the watch alone (no refresh is called here)
+                cluster.setTrust(NEW_CA.certificatePem(), ALLOWED);
+                OperatorHarness.awaitTrue(() -> caOf(source).equals("CN=new-front-proxy-ca"), Duration.ofSeconds(30),
+                        "the rotated bundle applied by the watch");
+            } finally {
                 source.close();
             }
         }
