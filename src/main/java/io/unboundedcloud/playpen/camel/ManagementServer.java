@@ -38,6 +38,7 @@ public final class ManagementServer implements AutoCloseable {
     private final JolokiaServer jolokia;
     private final java.util.concurrent.ExecutorService executor;
     private final ManagementAccess access;
+    private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
 
     public ManagementServer(String host, int port, PrometheusMeterRegistry registry, BooleanSupplier ready,
             ManagementAccess access) throws IOException {
@@ -239,8 +240,12 @@ public final class ManagementServer implements AutoCloseable {
         return http.getAddress();
     }
 
+    /** Stops listening; a second close does nothing (Jolokia's own stop would throw on its removed context). */
     @Override
     public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
         jolokia.stop();
         http.stop(0);
         executor.shutdownNow();
