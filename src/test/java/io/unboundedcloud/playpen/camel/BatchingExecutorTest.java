@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -117,6 +118,7 @@ class BatchingExecutorTest {
         assertThat(x.awaitTermination(30, TimeUnit.SECONDS)).isTrue();
         assertThat(x.isTerminated()).isTrue();
         assertThat(ran).hasSize(20).isSorted();
+        assertThat(x.isShutdown()).isTrue();
         List<String> after = new CopyOnWriteArrayList<>();
         x.execute(() -> after.add(Thread.currentThread().getName()));
         assertThat(after).containsExactly(Thread.currentThread().getName());
@@ -138,8 +140,13 @@ class BatchingExecutorTest {
         Runnable queued = () -> { };
         x.execute(queued);
         assertThat(x.shutdownNow()).containsExactly(queued);
+        // shut down, but the task it runs is not done: not terminated, and a wait for it times out
+        assertThat(x.isShutdown()).isTrue();
+        assertThat(x.isTerminated()).isFalse();
+        assertThat(x.awaitTermination(50, TimeUnit.MILLISECONDS)).isFalse();
         hold.countDown();
         assertThat(x.awaitTermination(30, TimeUnit.SECONDS)).isTrue();
+        assertThat(x.isTerminated()).isTrue();
     }
 
     @Test
@@ -155,8 +162,13 @@ class BatchingExecutorTest {
     /** A task after the quiet spell runs at once; then the writer waits for its next look. */
     private static void firstTaskRunsAtOnce(BatchingExecutor x, String thread) throws InterruptedException {
         CountDownLatch first = new CountDownLatch(1);
-        x.execute(first::countDown);
+        AtomicBoolean daemon = new AtomicBoolean();
+        x.execute(() -> {
+            daemon.set(Thread.currentThread().isDaemon());
+            first.countDown();
+        });
         assertThat(first.await(30, TimeUnit.SECONDS)).isTrue();
+        assertThat(daemon).as("the writer never keeps the JVM from exiting").isTrue();
         awaitWaitingForItsNextLook(thread);
     }
 
