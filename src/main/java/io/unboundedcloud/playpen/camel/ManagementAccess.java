@@ -7,9 +7,9 @@ import java.util.stream.Collectors;
 
 /**
  * Who may reach the management listener from a browser: the origins whose pages may call it
- * ({@code --management-allowed-origins}, compared as scheme://host[:port], case-insensitively) and the extra host
- * names it answers to ({@code --management-allowed-hosts}; IP addresses, localhost and cluster-internal names
- * always). Empty lists: no web page at all, and only those built-in names.
+ * ({@code --management-allowed-origins}, compared as scheme://host[:port], case-insensitively, a default port
+ * the same as none) and the extra host names it answers to ({@code --management-allowed-hosts}; IP addresses,
+ * localhost and cluster-internal names always). Empty lists: no web page at all, and only those built-in names.
  */
 public record ManagementAccess(Set<String> origins, Set<String> hosts) {
     public static final ManagementAccess NONE = new ManagementAccess(Set.of(), Set.of());
@@ -31,8 +31,19 @@ public record ManagementAccess(Set<String> origins, Set<String> hosts) {
         return hosts.contains(host.toLowerCase(Locale.ROOT));
     }
 
+    /**
+     * scheme://host[:port] in lower case without a trailing slash or the scheme's default port: a browser never
+     * sends {@code :443} for https or {@code :80} for http, so a flag value written with it still matches.
+     */
     static String normalizeOrigin(String origin) {
         String o = origin.trim().toLowerCase(Locale.ROOT);
-        return o.endsWith("/") ? o.substring(0, o.length() - 1) : o;
+        o = o.endsWith("/") ? o.substring(0, o.length() - 1) : o;
+        if (o.startsWith("https://") && o.endsWith(":443")) {
+            return o.substring(0, o.length() - ":443".length());
+        }
+        if (o.startsWith("http://") && o.endsWith(":80")) {
+            return o.substring(0, o.length() - ":80".length());
+        }
+        return o;
     }
 }
