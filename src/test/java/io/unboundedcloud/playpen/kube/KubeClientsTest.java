@@ -88,6 +88,12 @@ class KubeClientsTest {
             try (KubernetesClient client = KubeClients.create(kubeconfig.toString())) {
                 var provider = client.getConfiguration().getOauthTokenProvider();
                 assertThat(provider).isInstanceOf(KubeClients.MinuteRefresh.class);
+                // room for concurrent claims to one API server (fabric8's default allows 5 per host), and a failed
+                // call retried once, not for up to ten growing back-offs while its request waits
+                Config tuned = client.getConfiguration();
+                assertThat(tuned.getMaxConcurrentRequestsPerHost()).isGreaterThanOrEqualTo(128);
+                assertThat(tuned.getMaxConcurrentRequests()).isGreaterThanOrEqualTo(tuned.getMaxConcurrentRequestsPerHost());
+                assertThat(tuned.getRequestRetryBackoffLimit()).isEqualTo(1);
                 client.namespaces().resource(new NamespaceBuilder().withNewMetadata().withName("a").endMetadata()
                         .build()).create();
                 RecordedRequest first = server.takeRequest();

@@ -58,6 +58,7 @@ class NodeCacheTest {
                     .withType("ExternalIP").withAddress("198.51.100.4").endAddress().endStatus().build());
             OperatorHarness.awaitTrue(() -> nodes.externalIp("internal-only").isPresent(), SOON, "the new address seen");
             assertThat(nodes.externalIp("internal-only")).hasValue("198.51.100.4");
+            assertThat(nodes.isWatching()).as("the watch that delivered it").isTrue();
 
             nodes.close();
             nodes.close();
@@ -79,6 +80,7 @@ class NodeCacheTest {
                 OperatorHarness.awaitTrue(() -> cluster.requestCount(k -> k.startsWith("GET /api/v1/nodes")) >= 1, SOON,
                         "the first LIST was refused");
                 assertThat(nodes.hasSynced()).isFalse();
+                assertThat(nodes.isWatching()).isFalse();
                 cluster.forbidden = key -> false;
                 OperatorHarness.awaitTrue(nodes::isWatching, Duration.ofSeconds(30), "node cache synced after the refusal ended");
                 assertThat(nodes.externalIp("node-a")).hasValue("203.0.113.1");
