@@ -272,6 +272,22 @@ class PoolRulesTest {
     }
 
     @Test
+    void aRolloutDeletesStalePodsNotReadyFirstThenTheOldestWhateverOrderTheyAreListedIn() {
+        PoolPlanner p = planner("--runner-amd64-count=2", "--pool-max-surge=1");
+        Pod staleStarting = starting(planner("--runner-image=example.com/runner:old"), 51823, Duration.ofMinutes(1))
+                .build();
+        Pod staleYoung = staleReady(51820, Duration.ofHours(1)).build();
+        Pod staleOld = staleReady(51821, Duration.ofHours(3)).build();
+        Pod current = ready(p, 51822, Duration.ofMinutes(5)).build();
+        // three ready, two wanted: one ready stale pod may go, the oldest; the stale pod that is not ready goes first
+        PoolPlan plan = plan(p, List.of(staleYoung, staleStarting, staleOld, current));
+        assertThat(deleted(plan)).containsExactly("playpen-runner-amd64-51823:Stale", "playpen-runner-amd64-51821:Stale");
+        assertThat(plan(p, List.of(current, staleOld, staleStarting, staleYoung)).toDelete())
+                .as("listed the other way round").extracting(d -> ManagedPods.name(d.pod()))
+                .containsExactly("playpen-runner-amd64-51823", "playpen-runner-amd64-51821");
+    }
+
+    @Test
     void aRolloutToANeverReadyTemplateKeepsTheStalePodsServing() {
         PoolPlanner p = planner("--runner-amd64-count=2", "--pool-max-surge=1", "--pool-ready-timeout=5m");
         Pod s1 = staleReady(51820, Duration.ofHours(2)).build();
