@@ -53,6 +53,7 @@ class LeaseRequestTest {
         AllocCommand cmd = parse(",\"ttl\":\"1h30m\",\"waitSeconds\":120");
         assertThat(cmd.ttl()).isEqualTo(Duration.ofMinutes(90));
         assertThat(cmd.waitSeconds()).isEqualTo(120);
+        assertThat(parse(",\"waitSeconds\":0").waitSeconds()).as("both ends of the range").isZero();
         // Go's case-insensitive field match applies to the additions too
         assertThat(parse(",\"TTL\":\"2h\",\"WaitSeconds\":5").ttl()).isEqualTo(Duration.ofHours(2));
         assertThat(parse(",\"ttl\":\"24h\"").ttl()).isEqualTo(Duration.ofHours(24));
