@@ -237,6 +237,11 @@ class CandidatesTest {
                 .endsWith("runner pod playpen-runner-amd64-51829 is terminating; and 2 more")
                 .doesNotContain("51830").doesNotContain("51831");
         assertThat(message.split("; ")).hasSize(11);
+
+        // exactly ten: all of them, and no "and 0 more"
+        String ten = Candidates.unavailableMessage(cmd, candidates.select(cmd, pods.subList(0, 10), EXTERNAL_IP));
+        assertThat(ten).endsWith("runner pod playpen-runner-amd64-51829 is terminating").doesNotContain("more");
+        assertThat(ten.split("; ")).hasSize(10);
     }
 
     @Test
