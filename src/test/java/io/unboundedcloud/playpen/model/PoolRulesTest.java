@@ -428,6 +428,23 @@ class PoolRulesTest {
         assertThat(DemandBuffer.desired(0.1, Duration.ofSeconds(5), 2, 30, none)).isEqualTo(2);
         assertThat(DemandBuffer.desired(20, null, 2, 30, none)).as("no time-to-ready seen yet").isEqualTo(2);
         assertThat(DemandBuffer.desired(3, Duration.ofMillis(900), 1, 30, Duration.ofMillis(100))).isEqualTo(3);
+        assertThat(DemandBuffer.desired(3, Duration.ofMillis(900), 1, 30, Duration.ofMillis(600)))
+                .as("the reaction time adds to the time-to-ready: 3/s over 1.5 s").isEqualTo(5);
+    }
+
+    @Test
+    void theTimeToReadyIsTheSlowestOfThePoolsLastFivePods() {
+        DemandBuffer d = new DemandBuffer();
+        assertThat(d.timeToReady()).isNull();
+        d.readyAfter(Duration.ofSeconds(-1));
+        assertThat(d.timeToReady()).as("a negative time (clocks apart) is no sample").isNull();
+        d.readyAfter(Duration.ofSeconds(10));
+        for (int i = 0; i < 4; i++) {
+            d.readyAfter(Duration.ofSeconds(1));
+        }
+        assertThat(d.timeToReady()).as("five pods, the first the slowest").isEqualTo(Duration.ofSeconds(10));
+        d.readyAfter(Duration.ofSeconds(2));
+        assertThat(d.timeToReady()).as("the slow one is no longer among the last five").isEqualTo(Duration.ofSeconds(2));
     }
 
     @Test
