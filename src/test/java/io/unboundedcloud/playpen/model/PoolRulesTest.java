@@ -150,6 +150,22 @@ class PoolRulesTest {
     }
 
     @Test
+    void thePoolsStatusCountsUnhealthyIdleAndAllocatedPodsAndPodsStartingOrAwaited() {
+        PoolPlanner p = planner("--runner-amd64-count=4");
+        Pod failedIdle = ready(p, 51820, Duration.ofHours(1)).editStatus().withPhase("Failed").endStatus().build();
+        Pod failedAllocated = claimed(ready(p, 51821, Duration.ofHours(1))).editStatus().withPhase("Failed").endStatus()
+                .build();
+        Pod starting = starting(p, 51822, Duration.ofSeconds(5)).build();
+        Pod ready = ready(p, 51823, Duration.ofHours(1)).build();
+        // one more pod created by this process that the watch has not shown yet
+        PoolStatus status = p.plan(List.of(failedIdle, failedAllocated, starting, ready),
+                Set.of("playpen-runner-amd64-51824"), ctx(NODE_A_READY, null)).statuses().get(AMD64);
+        assertThat(status.unhealthy()).as("the idle pod deleted and the allocated one reported").isEqualTo(2);
+        assertThat(status.starting()).as("the starting pod and the one awaited").isEqualTo(2);
+        assertThat(status.ready()).isEqualTo(1);
+    }
+
+    @Test
     void unhealthyAllocatedPodsAreReportedNeverDeleted() {
         PoolPlanner p = planner("--runner-amd64-count=1");
         Pod evicted = claimed(ready(p, 51820, Duration.ofMinutes(5))).editStatus().withPhase("Failed")
