@@ -98,6 +98,19 @@ class OperatorConfigEdgesTest {
     }
 
     @Test
+    void imageFaultsAreImageEqualsModePairs() {
+        assertThat(OperatorConfig.parse().devImageFaults()).isEmpty();
+        assertThat(OperatorConfig.parse("--dev-image-faults=registry:5000/runner:v2=crash,example.com/k3s=evict",
+                "--dev-image-faults=never=never-ready").devImageFaults())
+                .as("the image's own colons and '=' split at the last; the flag repeated appends")
+                .containsExactly("registry:5000/runner:v2=crash", "example.com/k3s=evict", "never=never-ready");
+        for (String bad : new String[] {"example.com/runner", "=crash", "example.com/runner=", "example.com/runner=explode",
+            "example.com/runner=Crash"}) {
+            refused("--dev-image-faults=" + bad, "\"" + bad + "\" is not image=mode with mode never-ready, crash or evict");
+        }
+    }
+
+    @Test
     void theTlsProviderIsAutoJdkOrOpenssl() {
         assertThat(OperatorConfig.parse().tlsProvider()).isEqualTo(ServingTls.Provider.AUTO);
         assertThat(OperatorConfig.parse("--tls-provider=jdk").tlsProvider()).isEqualTo(ServingTls.Provider.JDK);
