@@ -15,6 +15,9 @@ class LogTextTest {
                 "\"a\\u000ab\\u0085c\\u2028d\\u202ee\\u0022f\\u005c\"");
         assertThat(LogText.quote("Jos\u00e9")).isEqualTo("\"Jos\u00e9\"");
         assertThat(LogText.quote("x".repeat(100))).isEqualTo("\"" + "x".repeat(64) + "...\"");
+        assertThat(LogText.quote("x".repeat(64))).as("exactly 64: nothing cut").isEqualTo("\"" + "x".repeat(64) + "\"");
+        assertThat(LogText.quote("\ud83d\ude00".repeat(64))).as("64 code points, 128 chars: nothing cut")
+                .isEqualTo("\"" + "\ud83d\ude00".repeat(64) + "\"");
         assertThat(LogText.quote(null)).isEqualTo("null");
     }
 
