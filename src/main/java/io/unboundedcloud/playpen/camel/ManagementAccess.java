@@ -38,12 +38,7 @@ public record ManagementAccess(Set<String> origins, Set<String> hosts) {
     static String normalizeOrigin(String origin) {
         String o = origin.trim().toLowerCase(Locale.ROOT);
         o = o.endsWith("/") ? o.substring(0, o.length() - 1) : o;
-        if (o.startsWith("https://") && o.endsWith(":443")) {
-            return o.substring(0, o.length() - ":443".length());
-        }
-        if (o.startsWith("http://") && o.endsWith(":80")) {
-            return o.substring(0, o.length() - ":80".length());
-        }
-        return o;
+        String defaultPort = o.startsWith("https://") ? ":443" : o.startsWith("http://") ? ":80" : null;
+        return defaultPort != null && o.endsWith(defaultPort) ? o.substring(0, o.length() - defaultPort.length()) : o;
     }
 }

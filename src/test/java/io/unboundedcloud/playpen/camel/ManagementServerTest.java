@@ -4,15 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import java.io.ByteArrayOutputStream;
-import java.io.InputStream;
 import java.net.ConnectException;
 import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -60,17 +57,9 @@ class ManagementServerTest {
 
     /** The status line of a raw HTTP/1.1 GET with the Host header as given (the JDK client will not set one). */
     String statusLine(String path, String host) throws Exception {
-        try (Socket s = new Socket("127.0.0.1", port)) {
-            s.setSoTimeout(10_000);
-            s.getOutputStream().write(("GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n")
-                    .getBytes(StandardCharsets.US_ASCII));
-            InputStream in = s.getInputStream();
-            ByteArrayOutputStream got = new ByteArrayOutputStream();
-            for (int c = in.read(); c >= 0 && c != '\r'; c = in.read()) {
-                got.write(c);
-            }
-            return got.toString(StandardCharsets.US_ASCII);
-        }
+        String answer = ManagementExposureRouteTest.raw(port,
+                "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n");
+        return answer.substring(0, answer.indexOf("\r\n"));
     }
 
     @Test
