@@ -331,6 +331,15 @@ public class OperatorConfigTest {
         List<String> names = usage.lines().filter(l -> l.contains("--")).map(l -> l.trim().replaceFirst("^-., ", "").split(" ")[0])
                 .toList();
         assertThat(names).isSorted().hasSize(Flag.values().length + 2);
+        // one column for the descriptions, three spaces after the longest flag, as cobra prints them
+        List<String> rows = usage.lines().filter(l -> l.trim().startsWith("-")).toList();
+        assertThat(rows).hasSize(Flag.values().length + 2);
+        int longest = rows.stream().mapToInt(l -> l.indexOf("   ", l.indexOf('-'))).max().orElseThrow();
+        for (String row : rows) {
+            int flagEnd = row.indexOf("   ", row.indexOf('-'));
+            assertThat(row.substring(flagEnd, longest + 3)).as(row).isBlank();
+            assertThat(row.charAt(longest + 3)).as(row).isNotEqualTo(' ');
+        }
     }
 
     @Test

@@ -47,4 +47,12 @@ class PoolFlagsTest {
                 .hasMessageContaining("--pool-max-idle").hasMessageContaining("at least the largest count flag (5)");
         assertThat(OperatorConfig.parse("--runner-amd64-count=5", "--pool-max-idle=5").pools().demandBuffer()).isTrue();
     }
+
+    @Test
+    void theLimitsThemselvesAreAccepted() {
+        PoolPolicy same = OperatorConfig.parse("--pool-backoff-base=1m", "--pool-backoff-max=1m").pools();
+        assertThat(same.backoffBase()).isEqualTo(Duration.ofMinutes(1)).isEqualTo(same.backoffMax());
+        assertThat(OperatorConfig.parse("--pool-max-surge=1000%").pools().surge(3)).isEqualTo(30);
+        assertThatThrownBy(() -> OperatorConfig.parse("--pool-max-surge=1001%")).hasMessageContaining("up to 1000%");
+    }
 }
