@@ -118,6 +118,10 @@ public record OperatorConfig(
                 throw new ConfigException("unexpected argument \"" + arg + "\": flags are written --name=value");
             }
             String body = arg.startsWith("--") ? arg.substring(2) : arg.substring(1);
+            if (body.startsWith("-") || body.startsWith("=")) {
+                // pflag's words for a flag without a name, such as ---name or --=value
+                throw new ConfigException("bad flag syntax: " + arg);
+            }
             String name = body;
             String value = null;
             int eq = body.indexOf('=');

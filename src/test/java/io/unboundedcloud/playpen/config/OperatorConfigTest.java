@@ -350,6 +350,10 @@ public class OperatorConfigTest {
         assertThatThrownBy(() -> OperatorConfig.parse("--bogus"))
                 .isInstanceOf(ConfigException.class)
                 .hasMessage("unknown flag --bogus");
+        for (String nameless : new String[] {"--=playpen", "---namespace=playpen", "-=x"}) {
+            assertThatThrownBy(() -> OperatorConfig.parse(nameless)).as(nameless).isInstanceOf(ConfigException.class)
+                    .hasMessage("bad flag syntax: " + nameless);
+        }
     }
 
     @Test
