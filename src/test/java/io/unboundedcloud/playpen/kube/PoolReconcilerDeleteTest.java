@@ -5,6 +5,7 @@ import static io.unboundedcloud.playpen.kube.PoolReconcilerPassTest.podNames;
 import static io.unboundedcloud.playpen.kube.PoolReconcilerPassTest.setPhase;
 import static io.unboundedcloud.playpen.kube.PoolReconcilerPassTest.withFollowingPool;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Clock;
 import java.util.List;
@@ -14,6 +15,7 @@ import org.junit.jupiter.api.Test;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
@@ -104,6 +106,34 @@ class PoolReconcilerDeleteTest {
 
             // "not found" means gone: this replica's cache no longer offers the pod (its watch would say so next)
             assertThat(cache.get(name)).isEmpty();
+        }, RUNNER, NO_ARM);
+    }
+
+    /**
+     * A delete the API server refuses (here RBAC without the delete verb) fails the pass with that error, as the
+     * pass's observers are told (the failed-pass metric and log line), skips the steps after it and leaves the pod;
+     * the next pass tries again once it is allowed.
+     */
+    @Test
+    void aRefusedDeleteFailsThePassAndLeavesThePod() throws Exception {
+        withFollowingPool((cluster, pool, cache, seen) -> {
+            String name = firstPoolPod(pool, seen);
+            PoolReconciler.Pass pass = plannedDelete(cluster, pool, seen, name);
+            long creates = seen.calls.get(KubeApiCall.PODS_CREATE);
+            cluster.forbidden = key -> key.startsWith("DELETE ");
+
+            assertThatThrownBy(() -> pool.finish(pool.create(pool.delete(pass))))
+                    .isInstanceOfSatisfying(KubernetesClientException.class, e -> assertThat(e.getCode()).isEqualTo(403));
+
+            assertThat(seen.passFailed).last().isEqualTo(true);
+            assertThat(seen.deleted).isEmpty();
+            assertThat(seen.calls.get(KubeApiCall.PODS_DELETE)).isEqualTo(1);
+            assertThat(seen.calls.get(KubeApiCall.PODS_CREATE)).as("the create step skipped").isEqualTo(creates);
+            assertThat(podNames(cluster)).containsExactly(name);
+
+            cluster.forbidden = key -> false;
+            assertThat(pool.reconcile().deleted()).isEqualTo(1);
+            assertThat(seen.deleted).containsExactly(name);
         }, RUNNER, NO_ARM);
     }
 

@@ -43,6 +43,8 @@ class PoolReconcilerPassTest {
         final List<String> created = new CopyOnWriteArrayList<>();
         final List<PoolPlan.Exhaustion> exhausted = new CopyOnWriteArrayList<>();
         final List<Boolean> passFailed = new CopyOnWriteArrayList<>();
+        /** How long each pass took, as the observers were told (the pass-duration metric). */
+        final List<Long> passNanos = new CopyOnWriteArrayList<>();
         final List<PoolPlan.Unhealthy> unhealthy = new CopyOnWriteArrayList<>();
         /** The names of the idle pods the passes deleted. */
         final List<String> deleted = new CopyOnWriteArrayList<>();
@@ -76,6 +78,7 @@ class PoolReconcilerPassTest {
         @Override
         public void pass(PoolReconciler.Result result, long nanos, boolean failed) {
             passFailed.add(failed);
+            passNanos.add(nanos);
         }
 
         @Override
@@ -132,6 +135,20 @@ class PoolReconcilerPassTest {
 
     static List<String> podNames(TestCluster cluster) {
         return cluster.pods().stream().map(ManagedPods::name).sorted().collect(Collectors.toList());
+    }
+
+    @Test
+    void aPassTellsHowLongItTook() throws Exception {
+        withFollowingPool((cluster, pool, cache, seen) -> {
+            long before = System.nanoTime();
+            PoolReconciler.Pass pass = pool.assess();
+            // the pass holds the pass lock from here: an earlier pass has told its observers already, a later one
+            // tells them after this one
+            int earlier = seen.passNanos.size();
+            assertThat(pool.finish(pool.create(pool.delete(pool.plan(pass)))).created()).isEqualTo(1);
+            long within = System.nanoTime() - before;
+            assertThat(seen.passNanos.get(earlier)).isPositive().isLessThanOrEqualTo(within);
+        }, "--runner-amd64-count=1", "--runner-arm64-count=0");
     }
 
     @Test
