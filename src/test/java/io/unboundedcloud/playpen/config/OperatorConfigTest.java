@@ -334,10 +334,10 @@ public class OperatorConfigTest {
         // one column for the descriptions, three spaces after the longest flag, as cobra prints them
         List<String> rows = usage.lines().filter(l -> l.trim().startsWith("-")).toList();
         assertThat(rows).hasSize(Flag.values().length + 2);
-        int longest = rows.stream().mapToInt(l -> l.indexOf("   ", l.indexOf('-'))).max().orElseThrow();
+        java.util.function.ToIntFunction<String> flagEnd = row -> row.indexOf("   ", row.indexOf('-'));
+        int longest = rows.stream().mapToInt(flagEnd).max().orElseThrow();
         for (String row : rows) {
-            int flagEnd = row.indexOf("   ", row.indexOf('-'));
-            assertThat(row.substring(flagEnd, longest + 3)).as(row).isBlank();
+            assertThat(row.substring(flagEnd.applyAsInt(row), longest + 3)).as(row).isBlank();
             assertThat(row.charAt(longest + 3)).as(row).isNotEqualTo(' ');
         }
     }
