@@ -41,6 +41,7 @@ import javax.net.ssl.X509ExtendedTrustManager;
 import javax.net.ssl.X509TrustManager;
 
 import org.bouncycastle.asn1.ASN1Encodable;
+import org.bouncycastle.asn1.ASN1String;
 import org.bouncycastle.asn1.x500.RDN;
 import org.bouncycastle.asn1.x500.X500Name;
 import org.bouncycastle.asn1.x500.style.BCStyle;
@@ -397,11 +398,16 @@ final class AggregatorShim implements AutoCloseable {
         sendStatus(exchange, 503, "ServiceUnavailable", "error trying to reach the operator: " + last.getMessage());
     }
 
+    /**
+     * Each value of {@code type} in {@code name} as the certificate holds it, like the aggregator's: a group "a,b" is
+     * passed as "a,b", not in a distinguished name's escaped form ("a\,b"). A value that is not a string (which
+     * no client certificate of a user has) is passed in its escaped form.
+     */
     private static List<String> values(X500Name name, org.bouncycastle.asn1.ASN1ObjectIdentifier type) {
         List<String> out = new ArrayList<>();
         for (RDN rdn : name.getRDNs(type)) {
             ASN1Encodable v = rdn.getFirst().getValue();
-            out.add(IETFUtils.valueToString(v));
+            out.add(v instanceof ASN1String s ? s.getString() : IETFUtils.valueToString(v));
         }
         return out;
     }

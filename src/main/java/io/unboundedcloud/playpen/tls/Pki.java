@@ -21,6 +21,7 @@ import java.util.ArrayList;
 import java.util.Date;
 import java.util.List;
 
+import org.bouncycastle.asn1.DERUTF8String;
 import org.bouncycastle.asn1.x500.X500Name;
 import org.bouncycastle.asn1.x500.X500NameBuilder;
 import org.bouncycastle.asn1.x500.style.BCStyle;
@@ -96,11 +97,13 @@ public final class Pki {
     private static X509Certificate build(Subject subject, Usage usage, KeyPair kp, X509Certificate issuerCert,
             PrivateKey signer, Instant notBefore, Duration validity) {
         try {
+            // each name as it is, a UTF8String: a string given to the builder would be read the way a distinguished
+            // name's text is ("#..." as hex-encoded DER)
             X500NameBuilder nb = new X500NameBuilder(BCStyle.INSTANCE);
             for (String o : subject.organizations()) {
-                nb.addRDN(BCStyle.O, o);
+                nb.addRDN(BCStyle.O, new DERUTF8String(o));
             }
-            nb.addRDN(BCStyle.CN, subject.commonName());
+            nb.addRDN(BCStyle.CN, new DERUTF8String(subject.commonName()));
             X500Name name = nb.build();
             X500Name issuerName = issuerCert == null ? name : X500Name.getInstance(issuerCert.getSubjectX500Principal().getEncoded());
             X509v3CertificateBuilder b = new JcaX509v3CertificateBuilder(issuerName,

@@ -393,6 +393,21 @@ class DevClusterTest {
     }
 
     @Test
+    void namesWithCommasAndEscapesReachTheOperatorAsTheCertificateHasThem() throws Exception {
+        // the aggregator passes the client certificate's CN and each O as they are, not in the escaped form of a
+        // distinguished name: a group called "a,b" is one group "a,b", never "a\,b" or two groups
+        SSLContext tls = SSLContext.getInstance("TLS");
+        tls.init(keyManagers(cluster.issueUser("jo+ann=x", List.of("a,b", "c\\d", "#f"))),
+                trustManagers(cluster.servingCa().certificate()), null);
+        HttpClient odd = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).sslContext(tls).build();
+        HttpResponse<String> r = postAlloc(odd, cluster);
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        Recorded seen = lastRequest.get();
+        assertThat(seen.remoteUser()).containsExactly("jo+ann=x");
+        assertThat(seen.remoteGroups()).containsExactly("a,b", "c\\d", "#f");
+    }
+
+    @Test
     void unregisteredOperatorIs503() throws Exception {
         String pem = Base64.getEncoder().encodeToString(operatorCert.certificatePem().getBytes(StandardCharsets.US_ASCII));
         synchronized (DevClusterTest.class) {
