@@ -69,6 +69,8 @@ import io.unboundedcloud.playpen.support.TestCluster;
  * each scenario's measured requests ({@link ScenarioProfile}); a profiled run's figures are not the targets'.
  * {@code bench.operatorFlags} (none): more flags, space-separated, for every operator the bench starts, in process and
  * as the jar (e.g. {@code --tls-provider=jdk} to compare the two TLS implementations back to back).
+ * {@code bench.histogram} (false): each jar process's class histogram after its full collection, in
+ * {@code operator-jar-<pods>-histogram.txt} beside the results (what the live heap per cached pod is made of).
  * {@code bench.jitSettleRounds} (20): warm-up rounds after {@code bench.jitWarmup} until the JIT is quiet
  * ({@link #settleJit}); {@code bench.rounds} (4): every concurrency in interleaved rounds ({@link #interleaved}).
  * Beside the bare PATCH, the reference pattern, our allocations and replays, each comparison measures the floor of
@@ -1318,7 +1320,21 @@ public final class Bench {
                 m.put("heapUsedMiB", Stats.round(heap[0] / 1024.0));
                 m.put("heapCommittedMiB", Stats.round(heap[1] / 1024.0));
             }
-            // the live set: what the heap holds once a full collection has run (what a cached pod really costs)
+            // the live set: what the heap holds once a full collection has run (what a cached pod really costs),
+            // counted in the collection's own safepoint (the class histogram's total)
+            String histogram = p.jcmd("GC.class_histogram");
+            long liveKb = OperatorProcess.histogramTotalKb(histogram);
+            if (liveKb >= 0) {
+                m.put("liveHeapMiB", Stats.round(liveKb / 1024.0));
+            }
+            if (Boolean.getBoolean("bench.histogram")) {
+                // -Dbench.histogram=true: what the live heap holds, class by class (compare two pod counts' files)
+                Path file = out.resolve("operator-jar-" + podCount + "-histogram.txt");
+                Files.writeString(file, histogram);
+                log("  jar process with %d pods: class histogram in %s", podCount, file);
+            }
+            // as before: the heap read by a second command after a full collection (it also holds what the process
+            // allocated in between)
             p.jcmd("GC.run");
             long[] live = p.heapKb();
             if (live != null) {
@@ -1879,20 +1895,26 @@ public final class Bench {
     /**
      * Heap and RSS per cached pod: (the jar with {@code n} pods - the jar with {@code pods}) / the difference in
      * pods. {@code heapKiB} reads the heap as it is (not collected first: an upper bound, as before), {@code
-     * liveHeapKiB} after a full collection (what the pods really hold); the target is on the latter.
+     * liveHeapKiB} what a full collection leaves (the class histogram's total: what the pods really hold; the target
+     * is on this one), {@code afterFullGcKiB} the heap read by a command of its own after a full collection (as
+     * measured before: it adds what the operator allocated between the two commands).
      */
     Map<String, Object> perCachedPod(Map<String, Object> small, Map<String, Object> big, int n) {
         double diff = Math.max(1, n - pods);
         double kib = (num(big.get("heapUsedMiB")) - num(small.get("heapUsedMiB"))) * 1024 / diff;
         double rssKib = (num(big.get("vmRssMiB")) - num(small.get("vmRssMiB"))) * 1024 / diff;
-        double live = (num(big.get("heapUsedAfterFullGcMiB")) - num(small.get("heapUsedAfterFullGcMiB"))) * 1024 / diff;
+        double live = (num(big.get("liveHeapMiB")) - num(small.get("liveHeapMiB"))) * 1024 / diff;
+        double afterGc = (num(big.get("heapUsedAfterFullGcMiB")) - num(small.get("heapUsedAfterFullGcMiB"))) * 1024
+                / diff;
         Map<String, Object> m = map("pods", n, "liveHeapKiB", Double.isNaN(live) ? null : Stats.round(live),
                 "heapKiB", Stats.round(kib), "rssKiB", Stats.round(rssKib));
+        m.put("afterFullGcKiB", Double.isNaN(afterGc) ? null : Stats.round(afterGc));
         m.put("limit", "live heap <= 4 KiB");
         m.put("pass", Double.isNaN(live) ? null : live <= 4);
-        m.put("note", "(jar heap/RSS with " + n + " pods - with " + pods + ") / difference in pods; liveHeapKiB after a "
-                + "full collection (jcmd GC.run), heapKiB as found (an upper bound that depends on when the last "
-                + "collection ran)");
+        m.put("note", "(jar heap/RSS with " + n + " pods - with " + pods + ") / difference in pods; liveHeapKiB what a "
+                + "full collection leaves (jcmd GC.class_histogram's total), afterFullGcKiB the heap read after jcmd "
+                + "GC.run (it adds what was allocated between the two commands), heapKiB as found (an upper bound "
+                + "that depends on when the last collection ran)");
         return m;
     }
 
@@ -2130,8 +2152,9 @@ public final class Bench {
             Map<String, Object> hj = (Map<String, Object>) hugeRes.get("jarProcess");
             if (hj != null) {
                 sb.append(String.format(Locale.ROOT, "jar process: ready %s ms after exec; VmRSS %s MiB (peak %s), heap "
-                        + "used %s MiB, %s MiB after a full GC (%s)%n", hj.get("startupToReadyMs"), hj.get("vmRssMiB"),
-                        hj.get("vmHwmMiB"), hj.get("heapUsedMiB"), hj.get("heapUsedAfterFullGcMiB"), hj.get("jvmArgs")));
+                        + "used %s MiB, %s MiB live (%s MiB read after a full GC) (%s)%n", hj.get("startupToReadyMs"),
+                        hj.get("vmRssMiB"), hj.get("vmHwmMiB"), hj.get("heapUsedMiB"), hj.get("liveHeapMiB"),
+                        hj.get("heapUsedAfterFullGcMiB"), hj.get("jvmArgs")));
             }
         }
         sb.append(String.format(Locale.ROOT, "%n== targets ==%n"));

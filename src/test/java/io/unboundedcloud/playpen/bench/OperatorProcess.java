@@ -166,6 +166,22 @@ final class OperatorProcess implements AutoCloseable {
         return found ? new long[] {used, total} : null;
     }
 
+    /**
+     * The live heap in KiB: the total of {@code jcmd <pid> GC.class_histogram}, which collects the whole heap first
+     * and then counts only what is still reachable, in the same safepoint. The heap read after a separate
+     * {@code GC.run} also holds whatever the process allocated between the two commands (half a second, in which an
+     * operator still refilling its pools allocates tens of MiB). -1 when jcmd is unavailable.
+     */
+    long liveHeapKb() {
+        return histogramTotalKb(jcmd("GC.class_histogram"));
+    }
+
+    /** The bytes of a class histogram's {@code Total} line, in KiB (-1 when there is none). */
+    static long histogramTotalKb(String histogram) {
+        Matcher m = Pattern.compile("(?m)^Total\\s+\\d+\\s+(\\d+)\\s*$").matcher(histogram);
+        return m.find() ? Long.parseLong(m.group(1)) / 1024 : -1;
+    }
+
     String jcmd(String command) {
         Path jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd");
         try {

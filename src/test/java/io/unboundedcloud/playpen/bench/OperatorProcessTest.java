@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import org.junit.jupiter.api.Test;
 
-/** The bench tells which replica leads from the leadership lines LeaderElection logs. */
+/** What the bench reads from a jar's logs and from jcmd. */
 class OperatorProcessTest {
     private static final String ACQUIRED = "10:00:01.200 INFO  LeaderElection - leadership acquired identity=bench-1a2b3c4d\n";
     private static final String LOST = "10:00:09.000 INFO  LeaderElection - leadership lost identity=bench-1a2b3c4d\n";
@@ -18,5 +18,18 @@ class OperatorProcessTest {
         assertThat(OperatorProcess.leadsIn(start + ACQUIRED + LOST)).isFalse();
         assertThat(OperatorProcess.leadsIn(start + ACQUIRED + LOST + ACQUIRED)).isTrue();
         assertThat(OperatorProcess.leadsIn("")).isFalse();
+    }
+
+    @Test
+    void theLiveHeapIsTheClassHistogramsTotal() {
+        String histogram = "12345:\n"
+                + " num     #instances         #bytes  class name (module)\n"
+                + "-------------------------------------------------------\n"
+                + "   1:       1308023       67745576  [B (java.base@17.0.15)\n"
+                + "   2:       1302880       31269120  java.lang.String (java.base@17.0.15)\n"
+                + "3928:             1             16  sun.util.locale.provider.TimeZoneNameUtility$1\n"
+                + "Total       8396671      355744424\n";
+        assertThat(OperatorProcess.histogramTotalKb(histogram)).isEqualTo(355744424L / 1024);
+        assertThat(OperatorProcess.histogramTotalKb("12345:\ncom.sun.tools.attach.AttachNotSupportedException")).isEqualTo(-1);
     }
 }
