@@ -238,6 +238,57 @@ class FlowRoutesRouteTest {
         assertThat(e.message()).doesNotContain("mock-key-0006");
     }
 
+    /**
+     * Every step of every route, and of the error handling they share, has an id of its own: Hawtio, the route
+     * metrics and advice find a step by the name the YAML gives it, not by a number Camel makes up from its place.
+     */
+    @Test
+    void everyStepOfEveryRouteIsNamed() {
+        org.apache.camel.model.Model model = op.app.camelContext().getCamelContextExtension()
+                .getContextPlugin(org.apache.camel.model.Model.class);
+        List<String> unnamed = new ArrayList<>();
+        int steps = 0;
+        for (org.apache.camel.model.RouteDefinition route : model.getRouteDefinitions()) {
+            assertThat(route.hasCustomIdAssigned()).as("a route without an id").isTrue();
+            for (org.apache.camel.model.ProcessorDefinition<?> step : route.getOutputs()) {
+                steps += unnamedSteps(route.getId(), step, unnamed);
+            }
+        }
+        for (org.apache.camel.model.RouteConfigurationDefinition config : model.getRouteConfigurationDefinitions()) {
+            for (org.apache.camel.model.OnExceptionDefinition handler : config.getOnExceptions()) {
+                for (org.apache.camel.model.ProcessorDefinition<?> step : handler.getOutputs()) {
+                    steps += unnamedSteps(config.getId(), step, unnamed);
+                }
+            }
+        }
+        assertThat(steps).as("steps walked").isGreaterThan(100);
+        assertThat(unnamed).as("steps without an id").isEmpty();
+    }
+
+    /** How many steps {@code step} is (itself and those within it); each without an id is added to {@code unnamed}. */
+    private static int unnamedSteps(String route, org.apache.camel.model.OptionalIdentifiedDefinition<?> step,
+            List<String> unnamed) {
+        if (!step.hasCustomIdAssigned()) {
+            unnamed.add(route + ": " + step.getShortName() + " " + step.getLabel());
+        }
+        List<org.apache.camel.model.OptionalIdentifiedDefinition<?>> within = new ArrayList<>();
+        if (step instanceof org.apache.camel.model.ChoiceDefinition choice) {
+            within.addAll(choice.getWhenClauses());
+            if (choice.getOtherwise() != null) {
+                within.add(choice.getOtherwise());
+            }
+        } else if (step instanceof org.apache.camel.model.ProcessorDefinition<?> processor) {
+            within.addAll(processor.getOutputs());
+        } else if (step instanceof org.apache.camel.model.OutputNode branch) {
+            within.addAll(branch.getOutputs());
+        }
+        int n = 1;
+        for (org.apache.camel.model.OptionalIdentifiedDefinition<?> s : within) {
+            n += unnamedSteps(route, s, unnamed);
+        }
+        return n;
+    }
+
     static List<String> reasons() {
         return cluster.client.v1().events().inNamespace("playpen").list().getItems().stream().map(Event::getReason).toList();
     }
