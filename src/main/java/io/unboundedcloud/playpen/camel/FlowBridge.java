@@ -18,8 +18,8 @@ import io.unboundedcloud.playpen.model.PoolPlan;
  * re-wire: an expired claim to {@code direct:ttl-expired} (ttl-expiry.camel.yaml), a pod created for the pool to
  * {@code direct:pool-created}, a pool pod deleted to {@code direct:pool-deleted}, an unhealthy allocated pod to
  * {@code direct:pool-unhealthy-allocated}, a pool backing off or recovering to {@code direct:pool-backoff} and a full
- * hostPort range to {@code direct:pool-exhausted} (pool-reconcile.camel.yaml); and refill passes to
- * {@code direct:pool-pass}.
+ * hostPort range to {@code direct:pool-exhausted} (pool-events.camel.yaml); and refill passes to
+ * {@code direct:pool-pass} (pool-reconcile.camel.yaml).
  * Sent on the bean's own thread, like the observer calls it replaces. While Camel is not running (startup,
  * shutdown) or a route is missing, the {@code fallback} records the Event directly, so none is lost that was not
  * lost before.

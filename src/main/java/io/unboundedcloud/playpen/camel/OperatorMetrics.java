@@ -146,7 +146,10 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
 
     private final Map<String, Timer> waitTimers = new ConcurrentHashMap<>();
 
-    /** playpen_wait_duration_seconds{outcome}: how long allocs waited (served, timeout, left, failed, shutdown). */
+    /**
+     * playpen_wait_duration_seconds{outcome}: how long allocs waited (served, timeout, left, failed, deallocated,
+     * shutdown).
+     */
     @Override
     public void waited(io.unboundedcloud.playpen.model.AllocCommand cmd, Duration waited, String outcome) {
         waitTimers.computeIfAbsent(outcome, o -> Timer.builder("playpen_wait_duration")

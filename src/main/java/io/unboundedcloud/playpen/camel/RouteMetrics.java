@@ -10,8 +10,8 @@ import io.micrometer.core.instrument.MeterRegistry;
  * {@code /observe/metrics} serves both): the route policy gives each route's exchanges (total, failed, in flight)
  * and processing time ({@code camel_exchanges_*}, {@code camel_route_policy_seconds}, tag {@code routeId}); the
  * message history gives each step's time ({@code camel_route_node_*}/{@code camel_message_history_seconds}, tags
- * {@code routeId} and {@code nodeId}: the step ids of the YAML routes, e.g. alloc's {@code replay-or-claim}; timers
- * found once per step, {@link StepTimers}).
+ * {@code routeId} and {@code nodeId}: the step ids of the YAML routes, e.g. alloc's
+ * {@code alloc-replay-or-claim}; timers found once per step, {@link StepTimers}).
  */
 final class RouteMetrics {
     private RouteMetrics() {
