@@ -20,7 +20,7 @@ import io.unboundedcloud.playpen.model.PoolPlan;
 
 /**
  * The Kubernetes Events of the flows (bean {@code kubeEvents}): builds them (Allocated, Deallocated, Expired,
- * Created, pool deletions (Stale, Surplus, or the problem of an unhealthy pod), Unhealthy&lt;problem&gt; on allocated
+ * Renewed, Created, pool deletions (Stale, Surplus, or the problem of an unhealthy pod), Unhealthy&lt;problem&gt; on allocated
  * pods and BackOffEnded on pods; BackOff, HostPortRangeExhausted and TrustBundleInvalid on the operator's pod or the
  * APIService) and
  * records them through {@link EventRecorder} (queued, never blocking the caller; 403 suspends recording). The
