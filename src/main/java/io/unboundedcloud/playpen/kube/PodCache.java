@@ -104,6 +104,11 @@ public final class PodCache implements AutoCloseable {
     private final Map<String, Fresher> overlay = new ConcurrentHashMap<>();
     private final List<Listener> listeners = new CopyOnWriteArrayList<>();
     private volatile SharedIndexInformer<Pod> informer;
+    private volatile RingStore store;
+    /** Pods the listeners have been told of (added less deleted), counted after they were told. */
+    private final java.util.concurrent.atomic.AtomicLong toldPods = new java.util.concurrent.atomic.AtomicLong();
+    /** Set once the listeners have been told of every pod of the initial list ({@link #listenersCaughtUp}). */
+    private volatile boolean listenersSynced;
     /** The watch store's own lock once started (its writes hold it), so a read sees no half-applied event. */
     private volatile Object storeLock = new Object();
 
@@ -146,7 +151,9 @@ public final class PodCache implements AutoCloseable {
         SharedIndexInformer<Pod> inf = Informers.keepRetrying(new DefaultSharedIndexInformer<>(Pod.class,
                 new OrderTracking(pods), 0, java.util.concurrent.Executors.newSingleThreadExecutor(
                         DaemonThreads.named("pod-cache-events"))), "pods");
-        inf.itemStore(new RingStore());
+        RingStore ring = new RingStore();
+        store = ring;
+        inf.itemStore(ring);
         inf.addIndexers(Map.of(KEY_INDEX, pod -> {
             String h = ManagedPods.keyHash(pod);
             return h.isEmpty() ? List.of() : List.of(h);
@@ -162,6 +169,7 @@ public final class PodCache implements AutoCloseable {
             public void onAdd(Pod pod) {
                 caughtUp(pod, false);
                 fire(Change.ADDED, pod);
+                toldPods.incrementAndGet();
             }
 
             @Override
@@ -174,6 +182,7 @@ public final class PodCache implements AutoCloseable {
             public void onDelete(Pod pod, boolean finalStateUnknown) {
                 caughtUp(pod, true);
                 fire(Change.DELETED, pod);
+                toldPods.decrementAndGet();
             }
         });
         Indexer<Pod> indexer = inf.getIndexer();
@@ -192,9 +201,30 @@ public final class PodCache implements AutoCloseable {
         return inf != null && inf.hasSynced() && inf.isWatching();
     }
 
+    /** The initial list is in the store (what the request path reads: the store, its indexes and the ledger). */
     public boolean hasSynced() {
         SharedIndexInformer<Pod> inf = informer;
         return inf != null && inf.hasSynced() && inf.isRunning();
+    }
+
+    /**
+     * The store has synced and the listeners have been told of every pod in it. The store has the initial list
+     * first: the listeners hear of its pods afterwards, one event at a time on their own thread, and with 100,000
+     * pods that takes seconds, in which a pool pass would count only the pods its tally has heard of so far,
+     * create pods for the rest and delete them again as surplus. Once the listeners have caught up with the store,
+     * this stays true (from then on they trail the watch by an event or two, as the pools' expectations allow for).
+     */
+    public boolean listenersCaughtUp() {
+        if (!hasSynced()) {
+            return false;
+        }
+        if (!listenersSynced) {
+            RingStore ring = store;
+            // the listeners hear of the pods in the order the store took them: during the initial list they trail
+            // it, so the count they were told of is below the store's until the last pod has reached them
+            listenersSynced = ring != null && toldPods.get() >= ring.size();
+        }
+        return listenersSynced;
     }
 
     /** Every pod as this process knows it now (watch state, overridden by its own fresher writes). */

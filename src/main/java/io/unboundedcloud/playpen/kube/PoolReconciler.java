@@ -240,16 +240,18 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     }
 
     /**
-     * Starts a pass: null (nothing to do) on a replica that does not lead or while the cache is not synced. Holds
+     * Starts a pass: null (nothing to do) on a replica that does not lead, or while the cache is not synced or
+     * this pool has not yet heard of every pod in it ({@link PodCache#listenersCaughtUp}). Holds
      * the pass lock until {@link #finish}, so passes never overlap.
      */
     public Pass assess() {
         if (!leader.getAsBoolean()) {
             return null;
         }
-        if (!pods.hasSynced()) {
-            // back as soon as the cache has synced: after --refill-debounce, a long debounce would hold the first
-            // pass back until the interval timer's next tick
+        if (!pods.listenersCaughtUp()) {
+            // back as soon as the cache has synced and its listeners, this pool's tally among them, have heard of
+            // every pod in it: after --refill-debounce, a long debounce would hold the first pass back until the
+            // interval timer's next tick
             schedulePromptPass();
             return null;
         }

@@ -47,6 +47,45 @@ class PodCacheTest {
     }
 
     /**
+     * The listeners hear of the initial list's pods after the store holds them, on their own thread: they have not
+     * caught up until they have heard of every one (a pool pass counting pods its tally has not heard of yet would
+     * create pods for them), and from then on they count as caught up.
+     */
+    @Test
+    void listenersCatchUpOnceTheyHaveHeardOfEveryListedPod() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            for (int i = 0; i < 3; i++) {
+                cluster.create(TestCluster.readyRunner("amd64", 51820 + i, "node-a"));
+            }
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            CountDownLatch hold = new CountDownLatch(1);
+            Set<String> heard = ConcurrentHashMap.newKeySet();
+            pods.addListener((change, pod) -> {
+                try {
+                    hold.await(30, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                heard.add(pod.getMetadata().getName());
+            });
+            pods.start();
+            try {
+                OperatorHarness.awaitTrue(() -> pods.pods().size() == 3 && pods.hasSynced(), Duration.ofSeconds(10),
+                        "the store holds the list");
+                assertThat(pods.listenersCaughtUp()).as("caught up while the listener has heard of no pod").isFalse();
+                hold.countDown();
+                OperatorHarness.awaitTrue(pods::listenersCaughtUp, Duration.ofSeconds(10), "the listener caught up");
+                assertThat(heard).hasSize(3);
+                cluster.client.pods().inNamespace(TestCluster.NS).withName("playpen-runner-amd64-51820").delete();
+                OperatorHarness.awaitTrue(() -> pods.pods().size() == 2, Duration.ofSeconds(10), "the delete applied");
+                assertThat(pods.listenersCaughtUp()).as("still caught up").isTrue();
+            } finally {
+                pods.close();
+            }
+        }
+    }
+
+    /**
      * The cache holds pods slim (SlimPods): what the operator reads and nothing else, whether a pod came from the
      * watch's LIST (in pages), from a watch event or from this process's own write; its listeners see the same.
      */
