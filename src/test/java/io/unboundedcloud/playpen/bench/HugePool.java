@@ -57,8 +57,10 @@ final class HugePool {
             Thread.sleep(1000); // the startup pass and any debounced pass have run
             Map<String, Object> rec = b.idleReconcile(e);
             m.put("idleReconcile", rec);
-            b.log("  idle reconcile over %d pods: cpu %s ms, wall %s ms, api calls %s, created %s", total,
-                    rec.get("cpuMsPerPass"), rec.get("wallMsPerPass"), rec.get("apiCallsTotal"), rec.get("podsCreated"));
+            b.log("  idle reconcile over %d pods: cpu %s ms, wall %s ms, api calls %s, created %s, passes run %s "
+                    + "(after the pool heard of every pod, %s ms after ready)", total, rec.get("cpuMsPerPass"),
+                    rec.get("wallMsPerPass"), rec.get("apiCallsTotal"), rec.get("podsCreated"), rec.get("passesRun"),
+                    rec.get("listenersCaughtUpWaitMs"));
             Map<String, Object> sel = b.selectionCost(e);
             b.selection.put(total, sel);
             b.log("  selection over %d cached pods: select %s us, hot path %s us CPU per call", total,

@@ -200,9 +200,18 @@ final class OperatorProcess implements AutoCloseable {
 
     @Override
     public void close() {
+        stop(Duration.ofSeconds(10));
+    }
+
+    /**
+     * SIGTERM, then SIGKILL when the process has not exited within {@code grace}. A training run writes its AppCDS
+     * archive as it exits, after the operator's shutdown: with 100,000 pods that takes longer than the usual grace,
+     * and a killed run leaves no archive.
+     */
+    void stop(Duration grace) {
         process.destroy();
         try {
-            if (!process.waitFor(10, TimeUnit.SECONDS)) {
+            if (!process.waitFor(grace.toMillis(), TimeUnit.MILLISECONDS)) {
                 process.destroyForcibly();
             }
         } catch (InterruptedException e) {
