@@ -20,12 +20,11 @@ import io.unboundedcloud.playpen.model.PoolPlan;
 
 /**
  * The Kubernetes Events of the flows (bean {@code kubeEvents}): builds them (Allocated, Deallocated, Expired,
- * Renewed, Created, pool deletions (Stale, Surplus, or the problem of an unhealthy pod), Unhealthy&lt;problem&gt; on allocated
- * pods and BackOffEnded on pods; BackOff, HostPortRangeExhausted and TrustBundleInvalid on the operator's pod or the
- * APIService) and
- * records them through {@link EventRecorder} (queued, never blocking the caller; 403 suspends recording). The
- * routes call {@link #record} from the {@code kube-event} route; as an observer it is the fallback the
- * {@link FlowBridge} uses while Camel is not running.
+ * Renewed, Created, pool deletions (Stale, Surplus, or the problem of an unhealthy pod), Unhealthy&lt;problem&gt;
+ * on allocated pods and BackOffEnded on pods; BackOff, HostPortRangeExhausted and TrustBundleInvalid on the
+ * operator's pod or the APIService) and records them through {@link EventRecorder} (queued, never blocking the
+ * caller; 403 suspends recording). The routes call {@link #record} from the {@code kube-event} route; as an
+ * observer it is the fallback the {@link FlowBridge} uses while Camel is not running.
  */
 public final class ObservedEvents implements PoolReconciler.Observer, TtlExpirer.Observer {
     private final EventRecorder events;
