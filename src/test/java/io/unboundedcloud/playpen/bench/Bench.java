@@ -1203,15 +1203,18 @@ public final class Bench {
         return m;
     }
 
-    /** 20 unmeasured, then 30 measured passes of the pool reconciler with nothing to do: CPU, wall time, API calls. */
+    /** Passes of {@link #idleReconcile} before the measured ones. */
+    private static final int UNMEASURED_IDLE_PASSES = 20;
+
     /**
-     * Whether each pass {@link #idleReconcile} asked for ran (passes is how many it measured, after 20 unmeasured;
-     * a pass the operator ran of its own accord meanwhile counts too).
+     * Whether each pass {@link #idleReconcile} asked for ran (passes is how many it measured, after
+     * {@link #UNMEASURED_IDLE_PASSES}; a pass the operator ran of its own accord meanwhile counts too).
      */
     static boolean allPassesRan(Map<String, Object> rec) {
-        return num(rec.get("passesRun")) >= num(rec.get("passes")) + 20;
+        return num(rec.get("passesRun")) >= num(rec.get("passes")) + UNMEASURED_IDLE_PASSES;
     }
 
+    /** 20 unmeasured, then 30 measured passes of the pool reconciler with nothing to do: CPU, wall time, API calls. */
     Map<String, Object> idleReconcile(Env e) throws InterruptedException {
         PoolReconciler pool = e.op.app.poolReconciler();
         ThreadMXBean threads = ManagementFactory.getThreadMXBean();
@@ -1221,7 +1224,7 @@ public final class Bench {
         await(() -> e.op.app.podCache().listenersCaughtUp(), Duration.ofSeconds(120), "the pool heard of every pod");
         double caughtUpMs = (System.nanoTime() - waitStart) / 1e6;
         long passesBefore = pool.passes();
-        for (int i = 0; i < 20; i++) {
+        for (int i = 0; i < UNMEASURED_IDLE_PASSES; i++) {
             pool.reconcile();
         }
         List<Double> cpu = new ArrayList<>();
@@ -1925,11 +1928,13 @@ public final class Bench {
      */
     Map<String, Object> perCachedPod(Map<String, Object> small, Map<String, Object> big, int n) {
         double diff = Math.max(1, n - pods);
-        double kib = (num(big.get("heapUsedMiB")) - num(small.get("heapUsedMiB"))) * 1024 / diff;
-        double rssKib = (num(big.get("vmRssMiB")) - num(small.get("vmRssMiB"))) * 1024 / diff;
-        double live = (num(big.get("liveHeapMiB")) - num(small.get("liveHeapMiB"))) * 1024 / diff;
-        double afterGc = (num(big.get("heapUsedAfterFullGcMiB")) - num(small.get("heapUsedAfterFullGcMiB"))) * 1024
+        // KiB per pod of a figure in MiB: the difference between the two jars over the difference in pods
+        java.util.function.ToDoubleFunction<String> perPod = mib -> (num(big.get(mib)) - num(small.get(mib))) * 1024
                 / diff;
+        double kib = perPod.applyAsDouble("heapUsedMiB");
+        double rssKib = perPod.applyAsDouble("vmRssMiB");
+        double live = perPod.applyAsDouble("liveHeapMiB");
+        double afterGc = perPod.applyAsDouble("heapUsedAfterFullGcMiB");
         Map<String, Object> m = map("pods", n, "liveHeapKiB", Double.isNaN(live) ? null : Stats.round(live),
                 "heapKiB", Stats.round(kib), "rssKiB", Stats.round(rssKib));
         m.put("afterFullGcKiB", Double.isNaN(afterGc) ? null : Stats.round(afterGc));

@@ -167,16 +167,12 @@ final class OperatorProcess implements AutoCloseable {
     }
 
     /**
-     * The live heap in KiB: the total of {@code jcmd <pid> GC.class_histogram}, which collects the whole heap first
-     * and then counts only what is still reachable, in the same safepoint. The heap read after a separate
-     * {@code GC.run} also holds whatever the process allocated between the two commands (half a second, in which an
-     * operator still refilling its pools allocates tens of MiB). -1 when jcmd is unavailable.
+     * The live heap in KiB from the output of {@code jcmd <pid> GC.class_histogram} (its {@code Total} line; -1 when
+     * there is none, as when jcmd is unavailable): the histogram collects the whole heap first and then counts only
+     * what is still reachable, in the same safepoint. The heap read after a separate {@code GC.run} also holds
+     * whatever the process allocated between the two commands (half a second, in which a busy operator can allocate
+     * tens of MiB).
      */
-    long liveHeapKb() {
-        return histogramTotalKb(jcmd("GC.class_histogram"));
-    }
-
-    /** The bytes of a class histogram's {@code Total} line, in KiB (-1 when there is none). */
     static long histogramTotalKb(String histogram) {
         Matcher m = Pattern.compile("(?m)^Total\\s+\\d+\\s+(\\d+)\\s*$").matcher(histogram);
         return m.find() ? Long.parseLong(m.group(1)) / 1024 : -1;

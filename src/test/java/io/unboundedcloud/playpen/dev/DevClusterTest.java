@@ -396,10 +396,7 @@ class DevClusterTest {
     void namesWithCommasAndEscapesReachTheOperatorAsTheCertificateHasThem() throws Exception {
         // the aggregator passes the client certificate's CN and each O as they are, not in the escaped form of a
         // distinguished name: a group called "a,b" is one group "a,b", never "a\,b" or two groups
-        SSLContext tls = SSLContext.getInstance("TLS");
-        tls.init(keyManagers(cluster.issueUser("jo+ann=x", List.of("a,b", "c\\d", "#f"))),
-                trustManagers(cluster.servingCa().certificate()), null);
-        HttpClient odd = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).sslContext(tls).build();
+        HttpClient odd = userClient(cluster, "jo+ann=x", List.of("a,b", "c\\d", "#f"));
         HttpResponse<String> r = postAlloc(odd, cluster);
         assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
         Recorded seen = lastRequest.get();
@@ -614,9 +611,13 @@ class DevClusterTest {
     }
 
     private static HttpClient userClient(DevCluster c) throws Exception {
+        return userClient(c, DevCluster.DEV_USER, List.of(DevCluster.USERS_GROUP));
+    }
+
+    /** A client with a certificate of {@code c}'s client CA for {@code user} in {@code groups}. */
+    private static HttpClient userClient(DevCluster c, String user, List<String> groups) throws Exception {
         SSLContext tls = SSLContext.getInstance("TLS");
-        tls.init(keyManagers(c.issueUser(DevCluster.DEV_USER, List.of(DevCluster.USERS_GROUP))),
-                trustManagers(c.servingCa().certificate()), null);
+        tls.init(keyManagers(c.issueUser(user, groups)), trustManagers(c.servingCa().certificate()), null);
         return HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).sslContext(tls).build();
     }
 
