@@ -214,14 +214,25 @@ public final class LoadRun {
 
     /**
      * Checks every answer against the cluster's history: a 200 names a pod that carried that key, and whose claim of
-     * it was not taken back afterwards; answers for one key
-     * that name the same pod are byte-identical, and a key names a second pod only after its first was deleted; a 409
+     * it was not taken back afterwards; answers for one key that name the same pod are byte-identical; an answer
+     * naming another pod than one received before its request was sent comes only once that pod is gone; a 409
      * only for a key that was sent with more than one body.
      */
     public List<String> violations(ClusterHistory history) {
+        return violations(attempts(), variants, history);
+    }
+
+    /**
+     * The same check over recorded attempts. Requests that overlap in time have no order a client could observe:
+     * one sent first may be served last (held up in a slow replica while another request for its key is answered
+     * and the key deallocated), so only answers received before another request was sent order the pods they name.
+     * A key on two pods at once is the history's own check, whatever the answers.
+     */
+    static List<String> violations(List<Attempt> attempts, Map<String, java.util.Set<Integer>> variants,
+            ClusterHistory history) {
         List<String> out = new ArrayList<>();
         Map<String, List<Attempt>> byKey = new TreeMap<>();
-        for (Attempt a : attempts()) {
+        for (Attempt a : attempts) {
             byKey.computeIfAbsent(a.key(), k -> new ArrayList<>()).add(a);
         }
         com.fasterxml.jackson.databind.ObjectMapper m = new com.fasterxml.jackson.databind.ObjectMapper();
@@ -231,7 +242,8 @@ public final class LoadRun {
             java.util.Set<String> carried = history.podsThatCarried(hash);
             Map<String, String> bodyByPodAndVariant = new java.util.HashMap<>();
             list.sort(java.util.Comparator.comparingLong(Attempt::startNanos));
-            String firstPod = null;
+            List<Attempt> answered = new ArrayList<>();
+            List<String> answeredPods = new ArrayList<>();
             for (Attempt a : list) {
                 if (a.op().equals("alloc") && a.code() == 200) {
                     String pod;
@@ -255,16 +267,20 @@ public final class LoadRun {
                             && !history.deletedBefore(pod, hash, a.endNanos() + 2_000_000_000L)) {
                         out.add(label + ": two different 200 answers naming pod " + pod);
                     }
-                    if (firstPod == null) {
-                        firstPod = pod;
-                    } else if (!firstPod.equals(pod)) {
-                        // the first pod must be gone by the time this answer came (a retry in flight while the key
-                        // was deallocated or expired may claim anew); 2 s for this checker's own watch to hear of it
-                        if (!history.deletedBefore(firstPod, hash, a.endNanos() + 2_000_000_000L)) {
-                            out.add(label + ": answered with pod " + pod + " while pod " + firstPod + " still held it");
+                    // an answer received before this request was sent that named another pod: that pod must be gone
+                    // by the time this answer came (a retry in flight while the key was deallocated or expired may
+                    // claim anew); 2 s for this checker's own watch to hear of it
+                    for (int i = 0; i < answered.size(); i++) {
+                        String before = answeredPods.get(i);
+                        if (answered.get(i).endNanos() < a.startNanos() && !before.equals(pod)
+                                && !history.deletedBefore(before, hash, a.endNanos() + 2_000_000_000L)) {
+                            out.add(label + ": answered with pod " + pod + " while pod " + before
+                                    + ", answered before this request was sent, still held it");
+                            break;
                         }
-                        firstPod = pod;
                     }
+                    answered.add(a);
+                    answeredPods.add(pod);
                 }
                 if (a.code() == 409 && variants.getOrDefault(key, java.util.Set.of()).size() < 2) {
                     out.add(label + ": 409 although the key was only ever sent with one body: " + abbreviate(a.body()));
