@@ -242,8 +242,7 @@ public final class LoadRun {
             java.util.Set<String> carried = history.podsThatCarried(hash);
             Map<String, String> bodyByPodAndVariant = new java.util.HashMap<>();
             list.sort(java.util.Comparator.comparingLong(Attempt::startNanos));
-            List<Attempt> answered = new ArrayList<>();
-            List<String> answeredPods = new ArrayList<>();
+            List<Answered> answered = new ArrayList<>();
             for (Attempt a : list) {
                 if (a.op().equals("alloc") && a.code() == 200) {
                     String pod;
@@ -270,17 +269,15 @@ public final class LoadRun {
                     // an answer received before this request was sent that named another pod: that pod must be gone
                     // by the time this answer came (a retry in flight while the key was deallocated or expired may
                     // claim anew); 2 s for this checker's own watch to hear of it
-                    for (int i = 0; i < answered.size(); i++) {
-                        String before = answeredPods.get(i);
-                        if (answered.get(i).endNanos() < a.startNanos() && !before.equals(pod)
-                                && !history.deletedBefore(before, hash, a.endNanos() + 2_000_000_000L)) {
-                            out.add(label + ": answered with pod " + pod + " while pod " + before
+                    for (Answered before : answered) {
+                        if (before.endNanos() < a.startNanos() && !before.pod().equals(pod)
+                                && !history.deletedBefore(before.pod(), hash, a.endNanos() + 2_000_000_000L)) {
+                            out.add(label + ": answered with pod " + pod + " while pod " + before.pod()
                                     + ", answered before this request was sent, still held it");
                             break;
                         }
                     }
-                    answered.add(a);
-                    answeredPods.add(pod);
+                    answered.add(new Answered(pod, a.endNanos()));
                 }
                 if (a.code() == 409 && variants.getOrDefault(key, java.util.Set.of()).size() < 2) {
                     out.add(label + ": 409 although the key was only ever sent with one body: " + abbreviate(a.body()));
@@ -288,6 +285,10 @@ public final class LoadRun {
             }
         });
         return out;
+    }
+
+    /** A 200 of an earlier attempt for the key: the pod it named and when it came. */
+    private record Answered(String pod, long endNanos) {
     }
 
     private static String abbreviate(String s) {

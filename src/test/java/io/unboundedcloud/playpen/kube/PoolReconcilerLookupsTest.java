@@ -51,14 +51,14 @@ class PoolReconcilerLookupsTest {
     }
 
     /**
-     * A reconciler with a node cache (started or not) and pool signals, over a synced pod cache; {@code told} is the
-     * pods as a listener added after the pool's has heard of them (listeners are called in order, so the pool has
-     * heard of each change this set shows). The passes pod events ask for are not run: each test runs its passes
+     * A reconciler with a node cache (started or not) and pool signals, over a synced pod cache; {@code told} holds
+     * the pods as a listener added after the pool's has heard of them (listeners are called in order, so the pool
+     * has heard of each change it shows). The passes pod events ask for are not run: each test runs its passes
      * itself, and one in the background (a pod deleted asks for one after the debounce) could run before the test's
      * and do its work. A test about the passes asked for records them instead.
      */
     record Wired(PodCache pods, NodeCache nodes, PoolReconciler pool, PoolSignals signals,
-            List<PoolPlan.Deletion> deleted, ApiCallCounter calls, java.util.Set<String> told)
+            List<PoolPlan.Deletion> deleted, ApiCallCounter calls, PoolReconcilerPassTest.Seen told)
             implements AutoCloseable {
         static Wired of(TestCluster cluster, boolean nodesKnown, String... flags) throws Exception {
             return of(cluster, nodesKnown, true, Clock.systemUTC(), flags);
@@ -91,18 +91,12 @@ class PoolReconcilerLookupsTest {
             }
             pods.addListener(pool);
             // listeners are called in order: a change this one has been told of, the two before it have too
-            java.util.Set<String> told = java.util.concurrent.ConcurrentHashMap.newKeySet();
-            pods.addListener((change, pod) -> {
-                if (change == PodCache.Change.DELETED) {
-                    told.remove(ManagedPods.name(pod));
-                } else {
-                    told.add(ManagedPods.name(pod));
-                }
-            });
+            PoolReconcilerPassTest.Seen told = new PoolReconcilerPassTest.Seen();
+            told.follow(pods);
             pods.start();
             int existing = cluster.pods().size();
-            OperatorHarness.awaitTrue(() -> pods.hasSynced() && told.size() == existing, Duration.ofSeconds(10),
-                    "pod cache synced and its listeners told");
+            OperatorHarness.awaitTrue(() -> pods.hasSynced() && told.toldToListeners.size() == existing,
+                    Duration.ofSeconds(10), "pod cache synced and its listeners told");
             List<PoolPlan.Deletion> deleted = new CopyOnWriteArrayList<>();
             pool.addObserver(new PoolReconciler.Observer() {
                 @Override
@@ -253,10 +247,9 @@ class PoolReconcilerLookupsTest {
      * counts the pod gone.
      */
     static void deleteOnceThePoolHasHeardOf(TestCluster cluster, Wired w, String name) throws InterruptedException {
-        OperatorHarness.awaitTrue(() -> w.told().contains(name), Duration.ofSeconds(10), "the pool told of " + name);
+        w.told().awaitTold(name, java.util.Optional::isPresent, "the pool told of " + name);
         cluster.client.pods().inNamespace(TestCluster.NS).withName(name).delete();
-        OperatorHarness.awaitTrue(() -> !w.told().contains(name), Duration.ofSeconds(10),
-                "the pool told of the delete of " + name);
+        w.told().awaitTold(name, java.util.Optional::isEmpty, "the pool told of the delete of " + name);
     }
 
     /** A pool pod that failed without ever becoming ready. */

@@ -56,6 +56,12 @@ class PoolReconcilerPassTest {
          */
         final Map<String, java.util.Optional<Pod>> toldToListeners = new java.util.concurrent.ConcurrentHashMap<>();
 
+        /** Records what {@code cache} tells its listeners into {@link #toldToListeners}: add it after the reconciler. */
+        void follow(PodCache cache) {
+            cache.addListener((change, pod) -> toldToListeners.put(ManagedPods.name(pod),
+                    change == PodCache.Change.DELETED ? java.util.Optional.empty() : java.util.Optional.of(pod)));
+        }
+
         /** Waits until the reconciler has been told of {@code name} in a version {@code told} accepts. */
         void awaitTold(String name, java.util.function.Predicate<java.util.Optional<Pod>> told, String what)
                 throws InterruptedException {
@@ -112,8 +118,7 @@ class PoolReconcilerPassTest {
                     new PodTemplates(config, Map.of()), () -> true, seen.calls)) {
                 pool.runPassesWith(() -> { });
                 cache.addListener(pool);
-                cache.addListener((change, pod) -> seen.toldToListeners.put(ManagedPods.name(pod),
-                        change == PodCache.Change.DELETED ? java.util.Optional.empty() : java.util.Optional.of(pod)));
+                seen.follow(cache);
                 cache.start();
                 OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(10), "cache synced");
                 pool.addObserver(seen);
