@@ -23,7 +23,7 @@ import java.util.jar.JarFile;
  *
  * <p>Flags mirror the {@code bench.*} properties: {@code --pods=200}, {@code --concurrency=1,8,32,64},
  * {@code --large=10000}, ... ({@code --name=value} sets {@code bench.name}); {@code --out=DIR} is where results go
- * (default {@code ./playpen-bench-results}); {@code --jvm-args="-Xms512m -Xmx2g"} the child JVM's flags;
+ * (default {@code ./playpen-bench-results}); {@code --jvm-args="-Xms512m -Xmx4g"} the child JVM's flags;
  * {@code --help} lists them. Compare mode: {@code --compare=OTHER.jar} runs the bench of another bench jar (A, say
  * one built from the main branch) and this one's (B) back to back with the same flags ({@code --compare-runs=N}:
  * N of each, alternately), then prints every target of every run side by side ({@link BenchCompare}).
@@ -31,6 +31,8 @@ import java.util.jar.JarFile;
 public final class BenchJar {
     /** The bench.* properties and their defaults (those of the bench profile in pom.xml). */
     static final Map<String, String> DEFAULTS = new LinkedHashMap<>();
+    /** The bench JVM's flags ({@code bench.jvmArgs} of the bench profile in pom.xml). */
+    static final String JVM_ARGS = "-Xms512m -Xmx4g";
 
     static {
         DEFAULTS.put("pods", "200");
@@ -45,7 +47,7 @@ public final class BenchJar {
         DEFAULTS.put("huge", "100000");
         DEFAULTS.put("hugeClaimed", "50000");
         DEFAULTS.put("hugeNodes", "2000");
-        DEFAULTS.put("phases", "compare,refill,ttl,large,huge");
+        DEFAULTS.put("phases", "compare,refill,ttl,large,huge,burst");
         DEFAULTS.put("cds", "true");
         DEFAULTS.put("cpuAllocs", "400");
         DEFAULTS.put("cpuConcurrency", "1,32,64");
@@ -58,8 +60,9 @@ public final class BenchJar {
         DEFAULTS.put("profile", "");
         DEFAULTS.put("profileConcurrency", "1");
         DEFAULTS.put("operatorFlags", "");
+        DEFAULTS.put("histogram", "false");
         DEFAULTS.put("jarJvmArgs", "-XX:MaxRAM=768m -XX:MaxRAMPercentage=35 -XX:InitialRAMPercentage=10 -XX:+UseSerialGC "
-                + "-XX:MaxHeapFreeRatio=30 -XX:MinHeapFreeRatio=10 -Xss512k -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m "
+                + "-XX:MaxHeapFreeRatio=50 -XX:MinHeapFreeRatio=30 -Xss512k -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m "
                 + "-XX:MaxDirectMemorySize=128m -XX:+ExitOnOutOfMemoryError -Dfile.encoding=UTF-8");
     }
 
@@ -69,7 +72,7 @@ public final class BenchJar {
     public static void main(String[] args) throws Exception {
         Map<String, String> props = new LinkedHashMap<>(DEFAULTS);
         String out = "playpen-bench-results";
-        String jvmArgs = "-Xms512m -Xmx2g";
+        String jvmArgs = JVM_ARGS;
         String compare = null;
         int compareRuns = 1;
         for (String a : args) {
@@ -162,7 +165,7 @@ public final class BenchJar {
     private static void usage() {
         System.out.println("java -jar playpen-bench.jar [--name=value ...]\n\n"
                 + "  --out=DIR            where results.json, latency.html and logs go (default ./playpen-bench-results)\n"
-                + "  --jvm-args=\"...\"     flags of the bench JVM (default -Xms512m -Xmx2g)\n"
+                + "  --jvm-args=\"...\"     flags of the bench JVM (default " + JVM_ARGS + ")\n"
                 + "  --compare=OTHER.jar  compare mode: the bench of OTHER.jar (A) and of this jar (B) back to back with\n"
                 + "                       the same flags, results in <out>/A1, <out>/B1, ..., then every target of both\n"
                 + "  --compare-runs=N     compare mode: N runs of each, alternately (A1 B1 A2 B2 ...; default 1)");
