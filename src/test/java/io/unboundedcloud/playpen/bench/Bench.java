@@ -1346,8 +1346,9 @@ public final class Bench {
                 m.put("heapCommittedMiB", Stats.round(heap[1] / 1024.0));
             }
             // the live set: what the heap holds once a full collection has run (what a cached pod really costs),
-            // counted in the collection's own safepoint (the class histogram's total)
-            String histogram = p.jcmd("GC.class_histogram");
+            // counted in the collection's own safepoint (the class histogram's total; the least of several in a row:
+            // a full collection may leave dead objects in place, OperatorProcess.leastHistogram)
+            String histogram = p.leastHistogram();
             long liveKb = OperatorProcess.histogramTotalKb(histogram);
             if (liveKb >= 0) {
                 m.put("liveHeapMiB", Stats.round(liveKb / 1024.0));

@@ -178,6 +178,32 @@ final class OperatorProcess implements AutoCloseable {
         return m.find() ? Long.parseLong(m.group(1)) / 1024 : -1;
     }
 
+    /**
+     * Class histograms in a row ({@link #leastHistogram}): the serial collector's full collection leaves up to 5% of
+     * the old generation's dead objects where they lie, filled in as int arrays that a class histogram counts like
+     * live ones, except every fourth collection ({@code -XX:MarkSweepAlwaysCompactCount}, 4), which compacts all.
+     */
+    static final int HISTOGRAMS = 4;
+
+    /**
+     * Of {@link #HISTOGRAMS} class histograms taken in a row (each after its own full collection), the one with the
+     * least total: the live set without the dead objects a collection may leave in place, and without what the
+     * process allocated between two of them. Empty when jcmd could not read one.
+     */
+    String leastHistogram() {
+        List<String> histograms = new ArrayList<>();
+        for (int i = 0; i < HISTOGRAMS; i++) {
+            histograms.add(jcmd("GC.class_histogram"));
+        }
+        return least(histograms);
+    }
+
+    /** Of {@code histograms}, the one whose total is least (empty when none has a total). */
+    static String least(List<String> histograms) {
+        return histograms.stream().filter(h -> histogramTotalKb(h) >= 0)
+                .min(java.util.Comparator.comparingLong(OperatorProcess::histogramTotalKb)).orElse("");
+    }
+
     String jcmd(String command) {
         Path jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd");
         try {

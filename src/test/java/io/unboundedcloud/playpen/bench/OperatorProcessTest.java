@@ -32,4 +32,18 @@ class OperatorProcessTest {
         assertThat(OperatorProcess.histogramTotalKb(histogram)).isEqualTo(355744424L / 1024);
         assertThat(OperatorProcess.histogramTotalKb("12345:\ncom.sun.tools.attach.AttachNotSupportedException")).isEqualTo(-1);
     }
+
+    @Test
+    void theLiveHeapIsTheLeastOfTheHistogramsInARow() {
+        String withDeadWood = "1:\n   1:        13638        4707320  [I (java.base@17.0.15)\nTotal       1535397       69823488\n";
+        String compacted = "1:\n  20:         4540         870048  [I (java.base@17.0.15)\nTotal       1526541       66074488\n";
+        String busier = "1:\nTotal       1526541       67000000\n";
+        String failed = "1:\ncom.sun.tools.attach.AttachNotSupportedException";
+
+        assertThat(OperatorProcess.least(java.util.List.of(withDeadWood, failed, compacted, busier))).isEqualTo(compacted);
+        assertThat(OperatorProcess.least(java.util.List.of(busier, withDeadWood))).isEqualTo(busier);
+        assertThat(OperatorProcess.least(java.util.List.of(failed))).isEmpty();
+        assertThat(OperatorProcess.HISTOGRAMS).as("the serial collector compacts all every fourth full collection")
+                .isGreaterThanOrEqualTo(4);
+    }
 }
