@@ -49,7 +49,7 @@ EXPOSE 8443
 # The heap keeps 30% free after a full collection and gives back what is above 50% free. Keeping
 # only 10% free, the heap grew in small steps while the cache filled at startup, with a full
 # collection at each step: for 100,000 pods 8 of them, 6.0-6.9 s of pauses in a start of 11.6-13.4 s,
-# against 3 and 9.0-11.9 s now (10,000 pods: 3.7-3.9 s against 2.7-3.1 s). The resident memory
+# against 3 and 9.0-12.8 s now (10,000 pods: 3.7-3.9 s against 2.7-3.1 s). The resident memory
 # after startup did not move (239 MiB with 10,000 pods either way).
 # Direct memory (Netty's buffers) is capped at 128 MiB instead of the heap size: heap 269 + direct 128 + metaspace,
 # code cache and stacks stay under 768 MiB. Normal use needs ~8 MiB; what a connection may buffer is bounded by
