@@ -188,7 +188,7 @@ final class OperatorProcess implements AutoCloseable {
     /**
      * Of {@link #HISTOGRAMS} class histograms taken in a row (each after its own full collection), the one with the
      * least total: the live set without the dead objects a collection may leave in place, and without what the
-     * process allocated between two of them. Empty when jcmd could not read one.
+     * process allocated between two of them. Empty when jcmd could read none.
      */
     String leastHistogram() {
         List<String> histograms = new ArrayList<>();
@@ -200,8 +200,16 @@ final class OperatorProcess implements AutoCloseable {
 
     /** Of {@code histograms}, the one whose total is least (empty when none has a total). */
     static String least(List<String> histograms) {
-        return histograms.stream().filter(h -> histogramTotalKb(h) >= 0)
-                .min(java.util.Comparator.comparingLong(OperatorProcess::histogramTotalKb)).orElse("");
+        String least = "";
+        long leastKb = Long.MAX_VALUE;
+        for (String h : histograms) {
+            long kb = histogramTotalKb(h); // each total read once: a histogram is hundreds of KiB of text
+            if (kb >= 0 && kb < leastKb) {
+                least = h;
+                leastKb = kb;
+            }
+        }
+        return least;
     }
 
     String jcmd(String command) {
