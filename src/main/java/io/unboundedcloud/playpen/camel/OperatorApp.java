@@ -20,6 +20,7 @@ import io.unboundedcloud.playpen.kube.ApiCallCounter;
 import io.unboundedcloud.playpen.kube.ClaimWriter;
 import io.unboundedcloud.playpen.kube.DaemonThreads;
 import io.unboundedcloud.playpen.kube.EventRecorder;
+import io.unboundedcloud.playpen.kube.KubeClients;
 import io.unboundedcloud.playpen.kube.LeaderElection;
 import io.unboundedcloud.playpen.kube.PoolHandOut;
 import io.unboundedcloud.playpen.kube.PoolReconciler;
@@ -56,6 +57,8 @@ public final class OperatorApp implements AutoCloseable {
     static final long AUDIT_QUIET_MILLIS = 1000;
     private final OperatorConfig config;
     private final KubernetesClient client;
+    /** The pod cache's own client ({@link KubeClients#forWatch}); closed after the cache. */
+    private KubernetesClient podWatchClient;
     private final Clock clock;
     private final Map<String, String> env;
     private final ApiCallCounter calls = new ApiCallCounter();
@@ -116,7 +119,10 @@ public final class OperatorApp implements AutoCloseable {
 
         // the cache's index needs only the kinds; the hand-out rules below need the cache
         Candidates kinds = new Candidates(config.runnerLabelSelector());
-        pods = new PodCache(client, config.runnerNamespace(), kinds::kindKey);
+        // the pod cache lists and watches through a client of its own, whose I/O thread applies each event to the
+        // cache and the claim ledger (KubeClients.forWatch): no thread wake-up per event in every replica
+        podWatchClient = KubeClients.forWatch(client);
+        pods = new PodCache(podWatchClient, config.runnerNamespace(), kinds::kindKey);
         nodes = new NodeCache(client);
         trust = new TrustBundleSource(client, calls);
 
@@ -450,6 +456,7 @@ public final class OperatorApp implements AutoCloseable {
         closeQuietly(trust);
         closeQuietly(nodes);
         closeQuietly(pods);
+        closeQuietly(podWatchClient);
         closeQuietly(events);
     }
 

@@ -50,6 +50,21 @@ public final class KubeClients {
         return new KubernetesClientBuilder().withConfig(config).withKubernetesSerialization(serialization()).build();
     }
 
+    /**
+     * A client of its own for one watch, whose events are handled on the I/O thread that read them. fabric8 hands
+     * every event a watch delivers from that thread to the client's task executor, one thread wake-up per event;
+     * with a task executor that runs in place the watcher runs where the event was read, still one event after
+     * the other in the order they came. Its own client, so its own I/O threads: the requests of {@code shared}
+     * (the claims' PATCHes among them) never wait behind a watch event. Only for a watcher that never blocks (a
+     * blocked watcher holds up this watch's next events either way). The configuration of {@code shared} (its
+     * API server, credentials and proxies) and the operator's JSON ({@link #serialization()}); whoever asks for it
+     * closes it.
+     */
+    public static KubernetesClient forWatch(KubernetesClient shared) {
+        return new KubernetesClientBuilder().withConfig(shared.getConfiguration())
+                .withKubernetesSerialization(serialization()).withTaskExecutor(Runnable::run).build();
+    }
+
     /** The client's JSON: fabric8's own, with pods in watch events decoded straight into their slim form. */
     public static KubernetesSerialization serialization() {
         ObjectMapper mapper = new ObjectMapper();

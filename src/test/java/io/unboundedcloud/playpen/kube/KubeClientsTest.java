@@ -6,6 +6,8 @@ import java.net.InetAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -14,6 +16,7 @@ import io.fabric8.kubernetes.api.model.NamespaceBuilder;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.impl.BaseClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
 import io.fabric8.kubernetes.client.utils.Serialization;
@@ -24,7 +27,10 @@ import io.unboundedcloud.playpen.dev.Kubeconfigs;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The shared client's token handling: a configuration without a token is looked at again once a minute. */
+/**
+ * The shared client's token handling (a configuration without a token is looked at again once a minute), and the
+ * pod watch's client of its own.
+ */
 class KubeClientsTest {
 
     @Test
@@ -109,6 +115,39 @@ class KubeClientsTest {
             }
         } finally {
             server.destroy();
+        }
+    }
+
+    /**
+     * The pod watch's client: the shared client's configuration (API server, credentials, proxies), its own
+     * connections, and a task executor that runs in place, so a watch event is handled on the I/O thread that read it.
+     */
+    @Test
+    void aWatchClientHasTheSharedConfigurationAndRunsItsTasksInPlace() {
+        try (KubernetesClient shared = KubeClients.create(new ConfigBuilder().withMasterUrl("https://127.0.0.1:1/")
+                .build()); KubernetesClient watch = KubeClients.forWatch(shared)) {
+            assertThat(watch).isNotSameAs(shared);
+            assertThat(watch.getConfiguration()).isSameAs(shared.getConfiguration());
+            AtomicReference<Thread> ranOn = new AtomicReference<>();
+            ((BaseClient) watch).getExecutor().execute(() -> ranOn.set(Thread.currentThread()));
+            assertThat(ranOn.get()).isSameAs(Thread.currentThread());
+            AtomicReference<Thread> sharedRanOn = new AtomicReference<>();
+            CountDownLatch ran = new CountDownLatch(1);
+            ((BaseClient) shared).getExecutor().execute(() -> {
+                sharedRanOn.set(Thread.currentThread());
+                ran.countDown();
+            });
+            assertThat(awaitQuietly(ran)).isTrue();
+            assertThat(sharedRanOn.get()).as("the shared client keeps its pool").isNotSameAs(Thread.currentThread());
+        }
+    }
+
+    private static boolean awaitQuietly(CountDownLatch latch) {
+        try {
+            return latch.await(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
         }
     }
 }
