@@ -47,7 +47,7 @@ public final class KubeClients {
         if (hasNoToken(config)) {
             config.setOauthTokenProvider(new MinuteRefresh(() -> tokenOf(config.refresh()), System::nanoTime));
         }
-        return new KubernetesClientBuilder().withConfig(config).withKubernetesSerialization(serialization()).build();
+        return builder(config).build();
     }
 
     /**
@@ -61,8 +61,11 @@ public final class KubeClients {
      * closes it.
      */
     public static KubernetesClient forWatch(KubernetesClient shared) {
-        return new KubernetesClientBuilder().withConfig(shared.getConfiguration())
-                .withKubernetesSerialization(serialization()).withTaskExecutor(Runnable::run).build();
+        return builder(shared.getConfiguration()).withTaskExecutor(Runnable::run).build();
+    }
+
+    private static KubernetesClientBuilder builder(Config config) {
+        return new KubernetesClientBuilder().withConfig(config).withKubernetesSerialization(serialization());
     }
 
     /** The client's JSON: fabric8's own, with pods in watch events decoded straight into their slim form. */
