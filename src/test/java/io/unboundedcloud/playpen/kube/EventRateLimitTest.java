@@ -60,4 +60,24 @@ class EventRateLimitTest {
                     .extracting(Event::getCount).containsOnly(1);
         }
     }
+
+    @Test
+    void anIdleWriterSleepsUntilTheNextEventAndStillWritesIt() throws Exception {
+        try (TestCluster cluster = TestCluster.start();
+                EventRecorder events = new EventRecorder(cluster.client, Clock.systemUTC(), new ApiCallCounter(), 1000, 2,
+                        Duration.ofMillis(100))) {
+            for (int i = 0; i < 5; i++) {
+                events.normal(EventRecorderWritesTest.pod("idle-" + i), "Allocated", "allocated " + i);
+            }
+            // the burst, then the combined rest once a token is back; then the bucket fills up and is dropped
+            OperatorHarness.awaitTrue(() -> events.written() == 3, Duration.ofSeconds(10), "burst and combined event");
+            // nothing left to flush: the writer waits for the next event with no timer to wake it
+            OperatorHarness.awaitTrue(() -> events.writerState() == Thread.State.WAITING, Duration.ofSeconds(10),
+                    "writer waiting without a timeout");
+            events.warning(EventRecorderWritesTest.pod("idle-x"), "Deferred", "woken by this one");
+            OperatorHarness.awaitTrue(() -> events.written() == 4, Duration.ofSeconds(10), "event after the idle wait");
+            assertThat(cluster.client.v1().events().inNamespace(TestCluster.NS).list().getItems())
+                    .extracting(Event::getMessage).contains("woken by this one");
+        }
+    }
 }
