@@ -63,7 +63,7 @@ public final class BenchJar {
         DEFAULTS.put("histogram", "false");
         DEFAULTS.put("jarJvmArgs", "-XX:MaxRAM=768m -XX:MaxRAMPercentage=35 -XX:InitialRAMPercentage=10 -XX:+UseSerialGC "
                 + "-XX:MaxHeapFreeRatio=50 -XX:MinHeapFreeRatio=30 -Xss512k -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m "
-                + "-XX:MaxDirectMemorySize=128m -XX:+ExitOnOutOfMemoryError -Dfile.encoding=UTF-8");
+                + "-XX:MaxDirectMemorySize=128m -XX:+ExitOnOutOfMemoryError -XX:-UsePerfData -Dfile.encoding=UTF-8");
     }
 
     private BenchJar() {
