@@ -1901,6 +1901,15 @@ public final class Bench {
                 Map<String, Object> row = map("conflictsPerNewAlloc", Stats.round(conflicts), "cpuMicrosPerAlloc",
                         many.get("operatorCpuMicrosPerAlloc"), "cpuOverOneReplica", Stats.round(ratio),
                         "writesPerAllocInAll", many.get("writesPerAllocInAll"), "pass", ok);
+                Object manyIdle = many.get("idleCpuMicrosPerAllocInWindows");
+                Object oneIdle = one.get("idleCpuMicrosPerAllocInWindows");
+                if (manyIdle != null && oneIdle != null) {
+                    // reported beside the target: what the replicas cost per allocation beyond what they would
+                    // have spent idle over the same windows (the windows include each batch's quiet end)
+                    row.put("cpuOverOneReplicaNetOfIdle", Stats.round(
+                            (num(many.get("operatorCpuMicrosPerAlloc")) - num(manyIdle))
+                                    / (num(one.get("operatorCpuMicrosPerAlloc")) - num(oneIdle))));
+                }
                 Map<String, Object> oneServing = (Map<String, Object>) jarCpu.get("replicas" + r + "_c" + c
                         + "_warm_oneServing");
                 if (oneServing != null) {
@@ -1915,7 +1924,9 @@ public final class Bench {
             out.put("pass", pass);
             out.put("note", "steady state (bench.cpuWarmAllocs per replica first); conflicts = PATCHes beyond one per "
                     + "allocation (409s, and rollbacks of lost claims); cpuOverOneReplicaWithOneServing: the same "
-                    + "replicas with every request sent to one of them (the others only watch)");
+                    + "replicas with every request sent to one of them (the others only watch); "
+                    + "cpuOverOneReplicaNetOfIdle: both sides without what their replicas spend idle over the "
+                    + "measured windows (idleCpuMicrosPerAllocInWindows), not the target's measure");
             t.put("replicasScaleOut", out);
         }
     }
