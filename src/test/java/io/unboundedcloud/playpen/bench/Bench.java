@@ -1453,6 +1453,14 @@ public final class Bench {
         return p.process.toHandle().info().totalCpuDuration().map(Duration::toNanos).orElse(-1L);
     }
 
+    /**
+     * How long each replica's idle CPU is read for before a measured run. A process's CPU time moves in 10 ms
+     * ticks, so over 2 s an idle rate is known to 5 ms per second only (and three replicas' idle share per
+     * allocation to a few hundred microseconds); 6 s gives 1.7 ms per second, for 4 s more per measured jar run
+     * (about 80 s of a full run).
+     */
+    static final Duration IDLE_WINDOW = Duration.ofSeconds(6);
+
     /** Waits until no request reaches the mock API for 300 ms (asynchronous Event writes landed), at most 5 s. */
     static void quiesce(Env e) throws InterruptedException {
         long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
@@ -1502,7 +1510,7 @@ public final class Bench {
         // costs per second whatever the load, and part of every measured window's quiet end (quiesce)
         long[] idle0 = procs.stream().mapToLong(Bench::cpuNanos).toArray();
         long idleStart = System.nanoTime();
-        Thread.sleep(2000);
+        Thread.sleep(IDLE_WINDOW.toMillis());
         double idleSeconds = (System.nanoTime() - idleStart) / 1e9;
         List<Double> idleMsPerSec = new ArrayList<>();
         for (int i = 0; i < procs.size(); i++) {
