@@ -1896,6 +1896,7 @@ public final class Bench {
             if (c < 32 || one == null) {
                 continue;
             }
+            double oneCpu = num(one.get("operatorCpuMicrosPerAlloc"));
             for (int r : cpuReplicas) {
                 Map<String, Object> many = (Map<String, Object>) jarCpu.get("replicas" + r + "_c" + c + "_warm");
                 if (r < 2 || many == null) {
@@ -1903,7 +1904,8 @@ public final class Bench {
                 }
                 any = true;
                 double conflicts = num(many.get("conflictsPerAlloc"));
-                double ratio = num(many.get("operatorCpuMicrosPerAlloc")) / num(one.get("operatorCpuMicrosPerAlloc"));
+                double manyCpu = num(many.get("operatorCpuMicrosPerAlloc"));
+                double ratio = manyCpu / oneCpu;
                 boolean ok = conflicts <= 0.02 && ratio <= 1.3;
                 pass &= ok;
                 Map<String, Object> row = map("conflictsPerNewAlloc", Stats.round(conflicts), "cpuMicrosPerAlloc",
@@ -1914,15 +1916,14 @@ public final class Bench {
                 if (manyIdle != null && oneIdle != null) {
                     // reported beside the target: what the replicas cost per allocation beyond what they would
                     // have spent idle over the same windows (the windows include each batch's quiet end)
-                    row.put("cpuOverOneReplicaNetOfIdle", Stats.round(
-                            (num(many.get("operatorCpuMicrosPerAlloc")) - num(manyIdle))
-                                    / (num(one.get("operatorCpuMicrosPerAlloc")) - num(oneIdle))));
+                    row.put("cpuOverOneReplicaNetOfIdle",
+                            Stats.round((manyCpu - num(manyIdle)) / (oneCpu - num(oneIdle))));
                 }
                 Map<String, Object> oneServing = (Map<String, Object>) jarCpu.get("replicas" + r + "_c" + c
                         + "_warm_oneServing");
                 if (oneServing != null) {
-                    row.put("cpuOverOneReplicaWithOneServing", Stats.round(num(oneServing.get("operatorCpuMicrosPerAlloc"))
-                            / num(one.get("operatorCpuMicrosPerAlloc"))));
+                    row.put("cpuOverOneReplicaWithOneServing",
+                            Stats.round(num(oneServing.get("operatorCpuMicrosPerAlloc")) / oneCpu));
                 }
                 out.put("replicas" + r + "_c" + c, row);
             }
