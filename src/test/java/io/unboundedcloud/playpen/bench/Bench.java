@@ -16,10 +16,12 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
@@ -61,9 +63,12 @@ import io.unboundedcloud.playpen.support.TestCluster;
  * {@code bench.ttlSamples} (6), {@code bench.jar} (target/playpen-operator.jar; empty skips the separate process),
  * {@code bench.jarJvmArgs}, {@code bench.out} (target/bench), {@code bench.largeClaimed} (0; of the large pool, how
  * many pods are created already claimed), {@code bench.cpuAllocs} (400), {@code bench.cpuConcurrency} (32) and
- * {@code bench.cpuReplicas} (1,2,3): allocations against the packaged jar as 1, 2 and 3 separate replicas, with the
+ * {@code bench.cpuReplicas} (1,2,3,1): allocations against the packaged jar as 1, 2 and 3 separate replicas, with the
  * operator's CPU time per allocation from the processes' CPU accounting, first in the fresh JVM and then, after
- * {@code bench.cpuWarmAllocs} (2000) more allocations, in steady state; {@code bench.routes} (routes).
+ * {@code bench.cpuWarmAllocs} (2000) more allocations, in steady state; a count listed again is measured again in
+ * fresh processes (keys ending in {@code _again}), and the replicas' target divides by the mean of one replica's
+ * runs (one replica before and after the others: this machine's drift between them cancels); {@code bench.routes}
+ * (routes).
  * {@code bench.client} (vertx; or jdk): the HTTPS client of the alloc and replay requests ({@link BenchHttps}).
  * {@code bench.profile} (none; {@code cpu} or {@code itimer}) and {@code bench.profileConcurrency} (1): a CPU profile of
  * each scenario's measured requests ({@link ScenarioProfile}); a profiled run's figures are not the targets'.
@@ -135,7 +140,7 @@ public final class Bench {
     static final double JIT_SETTLED_PERCENT = 10;
     final Map<Integer, Object> jitSettle = new LinkedHashMap<>();
     static final int JIT_WARMUP_CONCURRENCY = 8;
-    final int[] cpuReplicas = ints(System.getProperty("bench.cpuReplicas", "1,2,3"));
+    final int[] cpuReplicas = ints(System.getProperty("bench.cpuReplicas", "1,2,3,1"));
     /**
      * Empty: no profile. Otherwise async-profiler's event ({@code cpu}, {@code itimer}) sampled while each scenario's
      * measured requests run at the concurrencies of {@code bench.profileConcurrency} ({@link ScenarioProfile}).
@@ -1397,12 +1402,16 @@ public final class Bench {
         if (cds && Files.exists(archive)) {
             jvm.add("-XX:SharedArchiveFile=" + archive.toAbsolutePath());
         }
+        Set<Integer> measured = new HashSet<>();
         for (int replicas : cpuReplicas) {
+            // a replica count listed again is measured again, in fresh processes, under keys of its own
+            String again = measured.add(replicas) ? "" : AGAIN;
+            String label = again.isEmpty() ? "" : " (again)";
             List<OperatorProcess> procs = new ArrayList<>();
             try {
                 for (int r = 0; r < replicas; r++) {
                     procs.add(OperatorProcess.start(jarPath, e.cluster.server.url("/"), out, jvm, all,
-                            out.resolve("operator-jar-cpu-" + replicas + "-" + r + ".log")));
+                            out.resolve("operator-jar-cpu-" + replicas + "-" + r + again.replace('_', '-') + ".log")));
                 }
                 HttpClient probe = OperatorHarness.client(e.cluster.frontProxyClient);
                 for (OperatorProcess p : procs) {
@@ -1414,8 +1423,8 @@ public final class Bench {
                     // a fresh JVM: its first allocations after a short warm-up (JIT compilation included)
                     Map<String, Object> m = jarAllocRun(e, procs, c, Math.min(warmup, Math.max(1, e.pods / 2)));
                     m.put("leaderReplica", leaderIndex);
-                    res.put("replicas" + replicas + "_c" + c, m);
-                    log("  jar x%d c=%d: %s", replicas, c, m);
+                    res.put("replicas" + replicas + "_c" + c + again, m);
+                    log("  jar x%d%s c=%d: %s", replicas, label, c, m);
                     if (cpuWarmAllocs > 0) {
                         // the same processes in steady state: another cpuWarmAllocs allocations per replica first,
                         // unmeasured (each process compiles its own code: with the same total, a third each would
@@ -1428,15 +1437,16 @@ public final class Bench {
                             warm.put("p50OverBarePatchP50", Stats.round(num(warm.get("p50Ms")) / bare.stats().pMs(50)));
                         }
                         warm.put("leaderReplica", leaderIndex);
-                        res.put("replicas" + replicas + "_c" + c + "_warm", warm);
-                        log("  jar x%d c=%d after %d more allocs per replica: %s", replicas, c, cpuWarmAllocs, warm);
+                        res.put("replicas" + replicas + "_c" + c + "_warm" + again, warm);
+                        log("  jar x%d%s c=%d after %d more allocs per replica: %s", replicas, label, c, cpuWarmAllocs,
+                                warm);
                         if (replicas > 1 && c == Arrays.stream(cpuConcurrency).max().orElse(c)) {
                             // every request to the first replica, the others only watching: what each replica
                             // costs by following the others' claims, apart from splitting the load
                             Map<String, Object> one = jarAllocRun(e, procs, c, 0, true);
                             one.put("leaderReplica", leaderIndex); // the one serving is replica 0
-                            res.put("replicas" + replicas + "_c" + c + "_warm_oneServing", one);
-                            log("  jar x%d c=%d, all requests to one of them: %s", replicas, c, one);
+                            res.put("replicas" + replicas + "_c" + c + "_warm_oneServing" + again, one);
+                            log("  jar x%d%s c=%d, all requests to one of them: %s", replicas, label, c, one);
                         }
                     }
                 }
@@ -1448,6 +1458,9 @@ public final class Bench {
         }
         return res;
     }
+
+    /** The suffix of the keys of a replica count measured again ({@code bench.cpuReplicas} lists it twice). */
+    static final String AGAIN = "_again";
 
     static long cpuNanos(OperatorProcess p) {
         return p.process.toHandle().info().totalCpuDuration().map(Duration::toNanos).orElse(-1L);
@@ -1892,38 +1905,41 @@ public final class Bench {
         boolean pass = true;
         boolean any = false;
         for (int c : cpuConcurrency) {
-            Map<String, Object> one = (Map<String, Object>) jarCpu.get("replicas1_c" + c + "_warm");
-            if (c < 32 || one == null) {
+            Double oneCpu = meanOfRuns(jarCpu, "replicas1_c" + c + "_warm", "operatorCpuMicrosPerAlloc");
+            if (c < 32 || oneCpu == null) {
                 continue;
             }
-            double oneCpu = num(one.get("operatorCpuMicrosPerAlloc"));
-            for (int r : cpuReplicas) {
-                Map<String, Object> many = (Map<String, Object>) jarCpu.get("replicas" + r + "_c" + c + "_warm");
-                if (r < 2 || many == null) {
+            Double oneIdle = meanOfRuns(jarCpu, "replicas1_c" + c + "_warm", "idleCpuMicrosPerAllocInWindows");
+            Map<String, Object> again = (Map<String, Object>) jarCpu.get("replicas1_c" + c + "_warm" + AGAIN);
+            if (again != null) {
+                // what the ratios below divide by: one replica measured before the others and again after them
+                out.put("oneReplica_c" + c, map("cpuMicrosPerAlloc", Stats.round(oneCpu), "firstRun",
+                        ((Map<String, Object>) jarCpu.get("replicas1_c" + c + "_warm")).get("operatorCpuMicrosPerAlloc"),
+                        "runAfterTheOthers", again.get("operatorCpuMicrosPerAlloc")));
+            }
+            for (int r : Arrays.stream(cpuReplicas).distinct().toArray()) {
+                String key = "replicas" + r + "_c" + c + "_warm";
+                Double manyCpu = meanOfRuns(jarCpu, key, "operatorCpuMicrosPerAlloc");
+                if (r < 2 || manyCpu == null) {
                     continue;
                 }
                 any = true;
-                double conflicts = num(many.get("conflictsPerAlloc"));
-                double manyCpu = num(many.get("operatorCpuMicrosPerAlloc"));
+                double conflicts = meanOfRuns(jarCpu, key, "conflictsPerAlloc");
                 double ratio = manyCpu / oneCpu;
                 boolean ok = conflicts <= 0.02 && ratio <= 1.3;
                 pass &= ok;
                 Map<String, Object> row = map("conflictsPerNewAlloc", Stats.round(conflicts), "cpuMicrosPerAlloc",
-                        many.get("operatorCpuMicrosPerAlloc"), "cpuOverOneReplica", Stats.round(ratio),
-                        "writesPerAllocInAll", many.get("writesPerAllocInAll"), "pass", ok);
-                Object manyIdle = many.get("idleCpuMicrosPerAllocInWindows");
-                Object oneIdle = one.get("idleCpuMicrosPerAllocInWindows");
+                        Stats.round(manyCpu), "cpuOverOneReplica", Stats.round(ratio),
+                        "writesPerAllocInAll", Stats.round(meanOfRuns(jarCpu, key, "writesPerAllocInAll")), "pass", ok);
+                Double manyIdle = meanOfRuns(jarCpu, key, "idleCpuMicrosPerAllocInWindows");
                 if (manyIdle != null && oneIdle != null) {
                     // reported beside the target: what the replicas cost per allocation beyond what they would
                     // have spent idle over the same windows (the windows include each batch's quiet end)
-                    row.put("cpuOverOneReplicaNetOfIdle",
-                            Stats.round((manyCpu - num(manyIdle)) / (oneCpu - num(oneIdle))));
+                    row.put("cpuOverOneReplicaNetOfIdle", Stats.round((manyCpu - manyIdle) / (oneCpu - oneIdle)));
                 }
-                Map<String, Object> oneServing = (Map<String, Object>) jarCpu.get("replicas" + r + "_c" + c
-                        + "_warm_oneServing");
+                Double oneServing = meanOfRuns(jarCpu, key + "_oneServing", "operatorCpuMicrosPerAlloc");
                 if (oneServing != null) {
-                    row.put("cpuOverOneReplicaWithOneServing",
-                            Stats.round(num(oneServing.get("operatorCpuMicrosPerAlloc")) / oneCpu));
+                    row.put("cpuOverOneReplicaWithOneServing", Stats.round(oneServing / oneCpu));
                 }
                 out.put("replicas" + r + "_c" + c, row);
             }
@@ -1931,13 +1947,35 @@ public final class Bench {
         if (any) {
             out.put("limit", "conflicts <= 0.02 and CPU <= 1.3x one replica's, per replica count and c >= 32");
             out.put("pass", pass);
-            out.put("note", "steady state (bench.cpuWarmAllocs per replica first); conflicts = PATCHes beyond one per "
+            out.put("note", "steady state (bench.cpuWarmAllocs per replica first); a replica count measured twice "
+                    + "(bench.cpuReplicas lists it again) counts with the mean of its runs, one replica's too "
+                    + "(oneReplica_c: before the others and after them); conflicts = PATCHes beyond one per "
                     + "allocation (409s, and rollbacks of lost claims); cpuOverOneReplicaWithOneServing: the same "
                     + "replicas with every request sent to one of them (the others only watch); "
                     + "cpuOverOneReplicaNetOfIdle: both sides without what their replicas spend idle over the "
                     + "measured windows (idleCpuMicrosPerAllocInWindows), not the target's measure");
             t.put("replicasScaleOut", out);
         }
+    }
+
+    /**
+     * The mean of a figure over the run under {@code key} and its run measured again ({@link #AGAIN}) where there is
+     * one; null when the first run or its figure is missing (a run measured again without the figure is left out).
+     */
+    @SuppressWarnings("unchecked")
+    static Double meanOfRuns(Map<String, Object> jarCpu, String key, String figure) {
+        Map<String, Object> first = (Map<String, Object>) jarCpu.get(key);
+        if (first == null || first.get(figure) == null) {
+            return null;
+        }
+        double sum = num(first.get(figure));
+        int n = 1;
+        Map<String, Object> again = (Map<String, Object>) jarCpu.get(key + AGAIN);
+        if (again != null && again.get(figure) != null) {
+            sum += num(again.get(figure));
+            n++;
+        }
+        return sum / n;
     }
 
     /**

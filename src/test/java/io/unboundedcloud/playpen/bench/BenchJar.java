@@ -55,7 +55,7 @@ public final class BenchJar {
         DEFAULTS.put("jitWarmup", "1500");
         DEFAULTS.put("jitSettleRounds", "20");
         DEFAULTS.put("rounds", "4");
-        DEFAULTS.put("cpuReplicas", "1,2,3");
+        DEFAULTS.put("cpuReplicas", "1,2,3,1");
         DEFAULTS.put("client", "vertx");
         DEFAULTS.put("profile", "");
         DEFAULTS.put("profileConcurrency", "1");

@@ -84,14 +84,20 @@ final class ReportTables {
         return sb.toString();
     }
 
-    /** "replicas2_c32_warm" reads "2 replicas, c=32, steady state". */
+    /**
+     * "replicas2_c32_warm" reads "2 replicas, c=32, steady state"; "_oneServing" adds "every request to one of them"
+     * and "_again" (a replica count the bench measured a second time) "measured again".
+     */
     static String jarRun(String key) {
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("replicas(\\d+)_c(\\d+)(_warm)?").matcher(key);
+        java.util.regex.Matcher m = java.util.regex.Pattern
+                .compile("replicas(\\d+)_c(\\d+)(_warm)?(_oneServing)?(_again)?").matcher(key);
         if (!m.matches()) {
             return key;
         }
         return m.group(1) + (m.group(1).equals("1") ? " replica" : " replicas") + ", c=" + m.group(2)
-                + (m.group(3) != null ? ", steady state" : ", fresh process");
+                + (m.group(3) != null ? ", steady state" : ", fresh process")
+                + (m.group(4) != null ? ", every request to one of them" : "")
+                + (m.group(5) != null ? ", measured again" : "");
     }
 
     static String targetName(String key) {

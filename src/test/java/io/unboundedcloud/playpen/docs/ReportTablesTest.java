@@ -43,6 +43,10 @@ class ReportTablesTest {
                 + " floorP50Ms 0.16, leastPossibleRatio 1.35 | &lt;= 1.3 | **missed** |");
         assertThat(md).contains("| somethingNew | value 7 |  | report |");
         assertThat(ReportTables.jarRun("replicas2_c64_warm")).isEqualTo("2 replicas, c=64, steady state");
+        assertThat(ReportTables.jarRun("replicas1_c32")).isEqualTo("1 replica, c=32, fresh process");
+        assertThat(ReportTables.jarRun("replicas3_c64_warm_oneServing"))
+                .isEqualTo("3 replicas, c=64, steady state, every request to one of them");
+        assertThat(ReportTables.jarRun("replicas1_c64_warm_again")).isEqualTo("1 replica, c=64, steady state, measured again");
         assertThat(ReportTables.targetName("rssWith100000PodsWithin1GiB"))
                 .isEqualTo("resident memory of the packaged jar, 100,000 pods");
         assertThat(ReportTables.targetName("memoryPerCachedPodWith100000Pods"))
