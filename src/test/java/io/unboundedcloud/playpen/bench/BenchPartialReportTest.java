@@ -17,6 +17,35 @@ class BenchPartialReportTest {
         return new Bench.Run(new Stats(scenario, pods, c, nanos, 1_000_000_000L, 0), new ApiCounts(), Map.of());
     }
 
+    /** {@code perSec} requests per second: 100 requests over the wall time that makes. */
+    private static Bench.Run rate(String scenario, int pods, int c, double perSec) {
+        long[] nanos = LongStream.range(0, 100).map(i -> 1_000_000L).toArray();
+        return new Bench.Run(new Stats(scenario, pods, c, nanos, Math.round(100 / perSec * 1e9), 0), new ApiCounts(),
+                Map.of());
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void throughputIsJudgedAtEveryConcurrencyFrom32() {
+        Bench b = new Bench();
+        b.concurrencies = new int[] {1, 32, 64};
+        for (int c : b.concurrencies) {
+            b.runs.add(rate(Bench.BASELINE, b.pods, c, 1000));
+        }
+        b.runs.add(rate(Bench.OURS, b.pods, 1, 500));
+        b.runs.add(rate(Bench.OURS, b.pods, 32, 500));
+        b.runs.add(rate(Bench.OURS, b.pods, 64, 800));
+
+        Map<String, Object> t = b.targets();
+
+        // c=32 at half the bare PATCH's rate misses though c=64 (0.8) passes; c=1 is not a throughput target
+        assertThat((Map<String, Object>) t.get("throughputVsBaselineAtC32")).containsEntry("ratio", 0.5)
+                .containsEntry("pass", false);
+        assertThat((Map<String, Object>) t.get("throughputVsBaselineAtC64")).containsEntry("ratio", 0.8)
+                .containsEntry("pass", true);
+        assertThat(t).doesNotContainKey("throughputVsBaselineAtC1");
+    }
+
     @Test
     @SuppressWarnings("unchecked")
     void theComparisonAloneReportsItsTargets() {
