@@ -1929,13 +1929,16 @@ public final class Bench {
                     continue;
                 }
                 any = true;
-                double conflicts = meanOfRuns(jarCpu, key, "conflictsPerAlloc");
+                // a run without a conflict count cannot pass (NaN), as before
+                Double counted = meanOfRuns(jarCpu, key, "conflictsPerAlloc");
+                double conflicts = counted == null ? Double.NaN : counted;
+                Double writes = meanOfRuns(jarCpu, key, "writesPerAllocInAll");
                 double ratio = manyCpu / oneCpu;
                 boolean ok = conflicts <= 0.02 && ratio <= 1.3;
                 pass &= ok;
                 Map<String, Object> row = map("conflictsPerNewAlloc", Stats.round(conflicts), "cpuMicrosPerAlloc",
                         Stats.round(manyCpu), "cpuOverOneReplica", Stats.round(ratio),
-                        "writesPerAllocInAll", Stats.round(meanOfRuns(jarCpu, key, "writesPerAllocInAll")), "pass", ok);
+                        "writesPerAllocInAll", writes == null ? null : Stats.round(writes), "pass", ok);
                 Double manyIdle = meanOfRuns(jarCpu, key, "idleCpuMicrosPerAllocInWindows");
                 if (manyIdle != null && oneIdle != null) {
                     // reported beside the target: what the replicas cost per allocation beyond what they would

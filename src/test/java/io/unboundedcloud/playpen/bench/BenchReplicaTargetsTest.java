@@ -104,4 +104,20 @@ class BenchReplicaTargetsTest {
     void theBenchMeasuresOneReplicaAgainAfterTheOthersByDefault() {
         assertThat(new Bench().cpuReplicas).containsExactly(1, 2, 3, 1);
     }
+
+    @Test
+    void aRunWithoutItsConflictCountCannotPass() {
+        Bench b = new Bench();
+        int c = b.cpuConcurrency[b.cpuConcurrency.length - 1];
+        Map<String, Object> jar = new LinkedHashMap<>();
+        jar.put("replicas1_c" + c + "_warm", jarRun(2000, null));
+        Map<String, Object> uncounted = jarRun(2100, null);
+        uncounted.remove("conflictsPerAlloc");
+        uncounted.remove("writesPerAllocInAll");
+        jar.put("replicas2_c" + c + "_warm", uncounted);
+        b.results.put("operatorProcessAllocs", jar);
+
+        assertThat(replicaRow(b, "replicas2_c" + c)).containsEntry("cpuOverOneReplica", 1.05)
+                .containsEntry("writesPerAllocInAll", null).containsEntry("pass", false);
+    }
 }
