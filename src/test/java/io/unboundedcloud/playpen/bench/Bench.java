@@ -1910,16 +1910,17 @@ public final class Bench {
         boolean pass = true;
         boolean any = false;
         for (int c : cpuConcurrency) {
-            Double oneCpu = meanOfRuns(jarCpu, "replicas1_c" + c + "_warm", "operatorCpuMicrosPerAlloc");
+            String oneKey = "replicas1_c" + c + "_warm";
+            Double oneCpu = meanOfRuns(jarCpu, oneKey, "operatorCpuMicrosPerAlloc");
             if (c < 32 || oneCpu == null) {
                 continue;
             }
-            Double oneIdle = meanOfRuns(jarCpu, "replicas1_c" + c + "_warm", "idleCpuMicrosPerAllocInWindows");
-            Map<String, Object> again = (Map<String, Object>) jarCpu.get("replicas1_c" + c + "_warm" + AGAIN);
+            Double oneIdle = meanOfRuns(jarCpu, oneKey, "idleCpuMicrosPerAllocInWindows");
+            Map<String, Object> again = (Map<String, Object>) jarCpu.get(oneKey + AGAIN);
             if (again != null) {
                 // what the ratios below divide by: one replica measured before the others and again after them
                 out.put("oneReplica_c" + c, map("cpuMicrosPerAlloc", Stats.round(oneCpu), "firstRun",
-                        ((Map<String, Object>) jarCpu.get("replicas1_c" + c + "_warm")).get("operatorCpuMicrosPerAlloc"),
+                        ((Map<String, Object>) jarCpu.get(oneKey)).get("operatorCpuMicrosPerAlloc"),
                         "runAfterTheOthers", again.get("operatorCpuMicrosPerAlloc")));
             }
             for (int r : Arrays.stream(cpuReplicas).distinct().toArray()) {
