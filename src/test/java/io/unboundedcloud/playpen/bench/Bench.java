@@ -94,6 +94,9 @@ public final class Bench {
     static final String OURS = "alloc-https";
     static final String REPLAY = "replay-https";
     static final String FLOOR = "floor-https";
+    /** A measured run's CPU of this whole JVM per request, in microseconds ({@link Measured}). */
+    static final String CPU_PER_REQUEST = "cpuMicrosPerRequest";
+    static final int CORES = Runtime.getRuntime().availableProcessors();
 
     final int pods = intProp("bench.pods", 200);
     final int requests = intProp("bench.requests", 200);
@@ -673,6 +676,8 @@ public final class Bench {
         final int c;
         final List<long[]> parts = new ArrayList<>();
         long wall;
+        /** This JVM's CPU (mock API server, operator, clients) over the measured batches; -1: not readable. */
+        long cpuNanos;
         int errors;
         Throwable firstError;
         final Map<String, Integer> apiBefore = new HashMap<>();
@@ -695,6 +700,10 @@ public final class Bench {
             Map<String, Object> x = new LinkedHashMap<>();
             if (c == 1 && claims) {
                 x.put("breakdownAtC1", breakdown(windows, writes));
+            }
+            if (cpuNanos >= 0 && all.length > 0) {
+                x.put(CPU_PER_REQUEST, Stats.round(cpuNanos / 1e3 / all.length));
+                x.put("cpuBusyShare", Stats.round(cpuNanos / (double) Math.max(1, wall) / CORES));
             }
             if (!profiled.isEmpty()) {
                 x.put("profileCpuMicrosPerRequest", ScenarioProfile.perRequest(profiled, all.length));
@@ -744,6 +753,7 @@ public final class Bench {
             if (prof != null) {
                 prof.start();
             }
+            long cpu0 = processCpuNanos();
             Load.Batch b = Load.run(n, c, first, (i, worker) -> {
                 long t0 = System.nanoTime();
                 sc.run(e, i, worker);
@@ -751,6 +761,8 @@ public final class Bench {
                     m.windows.add(new long[] {t0, System.nanoTime()});
                 }
             });
+            long cpu1 = processCpuNanos();
+            m.cpuNanos = cpu0 < 0 || cpu1 < 0 || m.cpuNanos < 0 ? -1 : m.cpuNanos + cpu1 - cpu0;
             if (prof != null) {
                 prof.stop(m.profiled);
             }
@@ -769,6 +781,12 @@ public final class Bench {
             }
         }
         e.cluster.removeRequestListener(m.writes);
+    }
+
+    /** This JVM's CPU time so far, in nanoseconds, or -1 where the platform does not say. */
+    static long processCpuNanos() {
+        return ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os
+                ? os.getProcessCpuTime() : -1;
     }
 
     /** The profile of this concurrency's measured requests, or null (not asked for). */
@@ -1778,8 +1796,9 @@ public final class Bench {
         // 3. throughput vs the bare PATCH at every concurrency from 32 (the highest one always)
         for (int c : concurrencies) {
             if (c >= 32 || c == cMax) {
-                t.put("throughputVsBaselineAtC" + c, ratioTarget(find(OURS, pods, c), find(BASELINE, pods, c), false,
-                        0.7));
+                Map<String, Object> r = ratioTarget(find(OURS, pods, c), find(BASELINE, pods, c), false, 0.7);
+                r.putAll(throughputBound(find(OURS, pods, c), find(BASELINE, pods, c), find(FLOOR, pods, c)));
+                t.put("throughputVsBaselineAtC" + c, r);
             }
         }
         // 4. throughput vs the reference pattern, at every concurrency
@@ -2112,6 +2131,33 @@ public final class Bench {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("pass", null);
         return m;
+    }
+
+    /**
+     * What the throughput ratio can be at best on this machine. All of the scenarios run in this one JVM, so at a
+     * concurrency that keeps its cores busy its rate is its cores over the CPU each request takes, and an
+     * allocation takes at least what the TLS floor's request and the bare PATCH take together (a request through
+     * an HTTPS front door that writes once): the ratio cannot exceed the bare PATCH's CPU over that sum. Empty
+     * where a run or its CPU figure is missing.
+     */
+    static Map<String, Object> throughputBound(Run ours, Run base, Run floor) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        Double oursCpu = ours == null ? null : cpuPerRequest(ours);
+        Double baseCpu = base == null ? null : cpuPerRequest(base);
+        Double floorCpu = floor == null ? null : cpuPerRequest(floor);
+        if (oursCpu == null || baseCpu == null || floorCpu == null) {
+            return m;
+        }
+        m.put("oursCpuMicros", Stats.round(oursCpu));
+        m.put("barePatchCpuMicros", Stats.round(baseCpu));
+        m.put("floorCpuMicros", Stats.round(floorCpu));
+        m.put("bestPossibleRatio", Stats.round(baseCpu / (floorCpu + baseCpu)));
+        m.put("busyShareOursAndBarePatch", List.of(ours.extra().get("cpuBusyShare"), base.extra().get("cpuBusyShare")));
+        return m;
+    }
+
+    private static Double cpuPerRequest(Run r) {
+        return r.extra().get(CPU_PER_REQUEST) instanceof Number n ? n.doubleValue() : null;
     }
 
     static Map<String, Object> ratioTarget(Run ours, Run other, boolean latency, double limit) {

@@ -46,6 +46,38 @@ class BenchPartialReportTest {
         assertThat(t).doesNotContainKey("throughputVsBaselineAtC1");
     }
 
+    /** {@link #rate} with the JVM's CPU per request and its busy share over the run, as a measured run has them. */
+    private static Bench.Run rate(String scenario, int pods, int c, double perSec, double cpuMicros) {
+        Bench.Run r = rate(scenario, pods, c, perSec);
+        return new Bench.Run(r.stats(), r.api(), Map.of(Bench.CPU_PER_REQUEST, cpuMicros, "cpuBusyShare",
+                cpuMicros * perSec / 1e6 / 2));
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void throughputIsReportedAgainstWhatTheFloorAndThePatchLeaveOfTheCpu() {
+        Bench b = new Bench();
+        b.concurrencies = new int[] {1, 32, 64};
+        // c=32: the bare PATCH takes 1,000 us of CPU, a TLS floor request 500: an allocation can reach 2/3 at best
+        b.runs.add(rate(Bench.BASELINE, b.pods, 32, 2000, 1000));
+        b.runs.add(rate(Bench.FLOOR, b.pods, 32, 4000, 500));
+        b.runs.add(rate(Bench.OURS, b.pods, 32, 1200, 1600));
+        // c=64 without CPU figures (older results): the ratio alone
+        b.runs.add(rate(Bench.BASELINE, b.pods, 64, 2000));
+        b.runs.add(rate(Bench.FLOOR, b.pods, 64, 4000));
+        b.runs.add(rate(Bench.OURS, b.pods, 64, 1200));
+
+        Map<String, Object> t = b.targets();
+
+        assertThat((Map<String, Object>) t.get("throughputVsBaselineAtC32")).containsEntry("ratio", 0.6)
+                .containsEntry("pass", false).containsEntry("oursCpuMicros", 1600.0)
+                .containsEntry("barePatchCpuMicros", 1000.0).containsEntry("floorCpuMicros", 500.0)
+                .containsEntry("bestPossibleRatio", 0.667)
+                .containsEntry("busyShareOursAndBarePatch", java.util.List.of(0.96, 1.0));
+        assertThat((Map<String, Object>) t.get("throughputVsBaselineAtC64")).containsEntry("ratio", 0.6)
+                .doesNotContainKey("bestPossibleRatio");
+    }
+
     @Test
     @SuppressWarnings("unchecked")
     void theComparisonAloneReportsItsTargets() {
