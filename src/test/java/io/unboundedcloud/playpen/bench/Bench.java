@@ -653,8 +653,10 @@ public final class Bench {
     private void record(Run r) {
         runs.add(r);
         Stats s = r.stats();
-        log("    %-18s p50 %8.2f  p90 %8.2f  p99 %8.2f  max %8.2f ms  %8.1f/s  err %d  api/op %s", s.scenario, s.pMs(50),
-                s.pMs(90), s.pMs(99), s.maxMs(), s.throughput(), s.errors, r.api().perOperation(s.count()).get("byVerbPerOp"));
+        log("    %-18s p50 %8.2f  p90 %8.2f  p99 %8.2f  max %8.2f ms  %8.1f/s  err %d  api/op %s  cpu us/op %s (busy %s)",
+                s.scenario, s.pMs(50), s.pMs(90), s.pMs(99), s.maxMs(), s.throughput(), s.errors,
+                r.api().perOperation(s.count()).get("byVerbPerOp"), r.extra().get(CPU_PER_REQUEST),
+                r.extra().get("cpuBusyShare"));
         if (r.extra().containsKey("breakdownAtC1")) {
             log("      c=1 breakdown: %s", r.extra().get("breakdownAtC1"));
         }
@@ -665,6 +667,7 @@ public final class Bench {
 
     Run measure(Env e, Scenario sc, int c, int total) throws Exception {
         Measured m = new Measured(sc, c);
+        m.quietFirst = false;
         measureInto(e, m, sc, total, warmup);
         return m.run(e);
     }
@@ -678,6 +681,8 @@ public final class Bench {
         long wall;
         /** This JVM's CPU (mock API server, operator, clients) over the measured batches; -1: not readable. */
         long cpuNanos;
+        /** Each batch waits for this JVM to be idle first ({@link #quiet}); warm-ups do not. */
+        boolean quietFirst = true;
         int errors;
         Throwable firstError;
         final Map<String, Integer> apiBefore = new HashMap<>();
@@ -753,7 +758,9 @@ public final class Bench {
             if (prof != null) {
                 prof.start();
             }
-            long cpu0 = processCpuNanos();
+            if (m.quietFirst) {
+                quiet();
+            }
             Load.Batch b = Load.run(n, c, first, (i, worker) -> {
                 long t0 = System.nanoTime();
                 sc.run(e, i, worker);
@@ -761,8 +768,7 @@ public final class Bench {
                     m.windows.add(new long[] {t0, System.nanoTime()});
                 }
             });
-            long cpu1 = processCpuNanos();
-            m.cpuNanos = cpu0 < 0 || cpu1 < 0 || m.cpuNanos < 0 ? -1 : m.cpuNanos + cpu1 - cpu0;
+            m.cpuNanos = b.cpuNanos() < 0 || m.cpuNanos < 0 ? -1 : m.cpuNanos + b.cpuNanos();
             if (prof != null) {
                 prof.stop(m.profiled);
             }
@@ -781,6 +787,23 @@ public final class Bench {
             }
         }
         e.cluster.removeRequestListener(m.writes);
+    }
+
+    /**
+     * Waits (at most 2 s) until this JVM is next to idle: what the scenario before left running (the pools refilling
+     * after released claims, a collection, the compiler) would otherwise count in the CPU of the next one measured.
+     * Idle: at most one tick of the process's CPU clock (10 ms on Linux) in 50 ms.
+     */
+    static void quiet() throws InterruptedException {
+        long last = processCpuNanos();
+        for (int i = 0; i < 40 && last >= 0; i++) {
+            Thread.sleep(50);
+            long now = processCpuNanos();
+            if (now - last <= 10_000_000L) {
+                return;
+            }
+            last = now;
+        }
     }
 
     /** This JVM's CPU time so far, in nanoseconds, or -1 where the platform does not say. */

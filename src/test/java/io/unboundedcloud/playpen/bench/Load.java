@@ -22,7 +22,8 @@ final class Load {
     }
 
     /** Samples of the successful requests, the wall time of the whole batch, failures and the first failure. */
-    record Batch(long[] nanos, long wallNanos, int errors, Throwable firstError) {
+    /** {@code cpuNanos}: this JVM's CPU over the same span as {@code wallNanos}; -1 where it cannot be read. */
+    record Batch(long[] nanos, long wallNanos, long cpuNanos, int errors, Throwable firstError) {
     }
 
     static Batch run(int count, int concurrency, int firstIndex, Op op) throws InterruptedException {
@@ -63,10 +64,12 @@ final class Load {
             t.start();
         }
         ready.await();
+        long cpu0 = Bench.processCpuNanos();
         long start = System.nanoTime();
         go.countDown();
         done.await();
         long wall = System.nanoTime() - start;
+        long cpu1 = Bench.processCpuNanos();
         int good = 0;
         for (boolean b : ok) {
             if (b) {
@@ -80,6 +83,6 @@ final class Load {
                 out[j++] = samples[i];
             }
         }
-        return new Batch(out, wall, errors.get(), first.get());
+        return new Batch(out, wall, cpu0 < 0 || cpu1 < 0 ? -1 : cpu1 - cpu0, errors.get(), first.get());
     }
 }
