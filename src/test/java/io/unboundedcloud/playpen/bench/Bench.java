@@ -679,8 +679,12 @@ public final class Bench {
         final int c;
         final List<long[]> parts = new ArrayList<>();
         long wall;
-        /** This JVM's CPU (mock API server, operator, clients) over the measured batches; -1: not readable. */
+        /**
+         * This JVM's CPU (mock API server, operator, clients) over the measured batches, the JIT compiler's excepted
+         * ({@code jitNanos}); -1: not readable.
+         */
         long cpuNanos;
+        long jitNanos;
         /** Each batch waits for this JVM to be idle first ({@link #quiet}); warm-ups do not. */
         boolean quietFirst = true;
         int errors;
@@ -708,6 +712,7 @@ public final class Bench {
             }
             if (cpuNanos >= 0 && all.length > 0) {
                 x.put(CPU_PER_REQUEST, Stats.round(cpuNanos / 1e3 / all.length));
+                x.put("jitMicrosPerRequest", Stats.round(jitNanos / 1e3 / all.length));
                 x.put("cpuBusyShare", Stats.round(cpuNanos / (double) Math.max(1, wall) / CORES));
             }
             if (!profiled.isEmpty()) {
@@ -769,6 +774,7 @@ public final class Bench {
                 }
             });
             m.cpuNanos = b.cpuNanos() < 0 || m.cpuNanos < 0 ? -1 : m.cpuNanos + b.cpuNanos();
+            m.jitNanos += Math.max(0, b.jitNanos());
             if (prof != null) {
                 prof.stop(m.profiled);
             }
@@ -792,18 +798,25 @@ public final class Bench {
     /**
      * Waits (at most 2 s) until this JVM is next to idle: what the scenario before left running (the pools refilling
      * after released claims, a collection, the compiler) would otherwise count in the CPU of the next one measured.
-     * Idle: at most one tick of the process's CPU clock (10 ms on Linux) in 50 ms.
+     * Idle: at most one tick of the process's CPU clock (10 ms on Linux) in 50 ms besides the JIT compiler's
+     * (which the CPU figures leave out, and which may run on for minutes in this JVM).
      */
     static void quiet() throws InterruptedException {
-        long last = processCpuNanos();
+        long last = processCpuNanos() - jitNanos();
         for (int i = 0; i < 40 && last >= 0; i++) {
             Thread.sleep(50);
-            long now = processCpuNanos();
+            long now = processCpuNanos() - jitNanos();
             if (now - last <= 10_000_000L) {
                 return;
             }
             last = now;
         }
+    }
+
+    /** The JIT compiler's time so far in this JVM, in nanoseconds (0 where it is not measured). */
+    static long jitNanos() {
+        java.lang.management.CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        return jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() * 1_000_000L : 0;
     }
 
     /** This JVM's CPU time so far, in nanoseconds, or -1 where the platform does not say. */

@@ -22,8 +22,11 @@ final class Load {
     }
 
     /** Samples of the successful requests, the wall time of the whole batch, failures and the first failure. */
-    /** {@code cpuNanos}: this JVM's CPU over the same span as {@code wallNanos}; -1 where it cannot be read. */
-    record Batch(long[] nanos, long wallNanos, long cpuNanos, int errors, Throwable firstError) {
+    /**
+     * {@code cpuNanos}: this JVM's CPU over the same span as {@code wallNanos}, the JIT compiler's excepted
+     * ({@code jitNanos}, its compile time over that span); -1 where it cannot be read.
+     */
+    record Batch(long[] nanos, long wallNanos, long cpuNanos, long jitNanos, int errors, Throwable firstError) {
     }
 
     static Batch run(int count, int concurrency, int firstIndex, Op op) throws InterruptedException {
@@ -65,11 +68,13 @@ final class Load {
         }
         ready.await();
         long cpu0 = Bench.processCpuNanos();
+        long jit0 = Bench.jitNanos();
         long start = System.nanoTime();
         go.countDown();
         done.await();
         long wall = System.nanoTime() - start;
         long cpu1 = Bench.processCpuNanos();
+        long jit = cpu0 < 0 || cpu1 < 0 ? -1 : Math.max(0, Bench.jitNanos() - jit0);
         int good = 0;
         for (boolean b : ok) {
             if (b) {
@@ -83,6 +88,6 @@ final class Load {
                 out[j++] = samples[i];
             }
         }
-        return new Batch(out, wall, cpu0 < 0 || cpu1 < 0 ? -1 : cpu1 - cpu0, errors.get(), first.get());
+        return new Batch(out, wall, jit < 0 ? -1 : cpu1 - cpu0 - jit, jit, errors.get(), first.get());
     }
 }
