@@ -758,13 +758,13 @@ public final class Bench {
             int n = Math.min(batch, total - done);
             int first = keySeq.getAndAdd(n);
             sc.prepare(e, first, n);
+            if (m.quietFirst) {
+                quiet();
+            }
             Map<String, Integer> before = e.cluster.requestSnapshot();
             ScenarioProfile prof = profileAt(c);
             if (prof != null) {
                 prof.start();
-            }
-            if (m.quietFirst) {
-                quiet();
             }
             Load.Batch b = Load.run(n, c, first, (i, worker) -> {
                 long t0 = System.nanoTime();
