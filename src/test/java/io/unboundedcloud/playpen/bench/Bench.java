@@ -797,32 +797,19 @@ public final class Bench {
 
     /**
      * Waits (at most 2 s) until this JVM is next to idle: what the scenario before left running (the pools refilling
-     * after released claims, a collection, the compiler) would otherwise count in the CPU of the next one measured.
-     * Idle: at most one tick of the process's CPU clock (10 ms on Linux) in 50 ms besides the JIT compiler's
-     * (which the CPU figures leave out, and which may run on for minutes in this JVM).
+     * after released claims, a collection) would otherwise count in the CPU of the next one measured. Idle: at most
+     * 5 ms of CPU in 50 ms besides the JIT compiler's (which the CPU figures leave out, and which may run on for
+     * minutes in this JVM).
      */
     static void quiet() throws InterruptedException {
-        long last = processCpuNanos() - jitNanos();
-        for (int i = 0; i < 40 && last >= 0; i++) {
+        for (int i = 0; i < 40; i++) {
+            CpuClock.Span span = CpuClock.start();
             Thread.sleep(50);
-            long now = processCpuNanos() - jitNanos();
-            if (now - last <= 10_000_000L) {
+            long used = span.stop()[0];
+            if (used >= 0 && used <= 5_000_000L) {
                 return;
             }
-            last = now;
         }
-    }
-
-    /** The JIT compiler's time so far in this JVM, in nanoseconds (0 where it is not measured). */
-    static long jitNanos() {
-        java.lang.management.CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
-        return jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() * 1_000_000L : 0;
-    }
-
-    /** This JVM's CPU time so far, in nanoseconds, or -1 where the platform does not say. */
-    static long processCpuNanos() {
-        return ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os
-                ? os.getProcessCpuTime() : -1;
     }
 
     /** The profile of this concurrency's measured requests, or null (not asked for). */
@@ -2191,7 +2178,8 @@ public final class Bench {
         m.put("floorCpuMicros", Stats.round(floorCpu));
         m.put("ratioOfCpu", Stats.round(baseCpu / oursCpu));
         m.put("bestRatioOfCpu", Stats.round(baseCpu / (floorCpu + baseCpu)));
-        m.put("busyShareOursAndBarePatch", List.of(ours.extra().get("cpuBusyShare"), base.extra().get("cpuBusyShare")));
+        m.put("oursBusyShare", ours.extra().get("cpuBusyShare"));
+        m.put("barePatchBusyShare", base.extra().get("cpuBusyShare"));
         return m;
     }
 

@@ -38,6 +38,7 @@ final class Load {
         CountDownLatch ready = new CountDownLatch(concurrency);
         CountDownLatch go = new CountDownLatch(1);
         CountDownLatch done = new CountDownLatch(concurrency);
+        AtomicReference<CpuClock.Span> cpu = new AtomicReference<>();
         List<Thread> threads = new ArrayList<>();
         for (int w = 0; w < concurrency; w++) {
             int worker = w;
@@ -59,6 +60,10 @@ final class Load {
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                 } finally {
+                    CpuClock.Span span = cpu.get();
+                    if (span != null) {
+                        span.ended();
+                    }
                     done.countDown();
                 }
             }, "bench-worker-" + w);
@@ -67,14 +72,12 @@ final class Load {
             t.start();
         }
         ready.await();
-        long cpu0 = Bench.processCpuNanos();
-        long jit0 = Bench.jitNanos();
+        cpu.set(CpuClock.start());
         long start = System.nanoTime();
         go.countDown();
         done.await();
         long wall = System.nanoTime() - start;
-        long cpu1 = Bench.processCpuNanos();
-        long jit = cpu0 < 0 || cpu1 < 0 ? -1 : Math.max(0, Bench.jitNanos() - jit0);
+        long[] used = cpu.get().stop();
         int good = 0;
         for (boolean b : ok) {
             if (b) {
@@ -88,6 +91,6 @@ final class Load {
                 out[j++] = samples[i];
             }
         }
-        return new Batch(out, wall, jit < 0 ? -1 : cpu1 - cpu0 - jit, jit, errors.get(), first.get());
+        return new Batch(out, wall, used[0], used[1], errors.get(), first.get());
     }
 }

@@ -1,0 +1,149 @@
+package io.unboundedcloud.playpen.bench;
+
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * This JVM's CPU time, precise to the nanosecond, split into the JIT compiler's and the rest. The process CPU
+ * clock Java offers counts in 10 ms ticks on Linux, which over a batch of a few milliseconds (the TLS floor at
+ * c=64 answers 200 requests in 10 to 30 ms) reads nothing or a whole tick. On Linux each thread's run time comes
+ * from {@code /proc/self/task/<tid>/schedstat} instead (GC and compiler threads included; the compiler's known by
+ * its thread name). A thread that ends between two readings takes its time with it, so the bench's own workers
+ * report theirs as they end ({@link Span#ended}); elsewhere the process clock and the compiler's time serve.
+ */
+final class CpuClock {
+    private static final Path TASKS = Path.of("/proc/self/task");
+    private static final boolean PER_THREAD = Files.isReadable(TASKS.resolve(String.valueOf(selfTidOr(-1)))
+            .resolve("schedstat"));
+
+    private CpuClock() {
+    }
+
+    /** A span measured from {@link #start()}: the threads' run times then, and what ending threads reported. */
+    static final class Span {
+        private final Map<Integer, long[]> start;
+        private final long processStart;
+        private final long jitStart;
+        private final int reader;
+        private final Map<Integer, Long> ended = new java.util.concurrent.ConcurrentHashMap<>();
+
+        private Span(Map<Integer, long[]> start, long processStart, long jitStart, int reader) {
+            this.start = start;
+            this.processStart = processStart;
+            this.jitStart = jitStart;
+            this.reader = reader;
+        }
+
+        /** Called by a thread about to end within the span: its run time so far goes into the span. */
+        void ended() {
+            int tid = selfTidOr(-1);
+            long run = tid < 0 ? -1 : runNanos(TASKS.resolve(String.valueOf(tid)));
+            if (run >= 0) {
+                ended.put(tid, run);
+            }
+        }
+
+        /** {CPU besides the compiler's, the compiler's} since {@link #start()}, in nanoseconds; -1 if unreadable. */
+        long[] stop() {
+            if (start == null) {
+                long process = processCpuNanos();
+                long jit = Math.max(0, jitNanos() - jitStart);
+                return process < 0 || processStart < 0 ? new long[] {-1, jit} : new long[] {process - processStart - jit, jit};
+            }
+            Map<Integer, long[]> end = threads(reader);
+            long cpu = 0;
+            long jit = 0;
+            for (Map.Entry<Integer, long[]> e : end.entrySet()) {
+                long[] before = start.get(e.getKey());
+                long delta = e.getValue()[0] - (before == null ? 0 : before[0]);
+                if (e.getValue()[1] == 1) {
+                    jit += delta;
+                } else {
+                    cpu += delta;
+                }
+            }
+            for (Map.Entry<Integer, Long> e : ended.entrySet()) {
+                long[] before = start.get(e.getKey());
+                if (!end.containsKey(e.getKey())) {
+                    cpu += e.getValue() - (before == null ? 0 : before[0]);
+                }
+            }
+            return new long[] {cpu, jit};
+        }
+    }
+
+    /** Starts a span now. The calling thread is left out of it (it reads the clocks and waits). */
+    static Span start() {
+        if (!PER_THREAD) {
+            return new Span(null, processCpuNanos(), jitNanos(), -1);
+        }
+        int reader = selfTidOr(-1);
+        return new Span(threads(reader), -1, 0, reader);
+    }
+
+    /** Each thread's run time and whether it is a JIT compiler thread (1), but for {@code leaveOut}. */
+    private static Map<Integer, long[]> threads(int leaveOut) {
+        Map<Integer, long[]> m = new HashMap<>();
+        try (DirectoryStream<Path> tasks = Files.newDirectoryStream(TASKS)) {
+            for (Path task : tasks) {
+                int tid = Integer.parseInt(task.getFileName().toString());
+                if (tid == leaveOut) {
+                    continue;
+                }
+                long run = runNanos(task);
+                if (run >= 0) {
+                    m.put(tid, new long[] {run, isCompiler(task) ? 1 : 0});
+                }
+            }
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        return m;
+    }
+
+    /** The first field of a task's schedstat: nanoseconds on a CPU; -1 once the thread has gone. */
+    static long runNanos(Path task) {
+        try {
+            String s = Files.readString(task.resolve("schedstat"));
+            int space = s.indexOf(' ');
+            return Long.parseLong(space < 0 ? s.trim() : s.substring(0, space));
+        } catch (IOException | NumberFormatException e) {
+            return -1;
+        }
+    }
+
+    private static boolean isCompiler(Path task) {
+        try {
+            String name = Files.readString(task.resolve("comm"));
+            return name.startsWith("C1 CompilerThre") || name.startsWith("C2 CompilerThre");
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /** The calling thread's id in the kernel, or {@code otherwise} where there is no {@code /proc/thread-self}. */
+    static int selfTidOr(int otherwise) {
+        try {
+            return Integer.parseInt(Path.of("/proc/thread-self").toRealPath().getFileName().toString());
+        } catch (IOException | RuntimeException e) {
+            return otherwise;
+        }
+    }
+
+    /** The JIT compiler's time so far in this JVM, in nanoseconds (0 where it is not measured). */
+    static long jitNanos() {
+        java.lang.management.CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        return jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() * 1_000_000L : 0;
+    }
+
+    /** This JVM's CPU time so far by the process clock, in nanoseconds, or -1 where the platform does not say. */
+    static long processCpuNanos() {
+        return ManagementFactory.getOperatingSystemMXBean() instanceof com.sun.management.OperatingSystemMXBean os
+                ? os.getProcessCpuTime() : -1;
+    }
+}

@@ -1,0 +1,76 @@
+package io.unboundedcloud.playpen.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.lang.management.ManagementFactory;
+import org.junit.jupiter.api.Test;
+
+class CpuClockTest {
+    /** Spins until this thread has used {@code nanos} of CPU (its own clock); returns what it used. */
+    private static long spin(long nanos) {
+        var threads = ManagementFactory.getThreadMXBean();
+        long t0 = threads.getCurrentThreadCpuTime();
+        long x = 0;
+        while (threads.getCurrentThreadCpuTime() - t0 < nanos) {
+            x += System.nanoTime() % 3;
+        }
+        assertThat(x).isNotNegative();
+        return threads.getCurrentThreadCpuTime() - t0;
+    }
+
+    @Test
+    void aThreadThatEndsWithinTheSpanCountsWhatItReported() throws Exception {
+        CpuClock.Span span = CpuClock.start();
+        long[] used = new long[1];
+        Thread t = new Thread(() -> {
+            used[0] = spin(80_000_000L);
+            span.ended();
+        });
+        t.start();
+        t.join();
+
+        long counted = span.stop()[0];
+
+        // the thread has gone: only what it reported as it ended can say what it used
+        assertThat(counted).isGreaterThanOrEqualTo(used[0] * 9 / 10);
+    }
+
+    @Test
+    void theThreadReadingTheClockIsLeftOut() {
+        CpuClock.Span span = CpuClock.start();
+        long own = spin(150_000_000L);
+
+        long counted = span.stop()[0];
+
+        // the calling thread's 150 ms are not the span's (the rest of this JVM idles meanwhile)
+        assertThat(counted).isLessThan(own / 2);
+    }
+
+    @Test
+    void aBusyThreadAliveAtBothEndsIsCounted() throws Exception {
+        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch spun = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch end = new java.util.concurrent.CountDownLatch(1);
+        long[] used = new long[1];
+        Thread t = new Thread(() -> {
+            try {
+                go.await();
+                used[0] = spin(80_000_000L);
+                spun.countDown();
+                end.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        t.start();
+        CpuClock.Span span = CpuClock.start();
+        go.countDown();
+        spun.await();
+
+        long counted = span.stop()[0];
+        end.countDown();
+        t.join();
+
+        assertThat(counted).isGreaterThanOrEqualTo(used[0] * 9 / 10);
+    }
+}
