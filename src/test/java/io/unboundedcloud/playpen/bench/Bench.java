@@ -2162,8 +2162,10 @@ public final class Bench {
      * compiler's left out): the ratio is then about the bare PATCH's CPU over the allocation's
      * ({@code ratioOfCpu}), and an allocation takes at least what the TLS floor's request and the bare PATCH take
      * together (a request through an HTTPS front door that writes once), so the ratio could reach the bare
-     * PATCH's CPU over that sum at best ({@code bestRatioOfCpu}). How busy the cores were says how far that holds.
-     * Empty where a run or its CPU figure is missing.
+     * PATCH's CPU over that sum at best ({@code bestRatioOfCpu}); what the allocation takes beyond that sum is the
+     * operator's own ({@code oursAboveLeastCpuMicros}). How busy the cores were says how far the rates follow the
+     * CPU: where they are not (the simulated API server serialises its writes), neither ratio binds. Empty where a
+     * run or its CPU figure is missing.
      */
     static Map<String, Object> throughputBound(Run ours, Run base, Run floor) {
         Map<String, Object> m = new LinkedHashMap<>();
@@ -2176,6 +2178,7 @@ public final class Bench {
         m.put("oursCpuMicros", Stats.round(oursCpu));
         m.put("barePatchCpuMicros", Stats.round(baseCpu));
         m.put("floorCpuMicros", Stats.round(floorCpu));
+        m.put("oursAboveLeastCpuMicros", Stats.round(oursCpu - floorCpu - baseCpu));
         m.put("ratioOfCpu", Stats.round(baseCpu / oursCpu));
         m.put("bestRatioOfCpu", Stats.round(baseCpu / (floorCpu + baseCpu)));
         m.put("oursBusyShare", ours.extra().get("cpuBusyShare"));
