@@ -21,10 +21,10 @@ final class Load {
         void run(int index, int worker) throws Exception;
     }
 
-    /** Samples of the successful requests, the wall time of the whole batch, failures and the first failure. */
     /**
+     * Samples of the successful requests, the wall time of the whole batch, failures and the first failure;
      * {@code cpuNanos}: this JVM's CPU over the same span as {@code wallNanos}, the JIT compiler's excepted
-     * ({@code jitNanos}, its compile time over that span); -1 where it cannot be read.
+     * ({@code jitNanos}, the compiler threads' over that span); -1 where it cannot be read ({@link CpuClock}).
      */
     record Batch(long[] nanos, long wallNanos, long cpuNanos, long jitNanos, int errors, Throwable firstError) {
     }
