@@ -77,6 +77,11 @@ final class CpuClock {
         }
     }
 
+    /** Whether the threads' own run times are read (Linux), rather than the process clock. */
+    static boolean perThread() {
+        return PER_THREAD;
+    }
+
     /** Starts a span now. The calling thread is left out of it (it reads the clocks and waits). */
     static Span start() {
         if (!PER_THREAD) {

@@ -3,9 +3,17 @@ package io.unboundedcloud.playpen.bench;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.lang.management.ManagementFactory;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+/** The threads' own run times, read where the kernel lists them (Linux); elsewhere the process clock serves. */
 class CpuClockTest {
+    @BeforeEach
+    void linuxOnly() {
+        Assumptions.assumeTrue(CpuClock.perThread(), "no /proc/self/task here");
+    }
+
     /** Spins until this thread has used {@code nanos} of CPU (its own clock); returns what it used. */
     private static long spin(long nanos) {
         var threads = ManagementFactory.getThreadMXBean();
