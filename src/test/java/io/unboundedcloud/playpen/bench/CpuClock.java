@@ -26,13 +26,13 @@ final class CpuClock {
 
     /** A span measured from {@link #start()}: the threads' run times then, and what ending threads reported. */
     static final class Span {
-        private final Map<Integer, long[]> start;
+        private final Map<Integer, Long> start;
         private final long processStart;
         private final long jitStart;
         private final int reader;
         private final Map<Integer, Long> ended = new java.util.concurrent.ConcurrentHashMap<>();
 
-        private Span(Map<Integer, long[]> start, long processStart, long jitStart, int reader) {
+        private Span(Map<Integer, Long> start, long processStart, long jitStart, int reader) {
             this.start = start;
             this.processStart = processStart;
             this.jitStart = jitStart;
@@ -55,22 +55,23 @@ final class CpuClock {
                 long jit = Math.max(0, jitNanos() - jitStart);
                 return process < 0 || processStart < 0 ? new long[] {-1, jit} : new long[] {process - processStart - jit, jit};
             }
-            Map<Integer, long[]> end = threads(reader);
+            Map<Integer, Long> end = runTimes(reader);
             long cpu = 0;
             long jit = 0;
-            for (Map.Entry<Integer, long[]> e : end.entrySet()) {
-                long[] before = start.get(e.getKey());
-                long delta = e.getValue()[0] - (before == null ? 0 : before[0]);
-                if (e.getValue()[1] == 1) {
+            for (Map.Entry<Integer, Long> e : end.entrySet()) {
+                long delta = e.getValue() - start.getOrDefault(e.getKey(), 0L);
+                if (delta == 0) {
+                    continue; // idle all along: no need to know what it is
+                }
+                if (isCompilerThread(name(e.getKey()))) {
                     jit += delta;
                 } else {
                     cpu += delta;
                 }
             }
             for (Map.Entry<Integer, Long> e : ended.entrySet()) {
-                long[] before = start.get(e.getKey());
                 if (!end.containsKey(e.getKey())) {
-                    cpu += e.getValue() - (before == null ? 0 : before[0]);
+                    cpu += e.getValue() - start.getOrDefault(e.getKey(), 0L);
                 }
             }
             return new long[] {cpu, jit};
@@ -88,12 +89,12 @@ final class CpuClock {
             return new Span(null, processCpuNanos(), jitNanos(), -1);
         }
         int reader = selfTidOr(-1);
-        return new Span(threads(reader), -1, 0, reader);
+        return new Span(runTimes(reader), -1, 0, reader);
     }
 
-    /** Each thread's run time and whether it is a JIT compiler thread (1), but for {@code leaveOut}. */
-    private static Map<Integer, long[]> threads(int leaveOut) {
-        Map<Integer, long[]> m = new HashMap<>();
+    /** Each thread's run time by its id, but for {@code leaveOut}. */
+    private static Map<Integer, Long> runTimes(int leaveOut) {
+        Map<Integer, Long> m = new HashMap<>();
         try (DirectoryStream<Path> tasks = Files.newDirectoryStream(TASKS)) {
             for (Path task : tasks) {
                 int tid = Integer.parseInt(task.getFileName().toString());
@@ -102,7 +103,7 @@ final class CpuClock {
                 }
                 long run = runNanos(task);
                 if (run >= 0) {
-                    m.put(tid, new long[] {run, isCompiler(task) ? 1 : 0});
+                    m.put(tid, run);
                 }
             }
         } catch (IOException e) {
@@ -122,13 +123,18 @@ final class CpuClock {
         }
     }
 
-    private static boolean isCompiler(Path task) {
+    /** A thread's name as the kernel keeps it (its first 15 characters); empty once the thread has gone. */
+    private static String name(int tid) {
         try {
-            String name = Files.readString(task.resolve("comm"));
-            return name.startsWith("C1 CompilerThre") || name.startsWith("C2 CompilerThre");
+            return Files.readString(TASKS.resolve(String.valueOf(tid)).resolve("comm")).trim();
         } catch (IOException e) {
-            return false;
+            return "";
         }
+    }
+
+    /** A HotSpot JIT compiler thread ("C1 CompilerThread0", cut by the kernel to "C1 CompilerThre"). */
+    static boolean isCompilerThread(String name) {
+        return name.contains("CompilerThre");
     }
 
     /** The calling thread's id in the kernel, or {@code otherwise} where there is no {@code /proc/thread-self}. */

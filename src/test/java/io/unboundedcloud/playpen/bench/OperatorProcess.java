@@ -274,7 +274,7 @@ final class OperatorProcess implements AutoCloseable {
                 String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
                 String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
                 long ticks = Long.parseLong(f[11]) + Long.parseLong(f[12]);
-                if (name.contains("CompilerThre")) {
+                if (CpuClock.isCompilerThread(name)) {
                     jit += ticks;
                 } else if (name.startsWith("GC Thread") || name.equals("VM Thread") || name.startsWith("Sweeper")
                         || name.startsWith("VM Periodic")) {
