@@ -1819,8 +1819,10 @@ public final class Bench {
         // 3. throughput vs the bare PATCH at every concurrency from 32 (the highest one always)
         for (int c : concurrencies) {
             if (c >= 32 || c == cMax) {
-                Map<String, Object> r = ratioTarget(find(OURS, pods, c), find(BASELINE, pods, c), false, 0.7);
-                r.putAll(throughputBound(find(OURS, pods, c), find(BASELINE, pods, c), find(FLOOR, pods, c)));
+                Run ours = find(OURS, pods, c);
+                Run base = find(BASELINE, pods, c);
+                Map<String, Object> r = ratioTarget(ours, base, false, 0.7);
+                r.putAll(throughputBound(ours, base, find(FLOOR, pods, c)));
                 t.put("throughputVsBaselineAtC" + c, r);
             }
         }
