@@ -57,8 +57,11 @@ public final class FrontProxyAuthenticator {
         this.nanoTime = nanoTime;
     }
 
-    /** Verifies the TLS peer chain (leaf first); throws a 403 ApiException ("forbidden") when it is not trusted. */
-    public void verifyPeer(X509Certificate[] chain) {
+    /**
+     * Verifies the TLS peer chain (leaf first) and returns the trust bundle it was verified against; throws a 403
+     * ApiException ("forbidden") when it is not trusted.
+     */
+    public TrustBundle verifyPeer(X509Certificate[] chain) {
         if (chain == null || chain.length == 0) {
             throw refused("no client certificate");
         }
@@ -91,6 +94,7 @@ public final class FrontProxyAuthenticator {
         if (v.failure() != null) {
             throw refused(v.failure());
         }
+        return tb;
     }
 
     private static Refused refused(String reason) {

@@ -18,7 +18,8 @@ import io.unboundedcloud.playpen.api.ApiException;
  * request-header authenticator reads them: the first {@code X-Remote-User} line is the user (none, or an empty
  * one, is no user: 403); every non-empty {@code X-Remote-Group} line is one group, verbatim (group names may hold
  * commas); every {@code X-Remote-Extra-<key>} line adds a value to the extra {@code key}, lower-cased and
- * percent-decoded (kept as sent when the escape is malformed); the first {@code X-Remote-Uid} line is the uid.
+ * percent-decoded (kept as sent when the escape is malformed); the first {@code X-Remote-Uid} line is the uid, when
+ * kube-apiserver lists that header in {@code requestheader-uid-headers} (else the caller may have sent it).
  * Values are taken as sent, never trimmed, and decoded as UTF-8. A value that is not UTF-8, or that holds a
  * control character other than tab (which Go's HTTP server refuses), is a 400 naming the header.
  */
@@ -32,10 +33,19 @@ public final class IdentityHeaders {
     }
 
     /**
-     * The identity in these header lines, in the order they arrived. Names compare case-insensitively; each value
-     * is the line's bytes as one char per byte (ISO-8859-1), the way Netty and the JDK hand header values over.
+     * The identity in these header lines, in the order they arrived, from a kube-apiserver that sends the uid in
+     * {@code X-Remote-Uid}. Names compare case-insensitively; each value is the line's bytes as one char per byte
+     * (ISO-8859-1), the way Netty and the JDK hand header values over.
      */
     public static Identity parse(Iterable<Map.Entry<String, String>> lines) {
+        return parse(lines, true);
+    }
+
+    /**
+     * Like {@link #parse(Iterable)}; {@code readUid} false (kube-apiserver does not list {@code X-Remote-Uid} in
+     * {@code requestheader-uid-headers}, so the header may be the caller's own) leaves the uid empty.
+     */
+    public static Identity parse(Iterable<Map.Entry<String, String>> lines, boolean readUid) {
         String user = null;
         String uid = null;
         List<String> groups = new ArrayList<>();
@@ -48,7 +58,7 @@ public final class IdentityHeaders {
                     user = value(USER, raw);
                 }
             } else if (name.equalsIgnoreCase(UID)) {
-                if (uid == null) {
+                if (readUid && uid == null) {
                     uid = value(UID, raw);
                 }
             } else if (name.equalsIgnoreCase(GROUP)) {

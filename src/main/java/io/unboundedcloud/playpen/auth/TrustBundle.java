@@ -7,10 +7,17 @@ import java.util.Set;
 import java.util.stream.Collectors;
 
 /**
- * The front-proxy trust source from kube-system/extension-apiserver-authentication: CA bundle and allowed CNs.
- * An invalid bundle carries the reason and rejects every request until it is fixed.
+ * The front-proxy trust source from kube-system/extension-apiserver-authentication: CA bundle and allowed CNs, and
+ * whether kube-apiserver vouches for {@code X-Remote-Uid} ({@code requestheader-uid-headers} lists it). An invalid
+ * bundle carries the reason and rejects every request until it is fixed.
  */
-public record TrustBundle(List<X509Certificate> cas, Set<String> allowedNames, String invalidReason, long generation) {
+public record TrustBundle(List<X509Certificate> cas, Set<String> allowedNames, String invalidReason, long generation,
+        boolean sendsUid) {
+
+    /** A bundle whose kube-apiserver sends no uid header. */
+    public TrustBundle(List<X509Certificate> cas, Set<String> allowedNames, String invalidReason, long generation) {
+        this(cas, allowedNames, invalidReason, generation, false);
+    }
 
     public static TrustBundle invalid(String reason, long generation) {
         return new TrustBundle(List.of(), Set.of(), reason, generation);

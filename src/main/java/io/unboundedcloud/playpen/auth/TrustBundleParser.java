@@ -17,6 +17,12 @@ import io.unboundedcloud.playpen.tls.Pki;
 public final class TrustBundleParser {
     public static final String CA_KEY = "requestheader-client-ca-file";
     public static final String NAMES_KEY = "requestheader-allowed-names";
+    /**
+     * The headers kube-apiserver puts the caller's uid in (1.32+, {@code --requestheader-uid-headers}). Without
+     * {@code X-Remote-Uid} here the aggregator may pass that header on from the caller unchanged (up to 1.31 it
+     * neither sets nor removes it), so it is read only when listed, as kube-apiserver's own authenticator does.
+     */
+    public static final String UID_HEADERS_KEY = "requestheader-uid-headers";
     private static final ObjectMapper MAPPER = new ObjectMapper();
     private static final Pattern CERTIFICATE_BLOCK =
             Pattern.compile("-----BEGIN CERTIFICATE-----[^-]*-----END CERTIFICATE-----");
@@ -67,6 +73,27 @@ public final class TrustBundleParser {
                 return TrustBundle.invalid(NAMES_KEY + " is not a JSON array", generation);
             }
         }
-        return new TrustBundle(List.copyOf(cas), Set.copyOf(names), null, generation);
+        return new TrustBundle(List.copyOf(cas), Set.copyOf(names), null, generation, sendsUid(data.get(UID_HEADERS_KEY)));
+    }
+
+    /** Whether the uid headers (a JSON array of names) list X-Remote-Uid; anything unreadable means no uid. */
+    static boolean sendsUid(String rawHeaders) {
+        if (rawHeaders == null || rawHeaders.isBlank()) {
+            return false;
+        }
+        try {
+            JsonNode arr = MAPPER.readTree(rawHeaders);
+            if (arr == null || !arr.isArray()) {
+                return false;
+            }
+            for (JsonNode n : arr) {
+                if (n.isTextual() && n.textValue().equalsIgnoreCase(IdentityHeaders.UID)) {
+                    return true;
+                }
+            }
+        } catch (java.io.IOException e) {
+            return false;
+        }
+        return false;
     }
 }

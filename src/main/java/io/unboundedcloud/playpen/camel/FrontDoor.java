@@ -16,6 +16,7 @@ import io.unboundedcloud.playpen.api.ApiPaths;
 import io.unboundedcloud.playpen.auth.FrontProxyAuthenticator;
 import io.unboundedcloud.playpen.auth.Identity;
 import io.unboundedcloud.playpen.auth.IdentityHeaders;
+import io.unboundedcloud.playpen.auth.TrustBundle;
 
 /**
  * First step of every HTTPS request: picks the flow from the method and the exact raw path (404/405, before any
@@ -41,11 +42,13 @@ public final class FrontDoor {
         ApiPaths.Flow flow = ApiPaths.route(method, target);
         exchange.setProperty(FLOW, flow.name().toLowerCase(Locale.ROOT));
         exchange.setProperty(TARGET, target);
+        TrustBundle trust = null;
         if (flow.authenticated()) {
-            authenticator.verifyPeer(peerChain(in));
+            trust = authenticator.verifyPeer(peerChain(in));
         }
         if (flow.forUser()) {
-            exchange.setProperty(IDENTITY, identity(in));
+            // every flow for a user is authenticated; the uid only where kube-apiserver vouches for it
+            exchange.setProperty(IDENTITY, identity(in, trust != null && trust.sendsUid()));
         }
     }
 
@@ -81,9 +84,9 @@ public final class FrontDoor {
      * The identity from the request's own header lines (not Camel's header map, which mixes in query parameters
      * and may split or merge values), in arrival order, as kube-apiserver's authenticator reads them.
      */
-    private static Identity identity(Message in) {
+    private static Identity identity(Message in, boolean readUid) {
         if (in instanceof NettyHttpMessage netty && netty.getHttpRequest() != null) {
-            return IdentityHeaders.parse(() -> netty.getHttpRequest().headers().iteratorAsString());
+            return IdentityHeaders.parse(() -> netty.getHttpRequest().headers().iteratorAsString(), readUid);
         }
         throw new IllegalStateException("not a netty-http request: the front door needs the request's header lines");
     }

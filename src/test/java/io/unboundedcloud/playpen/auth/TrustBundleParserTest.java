@@ -29,6 +29,23 @@ class TrustBundleParserTest {
         return d;
     }
 
+    /** X-Remote-Uid is vouched for only when requestheader-uid-headers lists it; anything else means no uid. */
+    @Test
+    void theUidHeaderCountsOnlyWhenTheConfigMapListsIt() {
+        Map<String, String> d = data(CA_1.certificatePem(), null);
+        assertThat(TrustBundleParser.parse(d, 1).sendsUid()).isFalse();
+        for (String listed : new String[] {"[\"X-Remote-Uid\"]", "[\"x-remote-uid\"]", "[\"X-Other\",\"X-Remote-Uid\"]"}) {
+            d.put(TrustBundleParser.UID_HEADERS_KEY, listed);
+            assertThat(TrustBundleParser.parse(d, 1).sendsUid()).as(listed).isTrue();
+        }
+        for (String not : new String[] {"[]", "[\"X-Other-Uid\"]", "\"X-Remote-Uid\"", "not json", "[1]", ""}) {
+            d.put(TrustBundleParser.UID_HEADERS_KEY, not);
+            TrustBundle tb = TrustBundleParser.parse(d, 1);
+            assertThat(tb.valid()).as(not).isTrue();
+            assertThat(tb.sendsUid()).as(not).isFalse();
+        }
+    }
+
     @Test
     void bundleWithNames() {
         TrustBundle tb = TrustBundleParser.parse(

@@ -217,11 +217,20 @@ public final class TestCluster implements AutoCloseable {
         return out;
     }
 
+    /** The trust ConfigMap of a kube-apiserver that sends the caller's uid in X-Remote-Uid (1.32+, with the flag). */
     public void setTrust(String caPem, String allowedNamesJson) {
+        setTrust(caPem, allowedNamesJson, "[\"X-Remote-Uid\"]");
+    }
+
+    /** {@code uidHeadersJson}: requestheader-uid-headers, or null for a kube-apiserver that sends no uid header. */
+    public void setTrust(String caPem, String allowedNamesJson, String uidHeadersJson) {
         Map<String, String> data = new HashMap<>();
         data.put("requestheader-client-ca-file", caPem);
         if (allowedNamesJson != null) {
             data.put("requestheader-allowed-names", allowedNamesJson);
+        }
+        if (uidHeadersJson != null) {
+            data.put("requestheader-uid-headers", uidHeadersJson);
         }
         client.configMaps().inNamespace("kube-system").resource(new ConfigMapBuilder().withNewMetadata()
                 .withName("extension-apiserver-authentication").withNamespace("kube-system").endMetadata()
