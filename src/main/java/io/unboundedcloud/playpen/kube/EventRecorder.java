@@ -287,7 +287,7 @@ public final class EventRecorder implements AutoCloseable {
             r = new Refusal();
             refusals.put(p.namespace(), r);
             LOG.warn("events in namespace {} are forbidden ({}): they are dropped and counted in "
-                    + "playpen_events_dropped_total{reason=\"forbidden\"}; grant create and patch on events in {} "
+                    + "playpen_events_dropped_total{reason=\"forbidden\"}; grant create on events in {} "
                     + "to the operator's ServiceAccount to record them", p.namespace(),
                     ex.getStatus() != null && ex.getStatus().getMessage() != null ? ex.getStatus().getMessage()
                             : ex.getMessage(), p.namespace());

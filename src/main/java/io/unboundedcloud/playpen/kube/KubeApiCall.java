@@ -13,7 +13,6 @@ public enum KubeApiCall {
     PODS_CREATE("", "pods", "create", Scope.RUNNER_NAMESPACE),
     PODS_PATCH("", "pods", "patch", Scope.RUNNER_NAMESPACE),
     PODS_DELETE("", "pods", "delete", Scope.RUNNER_NAMESPACE),
-    NODES_GET("", "nodes", "get", Scope.CLUSTER),
     NODES_LIST("", "nodes", "list", Scope.CLUSTER),
     NODES_WATCH("", "nodes", "watch", Scope.CLUSTER),
     SECRETS_GET("", "secrets", "get", Scope.OPERATOR_NAMESPACE),
@@ -26,9 +25,7 @@ public enum KubeApiCall {
     CONFIGMAPS_LIST("", "configmaps", "list", Scope.KUBE_SYSTEM),
     CONFIGMAPS_WATCH("", "configmaps", "watch", Scope.KUBE_SYSTEM),
     EVENTS_CREATE("", "events", "create", Scope.RUNNER_NAMESPACE),
-    EVENTS_PATCH("", "events", "patch", Scope.RUNNER_NAMESPACE),
     OPERATOR_EVENTS_CREATE("", "events", "create", Scope.OPERATOR_NAMESPACE),
-    OPERATOR_EVENTS_PATCH("", "events", "patch", Scope.OPERATOR_NAMESPACE),
     LEASES_GET("coordination.k8s.io", "leases", "get", Scope.LEADER_NAMESPACE),
     LEASES_CREATE("coordination.k8s.io", "leases", "create", Scope.LEADER_NAMESPACE),
     /** fabric8's LeaseLock writes renewals and takeovers as a JSON merge patch (not a PUT): RBAC needs patch. */
