@@ -24,8 +24,10 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
  * verdict, whatever its lag, because the verdict depends only on the committed history.
  * <p>
  * A claim first seen in a LIST (at start, or when the watch had to relist) has no such moment here: it is
- * {@link Standing#UNKNOWN} until a write settles it (see {@code ClaimWriter#settle}), or unless it was already known
- * to stand (a standing claim is never rolled back, only deleted, so the same key on the same pod is the same claim).
+ * {@link Standing#UNKNOWN} until a write settles it (see {@code ClaimWriter#settle}). That holds for a pod this ledger
+ * saw claimed and judged before, too: an unsettled claim, even one that stood, can be taken back by its writer (its
+ * client left before the answer) and the pod claimed again with the same key by a claim that lost, unseen, so the
+ * same key on the same pod is not known to be the same claim.
  * <p>
  * Not thread-safe: the pod cache calls it under its watch store's lock, in the order the store applies changes.
  */
@@ -85,8 +87,9 @@ public final class ClaimLedger {
             if (settled) {
                 s = Standing.WON;
                 r = Reason.NONE;
-            } else if (!exact && s == Standing.LOST) {
-                // unseen changes: it may have been rolled back and claimed again with the same key since
+            } else if (!exact) {
+                // unseen changes: it may have been rolled back and claimed again with the same key since (a claim
+                // that stood too: its writer takes it back when its client left before the answer)
                 s = Standing.UNKNOWN;
                 r = Reason.NONE;
             }

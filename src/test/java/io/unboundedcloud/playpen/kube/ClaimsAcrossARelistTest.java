@@ -11,6 +11,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.Hashes;
@@ -106,5 +107,60 @@ class ClaimsAcrossARelistTest {
         assertThat(cluster.pods()).filteredOn(p -> key.keyHash().equals(ManagedPods.keyHash(p)))
                 .extracting(ManagedPods::name).containsExactly(answer.pod().getMetadata().getName());
         assertThat(a.pods.claimOn(answer.pod().getMetadata().getName()).orElseThrow().stands()).isTrue();
+    }
+
+    /** Puts (or, with a null key, takes off) a claim of {@code key} on a pod, as another replica's write would. */
+    private void writeClaim(String pod, AllocCommand key, String claimedAt) {
+        cluster.client.pods().inNamespace(TestCluster.NS).withName(pod).edit(p -> {
+            PodBuilder b = new PodBuilder(p);
+            if (key == null) {
+                b.editMetadata().removeFromAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH)
+                        .removeFromAnnotations(PlaypenKeys.REQUEST_HASH).removeFromAnnotations(PlaypenKeys.CLAIMED_AT)
+                        .removeFromLabels(PlaypenKeys.KEY_HASH_LABEL).endMetadata();
+            } else {
+                b.editMetadata().addToAnnotations(Map.of(PlaypenKeys.IDEMPOTENCY_KEY_HASH, key.keyHash(),
+                        PlaypenKeys.REQUEST_HASH, key.requestHash(), PlaypenKeys.CLAIMED_AT, claimedAt))
+                        .addToLabels(PlaypenKeys.KEY_HASH_LABEL, ClaimWriter.labelValue(key.keyHash())).endMetadata();
+            }
+            return b.build();
+        });
+    }
+
+    /**
+     * A claim this replica saw stand, then taken back by its writer (its client left before the answer) while this
+     * replica's watch was down; meanwhile the key was claimed on another pod (that claim stands and was answered),
+     * and a lagging replica claimed the first pod again for the same key (that claim lost). The relist shows the
+     * first pod with the same key and uid as the claim that stood, but it is another claim, one that lost: it must
+     * not be taken for the standing one, replayed and settled, or the key holds two pods.
+     */
+    @Test
+    void aClaimTakenBackAndMadeAgainUnseenIsNotTakenForTheOneThatStood() throws Exception {
+        AllocCommand key = cmd("reclaimed-while-down");
+        String first = "playpen-runner-amd64-51821";
+        String second = "playpen-runner-amd64-51822";
+        writeClaim(first, key, "2026-01-01T00:00:00Z");
+        OperatorHarness.awaitTrue(() -> a.pods.claimOn(first).map(ClaimLedger.Claim::stands).orElse(false),
+                Duration.ofSeconds(10), "the first claim stands");
+
+        a.proxy.holdWatches();
+        writeClaim(first, null, null);                           // its writer takes it back: the pod is idle
+        writeClaim(second, key, "2026-01-01T00:00:05Z");         // claimed elsewhere: stands, answered there
+        writeClaim(first, key, "2026-01-01T00:00:06Z");          // a lagging replica's claim: lost
+        churn();
+        relist();
+        OperatorHarness.awaitTrue(() -> a.pods.claimsOf(key.keyHash()).size() == 2, Duration.ofSeconds(20),
+                "the relist shows both claims");
+
+        long listsBefore = a.calls.get(KubeApiCall.PODS_LIST);
+        CompletableFuture<Allocator.Allocation> replay = CompletableFuture.supplyAsync(() -> a.allocator.allocate(key));
+        // the lost claim's writer rolls it back once its watch has judged it (unless a settle got there first)
+        OperatorHarness.awaitTrue(() -> replay.isDone() || a.calls.get(KubeApiCall.PODS_LIST) > listsBefore,
+                Duration.ofSeconds(20), "the replay has read the key's claims");
+        Pod lost = cluster.client.pods().inNamespace(TestCluster.NS).withName(first).get();
+        new ClaimWriter(cluster.client, java.time.Clock.systemUTC(), new ApiCallCounter()).rollback(lost, key.keyHash());
+
+        assertThat(replay.get(60, TimeUnit.SECONDS).pod().getMetadata().getName()).isEqualTo(second);
+        assertThat(cluster.pods()).filteredOn(p -> key.keyHash().equals(ManagedPods.keyHash(p)))
+                .extracting(ManagedPods::name).containsExactly(second);
     }
 }
