@@ -76,7 +76,17 @@ public final class ClaimResolver {
                 Pod fresh = writer.read(pods.namespace(), c.pod());
                 if (fresh != null && carries(fresh, c)) {
                     pods.observe(fresh);
-                    return Optional.of(new Standing(c, fresh));
+                    // the same key on the same pod is the judged claim only if the watch has applied the version
+                    // read and still holds that claim standing: unseen, it may have been taken back by its writer
+                    // (its client left) and the pod claimed again for the key by a claim that lost
+                    CompletableFuture<Optional<ClaimLedger.Claim>> seen = pods.awaitClaim(c.pod(),
+                            ClaimLedger.resourceVersion(fresh));
+                    if (seen.isDone() && seen.join().filter(now -> now.stands() && now.claimRv() == c.claimRv()
+                            && now.uid().equals(c.uid())).isPresent()) {
+                        return Optional.of(new Standing(c, fresh));
+                    }
+                    await(seen, deadlineNanos);
+                    continue;
                 }
                 // gone since (deallocated, expired): wait for the watch to say so, then judge again
                 if (fresh == null) {

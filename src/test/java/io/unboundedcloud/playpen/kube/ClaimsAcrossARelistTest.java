@@ -163,4 +163,47 @@ class ClaimsAcrossARelistTest {
         assertThat(cluster.pods()).filteredOn(p -> key.keyHash().equals(ManagedPods.keyHash(p)))
                 .extracting(ManagedPods::name).containsExactly(second);
     }
+
+    /**
+     * The same history as above with this replica's watch merely behind (no relist): its ledger still has the first
+     * claim standing when the pod, read fresh, carries the key again, by the lagging replica's claim that lost. The
+     * fresh pod is not the claim the ledger judged: it must not be replayed and settled.
+     */
+    @Test
+    void aClaimTakenBackAndMadeAgainBeyondALaggingWatchIsNotTakenForTheOneThatStood() throws Exception {
+        AllocCommand key = cmd("reclaimed-while-behind");
+        String first = "playpen-runner-amd64-51821";
+        String second = "playpen-runner-amd64-51822";
+        writeClaim(first, key, "2026-01-01T00:00:00Z");
+        OperatorHarness.awaitTrue(() -> a.pods.claimOn(first).map(ClaimLedger.Claim::stands).orElse(false),
+                Duration.ofSeconds(10), "the first claim stands");
+
+        a.proxy.holdWatches();
+        writeClaim(first, null, null);                           // its writer takes it back: the pod is idle
+        writeClaim(second, key, "2026-01-01T00:00:05Z");         // claimed elsewhere: stands, answered there
+        writeClaim(first, key, "2026-01-01T00:00:06Z");          // a lagging replica's claim: lost
+
+        CompletableFuture<Allocator.Allocation> replay = new CompletableFuture<>();
+        Thread caller = new Thread(() -> {
+            try {
+                replay.complete(a.allocator.allocate(key));
+            } catch (Throwable e) {
+                replay.completeExceptionally(e);
+            }
+        }, "replay");
+        caller.setDaemon(true);
+        caller.start();
+        // answered, or waiting for this replica's watch (which the test holds) to judge the key
+        OperatorHarness.awaitTrue(() -> replay.isDone() || ScriptedReplica.parkedIn(caller, "ClaimResolver", "await"),
+                Duration.ofSeconds(20), "the replay has answered or waits for the watch");
+        a.proxy.releaseWatches();
+        OperatorHarness.awaitTrue(() -> replay.isDone() || a.pods.claimOn(first).map(c -> c.standing()
+                == ClaimLedger.Standing.LOST).orElse(false), Duration.ofSeconds(20), "the watch caught up");
+        Pod lost = cluster.client.pods().inNamespace(TestCluster.NS).withName(first).get();
+        new ClaimWriter(cluster.client, java.time.Clock.systemUTC(), new ApiCallCounter()).rollback(lost, key.keyHash());
+
+        assertThat(replay.get(60, TimeUnit.SECONDS).pod().getMetadata().getName()).isEqualTo(second);
+        assertThat(cluster.pods()).filteredOn(p -> key.keyHash().equals(ManagedPods.keyHash(p)))
+                .extracting(ManagedPods::name).containsExactly(second);
+    }
 }
