@@ -539,10 +539,12 @@ public final class Allocator {
                     pods.observeDeleted(name);
                     return null;
                 }
-                if (e.getCode() != 409) {
+                if (e.getCode() != 409 && !ClaimWriter.mayHaveLanded(e)) {
                     throw e;
                 }
-                LOG.debug("claim conflict pod={}/{} rv={}: {}", ns, name, rv, e.getMessage());
+                // changed meanwhile, or an answer lost after the write may have landed: the pod as it is now tells
+                // (a claim of this key on it is judged and replayed, an idle pod is claimed again)
+                LOG.debug("claim conflict or unknown outcome pod={}/{} rv={}: {}", ns, name, rv, e.getMessage());
             }
             Pod fresh = writer.read(ns, name);
             if (fresh == null) {

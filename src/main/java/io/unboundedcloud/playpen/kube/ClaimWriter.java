@@ -140,6 +140,16 @@ public final class ClaimWriter {
                 + status.getMessage(), response.code(), status);
     }
 
+    /**
+     * A write that failed without a clear refusal (connection reset, timeout, 500/504) may have landed: the API server
+     * wrote it and the answer was lost. 4xx answers and 429/503 (API Priority and Fairness, overload) are refusals
+     * before the write.
+     */
+    static boolean mayHaveLanded(KubernetesClientException e) {
+        int code = e.getCode();
+        return code <= 0 || code == 500 || code == 504;
+    }
+
     private static String podUrl(KubernetesClient client, String ns, String name) {
         String master = client.getMasterUrl().toString();
         return master + (master.endsWith("/") ? "" : "/") + "api/v1/namespaces/" + ns + "/pods/" + name;

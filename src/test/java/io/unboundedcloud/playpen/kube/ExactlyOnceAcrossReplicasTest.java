@@ -339,4 +339,21 @@ class ExactlyOnceAcrossReplicasTest {
         b.proxy.releaseWatches();
         assertThat(renewal.get(30, TimeUnit.SECONDS).pod().getMetadata().getName()).isEqualTo(name(made));
     }
+
+    /**
+     * A claim the API server wrote whose answer was lost (a 500 after the write, and again on the client's own
+     * retry, which meets its own claim): the request must not fail while the pod stays claimed for its key; it
+     * learns what happened from a read and answers with that claim, or claims nothing.
+     */
+    @Test
+    void aClaimWhoseAnswerIsLostIsAnsweredNotLeftClaimedBehindAnError() throws Exception {
+        runners(0, 3);
+        Replica a = replica(0);
+        AllocCommand key = cmd("answer-lost");
+        java.util.concurrent.atomic.AtomicInteger lost = new java.util.concurrent.atomic.AtomicInteger(2);
+        cluster.failAfterWrite = k -> k.startsWith("PATCH /api/v1/namespaces/" + TestCluster.NS + "/pods/")
+                && lost.getAndDecrement() > 0;
+        Allocator.Allocation answer = a.allocator.allocate(key);
+        assertThat(carrying(key)).extracting(ManagedPods::name).containsExactly(answer.pod().getMetadata().getName());
+    }
 }
