@@ -528,6 +528,7 @@ public final class Allocator {
         Pod current = u.pod();
         String rv = current.getMetadata().getResourceVersion();
         for (int attempt = 0; attempt < SAME_POD_RETRIES; attempt++) {
+            KubernetesClientException unknown = null;
             try {
                 Pod claimed = writer.claim(current, rv, cmd, ownerHash, ownerHash == null ? 0 : maxPerOwner);
                 pods.observe(claimed);
@@ -543,7 +544,8 @@ public final class Allocator {
                     throw e;
                 }
                 // changed meanwhile, or an answer lost after the write may have landed: the pod as it is now tells
-                // (a claim of this key on it is judged and replayed, an idle pod is claimed again)
+                // (a claim of this key on it is judged and replayed)
+                unknown = e.getCode() == 409 ? null : e;
                 LOG.debug("claim conflict or unknown outcome pod={}/{} rv={}: {}", ns, name, rv, e.getMessage());
             }
             Pod fresh = writer.read(ns, name);
@@ -555,6 +557,10 @@ public final class Allocator {
             if (ManagedPods.isClaimed(fresh)) {
                 // another replica (or request) claimed it; for this very key, that claim is judged and replayed
                 return cmd.keyHash().equals(ManagedPods.keyHash(fresh)) ? Claimed.met(fresh) : null;
+            }
+            if (unknown != null) {
+                // the write did not land: the API server's failure is the answer (another write would meet it too)
+                throw unknown;
             }
             if (candidates.classify(cmd, fresh, nodes::externalIp) != Candidates.Verdict.USABLE) {
                 return null;

@@ -1,6 +1,7 @@
 package io.unboundedcloud.playpen.kube;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -355,5 +356,26 @@ class ExactlyOnceAcrossReplicasTest {
                 && lost.getAndDecrement() > 0;
         Allocator.Allocation answer = a.allocator.allocate(key);
         assertThat(carrying(key)).extracting(ManagedPods::name).containsExactly(answer.pod().getMetadata().getName());
+    }
+
+    /**
+     * A claim the API server refused with a 500 before writing anything (and again on the client's own retry):
+     * the read-back finds the pod idle, so that failure is the answer; the request writes no more claims (on this
+     * pod or the next), and no pod is left carrying the key.
+     */
+    @Test
+    void aClaimRefusedWithA500BeforeTheWriteIsThatErrorWithNoFurtherClaims() throws Exception {
+        runners(0, 3);
+        Replica a = replica(0);
+        AllocCommand key = cmd("refused-before-write");
+        java.util.function.Predicate<String> claims = k -> k.startsWith("PATCH /api/v1/namespaces/" + TestCluster.NS
+                + "/pods/");
+        cluster.failBeforeWrite = claims;
+        int before = cluster.requestCount(claims);
+        assertThatThrownBy(() -> a.allocator.allocate(key))
+                .isInstanceOfSatisfying(io.fabric8.kubernetes.client.KubernetesClientException.class,
+                        e -> assertThat(e.getCode()).isEqualTo(500));
+        assertThat(cluster.requestCount(claims) - before).as("the claim and the client's one retry").isEqualTo(2);
+        assertThat(carrying(key)).isEmpty();
     }
 }

@@ -77,6 +77,8 @@ public final class TestCluster implements AutoCloseable {
     public volatile Predicate<String> forbidden = key -> false;
     /** Requests ("METHOD path") that reach the store and then get a 500: the write landed, its answer is lost. */
     public volatile Predicate<String> failAfterWrite = key -> false;
+    /** Requests ("METHOD path") answered 500 without reaching the store: refused, nothing written. */
+    public volatile Predicate<String> failBeforeWrite = key -> false;
 
     /** Told about each request as it reaches the mock API, before it is served (the benchmark timestamps creates and deletes). */
     @FunctionalInterface
@@ -119,6 +121,10 @@ public final class TestCluster implements AutoCloseable {
                 }
                 if (forbidden.test(key)) {
                     return forbiddenAnswer(key);
+                }
+                if (failBeforeWrite.test(key)) {
+                    return new MockResponse().setResponseCode(500).setBody(
+                            "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":500}");
                 }
                 if (failAfterWrite.test(key)) {
                     MockResponse landed = store.dispatch(request);
