@@ -318,7 +318,11 @@ public final class PoolPlanner {
             }
             Template tpl = template(target);
             Instant created = PoolHealth.instant(pod.getMetadata().getCreationTimestamp()).orElse(Instant.EPOCH);
-            Member member = new Member(pod, PoolHealth.ready(pod), created);
+            // a pod on a node that is gone or not Ready is never handed out (PoolHandOut, Candidates), whatever the
+            // grace: until the grace replaces it, it is not ready capacity a rollout or a scale-down may count on
+            String node = pod.getSpec() == null ? null : pod.getSpec().getNodeName();
+            boolean onNodeInDoubt = node != null && !node.isEmpty() && nodeInDoubt(ctx).test(node);
+            Member member = new Member(pod, PoolHealth.ready(pod) && !onNodeInDoubt, created);
             if (!TemplateHashes.isCurrent(pod, tpl.hash(), tpl.sample())) {
                 stale.add(member);
             } else if (member.ready()) {

@@ -314,6 +314,23 @@ class PoolRulesTest {
         assertThat(plan.statuses().get(AMD64).ready()).isEqualTo(2);
     }
 
+    /**
+     * A pod on a node that has turned NotReady is never handed out (PoolHandOut), whatever the grace: while the grace
+     * runs it is no ready capacity, so a rollout keeps the stale pod that still serves instead of retiring it for
+     * the current one that cannot, and the pools resource does not call it ready.
+     */
+    @Test
+    void aRolloutDoesNotRetireAStalePodForACurrentOneOnANotReadyNode() {
+        PoolPlanner p = planner("--runner-amd64-count=1", "--pool-max-surge=1", "--pool-node-not-ready-grace=2m");
+        Pod stale = staleReady(51820, Duration.ofHours(1)).build();
+        Pod current = ready(p, 51821, Duration.ofMinutes(5)).editSpec().withNodeName("node-b").endSpec().build();
+        var lookup = nodes(node("node-a", "True", NOW.minusSeconds(3600)),
+                node("node-b", "Unknown", NOW.minus(Duration.ofMinutes(1))));
+        PoolPlan plan = p.plan(List.of(stale, current), Set.of(), ctx(lookup, null));
+        assertThat(deleted(plan)).as("the stale pod is the only one that can be handed out").isEmpty();
+        assertThat(plan.statuses().get(AMD64).ready()).isEqualTo(1);
+    }
+
     @Test
     void theSurgeBoundsHowManyNewPodsARolloutAddsAtOnce() {
         PoolPlanner p = planner("--runner-amd64-count=8");
@@ -410,6 +427,18 @@ class PoolRulesTest {
         Pod foreignStarting = new PodBuilder(starting(p, 51821, Duration.ofMinutes(1)).build()).editMetadata()
                 .removeFromLabels(PlaypenKeys.TEMPLATE_HASH).endMetadata().build();
         assertThat(deleted(plan(p, List.of(ready, foreignStarting)))).isEmpty();
+    }
+
+    /** Lowering the count keeps the pod that can be handed out, not the one on a node that has turned NotReady. */
+    @Test
+    void scaleDownKeepsThePodThatCanServeOverOneOnANotReadyNode() {
+        PoolPlanner p = planner("--runner-amd64-count=1", "--pool-node-not-ready-grace=2m");
+        Pod onNotReady = ready(p, 51820, Duration.ofHours(1)).editSpec().withNodeName("node-b").endSpec().build();
+        Pod onReady = ready(p, 51821, Duration.ofMinutes(1)).build();
+        var lookup = nodes(node("node-a", "True", NOW.minusSeconds(3600)),
+                node("node-b", "False", NOW.minus(Duration.ofMinutes(1))));
+        PoolPlan plan = p.plan(List.of(onNotReady, onReady), Set.of(), ctx(lookup, null));
+        assertThat(deleted(plan)).containsExactly("playpen-runner-amd64-51820:Surplus");
     }
 
     @Test
