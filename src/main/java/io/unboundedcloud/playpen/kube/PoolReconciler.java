@@ -363,17 +363,37 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         }
     }
 
-    /** The create step: the planned pods, on the lowest free hostPorts (AlreadyExists moves on to the next one). */
+    /**
+     * The create step: the planned pods, on the lowest free hostPorts (AlreadyExists moves on to the next one). A
+     * pool whose create fails tries no more this pass; the other pools go on, and the step ends with the first
+     * failure.
+     */
     public Pass create(Pass pass) {
         return step(pass, () -> {
+            Set<io.unboundedcloud.playpen.model.PoolTarget> failedPools = new HashSet<>();
+            KubernetesClientException firstFailure = null;
             for (PoolPlan.PlannedPod planned : pass.plan.toCreate()) {
                 if (!leader.getAsBoolean()) {
-                    return; // leadership lost in the middle of a pass: the new leader plans afresh
+                    break; // leadership lost in the middle of a pass: the new leader plans afresh
                 }
                 if (signals != null && signals.backoff(planned.target()).view().pausedAt(pass.now)) {
                     continue; // this pass's own deletes found a failed replacement: the pool pauses now
                 }
-                Attempt a = create(planned, pass.used.computeIfAbsent(planned.target().type(), pass.plan::portsInUse));
+                if (failedPools.contains(planned.target())) {
+                    continue;
+                }
+                Attempt a;
+                try {
+                    a = create(planned, pass.used.computeIfAbsent(planned.target().type(), pass.plan::portsInUse));
+                } catch (KubernetesClientException e) {
+                    // refused (an admission rule, a quota) or unknown: this pool's next pods would most likely
+                    // meet the same, but another pool's need not, so one pool cannot keep the others empty
+                    failedPools.add(planned.target());
+                    if (firstFailure == null) {
+                        firstFailure = e;
+                    }
+                    continue;
+                }
                 pass.existed += a.alreadyExisted();
                 if (a.created()) {
                     pass.created++;
@@ -387,6 +407,9 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                             + "replica has not seen yet; the next pass creates the pod", planned.target().key(),
                             a.alreadyExisted());
                 }
+            }
+            if (firstFailure != null) {
+                throw firstFailure;
             }
         });
     }

@@ -244,6 +244,42 @@ class PoolReconcilerPassTest {
         }, "--runner-amd64-count=2", "--runner-arm64-count=0");
     }
 
+    /**
+     * One pool whose creates are refused (here an admission rule that turns away its pods, and only its) stops
+     * trying for this pass, but the other pools are still healed and filled; the pass ends with the refusal.
+     */
+    @Test
+    void aPoolWhoseCreatesAreRefusedDoesNotKeepTheOtherPoolsEmpty() throws Exception {
+        withFollowingPool((cluster, pool, cache, seen) -> {
+            ThreadLocal<Boolean> amd64Body = ThreadLocal.withInitial(() -> false);
+            cluster.addRequestListener(new TestCluster.RequestListener() {
+                @Override
+                public void onRequest(String key) {
+                }
+
+                @Override
+                public void onRequest(String key, java.util.function.Supplier<String> body) {
+                    String b = key.equals(POST_PODS) ? body.get() : null;
+                    amd64Body.set(b != null && b.contains("playpen-runner-amd64-"));
+                }
+            });
+            cluster.forbidden = key -> key.equals(POST_PODS) && amd64Body.get();
+
+            for (int pass = 0; pass < 2; pass++) {
+                assertThatThrownBy(pool::reconcile).isInstanceOfSatisfying(KubernetesClientException.class,
+                        e -> assertThat(e.getCode()).isEqualTo(403));
+            }
+
+            assertThat(podNames(cluster)).as("the arm64 pool is filled though the amd64 one cannot be")
+                    .containsExactly("playpen-runner-arm64-51822");
+            // (on the first port the amd64 pool's planned pods left free: the range is one for both)
+            assertThat(seen.created).containsExactly("playpen-runner-arm64-51822");
+            assertThat(seen.passFailed).containsExactly(true, true);
+            // the refused pool tried once per pass, not once per pod it wants
+            assertThat(cluster.requestCount(POST_PODS::equals)).isEqualTo(3);
+        }, "--runner-amd64-count=2", "--runner-arm64-count=1");
+    }
+
     @Test
     void anAllocatedPodThatTurnsUnhealthyIsReportedOncePerSpell() throws Exception {
         withFollowingPool((cluster, pool, cache, seen) -> {
