@@ -306,7 +306,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
 
     /**
      * The delete step: unhealthy idle pods, stale ones a ready current pod has replaced, surplus ones. Each delete
-     * carries the pod's resourceVersion as precondition, so a pod claimed meanwhile is never deleted.
+     * carries the resourceVersion the plan judged as precondition, so a pod claimed (or otherwise changed) meanwhile
+     * is never deleted.
      */
     public Pass delete(Pass pass) {
         return step(pass, () -> {
@@ -336,6 +337,12 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             return false;
         }
         Pod target = fresh.get();
+        if (!java.util.Objects.equals(target.getMetadata().getResourceVersion(), pod.getMetadata().getResourceVersion())) {
+            // changed since the plan judged it (ready now, say): not what the plan decided on; the next pass judges it
+            LOG.info("pod={}/{} pool={} outcome=changed-before-delete", config.runnerNamespace(), name,
+                    d.target().key());
+            return false;
+        }
         try {
             calls.count(KubeApiCall.PODS_DELETE);
             io.fabric8.kubernetes.client.dsl.Deletable op = client.pods().inNamespace(config.runnerNamespace())

@@ -89,6 +89,39 @@ class PoolReconcilerDeleteTest {
         }, RUNNER, NO_ARM);
     }
 
+    /**
+     * The delete is conditional on the version the plan judged: a pod planned out as never ready that becomes ready
+     * (a new version, still idle) before the delete step is not deleted as unhealthy; the next pass judges it anew.
+     * (A ready timeout of 1ms: the API server's creation time, in whole seconds, is already past it.)
+     */
+    @Test
+    void aPodThatBecameReadyAfterThePlanIsNotDeletedAsNeverReady() throws Exception {
+        withFollowingPool((cluster, pool, cache, seen) -> {
+            String name = "playpen-runner-amd64-51820";
+            Pod made = new PodBuilder(pool.planner().podFor(io.unboundedcloud.playpen.model.PoolTarget.runner("amd64"),
+                    51820)).editSpec().withNodeName("node-a").endSpec().build();
+            cluster.client.pods().inNamespace(TestCluster.NS).resource(made).create();
+            seen.awaitTold(name, Optional::isPresent, "the pod told to the pools");
+            PoolReconciler.Pass pass = pool.plan(pool.assess());
+            assertThat(pass.plan().toDelete()).singleElement().satisfies(d -> {
+                assertThat(ManagedPods.name(d.pod())).isEqualTo(name);
+                assertThat(d.reason()).isEqualTo("NotReadyInTime");
+            });
+            Pod ready = TestCluster.readyRunner("amd64", 51820, "node-a").build();
+            cluster.client.pods().inNamespace(TestCluster.NS).withName(name).edit(p -> new PodBuilder(p)
+                    .editMetadata().addToAnnotations(ready.getMetadata().getAnnotations()).endMetadata()
+                    .withStatus(ready.getStatus()).build());
+            seen.awaitTold(name, p -> p.map(io.unboundedcloud.playpen.model.PoolHealth::ready).orElse(false),
+                    "the pod's readiness told to the pools");
+
+            PoolReconciler.Result r = pool.finish(pool.delete(pass));
+
+            assertThat(r.deleted()).isZero();
+            assertThat(seen.deleted).isEmpty();
+            assertThat(cluster.client.pods().inNamespace(TestCluster.NS).withName(name).get()).isNotNull();
+        }, RUNNER, NO_ARM, "--pool-ready-timeout=1ms");
+    }
+
     @Test
     void aDeleteAnsweredNotFoundIsNotCountedAndThePodIsGoneFromTheCache() throws Exception {
         withFollowingPool((cluster, pool, cache, seen) -> {
