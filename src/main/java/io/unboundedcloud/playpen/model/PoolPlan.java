@@ -67,8 +67,8 @@ public record PoolPlan(List<PlannedPod> toCreate, List<Exhaustion> exhausted,
             return switch (why) {
                 case UNHEALTHY -> "idle pod of pool " + PoolStatus.name(target) + " is unhealthy (" + problem.reason()
                         + "); deleted and replaced";
-                case STALE -> "idle pod of pool " + PoolStatus.name(target) + " runs an older template; deleted now that "
-                        + "a current pod is ready";
+                case STALE -> "idle pod of pool " + PoolStatus.name(target) + " runs an older template; deleted, as enough "
+                        + "ready pods remain without it";
                 case SURPLUS -> "idle pod of pool " + PoolStatus.name(target) + " is beyond the desired count; deleted";
             };
         }
