@@ -7,6 +7,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.function.Function;
 
+import io.fabric8.kubernetes.api.model.ContainerStateWaiting;
+import io.fabric8.kubernetes.api.model.ContainerStatus;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.NodeCondition;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -16,15 +18,15 @@ import io.fabric8.kubernetes.api.model.PodCondition;
  * Whether a pool pod is healthy: the facts the pool heals by. A pod is <em>ready</em> for the pool when it could be
  * handed out as far as the pod itself goes (Running, every container running and ready, and what the runner or the
  * control-plane helper publishes: the server key, the kubeconfig). A pod has a {@link Problem} when it will not serve
- * again: it ended (Failed, Succeeded, Evicted), its node is gone or NotReady past a grace, or it has not been ready
- * for the ready timeout.
+ * again: it ended (Failed, Succeeded, Evicted), its node is gone or NotReady past a grace, a container crash-loops,
+ * or it has not been ready for the ready timeout.
  */
 public final class PoolHealth {
 
     /** Why a pool pod is unhealthy; {@link #reason()} is the metric label and the Event's wording. */
     public enum Problem {
         FAILED("Failed"), SUCCEEDED("Succeeded"), EVICTED("Evicted"), NODE_GONE("NodeGone"),
-        NODE_NOT_READY("NodeNotReady"), NOT_READY_IN_TIME("NotReadyInTime");
+        NODE_NOT_READY("NodeNotReady"), CRASH_LOOP("CrashLoopBackOff"), NOT_READY_IN_TIME("NotReadyInTime");
 
         private final String reason;
 
@@ -41,6 +43,13 @@ public final class PoolHealth {
             return this == NODE_GONE || this == NODE_NOT_READY;
         }
     }
+
+    /**
+     * How many times a container must have restarted, and be waiting in CrashLoopBackOff now, for its pod to be
+     * crash-looping: the kubelet has waited 10, 20 and 40 s before those restarts, and a pod that crashed once or
+     * twice on a bad moment (its node starting, a dependency not up yet) and then runs is not condemned for it.
+     */
+    public static final int CRASH_LOOP_RESTARTS = 3;
 
     /** The limits a check applies (from the --pool-* flags). */
     public record Limits(Duration readyTimeout, Duration nodeNotReadyGrace) {
@@ -80,12 +89,32 @@ public final class PoolHealth {
             }
         }
         if (!limits.readyTimeout().isZero() && !ready(pod)) {
+            // a crash loop is judged by its restarts, not by the time since the pod was last ready: a container
+            // that passes its readiness check for a moment after each restart would otherwise restart the clock
+            if (crashLooping(pod)) {
+                return Optional.of(Problem.CRASH_LOOP);
+            }
             Optional<Instant> since = unreadySince(pod);
             if (since.isPresent() && !since.get().plus(limits.readyTimeout()).isAfter(now)) {
                 return Optional.of(Problem.NOT_READY_IN_TIME);
             }
         }
         return Optional.empty();
+    }
+
+    /** A container waits in CrashLoopBackOff after at least {@link #CRASH_LOOP_RESTARTS} restarts. */
+    static boolean crashLooping(Pod pod) {
+        if (pod.getStatus() == null || pod.getStatus().getContainerStatuses() == null) {
+            return false;
+        }
+        for (ContainerStatus c : pod.getStatus().getContainerStatuses()) {
+            ContainerStateWaiting waiting = c.getState() == null ? null : c.getState().getWaiting();
+            if (waiting != null && "CrashLoopBackOff".equals(waiting.getReason()) && c.getRestartCount() != null
+                    && c.getRestartCount() >= CRASH_LOOP_RESTARTS) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Ready as far as the pod goes: it could be handed out if its node has an ExternalIP. */

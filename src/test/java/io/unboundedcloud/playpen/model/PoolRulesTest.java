@@ -111,6 +111,29 @@ class PoolRulesTest {
                 .containsEntry("Succeeded", 1);
     }
 
+    /**
+     * A container in CrashLoopBackOff after three restarts is a crash loop, judged by its restarts: here it passed
+     * its readiness check for a moment after its last restart, so the time since it was last ready (20 s) is far
+     * below the ready timeout, and the pod would otherwise stay in the pool as capacity for as long as it flaps.
+     * Two restarts are not enough yet, and --pool-ready-timeout=0 turns this check off with the other.
+     */
+    @Test
+    void aCrashLoopingPodIsReplacedByItsRestartsWhateverItsLastMomentOfReadiness() {
+        PoolPlanner p = planner("--runner-amd64-count=2", "--pool-ready-timeout=5m");
+        java.util.function.BiFunction<PoolPlanner, Integer, Pod> looping = (planner, restarts) -> ready(planner, 51820,
+                Duration.ofHours(1)).editStatus().withConditions(new io.fabric8.kubernetes.api.model.PodConditionBuilder()
+                        .withType("Ready").withStatus("False")
+                        .withLastTransitionTime(NOW.minus(Duration.ofSeconds(20)).toString()).build())
+                .editFirstContainerStatus().withReady(false).withRestartCount(restarts).withNewState().withNewWaiting()
+                .withReason("CrashLoopBackOff").endWaiting().endState().endContainerStatus().endStatus().build();
+        PoolPlan plan = plan(p, List.of(looping.apply(p, 3)));
+        assertThat(deleted(plan)).containsExactly("playpen-runner-amd64-51820:CrashLoopBackOff");
+        assertThat(plan.statuses().get(AMD64).unhealthyByReason()).containsEntry("CrashLoopBackOff", 1);
+        assertThat(deleted(plan(p, List.of(looping.apply(p, 2))))).isEmpty();
+        PoolPlanner off = planner("--runner-amd64-count=2", "--pool-ready-timeout=0");
+        assertThat(deleted(plan(off, List.of(looping.apply(off, 9))))).isEmpty();
+    }
+
     @Test
     void aPodNotReadyWithinTheTimeoutIsReplacedAndTheTimeoutCanBeOff() {
         PoolPlanner p = planner("--runner-amd64-count=2", "--pool-ready-timeout=5m");
