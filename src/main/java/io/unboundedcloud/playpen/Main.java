@@ -37,9 +37,8 @@ public final class Main {
             System.exit(2);
             return;
         }
-        boolean dev = Arrays.stream(args).anyMatch(a -> a.equals("--dev") || a.equals("--dev=true"));
         OperatorConfig config;
-        String[] effective = dev ? DevMode.devArgs(args) : args;
+        String[] effective = effectiveArgs(args);
         try {
             config = OperatorConfig.parse(System.getenv(), effective);
         } catch (ConfigException e) {
@@ -85,6 +84,15 @@ public final class Main {
             stopped.countDown();
         }, "shutdown"));
         stopped.await();
+    }
+
+    /**
+     * The flags the process runs with: with --dev, the playground's defaults (loopback addresses) before the user's.
+     * Whether it is --dev is decided exactly as the flags are parsed, so no spelling ({@code -dev}, {@code --dev=1})
+     * starts the playground without its loopback defaults, and {@code --dev=false} gets none of them.
+     */
+    static String[] effectiveArgs(String[] args) throws java.io.IOException {
+        return OperatorConfig.devRequested(args) ? DevMode.devArgs(args) : args;
     }
 
     /** The stand-in runner (deploy/components/fake-runner): not the operator, and none of its flags. */

@@ -91,6 +91,18 @@ public record OperatorConfig(
     }
 
     /**
+     * Whether the command line starts the --dev playground, read as {@link #parse} reads it ({@code -dev},
+     * {@code --dev=1}, the last one given wins). False when the flags are malformed: {@link #parse} reports that.
+     */
+    public static boolean devRequested(String... args) {
+        try {
+            return goBool(scan(args).values().get(Flag.DEV), Flag.DEV.flagName());
+        } catch (ConfigException e) {
+            return false;
+        }
+    }
+
+    /**
      * Whether the command line asks for usage or the version instead of a run. As with cobra, a malformed or
      * unknown flag is an error even then, and help wins over version.
      */
