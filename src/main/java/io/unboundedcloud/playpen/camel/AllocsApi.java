@@ -174,19 +174,24 @@ public final class AllocsApi {
     public static final String DELETE_GUARD = "playpenDeleteGuard";
 
     /**
-     * What the delete may remove when the caller sent preconditions: the selected allocation's pod only while,
-     * as the API server has it when it is deleted, it still meets them (the delete is conditional on the version
-     * tested, so a release and re-claim under the same key after {@link #checkPreconditions} is a 409 as well);
-     * null (any pod of the key) without preconditions.
+     * What the delete may remove, tested on each pod of the key as the API server has it when it is deleted (the
+     * delete is conditional on the version tested): the selected allocation's pod only, while the caller may still
+     * see it and, when the caller sent preconditions, it still meets them (a 409 otherwise). Another pod of the key
+     * is left alone: it is not this allocation (the key may have been released and sent again since the read, by
+     * anyone), and a claim of the key that lost is rolled back by its writer.
      */
     public java.util.function.Predicate<io.fabric8.kubernetes.api.model.Pod> deleteGuard(@Body Selection s,
             @ExchangeProperty(PRECONDITIONS) Preconditions pre) {
-        if (pre == null || (pre.uid() == null && pre.resourceVersion() == null)) {
-            return null;
-        }
         String pod = s.page().items().get(0).pod();
+        OwnerHashes.Owner owner = s.read() == null ? null : s.read().owner();
         return p -> {
-            if (pod.equals(p.getMetadata().getName())) {
+            if (!pod.equals(p.getMetadata().getName())) {
+                return false;
+            }
+            if (owner != null && !owner.matches(io.unboundedcloud.playpen.model.ManagedPods.ownerHash(p))) {
+                return false; // released and claimed again by someone else since the read: not the caller's
+            }
+            if (pre != null && (pre.uid() != null || pre.resourceVersion() != null)) {
                 AllocViews.of(p, nodes::externalIp, ttl).ifPresent(now -> hold(pre, now));
             }
             return true;

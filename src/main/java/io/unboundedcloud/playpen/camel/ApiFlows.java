@@ -257,7 +257,7 @@ public final class ApiFlows {
 
     /**
      * Deletes the pods claimed with this key hash (kube/Allocator), only those {@code guard} lets go when it is set
-     * (a delete by id with preconditions); returns them, with {@value AuditLog#OUTCOME} {@code deallocated} or
+     * (a delete by id: that allocation's pod alone); returns them, with {@value AuditLog#OUTCOME} {@code deallocated} or
      * {@code unknown-key}.
      */
     public List<Pod> deleteClaimed(@Body String keyHash,

@@ -95,15 +95,19 @@ class AllocsApiDeleteOptionsTest {
     @Test
     void theGuardHoldsPreconditionsOnTheSelectedPodAsItIsDeletedAndOnNoOther() {
         AllocsApi api = new AllocsApi(null, null, new NodeCache(null), null, Duration.ofHours(1), 1, null, null, null);
-        // no preconditions: no guard, every pod of the key goes
-        assertThat(api.deleteGuard(SELECTED, null)).isNull();
-        assertThat(api.deleteGuard(SELECTED, new AllocsApi.Preconditions(null, null))).isNull();
+        // no preconditions: the selected pod goes, whatever its version; another pod of the key never does (it is
+        // not this allocation: a claim being taken back, or the key's allocation made again since the read)
+        for (AllocsApi.Preconditions none : new AllocsApi.Preconditions[] {null, new AllocsApi.Preconditions(null, null)}) {
+            Predicate<Pod> any = api.deleteGuard(SELECTED, none);
+            assertThat(any.test(claimed(ALLOC.pod(), "uid-new", "43"))).isTrue();
+            assertThat(any.test(claimed("playpen-runner-amd64-51821", "uid-other", "9"))).isFalse();
+        }
 
         Predicate<Pod> guard = api.deleteGuard(SELECTED, new AllocsApi.Preconditions("uid-now", "42"));
         // the selected pod, unchanged since it was read: deleted
         assertThat(guard.test(claimed(ALLOC.pod(), "uid-now", "42"))).isTrue();
-        // another pod carrying the same key (a claim being taken back): the preconditions are not its own
-        assertThat(guard.test(claimed("playpen-runner-amd64-51821", "uid-other", "9"))).isTrue();
+        // another pod carrying the same key: left alone, its preconditions not asked
+        assertThat(guard.test(claimed("playpen-runner-amd64-51821", "uid-other", "9"))).isFalse();
         // the selected pod changed between the read and its delete: 409, nothing deleted
         ApiException changed = refused(() -> guard.test(claimed(ALLOC.pod(), "uid-now", "43")));
         assertThat(changed.code()).isEqualTo(409);

@@ -472,6 +472,44 @@ class AllocsRouteTest {
         assertThat(cluster.client.pods().inNamespace("playpen").withName(first.getMetadata().getName()).get()).isNull();
     }
 
+    /**
+     * A delete by id releases that allocation only. The idempotency key it was made with may meanwhile hold another
+     * allocation on another pod (released, then the same key sent again, here by another user): when the API server,
+     * asked for the id right before that, still answers with the allocation the caller read, the delete must not take
+     * the key's new pod; it finds its own pod gone (404) and leaves the other user's allocation alone, with or
+     * without preconditions.
+     */
+    @Test
+    void deleteByIdNeverTakesAnotherAllocationOfTheSameKey() throws Exception {
+        op = new OperatorHarness(cluster, "--playpen-ttl=1h");
+        http = op.frontProxy();
+        runners(2);
+        assertThat(alloc(op, "shared", "alice", "playpen-users").statusCode()).isEqualTo(200);
+        Pod alices = podOf("shared");
+        String id = idOf(alices);
+        // released, then the same key used again by bob: the key's new pod is bob's allocation, under another id
+        assertThat(op.dealloc("{\"idempotencyKey\":\"shared\"}").statusCode()).isEqualTo(204);
+        op.awaitCache(c -> c.size() == 1);
+        assertThat(alloc(op, "shared", "bob", "playpen-users").statusCode()).isEqualTo(200);
+        Pod bobs = podOf("shared");
+        assertThat(bobs.getMetadata().getName()).isNotEqualTo(alices.getMetadata().getName());
+        assertThat(idOf(bobs)).isNotEqualTo(id);
+
+        for (String body : new String[] {null, "{\"preconditions\":{\"uid\":\"" + alices.getMetadata().getUid() + "\"}}"}) {
+            // the id as the API server answered it just before the release: alice's allocation, as she read it
+            cluster.server.expect().get().withPath("/api/v1/namespaces/playpen/pods?labelSelector="
+                    + java.net.URLEncoder.encode(PlaypenKeys.ALLOCATED + "=" + id, java.nio.charset.StandardCharsets.UTF_8))
+                    .andReturn(200, new io.fabric8.kubernetes.api.model.PodListBuilder().withNewMetadata()
+                            .withResourceVersion("1").endMetadata().addToItems(alices).build()).once();
+            Map<String, String> before = podState();
+            HttpResponse<String> del = sendBody("DELETE", ALLOCS + "/" + id, null, body, "alice", "playpen-users");
+            assertStatus(del, 404, "NotFound", "allocs.playpen.unbounded-cloud.io \"" + id + "\" not found");
+            assertThat(podState()).as(String.valueOf(body)).isEqualTo(before);
+            assertThat(cluster.client.pods().inNamespace("playpen").withName(bobs.getMetadata().getName()).get())
+                    .isNotNull();
+        }
+    }
+
     @Test
     void quotaIsExactOnOneReplicaAndReplaysNeverCount() throws Exception {
         op = new OperatorHarness(cluster, "--max-allocs-per-user=3");
