@@ -266,7 +266,12 @@ public final class Allocator {
             synchronized (ownerStripes[Math.floorMod(ownerHash.hashCode(), ownerStripes.length)]) {
                 long held = ownedBy(ownerHash);
                 if (held >= maxPerOwner) {
-                    throw quotaExceeded(cmd, held);
+                    // the cache may still hold claims released through another replica (a dealloc answers only
+                    // once the API server has none left): refuse only on the API server's own count
+                    held = ownedNow(ownerHash);
+                    if (held >= maxPerOwner) {
+                        throw quotaExceeded(cmd, held);
+                    }
                 }
                 return ringWalk(cmd, ownerHash, explain);
             }
@@ -356,6 +361,27 @@ public final class Allocator {
         return pods.byOwnerHash(ownerHash).stream()
                 .filter(p -> ManagedPods.isClaimed(p) && !ManagedPods.isTerminating(p))
                 .count();
+    }
+
+    /**
+     * Live claims of this owner as the API server has them now (a consistent LIST by the owner label), plus claims
+     * the cache knows that predate the label.
+     */
+    private long ownedNow(String ownerHash) {
+        java.util.Set<String> live = new java.util.HashSet<>();
+        for (Pod p : writer.listByLabel(pods.namespace(), PlaypenKeys.OWNER_HASH_LABEL, ClaimWriter.labelValue(ownerHash))) {
+            if (ownerHash.equals(ManagedPods.ownerHash(p)) && ManagedPods.isManaged(p) && ManagedPods.isClaimed(p)
+                    && !ManagedPods.isTerminating(p)) {
+                live.add(ManagedPods.name(p));
+            }
+        }
+        for (Pod p : pods.byOwnerHash(ownerHash)) {
+            if (!ManagedPods.labels(p).containsKey(PlaypenKeys.OWNER_HASH_LABEL) && ManagedPods.isClaimed(p)
+                    && !ManagedPods.isTerminating(p)) {
+                live.add(ManagedPods.name(p));
+            }
+        }
+        return live.size();
     }
 
     /** The ring walk of a command (quota already checked): a new claim, or a claim of this key it met, else the 503. */

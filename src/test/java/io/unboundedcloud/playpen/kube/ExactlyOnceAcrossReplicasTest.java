@@ -242,6 +242,41 @@ class ExactlyOnceAcrossReplicasTest {
     }
 
     /**
+     * --max-allocs-per-user=1: alice's allocation is released through replica B, which answers only once the API
+     * server holds no claim of hers; her next allocation goes to replica A, whose watch has not delivered the release
+     * yet. She holds nothing, so it is allocated (A's cache still counting the released claim is no reason for a 429).
+     */
+    @Test
+    void aReleaseThroughAnotherReplicaFreesTheQuotaAtOnce() throws Exception {
+        runners(0, 4);
+        Replica a = replica(1);
+        Replica b = replica(1);
+        awaitSees(a, 4);
+        awaitSees(b, 4);
+        String owner = Hashes.ownerHash("alice");
+        AllocCommand held = cmd("quota-held");
+        a.allocator.allocate(held, owner);
+        a.proxy.holdWatches();
+        assertThat(b.allocator.deallocate(held.keyHash())).hasSize(1);
+        assertThat(ownedInApi(owner)).isZero();
+
+        AllocCommand next = cmd("quota-next");
+        CompletableFuture<Allocator.Allocation> f = CompletableFuture.supplyAsync(
+                () -> a.allocator.allocate(next, owner), threads);
+        OperatorHarness.awaitTrue(() -> f.isDone() || !carrying(next).isEmpty(), Duration.ofSeconds(20),
+                "the new claim written, or the answer");
+        a.proxy.releaseWatches();
+        Allocator.Allocation got;
+        try {
+            got = f.get(30, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw new AssertionError("alice holds nothing, yet her allocation was refused: " + e.getCause(), e);
+        }
+        assertThat(carrying(next)).extracting(ManagedPods::name).containsExactly(name(got));
+        assertThat(ownedInApi(owner)).isEqualTo(1);
+    }
+
+    /**
      * Runs two calls at once, one on each replica, neither replica's watch delivering anything until both have
      * written ({@code bothWritten}, or 600 ms: one may have met the other's claim instead of writing its own).
      */
