@@ -63,7 +63,8 @@ public final class RenewalFlows {
 
     /** The answer: {"expiresAt": ..., "maxExpiresAt": ...}. */
     public HttpReply renewed(@Body Renewer.Renewal r) {
-        return HttpReply.json(Json.encode(new RenewalResponse(TtlPolicy.formatClaimedAt(r.expiresAt()),
+        return HttpReply.json(Json.encode(new RenewalResponse(
+                r.expiresAt() == null ? null : TtlPolicy.formatClaimedAt(r.expiresAt()),
                 r.maxExpiresAt() == null ? null : TtlPolicy.formatClaimedAt(r.maxExpiresAt()))),
                 r.written() ? "renewed" : "unchanged");
     }

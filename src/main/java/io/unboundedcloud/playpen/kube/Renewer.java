@@ -33,7 +33,10 @@ public final class Renewer {
     public static final String NOT_FOUND = "no allocation is held with this idempotency key";
     public static final String GONE = "the allocation held with this idempotency key has expired or is being deleted";
 
-    /** The renewed lease: the new expiry and the latest one renewals may reach (null: no cap). */
+    /**
+     * The renewed lease: the new expiry (null: the allocation never expires) and the latest one renewals may reach
+     * (null: no cap).
+     */
     public record Renewal(Pod pod, Instant expiresAt, Instant maxExpiresAt, boolean written) {
     }
 
@@ -90,6 +93,13 @@ public final class Renewer {
                     || policy.isExpired(pod, now)) {
                 notify("gone", null);
                 throw gone();
+            }
+            if (policy.expiresAt(pod).isEmpty()) {
+                // never expires (no expires-at, --playpen-ttl=0): a renewal only ever extends, so it writes nothing
+                // (an expiry now + ttl would end the allocation then)
+                Renewal r = new Renewal(pod, null, null, false);
+                notify("unchanged", r);
+                return r;
             }
             Instant next = policy.renewedExpiry(pod, now, ttl);
             Instant max = policy.maxExpiresAt(pod).orElse(null);

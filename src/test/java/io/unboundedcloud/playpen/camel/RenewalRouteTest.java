@@ -211,6 +211,26 @@ class RenewalRouteTest {
                 + "\"singularName\":\"renewal\",\"verbs\":[\"create\"]}");
     }
 
+    /**
+     * With --playpen-ttl=0 an allocation that asked for no ttl never expires. A renewal only ever extends, so one of
+     * that allocation writes nothing: it must not give it an expiry (1 hour from now here) and so end it then. The
+     * answer leaves expiresAt out, as the alloc answer does for an allocation that never expires.
+     */
+    @Test
+    void aRenewalOfAnAllocationThatNeverExpiresChangesNothing() throws Exception {
+        cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+        op = new OperatorHarness(cluster, "--playpen-ttl=0", "--reconcile-interval=10m");
+        op.awaitCache(c -> c.size() == 1);
+        allocate("forever");
+        assertThat(pod(RUNNER).getMetadata().getAnnotations()).doesNotContainKey(PlaypenKeys.EXPIRES_AT);
+        int patches = cluster.requestCount(k -> k.startsWith("PATCH "));
+        HttpResponse<String> r = renew("{\"idempotencyKey\":\"forever\",\"ttl\":\"1h\"}");
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        assertThat(pod(RUNNER).getMetadata().getAnnotations()).doesNotContainKey(PlaypenKeys.EXPIRES_AT);
+        assertThat(cluster.requestCount(k -> k.startsWith("PATCH "))).isEqualTo(patches);
+        assertThat(r.body()).isEqualTo("{}\n");
+    }
+
     @Test
     void theTimerFollowsARenewedExpiry() throws Exception {
         cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
