@@ -5,6 +5,9 @@ import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.unboundedcloud.playpen.model.ManagedPods;
@@ -15,7 +18,8 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
  * watch cache: {@code kubectl get allocs} right after an alloc answered by another replica shows it, and a
  * deallocated one is gone, however far this replica's watch lags. Claims written before the owner label existed
  * carry only the owner annotation; those are taken from the cache. Claims that lost (and are being rolled back)
- * are never shown: nobody was handed them.
+ * are never shown: nobody was handed them. That verdict is this replica's ledger's, so it is trusted for a listed
+ * pod only once the watch has reached the version listed (a later claim of the same key may stand there).
  */
 public final class ClaimReads {
     private final PodCache pods;
@@ -60,9 +64,32 @@ public final class ClaimReads {
     }
 
     private boolean shown(Pod p) {
-        return ManagedPods.isManaged(p) && ManagedPods.isClaimed(p) && pods.claimOn(ManagedPods.name(p))
-                .filter(c -> c.standing() == ClaimLedger.Standing.LOST && c.uid().equals(ClaimLedger.uid(p))
-                        && c.keyHash().equals(ManagedPods.keyHash(p)))
-                .isEmpty();
+        if (!ManagedPods.isManaged(p) || !ManagedPods.isClaimed(p)) {
+            return false;
+        }
+        String name = ManagedPods.name(p);
+        if (!lost(pods.claimOn(name), p)) {
+            return true;
+        }
+        // this watch judged a claim of the key on this pod lost; the pod as listed may carry a later claim of the
+        // key (the lost one rolled back, the key claimed there again) that the watch has not delivered yet: judge
+        // it at the listed version once the watch has it (at once when it is there already)
+        try {
+            return !lost(pods.awaitClaim(name, ClaimLedger.resourceVersion(p)).get(WATCH_WAIT_SECONDS,
+                    TimeUnit.SECONDS), p);
+        } catch (TimeoutException | ExecutionException e) {
+            return true; // undecided here, shown like a claim seen in a relist
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw io.unboundedcloud.playpen.api.ApiException.unavailable("interrupted", 1);
+        }
+    }
+
+    /** How long a read waits for this replica's watch to reach a pod's listed version. */
+    private static final long WATCH_WAIT_SECONDS = 10;
+
+    private static boolean lost(java.util.Optional<ClaimLedger.Claim> claim, Pod p) {
+        return claim.filter(c -> c.standing() == ClaimLedger.Standing.LOST && c.uid().equals(ClaimLedger.uid(p))
+                && c.keyHash().equals(ManagedPods.keyHash(p))).isPresent();
     }
 }

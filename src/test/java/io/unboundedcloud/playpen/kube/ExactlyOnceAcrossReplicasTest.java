@@ -350,6 +350,46 @@ class ExactlyOnceAcrossReplicasTest {
         assertThat(carrying(dropped)).isEmpty();
     }
 
+    /**
+     * Replica B judged a claim of a key on pod Q lost (an earlier claim of the key stood on P). Then, unseen by B's
+     * watch, the lost claim was rolled back, P released and the key claimed again on Q: that claim stands. B reads
+     * the allocation from the API server: it is listed, not hidden as the claim B once saw lose.
+     */
+    @Test
+    void aLaggingReplicaListsAClaimThatStandsWhereAnEarlierClaimOfItsKeyLost() throws Exception {
+        runners(0, 4);
+        Replica b = replica(0);
+        awaitSees(b, 4);
+        AllocCommand key = cmd("claimed-again");
+        String p = "playpen-runner-amd64-51820";
+        String q = "playpen-runner-amd64-51821";
+        claimListed(p, key);
+        claimListed(q, key);
+        OperatorHarness.awaitTrue(() -> b.pods.claimsOf(key.keyHash()).size() == 2, Duration.ofSeconds(10),
+                "B judged both claims");
+        assertThat(b.pods.claimOn(q).orElseThrow().standing()).isEqualTo(ClaimLedger.Standing.LOST);
+        b.proxy.holdWatches();
+        ClaimWriter direct = new ClaimWriter(cluster.client, java.time.Clock.systemUTC(), new ApiCallCounter());
+        assertThat(direct.rollback(cluster.client.pods().inNamespace(TestCluster.NS).withName(q).get(), key.keyHash()))
+                .isEqualTo(ClaimWriter.Rollback.ROLLED_BACK);
+        cluster.client.pods().inNamespace(TestCluster.NS).withName(p).delete();
+        claimListed(q, key);
+
+        ClaimReads reads = new ClaimReads(b.pods, new ClaimWriter(b.client, java.time.Clock.systemUTC(), b.calls));
+        CompletableFuture<List<Pod>> read = CompletableFuture.supplyAsync(
+                () -> reads.claimed(null, Hashes.allocationId(TestCluster.NS, q)), threads);
+        Thread.sleep(200);
+        b.proxy.releaseWatches();
+        assertThat(read.get(30, TimeUnit.SECONDS)).extracting(ManagedPods::name).containsExactly(q);
+    }
+
+    /** A claim written directly, with the allocation id label kubectl's reads list by. */
+    private void claimListed(String pod, AllocCommand key) {
+        claimDirectly(pod, key);
+        cluster.client.pods().inNamespace(TestCluster.NS).withName(pod).edit(p -> new PodBuilder(p).editMetadata()
+                .addToLabels(PlaypenKeys.ALLOCATED, Hashes.allocationId(TestCluster.NS, pod)).endMetadata().build());
+    }
+
     /** Read through a lagging replica right after an alloc elsewhere: the allocation is listed and renewable. */
     @Test
     void readsAndRenewalsThroughALaggingReplicaSeeAClaimJustMade() throws Exception {
