@@ -94,6 +94,8 @@ public final class PodCache implements AutoCloseable {
     private long appliedRv;
     /** An event arrived out of commit order: nothing is judged exactly until the next LIST. */
     private boolean outOfOrder;
+    /** The resourceVersion of the LIST being applied, or last applied (0: none, or not a number). */
+    private volatile long listedRv;
 
     private record Waiter(long atLeastRv, CompletableFuture<Optional<ClaimLedger.Claim>> result) {
     }
@@ -374,7 +376,9 @@ public final class PodCache implements AutoCloseable {
                 String name = old.getMetadata().getName();
                 ringRemove(name);
                 ledger.remove(name);
-                wake(name, Long.MAX_VALUE, true);
+                // gone as of the delete's version (or the LIST's that no longer has it): a wait for a later version
+                // of the name waits on, for that is the pod the pool made again under the same name
+                wake(name, goneAt(), true);
             }
             return old;
         }
@@ -398,6 +402,13 @@ public final class PodCache implements AutoCloseable {
         public Pod get(String key) {
             return items.get(key);
         }
+    }
+
+    /** The version at which the pod being removed now is known gone (unknown: any version). */
+    private long goneAt() {
+        Long rv = EVENT_RV.get();
+        long at = rv != null ? rv : listedRv;
+        return at > 0 ? at : Long.MAX_VALUE;
     }
 
     /**
@@ -471,6 +482,10 @@ public final class PodCache implements AutoCloseable {
         @Override
         public java.util.concurrent.CompletableFuture<SlimPodList> submitList(ListOptions options) {
             return delegate.submitList(options).thenApply(list -> {
+                if (list != null && list.getMetadata() != null) {
+                    // every page of one LIST is the same snapshot, so each carries its version
+                    listedRv = parseRv(list.getMetadata().getResourceVersion());
+                }
                 if (list != null && list.getItems() != null) {
                     list.getItems().replaceAll(SlimPods::slim);
                 }
@@ -538,7 +553,10 @@ public final class PodCache implements AutoCloseable {
         }
     }
 
-    /** Under the store lock: resolves the waiters of a pod whose stored version has reached theirs (or is gone). */
+    /**
+     * Under the store lock: resolves the waiters of a pod whose stored version has reached theirs, or (removed) that
+     * is gone as of version {@code rv}, which answers the waits up to that version only.
+     */
     private void wake(String name, long rv, boolean removed) {
         List<Waiter> ws = waiters.get(name);
         if (ws == null) {
@@ -546,7 +564,7 @@ public final class PodCache implements AutoCloseable {
         }
         Optional<ClaimLedger.Claim> claim = removed ? Optional.empty() : ledger.on(name);
         ws.removeIf(w -> {
-            if (removed || rv >= w.atLeastRv()) {
+            if (rv >= w.atLeastRv()) {
                 w.result().complete(claim);
                 return true;
             }

@@ -311,13 +311,54 @@ class PodCacheStoreTest {
         watch.added(claimed(3, 10, K1));
         assertThat(ahead.getNow(null)).map(Claim::keyHash).contains(K1);
 
-        // a pod deleted while someone waits for a version of it
-        CompletableFuture<Optional<Claim>> deleted = pods.awaitClaim(name(0), 20);
+        // a pod deleted while someone waits for a version of it (up to the delete's: a later one is a new pod's)
+        CompletableFuture<Optional<Claim>> deleted = pods.awaitClaim(name(0), 11);
         CompletableFuture<Optional<Claim>> cancelled = pods.awaitClaim(name(0), 30);
         cancelled.cancel(false);
         watch.deleted(idle(0, 5), 11);
         assertThat(deleted.getNow(null)).isEmpty();
         assertThat(cancelled).isCancelled();
+    }
+
+    /**
+     * Pod names come back: the pool makes a pod again under the name of one it deleted. A request that claimed the new
+     * pod waits for its claim's version; the old pod's delete, at an earlier version, is not the watch getting there,
+     * and must not answer "no claim on it" (the request would take its own claim for gone, and hand it out as a
+     * replay, or answer 503 while it holds it). A delete answers only the waits for versions up to its own.
+     */
+    @Test
+    void theOldPodsDeleteDoesNotEndAWaitForTheClaimOfTheNewPodOfThatName() throws Exception {
+        ScriptedWatch watch = new ScriptedWatch(TestCluster.NS);
+        PodCache pods = started(watch, 9, idle(0, 5));
+        CompletableFuture<Optional<Claim>> gone = pods.awaitClaim(name(0), 10);
+        CompletableFuture<Optional<Claim>> mine = pods.awaitClaim(name(0), 12);
+        watch.deleted(idle(0, 5), 10);
+        assertThat(gone.getNow(null)).as("gone at 10").isEmpty();
+        assertThat(mine).as("the watch is at 10, not yet at the new pod's claim").isNotDone();
+        watch.added(reborn(idle(0, 11)));
+        assertThat(mine).isNotDone();
+        watch.modified(reborn(claimed(0, 12, K1)));
+        assertThat(mine.getNow(null)).map(Claim::standing).contains(Standing.WON);
+    }
+
+    /** The same across a relist: a pod the LIST no longer has is gone at the LIST's version, not at a later one. */
+    @Test
+    void aRelistThatDropsTheOldPodDoesNotEndAWaitForALaterVersionOfItsName() throws Exception {
+        ScriptedWatch watch = new ScriptedWatch(TestCluster.NS);
+        PodCache pods = started(watch, 9, idle(0, 5), idle(1, 6));
+        CompletableFuture<Optional<Claim>> gone = pods.awaitClaim(name(0), 20);
+        CompletableFuture<Optional<Claim>> mine = pods.awaitClaim(name(0), 31);
+        watch.listing(30, List.of(idle(1, 6)));
+        watch.gone();
+        assertThat(gone.getNow(null)).as("not in the LIST at 30").isEmpty();
+        assertThat(mine).as("version 31 comes after the LIST").isNotDone();
+        watch.modified(reborn(claimed(0, 31, K1)));
+        assertThat(mine.getNow(null)).map(Claim::standing).contains(Standing.WON);
+    }
+
+    /** The pod made again under the same name: another uid. */
+    private static Pod reborn(Pod p) {
+        return new PodBuilder(p).editMetadata().withUid("uid-reborn").endMetadata().build();
     }
 
     @Test
