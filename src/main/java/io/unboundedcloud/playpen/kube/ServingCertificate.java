@@ -326,23 +326,67 @@ public final class ServingCertificate {
         publishCaBundle(apiServiceName, (Material) null);
     }
 
-    /** {@link #publishCaBundle(String)} from {@code known}, what the Secret holds as just read (null: read it now). */
+    /**
+     * {@link #publishCaBundle(String)} from {@code known}, what the Secret holds as just read (null: read it now).
+     * <p>
+     * A bundle is written only as computed from a read of the Secret made after the read of the APIService it
+     * replaces, and only over that APIService's resourceVersion. A former leader still in a pass (a GC pause, a
+     * partition past its Lease) could otherwise write a bundle made from a Secret it read before the new leader
+     * renewed it, dropping the certificate replicas have meanwhile switched to: the aggregator would reject them.
+     * Read in that order, such a bundle either holds the renewed certificate or meets a newer APIService (409).
+     */
     public synchronized void publishCaBundle(String apiServiceName, Material known) {
         Material m = known != null ? known : read();
+        for (int attempt = 0; m != null && attempt < 3; attempt++) {
+            GenericKubernetesResource svc;
+            try {
+                calls.count(KubeApiCall.API_SERVICES_GET);
+                svc = client.genericKubernetesResources("apiregistration.k8s.io/v1", "APIService").withName(apiServiceName)
+                        .get();
+            } catch (KubernetesClientException e) {
+                LOG.warn("cannot read APIService {}: {}", apiServiceName, e.getMessage());
+                return;
+            }
+            if (svc == null) {
+                LOG.warn("APIService {} not found; caBundle not published", apiServiceName);
+                return;
+            }
+            Instant now = clock.instant();
+            if (b64(bundle(m, now)).equals(caBundleValue(svc))) {
+                retireReplaced(m.certificatePem(), now);
+                return;
+            }
+            // the bundle must change: decide from the Secret as it is now, read after the APIService
+            m = read();
+            if (m == null) {
+                break;
+            }
+            retireReplaced(m.certificatePem(), now);
+            try {
+                write(apiServiceName, svc, bundle(m, now));
+                return;
+            } catch (KubernetesClientException e) {
+                if (e.getCode() != 409) {
+                    throw e;
+                }
+            }
+            // the APIService changed since it was read (another replica published): judge again from fresh reads
+            LOG.info("APIService {} changed while its caBundle was written; reading it again", apiServiceName);
+        }
         if (m == null) {
             LOG.warn("serving certificate secret {}/{} not found; caBundle not published", namespace, secretName);
-            return;
         }
-        Instant now = clock.instant();
-        retireReplaced(m.certificatePem(), now);
+    }
+
+    /** The serving certificate, then the replaced and retired ones until they expire, as one PEM. */
+    private String bundle(Material m, Instant now) {
         StringBuilder bundle = new StringBuilder(m.certificatePem());
-        List<X509Certificate> serving = Pki.parseCertificates(m.certificatePem());
         List<X509Certificate> keep = new ArrayList<>();
         if (!m.previousCertificatePem().isBlank()) {
             keep.addAll(Pki.parseCertificates(m.previousCertificatePem()));
         }
-        keep.addAll(retired.values());
-        List<X509Certificate> added = new ArrayList<>(serving);
+        keep.addAll(retiredWith(m.certificatePem(), now));
+        List<X509Certificate> added = new ArrayList<>(Pki.parseCertificates(m.certificatePem()));
         for (X509Certificate c : keep) {
             if (c.getNotAfter().toInstant().isAfter(now) && !added.contains(c)) {
                 if (bundle.length() > 0 && bundle.charAt(bundle.length() - 1) != '\n') {
@@ -352,7 +396,27 @@ public final class ServingCertificate {
                 added.add(c);
             }
         }
-        publishCaBundle(apiServiceName, bundle.toString());
+        return bundle.toString();
+    }
+
+    /** The retired certificates as {@link #retireReplaced} would leave them for {@code servingPem}, without changing them. */
+    private List<X509Certificate> retiredWith(String servingPem, Instant now) {
+        Map<String, X509Certificate> view = new LinkedHashMap<>(retired);
+        String last = lastPublishedCertificatePem;
+        if (last != null && !last.equals(servingPem)) {
+            List<X509Certificate> current = Pki.parseCertificates(servingPem);
+            for (X509Certificate c : Pki.parseCertificates(last)) {
+                if (!current.contains(c)) {
+                    view.put(retiredKey(c), c);
+                }
+            }
+        }
+        view.values().removeIf(c -> !c.getNotAfter().toInstant().isAfter(now));
+        return new ArrayList<>(view.values());
+    }
+
+    private static String retiredKey(X509Certificate c) {
+        return c.getSerialNumber().toString(16) + "/" + c.getIssuerX500Principal().getName();
     }
 
     /** Remembers the certificate published before, when the Secret now holds another one; forgets expired ones. */
@@ -362,7 +426,7 @@ public final class ServingCertificate {
             List<X509Certificate> current = Pki.parseCertificates(servingPem);
             for (X509Certificate c : Pki.parseCertificates(last)) {
                 if (!current.contains(c)) {
-                    retired.put(c.getSerialNumber().toString(16) + "/" + c.getIssuerX500Principal().getName(), c);
+                    retired.put(retiredKey(c), c);
                 }
             }
         }
@@ -370,9 +434,13 @@ public final class ServingCertificate {
         retired.values().removeIf(c -> !c.getNotAfter().toInstant().isAfter(now));
     }
 
+    private static Object caBundleValue(GenericKubernetesResource svc) {
+        Object spec = svc.getAdditionalProperties().get("spec");
+        return spec instanceof Map<?, ?> m ? m.get("caBundle") : null;
+    }
+
     /** Writes the bundle (PEM) into the APIService caBundle when the APIService exists and differs. */
     public void publishCaBundle(String apiServiceName, String certificatePem) {
-        String want = b64(certificatePem);
         GenericKubernetesResource svc;
         try {
             calls.count(KubeApiCall.API_SERVICES_GET);
@@ -385,15 +453,28 @@ public final class ServingCertificate {
             LOG.warn("APIService {} not found; caBundle not published", apiServiceName);
             return;
         }
+        write(apiServiceName, svc, certificatePem);
+    }
+
+    /**
+     * Writes {@code certificatePem} as the caBundle of {@code svc} (as read), on its resourceVersion: a 409 when it
+     * changed since. Nothing when it already holds that bundle.
+     */
+    private void write(String apiServiceName, GenericKubernetesResource svc, String certificatePem) {
+        String want = b64(certificatePem);
         Object spec = svc.getAdditionalProperties().get("spec");
-        Object current = spec instanceof Map<?, ?> m ? m.get("caBundle") : null;
-        if (want.equals(current)) {
+        if (want.equals(caBundleValue(svc))) {
             return;
         }
         try {
             calls.count(KubeApiCall.API_SERVICES_PATCH);
+            Map<String, Object> metadata = new LinkedHashMap<>();
+            if (svc.getMetadata() != null && svc.getMetadata().getResourceVersion() != null) {
+                metadata.put("resourceVersion", svc.getMetadata().getResourceVersion());
+            }
             client.genericKubernetesResources("apiregistration.k8s.io/v1", "APIService").withName(apiServiceName)
-                    .patch(PatchContext.of(PatchType.JSON_MERGE), Json.write(Map.of("spec", Map.of("caBundle", want))));
+                    .patch(PatchContext.of(PatchType.JSON_MERGE), Json.write(Map.of("metadata", metadata,
+                            "spec", Map.of("caBundle", want))));
         } catch (KubernetesClientException e) {
             if (e.getCode() != 403) {
                 throw e;

@@ -346,6 +346,44 @@ class ServingCertificateRenewalTest {
         assertThat(tls.certificate()).isEqualTo(landed);
     }
 
+    /**
+     * A former leader whose ca-bundle pass read the Secret just before its Lease ran out (a GC pause, a partition)
+     * publishes after the new leader has renewed, published the new certificate and replicas serve it: the bundle it
+     * made from that old read must not drop the certificate replicas now serve.
+     */
+    @Test
+    void aFormerLeadersPublishFromAnOlderReadOfTheSecretKeepsTheRenewedCertificate() {
+        createApiService();
+        ServingCertificate.Material first = leader.ensure();
+        leader.publishCaBundle(APISERVICE);
+        X509Certificate c0 = leaf(first);
+        ServingTls tls = new ServingTls(first.certificatePem(), first.privateKeyPem(), List::of);
+        ServingCertificateReload reload = new ServingCertificateReload(replica, tls, APISERVICE, clock, RENEWAL.publishGrace());
+
+        advance(Duration.ofSeconds(199)); // not due yet: the old leader's pass reads the Secret, then stalls
+        ServingCertificate.Material stale = leader.renewIfDueAndRead();
+        assertThat(leaf(stale)).isEqualTo(c0);
+
+        // its Lease runs out; the new leader renews and publishes, and the replica switches after the grace
+        ServingCertificate newLeader = new ServingCertificate(cluster.client, TestCluster.NS, SECRET, "playpen-operator",
+                clock, new ApiCallCounter(), RENEWAL);
+        advance(Duration.ofSeconds(6));
+        ServingCertificate.Material renewed = newLeader.renewIfDueAndRead();
+        X509Certificate c1 = leaf(renewed);
+        assertThat(c1).isNotEqualTo(c0);
+        newLeader.publishCaBundle(APISERVICE, renewed);
+        assertThat(bundle()).containsExactly(c1, c0);
+        assertThat(reload.check()).isEqualTo(Outcome.WAITING_FOR_CA_BUNDLE);
+        advance(Duration.ofSeconds(5));
+        assertThat(reload.check()).isEqualTo(Outcome.SWITCHED);
+        assertThat(tls.certificate()).isEqualTo(c1);
+
+        // the old leader's stalled pass goes on with what it read
+        leader.publishCaBundle(APISERVICE, stale);
+        assertThat(bundle()).as("the certificate the replica serves stays trusted").contains(c1);
+        assertThat(bundle()).containsExactly(c1, c0);
+    }
+
     static String b64(String s) {
         return Base64.getEncoder().encodeToString(s.getBytes(StandardCharsets.UTF_8));
     }
