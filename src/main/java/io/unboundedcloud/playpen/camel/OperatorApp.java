@@ -439,6 +439,9 @@ public final class OperatorApp implements AutoCloseable {
         if (auditWriter != null) {
             auditWriter.prompt();
         }
+        // waiting requests are answered (503, retry elsewhere) while the routes can still write the answers: closed
+        // after Camel, their connections were cut once its graceful stop timed out
+        closeQuietly(waiting);
         if (main != null) {
             try {
                 main.stop();
@@ -447,7 +450,6 @@ public final class OperatorApp implements AutoCloseable {
             }
         }
         closeQuietly(auditWriter);
-        closeQuietly(waiting);
         closeQuietly(pool);
         closeQuietly(ttl);
         if (leaderRoutes != null) {

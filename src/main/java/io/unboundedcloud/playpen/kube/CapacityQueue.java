@@ -94,6 +94,9 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     private final ExecutorService dispatcher = Executors.newSingleThreadExecutor(DaemonThreads.named("capacity-dispatch"));
     private final ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("capacity-timeouts"));
 
+    /** Set by {@link #close}: a request that would wait is answered 503 at once. Guarded by this. */
+    private boolean closed;
+
     public CapacityQueue(Allocator allocator) {
         this(allocator, Limits.NONE);
     }
@@ -132,6 +135,9 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
             return new Ticket(CompletableFuture.completedFuture(replay.get()), () -> { });
         }
         synchronized (this) {
+            if (closed) {
+                throw ApiException.unavailable("the operator is shutting down", 1);
+            }
             Waiter twin = byKey.get(cmd.keyHash());
             if (twin != null) {
                 if (!twin.cmd.requestHash().equals(cmd.requestHash())) {
@@ -393,6 +399,9 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
 
     @Override
     public void close() {
+        synchronized (this) {
+            closed = true;
+        }
         dispatcher.shutdownNow();
         timers.shutdownNow();
         synchronized (this) {

@@ -113,6 +113,21 @@ class WaitingRouteTest {
                 .containsPattern("playpen_waiting_requests\\{resource_type=\"runner\",variant=\"amd64\",?\\} 0\\.0");
     }
 
+    /** A replica that stops (SIGTERM) answers its waiting requests: a 503 to retry elsewhere, not a cut connection. */
+    @Test
+    void aWaiterIsAnsweredWhenTheReplicaStops() throws Exception {
+        op = new OperatorHarness(cluster, "--reconcile-interval=10m");
+        HttpClient http = op.frontProxy();
+        CompletableFuture<HttpResponse<String>> waiting = allocAsync(http, body("stop-1", 60));
+        OperatorHarness.awaitTrue(() -> queue().waiting() == 1, Duration.ofSeconds(10), "waiter queued");
+        OperatorHarness stopping = op;
+        op = null;
+        stopping.close();
+        HttpResponse<String> r = waiting.handle((ok, e) -> ok).get(30, TimeUnit.SECONDS);
+        assertThat(r).as("an answer, not a closed connection").isNotNull();
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(503);
+    }
+
     /**
      * An amd64 pool of one that cannot make its pod (the API server refuses pod creates): the kind is kept, so the
      * 503's advice is to try again or wait.
