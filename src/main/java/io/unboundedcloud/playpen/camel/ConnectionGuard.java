@@ -384,7 +384,8 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
 
         private static boolean isDeallocWithHeaderKey(HttpRequest request) {
             String key = request.headers().get("Idempotency-Key");
-            if (key == null || key.isBlank() || !HttpMethod.POST.equals(request.method())) {
+            if (io.unboundedcloud.playpen.model.Hashes.headerKeyHash(key) == null
+                    || !HttpMethod.POST.equals(request.method())) {
                 return false;
             }
             try {

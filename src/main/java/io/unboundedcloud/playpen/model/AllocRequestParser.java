@@ -66,7 +66,10 @@ public final class AllocRequestParser {
         return limits.maxWaitSeconds();
     }
 
-    /** Parses an alloc body; {@code headerKey} is the Idempotency-Key header (null when absent). */
+    /**
+     * Parses an alloc body; {@code headerKey} is the Idempotency-Key header as it came off the wire, one char per
+     * byte (null when absent).
+     */
     public AllocCommand parseAlloc(byte[] body, String headerKey) {
         return parseAlloc(body, headerKey, new java.util.ArrayList<>());
     }
@@ -129,8 +132,7 @@ public final class AllocRequestParser {
     }
 
     private AllocCommand parseReferenceFields(Map<String, String> req, String headerKey) {
-        String keyHash = Hashes.keyHash(idempotencyKey(req.getOrDefault("idempotencyKey", ""), headerKey,
-                ALLOC_KEY_REQUIRED));
+        String keyHash = keyHash(req.getOrDefault("idempotencyKey", ""), headerKey, ALLOC_KEY_REQUIRED);
         ResourceType type = ResourceType.fromRequest(req.getOrDefault("resourceType", ""))
                 .orElseThrow(() -> ApiException.badRequest(BAD_RESOURCE_TYPE));
         // trimmed for both kinds: a control plane's key is not checked, but it is part of the request hash
@@ -217,8 +219,7 @@ public final class AllocRequestParser {
         } finally {
             warnings.addAll(fieldWarnings(notes, "a renewal", List.of("idempotencyKey", "ttl")));
         }
-        String keyHash = Hashes.keyHash(idempotencyKey(req.getOrDefault("idempotencyKey", ""), headerKey,
-                RELEASE_KEY_REQUIRED));
+        String keyHash = keyHash(req.getOrDefault("idempotencyKey", ""), headerKey, RELEASE_KEY_REQUIRED);
         return new RenewalCommand(keyHash, ttl(lease.get("ttl")));
     }
 
@@ -232,8 +233,9 @@ public final class AllocRequestParser {
 
     /** Like {@link #parseDealloc(byte[], String)}, with the field warnings of {@link #parseAlloc(byte[], String, List)}. */
     public String parseDealloc(byte[] body, String headerKey, List<String> warnings) {
-        if (headerKey != null && !GoStrings.trimSpace(headerKey).isEmpty()) {
-            return Hashes.keyHash(GoStrings.trimSpace(headerKey));
+        String fromHeader = Hashes.headerKeyHash(headerKey);
+        if (fromHeader != null) {
+            return fromHeader;
         }
         Map<String, String> req;
         List<GoJson.FieldNote> notes = new java.util.ArrayList<>();
@@ -246,7 +248,7 @@ public final class AllocRequestParser {
         } finally {
             warnings.addAll(fieldWarnings(notes, "a dealloc", DEALLOC_FIELDS));
         }
-        return Hashes.keyHash(idempotencyKey(req.getOrDefault("idempotencyKey", ""), null, RELEASE_KEY_REQUIRED));
+        return keyHash(req.getOrDefault("idempotencyKey", ""), null, RELEASE_KEY_REQUIRED);
     }
 
     /**
@@ -343,14 +345,19 @@ public final class AllocRequestParser {
         return 0;
     }
 
-    private static String idempotencyKey(String bodyKey, String headerKey, String required) {
-        if (headerKey != null && !GoStrings.trimSpace(headerKey).isEmpty()) {
-            return GoStrings.trimSpace(headerKey);
+    /**
+     * The key hash of a request: the Idempotency-Key header's (the bytes sent, see {@link Hashes#headerKeyHash}) when
+     * anything is left of it trimmed, else the body key's.
+     */
+    private static String keyHash(String bodyKey, String headerKey, String required) {
+        String fromHeader = Hashes.headerKeyHash(headerKey);
+        if (fromHeader != null) {
+            return fromHeader;
         }
         String body = GoStrings.trimSpace(bodyKey);
         if (body.isEmpty()) {
             throw ApiException.badRequest(required);
         }
-        return body;
+        return Hashes.keyHash(body);
     }
 }

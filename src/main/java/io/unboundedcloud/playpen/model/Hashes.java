@@ -16,6 +16,18 @@ public final class Hashes {
     }
 
     /**
+     * The key hash of an Idempotency-Key header as it came off the wire: hex(sha256(TrimSpace(the bytes sent))),
+     * as the reference hashes the header value it reads (raw bytes, UTF-8 or not); null when nothing is left of it.
+     */
+    public static String headerKeyHash(String headerValue) {
+        if (headerValue == null) {
+            return null;
+        }
+        byte[] key = GoStrings.trimSpace(GoStrings.wireBytes(headerValue));
+        return key.length == 0 ? null : sha256Hex(key);
+    }
+
+    /**
      * hex(sha256(resourceType \n kubernetesVersion \n wireGuardPublicKey \n architecture)), for every resource type,
      * over the values the reference hashes: normalised type and architecture, the trimmed WireGuard key (control
      * planes included), the resolved version for control planes and the version as sent for runners.
@@ -39,9 +51,13 @@ public final class Hashes {
     }
 
     public static String sha256Hex(String text) {
+        return sha256Hex(text.getBytes(StandardCharsets.UTF_8));
+    }
+
+    public static String sha256Hex(byte[] bytes) {
         try {
             MessageDigest md = MessageDigest.getInstance("SHA-256");
-            return HexFormat.of().formatHex(md.digest(text.getBytes(StandardCharsets.UTF_8)));
+            return HexFormat.of().formatHex(md.digest(bytes));
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);
         }

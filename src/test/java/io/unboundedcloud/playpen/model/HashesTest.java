@@ -22,6 +22,33 @@ class HashesTest {
         assertThat(Hashes.keyHash("abc")).hasSize(64).matches("[0-9a-f]{64}");
     }
 
+    /** A header value one char per byte, as Netty hands it over. */
+    private static String wire(int... bytes) {
+        StringBuilder sb = new StringBuilder();
+        for (int b : bytes) {
+            sb.append((char) b);
+        }
+        return sb.toString();
+    }
+
+    @Test
+    void aHeaderKeyIsHashedAsTheBytesSentTrimmedLikeGo() {
+        // printf 'cl\xc3\xa9' | sha256sum: "clé" sent as UTF-8
+        String cle = "51cbcf30514d0802eb5c60a018f384ea3fb9b69307c554ee63ecb43177594de4";
+        assertThat(Hashes.headerKeyHash(wire('c', 'l', 0xC3, 0xA9))).isEqualTo(cle);
+        // U+00A0 (C2 A0) and U+3000 (E3 80 80) around it are spaces to Go's TrimSpace
+        assertThat(Hashes.headerKeyHash(wire(0xC2, 0xA0, 'c', 'l', 0xC3, 0xA9, 0xE3, 0x80, 0x80, ' '))).isEqualTo(cle);
+        // bytes that are not UTF-8 are kept, as Go hashes them: printf '\xffabc\xc2' | sha256sum
+        assertThat(Hashes.headerKeyHash(wire(' ', 0xFF, 'a', 'b', 'c', 0xC2)))
+                .isEqualTo("339234066f4fd8865479a846ca4381f53a42c30edd5e24420051f241c988ec0a");
+        // a lone 0xA0 byte and an overlong space (C0 A0) are not spaces: printf '\xc0\xa0k' | sha256sum
+        assertThat(Hashes.headerKeyHash(wire(0xC0, 0xA0, 'k'))).isEqualTo("d7a5a4a1cf978a610b0893cec4a3630d43bbaec5627566c67945bac3f39bfb25");
+        assertThat(Hashes.headerKeyHash(wire(0xC2, 0xA0, '\t'))).isNull();
+        assertThat(Hashes.headerKeyHash(null)).isNull();
+        // text that did not come off the wire (a char above U+00FF) is taken as UTF-8
+        assertThat(Hashes.headerKeyHash(" \u4e2d ")).isEqualTo(Hashes.keyHash("\u4e2d"));
+    }
+
     @Test
     void requestHashOfTheSpecExample() {
         // printf 'runner\n\nK=\namd64' | sha256sum

@@ -546,4 +546,51 @@ class OperatorReferenceTest {
         assertThat(r.status()).isEqualTo(204);
         assertThat(get("runner-1")).isNull();
     }
+
+    // ---- not one of the Go tests: the Go handler's reading of the same bytes ----
+
+    /**
+     * A POST whose Idempotency-Key header is {@code key} in UTF-8 bytes, as a Go client or kubectl sends it (the JDK
+     * client cannot: it writes '?' for every char outside ASCII), on its own connection, as alice.
+     */
+    static Reply postWithUtf8Key(OperatorHarness op, String path, String key, String body) throws Exception {
+        try (javax.net.ssl.SSLSocket s = (javax.net.ssl.SSLSocket) OperatorHarness.sslContext(cluster.frontProxyClient)
+                .getSocketFactory().createSocket("127.0.0.1", op.port)) {
+            s.setSoTimeout(30_000);
+            byte[] content = body.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            java.io.ByteArrayOutputStream head = new java.io.ByteArrayOutputStream();
+            head.writeBytes(("POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                    + "X-Remote-User: alice\r\nContent-Type: application/json\r\nContent-Length: " + content.length
+                    + "\r\nIdempotency-Key: ").getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            head.writeBytes(key.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            head.writeBytes("\r\n\r\n".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            head.writeBytes(content);
+            s.getOutputStream().write(head.toByteArray());
+            s.getOutputStream().flush();
+            String reply = new String(s.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            int bodyAt = reply.indexOf("\r\n\r\n");
+            return new Reply(Integer.parseInt(reply.split(" ")[1]), bodyAt < 0 ? "" : reply.substring(bodyAt + 4));
+        }
+    }
+
+    @Test // Go hashes strings.TrimSpace(r.Header.Get("Idempotency-Key")): the bytes as sent
+    void aHeaderKeyOutsideAsciiNamesTheClaimTheGoOperatorMadeForIt() throws Exception {
+        String key = "cl\u00e9-\u4e2d\u6587";
+        String wg = testPublicKey();
+        // the claim the Go operator wrote for this header key and request
+        Pod goClaim = testPod("runner-1", "node-1", Map.of(
+                PlaypenKeys.IDEMPOTENCY_KEY_HASH, io.unboundedcloud.playpen.model.Hashes.sha256Hex(key),
+                PlaypenKeys.REQUEST_HASH, io.unboundedcloud.playpen.model.Hashes.requestHash("runner", "", wg, "amd64"),
+                PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY, wg,
+                PlaypenKeys.CLAIMED_AT, io.unboundedcloud.playpen.model.TtlPolicy.formatClaimedAt(java.time.Instant.now())));
+        OperatorHarness op = testOperator(testNode("node-1", "20.30.40.50"), goClaim, testPod("runner-2", "node-1", null));
+        // with Unicode spaces around it, which Go's TrimSpace drops too
+        Reply replay = postWithUtf8Key(op, ALLOCS, "\u00a0" + key + "\u3000",
+                JSON.writeValueAsString(req("wireGuardPublicKey", wg)));
+        assertThat(replay.status()).as(replay.body()).isEqualTo(200);
+        assertThat(replay.json().at("/pod/name").asText()).as("the Go claim is replayed").isEqualTo("runner-1");
+        assertThat(annotations("runner-2")).as("no second pod for the key").doesNotContainKey(PlaypenKeys.IDEMPOTENCY_KEY_HASH);
+        assertThat(postWithUtf8Key(op, DEALLOCS, key, "").status()).isEqualTo(204);
+        assertThat(get("runner-1")).as("the dealloc releases the Go claim").isNull();
+    }
 }
