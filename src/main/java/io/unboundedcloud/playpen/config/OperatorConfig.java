@@ -226,7 +226,7 @@ public record OperatorConfig(
         String[] listen = v.hostPort(Flag.LISTEN_ADDR, false);
         PortRange runnerPorts = v.range(Flag.RUNNER_WIREGUARD_HOST_PORT_START, Flag.RUNNER_WIREGUARD_HOST_PORT_END);
         PortRange cpPorts = v.range(Flag.CONTROL_PLANE_APISERVER_HOST_PORT_START, Flag.CONTROL_PLANE_APISERVER_HOST_PORT_END);
-        String pull = v.str(Flag.RUNNER_IMAGE_PULL_POLICY);
+        String pull = v.orDefault(Flag.RUNNER_IMAGE_PULL_POLICY);
         if (!List.of("Always", "IfNotPresent", "Never").contains(pull)) {
             throw v.bad(Flag.RUNNER_IMAGE_PULL_POLICY, "must be Always, IfNotPresent or Never");
         }
@@ -260,13 +260,13 @@ public record OperatorConfig(
         }
         return new OperatorConfig(
                 listen[0], Integer.parseInt(listen[1]),
-                v.name(Flag.NAMESPACE), v.name(Flag.SERVICE_NAME), v.name(Flag.TLS_SECRET_NAME),
+                v.name(Flag.NAMESPACE), v.name(Flag.SERVICE_NAME, v.orDefault(Flag.SERVICE_NAME)), v.name(Flag.TLS_SECRET_NAME),
                 v.name(Flag.RUNNER_NAMESPACE), v.selector(Flag.RUNNER_LABEL_SELECTOR),
                 v.nonEmpty(Flag.RUNNER_IMAGE), pull, v.name(Flag.RUNNER_SERVICE_ACCOUNT_NAME),
                 v.count(Flag.RUNNER_AMD64_COUNT), v.count(Flag.RUNNER_ARM64_COUNT),
                 runnerPorts, v.bool(Flag.RUNNER_REQUIRE_KVM), v.bool(Flag.RUNNER_CONTROL_PLANE_TOLERATIONS),
                 v.str(Flag.RUNNER_PUBLIC_REDFISH_URL).trim(),
-                v.count(Flag.CONTROL_PLANE_COUNT), v.versions(Flag.CONTROL_PLANE_VERSIONS), v.nonEmpty(Flag.CONTROL_PLANE_IMAGE),
+                v.count(Flag.CONTROL_PLANE_COUNT), v.versions(Flag.CONTROL_PLANE_VERSIONS), v.orDefault(Flag.CONTROL_PLANE_IMAGE),
                 v.name(Flag.CONTROL_PLANE_SERVICE_ACCOUNT_NAME), cpPorts,
                 ttl, interval,
                 v.str(Flag.KUBECONFIG), v.nonEmpty(Flag.ROUTES_DIR), v.bool(Flag.ROUTES_RELOAD),
@@ -482,8 +482,20 @@ public record OperatorConfig(
             return s;
         }
 
+        /**
+         * The value trimmed, or the flag's default when nothing is left: how the reference reads the flags it
+         * defaults itself when they are empty (--service-name, --runner-image-pull-policy, --control-plane-image).
+         */
+        String orDefault(Flag f) {
+            String s = str(f).trim();
+            return s.isEmpty() ? f.defaultValue() : s;
+        }
+
         String name(Flag f) {
-            String s = nonEmpty(f);
+            return name(f, nonEmpty(f));
+        }
+
+        String name(Flag f, String s) {
             if (!s.matches("[a-z0-9]([-a-z0-9.]*[a-z0-9])?") || s.length() > 253) {
                 throw bad(f, "must be a Kubernetes object name");
             }

@@ -285,6 +285,18 @@ public class OperatorConfigTest {
     }
 
     @Test
+    void emptyValuesTheReferenceTakesAsItsDefaults() {
+        // the reference trims these and uses its default when nothing is left (runnerPod, controlPlanePod,
+        // EnsureTLSSecret), so a Deployment that passes them empty starts it
+        OperatorConfig c = OperatorConfig.parse("--runner-image-pull-policy=", "--control-plane-image= ", "--service-name=");
+        assertThat(c.runnerImagePullPolicy()).isEqualTo("Always");
+        assertThat(c.controlPlaneImage()).isEqualTo("rancher/k3s:{version}-k3s1");
+        assertThat(c.serviceName()).isEqualTo("playpen-operator");
+        assertThat(OperatorConfig.parse("--runner-image-pull-policy= IfNotPresent ").runnerImagePullPolicy())
+                .isEqualTo("IfNotPresent");
+    }
+
+    @Test
     void goBooleansAndIntegers() {
         assertThat(OperatorConfig.parse("--runner-require-kvm=F").runnerRequireKvm()).isFalse();
         assertThat(OperatorConfig.parse("--runner-require-kvm=FALSE").runnerRequireKvm()).isFalse();
