@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets;
 import java.security.cert.Certificate;
 import java.security.cert.X509Certificate;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.Iterator;
 import java.util.LinkedHashSet;
 import java.util.Map;
@@ -27,6 +28,8 @@ import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerAdapter;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
+import io.netty.channel.ChannelPromise;
 import io.netty.handler.codec.DecoderResult;
 import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.FullHttpResponse;
@@ -34,8 +37,11 @@ import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpObject;
 import io.netty.handler.codec.http.HttpRequest;
+import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpStatusClass;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.LastHttpContent;
@@ -53,6 +59,11 @@ import io.unboundedcloud.playpen.auth.FrontProxyAuthenticator;
  * (unauthenticated ones evict the oldest), header and body deadlines, a small header budget and an early 403 for
  * connections without a trusted front-proxy certificate, and Netty's own errors (bad or oversized request head,
  * oversized body, TRACE) answered as a Kubernetes Status. Referenced as {@code decoders=#connectionGuard}.
+ * <p>
+ * It also keeps the answers of pipelined requests in order (HTTP/1.1 requires it): a request goes on to the routes
+ * only once the previous one on the connection has its answer, and the guard's own refusals wait for that too.
+ * Without this, a request answered here from its head (404, 405, 403) or by a quick route overtakes one still in
+ * the routes (an alloc waiting for capacity), and the client reads each answer as the other request's.
  */
 public final class ConnectionGuard extends ChannelHandlerAdapter implements ChannelHandlerFactory {
     private static final Logger LOG = LoggerFactory.getLogger(ConnectionGuard.class);
@@ -76,6 +87,8 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
     public static final int UNAUTHENTICATED_HEAD_BYTES = 8192;
     /** Probes send no body; a little slack for tools that do. */
     public static final int UNAUTHENTICATED_BODY_BYTES = 4096;
+    /** Pipelined requests held behind an unanswered one before the connection stops reading. */
+    static final int MAX_HELD_REQUESTS = 8;
 
     private final FrontProxyAuthenticator authenticator;
     private final Limits limits;
@@ -173,6 +186,16 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
         /** A dealloc that carries its key in the header: its body is never read (the reference's rule), only drained. */
         private boolean discardBody;
         private ScheduledFuture<?> deadline;
+        /** Answers are kept in request order (an AnswerSeen handler tells when each answer is written). */
+        private boolean ordered;
+        /** A request went on to the routes and its answer is not written yet. */
+        private boolean answerPending;
+        /** Pipelined request parts that wait for the previous answer before they go on. */
+        private final ArrayDeque<Object> held = new ArrayDeque<>();
+        private int heldRequests;
+        private long heldBytes;
+        /** A refusal decided while an earlier request still waits for its answer: written after it. */
+        private ApiException deferred;
 
         @Override
         public void handlerAdded(ChannelHandlerContext ctx) {
@@ -195,6 +218,12 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                 return;
             }
             addUnauthenticated(ctx.channel());
+            // the pipeline is complete now: watch the answers where they are still HTTP objects (before the encoder,
+            // behind the aggregator, so its 100 Continue is seen as the interim answer it is)
+            if (ctx.pipeline().get("aggregator") != null && ctx.pipeline().get("answer-order") == null) {
+                ctx.pipeline().addBefore("aggregator", "answer-order", new AnswerSeen(this));
+                ordered = true;
+            }
             // the TLS handshake and the first request head share one deadline, like Go's ReadHeaderTimeout
             arm(ctx, limits.headerTimeout(), "request head");
             super.channelActive(ctx);
@@ -208,6 +237,7 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
             }
             removeUnauthenticated(ctx.channel());
             disarm();
+            releaseHeld();
             super.channelInactive(ctx);
         }
 
@@ -288,7 +318,7 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                     disarm();
                     phase = Phase.IDLE;
                     discardBody = false;
-                    super.channelRead(ctx, LastHttpContent.EMPTY_LAST_CONTENT);
+                    forward(ctx, LastHttpContent.EMPTY_LAST_CONTENT);
                 }
                 return;
             }
@@ -304,7 +334,89 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                     phase = Phase.IDLE;
                 }
             }
-            super.channelRead(ctx, msg);
+            forward(ctx, msg);
+        }
+
+        /**
+         * Passes a request part on to the routes, or holds it while an earlier request waits for its answer (its
+         * head and body were judged and timed as they arrived; only their delivery waits).
+         */
+        private void forward(ChannelHandlerContext ctx, Object msg) {
+            if (!ordered || !(msg instanceof HttpObject)) {
+                ctx.fireChannelRead(msg);
+                return;
+            }
+            if (answerPending || !held.isEmpty()) {
+                held.add(msg);
+                if (msg instanceof HttpRequest) {
+                    heldRequests++;
+                }
+                if (msg instanceof HttpContent content) {
+                    heldBytes += content.content().readableBytes();
+                }
+                if (heldRequests > MAX_HELD_REQUESTS || heldBytes > limits.maxBodyBytes()) {
+                    // a client that pipelines this much waits for the answers before more is read
+                    ctx.channel().config().setAutoRead(false);
+                }
+                return;
+            }
+            if (msg instanceof LastHttpContent) {
+                answerPending = true;
+            }
+            ctx.fireChannelRead(msg);
+        }
+
+        /**
+         * An answer went out (AnswerSeen, on the event loop): the next held request goes on, or a deferred refusal
+         * is written. Run as a task of its own, not inside the write that reported it.
+         */
+        void answered() {
+            ChannelHandlerContext ctx = ctxRef;
+            if (ctx != null) {
+                ctx.executor().execute(() -> next(ctx));
+            }
+        }
+
+        private void next(ChannelHandlerContext ctx) {
+            if (!ctx.channel().isActive()) {
+                releaseHeld();
+                return;
+            }
+            answerPending = false;
+            while (!answerPending && !held.isEmpty()) {
+                Object msg = held.poll();
+                if (msg instanceof HttpRequest) {
+                    heldRequests--;
+                }
+                if (msg instanceof HttpContent content) {
+                    heldBytes -= content.content().readableBytes();
+                }
+                if (msg instanceof LastHttpContent) {
+                    answerPending = true;
+                }
+                ctx.fireChannelRead(msg);
+            }
+            if (held.isEmpty() && !ctx.channel().config().isAutoRead()) {
+                ctx.channel().config().setAutoRead(true);
+            }
+            if (!answerPending && held.isEmpty() && deferred != null) {
+                ApiException e = deferred;
+                deferred = null;
+                writeRefusal(e);
+            }
+        }
+
+        private void releaseHeld() {
+            Object msg;
+            while ((msg = held.poll()) != null) {
+                ReferenceCountUtil.release(msg);
+            }
+            heldRequests = 0;
+            heldBytes = 0;
+        }
+
+        private boolean answerOutstanding() {
+            return ordered && (answerPending || !held.isEmpty());
         }
 
         /** Decides on a request from its head alone; null lets it through to the routes. */
@@ -402,6 +514,15 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
             closing = true;
             disarm();
             rejected.incrementAndGet();
+            if (answerOutstanding()) {
+                // an earlier request's answer goes first; nothing more is read meanwhile (closing drops it)
+                deferred = e;
+                return;
+            }
+            writeRefusal(e);
+        }
+
+        private void writeRefusal(ApiException e) {
             HttpReply reply = HttpReply.status(e);
             byte[] body = reply.body().getBytes(StandardCharsets.UTF_8);
             FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
@@ -427,6 +548,7 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
         @Override
         public void handlerRemoved(ChannelHandlerContext ctx) {
             disarm();
+            releaseHeld();
         }
 
         private void arm(ChannelHandlerContext ctx, Duration timeout, String what) {
@@ -445,6 +567,28 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
             if (deadline != null) {
                 deadline.cancel(false);
                 deadline = null;
+            }
+        }
+    }
+
+    /**
+     * Between the encoder and the aggregator: tells the guard when a final answer (not a 1xx) has been written, so
+     * the next pipelined request may go on.
+     */
+    private static final class AnswerSeen extends ChannelOutboundHandlerAdapter {
+        private final PerConnection guard;
+
+        AnswerSeen(PerConnection guard) {
+            this.guard = guard;
+        }
+
+        @Override
+        public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) throws Exception {
+            boolean done = msg instanceof LastHttpContent
+                    && !(msg instanceof HttpResponse r && r.status().codeClass() == HttpStatusClass.INFORMATIONAL);
+            ctx.write(msg, promise);
+            if (done) {
+                guard.answered();
             }
         }
     }

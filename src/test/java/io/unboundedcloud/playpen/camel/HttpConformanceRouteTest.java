@@ -324,6 +324,60 @@ class HttpConformanceRouteTest {
                 "X-Remote-Group", "playpen-users"), big), 413, "RequestEntityTooLarge");
     }
 
+    /** Several requests written at once on one connection; every answer the server sends, in the order sent. */
+    static List<Reply> pipelined(String... requests) throws Exception {
+        try (SSLSocket s = (SSLSocket) tls(cluster.frontProxyClient).getSocketFactory().createSocket("127.0.0.1", op.port)) {
+            s.setSoTimeout(20_000);
+            OutputStream out = s.getOutputStream();
+            out.write(String.join("", requests).getBytes(StandardCharsets.ISO_8859_1));
+            out.flush();
+            ByteArrayOutputStream all = new ByteArrayOutputStream();
+            s.getInputStream().transferTo(all);
+            byte[] bytes = all.toByteArray();
+            List<Reply> replies = new java.util.ArrayList<>();
+            int at = 0;
+            while (at < bytes.length) {
+                String text = new String(bytes, at, bytes.length - at, StandardCharsets.ISO_8859_1);
+                int end = text.indexOf("\r\n\r\n");
+                assertThat(end).as("a complete HTTP response, got: " + text).isPositive();
+                Reply head = parse(Arrays.copyOfRange(bytes, at, at + end + 4));
+                int length = head.header("Content-Length") == null ? 0 : Integer.parseInt(head.header("Content-Length"));
+                replies.add(new Reply(head.code(), head.headers(),
+                        Arrays.copyOfRange(bytes, at + end + 4, at + end + 4 + length)));
+                at += end + 4 + length;
+            }
+            return replies;
+        }
+    }
+
+    static String request(String method, String target, String body, boolean last) {
+        return method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Remote-User: alice\r\n"
+                + "X-Remote-Group: playpen-users\r\n" + (last ? "Connection: close\r\n" : "")
+                + (body == null ? "" : "Content-Length: " + body.getBytes(StandardCharsets.UTF_8).length + "\r\n")
+                + "\r\n" + (body == null ? "" : body);
+    }
+
+    @Test
+    void pipelinedRequestsAreAnsweredInTheOrderTheyCame() throws Exception {
+        Map<String, String> before = state();
+        // a bad body (the routes answer 400) then a path that does not exist (answered from its head, 404): the 404
+        // must not overtake the 400, or the client reads "not found" as the answer to its alloc
+        List<Reply> two = pipelined(request("POST", ALLOCS, "[]", false), request("GET", V + "/widgets", null, true));
+        assertThat(two).extracting(Reply::code).containsExactly(400, 404);
+        assertThat(M.readTree(two.get(0).text()).get("message").asText())
+                .isEqualTo(BadInputRouteTest.badAlloc("the body is an array, not an object"));
+        // an alloc that waits for capacity (no arm64 pod) is still answered first, and not lost when the probe
+        // after it closes the connection
+        String waits = "{\"idempotencyKey\":\"pipelined-wait\",\"architecture\":\"arm64\",\"wireGuardPublicKey\":\""
+                + TestCluster.wgKey(3) + "\",\"waitSeconds\":1}";
+        List<Reply> three = pipelined(request("POST", ALLOCS, waits, false), request("GET", "/healthz", null, false),
+                request("PUT", DEALLOCS, "", true));
+        assertThat(three).extracting(Reply::code).containsExactly(503, 204, 405);
+        assertThat(status(three.get(0), 503, "ServiceUnavailable").get("message").asText()).contains("arm64");
+        assertThat(three.get(2).header("Allow")).isEqualTo("POST");
+        assertThat(state()).isEqualTo(before);
+    }
+
     @Test
     void kubectlReadsARefusalAsForbiddenNotAsLogIn(@TempDir Path dir) throws Exception {
         Path kubectl = Path.of(System.getenv().getOrDefault("KUBECTL", "/usr/bin/kubectl"));
