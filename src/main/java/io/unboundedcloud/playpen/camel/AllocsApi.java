@@ -135,7 +135,16 @@ public final class AllocsApi {
             throw ApiException.badRequest("invalid DeleteOptions body: not a JSON object; send {} or "
                     + "{\"preconditions\":{\"uid\":\"<the alloc's metadata.uid>\"}}, or no body");
         }
-        if (options.get("dryRun") instanceof java.util.List<?> dry && !dry.isEmpty()) {
+        if (options == null) {
+            // the JSON null: no options, as kube-apiserver reads it
+            return Preconditions.NONE;
+        }
+        Object dryRun = options.get("dryRun");
+        if (dryRun != null && !(dryRun instanceof java.util.List<?>)) {
+            throw ApiException.badRequest("invalid DeleteOptions body: dryRun must be a list such as [\"All\"]; "
+                    + "dry-run deletes are not supported on allocs: nothing was deleted");
+        }
+        if (dryRun instanceof java.util.List<?> dry && !dry.isEmpty()) {
             throw ApiException.badRequest("dry-run deletes are not supported on allocs: nothing was deleted");
         }
         Object pre = options.get("preconditions");

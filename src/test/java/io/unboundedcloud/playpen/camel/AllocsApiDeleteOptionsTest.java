@@ -45,7 +45,8 @@ class AllocsApiDeleteOptionsTest {
     @Test
     void noBodyAnEmptyOneOrOptionsWithoutPreconditionsAskNothing() {
         for (String body : new String[] {null, "", " \n", "{}", "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\"}",
-                "{\"preconditions\":null}", "{\"dryRun\":[]}", "{\"propagationPolicy\":\"Background\"}"}) {
+                "{\"preconditions\":null}", "{\"dryRun\":[]}", "{\"propagationPolicy\":\"Background\"}", "null",
+                " null\n"}) {
             assertThat(options(body)).as(String.valueOf(body)).isEqualTo(new AllocsApi.Preconditions(null, null));
         }
         assertThat(API.checkPreconditions(SELECTED, options("{}"))).isSameAs(SELECTED);
@@ -125,6 +126,11 @@ class AllocsApiDeleteOptionsTest {
         assertThat(dryQuery.getMessage()).isEqualTo("dry-run deletes are not supported on allocs: nothing was deleted");
         assertThat(refused(() -> options("{\"dryRun\":[\"All\"]}")).getMessage())
                 .isEqualTo("dry-run deletes are not supported on allocs: nothing was deleted");
+        // a dry run that is not a list is not DeleteOptions either: kube-apiserver refuses it, and deleting would not
+        // be what was asked
+        assertThat(refused(() -> options("{\"dryRun\":\"All\"}")).getMessage()).isEqualTo("invalid DeleteOptions "
+                + "body: dryRun must be a list such as [\"All\"]; dry-run deletes are not supported on allocs: nothing was "
+                + "deleted");
         for (String body : new String[] {"[1]", "nope", "{\"a\":"}) {
             ApiException e = refused(() -> options(body));
             assertThat(e.code()).as(body).isEqualTo(400);

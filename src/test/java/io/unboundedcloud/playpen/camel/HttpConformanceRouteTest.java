@@ -379,6 +379,17 @@ class HttpConformanceRouteTest {
     }
 
     @Test
+    void aDeleteWhoseBodyIsJsonNullIsReadAsNoOptions() throws Exception {
+        Map<String, String> before = state();
+        // "null" is no DeleteOptions, as kube-apiserver reads it: the id is looked up like without a body (404 here),
+        // never an internal error
+        JsonNode st = status(asUser("DELETE", ALLOCS + "/0123456789abcdef", Map.of("Content-Type", "application/json"),
+                "null"), 404, "NotFound");
+        assertThat(st.get("message").asText()).startsWith("allocs.playpen.unbounded-cloud.io \"0123456789abcdef\" not found");
+        assertThat(state()).isEqualTo(before);
+    }
+
+    @Test
     void kubectlReadsARefusalAsForbiddenNotAsLogIn(@TempDir Path dir) throws Exception {
         Path kubectl = Path.of(System.getenv().getOrDefault("KUBECTL", "/usr/bin/kubectl"));
         Assumptions.assumeTrue(Files.isExecutable(kubectl), "kubectl not found at " + kubectl + "; set KUBECTL");
