@@ -30,13 +30,18 @@ public final class ObservedEvents implements PoolReconciler.Observer, TtlExpirer
     private final EventRecorder events;
     private final ObjectReference operatorRef;
     private final String operatorNamespace;
+    /** Where Events about the APIService go (it has no namespace of its own). */
+    static final String APISERVICE_EVENT_NAMESPACE = "default";
 
     ObservedEvents(EventRecorder events, OperatorConfig config, Map<String, String> env) {
         this.events = events;
         String podName = env.get("POD_NAME");
-        this.operatorNamespace = env.getOrDefault("POD_NAMESPACE", config.namespace());
+        String podNamespace = env.getOrDefault("POD_NAMESPACE", config.namespace());
+        // an Event lives in its object's namespace; the API server takes one about a cluster-scoped object (the
+        // APIService) only in "default" (or none), as client-go records it, and refuses it in any other
+        this.operatorNamespace = podName != null ? podNamespace : APISERVICE_EVENT_NAMESPACE;
         this.operatorRef = podName != null
-                ? new ObjectReferenceBuilder().withApiVersion("v1").withKind("Pod").withNamespace(operatorNamespace)
+                ? new ObjectReferenceBuilder().withApiVersion("v1").withKind("Pod").withNamespace(podNamespace)
                         .withName(podName).build()
                 : new ObjectReferenceBuilder().withApiVersion("apiregistration.k8s.io/v1").withKind("APIService")
                         .withName(KubeApiCall.API_SERVICE_NAME).build();

@@ -57,7 +57,8 @@ class FlowBridgeFallbackTest {
             observed.trustBundleInvalid("no certificate in the bundle");
 
             OperatorHarness.awaitTrue(() -> recorder.written() == 9, Duration.ofSeconds(10), "nine events written");
-            List<String> written = cluster.client.v1().events().inNamespace(TestCluster.NS).list().getItems().stream()
+            // the APIService is cluster-scoped: its Events are in "default", the pods' in theirs
+            List<String> written = cluster.client.v1().events().inAnyNamespace().list().getItems().stream()
                     .map(FlowBridgeFallbackTest::describe).sorted().toList();
             assertThat(written).containsExactly(
                     "APIService/v1alpha1.playpen.unbounded-cloud.io Warning BackOff",
@@ -69,7 +70,7 @@ class FlowBridgeFallbackTest {
                     "Pod/ready Normal BackOffEnded",
                     "Pod/sick Warning UnhealthyEvicted",
                     "Pod/stale Normal Stale");
-            Event trust = cluster.client.v1().events().inNamespace(TestCluster.NS).list().getItems().stream()
+            Event trust = cluster.client.v1().events().inNamespace("default").list().getItems().stream()
                     .filter(e -> e.getReason().equals("TrustBundleInvalid")).findFirst().orElseThrow();
             assertThat(trust.getMessage()).isEqualTo("front-proxy trust bundle is invalid: no certificate in the bundle; "
                     + "/apis requests are refused");

@@ -119,7 +119,8 @@ class PoolRouteTest {
         var result = op.app.poolReconciler().reconcile();
         assertThat(result.exhausted()).isNotEmpty();
         assertThat(result.exhausted().get(0).message()).contains("51820-51822");
-        OperatorHarness.awaitTrue(() -> cluster.client.v1().events().inNamespace("playpen").list().getItems().stream()
+        // on the APIService (the harness sets no POD_NAME): cluster-scoped, so its Events are in "default"
+        OperatorHarness.awaitTrue(() -> cluster.client.v1().events().inNamespace("default").list().getItems().stream()
                 .anyMatch(e -> "HostPortRangeExhausted".equals(e.getReason())), Duration.ofSeconds(5), "exhaustion event");
         assertThat(op.alloc("{\"idempotencyKey\":\"x\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(1) + "\"}")
                 .statusCode()).isEqualTo(503);

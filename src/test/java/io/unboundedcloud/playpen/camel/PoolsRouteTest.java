@@ -89,14 +89,15 @@ class PoolsRouteTest {
         return out.stream().sorted().toList();
     }
 
+    /** Events on the pods, and on the operator (the APIService without POD_NAME: in "default"). */
     boolean event(String reason, String about) {
-        return cluster.client.v1().events().inNamespace("playpen").list().getItems().stream()
+        return cluster.client.v1().events().inAnyNamespace().list().getItems().stream()
                 .anyMatch(e -> reason.equals(e.getReason()) && (about == null
                         || about.equals(e.getInvolvedObject().getName())));
     }
 
     Event theEvent(String reason) {
-        return cluster.client.v1().events().inNamespace("playpen").list().getItems().stream()
+        return cluster.client.v1().events().inAnyNamespace().list().getItems().stream()
                 .filter(e -> reason.equals(e.getReason())).findFirst().orElseThrow();
     }
 

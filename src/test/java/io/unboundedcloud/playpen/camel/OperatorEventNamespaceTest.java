@@ -1,0 +1,47 @@
+package io.unboundedcloud.playpen.camel;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.Event;
+import io.unboundedcloud.playpen.config.OperatorConfig;
+import io.unboundedcloud.playpen.kube.ApiCallCounter;
+import io.unboundedcloud.playpen.kube.EventRecorder;
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/**
+ * Events about the operator itself go where the API server accepts them. Its validation of a core/v1 Event
+ * (legacyValidateEvent) wants the Event's namespace to be the involved object's, and for an object without one
+ * (the cluster-scoped APIService, used when POD_NAME is not set) "default" or none: anywhere else the create is
+ * refused as invalid. The mock API server does not validate, so this checks the rule on what was written.
+ */
+class OperatorEventNamespaceTest {
+
+    @Test
+    void anEventAboutTheApiServiceIsWrittenWhereTheApiServerTakesIt() throws Exception {
+        try (TestCluster cluster = TestCluster.start();
+                EventRecorder recorder = new EventRecorder(cluster.client, Clock.systemUTC(), new ApiCallCounter(), 100,
+                        100, Duration.ofSeconds(1))) {
+            OperatorConfig config = OperatorConfig.parse("--namespace=" + TestCluster.NS);
+            ObservedEvents observed = new ObservedEvents(recorder, config, Map.of("POD_NAMESPACE", "playpen-system"));
+
+            observed.trustBundleInvalid("no certificate in the bundle");
+
+            OperatorHarness.awaitTrue(() -> recorder.written() == 1, Duration.ofSeconds(10), "event written");
+            List<Event> all = cluster.client.v1().events().inAnyNamespace().list().getItems();
+            assertThat(all).hasSize(1);
+            Event e = all.get(0);
+            assertThat(e.getInvolvedObject().getKind()).isEqualTo("APIService");
+            assertThat(e.getInvolvedObject().getNamespace()).isNull();
+            assertThat(e.getMetadata().getNamespace()).as("namespace of an Event about a cluster-scoped object")
+                    .isIn("default", "");
+        }
+    }
+}
