@@ -201,7 +201,7 @@ class PoolsKubectlRouteTest {
         assertThat(ok("create", "--raw", "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs", "-f", req.toString()))
                 .contains("\"resourceType\":\"runner\"");
         ok("get", "pools");
-        assertThat(ok("-n", "playpen", "get", "events", "-o", "custom-columns=REASON:.reason,MESSAGE:.message"))
+        assertThat(ok("get", "events", "-A", "-o", "custom-columns=REASON:.reason,MESSAGE:.message"))
                 .contains("NotReadyInTime", "BackOff");
     }
 }
