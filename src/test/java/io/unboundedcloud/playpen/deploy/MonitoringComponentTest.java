@@ -18,6 +18,7 @@ import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.StreamSupport;
 
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -145,6 +146,142 @@ class MonitoringComponentTest {
             }
         }
         assertThat(exported).as("exported by the operator").containsAll(queried);
+    }
+
+    /**
+     * The Deployment keeps no control-plane pool (--control-plane-count=0) but names a version, so the operator
+     * exports playpen_pods{resource_type="controlPlane",state="idle"} 0 for it from the start, forever. The
+     * no-idle-pods alert must fire only for pools the operator keeps, or every install pages from its first ten
+     * minutes on; and it must still fire for a kept pool that has run dry.
+     */
+    @Test
+    void noIdlePodsFiresOnlyForPoolsTheDeploymentKeeps() throws Exception {
+        String expr = StreamSupport.stream(one("PrometheusRule", "playpen-operator").path("spec").path("groups").spliterator(), false)
+                .flatMap(g -> StreamSupport.stream(g.path("rules").spliterator(), false))
+                .filter(r -> "PlaypenNoIdlePods".equals(r.path("alert").asText())).findFirst().orElseThrow()
+                .path("expr").asText();
+        List<String> poolFlags = new ArrayList<>();
+        one("Deployment", "playpen-operator").path("spec").path("template").path("spec").path("containers").get(0).path("args")
+                .forEach(a -> {
+                    if (a.asText().matches("--(runner-(amd|arm)64-count|control-plane-count|control-plane-versions)=.*")) {
+                        poolFlags.add(a.asText());
+                    }
+                });
+        assertThat(poolFlags).contains("--control-plane-count=0", "--runner-amd64-count=1");
+
+        List<Sample> scrape;
+        try (TestCluster cluster = TestCluster.start()) {
+            cluster.addNode("node-a", "amd64", "203.0.113.10");
+            cluster.addNode("node-b", "arm64", "203.0.113.11");
+            int mgmt = OperatorHarness.freePort();
+            List<String> flags = new ArrayList<>(List.of("--management-addr=127.0.0.1:" + mgmt));
+            flags.addAll(poolFlags);
+            try (OperatorHarness op = new OperatorHarness(cluster, flags.toArray(new String[0]))) {
+                HttpClient http = HttpClient.newHttpClient();
+                java.util.concurrent.atomic.AtomicReference<List<Sample>> last = new java.util.concurrent.atomic.AtomicReference<>();
+                OperatorHarness.awaitTrue(() -> {
+                    try {
+                        last.set(samples(http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + mgmt + "/metrics"))
+                                .build(), HttpResponse.BodyHandlers.ofString()).body()));
+                    } catch (Exception e) {
+                        return false;
+                    }
+                    // a pool pass has run: the kept pools report what they want, and have their idle pod
+                    return last.get().stream().anyMatch(x -> x.name.equals("playpen_pool_desired_pods") && x.value > 0)
+                            && last.get().stream().filter(x -> x.name.equals("playpen_pods") && "idle".equals(x.labels.get("state"))
+                                    && "runner".equals(x.labels.get("resource_type"))).allMatch(x -> x.value > 0);
+                }, java.time.Duration.ofSeconds(20), "a pool pass with every runner pool filled");
+                scrape = last.get();
+            }
+        }
+        assertThat(scrape).as("the unkept control-plane pool is exported with no idle pod")
+                .anyMatch(x -> x.name.equals("playpen_pods") && "controlPlane".equals(x.labels.get("resource_type"))
+                        && "idle".equals(x.labels.get("state")) && x.value == 0);
+        assertThat(firing(expr, scrape)).as("%s on the Deployment's own pools", expr).isEmpty();
+
+        // the same scrape once the kept amd64 pool has run dry
+        List<Sample> dry = scrape.stream().map(x -> x.name.equals("playpen_pods") && "idle".equals(x.labels.get("state"))
+                && "amd64".equals(x.labels.get("variant")) ? new Sample(x.name, x.labels, 0) : x).toList();
+        assertThat(firing(expr, dry)).containsExactly(Map.of("resource_type", "runner", "variant", "amd64"));
+    }
+
+    record Sample(String name, Map<String, String> labels, double value) {
+    }
+
+    static final Pattern SAMPLE = Pattern.compile("([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\\{(.*)\\})? (\\S+)");
+    static final Pattern LABEL = Pattern.compile("([a-zA-Z_][a-zA-Z0-9_]*)=\"((?:[^\"\\\\]|\\\\.)*)\"");
+
+    static List<Sample> samples(String exposition) {
+        List<Sample> out = new ArrayList<>();
+        for (String line : exposition.split("\n")) {
+            Matcher m = SAMPLE.matcher(line);
+            if (line.startsWith("#") || !m.matches()) {
+                continue;
+            }
+            Map<String, String> labels = new java.util.TreeMap<>();
+            Matcher l = LABEL.matcher(m.group(2) == null ? "" : m.group(2));
+            while (l.find()) {
+                labels.put(l.group(1), l.group(2));
+            }
+            out.add(new Sample(m.group(1), labels, Double.parseDouble(m.group(3))));
+        }
+        return out;
+    }
+
+    /** {@code max by (l, ...) (metric{k="v", ...}) OP n}, optionally parenthesised. */
+    static final Pattern MAX_BY = Pattern.compile(
+            "\\(?\\s*max by \\(([^)]*)\\)\\s*\\((\\w+)(?:\\{([^}]*)\\})?\\)\\s*(==|>)\\s*([0-9.]+)\\s*\\)?");
+
+    /**
+     * The label sets the expression returns on one scrape (one replica), for the forms these alerts use:
+     * {@code max by (...) (m{...}) OP n} alone or joined by {@code and on (...)} with another of that form.
+     */
+    static Set<Map<String, String>> firing(String expr, List<Sample> scrape) {
+        String[] sides = expr.trim().split("\\s+and on \\(([^)]*)\\)\\s+");
+        assertThat(sides.length).as("expression form: %s", expr).isBetween(1, 2);
+        Set<Map<String, String>> result = side(sides[0], scrape);
+        if (sides.length == 2) {
+            Matcher on = Pattern.compile("and on \\(([^)]*)\\)").matcher(expr);
+            assertThat(on.find()).isTrue();
+            List<String> keys = List.of(on.group(1).split("\\s*,\\s*"));
+            Set<Map<String, String>> right = new java.util.HashSet<>();
+            side(sides[1], scrape).forEach(r -> right.add(project(r, keys)));
+            result.removeIf(r -> !right.contains(project(r, keys)));
+        }
+        return result;
+    }
+
+    static Set<Map<String, String>> side(String s, List<Sample> scrape) {
+        Matcher m = MAX_BY.matcher(s.trim());
+        assertThat(m.matches()).as("expression form: %s", s).isTrue();
+        List<String> by = List.of(m.group(1).trim().split("\\s*,\\s*"));
+        Map<String, String> match = new java.util.HashMap<>();
+        Matcher l = LABEL.matcher(m.group(3) == null ? "" : m.group(3));
+        while (l.find()) {
+            match.put(l.group(1), l.group(2));
+        }
+        Map<Map<String, String>, Double> max = new java.util.HashMap<>();
+        scrape.stream().filter(x -> x.name.equals(m.group(2)))
+                .filter(x -> match.entrySet().stream().allMatch(e -> e.getValue().equals(x.labels.get(e.getKey()))))
+                .forEach(x -> max.merge(project(x.labels, by), x.value, Math::max));
+        double n = Double.parseDouble(m.group(5));
+        Set<Map<String, String>> out = new java.util.HashSet<>();
+        max.forEach((k, v) -> {
+            if ("==".equals(m.group(4)) ? v == n : v > n) {
+                out.add(k);
+            }
+        });
+        return out;
+    }
+
+    static Map<String, String> project(Map<String, String> labels, List<String> keys) {
+        Map<String, String> out = new java.util.TreeMap<>();
+        keys.forEach(k -> {
+            if (labels.containsKey(k)) {
+                out.put(k, labels.get(k));
+            }
+        });
+        return out;
     }
 
     static void names(String expr, Set<String> into) {
