@@ -161,4 +161,18 @@ class AllocResponsesGoldenTest {
         assertThat(body.path("endpoint").toString())
                 .isEqualTo("{\"host\":\"203.0.113.10\",\"wireGuardUDPPort\":0,\"apiServerTCPPort\":16443,\"externalTrafficPolicy\":\"HostPort\"}");
     }
+
+    /** An IPv6 ExternalIP goes in brackets in the URLs (else the port reads as part of the address); the host stays bare. */
+    @Test
+    void controlPlaneOnAnIpv6NodeBracketsTheAddressInItsUrls() throws IOException {
+        JsonNode body = Json.MAPPER.readTree(Json.encode(responses().build(controlPlanePod(), "2001:db8::10")));
+        assertThat(body.path("endpoint").path("host").textValue()).isEqualTo("2001:db8::10");
+        assertThat(body.path("controlPlane").path("apiServerURL").textValue()).isEqualTo("https://[2001:db8::10]:16443");
+        assertThat(java.net.URI.create(body.path("controlPlane").path("apiServerURL").textValue()).getPort()).isEqualTo(16443);
+        JsonNode kubeconfig = YAML.readTree(body.path("controlPlane").path("kubeconfig").textValue());
+        assertThat(kubeconfig.path("clusters")).hasSize(2);
+        for (JsonNode c : kubeconfig.path("clusters")) {
+            assertThat(c.path("cluster").path("server").textValue()).isEqualTo("https://[2001:db8::10]:16443");
+        }
+    }
 }
