@@ -285,8 +285,26 @@ public final class Candidates {
         if (why != null) {
             return why;
         }
-        if (type == ResourceType.CONTROL_PLANE && isBlank(ann.get(PlaypenKeys.CONTROL_PLANE_KUBECONFIG))) {
+        if (type == ResourceType.CONTROL_PLANE) {
+            return kubeconfigReason(name, ann.get(PlaypenKeys.CONTROL_PLANE_KUBECONFIG));
+        }
+        return null;
+    }
+
+    /**
+     * Why a control plane's published kubeconfig cannot be answered, or null when it can: judged as the alloc
+     * answer ({@link AllocResponses}) judges it, blank after Go's TrimSpace or not rewritable, so that a pod is never
+     * claimed only for its answer to be a 503 on every replay.
+     */
+    static String kubeconfigReason(String name, String kubeconfig) {
+        String k = kubeconfig == null ? "" : GoStrings.trimSpace(kubeconfig);
+        if (k.isEmpty()) {
             return "control-plane pod " + name + " has no kubeconfig annotation";
+        }
+        try {
+            KubeconfigRewriter.rewrite(k, "https://0.0.0.0:1", "");
+        } catch (IllegalArgumentException e) {
+            return "control-plane pod " + name + " has a kubeconfig annotation that cannot be used: " + e.getMessage();
         }
         return null;
     }
@@ -340,9 +358,5 @@ public final class Candidates {
     /** The hostPort of the kind's named container port, 0 when there is none. */
     public static int hostPort(Pod pod, ResourceType type) {
         return ManagedPods.isKind(pod, type) ? ManagedPods.containerHostPort(pod).orElse(0) : 0;
-    }
-
-    private static boolean isBlank(String s) {
-        return s == null || s.isBlank();
     }
 }

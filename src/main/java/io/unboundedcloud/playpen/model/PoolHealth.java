@@ -131,8 +131,7 @@ public final class PoolHealth {
             String key = ann.get(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY);
             return AllocRequestParser.isWireGuardKey(key == null ? "" : GoStrings.trimSpace(key));
         }
-        String kubeconfig = ann.get(PlaypenKeys.CONTROL_PLANE_KUBECONFIG);
-        return kubeconfig != null && !kubeconfig.isBlank();
+        return Candidates.kubeconfigReason(ManagedPods.name(pod), ann.get(PlaypenKeys.CONTROL_PLANE_KUBECONFIG)) == null;
     }
 
     /**

@@ -169,6 +169,15 @@ class CandidatesTest {
                 Arguments.of("missing kubeconfig", edit(base, b -> b.editMetadata()
                         .removeFromAnnotations(PlaypenKeys.CONTROL_PLANE_KUBECONFIG).endMetadata()),
                         "control-plane pod playpen-control-plane-1.33.0-16443 has no kubeconfig annotation"),
+                // blank as the alloc answer trims it (Go's TrimSpace), which would answer 503 for the claimed pod
+                Arguments.of("kubeconfig of Unicode spaces", edit(base, b -> b.editMetadata()
+                        .addToAnnotations(PlaypenKeys.CONTROL_PLANE_KUBECONFIG, "\u00a0\u0085\u3000").endMetadata()),
+                        "control-plane pod playpen-control-plane-1.33.0-16443 has no kubeconfig annotation"),
+                // a kubeconfig the alloc answer cannot rewrite: a claim of it could only ever answer 503
+                Arguments.of("kubeconfig that does not parse", edit(base, b -> b.editMetadata()
+                        .addToAnnotations(PlaypenKeys.CONTROL_PLANE_KUBECONFIG, "clusters: [unclosed").endMetadata()),
+                        "control-plane pod playpen-control-plane-1.33.0-16443 has a kubeconfig annotation that cannot be used:"
+                                + " kubeconfig is not valid YAML (line 1, column 20)"),
                 Arguments.of("blank kubeconfig", edit(base, b -> b.editMetadata()
                         .addToAnnotations(PlaypenKeys.CONTROL_PLANE_KUBECONFIG, " \n").endMetadata()),
                         "control-plane pod playpen-control-plane-1.33.0-16443 has no kubeconfig annotation"),

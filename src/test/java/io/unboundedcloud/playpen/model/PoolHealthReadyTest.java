@@ -55,6 +55,10 @@ class PoolHealthReadyTest {
         assertThat(PoolHealth.ready(running(CONTROL_PLANE, 16443, Map.of()).build())).as("none yet").isFalse();
         assertThat(PoolHealth.ready(running(CONTROL_PLANE, 16443, Map.of(PlaypenKeys.CONTROL_PLANE_KUBECONFIG, " \n"))
                 .build())).as("a blank one").isFalse();
+        assertThat(PoolHealth.ready(running(CONTROL_PLANE, 16443, Map.of(PlaypenKeys.CONTROL_PLANE_KUBECONFIG,
+                "\u00a0\u0085")).build())).as("Unicode spaces only, blank to the alloc answer").isFalse();
+        assertThat(PoolHealth.ready(running(CONTROL_PLANE, 16443, Map.of(PlaypenKeys.CONTROL_PLANE_KUBECONFIG,
+                "clusters: [unclosed")).build())).as("one the alloc answer cannot rewrite").isFalse();
         assertThat(PoolHealth.ready(running(CONTROL_PLANE, 16443, Map.of(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY, KEY))
                 .build())).as("a runner's key is not a control plane's kubeconfig").isFalse();
     }
