@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.regex.Pattern;
 
 import io.unboundedcloud.playpen.model.LabelSelector;
+import io.unboundedcloud.playpen.model.PodTemplates;
 
 /**
  * The whole configuration of one operator process, parsed once from flags written as the reference's
@@ -650,9 +651,18 @@ public record OperatorConfig(
                 if (!VERSION.matcher(ver).matches()) {
                     throw bad(f, "\"" + raw + "\" is not a version like v1.33.0");
                 }
-                if (!out.contains(ver)) {
-                    out.add(ver);
+                if (out.contains(ver)) {
+                    continue;
                 }
+                // a pool tells its pods by the version label, where '+' and '_' read as '-'
+                for (String other : out) {
+                    if (PodTemplates.kubernetesVersionLabel(other).equals(PodTemplates.kubernetesVersionLabel(ver))) {
+                        throw bad(f, other + " and " + ver + " would share the pod label "
+                                + PodTemplates.kubernetesVersionLabel(ver) + ", so their pools could not be told apart;"
+                                + " list one of them");
+                    }
+                }
+                out.add(ver);
             }
             if (out.isEmpty()) {
                 throw bad(f, "must list at least one version");

@@ -1,6 +1,7 @@
 package io.unboundedcloud.playpen.model;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.unboundedcloud.playpen.config.OperatorConfig;
@@ -174,6 +175,19 @@ class PoolPlannerTest {
 
         assertThat(planner.plan(List.of(existing), Set.of()).toCreate()).isEmpty();
         assertThat(planner.plan(List.of(), Set.of("playpen-control-plane-1.33.0-k3s1-16443")).toCreate()).isEmpty();
+    }
+
+    /**
+     * Two configured versions whose pods would carry the same version label (v1.33.0+k3s1 and v1.33.0-k3s1) cannot
+     * be told apart by their pods: one pool would count them all and the other would create pods on every pass.
+     * Such flags are refused.
+     */
+    @Test
+    void versionsThatShareAPodLabelAreRefused() {
+        assertThatThrownBy(() -> planner("--control-plane-count=1", "--control-plane-versions=v1.33.0+k3s1,v1.33.0-k3s1"))
+                .isInstanceOf(io.unboundedcloud.playpen.config.ConfigException.class)
+                .hasMessageContaining("--control-plane-versions")
+                .hasMessageContaining("v1.33.0+k3s1 and v1.33.0-k3s1");
     }
 
     @Test
