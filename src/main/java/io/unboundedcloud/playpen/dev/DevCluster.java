@@ -627,7 +627,10 @@ public final class DevCluster implements AutoCloseable {
         return servingCa;
     }
 
-    /** Stops the shim, the kubelet, the client and the mock API; safe to call more than once. */
+    /**
+     * Stops the shim, the kubelet, the client and the mock API, and removes {@code endpoints.env} (only when this
+     * cluster holds the dev dir); safe to call more than once.
+     */
     @Override
     public void close() {
         if (!closed.compareAndSet(false, true)) {
@@ -646,6 +649,12 @@ public final class DevCluster implements AutoCloseable {
             server.destroy();
         }
         if (lock != null) {
+            // endpoints.env means "ready": a stopped playground must not announce itself to the next run's scripts
+            try {
+                Files.deleteIfExists(options.devDir.resolve("endpoints.env"));
+            } catch (IOException e) {
+                LOG.debug("dev cluster: cannot remove endpoints.env", e);
+            }
             lock.close();
         }
     }

@@ -37,11 +37,26 @@ class DevDirLockTest {
     void aSecondDevClusterOnTheSameDirDoesNotTouchTheFirstOnesFiles() throws Exception {
         Path dir = tmp.resolve("dev");
         try (DevCluster first = DevCluster.start(DevCluster.Options.defaults().devDir(dir).noOperatorInProcess())) {
+            first.writeEndpointsEnv(java.util.Map.of());
             String kubeconfig = Files.readString(dir.resolve("kubeconfig"));
             assertThatThrownBy(() -> DevCluster.start(DevCluster.Options.defaults().devDir(dir).noOperatorInProcess()))
                     .isInstanceOf(DevDirLock.InUseException.class);
             assertThat(Files.readString(dir.resolve("kubeconfig"))).isEqualTo(kubeconfig);
             assertThat(first.kubeconfigPath()).exists();
+            assertThat(dir.resolve("endpoints.env")).as("the refused one leaves the first one's ready file alone").exists();
         }
+    }
+
+    @Test
+    void aStoppedPlaygroundNoLongerSaysItIsReady() throws Exception {
+        // scripts wait for endpoints.env (docs/getting-started.md); one left by the last run would announce the next
+        // run before it is up, with the last run's ports
+        Path dir = tmp.resolve("dev");
+        DevCluster cluster = DevCluster.start(DevCluster.Options.defaults().devDir(dir).noOperatorInProcess());
+        cluster.writeEndpointsEnv(java.util.Map.of());
+        assertThat(dir.resolve("endpoints.env")).exists();
+        cluster.close();
+        assertThat(dir.resolve("endpoints.env")).doesNotExist();
+        assertThat(dir.resolve("kubeconfig")).as("the other files stay for a look afterwards").exists();
     }
 }
