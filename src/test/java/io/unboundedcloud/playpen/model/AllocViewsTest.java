@@ -53,6 +53,16 @@ class AllocViewsTest {
         assertThat(o.toString()).doesNotContain(Hashes.keyHash("k-playpen-runner-arm64-51821"));
     }
 
+    /** An IPv6 ExternalIP goes in brackets in status.endpoint, as in the answer's URLs: else the port reads as part of it. */
+    @Test
+    void endpointOnAnIpv6NodeBracketsTheAddress() {
+        Pod p = claimed("playpen-runner-arm64-51821", "alice", null);
+        AllocViews.Alloc a = AllocViews.of(p, n -> Optional.of("2001:db8::10"), Duration.ofHours(1)).orElseThrow();
+        assertThat(a.endpoint()).isEqualTo("[2001:db8::10]:51821");
+        assertThat(java.net.URI.create("udp://" + a.endpoint()).getPort()).isEqualTo(51821);
+        assertThat(AllocViews.of(p, IP, Duration.ofHours(1)).orElseThrow().endpoint()).isEqualTo("198.51.100.7:51821");
+    }
+
     @Test
     void expiresAtAnnotationWinsOverTheTtlAndNoTtlMeansNone() {
         Pod renewed = claimed("p1", "alice", "2026-01-02T09:00:00Z");
