@@ -485,12 +485,14 @@ public final class Allocator {
                 if (fresh == null) {
                     return PASS;
                 }
-                Candidates.Verdict verdict = candidates.classify(cmd, fresh, nodes::externalIp);
+                // the node as judged is the node claimed with, however the node watch changes it meanwhile
+                java.util.function.Function<String, Optional<String>> ips = Candidates.readOnce(nodes::externalIp);
+                Candidates.Verdict verdict = candidates.classify(cmd, fresh, ips);
                 if (verdict == Candidates.Verdict.CLAIMED_BY_THIS_KEY) {
                     return new Visit(Claimed.met(fresh), false);
                 }
                 if (verdict == Candidates.Verdict.USABLE) {
-                    Claimed c = tryClaim(candidates.usable(cmd, fresh, nodes::externalIp), cmd, ownerHash);
+                    Claimed c = tryClaim(candidates.usable(cmd, fresh, ips), cmd, ownerHash);
                     if (c != null) {
                         return new Visit(c, false);
                     }
@@ -535,8 +537,9 @@ public final class Allocator {
                 if (fresh == null) {
                     continue;
                 }
-                if (candidates.classify(cmd, fresh, nodes::externalIp) == Candidates.Verdict.USABLE) {
-                    return Optional.of(candidates.usable(cmd, fresh, nodes::externalIp));
+                java.util.function.Function<String, Optional<String>> ips = Candidates.readOnce(nodes::externalIp);
+                if (candidates.classify(cmd, fresh, ips) == Candidates.Verdict.USABLE) {
+                    return Optional.of(candidates.usable(cmd, fresh, ips));
                 }
                 claimedByOther = ManagedPods.isClaimed(fresh);
             }

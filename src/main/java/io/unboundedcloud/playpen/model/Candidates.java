@@ -72,7 +72,8 @@ public final class Candidates {
     }
 
     /** {@code externalIp} maps a node name to its ExternalIP (empty when the node is unknown or has none). */
-    public Selection select(AllocCommand cmd, Collection<Pod> pods, Function<String, Optional<String>> externalIp) {
+    public Selection select(AllocCommand cmd, Collection<Pod> pods, Function<String, Optional<String>> nodeIps) {
+        Function<String, Optional<String>> externalIp = readOnce(nodeIps);
         long seed = Hashes.seed(cmd.keyHash());
         List<Usable> usable = new ArrayList<>();
         List<Pod> skippedPods = new ArrayList<>();
@@ -124,7 +125,17 @@ public final class Candidates {
                 scored.add(new Scored(Hashes.ringDistance(seed, pod.getMetadata().getName()), pod));
             }
         }
-        return new Walk(cmd.resourceType(), new PriorityQueue<>(scored), externalIp, want, policy);
+        return new Walk(cmd.resourceType(), new PriorityQueue<>(scored), readOnce(externalIp), want, policy);
+    }
+
+    /**
+     * {@code externalIp} asked once per node, its first answer kept: the node watch can change a node while a pod on
+     * it is judged, and a pod judged usable must then be handed out with the address it was judged by (asking again
+     * could find none). For one judgement or one walk, not to keep.
+     */
+    public static Function<String, Optional<String>> readOnce(Function<String, Optional<String>> externalIp) {
+        Map<String, Optional<String>> seen = new java.util.HashMap<>();
+        return node -> seen.computeIfAbsent(node, externalIp);
     }
 
     /**

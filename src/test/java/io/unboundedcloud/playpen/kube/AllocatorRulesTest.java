@@ -541,6 +541,39 @@ class AllocatorRulesTest {
         assertThat(a.externalIp()).isEmpty();
     }
 
+    /**
+     * The node watch can change a node between the walk's judgement of a pod and the claim: the claim is made with
+     * the ExternalIP the pod was judged usable with, never a NoSuchElementException (a 500) for the client.
+     */
+    @Test
+    void aNodeThatLosesItsExternalIpWhileItsPodIsJudgedDoesNotFailTheRequest() throws Exception {
+        r = new ScriptedReplica(1, 0);
+        java.util.concurrent.atomic.AtomicBoolean changed = new java.util.concurrent.atomic.AtomicBoolean();
+        io.unboundedcloud.playpen.model.Candidates racing = new io.unboundedcloud.playpen.model.Candidates(
+                io.unboundedcloud.playpen.model.LabelSelector.equality(java.util.Map.of()), (kind, pod, ips) -> {
+                    if (changed.compareAndSet(false, true)) {
+                        // the node's ExternalIP goes away just after the pod was judged to have one
+                        r.cluster.client.nodes().withName(NODE).edit(n -> {
+                            n.getStatus().getAddresses().removeIf(a -> "ExternalIP".equals(a.getType()));
+                            return n;
+                        });
+                        try {
+                            io.unboundedcloud.playpen.support.OperatorHarness.awaitTrue(
+                                    () -> r.nodes.externalIp(NODE).isEmpty(), java.time.Duration.ofSeconds(20),
+                                    "the node cache saw the change");
+                        } catch (InterruptedException e) {
+                            throw new AssertionError(e);
+                        }
+                    }
+                    return null;
+                });
+        Allocator allocator = new Allocator(r.pods, r.nodes, r.writer, racing, 1, 0);
+        Allocator.Allocation a = allocator.allocate(cmd("node-changes"));
+        assertThat(changed).isTrue();
+        assertThat(name(a)).isEqualTo(runner(0));
+        assertThat(a.externalIp()).isEqualTo(ScriptedReplica.EXTERNAL_IP);
+    }
+
     @Test
     void aPodThisReplicaKnowsIsGoneIsPassed() throws Exception {
         r = new ScriptedReplica(4, 0);

@@ -96,6 +96,21 @@ class CandidatesTest {
         assertThat(u.score()).isEqualTo(Hashes.ringDistance(Hashes.seed(Hashes.keyHash("k")), "playpen-runner-amd64-51820"));
     }
 
+    /** The node watch may drop a node's ExternalIP mid-selection: a pod is kept with the address it was judged by. */
+    @Test
+    void aNodeThatLosesItsExternalIpDuringASelectionDoesNotFailIt() {
+        Pod pod = readyRunner("amd64", 51820);
+        for (int way = 0; way < 2; way++) {
+            java.util.concurrent.atomic.AtomicInteger reads = new java.util.concurrent.atomic.AtomicInteger();
+            Function<String, Optional<String>> once = node -> reads.getAndIncrement() == 0 ? EXTERNAL_IP.apply(node)
+                    : Optional.empty();
+            Optional<Candidates.Usable> u = way == 0
+                    ? candidates.select(runnerCmd("k", "amd64"), List.of(pod), once).ordered().stream().findFirst()
+                    : candidates.walk(runnerCmd("k", "amd64"), List.of(pod), once).next();
+            assertThat(u).as(way == 0 ? "select" : "walk").map(Candidates.Usable::externalIp).contains("203.0.113.10");
+        }
+    }
+
     @Test
     void aReadyControlPlaneIsUsable() {
         Pod pod = ready(TestPods.controlPlane("v1.33.0", 16443), "node-b");
