@@ -59,11 +59,31 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         final CompletableFuture<Allocator.Allocation> result = new CompletableFuture<>();
         final AtomicInteger clients = new AtomicInteger();
         volatile ScheduledFuture<?> timeout;
+        /** Each client's "has left" flag, in arrival order; guarded by this waiter. */
+        private final List<AtomicBoolean> arrivals = new java.util.ArrayList<>();
+        /** The client answered the claim as new, chosen when the claim comes; guarded by this waiter. */
+        private AtomicBoolean claimant;
 
         Waiter(AllocCommand cmd, String ownerHash, String kind) {
             this.cmd = cmd;
             this.ownerHash = ownerHash;
             this.kind = kind;
+        }
+
+        synchronized void arrived(AtomicBoolean left) {
+            arrivals.add(left);
+        }
+
+        /**
+         * Whether the client with this flag is answered the claim as new: the first client still there when it
+         * comes (the first of all if every one has left). Every other client gets it as a replay, which is never
+         * taken back: a client gone by then must not hand back a pod another client of the wait is answered.
+         */
+        synchronized boolean claimant(AtomicBoolean left) {
+            if (claimant == null) {
+                claimant = arrivals.stream().filter(l -> !l.get()).findFirst().orElse(arrivals.get(0));
+            }
+            return claimant == left;
         }
     }
 
@@ -144,14 +164,14 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
                     throw ApiException.conflict(Allocator.CONFLICT_MESSAGE);
                 }
                 admit(ownerHash, cmd);
-                return subscribe(twin, true, ownerHash);
+                return subscribe(twin, ownerHash);
             }
             admit(ownerHash, cmd);
             w = new Waiter(cmd, ownerHash, kind);
             queues.computeIfAbsent(kind, k -> new ArrayDeque<>()).addLast(w);
             byKey.put(cmd.keyHash(), w);
             counter(cmd).incrementAndGet();
-            ticket = subscribe(w, false, ownerHash);
+            ticket = subscribe(w, ownerHash);
         }
         Waiter waiter = w;
         w.timeout = timers.schedule(() -> timeout(waiter), cmd.waitSeconds(), TimeUnit.SECONDS);
@@ -206,18 +226,20 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         return waitingByOwner.getOrDefault(ownerHash == null ? "" : ownerHash, 0);
     }
 
-    private Ticket subscribe(Waiter w, boolean joined, String ownerHash) {
+    private Ticket subscribe(Waiter w, String ownerHash) {
         w.clients.incrementAndGet();
         AtomicBoolean left = new AtomicBoolean();
+        w.arrived(left);
         AtomicBoolean released = new AtomicBoolean();
         Runnable releaseSlot = () -> {
             if (released.compareAndSet(false, true)) {
                 release(ownerHash);
             }
         };
-        CompletableFuture<Allocator.Allocation> result = joined
-                ? w.result.thenApply(a -> new Allocator.Allocation(a.pod(), a.externalIp(), true))
-                : w.result;
+        // one client is answered the claim as new (the one a client gone before its answer takes back, see
+        // ApiFlows#allocate); the others, retries of the key, get it as a replay
+        CompletableFuture<Allocator.Allocation> result = w.result.thenApply(a -> a.replay() || w.claimant(left) ? a
+                : new Allocator.Allocation(a.pod(), a.externalIp(), true));
         // the slot is free again once this client has its answer or has gone, whichever comes first
         result.whenComplete((a, e) -> releaseSlot.run());
         return new Ticket(result, () -> {

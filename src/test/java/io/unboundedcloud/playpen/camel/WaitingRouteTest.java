@@ -21,20 +21,26 @@ import javax.net.ssl.SSLSocket;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.unboundedcloud.playpen.api.Json;
 import io.unboundedcloud.playpen.kube.CapacityQueue;
+import io.unboundedcloud.playpen.model.Hashes;
+import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.model.ResourceType;
+import io.unboundedcloud.playpen.support.CapturedLogs;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
 /** Waiting for capacity (waitSeconds): FIFO per kind, joining, leaving, timeouts, no thread per waiter. */
 class WaitingRouteTest {
     static final String ALLOCS = "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs";
+    @RegisterExtension
+    final CapturedLogs audit = CapturedLogs.named("playpen.audit");
     TestCluster cluster;
     OperatorHarness op;
 
@@ -244,6 +250,43 @@ class WaitingRouteTest {
         assertThat(pod("playpen-runner-amd64-51820").getMetadata().getAnnotations())
                 .doesNotContainKey(PlaypenKeys.IDEMPOTENCY_KEY_HASH);
         assertThat(cluster.requestCount(k -> k.startsWith("PATCH "))).isZero();
+    }
+
+    /**
+     * The client that started a wait hangs up while a retry of its key still waits: the pod that comes is the
+     * retry's answer, so it stays claimed (it is not taken back for the client that left), and the retry's answer
+     * is the new claim (its audit line says allocated).
+     */
+    @Test
+    void aRetryStillWaitingKeepsTheClaimWhenTheFirstClientLeft() throws Exception {
+        op = new OperatorHarness(cluster);
+        String key = "handed-over";
+        byte[] body = body(key, 30).getBytes(StandardCharsets.UTF_8);
+        CompletableFuture<HttpResponse<String>> retry;
+        try (SSLSocket s = (SSLSocket) OperatorHarness.sslContext(cluster.frontProxyClient).getSocketFactory()
+                .createSocket("127.0.0.1", op.port)) {
+            OutputStream out = s.getOutputStream();
+            out.write(("POST " + ALLOCS + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    + "X-Remote-User: alice\r\nX-Remote-Group: playpen-users\r\nContent-Length: " + body.length
+                    + "\r\n\r\n").getBytes(StandardCharsets.UTF_8));
+            out.write(body);
+            out.flush();
+            OperatorHarness.awaitTrue(() -> queue().waiting() == 1, Duration.ofSeconds(10), "queued");
+            retry = allocAsync(op.frontProxy(), body(key, 30));
+            OperatorHarness.awaitTrue(() -> queue().waitingRequests() == 2, Duration.ofSeconds(10), "retry joined");
+        }
+        OperatorHarness.awaitTrue(() -> queue().waitingRequests() == 1, Duration.ofSeconds(10), "first client left");
+        assertThat(queue().waiting()).as("the retry still waits").isEqualTo(1);
+        cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+        HttpResponse<String> r = retry.get(15, TimeUnit.SECONDS);
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        String prefix = Hashes.keyHash(key).substring(0, 8);
+        OperatorHarness.awaitTrue(() -> audit.lines().stream().filter(e -> e.getFormattedMessage().contains(prefix))
+                .count() == 2, Duration.ofSeconds(10), "both requests audited");
+        assertThat(ManagedPods.keyHash(pod(podName(r)))).as("the pod answered to the retry is still claimed for it")
+                .isEqualTo(Hashes.keyHash(key));
+        assertThat(audit.lines()).extracting(ch.qos.logback.classic.spi.ILoggingEvent::getFormattedMessage).filteredOn(l -> l.contains(prefix))
+                .anyMatch(l -> l.contains("\"outcome\":\"allocated\""));
     }
 
     @Test
