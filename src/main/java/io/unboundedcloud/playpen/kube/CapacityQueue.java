@@ -58,7 +58,6 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         final long since = System.nanoTime();
         final CompletableFuture<Allocator.Allocation> result = new CompletableFuture<>();
         final AtomicInteger clients = new AtomicInteger();
-        volatile ScheduledFuture<?> timeout;
         /** Each client's "has left" flag, in arrival order; guarded by this waiter. */
         private final List<AtomicBoolean> arrivals = new java.util.ArrayList<>();
         /** The client answered the claim as new, chosen when the claim comes; guarded by this waiter. */
@@ -164,17 +163,15 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
                     throw ApiException.conflict(Allocator.CONFLICT_MESSAGE);
                 }
                 admit(ownerHash, cmd);
-                return subscribe(twin, ownerHash);
+                return subscribe(twin, cmd, ownerHash);
             }
             admit(ownerHash, cmd);
             w = new Waiter(cmd, ownerHash, kind);
             queues.computeIfAbsent(kind, k -> new ArrayDeque<>()).addLast(w);
             byKey.put(cmd.keyHash(), w);
             counter(cmd).incrementAndGet();
-            ticket = subscribe(w, ownerHash);
+            ticket = subscribe(w, cmd, ownerHash);
         }
-        Waiter waiter = w;
-        w.timeout = timers.schedule(() -> timeout(waiter), cmd.waitSeconds(), TimeUnit.SECONDS);
         LOG.debug("queued key={} kind={} waitSeconds={}", cmd.keyHashPrefix(), kind, cmd.waitSeconds());
         requestDrain();
         return ticket;
@@ -226,7 +223,8 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         return waitingByOwner.getOrDefault(ownerHash == null ? "" : ownerHash, 0);
     }
 
-    private Ticket subscribe(Waiter w, String ownerHash) {
+    /** A client of the wait {@code w} with its own request {@code cmd} (its waitSeconds). Called holding this. */
+    private Ticket subscribe(Waiter w, AllocCommand cmd, String ownerHash) {
         w.clients.incrementAndGet();
         AtomicBoolean left = new AtomicBoolean();
         w.arrived(left);
@@ -240,8 +238,14 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         // ApiFlows#allocate); the others, retries of the key, get it as a replay
         CompletableFuture<Allocator.Allocation> result = w.result.thenApply(a -> a.replay() || w.claimant(left) ? a
                 : new Allocator.Allocation(a.pod(), a.externalIp(), true));
+        // each client waits as long as it asked: a retry of the key need not ask for the first request's time
+        ScheduledFuture<?> timer = timers.schedule(() -> timeUp(w, cmd, left, result), cmd.waitSeconds(),
+                TimeUnit.SECONDS);
         // the slot is free again once this client has its answer or has gone, whichever comes first
-        result.whenComplete((a, e) -> releaseSlot.run());
+        result.whenComplete((a, e) -> {
+            timer.cancel(false);
+            releaseSlot.run();
+        });
         return new Ticket(result, () -> {
             releaseSlot.run();
             if (left.compareAndSet(false, true) && !w.result.isDone() && w.clients.decrementAndGet() == 0) {
@@ -306,20 +310,38 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         return removed;
     }
 
-    private void timeout(Waiter w) {
+    /**
+     * The waitSeconds of one client of {@code w} are up: it leaves the wait with the 503 while other clients of
+     * the key still wait; the last one's time ends the wait itself (unless the claim for it is being written,
+     * which is then its answer).
+     */
+    private void timeUp(Waiter w, AllocCommand cmd, AtomicBoolean left, CompletableFuture<Allocator.Allocation> result) {
+        if (result.isDone() || !left.compareAndSet(false, true)) {
+            return;
+        }
+        if (w.clients.decrementAndGet() > 0) {
+            result.completeExceptionally(waitedInVain(cmd));
+            return;
+        }
         if (!remove(w)) {
+            // the claim is on its way: this client is still there to be answered it
+            left.set(false);
             return;
         }
         finish(w, "timeout");
+        LOG.info("wait ended key={} kind={} outcome=timeout", w.cmd.keyHashPrefix(), w.kind);
+        w.result.completeExceptionally(waitedInVain(cmd));
+    }
+
+    /** The 503 of a request that waited its waitSeconds in vain. */
+    private ApiException waitedInVain(AllocCommand cmd) {
         ApiException unavailable;
         try {
-            unavailable = allocator.unavailable(w.cmd);
+            unavailable = allocator.unavailable(cmd);
         } catch (RuntimeException e) {
             unavailable = ApiException.unavailable("no idle playpen pods are available", 1);
         }
-        unavailable = unavailable.withAdvice(waitedAdvice(w.cmd.waitSeconds()) + afterWait.apply(w.cmd));
-        LOG.info("wait ended key={} kind={} outcome=timeout", w.cmd.keyHashPrefix(), w.kind);
-        w.result.completeExceptionally(unavailable);
+        return unavailable.withAdvice(waitedAdvice(cmd.waitSeconds()) + afterWait.apply(cmd));
     }
 
     /** What a request that waited in vain is told after the Go operator's words, before {@link #afterWait}. */
@@ -340,10 +362,6 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     }
 
     private void finish(Waiter w, String outcome) {
-        ScheduledFuture<?> t = w.timeout;
-        if (t != null) {
-            t.cancel(false);
-        }
         Duration waited = Duration.ofNanos(System.nanoTime() - w.since);
         for (Observer o : observers) {
             o.waited(w.cmd, waited, outcome);

@@ -241,6 +241,27 @@ class CapacityQueueTest {
         assertThat(outcomes).containsExactly(prefix("twin") + " served");
     }
 
+    /**
+     * waitSeconds is not part of what a retry must match, but each request waits only as long as it asked: a retry
+     * that asked for less is answered the 503 when its own time is up, and the wait goes on for the first.
+     */
+    @Test
+    void aRetryWithAShorterWaitIsAnsweredWhenItsOwnTimeIsUp() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket first = q.await(waiting("patient", 30), "owner-a");
+        CapacityQueue.Ticket hurried = q.await(waiting("patient", 1), "owner-a");
+        ApiException e = failure(hurried);
+        assertThat(e.code()).isEqualTo(503);
+        assertThat(e.getMessage()).contains("none became idle in the 1 second this request waited");
+        assertThat(first.result()).isNotDone();
+        assertThat(q.waiting()).isEqualTo(1);
+        OperatorHarness.awaitTrue(() -> q.waitingRequests("owner-a") == 1, SOON, "the retry's slot freed");
+        String pod = addRunner(51820);
+        assertThat(served(first).pod().getMetadata().getName()).isEqualTo(pod);
+        OperatorHarness.awaitTrue(() -> q.waitingRequests() == 0, SOON, "every slot freed");
+        assertNothingWaits();
+    }
+
     @Test
     void thePerUserAndTotalCapsRefuseWith429BeforeAnythingWaits() throws Exception {
         start(0, 0, new CapacityQueue.Limits(2, 3, 7));
