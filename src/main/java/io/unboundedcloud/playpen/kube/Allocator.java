@@ -279,6 +279,19 @@ public final class Allocator {
         return ringWalk(cmd, ownerHash, explain);
     }
 
+    /**
+     * The 429 a new claim of this owner would meet now, without claiming: a request that would wait for capacity
+     * is refused at once, not kept in line until its turn (or its time) comes.
+     */
+    public void requireQuota(AllocCommand cmd, String ownerHash) {
+        if (maxPerOwner > 0 && ownerHash != null && ownedBy(ownerHash) >= maxPerOwner) {
+            long held = ownedNow(ownerHash);
+            if (held >= maxPerOwner) {
+                throw quotaExceeded(cmd, held);
+            }
+        }
+    }
+
     private ApiException quotaExceeded(AllocCommand cmd, long held) {
         LOG.info("refused key={} outcome=quota-exceeded held={} max={}", cmd.keyHashPrefix(), held, maxPerOwner);
         return new ApiException(429, "TooManyRequests", "allocation quota exceeded: you hold " + held

@@ -153,6 +153,8 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         if (replay.isPresent()) {
             return new Ticket(CompletableFuture.completedFuture(replay.get()), () -> { });
         }
+        // a user at the quota would be refused when their turn came, or end with a 503 if it never came
+        allocator.requireQuota(cmd, ownerHash);
         synchronized (this) {
             if (closed) {
                 throw ApiException.unavailable("the operator is shutting down", 1);

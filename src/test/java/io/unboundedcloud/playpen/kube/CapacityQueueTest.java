@@ -262,6 +262,28 @@ class CapacityQueueTest {
         assertNothingWaits();
     }
 
+    /**
+     * A user at their allocation quota who asks to wait is refused 429 at once, also while another user's request
+     * waits ahead of theirs (not kept in line to end with a 503 saying no pod became idle).
+     */
+    @Test
+    void aUserAtQuotaIsRefusedAtOnceAlsoBehindAnotherWaiter() throws Exception {
+        start(1, 1, CapacityQueue.Limits.NONE);
+        assertThat(served(q.await(waiting("mine", 30), "owner-a")).replay()).isFalse();
+        CapacityQueue.Ticket ahead = q.await(waiting("ahead", 30), "owner-b");
+        OperatorHarness.awaitTrue(() -> q.waiting() == 1, SOON, "another user waits");
+        ApiException e;
+        try {
+            e = failure(q.await(waiting("more", 30), "owner-a"));
+        } catch (ApiException refused) {
+            e = refused;
+        }
+        assertThat(e.code()).isEqualTo(429);
+        assertThat(e.getMessage()).startsWith("allocation quota exceeded: you hold 1 of at most 1 allocations");
+        assertThat(ahead.result()).isNotDone();
+        OperatorHarness.awaitTrue(() -> q.waitingRequests("owner-a") == 0, SOON, "owner-a waits for nothing");
+    }
+
     @Test
     void thePerUserAndTotalCapsRefuseWith429BeforeAnythingWaits() throws Exception {
         start(0, 0, new CapacityQueue.Limits(2, 3, 7));
@@ -338,29 +360,15 @@ class CapacityQueueTest {
 
     @Test
     void anErrorOfOneWaiterEndsThatWaitAndTheNextIsServed() throws Exception {
-        // quota 1: once owner-a holds a claim, its next waiter's claim is refused (429). The dispatcher is held
-        // inside the drain that serves owner-a's first claim (its observer call), so that both later waiters are
-        // queued behind it when the same drain goes on to them
-        start(1, 1, CapacityQueue.Limits.NONE);
-        java.util.concurrent.CountDownLatch inDrain = new java.util.concurrent.CountDownLatch(1);
-        java.util.concurrent.CountDownLatch goOn = new java.util.concurrent.CountDownLatch(1);
+        // quota 1: owner-a's two requests both wait (owner-a holds nothing yet), and once the first is served the
+        // same drain goes on to the second, whose claim is refused (429), and past it to owner-b's
+        start(0, 1, CapacityQueue.Limits.NONE);
         String held = prefix("held");
-        q.addObserver((cmd, waited, outcome) -> {
-            if (cmd.keyHashPrefix().equals(held)) {
-                inDrain.countDown();
-                try {
-                    goOn.await(SOON.toSeconds(), TimeUnit.SECONDS);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-        });
         CapacityQueue.Ticket first = q.await(waiting("held", 30), "owner-a");
-        assertThat(inDrain.await(SOON.toSeconds(), TimeUnit.SECONDS)).isTrue();
         CapacityQueue.Ticket over = q.await(waiting("over", 30), "owner-a");
         CapacityQueue.Ticket next = q.await(waiting("next", 30), "owner-b");
-        assertThat(q.waiting()).isEqualTo(2);
-        goOn.countDown();
+        assertThat(q.waiting()).isEqualTo(3);
+        addRunner(51820);
         assertThat(served(first).pod().getMetadata().getName()).isEqualTo("playpen-runner-amd64-51820");
         ApiException e = failure(over);
         assertThat(e.code()).isEqualTo(429);
