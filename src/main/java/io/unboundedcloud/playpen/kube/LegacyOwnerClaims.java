@@ -17,7 +17,8 @@ import io.unboundedcloud.playpen.model.OwnerHashes;
 /**
  * Moves claims written before the owner-hash key existed (legacy owner hash, unkeyed) to the keyed hash, the first
  * time their owner asks for an allocation: one conditional merge patch per such pod (its resourceVersion as the
- * precondition, so a claim that changed meanwhile is left for the next time), and the written pod goes into the
+ * precondition; a claim whose version moved on meanwhile is read again and written again while it is still the
+ * owner's live legacy claim, a few times at most, else left for the next time), and the written pod goes into the
  * cache at once. The owner index, and with it the per-user quota, then count those claims too; the unkeyed hash
  * leaves the pod (annotation and owner label). Reads (lists, gets, deletes) accept both forms anyway, so nothing
  * depends on this happening.
@@ -48,22 +49,41 @@ public final class LegacyOwnerClaims {
             }
             String ns = pod.getMetadata().getNamespace() == null ? pods.namespace() : pod.getMetadata().getNamespace();
             String name = pod.getMetadata().getName();
-            try {
-                calls.count(KubeApiCall.PODS_PATCH);
-                Pod written = ClaimWriter.mergePatch(client, ns, name, patch(pod.getMetadata().getResourceVersion(),
-                        owner.current()));
-                pods.observe(written);
-                moved++;
-                LOG.info("owner hash rewritten pod={}/{} outcome=keyed", ns, name);
-            } catch (KubernetesClientException e) {
-                if (e.getCode() != 409 && e.getCode() != 404) {
-                    throw e;
+            String rv = pod.getMetadata().getResourceVersion();
+            for (int attempt = 1; rv != null; attempt++) {
+                try {
+                    calls.count(KubeApiCall.PODS_PATCH);
+                    Pod written = ClaimWriter.mergePatch(client, ns, name, patch(rv, owner.current()));
+                    pods.observe(written);
+                    moved++;
+                    LOG.info("owner hash rewritten pod={}/{} outcome=keyed", ns, name);
+                    break;
+                } catch (KubernetesClientException e) {
+                    if (e.getCode() != 409 && e.getCode() != 404) {
+                        throw e;
+                    }
+                    // changed or gone meanwhile (the cache's version was behind: a renewal, say): read it again,
+                    // and move it if it is still this owner's legacy claim, else the quota would not count it
+                    LOG.debug("owner hash not rewritten pod={}/{} code={}", ns, name, e.getCode());
+                    rv = e.getCode() == 409 && attempt < MAX_ATTEMPTS ? stillLegacy(ns, name, owner) : null;
                 }
-                // changed or gone meanwhile: still read as the owner's; rewritten on a later request
-                LOG.debug("owner hash not rewritten pod={}/{} code={}", ns, name, e.getCode());
             }
         }
         return moved;
+    }
+
+    /** Writes tried per claim before it is left for a later request (reads accept it meanwhile). */
+    static final int MAX_ATTEMPTS = 3;
+
+    /** The resourceVersion of the pod as the API server has it when it is still this owner's live legacy claim. */
+    private String stillLegacy(String ns, String name, OwnerHashes.Owner owner) {
+        calls.count(KubeApiCall.PODS_GET);
+        Pod now = client.pods().inNamespace(ns).withName(name).get();
+        if (now == null || !ManagedPods.isManaged(now) || !ManagedPods.isClaimed(now) || ManagedPods.isTerminating(now)
+                || !owner.legacy().equals(ManagedPods.ownerHash(now))) {
+            return null;
+        }
+        return now.getMetadata().getResourceVersion();
     }
 
     static String patch(String resourceVersion, String ownerHash) {
