@@ -382,9 +382,8 @@ public final class Allocator {
      */
     private long ownedNow(String ownerHash) {
         java.util.Set<String> live = new java.util.HashSet<>();
-        for (Pod p : writer.listByLabel(pods.namespace(), PlaypenKeys.OWNER_HASH_LABEL, ClaimWriter.labelValue(ownerHash))) {
-            if (ownerHash.equals(ManagedPods.ownerHash(p)) && ManagedPods.isManaged(p) && ManagedPods.isClaimed(p)
-                    && !ManagedPods.isTerminating(p)) {
+        for (Pod p : writer.liveClaimsOf(pods.namespace(), ownerHash)) {
+            if (ManagedPods.isManaged(p)) {
                 live.add(ManagedPods.name(p));
             }
         }

@@ -185,12 +185,7 @@ public final class ClaimResolver {
         if (quota <= 0 || owner.isEmpty()) {
             return true;
         }
-        long held = writer.listByLabel(pods.namespace(), io.unboundedcloud.playpen.model.PlaypenKeys.OWNER_HASH_LABEL,
-                ClaimWriter.labelValue(owner)).stream()
-                .filter(p -> owner.equals(ManagedPods.ownerHash(p)) && ManagedPods.isClaimed(p)
-                        && !ManagedPods.isTerminating(p))
-                .count();
-        return held <= quota;
+        return writer.liveClaimsOf(pods.namespace(), owner).size() <= quota;
     }
 
     private static boolean carries(Pod pod, ClaimLedger.Claim c) {

@@ -143,7 +143,7 @@ public final class ClaimWriter {
     /**
      * A write that failed without a clear refusal (connection reset, timeout, 500/504) may have landed: the API server
      * wrote it and the answer was lost. 4xx answers and 429/503 (API Priority and Fairness, overload) are refusals
-     * before the write.
+     * before the write. The one rule for every write of this operator (a claim, a pool's create).
      */
     static boolean mayHaveLanded(KubernetesClientException e) {
         int code = e.getCode();
@@ -310,6 +310,18 @@ public final class ClaimWriter {
             }
         }
         return out;
+    }
+
+    /**
+     * The live claims of an owner as the API server has them now (a consistent LIST by the owner label): claimed
+     * pods carrying that owner hash that are not being deleted. What the quota counts against the API server.
+     */
+    public List<Pod> liveClaimsOf(String namespace, String ownerHash) {
+        return listByLabel(namespace, io.unboundedcloud.playpen.model.PlaypenKeys.OWNER_HASH_LABEL,
+                labelValue(ownerHash)).stream()
+                .filter(p -> ownerHash.equals(ManagedPods.ownerHash(p)) && ManagedPods.isClaimed(p)
+                        && !ManagedPods.isTerminating(p))
+                .toList();
     }
 
     /** Pods with {@code label=value}, listed from the API server (a consistent read). */

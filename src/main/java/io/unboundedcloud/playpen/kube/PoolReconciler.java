@@ -533,7 +533,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                 return new Attempt(true, conflicts, false);
             } catch (KubernetesClientException e) {
                 if (e.getCode() != 409) {
-                    if (!mayHaveLanded(e) || !existsAfterUnknownOutcome(name)) {
+                    if (!ClaimWriter.mayHaveLanded(e) || !existsAfterUnknownOutcome(name)) {
                         expected.remove(name);
                     }
                     throw e;
@@ -581,16 +581,6 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         } catch (RuntimeException e) {
             return null;
         }
-    }
-
-    /**
-     * A create that failed without a clear refusal (connection reset, timeout, 500/504) may have landed: the
-     * API server wrote the pod and the answer was lost. 4xx answers and 429/503 (API Priority and Fairness,
-     * overload) are refusals before the write.
-     */
-    private static boolean mayHaveLanded(KubernetesClientException e) {
-        int code = e.getCode();
-        return code <= 0 || code == 500 || code == 504;
     }
 
     /**

@@ -352,7 +352,7 @@ public final class ServingCertificate {
                 return;
             }
             Instant now = clock.instant();
-            if (b64(bundle(m, now)).equals(caBundleValue(svc))) {
+            if (b64(bundle(m, now)).equals(caBundleOf(svc))) {
                 retireReplaced(m.certificatePem(), now);
                 return;
             }
@@ -385,7 +385,7 @@ public final class ServingCertificate {
         if (!m.previousCertificatePem().isBlank()) {
             keep.addAll(Pki.parseCertificates(m.previousCertificatePem()));
         }
-        keep.addAll(retiredWith(m.certificatePem(), now));
+        keep.addAll(retiredAfter(m.certificatePem(), now).values());
         List<X509Certificate> added = new ArrayList<>(Pki.parseCertificates(m.certificatePem()));
         for (X509Certificate c : keep) {
             if (c.getNotAfter().toInstant().isAfter(now) && !added.contains(c)) {
@@ -399,8 +399,11 @@ public final class ServingCertificate {
         return bundle.toString();
     }
 
-    /** The retired certificates as {@link #retireReplaced} would leave them for {@code servingPem}, without changing them. */
-    private List<X509Certificate> retiredWith(String servingPem, Instant now) {
+    /**
+     * The retired certificates once {@code servingPem} is published: those kept so far and the certificate published
+     * before it, when it was another one, without the expired ones.
+     */
+    private Map<String, X509Certificate> retiredAfter(String servingPem, Instant now) {
         Map<String, X509Certificate> view = new LinkedHashMap<>(retired);
         String last = lastPublishedCertificatePem;
         if (last != null && !last.equals(servingPem)) {
@@ -412,7 +415,7 @@ public final class ServingCertificate {
             }
         }
         view.values().removeIf(c -> !c.getNotAfter().toInstant().isAfter(now));
-        return new ArrayList<>(view.values());
+        return view;
     }
 
     private static String retiredKey(X509Certificate c) {
@@ -421,22 +424,10 @@ public final class ServingCertificate {
 
     /** Remembers the certificate published before, when the Secret now holds another one; forgets expired ones. */
     private void retireReplaced(String servingPem, Instant now) {
-        String last = lastPublishedCertificatePem;
-        if (last != null && !last.equals(servingPem)) {
-            List<X509Certificate> current = Pki.parseCertificates(servingPem);
-            for (X509Certificate c : Pki.parseCertificates(last)) {
-                if (!current.contains(c)) {
-                    retired.put(retiredKey(c), c);
-                }
-            }
-        }
+        Map<String, X509Certificate> next = retiredAfter(servingPem, now);
+        retired.clear();
+        retired.putAll(next);
         lastPublishedCertificatePem = servingPem;
-        retired.values().removeIf(c -> !c.getNotAfter().toInstant().isAfter(now));
-    }
-
-    private static Object caBundleValue(GenericKubernetesResource svc) {
-        Object spec = svc.getAdditionalProperties().get("spec");
-        return spec instanceof Map<?, ?> m ? m.get("caBundle") : null;
     }
 
     /** Writes the bundle (PEM) into the APIService caBundle when the APIService exists and differs. */
@@ -462,8 +453,7 @@ public final class ServingCertificate {
      */
     private void write(String apiServiceName, GenericKubernetesResource svc, String certificatePem) {
         String want = b64(certificatePem);
-        Object spec = svc.getAdditionalProperties().get("spec");
-        if (want.equals(caBundleValue(svc))) {
+        if (want.equals(caBundleOf(svc))) {
             return;
         }
         try {
@@ -481,6 +471,7 @@ public final class ServingCertificate {
             }
             // the Go operator's RBAC grants get and update on the APIService, not patch: write the object we read
             // (its resourceVersion is the precondition), as the Go operator does
+            Object spec = svc.getAdditionalProperties().get("spec");
             @SuppressWarnings("unchecked")
             Map<String, Object> specMap = new java.util.LinkedHashMap<>(spec instanceof Map<?, ?> m2
                     ? (Map<String, Object>) m2 : Map.of());

@@ -96,8 +96,7 @@ public final class AllocResponses {
             throw unavailable("control-plane pod " + ns + "/" + name + " has no kubeconfig annotation");
         }
         String version = ManagedPods.kubernetesVersion(pod);
-        // an IPv6 address goes in brackets (Go's net.JoinHostPort), else the port reads as part of the address
-        String serverUrl = "https://" + (ip.contains(":") ? "[" + ip + "]" : ip) + ":" + hostPort;
+        String serverUrl = "https://" + GoStrings.joinHostPort(ip, hostPort);
         String guest = GoStrings.trimSpace(ann.getOrDefault(PlaypenKeys.CONTROL_PLANE_GUEST_SERVER, ""));
         String rewritten;
         try {

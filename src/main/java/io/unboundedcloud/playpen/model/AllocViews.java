@@ -67,9 +67,7 @@ public final class AllocViews {
         String node = pod.getSpec() == null || pod.getSpec().getNodeName() == null ? "" : pod.getSpec().getNodeName();
         OptionalInt port = ManagedPods.hostPort(pod);
         String ip = node.isEmpty() ? "" : externalIp.apply(node).orElse("");
-        // host:port as Go's net.JoinHostPort writes it: an IPv6 address in brackets, else the port reads as part of it
-        String endpoint = ip.isEmpty() || port.isEmpty() ? ""
-                : (ip.contains(":") ? "[" + ip + "]" : ip) + ":" + port.getAsInt();
+        String endpoint = ip.isEmpty() || port.isEmpty() ? "" : GoStrings.joinHostPort(ip, port.getAsInt());
         String uid = pod.getMetadata().getUid() == null ? Hashes.sha256Hex(pod.getMetadata().getNamespace() + "/"
                 + ManagedPods.name(pod) + "/" + ann.getOrDefault(PlaypenKeys.CLAIMED_AT, "")) : pod.getMetadata().getUid();
         String type = ManagedPods.resourceType(pod).map(ResourceType::wire).orElse("");

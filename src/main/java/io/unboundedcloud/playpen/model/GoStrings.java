@@ -101,4 +101,9 @@ public final class GoStrings {
         return c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F
                 || c == 0x205F || c == 0x3000;
     }
+
+    /** Go's net.JoinHostPort: an IPv6 address goes in brackets, else the port would read as part of it. */
+    public static String joinHostPort(String host, int port) {
+        return (host.contains(":") ? "[" + host + "]" : host) + ":" + port;
+    }
 }
