@@ -162,6 +162,7 @@ class DevClusterTest {
             return false;
         }
         ex.getRequestBody().readAllBytes();
+        ex.getResponseHeaders().set("Connection", "close"); // see fakeReplica
         ex.sendResponseHeaders(204, -1);
         ex.close();
         return true;
@@ -591,6 +592,10 @@ class DevClusterTest {
             ex.getRequestBody().readAllBytes();
             served.incrementAndGet();
             byte[] ok = "{\"fake\":\"replica\"}".getBytes(StandardCharsets.UTF_8);
+            // no kept-alive connection: once the replica stops, the shim's next attempt is refused (never sent),
+            // rather than written to a connection the stopping replica is closing meanwhile, which the shim may
+            // not retry because the request may have reached the replica
+            ex.getResponseHeaders().set("Connection", "close");
             ex.sendResponseHeaders(200, ok.length);
             try (OutputStream os = ex.getResponseBody()) {
                 os.write(ok);
