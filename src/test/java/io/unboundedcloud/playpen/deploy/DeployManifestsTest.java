@@ -194,6 +194,27 @@ class DeployManifestsTest {
                 .containsAllEntriesOf(d.getSpec().getSelector().getMatchLabels());
     }
 
+    /**
+     * A rollout or drain must not turn requests into 503s: the endpoint of a terminating replica is removed from the
+     * Service a moment after the pod starts terminating, so the replica keeps serving for a few seconds (a preStop
+     * sleep, which needs no shell in the image) before SIGTERM, and still has time to stop cleanly within its grace
+     * period (the Camel shutdown allows in-flight requests 5 s).
+     */
+    @Test
+    void aStoppingReplicaKeepsServingWhileItsEndpointIsRemoved() throws Exception {
+        Deployment d = deployment();
+        Container c = operatorContainer(d);
+        assertThat(c.getLifecycle()).as("lifecycle with a preStop hook").isNotNull();
+        var preStop = c.getLifecycle().getPreStop();
+        assertThat(preStop).as("preStop hook").isNotNull();
+        assertThat(preStop.getExec()).as("the image has no shell: a sleep action, not a command").isNull();
+        assertThat(preStop.getSleep()).as("preStop sleep action").isNotNull();
+        long sleep = preStop.getSleep().getSeconds();
+        assertThat(sleep).isBetween(3L, 15L);
+        long grace = d.getSpec().getTemplate().getSpec().getTerminationGracePeriodSeconds();
+        assertThat(grace - sleep).as("time left for the shutdown after the sleep").isGreaterThanOrEqualTo(15L);
+    }
+
     @Test
     void theRedfishPasswordComesFromASecretNeverFromTheCommandLine() throws Exception {
         Container c = operatorContainer(deployment());
