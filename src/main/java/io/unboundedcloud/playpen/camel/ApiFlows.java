@@ -263,8 +263,11 @@ public final class ApiFlows {
     public List<Pod> deleteClaimed(@Body String keyHash,
             @ExchangeProperty(AllocsApi.DELETE_GUARD) java.util.function.Predicate<Pod> guard, Exchange exchange) {
         exchange.setProperty(AuditLog.KEY_HASH_PREFIX, Hashes.keyHashPrefix(keyHash));
-        // a key still waiting for capacity must not be handed a pod after its dealloc
-        waiting.cancel(keyHash);
+        // a key still waiting for capacity must not be handed a pod after its dealloc; a delete by id releases that
+        // one allocation only, and a request of its key that waits is none (the key was released and sent again)
+        if (guard == null) {
+            waiting.cancel(keyHash);
+        }
         List<Pod> deleted = guard == null ? allocator.deallocate(keyHash) : allocator.deallocate(keyHash, guard);
         exchange.setProperty(AuditLog.OUTCOME, deleted.isEmpty() ? "unknown-key" : "deallocated");
         exchange.setProperty(AuditLog.ALLOCATION_ID,

@@ -510,6 +510,55 @@ class AllocsRouteTest {
         }
     }
 
+    /**
+     * Alice's allocation of {@code key}, released; the API server is then made to answer the read of its id once more
+     * as it was just before the release (a delete by id whose allocation goes while it is being deleted). Its id.
+     */
+    String releasedAfterItsRead(String key) throws Exception {
+        op = new OperatorHarness(cluster, "--playpen-ttl=1h", "--reconcile-interval=10m");
+        http = op.frontProxy();
+        runners(1);
+        assertThat(alloc(op, key, "alice", "playpen-users").statusCode()).isEqualTo(200);
+        Pod gone = podOf(key);
+        String id = idOf(gone);
+        assertThat(op.dealloc("{\"idempotencyKey\":\"" + key + "\"}").statusCode()).isEqualTo(204);
+        op.awaitCache(c -> c.isEmpty());
+        cluster.server.expect().get().withPath("/api/v1/namespaces/playpen/pods?labelSelector="
+                + java.net.URLEncoder.encode(PlaypenKeys.ALLOCATED + "=" + id, java.nio.charset.StandardCharsets.UTF_8))
+                .andReturn(200, new io.fabric8.kubernetes.api.model.PodListBuilder().withNewMetadata()
+                        .withResourceVersion("1").endMetadata().addToItems(gone).build()).once();
+        return id;
+    }
+
+    /**
+     * A delete by id whose allocation is gone by the time it deletes (its key released, and sent again since by
+     * another user, whose request now waits for a pod) answers 404 and releases nothing: the waiting request is no
+     * allocation of that id, so it keeps waiting and is served when a pod comes, instead of ending with the 410 a
+     * dealloc of its key gives.
+     */
+    @Test
+    void aDeleteByIdLeavesANewRequestOfItsKeyWaiting() throws Exception {
+        String id = releasedAfterItsRead("shared");
+        // bob sends the key again; no pod is free, so his request waits
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(op.url(ALLOCS))).timeout(Duration.ofSeconds(60))
+                .POST(HttpRequest.BodyPublishers.ofString("{\"idempotencyKey\":\"shared\",\"wireGuardPublicKey\":\""
+                        + TestCluster.wgKey(7) + "\",\"waitSeconds\":30}"));
+        java.util.concurrent.CompletableFuture<HttpResponse<String>> bobs = http.sendAsync(
+                OperatorHarness.asUser(b, "bob", "playpen-users").build(), HttpResponse.BodyHandlers.ofString());
+        OperatorHarness.awaitTrue(() -> op.app.waitingQueue().waiting() == 1, Duration.ofSeconds(10), "bob waits");
+
+        // alice deletes her allocation by id, read by the API server just before the release
+        HttpResponse<String> del = send("DELETE", ALLOCS + "/" + id, null, "alice", "playpen-users");
+        assertStatus(del, 404, "NotFound", "allocs.playpen.unbounded-cloud.io \"" + id + "\" not found");
+        assertThat(bobs).as("bob's request was not ended by a delete of another allocation").isNotDone();
+        assertThat(op.app.waitingQueue().waiting()).as("bob still waits").isEqualTo(1);
+
+        cluster.create(TestCluster.readyRunner("amd64", 51821, "node-a"));
+        HttpResponse<String> served = bobs.get(20, java.util.concurrent.TimeUnit.SECONDS);
+        assertThat(served.statusCode()).as(served.body()).isEqualTo(200);
+        assertThat(podOf("shared").getMetadata().getName()).isEqualTo("playpen-runner-amd64-51821");
+    }
+
     @Test
     void quotaIsExactOnOneReplicaAndReplaysNeverCount() throws Exception {
         op = new OperatorHarness(cluster, "--max-allocs-per-user=3");
