@@ -559,6 +559,26 @@ class AllocsRouteTest {
         assertThat(podOf("shared").getMetadata().getName()).isEqualTo("playpen-runner-amd64-51821");
     }
 
+    /**
+     * A delete by id whose allocation is gone by the time it deletes answers 404 and writes one audit line for that
+     * decision, its outcome the answer's (notFound); not a second one saying the key held nothing.
+     */
+    @Test
+    void aDeleteByIdThatFindsItsAllocationGoneIsAuditedOnce() throws Exception {
+        String id = releasedAfterItsRead("gone-soon");
+        HttpResponse<String> del = send("DELETE", ALLOCS + "/" + id, null, "alice", "playpen-users");
+        assertStatus(del, 404, "NotFound", "allocs.playpen.unbounded-cloud.io \"" + id + "\" not found");
+        // a later request's line marks the end: the audit writer writes lines in the order they came
+        assertStatus(send("DELETE", ALLOCS + "/" + "0123456789abcdef", null, "carol", "playpen-users"), 404,
+                "NotFound", null);
+        OperatorHarness.awaitTrue(() -> AUDIT.list.stream().map(ILoggingEvent::getFormattedMessage)
+                .anyMatch(l -> l.contains("\"user\":\"carol\"")), Duration.ofSeconds(10), "carol's audit line");
+        List<String> alices = AUDIT.list.stream().map(ILoggingEvent::getFormattedMessage)
+                .filter(l -> l.contains("\"verb\":\"delete\"") && l.contains("\"user\":\"alice\"")).toList();
+        assertThat(alices).hasSize(1);
+        assertThat(alices.get(0)).contains("\"outcome\":\"notFound\"");
+    }
+
     @Test
     void quotaIsExactOnOneReplicaAndReplaysNeverCount() throws Exception {
         op = new OperatorHarness(cluster, "--max-allocs-per-user=3");
