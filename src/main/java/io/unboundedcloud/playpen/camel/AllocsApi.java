@@ -315,12 +315,14 @@ public final class AllocsApi {
     }
 
     /**
-     * After the dealloc step: the deleted Alloc (200, what kubectl delete expects), or 404 when its pod was
-     * already gone or re-claimed by then.
+     * After the dealloc step (the pods it deleted): the deleted Alloc (200, what kubectl delete expects), or 404 when
+     * its pod was already gone or re-claimed by then, as for any missing name (without the dealloc's warning about an
+     * idempotency key, which the caller never sent).
      */
-    public HttpReply deleted(@Body HttpReply dealloc, @ExchangeProperty("playpenAlloc") Selection s) {
+    public HttpReply deleted(@Body java.util.List<io.fabric8.kubernetes.api.model.Pod> deleted,
+            @ExchangeProperty("playpenAlloc") Selection s) {
         AllocViews.Alloc a = s.page().items().get(0);
-        if (!"deallocated".equals(dealloc.result())) {
+        if (deleted.isEmpty()) {
             throw notFound(a.name());
         }
         return HttpReply.json(Json.write(AllocViews.object(a)), "deallocated");

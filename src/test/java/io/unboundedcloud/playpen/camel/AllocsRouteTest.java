@@ -579,6 +579,18 @@ class AllocsRouteTest {
         assertThat(alices.get(0)).contains("\"outcome\":\"notFound\"");
     }
 
+    /**
+     * A delete by id whose allocation is gone by the time it deletes is a plain 404, as kubectl delete of any missing
+     * name is: no Warning about an idempotency key, which the caller never sent.
+     */
+    @Test
+    void aDeleteByIdThatFindsItsAllocationGoneWarnsOfNoIdempotencyKey() throws Exception {
+        String id = releasedAfterItsRead("gone-too");
+        HttpResponse<String> del = send("DELETE", ALLOCS + "/" + id, null, "alice", "playpen-users");
+        assertStatus(del, 404, "NotFound", "allocs.playpen.unbounded-cloud.io \"" + id + "\" not found");
+        assertThat(del.headers().allValues("Warning")).isEmpty();
+    }
+
     @Test
     void quotaIsExactOnOneReplicaAndReplaysNeverCount() throws Exception {
         op = new OperatorHarness(cluster, "--max-allocs-per-user=3");
