@@ -34,8 +34,11 @@ public final class AllocsApi {
     public record Read(AllocViews.Query query, OwnerHashes.Owner owner, OwnerHashes.Owner viewer) {
     }
 
-    /** What a read found. */
-    public record Selection(Read read, AllocViews.Page page) {
+    /** What a read found, and the pods it was built from as the API server listed them (by pod name). */
+    public record Selection(Read read, AllocViews.Page page, Map<String, io.fabric8.kubernetes.api.model.Pod> listed) {
+        public Selection(Read read, AllocViews.Page page) {
+            this(read, page, Map.of());
+        }
     }
 
     private final AccessReviewer reviewer;
@@ -254,7 +257,12 @@ public final class AllocsApi {
         if (read.query().name() != null && page.items().isEmpty()) {
             throw notFound(read.query().name());
         }
-        return new Selection(read, page);
+        // one allocation's read keeps its pod as listed (its owner's kubeconfig is built from it); a list needs none
+        Map<String, io.fabric8.kubernetes.api.model.Pod> listed = new java.util.HashMap<>();
+        if (name != null) {
+            visible.forEach(p -> listed.put(p.getMetadata().getName(), p));
+        }
+        return new Selection(read, page, listed);
     }
 
     private void requireSynced() {
@@ -285,19 +293,22 @@ public final class AllocsApi {
         }
         AllocViews.Alloc a = s.page().items().get(0);
         Map<String, Object> o = AllocViews.object(a);
-        ownersKubeconfig(a, s.read().viewer()).ifPresent(k -> AllocViews.withKubeconfig(o, k));
+        ownersKubeconfig(a, s.listed().get(a.pod()), s.read().viewer()).ifPresent(k -> AllocViews.withKubeconfig(o, k));
         return HttpReply.json(Json.write(o));
     }
 
     /**
      * A control plane's kubeconfig as its alloc answer gives it, for one object read by its owner only (an admin
-     * reading someone else's, and every list or table, never sees it); empty when it cannot be rendered now.
+     * reading someone else's, and every list or table, never sees it); empty when it cannot be rendered now. Built
+     * from {@code listed}, the pod the object was made from as the API server listed it: the watch cache may hold
+     * an older version of it (before it published a new kubeconfig), or an earlier pod of the same name.
      */
-    private java.util.Optional<String> ownersKubeconfig(AllocViews.Alloc a, OwnerHashes.Owner viewer) {
+    private java.util.Optional<String> ownersKubeconfig(AllocViews.Alloc a, io.fabric8.kubernetes.api.model.Pod listed,
+            OwnerHashes.Owner viewer) {
         if (!ResourceType.CONTROL_PLANE.wire().equals(a.resourceType()) || !viewer.matches(a.ownerHash())) {
             return java.util.Optional.empty();
         }
-        return pods.get(a.pod()).flatMap(pod -> {
+        return java.util.Optional.ofNullable(listed).flatMap(pod -> {
             try {
                 String kubeconfig = responses.build(pod, nodes.externalIp(a.node()).orElse("")).controlPlane()
                         .kubeconfig();

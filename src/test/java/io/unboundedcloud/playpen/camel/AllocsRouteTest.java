@@ -278,6 +278,41 @@ class AllocsRouteTest {
         assertStatus(anon, 403, "Forbidden", null);
     }
 
+    /**
+     * The kubeconfig in an owner's read of a control plane is built from the pod as the API server lists it for
+     * that read, as the rest of the object is (and as a replay answers it), not from this replica's watch cache,
+     * which may still hold an older version of the pod (before it published a new kubeconfig) or an earlier pod of
+     * the same name.
+     */
+    @Test
+    void anOwnersReadOfAControlPlaneHasTheKubeconfigOfThePodAsListed() throws Exception {
+        op = new OperatorHarness(cluster, "--playpen-ttl=1h");
+        http = op.frontProxy();
+        cluster.create(TestCluster.readyControlPlane("v1.33.0", 16443, "node-a", AllocRouteTest.KUBECONFIG));
+        op.awaitCache(c -> c.size() == 1);
+        HttpResponse<String> cp = op.kubectlPost(http, ALLOCS, "{\"idempotencyKey\":\"cp\",\"resourceType\":\"controlPlane\"}",
+                "alice", "playpen-users");
+        assertThat(cp.statusCode()).as(cp.body()).isEqualTo(200);
+        assertThat(json(cp).at("/controlPlane/kubeconfig").asText()).contains("token: t\n");
+        Pod claimed = podOf("cp");
+        String id = idOf(claimed);
+        // the pod has published a new kubeconfig; the API server lists it so, this replica's watch has not got there
+        Pod republished = new io.fabric8.kubernetes.api.model.PodBuilder(claimed).editMetadata()
+                .addToAnnotations(PlaypenKeys.CONTROL_PLANE_KUBECONFIG,
+                        AllocRouteTest.KUBECONFIG.replace("token: t\n", "token: republished\n"))
+                .withResourceVersion(String.valueOf(Long.parseLong(claimed.getMetadata().getResourceVersion()) + 1))
+                .endMetadata().build();
+        cluster.server.expect().get().withPath("/api/v1/namespaces/playpen/pods?labelSelector="
+                + java.net.URLEncoder.encode(PlaypenKeys.ALLOCATED + "=" + id, java.nio.charset.StandardCharsets.UTF_8))
+                .andReturn(200, new io.fabric8.kubernetes.api.model.PodListBuilder().withNewMetadata()
+                        .withResourceVersion(republished.getMetadata().getResourceVersion()).endMetadata()
+                        .addToItems(republished).build()).once();
+        JsonNode own = json(send("GET", ALLOCS + "/" + id, "application/json", "alice", "playpen-users"));
+        assertThat(own.at("/metadata/resourceVersion").asText()).isEqualTo(republished.getMetadata().getResourceVersion());
+        assertThat(own.at("/status/kubeconfig").asText()).contains("token: republished\n")
+                .contains("server: https://203.0.113.10:16443");
+    }
+
     @Test
     void tableOutputAndListOptions() throws Exception {
         op = new OperatorHarness(cluster, "--playpen-ttl=0");
