@@ -626,6 +626,36 @@ class AllocsRouteTest {
         assertThat(del.headers().allValues("Warning")).isEmpty();
     }
 
+    /**
+     * A replay this replica cannot answer (it knows no ExternalIP for the pod's node: 503, the allocation stands) is
+     * audited once, as the 503 it was; no line says it was replayed.
+     */
+    @Test
+    void aReplayAnswered503IsAuditedOnceAsItsAnswer() throws Exception {
+        op = new OperatorHarness(cluster, "--playpen-ttl=1h", "--reconcile-interval=10m");
+        http = op.frontProxy();
+        runners(1);
+        assertThat(alloc(op, "no-address-later", "alice", "playpen-users").statusCode()).isEqualTo(200);
+        cluster.client.nodes().withName("node-a").edit(n -> {
+            n.getStatus().getAddresses().removeIf(a -> "ExternalIP".equals(a.getType()));
+            return n;
+        });
+        OperatorHarness.awaitTrue(() -> op.app.nodeCache().externalIp("node-a").isEmpty(), Duration.ofSeconds(10),
+                "the node watch has the node without its ExternalIP");
+        HttpResponse<String> replay = alloc(op, "no-address-later", "alice", "playpen-users");
+        assertThat(replay.statusCode()).as(replay.body()).isEqualTo(503);
+        // a later request's line marks the end: the audit writer writes lines in the order they came
+        assertStatus(send("DELETE", ALLOCS + "/" + "0123456789abcdef", null, "carol", "playpen-users"), 404,
+                "NotFound", null);
+        OperatorHarness.awaitTrue(() -> AUDIT.list.stream().map(ILoggingEvent::getFormattedMessage)
+                .anyMatch(l -> l.contains("\"user\":\"carol\"")), Duration.ofSeconds(10), "carol's audit line");
+        String prefix = Hashes.keyHash("no-address-later").substring(0, 8);
+        List<String> outcomes = AUDIT.list.stream().map(ILoggingEvent::getFormattedMessage)
+                .filter(l -> l.contains("\"keyHashPrefix\":\"" + prefix + "\""))
+                .map(l -> l.replaceAll(".*\"outcome\":\"([^\"]*)\".*", "$1")).toList();
+        assertThat(outcomes).containsExactly("allocated", "serviceUnavailable");
+    }
+
     @Test
     void quotaIsExactOnOneReplicaAndReplaysNeverCount() throws Exception {
         op = new OperatorHarness(cluster, "--max-allocs-per-user=3");
