@@ -212,7 +212,7 @@ public final class OperatorApp implements AutoCloseable {
         flows.onUnserved(cmd -> signals.unserved(io.unboundedcloud.playpen.model.PoolTarget.of(cmd)));
         flows.pooled(cmd -> planner.keeps(io.unboundedcloud.playpen.model.PoolTarget.of(cmd)));
         io.unboundedcloud.playpen.kube.Renewer renewer =
-                new io.unboundedcloud.playpen.kube.Renewer(client, pods, leases, clock, calls);
+                new io.unboundedcloud.playpen.kube.Renewer(client, pods, leases, clock, calls, config.retryAfterSeconds());
         // the TTL timer follows a renewal made here at once (other replicas' renewals reach it through the watch)
         renewer.addObserver((result, r) -> {
             if (r != null && r.written()) {

@@ -52,14 +52,22 @@ public final class Renewer {
     private final ApiCallCounter calls;
     private final List<Observer> observers = new CopyOnWriteArrayList<>();
     private final ClaimResolver resolver;
+    private final int retryAfterSeconds;
 
     public Renewer(KubernetesClient client, PodCache pods, TtlPolicy policy, Clock clock, ApiCallCounter calls) {
+        this(client, pods, policy, clock, calls, 1);
+    }
+
+    /** {@code retryAfterSeconds}: the Retry-After of its 503s (--retry-after-seconds). */
+    public Renewer(KubernetesClient client, PodCache pods, TtlPolicy policy, Clock clock, ApiCallCounter calls,
+            int retryAfterSeconds) {
         this.client = client;
         this.pods = pods;
         this.policy = policy;
         this.clock = clock;
         this.calls = calls;
-        this.resolver = new ClaimResolver(pods, new ClaimWriter(client, clock, calls), 1);
+        this.retryAfterSeconds = retryAfterSeconds;
+        this.resolver = new ClaimResolver(pods, new ClaimWriter(client, clock, calls), retryAfterSeconds);
     }
 
     public void addObserver(Observer o) {
@@ -137,7 +145,8 @@ public final class Renewer {
                 pods.observe(pod);
             }
         }
-        throw ApiException.unavailable("the allocation kept changing while it was renewed; try again", 1);
+        throw ApiException.unavailable("the allocation kept changing while it was renewed; try again",
+                retryAfterSeconds);
     }
 
     private static String patch(String resourceVersion, Instant expiresAt) {

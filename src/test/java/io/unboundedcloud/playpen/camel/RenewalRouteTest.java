@@ -174,6 +174,29 @@ class RenewalRouteTest {
         assertThat(cluster.requestCount(k -> k.startsWith("PATCH "))).isZero();
     }
 
+    /**
+     * A renewal whose conditional write keeps meeting other writes to its pod answers 503 with the Retry-After of
+     * --retry-after-seconds, as every other 503 does, and says to try again; nothing is written.
+     */
+    @Test
+    void aRenewalThatKeepsConflictingIs503WithTheConfiguredRetryAfter() throws Exception {
+        cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+        op = new OperatorHarness(cluster, "--playpen-ttl=1h", "--retry-after-seconds=7", "--reconcile-interval=10m");
+        op.awaitCache(c -> c.size() == 1);
+        allocate("busy");
+        String before = pod(RUNNER).getMetadata().getAnnotations().get(PlaypenKeys.EXPIRES_AT);
+        // every conditional write of the new expiry meets another write first
+        cluster.server.expect().patch().withPath("/api/v1/namespaces/playpen/pods/" + RUNNER)
+                .andReturn(409, new io.fabric8.kubernetes.api.model.StatusBuilder().withCode(409).withReason("Conflict")
+                        .withStatus("Failure").withMessage("the object has been modified").build())
+                .times(5);
+        HttpResponse<String> r = renew("{\"idempotencyKey\":\"busy\",\"ttl\":\"2h\"}");
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(503);
+        assertThat(r.headers().firstValue("Retry-After")).hasValue("7");
+        assertThat(r.body()).contains("\"reason\":\"ServiceUnavailable\"").contains("try again");
+        assertThat(pod(RUNNER).getMetadata().getAnnotations().get(PlaypenKeys.EXPIRES_AT)).isEqualTo(before);
+    }
+
     @Test
     void badRenewalsAre400AndDeniedOnesAre403() throws Exception {
         cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
