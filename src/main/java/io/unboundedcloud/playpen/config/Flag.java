@@ -103,7 +103,7 @@ public enum Flag {
     AUDIT_LOG_PATH("audit-log-path", "-", "where the audit log's JSON lines go: - for standard output (the operator's own log goes to standard error), or a file to append to (--dev: <dev-dir>/audit.log)"),
     DEV_REPLICAS("dev-replicas", "0", "--dev: start this many operator replicas as separate processes (on free ports, or the first --dev-operator-addrs) instead of the operator inside the dev process"),
     POOL_READY_TIMEOUT("pool-ready-timeout", "10m", "an idle pool pod not Ready this long after its creation (or since it last became unready) is replaced, as is one whose container crash-loops (0 disables both)"),
-    POOL_NODE_NOT_READY_GRACE("pool-node-not-ready-grace", "2m", "an idle pool pod whose node has been NotReady this long is replaced (pods on deleted nodes at once)"),
+    POOL_NODE_NOT_READY_GRACE("pool-node-not-ready-grace", "2m", "an idle pool pod whose node has been NotReady this long is replaced (one on a deleted node once the pod is this old)"),
     POOL_MAX_SURGE("pool-max-surge", "25%", "pods a rollout may create beyond a pool's desired count: a number or a percentage rounded up; 0 turns rolling replacement off"),
     POOL_BACKOFF_BASE("pool-backoff-base", "10s", "pause before a pool creates again after a replacement failed (never became Ready); doubled per further failure"),
     POOL_BACKOFF_MAX("pool-backoff-max", "5m", "longest pause of a pool whose replacements keep failing"),
