@@ -33,7 +33,7 @@ class ConfigurationDocTest {
             }
         }
         sb.append("| `--help`, `-h` | | print the usage to standard output and exit 0 |\n");
-        sb.append("| `--version`, `-v` | | print `<version> (commit: <sha>)` and exit 0 |\n");
+        sb.append("| `--version`, `-v` | | print `<version> (commit: <sha>)` and exit 0; the sha is `unknown` unless the build set `-Dgit.commit` |\n");
         return sb.toString();
     }
 
