@@ -126,24 +126,17 @@ public final class DevCluster implements AutoCloseable {
             }
             List<String> addrs = config.devOperatorAddrs();
             if (addrs.isEmpty() && config.devReplicas() > 0) {
-                // the playground starts these replicas itself: free ports, printed and in endpoints.env
+                // the playground starts these replicas itself: free ports (below the ephemeral range, see FreePorts),
+                // printed and in endpoints.env
                 addrs = new java.util.ArrayList<>();
                 for (int i = 0; i < config.devReplicas(); i++) {
-                    addrs.add("127.0.0.1:" + freePort());
+                    addrs.add("127.0.0.1:" + FreePorts.pick());
                 }
             } else if (addrs.isEmpty() && !inProcess) {
                 addrs = DEFAULT_REPLICA_ADDRS;
             }
             o.moreReplicas(addrs.stream().map(a -> URI.create("https://" + a)).toList());
             return o;
-        }
-
-        private static int freePort() {
-            try (java.net.ServerSocket socket = new java.net.ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-                return socket.getLocalPort();
-            } catch (IOException e) {
-                throw new java.io.UncheckedIOException(e);
-            }
         }
 
         public Options devDir(Path dir) {

@@ -1,7 +1,6 @@
 package io.unboundedcloud.playpen.dev;
 
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -56,10 +55,10 @@ public final class DevMode implements AutoCloseable {
     public static String[] devArgs(String[] userArgs) throws IOException {
         List<String> args = new ArrayList<>();
         if (!given(userArgs, Flag.LISTEN_ADDR)) {
-            args.add("--listen-addr=127.0.0.1:" + freePort());
+            args.add("--listen-addr=127.0.0.1:" + FreePorts.pick());
         }
         if (!given(userArgs, Flag.MANAGEMENT_ADDR)) {
-            args.add("--management-addr=127.0.0.1:" + freePort());
+            args.add("--management-addr=127.0.0.1:" + FreePorts.pick());
         }
         if (!given(userArgs, Flag.AUDIT_LOG_PATH)) {
             args.add("--audit-log-path=" + Path.of(value(userArgs, Flag.DEV_DIR)).resolve("audit.log"));
@@ -210,12 +209,6 @@ public final class DevMode implements AutoCloseable {
     /** The operator running in this process (null with --dev-operators=0 or --dev-replicas). */
     public OperatorApp operator() {
         return operator;
-    }
-
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
     }
 
     @Override

@@ -56,7 +56,7 @@ final class DevReplicas implements AutoCloseable {
         DevReplicas all = new DevReplicas(started);
         try {
             for (int i = 0; i < addresses.size(); i++) {
-                int management = freePort();
+                int management = FreePorts.pick();
                 List<String> command = new ArrayList<>(launcher());
                 command.add("--kubeconfig=" + operatorKubeconfig);
                 command.add("--listen-addr=" + addresses.get(i));
@@ -87,8 +87,9 @@ final class DevReplicas implements AutoCloseable {
         if (closing) {
             return;
         }
-        LOG.warn("dev replica-{} (pid {}) exited with code {}; start it again with:\n  {}\n(its log: {})", r.index(),
-                p.pid(), p.exitValue(), printable(r.command()), r.log());
+        // one line: the log formats turn line breaks into '?' (a log line cannot be forged by what it carries)
+        LOG.warn("dev replica-{} (pid {}) exited with code {} (its log: {}); start it again with: {}", r.index(),
+                p.pid(), p.exitValue(), r.log(), printable(r.command()));
     }
 
     List<Replica> replicas() {
@@ -163,12 +164,6 @@ final class DevReplicas implements AutoCloseable {
         } catch (IOException e) {
             throw new IllegalStateException(address + " is in use, so no replica can listen there: stop what uses it,"
                     + " or give the replicas other addresses with --dev-operator-addrs=127.0.0.1:<port>-<port>");
-        }
-    }
-
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
         }
     }
 
