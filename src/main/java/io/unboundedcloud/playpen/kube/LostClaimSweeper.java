@@ -14,7 +14,9 @@ import io.unboundedcloud.playpen.model.Hashes;
 /**
  * Takes back claims that lost but are still on their pods well after their writer should have rolled them back
  * (it died between its claim and the rollback). A lost claim was never handed out, so the pod goes back to the
- * pool; the rollback is conditional and yields to a write that settled the claim meanwhile. Run by the leader.
+ * pool; the rollback is conditional and yields to a write that settled the claim meanwhile. Run by every replica,
+ * not only the leader: only a replica whose watch delivered a claim's commit judged it lost, and a replica that
+ * first listed it (a leader started since) holds it undecided, unable to tell it from the claim that stood.
  */
 public final class LostClaimSweeper {
     private static final Logger LOG = LoggerFactory.getLogger(LostClaimSweeper.class);

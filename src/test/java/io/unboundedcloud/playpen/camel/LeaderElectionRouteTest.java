@@ -76,6 +76,32 @@ class LeaderElectionRouteTest {
                 Duration.ofSeconds(10), "new leader refills");
     }
 
+    /**
+     * A claim that lost, left behind by a writer that died, is judged lost only by the replicas whose watch
+     * delivered its commit; a leader that started later lists it undecided and cannot tell it from the claim that
+     * stood. So every replica runs the sweep of lost claims (each rolls back the claims its own watch saw lose),
+     * the follower too, while the TTL expiry stays with the leader.
+     */
+    @Test
+    void theFollowerSweepsLostClaimsToo() throws Exception {
+        cluster = TestCluster.start();
+        a = new OperatorHarness(cluster, flags(0, "15s", "10s"));
+        b = new OperatorHarness(cluster, flags(0, "15s", "10s"));
+        OperatorHarness.awaitTrue(() -> a.app.leaderElection().isLeader() || b.app.leaderElection().isLeader(),
+                Duration.ofSeconds(15), "a leader");
+        OperatorHarness leader = a.app.leaderElection().isLeader() ? a : b;
+        OperatorHarness follower = leader == a ? b : a;
+        assertThat(follower.app.leaderElection().isLeader()).isFalse();
+        for (OperatorHarness h : new OperatorHarness[] {leader, follower}) {
+            org.apache.camel.Route sweeps = h.app.camelContext().getRoutes().stream()
+                    .filter(r -> !r.filter("lost-claims-sweep").isEmpty()).findFirst().orElseThrow();
+            assertThat(h.app.camelContext().getRouteController().getRouteStatus(sweeps.getRouteId()).isStarted())
+                    .as("the lost-claims sweep runs on the %s", h == leader ? "leader" : "follower").isTrue();
+        }
+        assertThat(follower.app.camelContext().getRouteController().getRouteStatus("ttl-expiry").isStarted())
+                .isFalse();
+    }
+
     @Test
     void aReplicaThatLostTheLeaseCompetesAgain() throws Exception {
         cluster = TestCluster.start();

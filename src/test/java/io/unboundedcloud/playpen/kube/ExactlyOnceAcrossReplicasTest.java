@@ -326,6 +326,45 @@ class ExactlyOnceAcrossReplicasTest {
     }
 
     /**
+     * Replica A answers key K with its claim on P; replica B, whose watch lagged, claimed K on Q after that (so its
+     * claim lost) and died before rolling it back. Replica C starts afterwards (a new leader): its first LIST shows
+     * both claims, unsettled, and nothing the API server keeps tells which was committed first, so C must leave
+     * both alone (P may have been answered). A watched both commits and judged Q's claim lost: A's sweep (every
+     * replica runs it, not only the leader) takes Q back, P stays and C replays it.
+     */
+    @Test
+    void aLostClaimThatANewLeaderCannotJudgeGoesBackThroughAReplicaThatWatchedItsCommit() throws Exception {
+        runners(0, 4);
+        Replica a = replica(0);
+        awaitSees(a, 4);
+        AllocCommand key = cmd("lost-before-a-new-leader");
+        String p = name(a.allocator.allocate(key));
+        Pod idle = cluster.pods().stream().filter(x -> !ManagedPods.isClaimed(x) && !p.equals(ManagedPods.name(x)))
+                .findFirst().orElseThrow();
+        String q = ManagedPods.name(idle);
+        new ClaimWriter(cluster.client, java.time.Clock.systemUTC(), new ApiCallCounter())
+                .claim(idle, idle.getMetadata().getResourceVersion(), key);
+        OperatorHarness.awaitTrue(() -> a.pods.claimsOf(key.keyHash()).size() == 2, Duration.ofSeconds(10),
+                "A judged both claims");
+        assertThat(a.pods.claimOn(q).orElseThrow().standing()).isEqualTo(ClaimLedger.Standing.LOST);
+
+        Replica c = replica(0);
+        awaitSees(c, 4);
+        assertThat(c.pods.claimsOf(key.keyHash())).extracting(ClaimLedger.Claim::standing)
+                .containsOnly(ClaimLedger.Standing.UNKNOWN).hasSize(2);
+        assertThat(new LostClaimSweeper(c.pods, new ClaimWriter(c.client, java.time.Clock.systemUTC(), c.calls), 0)
+                .sweep()).isZero();
+        assertThat(carrying(key)).extracting(ManagedPods::name).containsExactlyInAnyOrder(p, q);
+
+        assertThat(new LostClaimSweeper(a.pods, new ClaimWriter(a.client, java.time.Clock.systemUTC(), a.calls), 0)
+                .sweep()).isEqualTo(1);
+        assertThat(carrying(key)).extracting(ManagedPods::name).containsExactly(p);
+        Allocator.Allocation replay = c.allocator.allocate(key);
+        assertThat(replay.replay()).isTrue();
+        assertThat(name(replay)).isEqualTo(p);
+    }
+
+    /**
      * A claim handed to a second request (a replay through another replica) is pinned: its writer, whose own
      * client vanished, can no longer take it back. Without the replay, it can.
      */
