@@ -177,6 +177,17 @@ public final class ClaimLedger {
         return out;
     }
 
+    /** Claims seen in a LIST and not settled since, still live: undecided here. */
+    public List<Claim> undecided() {
+        List<Claim> out = new ArrayList<>();
+        for (Claim c : byPod.values()) {
+            if (c.standing() == Standing.UNKNOWN && !c.terminating()) {
+                out.add(c);
+            }
+        }
+        return out;
+    }
+
     public int size() {
         return byPod.size();
     }

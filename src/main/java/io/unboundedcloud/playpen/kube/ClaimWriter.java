@@ -217,7 +217,9 @@ public final class ClaimWriter {
         /** The pod is gone or no longer carries this claim (deleted, deallocated): nothing to undo. */
         GONE,
         /** A write settled the claim first: it stands and must not be undone. */
-        SETTLED
+        SETTLED,
+        /** The pod changed since the version given: nothing was undone (only {@link #rollbackAsOf}). */
+        CHANGED
     }
 
     /**
@@ -226,6 +228,19 @@ public final class ClaimWriter {
      * never handed out, so the pod goes back to the pool as it was.
      */
     public Rollback rollback(Pod claimed, String keyHash) {
+        return rollback(claimed, keyHash, true);
+    }
+
+    /**
+     * {@link #rollback} in one conditional write on the version given, never on a version read after it: for a
+     * claim judged from that very version (a LIST), since a later version of the pod may carry another claim of
+     * the same key (taken back and made again meanwhile) that stands. {@link Rollback#CHANGED} when the pod changed.
+     */
+    public Rollback rollbackAsOf(Pod claimed, String keyHash) {
+        return rollback(claimed, keyHash, false);
+    }
+
+    private Rollback rollback(Pod claimed, String keyHash, boolean reread) {
         String ns = claimed.getMetadata().getNamespace();
         String name = claimed.getMetadata().getName();
         String uid = claimed.getMetadata().getUid();
@@ -251,6 +266,9 @@ public final class ClaimWriter {
                 }
                 if (e.getCode() != 409) {
                     throw e;
+                }
+                if (!reread) {
+                    return Rollback.CHANGED;
                 }
             }
             current = read(ns, name);

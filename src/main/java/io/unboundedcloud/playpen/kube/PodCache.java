@@ -639,6 +639,13 @@ public final class PodCache implements AutoCloseable {
         }
     }
 
+    /** Claims seen in a LIST that no write has settled since: undecided here. */
+    public List<ClaimLedger.Claim> undecidedClaims() {
+        synchronized (storeLock) {
+            return ledger.undecided();
+        }
+    }
+
     /** Managed pods that carry this idempotency-key hash. */
     public List<Pod> byKeyHash(String keyHash) {
         synchronized (storeLock) {

@@ -368,6 +368,23 @@ class ClaimWriterCallsTest {
         assertThat(writer.rollback(deleted, CMD.keyHash())).isEqualTo(ClaimWriter.Rollback.GONE);
     }
 
+    /**
+     * A rollback as of a listed version writes on that version only: after any change it undoes nothing and reads
+     * nothing, even when the pod still carries the same key and claimed-at (as a claim taken back and made again
+     * within the second would), which the rollback that reads again takes for its claim.
+     */
+    @Test
+    void aRollbackAsOfAVersionNeverWritesOnALaterOne() {
+        Pod claimed = claimed();
+        Pod later = edit(b -> b.editMetadata().addToLabels("touched", "yes").endMetadata());
+        assertThat(writer.rollbackAsOf(claimed, CMD.keyHash())).isEqualTo(ClaimWriter.Rollback.CHANGED);
+        assertThat(ManagedPods.keyHash(inApi())).isEqualTo(CMD.keyHash());
+        assertThat(count(KubeApiCall.PODS_PATCH)).isEqualTo(2);
+        assertThat(count(KubeApiCall.PODS_GET)).isZero();
+        assertThat(writer.rollbackAsOf(later, CMD.keyHash())).isEqualTo(ClaimWriter.Rollback.ROLLED_BACK);
+        assertThat(ManagedPods.isClaimed(inApi())).isFalse();
+    }
+
     @Test
     void aRollbackOfAPodThatIsGoneIsGone() {
         Pod claimed = claimed();

@@ -365,6 +365,46 @@ class ExactlyOnceAcrossReplicasTest {
     }
 
     /**
+     * As above, but no running replica watched the two commits (A restarted): the claim on P was replayed before
+     * (so settled), and B's claim on Q came after. A LIST that shows a settled claim of K and another, unsettled,
+     * claim of K live at once proves the unsettled one lost (a settled claim stands and is never rolled back, and
+     * two claims of one key never both stand), so the new leader's sweep takes Q back; P stays and is replayed.
+     */
+    @Test
+    void aClaimListedBesideASettledClaimOfItsKeyGoesBackToThePoolOnANewLeader() throws Exception {
+        runners(0, 4);
+        Replica a = replica(0);
+        awaitSees(a, 4);
+        AllocCommand key = cmd("lost-beside-a-settled-claim");
+        String p = name(a.allocator.allocate(key));
+        assertThat(a.allocator.allocate(key).replay()).isTrue();
+        assertThat(ClaimLedger.isSettled(cluster.client.pods().inNamespace(TestCluster.NS).withName(p).get())).isTrue();
+        replicas.remove(a);
+        a.close();
+        Pod idle = cluster.pods().stream().filter(x -> !ManagedPods.isClaimed(x)).findFirst().orElseThrow();
+        String q = ManagedPods.name(idle);
+        new ClaimWriter(cluster.client, java.time.Clock.systemUTC(), new ApiCallCounter())
+                .claim(idle, idle.getMetadata().getResourceVersion(), key);
+
+        Replica c = replica(0);
+        awaitSees(c, 4);
+        OperatorHarness.awaitTrue(() -> c.pods.claimsOf(key.keyHash()).size() == 2, Duration.ofSeconds(10),
+                "C lists both claims");
+        assertThat(c.pods.claimOn(q).orElseThrow().standing()).isEqualTo(ClaimLedger.Standing.UNKNOWN);
+        ClaimWriter cWriter = new ClaimWriter(c.client, java.time.Clock.systemUTC(), c.calls);
+        assertThat(new LostClaimSweeper(c.pods, cWriter).sweep()).as("left to its writer during the grace").isZero();
+        assertThat(carrying(key)).hasSize(2);
+        assertThat(new LostClaimSweeper(c.pods, cWriter, 0).sweep()).isEqualTo(1);
+        assertThat(carrying(key)).extracting(ManagedPods::name).containsExactly(p);
+        Pod back = cluster.client.pods().inNamespace(TestCluster.NS).withName(q).get();
+        assertThat(ManagedPods.isClaimed(back)).isFalse();
+        assertThat(back.getMetadata().getLabels()).doesNotContainKey(PlaypenKeys.KEY_HASH_LABEL);
+        Allocator.Allocation replay = c.allocator.allocate(key);
+        assertThat(replay.replay()).isTrue();
+        assertThat(name(replay)).isEqualTo(p);
+    }
+
+    /**
      * A claim handed to a second request (a replay through another replica) is pinned: its writer, whose own
      * client vanished, can no longer take it back. Without the replay, it can.
      */
