@@ -74,6 +74,8 @@ public final class EventRecorder implements AutoCloseable {
     private final Map<String, Refusal> refusals = new HashMap<>();
     private final Thread writer;
     private volatile boolean running = true;
+    /** The clock by which tokens come back ({@link System#nanoTime}; tests move it by hand). */
+    private volatile java.util.function.LongSupplier tokenNanos = System::nanoTime;
 
     /** How one namespace's events are being refused: consecutive 403s, and until when nothing is sent. */
     private static final class Refusal {
@@ -172,7 +174,7 @@ public final class EventRecorder implements AutoCloseable {
         }
         String key = p.namespace() + "\u0000" + p.type() + "\u0000" + p.reason() + "\u0000" + p.regarding().getKind();
         Bucket b = buckets.get(key);
-        long now = System.nanoTime();
+        long now = tokenNanos.getAsLong();
         if (b == null) {
             b = new Bucket();
             b.tokens = burst;
@@ -206,12 +208,17 @@ public final class EventRecorder implements AutoCloseable {
         }
     }
 
+    /** Tests: the clock by which tokens come back, set before the first event. */
+    void refillTokensWith(java.util.function.LongSupplier nanos) {
+        this.tokenNanos = nanos;
+    }
+
     /** Aggregated events whose key has a token again are written as one combined Event; full idle buckets go. */
     private void flushAggregates() {
         if (buckets.isEmpty()) {
             return;
         }
-        long now = System.nanoTime();
+        long now = tokenNanos.getAsLong();
         var it = buckets.values().iterator();
         while (it.hasNext()) {
             Bucket b = it.next();

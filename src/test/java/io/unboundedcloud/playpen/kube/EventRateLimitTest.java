@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
 
 import org.junit.jupiter.api.Test;
 
@@ -20,16 +21,21 @@ class EventRateLimitTest {
         try (TestCluster cluster = TestCluster.start();
                 EventRecorder events = new EventRecorder(cluster.client, Clock.systemUTC(), new ApiCallCounter(), 1000, 3,
                         Duration.ofMillis(700))) {
+            // tokens come back when this test says: the three writes of the burst may take longer than an interval
+            // on a loaded machine, and a token back meanwhile would let a fourth event out on its own
+            AtomicLong nanos = new AtomicLong();
+            events.refillTokensWith(nanos::get);
             for (int i = 0; i < 20; i++) {
                 events.normal(EventRecorderWritesTest.pod("p-" + i), "Allocated", "allocated to key " + i);
             }
             // the burst of 3 goes out one by one; the other 17 are aggregated
-            OperatorHarness.awaitTrue(() -> events.written() + events.aggregated() == 20, Duration.ofSeconds(10),
+            OperatorHarness.awaitTrue(() -> events.written() + events.aggregated() == 20, Duration.ofSeconds(60),
                     "every event admitted");
             assertThat(events.aggregated()).isEqualTo(17);
             assertThat(events.written()).isEqualTo(3);
             // once a token is back, the aggregate is one Event standing for all 17
-            OperatorHarness.awaitTrue(() -> events.written() == 4, Duration.ofSeconds(10), "combined event written");
+            nanos.addAndGet(Duration.ofMillis(700).toNanos());
+            OperatorHarness.awaitTrue(() -> events.written() == 4, Duration.ofSeconds(60), "combined event written");
             List<Event> written = cluster.client.v1().events().inNamespace(TestCluster.NS).list().getItems();
             assertThat(written).hasSize(4);
             Event combined = written.stream().filter(e -> e.getCount() > 1).findFirst().orElseThrow();
@@ -40,7 +46,7 @@ class EventRateLimitTest {
                     .containsExactlyInAnyOrder("allocated to key 0", "allocated to key 1", "allocated to key 2");
             // another reason has its own budget
             events.normal(EventRecorderWritesTest.pod("p-x"), "Deallocated", "deallocated");
-            OperatorHarness.awaitTrue(() -> events.written() == 5, Duration.ofSeconds(10), "other reason written");
+            OperatorHarness.awaitTrue(() -> events.written() == 5, Duration.ofSeconds(60), "other reason written");
         }
     }
 
@@ -52,7 +58,7 @@ class EventRateLimitTest {
             for (int i = 0; i < 4; i++) {
                 events.normal(EventRecorderWritesTest.pod("slow-" + i), "Allocated", "allocated " + i);
                 int n = i + 1;
-                OperatorHarness.awaitTrue(() -> events.written() == n, Duration.ofSeconds(10), "event " + n);
+                OperatorHarness.awaitTrue(() -> events.written() == n, Duration.ofSeconds(60), "event " + n);
                 Thread.sleep(200); // slower than one per interval
             }
             assertThat(events.aggregated()).isZero();
@@ -66,16 +72,23 @@ class EventRateLimitTest {
         try (TestCluster cluster = TestCluster.start();
                 EventRecorder events = new EventRecorder(cluster.client, Clock.systemUTC(), new ApiCallCounter(), 1000, 2,
                         Duration.ofMillis(100))) {
+            // tokens come back when this test says, not while a loaded machine is still admitting the five
+            AtomicLong nanos = new AtomicLong();
+            events.refillTokensWith(nanos::get);
             for (int i = 0; i < 5; i++) {
                 events.normal(EventRecorderWritesTest.pod("idle-" + i), "Allocated", "allocated " + i);
             }
+            OperatorHarness.awaitTrue(() -> events.written() == 2 && events.aggregated() == 3, Duration.ofSeconds(60),
+                    "the burst written, the rest held back");
             // the burst, then the combined rest once a token is back; then the bucket fills up and is dropped
-            OperatorHarness.awaitTrue(() -> events.written() == 3, Duration.ofSeconds(10), "burst and combined event");
+            nanos.addAndGet(Duration.ofMillis(100).toNanos());
+            OperatorHarness.awaitTrue(() -> events.written() == 3, Duration.ofSeconds(60), "burst and combined event");
+            nanos.addAndGet(Duration.ofSeconds(1).toNanos());
             // nothing left to flush: the writer waits for the next event with no timer to wake it
-            OperatorHarness.awaitTrue(() -> events.writerState() == Thread.State.WAITING, Duration.ofSeconds(10),
+            OperatorHarness.awaitTrue(() -> events.writerState() == Thread.State.WAITING, Duration.ofSeconds(60),
                     "writer waiting without a timeout");
             events.warning(EventRecorderWritesTest.pod("idle-x"), "Deferred", "woken by this one");
-            OperatorHarness.awaitTrue(() -> events.written() == 4, Duration.ofSeconds(10), "event after the idle wait");
+            OperatorHarness.awaitTrue(() -> events.written() == 4, Duration.ofSeconds(60), "event after the idle wait");
             assertThat(cluster.client.v1().events().inNamespace(TestCluster.NS).list().getItems())
                     .extracting(Event::getMessage).contains("woken by this one");
         }
