@@ -88,14 +88,19 @@ class VanishedClientRouteTest {
 
     private void gonePendingAnswer(String key, int waitSeconds) throws Exception {
         lag.holdWatches();
+        int connectionsBefore = op.app.connectionGuard().openConnections();
         SSLSocket s = open();
         send(s, body(key, waitSeconds));
         // the claim is written; its answer waits for the operator's watch, which is held
-        OperatorHarness.awaitTrue(() -> carrying(key) == 1, Duration.ofSeconds(10), "claim written");
+        OperatorHarness.awaitTrue(() -> carrying(key) == 1, Duration.ofSeconds(60), "claim written");
         s.close();
-        Thread.sleep(200);
+        // the operator has seen the connection close (its channel is inactive) before the answer can be written:
+        // a pause alone could end first on a loaded machine, and the answer would go to a connection it still
+        // took for open
+        OperatorHarness.awaitTrue(() -> op.app.connectionGuard().openConnections() == connectionsBefore,
+                Duration.ofSeconds(60), "the operator saw the client go");
         lag.releaseWatches();
-        OperatorHarness.awaitTrue(() -> carrying(key) == 0, Duration.ofSeconds(10), "claim taken back");
+        OperatorHarness.awaitTrue(() -> carrying(key) == 0, Duration.ofSeconds(60), "claim taken back");
     }
 
     /** Whether the answer's first byte arrives within a few milliseconds (the client then closes either way). */
@@ -117,7 +122,7 @@ class VanishedClientRouteTest {
         // the audit trail says what became of the request: no allocation, the pod was not kept
         String prefix = Hashes.keyHash("gone-now").substring(0, 8);
         OperatorHarness.awaitTrue(() -> audit.lines().stream().anyMatch(e -> e.getFormattedMessage().contains(prefix)),
-                Duration.ofSeconds(10), "audited");
+                Duration.ofSeconds(60), "audited");
         assertThat(audit.lines()).extracting(ILoggingEvent::getFormattedMessage).filteredOn(l -> l.contains(prefix))
                 .singleElement().asString().contains("\"outcome\":\"clientClosedRequest\"").contains("\"allocation\":\"\"");
         // the same pod serves the next client
@@ -164,12 +169,12 @@ class VanishedClientRouteTest {
             String key = "timed-" + i;
             String prefix = Hashes.keyHash(key).substring(0, 8);
             OperatorHarness.awaitTrue(() -> audit.lines().stream().anyMatch(e -> e.getFormattedMessage().contains(prefix)),
-                    Duration.ofSeconds(10), key + " audited");
+                    Duration.ofSeconds(60), key + " audited");
             boolean written = audit.lines().stream().map(ILoggingEvent::getFormattedMessage)
                     .anyMatch(l -> l.contains(prefix) && l.contains("\"outcome\":\"allocated\""));
             if (!written) {
                 released++;
-                OperatorHarness.awaitTrue(() -> carrying(key) == 0, Duration.ofSeconds(10), key + " left no claim");
+                OperatorHarness.awaitTrue(() -> carrying(key) == 0, Duration.ofSeconds(60), key + " left no claim");
             }
         }
         // some disconnects landed before the answer (the operator took those claims back), and the client saw no
