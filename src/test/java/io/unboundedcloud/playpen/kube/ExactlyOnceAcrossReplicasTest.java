@@ -97,7 +97,7 @@ class ExactlyOnceAcrossReplicasTest {
         b.proxy.holdWatches();
         String fresh = "playpen-runner-amd64-51850";
         cluster.create(TestCluster.readyRunner("amd64", 51850, NODE));
-        OperatorHarness.awaitTrue(() -> a.pods.get(fresh).isPresent(), Duration.ofSeconds(10), "A sees the new pod");
+        OperatorHarness.awaitTrue(() -> a.pods.get(fresh).isPresent(), Duration.ofSeconds(60), "A sees the new pod");
         AllocCommand key = null;
         for (int k = 0; key == null; k++) {
             AllocCommand c = cmd("retried-" + k);
@@ -111,12 +111,14 @@ class ExactlyOnceAcrossReplicasTest {
         AllocCommand retry = key;
         CompletableFuture<Allocator.Allocation> second = CompletableFuture.supplyAsync(() -> b.allocator.allocate(retry),
                 threads);
-        Thread.sleep(300);
+        // B's own claim is written before its watch may show A's: released earlier (a pause can end first on a
+        // loaded machine), B would meet A's claim instead, and the losing claim below would never be made
+        OperatorHarness.awaitTrue(() -> carrying(retry).size() == 2, Duration.ofSeconds(60), "B's claim written");
         b.proxy.releaseWatches();
         Allocator.Allocation answer = second.get(30, TimeUnit.SECONDS);
         assertThat(name(answer)).isEqualTo(fresh);
         assertThat(answer.replay()).isTrue();
-        OperatorHarness.awaitTrue(() -> carrying(retry).size() == 1, Duration.ofSeconds(10), "losing claim undone");
+        OperatorHarness.awaitTrue(() -> carrying(retry).size() == 1, Duration.ofSeconds(60), "losing claim undone");
         assertThat(carrying(retry)).extracting(ManagedPods::name).containsExactly(fresh);
     }
 
@@ -147,7 +149,7 @@ class ExactlyOnceAcrossReplicasTest {
         AllocCommand key = cmd("doubled");
         claimDirectly("playpen-runner-amd64-51820", key);
         Replica b = replica(0);
-        OperatorHarness.awaitTrue(() -> b.pods.byKeyHash(key.keyHash()).size() == 1, Duration.ofSeconds(10),
+        OperatorHarness.awaitTrue(() -> b.pods.byKeyHash(key.keyHash()).size() == 1, Duration.ofSeconds(60),
                 "B knows the first claim");
         b.proxy.holdWatches();
         claimDirectly("playpen-runner-amd64-51821", key);
@@ -189,7 +191,7 @@ class ExactlyOnceAcrossReplicasTest {
             String pa = name(both.get(0).get(30, TimeUnit.SECONDS));
             String pb = name(both.get(1).get(30, TimeUnit.SECONDS));
             assertThat(pb).as("key %d: both answers name one pod", k).isEqualTo(pa);
-            OperatorHarness.awaitTrue(() -> carrying(key).size() == 1, Duration.ofSeconds(10), "key " + key.keyHash());
+            OperatorHarness.awaitTrue(() -> carrying(key).size() == 1, Duration.ofSeconds(60), "key " + key.keyHash());
             assertThat(carrying(key)).extracting(ManagedPods::name).containsExactly(pa);
         }
     }
@@ -227,7 +229,7 @@ class ExactlyOnceAcrossReplicasTest {
             }
             assertThat(allocated).as("round %d allocated", round).isEqualTo(1);
             assertThat(refused).as("round %d refused", round).isEqualTo(1);
-            OperatorHarness.awaitTrue(() -> ownedInApi(owner) == 1, Duration.ofSeconds(10), "one claim of alice");
+            OperatorHarness.awaitTrue(() -> ownedInApi(owner) == 1, Duration.ofSeconds(60), "one claim of alice");
             String survivor = kept;
             assertThat(cluster.pods()).filteredOn(p -> owner.equals(ManagedPods.ownerHash(p)))
                     .extracting(ManagedPods::name).containsExactly(survivor);
@@ -237,7 +239,7 @@ class ExactlyOnceAcrossReplicasTest {
             b.allocator.deallocate(keyOfSurvivor);
             assertThat(ownedInApi(owner)).isZero();
             OperatorHarness.awaitTrue(() -> a.allocator.ownedBy(owner) == 0 && b.allocator.ownedBy(owner) == 0,
-                    Duration.ofSeconds(10), "both replicas see the release");
+                    Duration.ofSeconds(60), "both replicas see the release");
         }
     }
 
@@ -312,7 +314,7 @@ class ExactlyOnceAcrossReplicasTest {
         AllocCommand key = cmd("left-behind");
         claimDirectly("playpen-runner-amd64-51820", key);
         claimDirectly("playpen-runner-amd64-51821", key);
-        OperatorHarness.awaitTrue(() -> a.pods.claimsOf(key.keyHash()).size() == 2, Duration.ofSeconds(10),
+        OperatorHarness.awaitTrue(() -> a.pods.claimsOf(key.keyHash()).size() == 2, Duration.ofSeconds(60),
                 "both claims judged");
         assertThat(a.pods.claimsOf(key.keyHash())).extracting(ClaimLedger.Claim::standing)
                 .containsExactly(ClaimLedger.Standing.WON, ClaimLedger.Standing.LOST);
@@ -444,7 +446,7 @@ class ExactlyOnceAcrossReplicasTest {
         String q = "playpen-runner-amd64-51821";
         claimListed(p, key);
         claimListed(q, key);
-        OperatorHarness.awaitTrue(() -> b.pods.claimsOf(key.keyHash()).size() == 2, Duration.ofSeconds(10),
+        OperatorHarness.awaitTrue(() -> b.pods.claimsOf(key.keyHash()).size() == 2, Duration.ofSeconds(60),
                 "B judged both claims");
         assertThat(b.pods.claimOn(q).orElseThrow().standing()).isEqualTo(ClaimLedger.Standing.LOST);
         b.proxy.holdWatches();

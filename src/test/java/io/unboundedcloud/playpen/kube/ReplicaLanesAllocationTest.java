@@ -69,7 +69,7 @@ class ReplicaLanesAllocationTest {
         Allocator.Allocation fromB = b.allocator.allocate(cmd("hello-from-b"));
         assertThat(ManagedPods.annotations(fromA.pod())).containsEntry(PlaypenKeys.CLAIMED_BY, a.lanes.self());
         assertThat(ManagedPods.annotations(fromB.pod())).containsEntry(PlaypenKeys.CLAIMED_BY, b.lanes.self());
-        OperatorHarness.awaitTrue(() -> a.lanes.replicas() == 2 && b.lanes.replicas() == 2, Duration.ofSeconds(10),
+        OperatorHarness.awaitTrue(() -> a.lanes.replicas() == 2 && b.lanes.replicas() == 2, Duration.ofSeconds(60),
                 "replicas see each other");
     }
 
@@ -101,7 +101,7 @@ class ReplicaLanesAllocationTest {
         }
         // A's lane first until it is spent; then A still allocates, from B's lane
         OperatorHarness.awaitTrue(() -> a.pods.pods().stream().filter(ManagedPods::isClaimed).count() == 2 + 2L * n,
-                Duration.ofSeconds(10), "A sees every claim");
+                Duration.ofSeconds(60), "A sees every claim");
         long left = a.pods.pods().stream().filter(p -> !ManagedPods.isClaimed(p))
                 .filter(p -> a.lanes.mine(ManagedPods.name(p))).count();
         for (int i = 0; i < left; i++) {
@@ -130,13 +130,16 @@ class ReplicaLanesAllocationTest {
         assertThat(a.lanes.mine(ManagedPods.name(first.pod()))).isTrue();
         CompletableFuture<Allocator.Allocation> second = CompletableFuture.supplyAsync(() -> b.allocator.allocate(key),
                 threads);
-        Thread.sleep(300);
+        // B's claim is written before its watch may show A's: released earlier (a pause can end first on a loaded
+        // machine), B would find A's claim and write none, and there would be nothing to roll back
+        OperatorHarness.awaitTrue(() -> cluster.pods().stream().filter(p -> key.keyHash().equals(ManagedPods.keyHash(p)))
+                .count() == 2, Duration.ofSeconds(60), "B's claim written");
         b.proxy.releaseWatches();
         Allocator.Allocation answer = second.get(30, TimeUnit.SECONDS);
         assertThat(ManagedPods.name(answer.pod())).isEqualTo(ManagedPods.name(first.pod()));
         assertThat(answer.replay()).isTrue();
         OperatorHarness.awaitTrue(() -> cluster.pods().stream().filter(p -> key.keyHash().equals(ManagedPods.keyHash(p)))
-                .count() == 1, Duration.ofSeconds(10), "the losing claim undone");
+                .count() == 1, Duration.ofSeconds(60), "the losing claim undone");
         assertThat(b.allocator.rollbacks()).isEqualTo(1);
     }
 }
