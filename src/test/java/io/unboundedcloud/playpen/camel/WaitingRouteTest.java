@@ -95,7 +95,7 @@ class WaitingRouteTest {
         for (int i = 0; i < 3; i++) {
             waiting.add(allocAsync(http, body("fifo-" + i, 30)));
             int expected = i + 1;
-            OperatorHarness.awaitTrue(() -> queue().waiting() == expected, Duration.ofSeconds(10), "waiter " + i + " queued");
+            OperatorHarness.awaitTrue(() -> queue().waiting() == expected, Duration.ofSeconds(60), "waiter " + i + " queued");
         }
         assertThat(queue().waiting(ResourceType.RUNNER, "amd64")).isEqualTo(3);
         assertThat(metrics()).containsPattern("playpen_waiting_requests\\{resource_type=\"runner\",variant=\"amd64\",?\\} 3\\.0");
@@ -107,7 +107,7 @@ class WaitingRouteTest {
         assertThat(health.statusCode()).isEqualTo(204);
         for (int i = 0; i < 3; i++) {
             cluster.create(TestCluster.readyRunner("amd64", 51820 + i, "node-a"));
-            HttpResponse<String> r = waiting.get(i).get(15, TimeUnit.SECONDS);
+            HttpResponse<String> r = waiting.get(i).get(60, TimeUnit.SECONDS);
             assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
             assertThat(podName(r)).as("waiter %d gets the %d. pod", i, i + 1).isEqualTo("playpen-runner-amd64-" + (51820 + i));
         }
@@ -125,7 +125,7 @@ class WaitingRouteTest {
         op = new OperatorHarness(cluster, "--reconcile-interval=10m");
         HttpClient http = op.frontProxy();
         CompletableFuture<HttpResponse<String>> waiting = allocAsync(http, body("stop-1", 60));
-        OperatorHarness.awaitTrue(() -> queue().waiting() == 1, Duration.ofSeconds(10), "waiter queued");
+        OperatorHarness.awaitTrue(() -> queue().waiting() == 1, Duration.ofSeconds(60), "waiter queued");
         OperatorHarness stopping = op;
         op = null;
         stopping.close();
@@ -205,25 +205,26 @@ class WaitingRouteTest {
         op = new OperatorHarness(cluster);
         HttpClient http = op.frontProxy();
         CompletableFuture<HttpResponse<String>> first = allocAsync(http, body("twice", 30));
-        OperatorHarness.awaitTrue(() -> queue().waiting() == 1, Duration.ofSeconds(10), "first queued");
+        OperatorHarness.awaitTrue(() -> queue().waiting() == 1, Duration.ofSeconds(60), "first queued");
         CompletableFuture<HttpResponse<String>> retry = allocAsync(http, body("twice", 20));
         String otherKey = "{\"idempotencyKey\":\"twice\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(9)
                 + "\",\"waitSeconds\":20}";
-        HttpResponse<String> conflict = allocAsync(http, otherKey).get(10, TimeUnit.SECONDS);
+        HttpResponse<String> conflict = allocAsync(http, otherKey).get(60, TimeUnit.SECONDS);
         assertThat(conflict.statusCode()).isEqualTo(409);
-        Thread.sleep(200);
+        // the retry is in (a loaded machine may take a while to bring it): two requests wait, for one place in line
+        OperatorHarness.awaitTrue(() -> queue().waitingRequests() == 2, Duration.ofSeconds(60), "the retry waiting");
         assertThat(queue().waiting()).as("joined, not queued twice").isEqualTo(1);
         cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
-        HttpResponse<String> a = first.get(15, TimeUnit.SECONDS);
-        HttpResponse<String> b = retry.get(15, TimeUnit.SECONDS);
+        HttpResponse<String> a = first.get(60, TimeUnit.SECONDS);
+        HttpResponse<String> b = retry.get(60, TimeUnit.SECONDS);
         assertThat(a.statusCode()).isEqualTo(200);
         assertThat(b.statusCode()).isEqualTo(200);
         assertThat(b.body()).isEqualTo(a.body());
         assertThat(cluster.requestCount(k -> k.startsWith("PATCH "))).as("one claim").isEqualTo(1);
         // with others waiting ahead, a retry of the served key is replayed at once, not queued behind them
         CompletableFuture<HttpResponse<String>> other = allocAsync(http, body("someone-else", 30));
-        OperatorHarness.awaitTrue(() -> queue().waiting() == 1, Duration.ofSeconds(10), "another key waiting");
-        HttpResponse<String> replay = allocAsync(http, body("twice", 30)).get(5, TimeUnit.SECONDS);
+        OperatorHarness.awaitTrue(() -> queue().waiting() == 1, Duration.ofSeconds(60), "another key waiting");
+        HttpResponse<String> replay = allocAsync(http, body("twice", 30)).get(60, TimeUnit.SECONDS);
         assertThat(replay.statusCode()).isEqualTo(200);
         assertThat(replay.body()).isEqualTo(a.body());
         assertThat(other).isNotDone();
@@ -241,9 +242,9 @@ class WaitingRouteTest {
                     + "\r\n\r\n").getBytes(StandardCharsets.UTF_8));
             out.write(body);
             out.flush();
-            OperatorHarness.awaitTrue(() -> queue().waiting() == 1, Duration.ofSeconds(10), "queued");
+            OperatorHarness.awaitTrue(() -> queue().waiting() == 1, Duration.ofSeconds(60), "queued");
         }
-        OperatorHarness.awaitTrue(() -> queue().waiting() == 0, Duration.ofSeconds(5), "left the queue");
+        OperatorHarness.awaitTrue(() -> queue().waiting() == 0, Duration.ofSeconds(60), "left the queue");
         cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
         op.awaitCache(c -> c.size() == 1);
         Thread.sleep(1500);
@@ -271,18 +272,18 @@ class WaitingRouteTest {
                     + "\r\n\r\n").getBytes(StandardCharsets.UTF_8));
             out.write(body);
             out.flush();
-            OperatorHarness.awaitTrue(() -> queue().waiting() == 1, Duration.ofSeconds(10), "queued");
+            OperatorHarness.awaitTrue(() -> queue().waiting() == 1, Duration.ofSeconds(60), "queued");
             retry = allocAsync(op.frontProxy(), body(key, 30));
-            OperatorHarness.awaitTrue(() -> queue().waitingRequests() == 2, Duration.ofSeconds(10), "retry joined");
+            OperatorHarness.awaitTrue(() -> queue().waitingRequests() == 2, Duration.ofSeconds(60), "retry joined");
         }
-        OperatorHarness.awaitTrue(() -> queue().waitingRequests() == 1, Duration.ofSeconds(10), "first client left");
+        OperatorHarness.awaitTrue(() -> queue().waitingRequests() == 1, Duration.ofSeconds(60), "first client left");
         assertThat(queue().waiting()).as("the retry still waits").isEqualTo(1);
         cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
-        HttpResponse<String> r = retry.get(15, TimeUnit.SECONDS);
+        HttpResponse<String> r = retry.get(60, TimeUnit.SECONDS);
         assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
         String prefix = Hashes.keyHash(key).substring(0, 8);
         OperatorHarness.awaitTrue(() -> audit.lines().stream().filter(e -> e.getFormattedMessage().contains(prefix))
-                .count() == 2, Duration.ofSeconds(10), "both requests audited");
+                .count() == 2, Duration.ofSeconds(60), "both requests audited");
         assertThat(ManagedPods.keyHash(pod(podName(r)))).as("the pod answered to the retry is still claimed for it")
                 .isEqualTo(Hashes.keyHash(key));
         assertThat(audit.lines()).extracting(ch.qos.logback.classic.spi.ILoggingEvent::getFormattedMessage).filteredOn(l -> l.contains(prefix))
@@ -293,9 +294,9 @@ class WaitingRouteTest {
     void aDeallocOfAWaitingKeyEndsTheWaitAndNothingIsClaimedForIt() throws Exception {
         op = new OperatorHarness(cluster);
         CompletableFuture<HttpResponse<String>> waiter = allocAsync(op.frontProxy(), body("changed-my-mind", 30));
-        OperatorHarness.awaitTrue(() -> queue().waiting() == 1, Duration.ofSeconds(10), "queued");
+        OperatorHarness.awaitTrue(() -> queue().waiting() == 1, Duration.ofSeconds(60), "queued");
         assertThat(op.dealloc("{\"idempotencyKey\":\"changed-my-mind\"}").statusCode()).isEqualTo(204);
-        HttpResponse<String> r = waiter.get(10, TimeUnit.SECONDS);
+        HttpResponse<String> r = waiter.get(60, TimeUnit.SECONDS);
         assertThat(r.statusCode()).isEqualTo(410);
         assertThat(r.body()).contains("\"message\":\"the allocation was deallocated while it waited for capacity\"");
         assertThat(queue().waiting()).isZero();
