@@ -218,10 +218,10 @@ class AllocsRouteTest {
         OperatorHarness.awaitTrue(() -> AUDIT.list.stream().map(ILoggingEvent::getFormattedMessage)
                 .anyMatch(line -> line.contains("\"verb\":\"delete\"") && line.contains("\"outcome\":\"deallocated\"")
                         && line.contains("\"allocation\":\"" + pod + "\"") && line.contains("\"user\":\"alice\"")),
-                Duration.ofSeconds(10), "the delete's audit line");
+                Duration.ofSeconds(60), "the delete's audit line");
         OperatorHarness.awaitTrue(() -> cluster.client.v1().events().inNamespace("playpen").list().getItems().stream()
                 .anyMatch(e -> "Deallocated".equals(e.getReason()) && pod.equals(e.getInvolvedObject().getName())),
-                Duration.ofSeconds(10), "the delete's Deallocated Event");
+                Duration.ofSeconds(60), "the delete's Deallocated Event");
         assertStatus(send("DELETE", ALLOCS + "/" + idOf(a1), null, "alice", "playpen-users"), 404, "NotFound", null);
         HttpResponse<String> adminDel = send("DELETE", ALLOCS + "/" + idOf(b1), null, "root", "playpen-users",
                 "playpen-admins");
@@ -432,7 +432,7 @@ class AllocsRouteTest {
 
         // released, its pod replaced under the same name and port, claimed again with another key: the same id
         assertThat(op.dealloc("{\"idempotencyKey\":\"first\"}").statusCode()).isEqualTo(204);
-        OperatorHarness.awaitTrue(() -> cluster.pods().isEmpty(), Duration.ofSeconds(10), "the released pod's delete");
+        OperatorHarness.awaitTrue(() -> cluster.pods().isEmpty(), Duration.ofSeconds(60), "the released pod's delete");
         String replacement = cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a")).getMetadata().getUid();
         op.awaitCache(c -> c.size() == 1 && replacement.equals(c.iterator().next().getMetadata().getUid()));
         assertThat(alloc(op, "second", "alice", "playpen-users").statusCode()).isEqualTo(200);

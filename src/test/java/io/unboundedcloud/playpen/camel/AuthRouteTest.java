@@ -214,15 +214,15 @@ class AuthRouteTest {
                 } catch (Exception e) {
                     return false;
                 }
-            }, Duration.ofSeconds(10), "new CA accepted");
+            }, Duration.ofSeconds(60), "new CA accepted");
             assertStatus(get(op.frontProxy(), DISCOVERY), 403, "Forbidden");
             // an invalid bundle refuses everything and readiness drops
             cluster.setTrust("not a pem", null);
-            OperatorHarness.awaitTrue(() -> !op.app.ready(), Duration.ofSeconds(10), "not ready with a bad bundle");
+            OperatorHarness.awaitTrue(() -> !op.app.ready(), Duration.ofSeconds(60), "not ready with a bad bundle");
             assertStatus(get(OperatorHarness.client(newClient), DISCOVERY), 403, "Forbidden");
         } finally {
             cluster.setTrust(cluster.frontProxyCa.certificatePem(), "[\"front-proxy-client\"]");
-            OperatorHarness.awaitTrue(op.app::ready, Duration.ofSeconds(10), "ready again");
+            OperatorHarness.awaitTrue(op.app::ready, Duration.ofSeconds(60), "ready again");
         }
     }
 
@@ -238,7 +238,7 @@ class AuthRouteTest {
                 } catch (Exception e) {
                     return false;
                 }
-            }, Duration.ofSeconds(10), "any CN accepted");
+            }, Duration.ofSeconds(60), "any CN accepted");
         } finally {
             cluster.setTrust(cluster.frontProxyCa.certificatePem(), "[\"front-proxy-client\"]");
         }

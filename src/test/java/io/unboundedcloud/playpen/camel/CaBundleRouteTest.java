@@ -46,7 +46,7 @@ class CaBundleRouteTest {
             createApiService(cluster);
             // the interval is 10 minutes: only the publish on leadership (or the route's very first tick) can do it
             try (OperatorHarness op = new OperatorHarness(cluster, "--reconcile-interval=10m")) {
-                OperatorHarness.awaitTrue(() -> !caBundle(cluster).isEmpty(), Duration.ofSeconds(10), "caBundle published");
+                OperatorHarness.awaitTrue(() -> !caBundle(cluster).isEmpty(), Duration.ofSeconds(60), "caBundle published");
                 Secret tls = cluster.client.secrets().inNamespace("playpen").list().getItems().stream()
                         .filter(s -> "kubernetes.io/tls".equals(s.getType())).findFirst().orElseThrow();
                 String servingPem = new String(Base64.getDecoder().decode(tls.getData().get("tls.crt")), StandardCharsets.UTF_8);
@@ -63,9 +63,9 @@ class CaBundleRouteTest {
                 // the APIService appears could come just as the wait below ends
                 OperatorHarness op = new OperatorHarness(cluster, "--serving-cert-check-interval=1s")) {
             OperatorHarness.awaitTrue(() -> op.app.camelContext().getRouteController().getRouteStatus("ca-bundle")
-                    .isStarted(), Duration.ofSeconds(10), "ca-bundle route running");
+                    .isStarted(), Duration.ofSeconds(60), "ca-bundle route running");
             createApiService(cluster);
-            OperatorHarness.awaitTrue(() -> !caBundle(cluster).isEmpty(), Duration.ofSeconds(10), "caBundle published");
+            OperatorHarness.awaitTrue(() -> !caBundle(cluster).isEmpty(), Duration.ofSeconds(60), "caBundle published");
         }
     }
 }

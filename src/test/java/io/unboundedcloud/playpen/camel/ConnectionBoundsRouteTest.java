@@ -175,11 +175,11 @@ class ConnectionBoundsRouteTest {
             for (int i = 0; i < 20; i++) {
                 flood.add(new Socket("127.0.0.1", op.port));
             }
-            OperatorHarness.awaitTrue(() -> op.app.connectionGuard().evicted() >= 16, Duration.ofSeconds(10),
+            OperatorHarness.awaitTrue(() -> op.app.connectionGuard().evicted() >= 16, Duration.ofSeconds(60),
                     "oldest unauthenticated connections evicted");
             assertThat(op.app.connectionGuard().unauthenticatedConnections()).isLessThanOrEqualTo(4);
             HttpResponse<String> r = op.frontProxy().send(HttpRequest.newBuilder(URI.create(
-                    op.url("/apis/playpen.unbounded-cloud.io"))).timeout(Duration.ofSeconds(10)).GET().build(),
+                    op.url("/apis/playpen.unbounded-cloud.io"))).timeout(Duration.ofSeconds(60)).GET().build(),
                     HttpResponse.BodyHandlers.ofString());
             assertThat(r.statusCode()).isEqualTo(200);
             assertThat(r.body()).contains("\"kind\":\"APIGroup\"");

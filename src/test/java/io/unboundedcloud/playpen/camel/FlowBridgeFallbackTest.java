@@ -56,7 +56,7 @@ class FlowBridgeFallbackTest {
             bridge.backoffChanged(new PoolSignals.BackoffChange(amd64, PoolBackoff.View.NONE, null, pod("ready")));
             observed.trustBundleInvalid("no certificate in the bundle");
 
-            OperatorHarness.awaitTrue(() -> recorder.written() == 9, Duration.ofSeconds(10), "nine events written");
+            OperatorHarness.awaitTrue(() -> recorder.written() == 9, Duration.ofSeconds(60), "nine events written");
             // the APIService is cluster-scoped: its Events are in "default", the pods' in theirs
             List<String> written = cluster.client.v1().events().inAnyNamespace().list().getItems().stream()
                     .map(FlowBridgeFallbackTest::describe).sorted().toList();

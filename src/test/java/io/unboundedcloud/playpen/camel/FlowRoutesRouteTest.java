@@ -108,7 +108,7 @@ class FlowRoutesRouteTest {
             } catch (Exception e) {
                 return false;
             }
-        }, Duration.ofSeconds(5), "7 audit lines");
+        }, Duration.ofSeconds(60), "7 audit lines");
         assertThat(auditLines().stream().filter(ours).map(j -> j.get("user").asText() + " " + j.get("verb").asText()
                 + " " + j.get("outcome").asText() + " " + j.get("allocation").asText()).toList()).containsExactly(
                 "alice allocate allocated " + pod,
@@ -141,7 +141,7 @@ class FlowRoutesRouteTest {
 
         // the Events went through the kube-event route (one exchange per caller) into EventRecorder
         OperatorHarness.awaitTrue(() -> reasons().containsAll(List.of("Allocated", "Deallocated")),
-                Duration.ofSeconds(5), "Allocated and Deallocated events");
+                Duration.ofSeconds(60), "Allocated and Deallocated events");
         assertThat(cluster.client.v1().events().inNamespace("playpen").list().getItems().stream()
                 .filter(e -> "Allocated".equals(e.getReason()) && pod.equals(e.getInvolvedObject().getName())).count())
                 .as("one Allocated Event for the claim, none for its replay").isEqualTo(1);
@@ -199,14 +199,14 @@ class FlowRoutesRouteTest {
                     } catch (Exception e) {
                         return false;
                     }
-                }, Duration.ofSeconds(15), "the expiry's audit line");
+                }, Duration.ofSeconds(60), "the expiry's audit line");
                 JsonNode line = auditLines().stream().filter(j -> "expire".equals(j.get("verb").asText())
                         && pod.equals(j.get("allocation").asText())).findFirst().orElseThrow();
                 String claimHash = auditLines().stream().filter(j -> "allocate".equals(j.get("verb").asText())
                         && pod.equals(j.get("allocation").asText())).findFirst().orElseThrow().get("keyHashPrefix").asText();
                 assertThat(line.get("keyHashPrefix").asText()).isEqualTo(claimHash);
                 OperatorHarness.awaitTrue(() -> c.client.v1().events().inNamespace("playpen").list().getItems().stream()
-                        .anyMatch(e -> "Expired".equals(e.getReason())), Duration.ofSeconds(5), "Expired event");
+                        .anyMatch(e -> "Expired".equals(e.getReason())), Duration.ofSeconds(60), "Expired event");
                 assertThat(o.app.camelContext().getRoute("ttl-expired")).isNotNull();
             }
         }
@@ -229,7 +229,7 @@ class FlowRoutesRouteTest {
         HttpResponse<String> first = op.alloc(body);
         assertThat(first.statusCode()).isEqualTo(200);
         assertThat(op.alloc(body).statusCode()).isEqualTo(200);
-        OperatorHarness.awaitTrue(() -> AUDIT.list.size() >= auditBefore + 2, Duration.ofSeconds(10), "two audit lines");
+        OperatorHarness.awaitTrue(() -> AUDIT.list.size() >= auditBefore + 2, Duration.ofSeconds(60), "two audit lines");
         events.assertIsSatisfied(5000);
         KubeEvent e = events.getExchanges().get(0).getMessage().getBody(KubeEvent.class);
         assertThat(e.reason()).isEqualTo("Allocated");

@@ -46,8 +46,8 @@ class LeaderElectionRouteTest {
         a = new OperatorHarness(cluster, flags(2, "15s", "10s"));
         b = new OperatorHarness(cluster, flags(2, "15s", "10s"));
         OperatorHarness.awaitTrue(() -> a.app.leaderElection().isLeader() || b.app.leaderElection().isLeader(),
-                Duration.ofSeconds(15), "a leader");
-        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 2, Duration.ofSeconds(10), "pool filled");
+                Duration.ofSeconds(60), "a leader");
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 2, Duration.ofSeconds(60), "pool filled");
         Thread.sleep(1500);
         assertThat(a.app.leaderElection().isLeader() ^ b.app.leaderElection().isLeader()).isTrue();
         OperatorHarness leader = a.app.leaderElection().isLeader() ? a : b;
@@ -70,10 +70,10 @@ class LeaderElectionRouteTest {
         } else {
             b = null;
         }
-        OperatorHarness.awaitTrue(() -> follower.app.leaderElection().isLeader(), Duration.ofSeconds(15), "takeover");
+        OperatorHarness.awaitTrue(() -> follower.app.leaderElection().isLeader(), Duration.ofSeconds(60), "takeover");
         cluster.client.pods().inNamespace("playpen").withName("playpen-runner-amd64-51820").delete();
         OperatorHarness.awaitTrue(() -> cluster.pods().size() == 2 && follower.app.poolReconciler().passes() > 0,
-                Duration.ofSeconds(10), "new leader refills");
+                Duration.ofSeconds(60), "new leader refills");
     }
 
     /**
@@ -106,7 +106,7 @@ class LeaderElectionRouteTest {
     void aReplicaThatLostTheLeaseCompetesAgain() throws Exception {
         cluster = TestCluster.start();
         a = new OperatorHarness(cluster, flags(0));
-        OperatorHarness.awaitTrue(() -> a.app.leaderElection().isLeader(), Duration.ofSeconds(15), "leader");
+        OperatorHarness.awaitTrue(() -> a.app.leaderElection().isLeader(), Duration.ofSeconds(60), "leader");
         // another holder takes the Lease (as after an API server blip longer than the renew deadline)
         OperatorHarness.awaitTrue(() -> {
             try {
@@ -120,13 +120,13 @@ class LeaderElectionRouteTest {
             } catch (io.fabric8.kubernetes.client.KubernetesClientException e) {
                 return false; // the leader renewed in between: try again
             }
-        }, Duration.ofSeconds(10), "lease taken over");
-        OperatorHarness.awaitTrue(() -> !a.app.leaderElection().isLeader(), Duration.ofSeconds(15), "leadership lost");
+        }, Duration.ofSeconds(60), "lease taken over");
+        OperatorHarness.awaitTrue(() -> !a.app.leaderElection().isLeader(), Duration.ofSeconds(60), "leadership lost");
         // the intruder never renews: once its lease expires this replica must take it back
         OperatorHarness.awaitTrue(() -> a.app.leaderElection().isLeader(), Duration.ofSeconds(20), "leadership regained");
         assertThat(cluster.client.leases().inNamespace("playpen").withName("playpen-operator").get().getSpec()
                 .getHolderIdentity()).isEqualTo(a.app.leaderElection().identity());
         OperatorHarness.awaitTrue(() -> a.app.camelContext().getRouteController().getRouteStatus("pool-reconcile").isStarted(),
-                Duration.ofSeconds(5), "leader routes running again");
+                Duration.ofSeconds(60), "leader routes running again");
     }
 }

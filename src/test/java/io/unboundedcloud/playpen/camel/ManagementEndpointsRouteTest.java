@@ -65,7 +65,7 @@ class ManagementEndpointsRouteTest {
             } catch (Exception e) {
                 return false;
             }
-        }, Duration.ofSeconds(10), "readiness false after the trust bundle is deleted");
+        }, Duration.ofSeconds(60), "readiness false after the trust bundle is deleted");
         assertThat(send("GET", "/observe/health").body()).isEqualTo("{\"status\":\"DOWN\"}");
         assertThat(send("GET", "/observe/health/ready").statusCode()).isEqualTo(503);
         assertThat(send("GET", "/observe/health/live").statusCode()).as("alive while not ready").isEqualTo(200);

@@ -96,7 +96,7 @@ class OperabilityRouteTest {
                 .addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, "ef".repeat(32))
                 .addToAnnotations(PlaypenKeys.CLAIMED_AT, "2000-01-01T00:00:00Z").endMetadata());
         OperatorHarness.awaitTrue(() -> cluster.client.pods().inNamespace("playpen").withName("playpen-runner-amd64-51822")
-                .get() == null, Duration.ofSeconds(5), "expiry");
+                .get() == null, Duration.ofSeconds(60), "expiry");
         // the expirer counts the expiry and drops the pod from its cache once its DELETE has returned, which can
         // be a moment after the API server stopped showing the pod
         OperatorHarness.awaitTrue(() -> {
@@ -107,7 +107,7 @@ class OperabilityRouteTest {
             } catch (Exception | AssertionError e) {
                 return false;
             }
-        }, Duration.ofSeconds(5), "expiry counted and the expired pod gone from the cache");
+        }, Duration.ofSeconds(60), "expiry counted and the expired pod gone from the cache");
 
         MBeanServer jmx = ManagementFactory.getPlatformMBeanServer();
         assertThat(jmx.getAttribute(routeMBean("alloc"), "ExchangesTotal")).isEqualTo(3L);
@@ -133,7 +133,7 @@ class OperabilityRouteTest {
             var reasons = cluster.client.v1().events().inNamespace("playpen").list().getItems().stream()
                     .map(e -> e.getReason()).toList();
             return reasons.contains("Allocated") && reasons.contains("Deallocated") && reasons.contains("Expired");
-        }, Duration.ofSeconds(5), "Allocated, Deallocated and Expired events");
+        }, Duration.ofSeconds(60), "Allocated, Deallocated and Expired events");
     }
 
     @Test
@@ -182,7 +182,7 @@ class OperabilityRouteTest {
         var r = op.alloc("{\"idempotencyKey\":\"ev\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(5) + "\"}");
         assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
         assertThat(op.dealloc("{\"idempotencyKey\":\"ev\"}").statusCode()).isEqualTo(204);
-        OperatorHarness.awaitTrue(() -> op.app.events().failed() >= 2, Duration.ofSeconds(5), "event writes refused");
+        OperatorHarness.awaitTrue(() -> op.app.events().failed() >= 2, Duration.ofSeconds(60), "event writes refused");
         assertThat(cluster.client.v1().events().inNamespace("playpen").list().getItems()).isEmpty();
         assertThat(List.of(r.body())).allMatch(b -> b.contains("\"endpoint\""));
     }

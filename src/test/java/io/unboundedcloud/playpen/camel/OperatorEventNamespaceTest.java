@@ -34,7 +34,7 @@ class OperatorEventNamespaceTest {
 
             observed.trustBundleInvalid("no certificate in the bundle");
 
-            OperatorHarness.awaitTrue(() -> recorder.written() == 1, Duration.ofSeconds(10), "event written");
+            OperatorHarness.awaitTrue(() -> recorder.written() == 1, Duration.ofSeconds(60), "event written");
             List<Event> all = cluster.client.v1().events().inAnyNamespace().list().getItems();
             assertThat(all).hasSize(1);
             Event e = all.get(0);

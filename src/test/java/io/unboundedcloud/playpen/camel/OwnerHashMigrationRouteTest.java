@@ -164,6 +164,6 @@ class OwnerHashMigrationRouteTest {
         assertThat(send("DELETE", ALLOCS + "/" + id, "alice").statusCode()).isEqualTo(200);
         OperatorHarness.awaitTrue(() -> cluster.pods().stream().noneMatch(p -> p.getMetadata().getName()
                 .equals(claimed.getMetadata().getName()) && p.getMetadata().getDeletionTimestamp() == null),
-                Duration.ofSeconds(10), "deleted");
+                Duration.ofSeconds(60), "deleted");
     }
 }

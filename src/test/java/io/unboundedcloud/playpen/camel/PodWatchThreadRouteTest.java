@@ -30,7 +30,7 @@ class PodWatchThreadRouteTest {
                     .thenRun(() -> appliedOn.set(Thread.currentThread().getName()));
             cluster.client.pods().inNamespace(TestCluster.NS).withName(name)
                     .edit(p -> new PodBuilder(p).editMetadata().addToLabels("touched", "yes").endMetadata().build());
-            applied.get(10, TimeUnit.SECONDS);
+            applied.get(60, TimeUnit.SECONDS);
             assertThat(appliedOn.get()).as("the thread that applied the watch event").startsWith("vert.x-eventloop-thread-");
         }
     }

@@ -66,7 +66,7 @@ class PoolRouteTest {
     void emptyNamespaceFillsToCountsWithLowestPortsAndNothingMore() throws Exception {
         start("--runner-amd64-count=2", "--runner-arm64-count=1", "--control-plane-count=1",
                 "--control-plane-versions=v1.33.0,v1.32.1", "--reconcile-interval=10m");
-        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 5, Duration.ofSeconds(10), "5 pods");
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 5, Duration.ofSeconds(60), "5 pods");
         assertThat(names()).containsExactly("playpen-control-plane-1.32.1-16444", "playpen-control-plane-1.33.0-16443",
                 "playpen-runner-amd64-51820", "playpen-runner-amd64-51821", "playpen-runner-arm64-51822");
         Thread.sleep(500);
@@ -78,12 +78,12 @@ class PoolRouteTest {
     @Test
     void claimTriggersRefillLongBeforeTheIntervalAndBurstsDoNotOverCreate() throws Exception {
         start("--runner-amd64-count=1", "--runner-arm64-count=0", "--reconcile-interval=10m");
-        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 1, Duration.ofSeconds(10), "first runner");
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 1, Duration.ofSeconds(60), "first runner");
         makeReady();
         op.awaitCache(c -> c.stream().anyMatch(p -> p.getStatus() != null && "Running".equals(p.getStatus().getPhase())));
         assertThat(op.alloc("{\"idempotencyKey\":\"r1\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(1) + "\"}")
                 .statusCode()).isEqualTo(200);
-        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 2, Duration.ofSeconds(5), "replacement runner");
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 2, Duration.ofSeconds(60), "replacement runner");
         assertThat(names()).containsExactly("playpen-runner-amd64-51820", "playpen-runner-amd64-51821");
         // a burst of 20 cache events (touching the claimed pod) must not create beyond the deficit (0),
         // and updates that do not change whether a pod is idle trigger no pass at all
@@ -110,7 +110,7 @@ class PoolRouteTest {
         op = new OperatorHarness(cluster, "--runner-amd64-count=3", "--runner-arm64-count=0",
                 "--runner-wireguard-host-port-start=51820", "--runner-wireguard-host-port-end=51822",
                 "--reconcile-interval=10m");
-        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 3, Duration.ofSeconds(10), "pods");
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 3, Duration.ofSeconds(60), "pods");
         Thread.sleep(300);
         assertThat(names()).containsExactly("playpen-runner-amd64-51820", "playpen-runner-amd64-51821",
                 "playpen-runner-amd64-51822");
@@ -121,7 +121,7 @@ class PoolRouteTest {
         assertThat(result.exhausted().get(0).message()).contains("51820-51822");
         // on the APIService (the harness sets no POD_NAME): cluster-scoped, so its Events are in "default"
         OperatorHarness.awaitTrue(() -> cluster.client.v1().events().inNamespace("default").list().getItems().stream()
-                .anyMatch(e -> "HostPortRangeExhausted".equals(e.getReason())), Duration.ofSeconds(5), "exhaustion event");
+                .anyMatch(e -> "HostPortRangeExhausted".equals(e.getReason())), Duration.ofSeconds(60), "exhaustion event");
         assertThat(op.alloc("{\"idempotencyKey\":\"x\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(1) + "\"}")
                 .statusCode()).isEqualTo(503);
         assertThat(OperatorHarness.client(null).send(java.net.http.HttpRequest.newBuilder(
@@ -132,13 +132,13 @@ class PoolRouteTest {
     @Test
     void createdPodsMatchTheTemplateAndCarryThePoolLabels() throws Exception {
         start("--runner-amd64-count=0", "--runner-arm64-count=1", "--reconcile-interval=10m");
-        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 1, Duration.ofSeconds(10), "arm64 runner");
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 1, Duration.ofSeconds(60), "arm64 runner");
         Pod p = cluster.pods().get(0);
         assertThat(p.getMetadata().getName()).isEqualTo("playpen-runner-arm64-51820");
         assertThat(p.getMetadata().getLabels()).containsEntry(PlaypenKeys.ARCHITECTURE, "arm64")
                 .containsEntry(PlaypenKeys.RESOURCE_TYPE, "runner").containsEntry(PlaypenKeys.HOST_PORT, "51820");
         assertThat(p.getSpec().getNodeSelector()).containsEntry("kubernetes.io/arch", "arm64");
         OperatorHarness.awaitTrue(() -> cluster.client.v1().events().inNamespace("playpen").list().getItems().stream()
-                .anyMatch(e -> "Created".equals(e.getReason())), Duration.ofSeconds(5), "Created event");
+                .anyMatch(e -> "Created".equals(e.getReason())), Duration.ofSeconds(60), "Created event");
     }
 }

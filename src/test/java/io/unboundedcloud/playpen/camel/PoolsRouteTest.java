@@ -104,7 +104,7 @@ class PoolsRouteTest {
     @Test
     void kubectlGetPoolsShowsATableWithTheColumnsOfThePools() throws Exception {
         start("--runner-amd64-count=2", "--runner-arm64-count=1", "--reconcile-interval=10m");
-        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 3, Duration.ofSeconds(10), "3 pool pods");
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 3, Duration.ofSeconds(60), "3 pool pods");
         makeReady("playpen-runner-amd64-51820");
         OperatorHarness.awaitTrue(() -> {
             try {
@@ -112,7 +112,7 @@ class PoolsRouteTest {
             } catch (Exception e) {
                 return false;
             }
-        }, Duration.ofSeconds(10), "a ready pod in the pool");
+        }, Duration.ofSeconds(60), "a ready pod in the pool");
         HttpResponse<String> r = get(POOLS, TABLE);
         assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
         assertThat(r.headers().firstValue("Content-Type").orElse("")).startsWith("application/json;as=Table;g=meta.k8s.io;v=v1");
@@ -139,7 +139,7 @@ class PoolsRouteTest {
     @Test
     void onePoolShowsItsSpecStatusAndConditions() throws Exception {
         start("--runner-amd64-count=2", "--runner-arm64-count=0", "--reconcile-interval=10m");
-        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 2, Duration.ofSeconds(10), "2 pool pods");
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 2, Duration.ofSeconds(60), "2 pool pods");
         String hash = cluster.pods().get(0).getMetadata().getLabels().get(PlaypenKeys.TEMPLATE_HASH);
         JsonNode pool = M.readTree(get(POOLS + "/runner-amd64", "application/json").body());
         assertThat(pool.path("kind").asText()).isEqualTo("Pool");
@@ -221,22 +221,22 @@ class PoolsRouteTest {
         // both counts: a pass already running when the counts were read (the startup pass, or its refill) can end
         // the route's exchange before the requested one has started
         OperatorHarness.awaitTrue(() -> managed.getExchangesTotal() > exchanges
-                && op.app.poolReconciler().passes() > passes, Duration.ofSeconds(5), "a refill through the route");
+                && op.app.poolReconciler().passes() > passes, Duration.ofSeconds(60), "a refill through the route");
         assertThat(op.app.poolReconciler().passes()).isGreaterThan(passes);
     }
 
     @Test
     void anEvictedIdlePodIsReplacedAndAnEvictedAllocatedPodIsOnlyReported() throws Exception {
         start("--runner-amd64-count=1", "--runner-arm64-count=0", "--reconcile-interval=10m");
-        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 1, Duration.ofSeconds(10), "the pool pod");
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 1, Duration.ofSeconds(60), "the pool pod");
         makeReady("playpen-runner-amd64-51820");
         op.awaitCache(c -> c.stream().anyMatch(p -> p.getStatus() != null && "Running".equals(p.getStatus().getPhase())));
         // kubectl patch pod ... --subresource=status: what a node under memory pressure does
         cluster.client.pods().inNamespace("playpen").withName("playpen-runner-amd64-51820").edit(p -> new PodBuilder(p)
                 .editStatus().withPhase("Failed").withReason("Evicted").endStatus().build());
-        OperatorHarness.awaitTrue(() -> names().equals(List.of("playpen-runner-amd64-51821")), Duration.ofSeconds(10),
+        OperatorHarness.awaitTrue(() -> names().equals(List.of("playpen-runner-amd64-51821")), Duration.ofSeconds(60),
                 "the evicted pod replaced");
-        OperatorHarness.awaitTrue(() -> event("Evicted", "playpen-runner-amd64-51820"), Duration.ofSeconds(5),
+        OperatorHarness.awaitTrue(() -> event("Evicted", "playpen-runner-amd64-51820"), Duration.ofSeconds(60),
                 "Warning Evicted on the pod");
         assertThat(theEvent("Evicted").getType()).isEqualTo("Warning");
         assertThat(theEvent("Evicted").getMessage()).isEqualTo(
@@ -247,10 +247,10 @@ class PoolsRouteTest {
                 && p.getStatus() != null && "Running".equals(p.getStatus().getPhase())));
         assertThat(op.alloc("{\"idempotencyKey\":\"k\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(1) + "\"}")
                 .statusCode()).isEqualTo(200);
-        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 2, Duration.ofSeconds(10), "the refill");
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 2, Duration.ofSeconds(60), "the refill");
         cluster.client.pods().inNamespace("playpen").withName("playpen-runner-amd64-51821").edit(p -> new PodBuilder(p)
                 .editStatus().withPhase("Failed").withReason("Evicted").endStatus().build());
-        OperatorHarness.awaitTrue(() -> event("UnhealthyEvicted", "playpen-runner-amd64-51821"), Duration.ofSeconds(10),
+        OperatorHarness.awaitTrue(() -> event("UnhealthyEvicted", "playpen-runner-amd64-51821"), Duration.ofSeconds(60),
                 "Warning UnhealthyEvicted on the allocated pod");
         Thread.sleep(500);
         assertThat(names()).as("the allocated pod is the user's: never deleted by the pool")
@@ -272,7 +272,7 @@ class PoolsRouteTest {
         op = new OperatorHarness(cluster, "--runner-amd64-count=2", "--runner-image=example.com/runner:2",
                 "--pool-max-surge=1", "--reconcile-interval=10m");
         http = op.frontProxy();
-        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 3, Duration.ofSeconds(10), "one surge pod");
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 3, Duration.ofSeconds(60), "one surge pod");
         Thread.sleep(300);
         op.app.poolReconciler().reconcile();
         assertThat(names()).as("surge 1: one new pod, the stale ones stay while it is not ready")
@@ -283,8 +283,8 @@ class PoolsRouteTest {
 
         makeReady("playpen-runner-amd64-51822");
         OperatorHarness.awaitTrue(() -> cluster.pods().size() == 3 && !names().contains("playpen-runner-amd64-51820"),
-                Duration.ofSeconds(10), "the oldest stale pod retired and the next surge pod created");
-        OperatorHarness.awaitTrue(() -> event("Stale", "playpen-runner-amd64-51820"), Duration.ofSeconds(5), "Stale event");
+                Duration.ofSeconds(60), "the oldest stale pod retired and the next surge pod created");
+        OperatorHarness.awaitTrue(() -> event("Stale", "playpen-runner-amd64-51820"), Duration.ofSeconds(60), "Stale event");
         op.awaitCache(c -> c.stream().anyMatch(p -> "playpen-runner-amd64-51822".equals(p.getMetadata().getName())
                 && p.getStatus() != null && "Running".equals(p.getStatus().getPhase())));
         // the stale pod 51821 is still ready, but the current one is handed out
@@ -297,18 +297,18 @@ class PoolsRouteTest {
     @Test
     void aLowerCountDeletesTheYoungestSurplusPodAndItsPortIsReusedLater() throws Exception {
         start("--runner-amd64-count=3", "--runner-arm64-count=0", "--reconcile-interval=10m");
-        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 3, Duration.ofSeconds(10), "3 pool pods");
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 3, Duration.ofSeconds(60), "3 pool pods");
         op.close();
         op = new OperatorHarness(cluster, "--runner-amd64-count=2", "--runner-arm64-count=0", "--reconcile-interval=10m");
         http = op.frontProxy();
-        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 2, Duration.ofSeconds(10), "scaled down to 2");
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 2, Duration.ofSeconds(60), "scaled down to 2");
         // same creation second: the higher port counts as the younger pod
         assertThat(names()).containsExactly("playpen-runner-amd64-51820", "playpen-runner-amd64-51821");
-        OperatorHarness.awaitTrue(() -> event("Surplus", "playpen-runner-amd64-51822"), Duration.ofSeconds(5),
+        OperatorHarness.awaitTrue(() -> event("Surplus", "playpen-runner-amd64-51822"), Duration.ofSeconds(60),
                 "Surplus event");
         op.close();
         op = new OperatorHarness(cluster, "--runner-amd64-count=3", "--runner-arm64-count=0", "--reconcile-interval=10m");
-        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 3, Duration.ofSeconds(10), "back to 3");
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 3, Duration.ofSeconds(60), "back to 3");
         assertThat(names()).as("the freed hostPort is the lowest free one again").contains("playpen-runner-amd64-51822");
     }
 
@@ -316,7 +316,7 @@ class PoolsRouteTest {
     void aPodClaimedAfterThePlanIsNotDeleted() throws Exception {
         // no refills: only the timer's first pass and the passes this test runs
         start("--runner-amd64-count=1", "--runner-arm64-count=0", "--reconcile-interval=10m", "--refill-debounce=1h");
-        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 1, Duration.ofSeconds(10), "the pool pod");
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 1, Duration.ofSeconds(60), "the pool pod");
         makeReady("playpen-runner-amd64-51820");
         cluster.client.pods().inNamespace("playpen").withName("playpen-runner-amd64-51820").edit(p -> new PodBuilder(p)
                 .editStatus().withPhase("Failed").withReason("Evicted").endStatus().build());
@@ -342,7 +342,7 @@ class PoolsRouteTest {
             var result = pool.finish(pool.create(pool.delete(pass)));
             assertThat(result.deleted()).isZero();
             return true;
-        }, Duration.ofSeconds(10), "a pass that planned the delete");
+        }, Duration.ofSeconds(60), "a pass that planned the delete");
         assertThat(names()).contains("playpen-runner-amd64-51820");
     }
 
@@ -358,7 +358,7 @@ class PoolsRouteTest {
         Files.writeString(timer, yaml.replace("        delay: 0\n", "        delay: 3600000\n"));
         start("--routes-dir=" + routes, "--runner-amd64-count=1", "--runner-arm64-count=0", "--reconcile-interval=10m",
                 "--refill-debounce=1h");
-        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 1, Duration.ofSeconds(10), "the pool pod");
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 1, Duration.ofSeconds(60), "the pool pod");
         assertThat(op.app.poolReconciler().passes()).isGreaterThanOrEqualTo(1);
     }
 
@@ -367,8 +367,8 @@ class PoolsRouteTest {
         // the mock API has no kubelet: pool pods never get ready
         start("--runner-amd64-count=1", "--runner-arm64-count=0", "--pool-ready-timeout=2s", "--pool-backoff-base=4s",
                 "--reconcile-interval=1s");
-        OperatorHarness.awaitTrue(() -> event("NotReadyInTime", null), Duration.ofSeconds(15), "the first pod replaced");
-        OperatorHarness.awaitTrue(() -> event("BackOff", null), Duration.ofSeconds(5), "Warning BackOff");
+        OperatorHarness.awaitTrue(() -> event("NotReadyInTime", null), Duration.ofSeconds(60), "the first pod replaced");
+        OperatorHarness.awaitTrue(() -> event("BackOff", null), Duration.ofSeconds(60), "Warning BackOff");
         assertThat(theEvent("BackOff").getMessage()).startsWith("pool runner-amd64: 1 replacement(s) in a row never "
                 + "became ready (last: pod playpen-runner-amd64-");
         assertThat(theEvent("BackOff").getType()).isEqualTo("Warning");

@@ -53,7 +53,7 @@ class ProbeListenerRouteTest {
 
     HttpResponse<String> probe(String path) throws Exception {
         return plain.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + op.app.healthAddress().getPort() + path))
-                .timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.ofString());
+                .timeout(Duration.ofSeconds(60)).build(), HttpResponse.BodyHandlers.ofString());
     }
 
     @Test
@@ -68,7 +68,7 @@ class ProbeListenerRouteTest {
             s.startHandshake();
             held.add(s);
         }
-        OperatorHarness.awaitTrue(() -> op.app.connectionGuard().openConnections() == 8, Duration.ofSeconds(10),
+        OperatorHarness.awaitTrue(() -> op.app.connectionGuard().openConnections() == 8, Duration.ofSeconds(60),
                 "every HTTPS slot taken");
         HttpClient https = OperatorHarness.client(null);
         assertThatThrownBy(() -> https.send(HttpRequest.newBuilder(URI.create(op.url("/readyz")))
@@ -93,7 +93,7 @@ class ProbeListenerRouteTest {
             } catch (Exception e) {
                 return false;
             }
-        }, Duration.ofSeconds(10), "not ready without a trust bundle");
+        }, Duration.ofSeconds(60), "not ready without a trust bundle");
         HttpResponse<String> r = probe("/readyz");
         JsonNode status = Json.MAPPER.readTree(r.body());
         assertThat(status.get("reason").asText()).isEqualTo("ServiceUnavailable");

@@ -149,7 +149,7 @@ class RenewalRouteTest {
                 "\"keyHashPrefix\":\"" + prefix + "\"") == 1
                 && auditLines("\"verb\":\"renew\"", "\"outcome\":\"unchanged\"",
                         "\"keyHashPrefix\":\"" + prefix + "\"", "\"allocation\":\"" + RUNNER + "\"") == 1,
-                Duration.ofSeconds(5), "the renewed and the unchanged renewal's audit lines");
+                Duration.ofSeconds(60), "the renewed and the unchanged renewal's audit lines");
     }
 
     @Test

@@ -86,17 +86,17 @@ class RouteTweakRouteTest {
                     assertThat(first.statusCode()).isEqualTo(200);
                     // the answer did not wait for the webhook: the hook answers only once the test lets it
                     assertThat(hookAnswered).as("webhook answered before the alloc answer").isFalse();
-                    assertThat(hookCalled.await(10, TimeUnit.SECONDS)).as("webhook called").isTrue();
+                    assertThat(hookCalled.await(60, TimeUnit.SECONDS)).as("webhook called").isTrue();
                     // nor do the audit lines after it: the replay's is written while the webhook still holds the post
                     assertThat(op.alloc(body).statusCode()).as("replay: no second post").isEqualTo(200);
                     OperatorHarness.awaitTrue(() -> auditLines.list.stream()
                             .anyMatch(e -> e.getFormattedMessage().contains("\"outcome\":\"replayed\"")),
-                            java.time.Duration.ofSeconds(10), "the replay's audit line");
+                            java.time.Duration.ofSeconds(60), "the replay's audit line");
                     assertThat(hookAnswered).isFalse();
                     answered.countDown();
                     assertThat(op.dealloc("{\"idempotencyKey\":\"hook-secret\"}").statusCode()).isEqualTo(204);
                     OperatorHarness.awaitTrue(() -> op.app.camelContext().getInflightRepository().size() == 0,
-                            java.time.Duration.ofSeconds(10), "audit lines written");
+                            java.time.Duration.ofSeconds(60), "audit lines written");
                     assertThat(posted).hasSize(1);
                     assertThat(posted.get(0)).startsWith("POST {");
                     JsonNode line = m.readTree(posted.get(0).substring("POST ".length()));

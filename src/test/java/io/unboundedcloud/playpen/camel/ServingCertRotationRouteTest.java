@@ -113,7 +113,7 @@ class ServingCertRotationRouteTest {
             try (OperatorHarness op = new OperatorHarness(cluster, "--serving-cert-validity=20s",
                     "--serving-cert-renew-fraction=0.5", "--serving-cert-check-interval=200ms",
                     "--serving-cert-publish-grace=2s")) {
-                OperatorHarness.awaitTrue(() -> !bundle(cluster).isEmpty(), Duration.ofSeconds(10), "caBundle published");
+                OperatorHarness.awaitTrue(() -> !bundle(cluster).isEmpty(), Duration.ofSeconds(60), "caBundle published");
                 Instant started = Instant.now();
                 X509Certificate first = sampleUntil(op, c -> true, Duration.ofSeconds(1)).get(0).served();
                 List<Sample> samples = sampleUntil(op, c -> !c.equals(first), Duration.ofSeconds(30));
@@ -144,7 +144,7 @@ class ServingCertRotationRouteTest {
             CaBundleRouteTest.createApiService(cluster);
             try (OperatorHarness op = new OperatorHarness(cluster, "--serving-cert-check-interval=200ms",
                     "--serving-cert-publish-grace=2s")) {
-                OperatorHarness.awaitTrue(() -> !bundle(cluster).isEmpty(), Duration.ofSeconds(10), "caBundle published");
+                OperatorHarness.awaitTrue(() -> !bundle(cluster).isEmpty(), Duration.ofSeconds(60), "caBundle published");
                 X509Certificate first = handshake(op.port, bundle(cluster));
 
                 // the Secret is replaced with a certificate from the administrator's CA
@@ -174,10 +174,10 @@ class ServingCertRotationRouteTest {
                 Pki.Issued fpClient = Pki.issue(fpCa, Pki.Subject.cn("front-proxy-client"), Pki.Usage.CLIENT,
                         now.minusSeconds(60), Duration.ofDays(1));
                 cluster.setTrust(cluster.frontProxyCa.certificatePem() + fpCa.certificatePem(), "[\"front-proxy-client\"]");
-                OperatorHarness.awaitTrue(() -> discovery(op, fpClient) == 200, Duration.ofSeconds(10), "new front-proxy CA accepted");
+                OperatorHarness.awaitTrue(() -> discovery(op, fpClient) == 200, Duration.ofSeconds(60), "new front-proxy CA accepted");
                 assertThat(discovery(op, cluster.frontProxyClient)).as("old CA still trusted during its overlap").isEqualTo(200);
                 cluster.setTrust(fpCa.certificatePem(), "[\"front-proxy-client\"]");
-                OperatorHarness.awaitTrue(() -> discovery(op, cluster.frontProxyClient) == 403, Duration.ofSeconds(10),
+                OperatorHarness.awaitTrue(() -> discovery(op, cluster.frontProxyClient) == 403, Duration.ofSeconds(60),
                         "old front-proxy CA dropped");
                 assertThat(discovery(op, fpClient)).isEqualTo(200);
                 assertThat(handshake(op.port, bundle(cluster))).isEqualTo(corp.certificate());

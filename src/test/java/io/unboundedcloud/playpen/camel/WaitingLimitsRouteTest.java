@@ -78,7 +78,7 @@ class WaitingLimitsRouteTest {
     }
 
     void awaitWaiting(int n) throws InterruptedException {
-        OperatorHarness.awaitTrue(() -> queue().waitingRequests() == n, Duration.ofSeconds(10), n + " waiting");
+        OperatorHarness.awaitTrue(() -> queue().waitingRequests() == n, Duration.ofSeconds(60), n + " waiting");
     }
 
     @Test
@@ -88,18 +88,18 @@ class WaitingLimitsRouteTest {
             alice.add(allocAsync("alice", body("alice-" + i, 30)));
         }
         awaitWaiting(3);
-        assertTooMany(allocAsync("alice", body("alice-3", 30)).get(10, TimeUnit.SECONDS), "--max-waiting-per-user");
+        assertTooMany(allocAsync("alice", body("alice-3", 30)).get(60, TimeUnit.SECONDS), "--max-waiting-per-user");
         // a retry of a key that already waits is one more waiting request (one more connection) too
-        assertTooMany(allocAsync("alice", body("alice-0", 30)).get(10, TimeUnit.SECONDS), "--max-waiting-per-user");
+        assertTooMany(allocAsync("alice", body("alice-0", 30)).get(60, TimeUnit.SECONDS), "--max-waiting-per-user");
         // without waitSeconds alice gets today's answer at once: nothing waits, nothing is capped
-        assertThat(allocAsync("alice", body("alice-now", 0)).get(10, TimeUnit.SECONDS).statusCode()).isEqualTo(503);
+        assertThat(allocAsync("alice", body("alice-now", 0)).get(60, TimeUnit.SECONDS).statusCode()).isEqualTo(503);
 
         List<CompletableFuture<HttpResponse<String>>> bob = new ArrayList<>();
         for (int i = 0; i < 2; i++) {
             bob.add(allocAsync("bob", body("bob-" + i, 30)));
         }
         awaitWaiting(5);
-        assertTooMany(allocAsync("carol", body("carol-0", 30)).get(10, TimeUnit.SECONDS), "--max-waiting");
+        assertTooMany(allocAsync("carol", body("carol-0", 30)).get(60, TimeUnit.SECONDS), "--max-waiting");
         assertThat(queue().waitingRequests()).isEqualTo(5);
         assertThat(alice).noneMatch(CompletableFuture::isDone);
         assertThat(bob).noneMatch(CompletableFuture::isDone);
@@ -116,7 +116,7 @@ class WaitingLimitsRouteTest {
         awaitWaiting(4);
         assertThat(all.stream().filter(CompletableFuture::isDone).map(f -> f.join().statusCode())).containsExactly(200);
         assertThat(queue().waitingRequests(ownerOf("alice")) + queue().waitingRequests(ownerOf("bob"))).isEqualTo(4);
-        assertThat(allocAsync("carol", body("carol-1", 1)).get(10, TimeUnit.SECONDS).statusCode())
+        assertThat(allocAsync("carol", body("carol-1", 1)).get(60, TimeUnit.SECONDS).statusCode())
                 .as("a free slot is used again, and the wait ends with today's 503").isEqualTo(503);
         awaitWaiting(4);
     }

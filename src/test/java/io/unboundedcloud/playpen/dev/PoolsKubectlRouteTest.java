@@ -153,7 +153,7 @@ class PoolsKubectlRouteTest {
                 "{\"status\":{\"phase\":\"Failed\",\"reason\":\"Evicted\",\"message\":\"The node was low on resource: "
                         + "memory.\"}}");
         OperatorHarness.awaitTrue(() -> pods().stream().noneMatch(p -> p.getMetadata().getName().equals(victim)
-                && "Failed".equals(p.getStatus().getPhase())) && readyIdle("amd64", null) == 2, Duration.ofSeconds(15),
+                && "Failed".equals(p.getStatus().getPhase())) && readyIdle("amd64", null) == 2, Duration.ofSeconds(60),
                 "the evicted pod replaced");
         assertThat(ok("-n", "playpen", "get", "events", "-o", "custom-columns=REASON:.reason,OBJECT:.involvedObject.name,"
                 + "MESSAGE:.message")).contains("Evicted", victim);

@@ -137,7 +137,7 @@ class ResumableCrudDispatcherTest {
         try {
             List<Event> got = new java.util.ArrayList<>();
             for (int i = 0; i < 4; i++) {
-                got.add(events.poll(10, TimeUnit.SECONDS));
+                got.add(events.poll(60, TimeUnit.SECONDS));
             }
             assertThat(got).extracting(Event::action, Event::name).containsExactly(
                     org.assertj.core.groups.Tuple.tuple(Watcher.Action.ADDED, "a"),
@@ -153,7 +153,7 @@ class ResumableCrudDispatcherTest {
             assertThat(events.poll(300, TimeUnit.MILLISECONDS)).as("nothing from before the version").isNull();
             // and it follows what comes next
             create("c");
-            assertThat(events.poll(10, TimeUnit.SECONDS)).extracting(Event::action, Event::name)
+            assertThat(events.poll(60, TimeUnit.SECONDS)).extracting(Event::action, Event::name)
                     .containsExactly(Watcher.Action.ADDED, "c");
         } finally {
             w.close();
@@ -172,7 +172,7 @@ class ResumableCrudDispatcherTest {
         CompletableFuture<WatcherException> closed = new CompletableFuture<>();
         Watch w = watchFrom(from, new LinkedBlockingQueue<>(), closed);
         try {
-            WatcherException e = closed.get(10, TimeUnit.SECONDS);
+            WatcherException e = closed.get(60, TimeUnit.SECONDS);
             assertThat(e.isHttpGone()).isTrue();
         } finally {
             w.close();
@@ -263,9 +263,9 @@ class ResumableCrudDispatcherTest {
         BlockingQueue<Event> events = new LinkedBlockingQueue<>();
         Watch w = watchFrom(rv, events, new CompletableFuture<>());
         try {
-            assertThat(events.poll(10, TimeUnit.SECONDS)).extracting(Event::action, Event::name)
+            assertThat(events.poll(60, TimeUnit.SECONDS)).extracting(Event::action, Event::name)
                     .containsExactly(Watcher.Action.ADDED, "later");
-            assertThat(events.poll(10, TimeUnit.SECONDS)).extracting(Event::action, Event::name)
+            assertThat(events.poll(60, TimeUnit.SECONDS)).extracting(Event::action, Event::name)
                     .containsExactly(Watcher.Action.DELETED, "p6");
         } finally {
             w.close();

@@ -195,7 +195,7 @@ class FakeRunnerTest {
         X509Certificate cert = Pki.parseCertificates(published.get(PlaypenKeys.REDFISH_CERT_PEM)).get(0);
         int port = ((ProbeServerHolder) () -> runner).port();
         HttpResponse<String> healthz = trusting(cert).send(HttpRequest.newBuilder(
-                URI.create("https://localhost:" + port + "/healthz")).timeout(Duration.ofSeconds(10)).build(),
+                URI.create("https://localhost:" + port + "/healthz")).timeout(Duration.ofSeconds(60)).build(),
                 HttpResponse.BodyHandlers.ofString());
         assertThat(healthz.statusCode()).isEqualTo(200);
         assertThat(healthz.body()).isEqualTo("ok");

@@ -180,7 +180,7 @@ class DevModeIT {
         OperatorHarness.awaitTrue(() -> {
             String names = kubectlOk("get", "pods", "-n", "playpen", "-o", "name");
             return names.lines().filter(l -> l.contains("playpen-runner-" + a.at("/pod/architecture").asText())).count() >= 1;
-        }, Duration.ofSeconds(10), "replacement runner");
+        }, Duration.ofSeconds(60), "replacement runner");
     }
 
     @Test
@@ -198,10 +198,10 @@ class DevModeIT {
     @Order(4)
     void controlPlaneKubeconfigPointsAtExternalIpAndHostPort() throws Exception {
         OperatorHarness.awaitTrue(() -> kubectlOk("get", "pods", "-n", "playpen", "-o", "name").contains("control-plane"),
-                Duration.ofSeconds(10), "control-plane pod");
+                Duration.ofSeconds(60), "control-plane pod");
         Path req = request("cp.json", "{\"idempotencyKey\":\"it-cp\",\"resourceType\":\"controlPlane\"}");
         String out = null;
-        long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
         while (out == null) {
             Run r = kubectlAs("kubeconfig", "create", "--raw", ALLOCS, "-f", req.toString());
             if (r.code() == 0) {
@@ -232,9 +232,9 @@ class DevModeIT {
         HttpClient http = OperatorHarness.client(frontProxy);
         String body = "{\"idempotencyKey\":\"it-direct\",\"wireGuardPublicKey\":\"" + wgKey(4) + "\"}";
         OperatorHarness.awaitTrue(() -> kubectlOk("get", "pods", "-n", "playpen", "-o", "name").lines()
-                .filter(l -> l.contains("runner")).count() >= 2, Duration.ofSeconds(10), "runners");
+                .filter(l -> l.contains("runner")).count() >= 2, Duration.ofSeconds(60), "runners");
         HttpResponse<String> first = null;
-        long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
         while (first == null || first.statusCode() == 503 && System.nanoTime() < deadline) {
             if (first != null) {
                 Thread.sleep(200);

@@ -40,7 +40,7 @@ class AccessReviewerTest {
             ExecutorService pool = Executors.newFixedThreadPool(16);
             try {
                 List<Future<?>> first = List.of(pool.submit(() -> reviewer.authorize(ALICE)));
-                assertThat(reviewing.await(10, TimeUnit.SECONDS)).isTrue();
+                assertThat(reviewing.await(60, TimeUnit.SECONDS)).isTrue();
                 List<Future<?>> all = new ArrayList<>(first);
                 for (int i = 0; i < 15; i++) {
                     all.add(pool.submit(() -> reviewer.authorize(ALICE)));

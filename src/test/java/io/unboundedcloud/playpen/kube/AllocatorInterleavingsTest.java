@@ -330,7 +330,7 @@ class AllocatorInterleavingsTest {
         r.watch.release();
         ClaimResolver resolver = r.allocator.resolver();
         CountDownLatch listing = holdFirst("GET " + ScriptedReplica.PODS);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         Call<java.util.Optional<ClaimResolver.Standing>> one = new Call<>(() -> resolver.standing(key.keyHash(), false,
                 deadline));
         await(listing);

@@ -46,7 +46,7 @@ class AllocatorReservationTest {
                 Allocator allocator = new Allocator(pods, nodes,
                         new ClaimWriter(cluster.client, Clock.systemUTC(), new ApiCallCounter()), candidates, 1);
                 OperatorHarness.awaitTrue(() -> pods.hasSynced() && nodes.hasSynced()
-                        && nodes.externalIp("node-a").isPresent() && pods.ringSize(KIND) == 4, Duration.ofSeconds(10),
+                        && nodes.externalIp("node-a").isPresent() && pods.ringSize(KIND) == 4, Duration.ofSeconds(60),
                         "caches synced");
                 // two keys whose ring walks start at the same pod
                 AllocCommand a = cmd("first-key");
@@ -69,10 +69,10 @@ class AllocatorReservationTest {
                     }
                 });
                 CompletableFuture<Allocator.Allocation> ra = CompletableFuture.supplyAsync(() -> allocator.allocate(a));
-                assertThat(held.await(10, TimeUnit.SECONDS)).as("first claim reached the API").isTrue();
+                assertThat(held.await(60, TimeUnit.SECONDS)).as("first claim reached the API").isTrue();
                 AllocCommand second = b;
                 CompletableFuture<Allocator.Allocation> rb = CompletableFuture.supplyAsync(() -> allocator.allocate(second));
-                OperatorHarness.awaitTrue(() -> allocator.reservationWaits() == 1, Duration.ofSeconds(10),
+                OperatorHarness.awaitTrue(() -> allocator.reservationWaits() == 1, Duration.ofSeconds(60),
                         "the second request waits for the first one's attempt");
                 release.countDown();
 
@@ -106,7 +106,7 @@ class AllocatorReservationTest {
             PodCache pods = new PodCache(cluster.client, TestCluster.NS, candidates::kindKey);
             pods.start();
             try {
-                OperatorHarness.awaitTrue(() -> pods.hasSynced() && pods.ringSize(KIND) == 6, Duration.ofSeconds(10),
+                OperatorHarness.awaitTrue(() -> pods.hasSynced() && pods.ringSize(KIND) == 6, Duration.ofSeconds(60),
                         "ring filled");
                 assertThat(pods.ringSize("runner/arm64")).isEqualTo(1);
                 AllocCommand c = cmd("ring-order");
@@ -122,10 +122,10 @@ class AllocatorReservationTest {
                 new ClaimWriter(cluster.client, Clock.systemUTC(), new ApiCallCounter()).claim(claimed,
                         claimed.getMetadata().getResourceVersion(), c);
                 OperatorHarness.awaitTrue(() -> pods.get(walked.get(0)).map(ManagedPods::isClaimed).orElse(false),
-                        Duration.ofSeconds(10), "claim seen by the watch");
+                        Duration.ofSeconds(60), "claim seen by the watch");
                 assertThat(names(pods.ring(KIND, Hashes.seed(c.keyHash())))).isEqualTo(walked);
                 cluster.client.pods().inNamespace(TestCluster.NS).withName(walked.get(1)).delete();
-                OperatorHarness.awaitTrue(() -> pods.ringSize(KIND) == 5, Duration.ofSeconds(10), "delete seen");
+                OperatorHarness.awaitTrue(() -> pods.ringSize(KIND) == 5, Duration.ofSeconds(60), "delete seen");
                 List<String> rest = new ArrayList<>(walked);
                 rest.remove(1);
                 assertThat(names(pods.ring(KIND, Hashes.seed(c.keyHash())))).isEqualTo(rest);
@@ -165,7 +165,7 @@ class AllocatorReservationTest {
                 OperatorHarness.awaitTrue(() -> pods1.hasSynced() && pods2.hasSynced() && nodes1.hasSynced()
                         && nodes2.hasSynced() && pods1.ringSize(KIND) == 8 && pods2.ringSize(KIND) == 8
                         && nodes1.externalIp("node-a").isPresent() && nodes2.externalIp("node-a").isPresent(),
-                        Duration.ofSeconds(10), "both replicas synced");
+                        Duration.ofSeconds(60), "both replicas synced");
                 AllocCommand other = cmd("someone-else");
                 String taken = firstOnRing(pods1, other);
                 AllocCommand key = null;
@@ -177,10 +177,10 @@ class AllocatorReservationTest {
                 }
                 assertThat(replica2.allocate(other).pod().getMetadata().getName()).isEqualTo(taken);
                 OperatorHarness.awaitTrue(() -> pods1.get(taken).map(ManagedPods::isClaimed).orElse(false),
-                        Duration.ofSeconds(10), "replica 1 sees the other key's claim");
+                        Duration.ofSeconds(60), "replica 1 sees the other key's claim");
 
                 OperatorHarness.awaitTrue(() -> pods2.get(taken).map(ManagedPods::isClaimed).orElse(false),
-                        Duration.ofSeconds(10), "replica 2 sees the other key's claim");
+                        Duration.ofSeconds(60), "replica 2 sees the other key's claim");
                 // both replicas' walks for the key pass the taken pod the same way (next probe) and stop at one pod
                 String next1 = replica1.firstCandidate(key).orElseThrow().pod().getMetadata().getName();
                 String next2 = replica2.firstCandidate(key).orElseThrow().pod().getMetadata().getName();
@@ -191,7 +191,7 @@ class AllocatorReservationTest {
                 assertThat(first.pod().getMetadata().getName()).isEqualTo(next1);
                 AllocCommand same = key;
                 OperatorHarness.awaitTrue(() -> pods2.get(first.pod().getMetadata().getName())
-                        .map(ManagedPods::isClaimed).orElse(false), Duration.ofSeconds(10), "replica 2 sees the claim");
+                        .map(ManagedPods::isClaimed).orElse(false), Duration.ofSeconds(60), "replica 2 sees the claim");
                 Allocator.Allocation second = replica2.allocate(same);
                 assertThat(second.replay()).isTrue();
                 assertThat(second.pod().getMetadata().getName()).isEqualTo(first.pod().getMetadata().getName());

@@ -62,7 +62,7 @@ class AllocatorTest {
                         new ClaimWriter(cluster.client, Clock.systemUTC(), new ApiCallCounter()), candidates, 1);
                 OperatorHarness.awaitTrue(() -> pods.hasSynced() && nodes.hasSynced()
                         && nodes.externalIp("node-a").isPresent() && pods.idleOfKind("runner/amd64").size() == 2,
-                        Duration.ofSeconds(10), "caches synced");
+                        Duration.ofSeconds(60), "caches synced");
 
                 Request first = new Request(allocator, cmd, requestThreads);
                 assertThat(watchMidEvent.await(20, TimeUnit.SECONDS)).as("the claim's watch event arrived").isTrue();

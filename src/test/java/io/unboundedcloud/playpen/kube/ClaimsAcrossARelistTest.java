@@ -86,7 +86,7 @@ class ClaimsAcrossARelistTest {
         assertThat(replay.pod().getMetadata().getName()).isEqualTo("playpen-runner-amd64-51821");
         assertThat(cluster.client.pods().inNamespace(TestCluster.NS).withName("playpen-runner-amd64-51821").get()
                 .getMetadata().getAnnotations()).containsEntry(PlaypenKeys.CLAIM_SETTLED, "true");
-        OperatorHarness.awaitTrue(() -> a.pods.claimsOf(key.keyHash()).get(0).stands(), Duration.ofSeconds(10),
+        OperatorHarness.awaitTrue(() -> a.pods.claimsOf(key.keyHash()).get(0).stands(), Duration.ofSeconds(60),
                 "settled claim stands");
     }
 
@@ -96,13 +96,13 @@ class ClaimsAcrossARelistTest {
         a.proxy.holdWatches();
         CompletableFuture<Allocator.Allocation> alloc = CompletableFuture.supplyAsync(() -> a.allocator.allocate(key));
         OperatorHarness.awaitTrue(() -> cluster.pods().stream().anyMatch(p -> key.keyHash().equals(ManagedPods.keyHash(p))),
-                Duration.ofSeconds(10), "claim written");
+                Duration.ofSeconds(60), "claim written");
         churn();
         relist();
         Allocator.Allocation answer = alloc.get(60, TimeUnit.SECONDS);
         assertThat(a.allocator.rollbacks()).isPositive();
         OperatorHarness.awaitTrue(() -> cluster.pods().stream()
-                .filter(p -> key.keyHash().equals(ManagedPods.keyHash(p))).count() == 1, Duration.ofSeconds(10),
+                .filter(p -> key.keyHash().equals(ManagedPods.keyHash(p))).count() == 1, Duration.ofSeconds(60),
                 "one pod carries the key");
         assertThat(cluster.pods()).filteredOn(p -> key.keyHash().equals(ManagedPods.keyHash(p)))
                 .extracting(ManagedPods::name).containsExactly(answer.pod().getMetadata().getName());
@@ -140,7 +140,7 @@ class ClaimsAcrossARelistTest {
         String second = "playpen-runner-amd64-51822";
         writeClaim(first, key, "2026-01-01T00:00:00Z");
         OperatorHarness.awaitTrue(() -> a.pods.claimOn(first).map(ClaimLedger.Claim::stands).orElse(false),
-                Duration.ofSeconds(10), "the first claim stands");
+                Duration.ofSeconds(60), "the first claim stands");
 
         a.proxy.holdWatches();
         writeClaim(first, null, null);                           // its writer takes it back: the pod is idle
@@ -176,7 +176,7 @@ class ClaimsAcrossARelistTest {
         String second = "playpen-runner-amd64-51822";
         writeClaim(first, key, "2026-01-01T00:00:00Z");
         OperatorHarness.awaitTrue(() -> a.pods.claimOn(first).map(ClaimLedger.Claim::stands).orElse(false),
-                Duration.ofSeconds(10), "the first claim stands");
+                Duration.ofSeconds(60), "the first claim stands");
 
         a.proxy.holdWatches();
         writeClaim(first, null, null);                           // its writer takes it back: the pod is idle

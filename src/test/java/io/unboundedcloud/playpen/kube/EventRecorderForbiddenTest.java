@@ -62,7 +62,7 @@ class EventRecorderForbiddenTest {
             events.normal(pod("playpen", "p" + i), "Allocated", "claimed");
         }
         events.normal(pod("other", "q"), "Allocated", "claimed"); // another namespace is not affected
-        OperatorHarness.awaitTrue(() -> events.forbidden() == 10 && events.written() == 1, Duration.ofSeconds(10),
+        OperatorHarness.awaitTrue(() -> events.forbidden() == 10 && events.written() == 1, Duration.ofSeconds(60),
                 "all events handled");
         assertThat(posts(PLAYPEN_EVENTS)).isEqualTo(EventRecorder.FORBIDDEN_BEFORE_SUSPEND);
         assertThat(events.failed()).isZero();
@@ -79,7 +79,7 @@ class EventRecorderForbiddenTest {
         Thread.sleep(1100);
         events.normal(pod("playpen", "late"), "Expired", "expired");
         events.normal(pod("playpen", "later"), "Expired", "expired");
-        OperatorHarness.awaitTrue(() -> events.forbidden() == 12, Duration.ofSeconds(5), "probe refused");
+        OperatorHarness.awaitTrue(() -> events.forbidden() == 12, Duration.ofSeconds(60), "probe refused");
         assertThat(posts(PLAYPEN_EVENTS)).isEqualTo(EventRecorder.FORBIDDEN_BEFORE_SUSPEND + 1);
         assertThat(warnings()).isEqualTo(1);
     }
@@ -90,12 +90,12 @@ class EventRecorderForbiddenTest {
         for (int i = 0; i < 5; i++) {
             events.normal(pod("playpen", "p" + i), "Allocated", "claimed");
         }
-        OperatorHarness.awaitTrue(() -> events.forbidden() == 5, Duration.ofSeconds(10), "refused");
+        OperatorHarness.awaitTrue(() -> events.forbidden() == 5, Duration.ofSeconds(60), "refused");
         cluster.forbidden = k -> false; // RBAC for events applied
         Thread.sleep(1100);
         events.normal(pod("playpen", "a"), "Allocated", "claimed");
         events.normal(pod("playpen", "b"), "Allocated", "claimed");
-        OperatorHarness.awaitTrue(() -> events.written() == 2, Duration.ofSeconds(5), "written again");
+        OperatorHarness.awaitTrue(() -> events.written() == 2, Duration.ofSeconds(60), "written again");
         assertThat(events.forbidden()).isEqualTo(5);
         assertThat(cluster.client.v1().events().inNamespace("playpen").list().getItems()).hasSize(2);
         assertThat(logs.lines()).anyMatch(e -> e.getFormattedMessage().contains("accepted again"));

@@ -144,7 +144,7 @@ class KubeClientsTest {
 
     private static boolean awaitQuietly(CountDownLatch latch) {
         try {
-            return latch.await(10, TimeUnit.SECONDS);
+            return latch.await(60, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return false;

@@ -145,7 +145,7 @@ class LegacyOwnerClaimsTest {
 
             cluster.server.expect().patch().withPath(path + "51822").andReturn(403, status + "403}").once();
             runner(cluster, 51822, "a3", ALICE.legacy());
-            OperatorHarness.awaitTrue(() -> pods.get("playpen-runner-amd64-51822").isPresent(), Duration.ofSeconds(10),
+            OperatorHarness.awaitTrue(() -> pods.get("playpen-runner-amd64-51822").isPresent(), Duration.ofSeconds(60),
                     "the new claim in the cache");
             assertThatThrownBy(() -> legacy.adopt(ALICE)).isInstanceOfSatisfying(KubernetesClientException.class,
                     e -> assertThat(e.getCode()).isEqualTo(403));

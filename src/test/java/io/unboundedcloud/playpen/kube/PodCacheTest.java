@@ -35,7 +35,7 @@ class PodCacheTest {
             });
             pods.start();
             try {
-                OperatorHarness.awaitTrue(() -> added.size() == 2, Duration.ofSeconds(10), "both listed pods added");
+                OperatorHarness.awaitTrue(() -> added.size() == 2, Duration.ofSeconds(60), "both listed pods added");
                 assertThat(added).containsExactlyInAnyOrder("playpen-runner-amd64-51820", "playpen-runner-amd64-51821");
                 // a listener added now would never hear of those two: refused rather than silently incomplete
                 assertThatThrownBy(() -> pods.addListener((change, pod) -> { }))
@@ -70,14 +70,14 @@ class PodCacheTest {
             });
             pods.start();
             try {
-                OperatorHarness.awaitTrue(() -> pods.pods().size() == 3 && pods.hasSynced(), Duration.ofSeconds(10),
+                OperatorHarness.awaitTrue(() -> pods.pods().size() == 3 && pods.hasSynced(), Duration.ofSeconds(60),
                         "the store holds the list");
                 assertThat(pods.listenersCaughtUp()).as("caught up while the listener has heard of no pod").isFalse();
                 hold.countDown();
-                OperatorHarness.awaitTrue(pods::listenersCaughtUp, Duration.ofSeconds(10), "the listener caught up");
+                OperatorHarness.awaitTrue(pods::listenersCaughtUp, Duration.ofSeconds(60), "the listener caught up");
                 assertThat(heard).hasSize(3);
                 cluster.client.pods().inNamespace(TestCluster.NS).withName("playpen-runner-amd64-51820").delete();
-                OperatorHarness.awaitTrue(() -> pods.pods().size() == 2, Duration.ofSeconds(10), "the delete applied");
+                OperatorHarness.awaitTrue(() -> pods.pods().size() == 2, Duration.ofSeconds(60), "the delete applied");
                 assertThat(pods.listenersCaughtUp()).as("still caught up").isTrue();
             } finally {
                 pods.close();
@@ -108,7 +108,7 @@ class PodCacheTest {
                 OperatorHarness.awaitTrue(() -> pods.pods().size() == listed, Duration.ofSeconds(30), "all listed");
                 Pod watched = cluster.create(withUnreadFields(TestCluster.readyRunner("amd64", 29999, "node-a")));
                 OperatorHarness.awaitTrue(() -> pods.get(watched.getMetadata().getName()).isPresent(),
-                        Duration.ofSeconds(10), "the watch delivers the new pod");
+                        Duration.ofSeconds(60), "the watch delivers the new pod");
                 assertThat(cluster.client.pods().inNamespace(TestCluster.NS).withName(watched.getMetadata().getName())
                         .get().getSpec().getVolumes()).as("the API server keeps it all").isNotEmpty();
                 Pod written = new PodBuilder(watched).editMetadata().withResourceVersion("999999").endMetadata().build();
@@ -165,13 +165,13 @@ class PodCacheTest {
             });
             pods.start();
             try {
-                OperatorHarness.awaitTrue(() -> pods.pods().size() == 2, Duration.ofSeconds(10), "both pods cached");
+                OperatorHarness.awaitTrue(() -> pods.pods().size() == 2, Duration.ofSeconds(60), "both pods cached");
                 // the event handler stalls on an unrelated update, so the old pod's delete event queues behind it
                 cluster.client.pods().inNamespace(TestCluster.NS).withName("playpen-runner-amd64-51821")
                         .edit(p -> new PodBuilder(p).editMetadata().addToLabels("touched", "yes").endMetadata().build());
                 assertThat(handlerStalled.await(20, TimeUnit.SECONDS)).isTrue();
                 cluster.client.pods().inNamespace(TestCluster.NS).withName(name).delete();
-                OperatorHarness.awaitTrue(() -> pods.get(name).isEmpty(), Duration.ofSeconds(10), "old pod gone from the store");
+                OperatorHarness.awaitTrue(() -> pods.get(name).isEmpty(), Duration.ofSeconds(60), "old pod gone from the store");
                 // this process claims the pool's new pod of that name (a newer resourceVersion)
                 String keyHash = Hashes.keyHash("reused-name");
                 Pod claimedNew = new PodBuilder(old).editMetadata().withUid("new-uid")
@@ -204,7 +204,7 @@ class PodCacheTest {
             PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
             pods.start();
             try {
-                OperatorHarness.awaitTrue(() -> pods.pods().size() == 3, Duration.ofSeconds(10), "three pods cached");
+                OperatorHarness.awaitTrue(() -> pods.pods().size() == 3, Duration.ofSeconds(60), "three pods cached");
                 String alice = Hashes.ownerHash("alice");
                 String bob = Hashes.ownerHash("bob");
                 assertThat(pods.byOwnerHash(alice)).isEmpty();
@@ -228,14 +228,14 @@ class PodCacheTest {
                                 .addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, Hashes.keyHash("k-c"))
                                 .addToAnnotations(PlaypenKeys.OWNER_HASH, bob).endMetadata().build());
                 OperatorHarness.awaitTrue(() -> pods.byOwnerHash(alice).size() == 2 && pods.byOwnerHash(bob).size() == 1,
-                        Duration.ofSeconds(10), "the watched claims indexed by owner");
+                        Duration.ofSeconds(60), "the watched claims indexed by owner");
                 assertThat(pods.byOwnerHash(bob)).extracting(p -> p.getMetadata().getName())
                         .containsExactly(c.getMetadata().getName());
                 // b's claim released (its owner annotation gone): alice holds one less
                 cluster.client.pods().inNamespace(TestCluster.NS).withName(b.getMetadata().getName())
                         .edit(p -> new PodBuilder(p).editMetadata().removeFromAnnotations(PlaypenKeys.OWNER_HASH)
                                 .removeFromAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH).endMetadata().build());
-                OperatorHarness.awaitTrue(() -> pods.byOwnerHash(alice).size() == 1, Duration.ofSeconds(10),
+                OperatorHarness.awaitTrue(() -> pods.byOwnerHash(alice).size() == 1, Duration.ofSeconds(60),
                         "the released pod left the owner's index");
                 assertThat(pods.byOwnerHash(alice)).extracting(p -> p.getMetadata().getName())
                         .containsExactly(a.getMetadata().getName());
@@ -256,7 +256,7 @@ class PodCacheTest {
             pods.start();
             try {
                 OperatorHarness.awaitTrue(() -> cluster.requestCount(k -> k.startsWith("GET /api/v1/namespaces/playpen/pods")) >= 1,
-                        Duration.ofSeconds(10), "the first LIST was refused");
+                        Duration.ofSeconds(60), "the first LIST was refused");
                 assertThat(pods.isWatching()).isFalse();
                 cluster.forbidden = key -> false;
                 // fabric8's default gives up for good after a failed first LIST; the cache must recover by itself

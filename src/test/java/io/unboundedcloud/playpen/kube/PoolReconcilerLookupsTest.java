@@ -77,7 +77,7 @@ class PoolReconcilerLookupsTest {
             NodeCache nodes = new NodeCache(cluster.client);
             if (nodesKnown) {
                 nodes.start();
-                OperatorHarness.awaitTrue(nodes::hasSynced, Duration.ofSeconds(10), "node cache synced");
+                OperatorHarness.awaitTrue(nodes::hasSynced, Duration.ofSeconds(60), "node cache synced");
             }
             PoolPlanner planner = new PoolPlanner(config, new PodTemplates(config, Map.of()));
             PoolSignals signals = new PoolSignals(planner, nodes, clock, config.pools());
@@ -96,7 +96,7 @@ class PoolReconcilerLookupsTest {
             pods.start();
             int existing = cluster.pods().size();
             OperatorHarness.awaitTrue(() -> pods.hasSynced() && told.toldToListeners.size() == existing,
-                    Duration.ofSeconds(10), "pod cache synced and its listeners told");
+                    Duration.ofSeconds(60), "pod cache synced and its listeners told");
             List<PoolPlan.Deletion> deleted = new CopyOnWriteArrayList<>();
             pool.addObserver(new PoolReconciler.Observer() {
                 @Override
@@ -298,7 +298,7 @@ class PoolReconcilerLookupsTest {
 
             assertThat(w.pool().reconcile().created()).as("created while paused").isZero();
             assertThat(asked).as("no pod changed: nothing else asks for a pass").isEmpty();
-            OperatorHarness.awaitTrue(() -> !asked.isEmpty(), Duration.ofSeconds(10), "a pass asked for");
+            OperatorHarness.awaitTrue(() -> !asked.isEmpty(), Duration.ofSeconds(60), "a pass asked for");
             // a scheduled task never runs early: the pass comes after the pause, not at the interval
             assertThat(asked.get(0)).isAfterOrEqualTo(pause.nextCreateAt());
             assertThat(cluster.pods()).isEmpty();
@@ -322,7 +322,7 @@ class PoolReconcilerLookupsTest {
                         .editMetadata().addToAnnotations(ready.getMetadata().getAnnotations()).endMetadata()
                         .editSpec().withNodeName("node-a").endSpec().withStatus(ready.getStatus()).build());
                 OperatorHarness.awaitTrue(() -> w.signals().demand(amd64).timeToReady() != null,
-                        Duration.ofSeconds(10), "time-to-ready learnt");
+                        Duration.ofSeconds(60), "time-to-ready learnt");
                 assertThat(w.signals().demand(amd64).timeToReady()).isEqualTo(Duration.ofSeconds(7));
             }
         }

@@ -68,7 +68,7 @@ class PoolReconcilerPassTest {
             OperatorHarness.awaitTrue(() -> {
                 java.util.Optional<Pod> last = toldToListeners.get(name);
                 return last != null && told.test(last);
-            }, Duration.ofSeconds(10), what);
+            }, Duration.ofSeconds(60), what);
         }
 
         @Override
@@ -120,7 +120,7 @@ class PoolReconcilerPassTest {
                 cache.addListener(pool);
                 seen.follow(cache);
                 cache.start();
-                OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(10), "cache synced");
+                OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(60), "cache synced");
                 pool.addObserver(seen);
                 body.run(cluster, pool, cache, seen);
             } finally {
@@ -375,7 +375,7 @@ class PoolReconcilerPassTest {
     }
 
     private static void awaitPassAsked(AtomicInteger asked, int count) throws InterruptedException {
-        OperatorHarness.awaitTrue(() -> asked.get() >= count, Duration.ofSeconds(10), count + " passes asked for");
+        OperatorHarness.awaitTrue(() -> asked.get() >= count, Duration.ofSeconds(60), count + " passes asked for");
         assertThat(asked.get()).isEqualTo(count);
     }
 

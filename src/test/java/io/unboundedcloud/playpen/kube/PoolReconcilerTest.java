@@ -56,7 +56,7 @@ class PoolReconcilerTest {
                 new Candidates(config.runnerLabelSelector())::idleKindKey);
         cache.start();
         try {
-            OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(10), "cache synced");
+            OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(60), "cache synced");
             try (PoolReconciler pool = new PoolReconciler(cluster.client, config, cache,
                     new PodTemplates(config, Map.of()), leader, new ApiCallCounter())) {
                 body.run(cluster, pool, cache);
@@ -92,12 +92,12 @@ class PoolReconcilerTest {
                 pool.runPassesWith(() -> { });
                 cache.addListener(pool);
                 cache.start();
-                OperatorHarness.awaitTrue(() -> cache.hasSynced() && cache.pods().size() == 2, Duration.ofSeconds(10),
+                OperatorHarness.awaitTrue(() -> cache.hasSynced() && cache.pods().size() == 2, Duration.ofSeconds(60),
                         "the store holds both pods");
                 assertThat(pool.reconcile().created()).isZero();
                 assertThat(pool.passes()).isZero();
                 hold.countDown();
-                OperatorHarness.awaitTrue(cache::listenersCaughtUp, Duration.ofSeconds(10), "the pool heard of both");
+                OperatorHarness.awaitTrue(cache::listenersCaughtUp, Duration.ofSeconds(60), "the pool heard of both");
                 assertThat(pool.reconcile().created()).isZero();
                 assertThat(pool.passes()).isEqualTo(1);
                 assertThat(cluster.pods()).hasSize(2);
@@ -124,11 +124,11 @@ class PoolReconcilerTest {
             t.start();
             // the second pass parks on the pass lock before it counts itself, plans or writes
             OperatorHarness.awaitTrue(() -> LockSupport.getBlocker(t) instanceof AbstractQueuedSynchronizer,
-                    Duration.ofSeconds(10), "the second pass waiting for the first");
+                    Duration.ofSeconds(60), "the second pass waiting for the first");
             assertThat(pool.passes()).isEqualTo(1);
             assertThat(pool.finish(pool.create(pool.delete(first))).created()).isEqualTo(1);
             // then it plans with the first one's pod expected: nothing is created twice
-            assertThat(second.get(10, TimeUnit.SECONDS).created()).isZero();
+            assertThat(second.get(60, TimeUnit.SECONDS).created()).isZero();
             assertThat(pool.passes()).isEqualTo(2);
             assertThat(cluster.pods()).hasSize(1);
         }, "--runner-amd64-count=1", "--runner-arm64-count=0");
@@ -165,7 +165,7 @@ class PoolReconcilerTest {
                 assertThat(pool.assess()).isNull();
                 assertThat(pool.passes()).isZero();
                 cache.start();
-                OperatorHarness.awaitTrue(() -> cluster.pods().size() == 1, Duration.ofSeconds(10),
+                OperatorHarness.awaitTrue(() -> cluster.pods().size() == 1, Duration.ofSeconds(60),
                         "the pool pod, from the pass that looked again once the cache had synced");
                 assertThat(pool.passes()).isGreaterThanOrEqualTo(1);
             } finally {
@@ -181,7 +181,7 @@ class PoolReconcilerTest {
         withSyncedPool(() -> true, (cluster, pool, cache) -> {
             assertThat(pool.refillDelayMillis()).isEqualTo(Duration.ofHours(1).toMillis());
             pool.onLeadership();
-            OperatorHarness.awaitTrue(() -> cluster.pods().size() == 1, Duration.ofSeconds(10),
+            OperatorHarness.awaitTrue(() -> cluster.pods().size() == 1, Duration.ofSeconds(60),
                     "the pool pod, from the new leader's first pass");
             assertThat(pool.passes()).isEqualTo(1);
         }, "--runner-amd64-count=1", "--runner-arm64-count=0", "--refill-debounce=1h");
@@ -243,7 +243,7 @@ class PoolReconcilerTest {
                                 "amd64"));
                 OperatorHarness.awaitTrue(() -> cache.get(claimed)
                         .map(ManagedPods::isClaimed).orElse(false),
-                        Duration.ofSeconds(10), "the claim in the cache");
+                        Duration.ofSeconds(60), "the claim in the cache");
                 c.server.expect().delete().withPath("/api/v1/namespaces/" + TestCluster.NS + "/pods/" + changed)
                         .andReturn(409, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
                                 + "\"reason\":\"Conflict\",\"code\":409}")

@@ -43,7 +43,7 @@ class PoolReconcilerUnknownOutcomeTest {
             });
             cache.start();
             try {
-                OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(10), "cache synced");
+                OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(60), "cache synced");
                 PoolReconciler pool = new PoolReconciler(cluster.client, config, cache, new PodTemplates(config, Map.of()),
                         () -> true, new ApiCallCounter());
                 AtomicBoolean once = new AtomicBoolean(true);
@@ -91,7 +91,7 @@ class PoolReconcilerUnknownOutcomeTest {
             });
             cache.start();
             try {
-                OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(10), "cache synced");
+                OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(60), "cache synced");
                 PoolReconciler pool = new PoolReconciler(cluster.client, config, cache, new PodTemplates(config, Map.of()),
                         () -> true, new ApiCallCounter());
                 AtomicBoolean once = new AtomicBoolean(true);

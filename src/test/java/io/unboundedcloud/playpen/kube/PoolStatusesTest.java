@@ -55,15 +55,15 @@ class PoolStatusesTest {
                 assertThat(same).as("two reads within a second share a snapshot").isTrue();
 
                 cluster.create(TestCluster.readyRunner("amd64", 51821, "node-a"));
-                OperatorHarness.awaitTrue(() -> cache.pods().size() == 2, Duration.ofSeconds(10), "the pod cached");
+                OperatorHarness.awaitTrue(() -> cache.pods().size() == 2, Duration.ofSeconds(60), "the pod cached");
                 assertThat(pools.fresh().get(amd64).idle()).as("the pools resource: now").isEqualTo(2);
                 Map<PoolTarget, PoolStatus> snapshot = pools.current();
                 assertThat(snapshot.get(amd64).idle()).as("the fresh read is the metrics' snapshot too").isEqualTo(2);
 
                 cluster.client.pods().inNamespace(TestCluster.NS).withName("playpen-runner-amd64-51821").delete();
-                OperatorHarness.awaitTrue(() -> cache.pods().size() == 1, Duration.ofSeconds(10), "the pod gone");
+                OperatorHarness.awaitTrue(() -> cache.pods().size() == 1, Duration.ofSeconds(60), "the pod gone");
                 // the snapshot is kept for a second, then planned again from the cache
-                OperatorHarness.awaitTrue(() -> pools.current() != snapshot, Duration.ofSeconds(10),
+                OperatorHarness.awaitTrue(() -> pools.current() != snapshot, Duration.ofSeconds(60),
                         "a new snapshot");
                 assertThat(pools.current().get(amd64).idle()).isEqualTo(1);
             } finally {

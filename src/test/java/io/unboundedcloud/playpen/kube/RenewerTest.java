@@ -46,7 +46,7 @@ class RenewerTest {
             claimed(cluster, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z");
             PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
             pods.start();
-            OperatorHarness.awaitTrue(() -> pods.byKeyHash(KEY).size() == 1, Duration.ofSeconds(10), "cache");
+            OperatorHarness.awaitTrue(() -> pods.byKeyHash(KEY).size() == 1, Duration.ofSeconds(60), "cache");
             MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:10:00Z"));
             Renewer renewer = new Renewer(cluster.client, pods, new TtlPolicy(Duration.ofHours(1)), clock,
                     new ApiCallCounter());
@@ -83,7 +83,7 @@ class RenewerTest {
             claimed(cluster, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z");
             PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
             pods.start();
-            OperatorHarness.awaitTrue(() -> pods.byKeyHash(KEY).size() == 1, Duration.ofSeconds(10), "cache");
+            OperatorHarness.awaitTrue(() -> pods.byKeyHash(KEY).size() == 1, Duration.ofSeconds(60), "cache");
             MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:10:00.250Z"));
             Renewer renewer = new Renewer(cluster.client, pods, new TtlPolicy(Duration.ofHours(1)), clock,
                     new ApiCallCounter());

@@ -36,7 +36,7 @@ class ReplicaLanesRulesTest {
 
     /** The lanes have seen the other replica claim (the pod cache tells its listeners on a thread of its own). */
     private static void awaitTwoLanes(ReplicaLanes lanes) throws InterruptedException {
-        OperatorHarness.awaitTrue(() -> lanes.replicas() == 2, Duration.ofSeconds(10), "the other replica seen");
+        OperatorHarness.awaitTrue(() -> lanes.replicas() == 2, Duration.ofSeconds(60), "the other replica seen");
     }
 
     /** Claims {@code pod} for {@code key} as the other replica does, claimed-by and all. */

@@ -53,7 +53,7 @@ class TtlExpirerTest {
                 // ... and finds the claim not yet expired by that clock: nothing deleted, but not forgotten either
                 assertThat(deletes(cluster)).isZero();
                 clock.now = Instant.parse("2026-01-01T00:00:02Z");
-                OperatorHarness.awaitTrue(() -> deletes(cluster) == 1, Duration.ofSeconds(3),
+                OperatorHarness.awaitTrue(() -> deletes(cluster) == 1, Duration.ofSeconds(60),
                         "the expired claim deleted by its timer");
                 assertThat(cluster.requestCount(
                         k -> k.equals("DELETE /api/v1/namespaces/playpen/pods/playpen-runner-amd64-51820"))).isEqualTo(1);
@@ -84,7 +84,7 @@ class TtlExpirerTest {
             try (TtlExpirer ttl = expirer(cluster, pods, stepping, () -> true)) {
                 // reading 1 schedules the timer (50 ms), reading 2 is the timer's "not yet", reading 3 is past expiry
                 ttl.onPodEvent(PodCache.Change.UPDATED, pod);
-                OperatorHarness.awaitTrue(() -> deletes(cluster) == 1, Duration.ofSeconds(5),
+                OperatorHarness.awaitTrue(() -> deletes(cluster) == 1, Duration.ofSeconds(60),
                         "the claim deleted by its timer although the clock moved mid-decision");
             }
         }
@@ -100,7 +100,7 @@ class TtlExpirerTest {
             pods.start();
             AtomicBoolean leading = new AtomicBoolean(false);
             try (pods; TtlExpirer ttl = expirer(cluster, pods, clock, leading::get)) {
-                OperatorHarness.awaitTrue(() -> pods.hasSynced() && pods.pods().size() == 1, Duration.ofSeconds(10),
+                OperatorHarness.awaitTrue(() -> pods.hasSynced() && pods.pods().size() == 1, Duration.ofSeconds(60),
                         "cache synced");
                 // already expired: the timer fires at once, on a replica that does not lead, and deletes nothing
                 ttl.onPodEvent(PodCache.Change.UPDATED, pod);
@@ -108,7 +108,7 @@ class TtlExpirerTest {
                 assertThat(deletes(cluster)).isZero();
                 leading.set(true);
                 ttl.scheduleAll();
-                OperatorHarness.awaitTrue(() -> deletes(cluster) == 1, Duration.ofSeconds(5),
+                OperatorHarness.awaitTrue(() -> deletes(cluster) == 1, Duration.ofSeconds(60),
                         "the expired claim deleted once leading");
             }
         }

@@ -97,7 +97,7 @@ class OperatorReferenceTest {
         for (OperatorHarness op : OPERATORS.values()) {
             op.awaitCache(java.util.Collection::isEmpty);
             OperatorHarness.awaitTrue(() -> NODES.stream().allMatch(n -> op.app.nodeCache().externalIp(n).isEmpty()),
-                    Duration.ofSeconds(10), "nodes gone from the node cache");
+                    Duration.ofSeconds(60), "nodes gone from the node cache");
         }
         NODES.clear();
         // testAggregatedOperator(t, true): the review allows
@@ -123,7 +123,7 @@ class OperatorReferenceTest {
         for (Object o : objects) {
             if (o instanceof Node n && !n.getStatus().getAddresses().isEmpty()) {
                 OperatorHarness.awaitTrue(() -> op.app.nodeCache().externalIp(n.getMetadata().getName()).isPresent(),
-                        Duration.ofSeconds(10), "node " + n.getMetadata().getName() + " in the node cache");
+                        Duration.ofSeconds(60), "node " + n.getMetadata().getName() + " in the node cache");
             }
         }
         return op;

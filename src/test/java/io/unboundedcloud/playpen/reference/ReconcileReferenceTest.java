@@ -67,7 +67,7 @@ class ReconcileReferenceTest {
         for (Pod p : cluster.pods()) {
             cluster.client.pods().inNamespace(NS).withName(p.getMetadata().getName()).withGracePeriod(0).delete();
         }
-        OperatorHarness.awaitTrue(() -> cluster.pods().isEmpty(), Duration.ofSeconds(10), "no pods left");
+        OperatorHarness.awaitTrue(() -> cluster.pods().isEmpty(), Duration.ofSeconds(60), "no pods left");
     }
 
     /** testOperator(t, objects...) with op.Config set by {@code flags}: the pods exist and the cache has them. */
@@ -78,7 +78,7 @@ class ReconcileReferenceTest {
         }
         cache = new PodCache(cluster.client, NS, new Candidates(config.runnerLabelSelector())::kindKey);
         cache.start();
-        OperatorHarness.awaitTrue(() -> cache.hasSynced() && cache.pods().size() == pods.size(), Duration.ofSeconds(10),
+        OperatorHarness.awaitTrue(() -> cache.hasSynced() && cache.pods().size() == pods.size(), Duration.ofSeconds(60),
                 "pod cache");
         return config;
     }
@@ -96,7 +96,7 @@ class ReconcileReferenceTest {
         Set<String> names = new HashSet<>();
         cluster.pods().forEach(p -> names.add(p.getMetadata().getName()));
         OperatorHarness.awaitTrue(() -> cache.pods().stream().allMatch(p -> names.contains(p.getMetadata().getName())),
-                Duration.ofSeconds(10), "cache to drop deleted pods");
+                Duration.ofSeconds(60), "cache to drop deleted pods");
         PoolReconciler pool = new PoolReconciler(cluster.client, config, cache, new PodTemplates(config, Map.of()),
                 () -> true, new ApiCallCounter());
         try {

@@ -55,10 +55,10 @@ public final class OperatorHarness implements AutoCloseable {
         flags.addAll(Arrays.asList(extraFlags));
         app = new OperatorApp(OperatorConfig.parse(flags.toArray(new String[0])), client, Clock.systemUTC(), Map.of());
         app.start();
-        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
         while (!app.ready()) {
             if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("operator not ready within 20s");
+                throw new IllegalStateException("operator not ready within 60s");
             }
             Thread.sleep(20);
         }
@@ -67,7 +67,7 @@ public final class OperatorHarness implements AutoCloseable {
     /** Waits until the operator's pod cache satisfies the condition (the watch has caught up). */
     public void awaitCache(java.util.function.Predicate<java.util.Collection<io.fabric8.kubernetes.api.model.Pod>> condition)
             throws InterruptedException {
-        awaitTrue(() -> condition.test(app.podCache().pods()), Duration.ofSeconds(10), "operator pod cache");
+        awaitTrue(() -> condition.test(app.podCache().pods()), Duration.ofSeconds(60), "operator pod cache");
     }
 
     /** A copy of the shipped routes (./routes) in {@code dir}/routes, for a test to change before passing --routes-dir. */

@@ -320,7 +320,7 @@ public final class TestCluster implements AutoCloseable {
         io.unboundedcloud.playpen.kube.PodCache cache = new io.unboundedcloud.playpen.kube.PodCache(client, NS, p -> null);
         cache.start();
         int n = pods().size();
-        OperatorHarness.awaitTrue(() -> cache.hasSynced() && cache.pods().size() == n, Duration.ofSeconds(10),
+        OperatorHarness.awaitTrue(() -> cache.hasSynced() && cache.pods().size() == n, Duration.ofSeconds(60),
                 "the pod cache synced with the " + n + " pods");
         return cache;
     }

@@ -36,7 +36,7 @@ class CipherPreferenceTest {
         try {
             assertThat(negotiatedWith(true, port -> vertx.createNetClient(new io.vertx.core.net.NetClientOptions()
                     .setSsl(true).setTrustAll(true).setHostnameVerificationAlgorithm(""))
-                    .connect(port, "127.0.0.1").toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS)
+                    .connect(port, "127.0.0.1").toCompletionStage().toCompletableFuture().get(60, TimeUnit.SECONDS)
                     .close()))
                     .isEqualTo("TLS_CHACHA20_POLY1305_SHA256");
         } finally {
@@ -76,7 +76,7 @@ class CipherPreferenceTest {
                 }
             });
             client.handshake(server.getLocalPort());
-            return serverSide.get(10, TimeUnit.SECONDS);
+            return serverSide.get(60, TimeUnit.SECONDS);
         }
     }
 

@@ -61,11 +61,11 @@ class TlsTest {
                 SSLParameters params = ctx.getDefaultSSLParameters();
                 params.setProtocols(new String[] {version});
                 HttpClient client = HttpClient.newBuilder().sslContext(ctx).sslParameters(params)
-                        .connectTimeout(Duration.ofSeconds(5)).version(HttpClient.Version.HTTP_1_1).build();
+                        .connectTimeout(Duration.ofSeconds(60)).version(HttpClient.Version.HTTP_1_1).build();
                 Exception err = null;
                 HttpResponse<Void> response = null;
                 try {
-                    response = client.send(HttpRequest.newBuilder(url).timeout(Duration.ofSeconds(5)).GET().build(),
+                    response = client.send(HttpRequest.newBuilder(url).timeout(Duration.ofSeconds(60)).GET().build(),
                             HttpResponse.BodyHandlers.discarding());
                 } catch (java.io.IOException e) {
                     err = e;
