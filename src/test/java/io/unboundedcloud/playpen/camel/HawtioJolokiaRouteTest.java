@@ -42,8 +42,8 @@ class HawtioJolokiaRouteTest {
     static void up() throws Exception {
         cluster = TestCluster.start();
         cluster.addNode("node-a", "amd64", "203.0.113.10");
-        mgmtPort = OperatorHarness.freePort();
-        op = new OperatorHarness(cluster, "--management-addr=127.0.0.1:" + mgmtPort, "--reconcile-interval=10m");
+        op = new OperatorHarness(cluster, "--management-addr=127.0.0.1:0", "--reconcile-interval=10m");
+        mgmtPort = op.app.managementAddress().getPort();
         cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
         op.awaitCache(c -> c.size() == 1);
         var r = op.alloc("{\"idempotencyKey\":\"hawtio\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(1) + "\"}");

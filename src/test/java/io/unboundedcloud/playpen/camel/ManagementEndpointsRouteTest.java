@@ -35,8 +35,8 @@ class ManagementEndpointsRouteTest {
     @Test
     void observePathsFollowReadinessAndServeTheSameMetrics() throws Exception {
         cluster = TestCluster.start();
-        port = OperatorHarness.freePort();
-        op = new OperatorHarness(cluster, "--management-addr=127.0.0.1:" + port);
+        op = new OperatorHarness(cluster, "--management-addr=127.0.0.1:0");
+        port = op.app.managementAddress().getPort();
 
         HttpResponse<String> health = send("GET", "/observe/health");
         assertThat(health.statusCode()).isEqualTo(200);
@@ -77,8 +77,8 @@ class ManagementEndpointsRouteTest {
     @Test
     void jolokiaAnswersWithAndWithoutTheTrailingSlash() throws Exception {
         cluster = TestCluster.start();
-        port = OperatorHarness.freePort();
-        op = new OperatorHarness(cluster, "--management-addr=127.0.0.1:" + port);
+        op = new OperatorHarness(cluster, "--management-addr=127.0.0.1:0");
+        port = op.app.managementAddress().getPort();
         for (String path : new String[] {"/jolokia", "/jolokia/"}) {
             HttpResponse<String> get = send("GET", path);
             assertThat(get.statusCode()).as("GET %s", path).isEqualTo(200);

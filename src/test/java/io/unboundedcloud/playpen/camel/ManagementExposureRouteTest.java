@@ -47,13 +47,13 @@ class ManagementExposureRouteTest {
     static void up() throws Exception {
         System.setProperty(SECRET_PROPERTY, SECRET);
         cluster = TestCluster.start();
-        port = OperatorHarness.freePort();
-        op = new OperatorHarness(cluster, "--management-addr=127.0.0.1:" + port, "--reconcile-interval=10m",
+        op = new OperatorHarness(cluster, "--management-addr=127.0.0.1:0", "--reconcile-interval=10m",
                 "--runner-redfish-password=" + SECRET);
-        configuredPort = OperatorHarness.freePort();
-        configured = new OperatorHarness(cluster, "--management-addr=127.0.0.1:" + configuredPort,
+        port = op.app.managementAddress().getPort();
+        configured = new OperatorHarness(cluster, "--management-addr=127.0.0.1:0",
                 "--reconcile-interval=10m", "--management-allowed-origins=https://hawtio.example:8443",
                 "--management-allowed-hosts=ops.example");
+        configuredPort = configured.app.managementAddress().getPort();
     }
 
     @AfterAll

@@ -54,9 +54,9 @@ class OperabilityRouteTest {
                     .andReturn(500, "{\"kind\":\"Status\",\"code\":500}").always();
         }
         cluster.addNode("node-a", "amd64", "203.0.113.10");
-        mgmtPort = OperatorHarness.freePort();
-        op = new OperatorHarness(cluster, "--management-addr=127.0.0.1:" + mgmtPort, "--playpen-ttl=1h",
+        op = new OperatorHarness(cluster, "--management-addr=127.0.0.1:0", "--playpen-ttl=1h",
                 "--reconcile-interval=10m");
+        mgmtPort = op.app.managementAddress().getPort();
         cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
         cluster.create(TestCluster.readyRunner("amd64", 51821, "node-a"));
         op.awaitCache(c -> c.size() == 2);

@@ -278,12 +278,12 @@ class SwapInPlaceRouteTest {
             }
         });
 
-        int mgmtPort = OperatorHarness.freePort();
         List<String> args = new ArrayList<>(REFERENCE_ARGS);
         // test plumbing: restore the production default the harness turns off, and open the metrics listener
         args.add("--leader-elect=true");
-        args.add("--management-addr=127.0.0.1:" + mgmtPort);
+        args.add("--management-addr=127.0.0.1:0");
         op = new OperatorHarness(cluster, args.toArray(new String[0]));
+        int mgmtPort = op.app.managementAddress().getPort();
 
         // single-replica fallback: the Lease API is forbidden, this replica runs the background work anyway
         OperatorHarness.awaitTrue(() -> op.app.leaderElection().isLeader(), Duration.ofSeconds(60), "fallback leadership");

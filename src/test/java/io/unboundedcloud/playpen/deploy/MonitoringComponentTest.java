@@ -127,9 +127,9 @@ class MonitoringComponentTest {
         Set<String> exported = new TreeSet<>();
         try (TestCluster cluster = TestCluster.start()) {
             cluster.addNode("node-a", "amd64", "203.0.113.10");
-            int mgmt = OperatorHarness.freePort();
-            try (OperatorHarness op = new OperatorHarness(cluster, "--management-addr=127.0.0.1:" + mgmt,
+            try (OperatorHarness op = new OperatorHarness(cluster, "--management-addr=127.0.0.1:0",
                     "--runner-amd64-count=1", "--reconcile-interval=10m")) {
+                int mgmt = op.app.managementAddress().getPort();
                 // a little traffic so the per-request series exist, as they do in any running cluster
                 cluster.create(TestCluster.readyRunner("amd64", 51830, "node-a"));
                 op.awaitCache(c -> c.stream().anyMatch(p -> p.getMetadata().getName().endsWith("51830")));
@@ -173,10 +173,10 @@ class MonitoringComponentTest {
         try (TestCluster cluster = TestCluster.start()) {
             cluster.addNode("node-a", "amd64", "203.0.113.10");
             cluster.addNode("node-b", "arm64", "203.0.113.11");
-            int mgmt = OperatorHarness.freePort();
-            List<String> flags = new ArrayList<>(List.of("--management-addr=127.0.0.1:" + mgmt));
+            List<String> flags = new ArrayList<>(List.of("--management-addr=127.0.0.1:0"));
             flags.addAll(poolFlags);
             try (OperatorHarness op = new OperatorHarness(cluster, flags.toArray(new String[0]))) {
+                int mgmt = op.app.managementAddress().getPort();
                 HttpClient http = HttpClient.newHttpClient();
                 java.util.concurrent.atomic.AtomicReference<List<Sample>> last = new java.util.concurrent.atomic.AtomicReference<>();
                 OperatorHarness.awaitTrue(() -> {
