@@ -30,11 +30,10 @@ class ReadinessAcrossRewatchRouteTest {
                 ChaosProxy proxy = new ChaosProxy(URI.create(cluster.server.url("/")), 1);
                 KubernetesClient client = KubeClients.create(new ConfigBuilder().withMasterUrl(proxy.url().toString())
                         .withNamespace(TestCluster.NS).withTrustCerts(true).build());
-                OperatorApp app = new OperatorApp(OperatorConfig.parse("--listen-addr=127.0.0.1:" + OperatorHarness.freePort(),
-                        "--leader-elect=false", "--management-addr=", "--runner-amd64-count=0", "--runner-arm64-count=0"),
-                        client, Clock.systemUTC(), Map.of())) {
-            app.start();
-            OperatorHarness.awaitTrue(app::ready, Duration.ofSeconds(20), "ready");
+                OperatorApp app = OperatorHarness.startOnFreePort(port -> new OperatorApp(OperatorConfig.parse(
+                        "--listen-addr=127.0.0.1:" + port, "--leader-elect=false", "--management-addr=",
+                        "--runner-amd64-count=0", "--runner-arm64-count=0"), client, Clock.systemUTC(), Map.of())).app()) {
+            OperatorHarness.awaitTrue(app::ready, Duration.ofSeconds(60), "ready");
             OperatorHarness.awaitTrue(() -> app.podCache().isWatching() && app.nodeCache().isWatching(),
                     Duration.ofSeconds(60), "watching");
             for (int round = 0; round < 3; round++) {

@@ -64,15 +64,17 @@ class PoolsKubectlRouteTest {
         if (operator != null) {
             operator.close();
         }
-        int port = OperatorHarness.freePort();
-        OperatorConfig config = OperatorConfig.parse("--listen-addr=127.0.0.1:" + port, "--management-addr=",
+        OperatorHarness.Started started = OperatorHarness.startOnFreePort(port -> new OperatorApp(OperatorConfig.parse(
+                "--listen-addr=127.0.0.1:" + port, "--management-addr=",
                 "--runner-amd64-count=2", "--runner-arm64-count=1", "--control-plane-count=0", "--runner-image=" + image,
-                "--pool-ready-timeout=4s", "--pool-backoff-base=3s", "--pool-max-surge=1", "--reconcile-interval=2s");
-        operator = new OperatorApp(config, cluster.client(), Clock.systemUTC(), Map.of());
-        operator.start();
-        operatorUrl.set(URI.create("https://127.0.0.1:" + port));
-        OperatorHarness.awaitTrue(() -> operator.ready() && cluster.registered() && !cluster.readyReplicas().isEmpty(),
-                Duration.ofSeconds(30), "operator ready and registered");
+                "--pool-ready-timeout=4s", "--pool-backoff-base=3s", "--pool-max-surge=1", "--reconcile-interval=2s"),
+                cluster.client(), Clock.systemUTC(), Map.of()));
+        operator = started.app();
+        URI url = URI.create("https://127.0.0.1:" + started.port());
+        operatorUrl.set(url);
+        // the stand-in's ready set is this operator alone (not the one stopped above, until its next probe)
+        OperatorHarness.awaitTrue(() -> operator.ready() && cluster.registered()
+                && cluster.readyReplicas().equals(List.of(url)), Duration.ofSeconds(60), "operator ready and registered");
     }
 
     @AfterAll

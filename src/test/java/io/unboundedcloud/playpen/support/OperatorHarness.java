@@ -49,12 +49,14 @@ public final class OperatorHarness implements AutoCloseable {
     public OperatorHarness(TestCluster cluster, io.fabric8.kubernetes.client.KubernetesClient client,
             String... extraFlags) throws Exception {
         this.cluster = cluster;
-        this.port = freePort();
-        List<String> flags = new ArrayList<>(List.of("--listen-addr=127.0.0.1:" + port, "--leader-elect=false",
-                "--management-addr=", "--routes-dir=" + System.getProperty("playpen.test.routesDir", "routes"), "--runner-amd64-count=0", "--runner-arm64-count=0"));
-        flags.addAll(Arrays.asList(extraFlags));
-        app = new OperatorApp(OperatorConfig.parse(flags.toArray(new String[0])), client, Clock.systemUTC(), Map.of());
-        app.start();
+        Started started = startOnFreePort(port -> {
+            List<String> flags = new ArrayList<>(List.of("--listen-addr=127.0.0.1:" + port, "--leader-elect=false",
+                    "--management-addr=", "--routes-dir=" + System.getProperty("playpen.test.routesDir", "routes"), "--runner-amd64-count=0", "--runner-arm64-count=0"));
+            flags.addAll(Arrays.asList(extraFlags));
+            return new OperatorApp(OperatorConfig.parse(flags.toArray(new String[0])), client, Clock.systemUTC(), Map.of());
+        });
+        this.port = started.port();
+        this.app = started.app();
         long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
         while (!app.ready()) {
             if (System.nanoTime() > deadline) {
@@ -98,6 +100,41 @@ public final class OperatorHarness implements AutoCloseable {
             cluster.client.pods().inNamespace(TestCluster.NS).withName(p.getMetadata().getName()).delete();
         }
         awaitCache(java.util.Collection::isEmpty);
+    }
+
+    /** An operator started on the HTTPS port it was made for. */
+    public record Started(OperatorApp app, int port) {
+    }
+
+    /**
+     * Makes an operator for a free HTTPS port ({@code make} is given the port) and starts it. The port is free when
+     * chosen, but the operator binds it only seconds later, once Camel has started; a port taken meanwhile (another
+     * JVM's server, an outgoing connection) fails the start with a BindException, and the operator is then closed
+     * and made again for another free port. Nothing the operator does is retried: only the choice of the port.
+     */
+    public static Started startOnFreePort(java.util.function.IntFunction<OperatorApp> make) throws Exception {
+        for (int attempt = 1; ; attempt++) {
+            int port = freePort();
+            OperatorApp app = make.apply(port);
+            try {
+                app.start();
+                return new Started(app, port);
+            } catch (Exception e) {
+                app.close();
+                if (!portTaken(e) || attempt == 5) {
+                    throw e;
+                }
+            }
+        }
+    }
+
+    private static boolean portTaken(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof java.net.BindException) {
+                return true;
+            }
+        }
+        return false;
     }
 
     public static int freePort() throws IOException {
