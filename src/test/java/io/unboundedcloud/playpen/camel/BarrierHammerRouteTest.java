@@ -65,8 +65,12 @@ class BarrierHammerRouteTest {
         for (int i = 0; i < POOL; i++) {
             cluster.create(TestCluster.readyRunner("amd64", 51820 + i, "node-a"));
         }
+        // connections kept alive for the whole class: a test that sends to one replica leaves the clients'
+        // connections to the other two idle, and with the default --idle-timeout (60 s) a slow run would see them
+        // closed, so the next three-replica round would open 128 connections at once (or send a POST on one the
+        // replica is closing at that moment)
         for (int i = 0; i < 3; i++) {
-            replicas.add(new OperatorHarness(cluster));
+            replicas.add(new OperatorHarness(cluster, "--idle-timeout=1h"));
         }
         threads = Executors.newFixedThreadPool(CLIENTS);
         // one client per thread, each with a kept-alive connection to every replica before the first round; a few
@@ -286,7 +290,7 @@ class BarrierHammerRouteTest {
     /** Every replica's cache shows the whole pool idle: rounds start from one shared, settled view. */
     private static void awaitCachesIdle() throws InterruptedException {
         for (OperatorHarness r : replicas) {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
             while (r.app.podCache().idleOfKind("runner/amd64").size() != POOL) {
                 if (System.nanoTime() > deadline) {
                     throw new AssertionError("replica cache did not settle: " + r.app.podCache().pods().size() + " pods");
