@@ -39,7 +39,7 @@ class ClusterHistoryTest {
                 claim(cluster, P0, B);
                 claim(cluster, P1, C);
                 claim(cluster, P1, D); // over another key's claim
-                OperatorHarness.awaitTrue(() -> h.podsThatCarried(D).contains(P1), Duration.ofSeconds(10),
+                OperatorHarness.awaitTrue(() -> h.podsThatCarried(D).contains(P1), Duration.ofSeconds(60),
                         "the checker saw every claim");
                 assertThat(h.violations()).singleElement().asString().startsWith("pod " + P1 + " carried two keys");
                 assertThat(h.takenBackAfter(P0, A, start)).isTrue();
@@ -59,14 +59,14 @@ class ClusterHistoryTest {
                 long start = System.nanoTime();
                 claim(cluster, P0, A);
                 claim(cluster, P0, null); // lost to an earlier claim of A elsewhere, rolled back
-                OperatorHarness.awaitTrue(() -> h.takenBackAfter(P0, A, start), Duration.ofSeconds(10),
+                OperatorHarness.awaitTrue(() -> h.takenBackAfter(P0, A, start), Duration.ofSeconds(60),
                         "the checker saw the claim taken back");
                 claim(cluster, P0, A); // that earlier claim went too: A claims the pod again, and this claim stands
-                OperatorHarness.awaitTrue(() -> !h.takenBackAfter(P0, A, start), Duration.ofSeconds(10),
+                OperatorHarness.awaitTrue(() -> !h.takenBackAfter(P0, A, start), Duration.ofSeconds(60),
                         "an answer naming the pod for A, sent before the rollback, names the claim that stands");
                 assertThat(h.violations()).isEmpty();
                 claim(cluster, P0, null); // taken back again: now an answer naming the pod for A is wrong
-                OperatorHarness.awaitTrue(() -> h.takenBackAfter(P0, A, start), Duration.ofSeconds(10),
+                OperatorHarness.awaitTrue(() -> h.takenBackAfter(P0, A, start), Duration.ofSeconds(60),
                         "taken back after it was claimed again");
             }
         }
@@ -81,10 +81,10 @@ class ClusterHistoryTest {
                 h.targets(Map.of("runner/amd64", 1), 0);
                 // a claim taken back after the pool replaced its pod: two idle pods until the next pass deletes one
                 cluster.create(readyCondition(TestCluster.readyRunner("amd64", 51821, "node-a")));
-                OperatorHarness.awaitTrue(() -> h.readyIdle("runner/amd64")[0] == 2, Duration.ofSeconds(10),
+                OperatorHarness.awaitTrue(() -> h.readyIdle("runner/amd64")[0] == 2, Duration.ofSeconds(60),
                         "the checker saw both pods idle");
                 cluster.client.pods().inNamespace(TestCluster.NS).withName(P1).delete();
-                OperatorHarness.awaitTrue(() -> h.readyIdle("runner/amd64")[0] == 1, Duration.ofSeconds(10),
+                OperatorHarness.awaitTrue(() -> h.readyIdle("runner/amd64")[0] == 1, Duration.ofSeconds(60),
                         "the checker saw the surplus pod go");
                 assertThat(h.violations()).isEmpty();
                 assertThat(h.longestOverTargetMs()).isLessThan(ClusterHistory.OVER_TARGET_GRACE.toMillis());

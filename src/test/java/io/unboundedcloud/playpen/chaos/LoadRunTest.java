@@ -43,10 +43,10 @@ class LoadRunTest {
                 ClusterHistoryTest.claim(cluster, P0, hash);
                 long quickAnswered = System.nanoTime(); // answered with P0, then the key deallocated
                 cluster.client.pods().inNamespace(TestCluster.NS).withName(P0).delete();
-                OperatorHarness.awaitTrue(() -> h.deletedBefore(P0, hash, System.nanoTime()), Duration.ofSeconds(10),
+                OperatorHarness.awaitTrue(() -> h.deletedBefore(P0, hash, System.nanoTime()), Duration.ofSeconds(60),
                         "the checker saw the dealloc");
                 ClusterHistoryTest.claim(cluster, P1, hash);
-                OperatorHarness.awaitTrue(() -> h.podsThatCarried(hash).contains(P1), Duration.ofSeconds(10),
+                OperatorHarness.awaitTrue(() -> h.podsThatCarried(hash).contains(P1), Duration.ofSeconds(60),
                         "the checker saw the new claim");
                 long slowAnswered = System.nanoTime(); // the held-up request claimed anew: P1
 
