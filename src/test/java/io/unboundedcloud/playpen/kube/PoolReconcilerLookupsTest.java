@@ -285,8 +285,10 @@ class PoolReconcilerLookupsTest {
     @Test
     void aPausedPoolAsksForAPassWhenItsPauseEnds() throws Exception {
         try (TestCluster cluster = TestCluster.start();
+                // a 5 s pause: the checks below must run while it lasts, which a loaded machine can take more
+                // than a second to get through
                 Wired w = Wired.of(cluster, true, "--runner-amd64-count=1", "--runner-arm64-count=0",
-                        "--pool-backoff-base=1s")) {
+                        "--pool-backoff-base=5s")) {
             // passes the reconciler asks for are recorded instead of run
             List<Instant> asked = new CopyOnWriteArrayList<>();
             w.pool().runPassesWith(() -> asked.add(Instant.now()));
