@@ -54,8 +54,10 @@ class OperabilityRouteTest {
                     .andReturn(500, "{\"kind\":\"Status\",\"code\":500}").always();
         }
         cluster.addNode("node-a", "amd64", "203.0.113.10");
+        // alice's allowed review is cached for the whole test (the default is 10 s): the scripted sequence counts
+        // one cache miss and three hits, however long a loaded machine takes for its four requests
         op = new OperatorHarness(cluster, "--management-addr=127.0.0.1:0", "--playpen-ttl=1h",
-                "--reconcile-interval=10m");
+                "--reconcile-interval=10m", "--sar-allowed-ttl=10m");
         mgmtPort = op.app.managementAddress().getPort();
         cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
         cluster.create(TestCluster.readyRunner("amd64", 51821, "node-a"));
