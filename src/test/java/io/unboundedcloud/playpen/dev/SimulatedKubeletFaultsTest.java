@@ -4,7 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Predicate;
 
 import org.junit.jupiter.api.AfterAll;
@@ -14,6 +16,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.client.Watch;
+import io.fabric8.kubernetes.client.Watcher;
+import io.fabric8.kubernetes.client.WatcherException;
 import io.unboundedcloud.playpen.config.OperatorConfig;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.support.OperatorHarness;
@@ -87,12 +92,46 @@ class SimulatedKubeletFaultsTest {
 
     @Test
     void evictedAfterRunningReady() throws Exception {
-        create("playpen-runner-amd64-51822", "example.com/evict:1");
-        Pod ready = await("playpen-runner-amd64-51822", x -> readyCondition(x, "True"), "ready");
-        assertThat(ready.getMetadata().getAnnotations()).containsKey(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY);
-        Pod evicted = await("playpen-runner-amd64-51822", x -> "Failed".equals(x.getStatus().getPhase()), "evicted");
+        String name = "playpen-runner-amd64-51822";
+        // every state of the pod as a watch delivers it: the ready state lasts only EVICT_AFTER (3 s), which polling
+        // could miss on a loaded machine
+        List<Pod> states = new CopyOnWriteArrayList<>();
+        try (Watch watch = cluster.client().pods().inNamespace("playpen").watch(new Watcher<Pod>() {
+            @Override
+            public void eventReceived(Action action, Pod pod) {
+                if (name.equals(pod.getMetadata().getName())) {
+                    states.add(pod);
+                }
+            }
+
+            @Override
+            public void onClose(WatcherException cause) {
+            }
+        })) {
+            create(name, "example.com/evict:1");
+            OperatorHarness.awaitTrue(() -> states.stream().anyMatch(SimulatedKubeletFaultsTest::failed),
+                    Duration.ofSeconds(60), name + " evicted");
+        }
+        int readyAt = indexOf(states, x -> readyCondition(x, "True"));
+        int evictedAt = indexOf(states, SimulatedKubeletFaultsTest::failed);
+        assertThat(readyAt).as("ready before it was evicted").isBetween(0, evictedAt - 1);
+        assertThat(states.get(readyAt).getMetadata().getAnnotations()).containsKey(PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY);
+        Pod evicted = states.get(evictedAt);
         assertThat(evicted.getStatus().getReason()).isEqualTo("Evicted");
         assertThat(evicted.getStatus().getContainerStatuses().get(0).getState().getTerminated()).isNotNull();
+    }
+
+    static boolean failed(Pod p) {
+        return p.getStatus() != null && "Failed".equals(p.getStatus().getPhase());
+    }
+
+    static int indexOf(List<Pod> states, Predicate<Pod> which) {
+        for (int i = 0; i < states.size(); i++) {
+            if (which.test(states.get(i))) {
+                return i;
+            }
+        }
+        return -1;
     }
 
     @Test
