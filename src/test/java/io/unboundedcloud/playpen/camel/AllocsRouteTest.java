@@ -580,7 +580,7 @@ class AllocsRouteTest {
                         + TestCluster.wgKey(7) + "\",\"waitSeconds\":30}"));
         java.util.concurrent.CompletableFuture<HttpResponse<String>> bobs = http.sendAsync(
                 OperatorHarness.asUser(b, "bob", "playpen-users").build(), HttpResponse.BodyHandlers.ofString());
-        OperatorHarness.awaitTrue(() -> op.app.waitingQueue().waiting() == 1, Duration.ofSeconds(10), "bob waits");
+        OperatorHarness.awaitTrue(() -> op.app.waitingQueue().waiting() == 1, Duration.ofSeconds(60), "bob waits");
 
         // alice deletes her allocation by id, read by the API server just before the release
         HttpResponse<String> del = send("DELETE", ALLOCS + "/" + id, null, "alice", "playpen-users");
@@ -607,7 +607,7 @@ class AllocsRouteTest {
         assertStatus(send("DELETE", ALLOCS + "/" + "0123456789abcdef", null, "carol", "playpen-users"), 404,
                 "NotFound", null);
         OperatorHarness.awaitTrue(() -> AUDIT.list.stream().map(ILoggingEvent::getFormattedMessage)
-                .anyMatch(l -> l.contains("\"user\":\"carol\"")), Duration.ofSeconds(10), "carol's audit line");
+                .anyMatch(l -> l.contains("\"user\":\"carol\"")), Duration.ofSeconds(60), "carol's audit line");
         List<String> alices = AUDIT.list.stream().map(ILoggingEvent::getFormattedMessage)
                 .filter(l -> l.contains("\"verb\":\"delete\"") && l.contains("\"user\":\"alice\"")).toList();
         assertThat(alices).hasSize(1);
@@ -640,7 +640,7 @@ class AllocsRouteTest {
             n.getStatus().getAddresses().removeIf(a -> "ExternalIP".equals(a.getType()));
             return n;
         });
-        OperatorHarness.awaitTrue(() -> op.app.nodeCache().externalIp("node-a").isEmpty(), Duration.ofSeconds(10),
+        OperatorHarness.awaitTrue(() -> op.app.nodeCache().externalIp("node-a").isEmpty(), Duration.ofSeconds(60),
                 "the node watch has the node without its ExternalIP");
         HttpResponse<String> replay = alloc(op, "no-address-later", "alice", "playpen-users");
         assertThat(replay.statusCode()).as(replay.body()).isEqualTo(503);
@@ -648,7 +648,7 @@ class AllocsRouteTest {
         assertStatus(send("DELETE", ALLOCS + "/" + "0123456789abcdef", null, "carol", "playpen-users"), 404,
                 "NotFound", null);
         OperatorHarness.awaitTrue(() -> AUDIT.list.stream().map(ILoggingEvent::getFormattedMessage)
-                .anyMatch(l -> l.contains("\"user\":\"carol\"")), Duration.ofSeconds(10), "carol's audit line");
+                .anyMatch(l -> l.contains("\"user\":\"carol\"")), Duration.ofSeconds(60), "carol's audit line");
         String prefix = Hashes.keyHash("no-address-later").substring(0, 8);
         List<String> outcomes = AUDIT.list.stream().map(ILoggingEvent::getFormattedMessage)
                 .filter(l -> l.contains("\"keyHashPrefix\":\"" + prefix + "\""))

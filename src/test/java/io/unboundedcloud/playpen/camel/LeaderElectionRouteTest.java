@@ -88,7 +88,7 @@ class LeaderElectionRouteTest {
         a = new OperatorHarness(cluster, flags(0, "15s", "10s"));
         b = new OperatorHarness(cluster, flags(0, "15s", "10s"));
         OperatorHarness.awaitTrue(() -> a.app.leaderElection().isLeader() || b.app.leaderElection().isLeader(),
-                Duration.ofSeconds(15), "a leader");
+                Duration.ofSeconds(60), "a leader");
         OperatorHarness leader = a.app.leaderElection().isLeader() ? a : b;
         OperatorHarness follower = leader == a ? b : a;
         assertThat(follower.app.leaderElection().isLeader()).isFalse();

@@ -346,7 +346,7 @@ class ExactlyOnceAcrossReplicasTest {
         String q = ManagedPods.name(idle);
         new ClaimWriter(cluster.client, java.time.Clock.systemUTC(), new ApiCallCounter())
                 .claim(idle, idle.getMetadata().getResourceVersion(), key);
-        OperatorHarness.awaitTrue(() -> a.pods.claimsOf(key.keyHash()).size() == 2, Duration.ofSeconds(10),
+        OperatorHarness.awaitTrue(() -> a.pods.claimsOf(key.keyHash()).size() == 2, Duration.ofSeconds(60),
                 "A judged both claims");
         assertThat(a.pods.claimOn(q).orElseThrow().standing()).isEqualTo(ClaimLedger.Standing.LOST);
 
@@ -390,7 +390,7 @@ class ExactlyOnceAcrossReplicasTest {
 
         Replica c = replica(0);
         awaitSees(c, 4);
-        OperatorHarness.awaitTrue(() -> c.pods.claimsOf(key.keyHash()).size() == 2, Duration.ofSeconds(10),
+        OperatorHarness.awaitTrue(() -> c.pods.claimsOf(key.keyHash()).size() == 2, Duration.ofSeconds(60),
                 "C lists both claims");
         assertThat(c.pods.claimOn(q).orElseThrow().standing()).isEqualTo(ClaimLedger.Standing.UNKNOWN);
         ClaimWriter cWriter = new ClaimWriter(c.client, java.time.Clock.systemUTC(), c.calls);
