@@ -71,6 +71,13 @@ public final class PoolSignals implements PodCache.Listener {
     private final Set<String> starting = ConcurrentHashMap.newKeySet();
     /** uid -> claimed as last seen, so a claim is counted when it happens, not when a list shows it. */
     private final Map<String, Boolean> claimed = new ConcurrentHashMap<>();
+    /**
+     * uid -> what was wrong with a never-ready, unclaimed pod when its delete began (empty: nothing). Its end is judged
+     * by that, not by the pod its DELETED event shows: the kubelet gives every pod it stops a terminal phase (Failed,
+     * or Succeeded when its containers exit 0) before it is removed, and the grace period may run past the ready
+     * timeout, so a pod scaled down or retired by a rollout while it started would otherwise end as a failure.
+     */
+    private final Map<String, Optional<PoolHealth.Problem>> atDelete = new ConcurrentHashMap<>();
     /** pod name -> when this process created it (time-to-ready measured from the create call). */
     private final Map<String, Instant> createdHere = new ConcurrentHashMap<>();
     private final java.util.List<Observer> observers = new CopyOnWriteArrayList<>();
@@ -142,8 +149,9 @@ public final class PoolSignals implements PodCache.Listener {
             Boolean wasClaimed = claimed.remove(uid);
             boolean wasReady = seenReady.contains(uid);
             starting.remove(uid);
+            Optional<PoolHealth.Problem> whenDeleteBegan = atDelete.remove(uid);
             if (!wasReady && !ManagedPods.isClaimed(pod) && (wasClaimed == null || !wasClaimed)) {
-                PoolHealth.problem(pod, nodes.hasSynced() ? nodes::node : null, clock.instant(), planner.limits())
+                (whenDeleteBegan != null ? whenDeleteBegan : problemNow(pod))
                         .ifPresent(p -> deletedUnhealthy(target.get(), pod, p));
             }
             return;
@@ -154,6 +162,9 @@ public final class PoolSignals implements PodCache.Listener {
             demand(target.get()).claimed(clock.instant());
         }
         if (ManagedPods.isTerminating(pod)) {
+            if (!isClaimed && !seenReady.contains(uid) && !atDelete.containsKey(uid) && atDelete.size() < MAX_TRACKED) {
+                atDelete.put(uid, problemNow(pod));
+            }
             return;
         }
         boolean ready = PoolHealth.ready(pod);
@@ -171,6 +182,11 @@ public final class PoolSignals implements PodCache.Listener {
                 observers.forEach(o -> o.backoffChanged(c));
             }
         }
+    }
+
+    /** What is wrong with a pool pod now, if anything. */
+    private Optional<PoolHealth.Problem> problemNow(Pod pod) {
+        return PoolHealth.problem(pod, nodes.hasSynced() ? nodes::node : null, clock.instant(), planner.limits());
     }
 
     /** A thread-safe set that forgets its oldest entries beyond {@value #RECENT} (pod uids are never reused). */

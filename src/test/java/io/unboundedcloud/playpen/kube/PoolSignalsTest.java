@@ -98,6 +98,47 @@ class PoolSignalsTest {
         assertThat(signals.backoff(AMD64).view().backingOff()).isFalse();
     }
 
+    /**
+     * A pod deleted while it starts (scaled down, or retired by a rollout) is judged as it was when its delete began:
+     * the kubelet gives every pod it stops a terminal phase (Failed, or Succeeded when its containers exit 0) before
+     * the pod is removed, and the grace period may run past the ready timeout. Neither makes it a failed replacement;
+     * a pod already past its ready timeout when its delete began still is one.
+     */
+    @Test
+    void aPodDeletedWhileStartingIsJudgedAsItWasWhenItsDeleteBegan() {
+        for (String phase : List.of("Failed", "Succeeded")) {
+            Pod a = starting("a-" + phase, clock.now);
+            signals.onPodEvent(PodCache.Change.ADDED, a);
+            clock.now = clock.now.plusSeconds(30);
+            Pod deleting = terminating(a);
+            signals.onPodEvent(PodCache.Change.UPDATED, deleting);
+            clock.now = clock.now.plusSeconds(45); // the grace period ran past the ready timeout
+            Pod stopped = new PodBuilder(deleting).editStatus().withPhase(phase).endStatus().build();
+            signals.onPodEvent(PodCache.Change.UPDATED, stopped);
+            signals.onPodEvent(PodCache.Change.DELETED, stopped);
+        }
+        assertThat(signals.backoff(AMD64).view().backingOff()).isFalse();
+        assertThat(changes).isEmpty();
+
+        Pod late = starting("late", clock.now);
+        signals.onPodEvent(PodCache.Change.ADDED, late);
+        clock.now = clock.now.plus(Duration.ofMinutes(2));
+        Pod deleting = terminating(late);
+        signals.onPodEvent(PodCache.Change.UPDATED, deleting);
+        Pod stopped = new PodBuilder(deleting).editStatus().withPhase("Failed").endStatus().build();
+        signals.onPodEvent(PodCache.Change.UPDATED, stopped);
+        signals.onPodEvent(PodCache.Change.DELETED, stopped);
+        assertThat(signals.backoff(AMD64).view().failures()).isEqualTo(1);
+        assertThat(changes).singleElement().satisfies(c -> assertThat(c.problem())
+                .isEqualTo(PoolHealth.Problem.NOT_READY_IN_TIME));
+    }
+
+    /** {@code p} with its delete begun now (a deletionTimestamp), its status as it was. */
+    Pod terminating(Pod p) {
+        return new PodBuilder(p).editMetadata().withDeletionTimestamp(clock.now.toString())
+                .withDeletionGracePeriodSeconds(30L).endMetadata().build();
+    }
+
     @Test
     void theFirstPodThatBecomesReadyEndsTheBackOffAndGivesATimeToReady() {
         Pod a = starting("a", T0);
