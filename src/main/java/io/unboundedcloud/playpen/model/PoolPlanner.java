@@ -235,9 +235,10 @@ public final class PoolPlanner {
                 continue;
             }
             if (s.ready ? ready - 1 >= want : ready >= want) {
-                // with rolling off (S = 0) this only happens when the pool holds more than it wants
-                out.add(new PoolPlan.Deletion(m.target, s.pod, surge > 0 ? PoolPlan.Why.STALE : PoolPlan.Why.SURPLUS,
-                        null));
+                // with rolling off (S = 0) this only happens when the pool holds more than it wants; a pool that
+                // wants none (draining, or a count of 0) replaces nothing: its pods go as surplus, whatever the surge
+                out.add(new PoolPlan.Deletion(m.target, s.pod, surge > 0 && want > 0 ? PoolPlan.Why.STALE
+                        : PoolPlan.Why.SURPLUS, null));
                 stale--;
                 total--;
                 if (s.ready) {

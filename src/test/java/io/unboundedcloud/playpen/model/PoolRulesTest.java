@@ -486,6 +486,29 @@ class PoolRulesTest {
         assertThat(plan.statuses().get(PoolTarget.controlPlane("v1.32.0")).configured()).isFalse();
     }
 
+    /**
+     * A pool that wants no pods (no flag asks for it, or its count is 0) deletes its pods of an older template as
+     * surplus, whatever form the surge takes: no current pod replaces them, and a number of pods as the surge (here 1)
+     * is no rollout for a pool of none.
+     */
+    @Test
+    void aPoolThatWantsNoPodsDeletesItsStalePodsAsSurplusWhateverTheSurge() {
+        PoolPlanner old = planner("--control-plane-count=1", "--control-plane-versions=v1.32.0");
+        Pod cp = ready(new PodBuilder(old.podFor(PoolTarget.controlPlane("v1.32.0"), 16443)).editMetadata()
+                .withUid("cp").withCreationTimestamp(NOW.minusSeconds(60).toString()).endMetadata()).build();
+        PoolPlanner now = planner("--control-plane-count=1", "--control-plane-versions=v1.33.0", "--pool-max-surge=1",
+                "--runner-image=example.com/runner:2");
+        PoolPlan drained = plan(now, List.of(cp));
+        assertThat(drained.statuses().get(PoolTarget.controlPlane("v1.32.0")).stale()).isEqualTo(1);
+        assertThat(deleted(drained)).containsExactly("playpen-control-plane-1.32.0-16443:Surplus");
+
+        PoolPlanner zero = planner("--runner-amd64-count=0", "--pool-max-surge=1");
+        PoolPlan none = plan(zero, List.of(staleReady(51820, Duration.ofHours(1)).build()));
+        assertThat(deleted(none)).containsExactly("playpen-runner-amd64-51820:Surplus");
+        assertThat(none.toDelete()).singleElement().satisfies(d -> assertThat(d.message()).endsWith("beyond the "
+                + "desired count; deleted"));
+    }
+
     // ---- demand-aware buffer ----
 
     @Test
