@@ -430,14 +430,17 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             return new Result(0, 0, List.of(), true);
         }
         try {
-            if (pass.failure == null) {
+            if (pass.plan != null) {
+                // what the plan found holds whatever a later step met: a create refused for one pool (a quota, say,
+                // on every pass) must not silence the other pools' reports or their wake-up after a pause
                 for (PoolPlan.Exhaustion x : pass.exhausted) {
                     LOG.warn("pool={} outcome=exhausted {}", x.target().key(), x.message());
                     observers.forEach(o -> o.exhausted(x));
                 }
                 reportUnhealthyAllocated(pass.plan);
                 wakeAfterPause(pass);
-            } else {
+            }
+            if (pass.failure != null) {
                 LOG.warn("pool pass failed: {}", pass.failure.toString());
             }
         } finally {

@@ -313,6 +313,35 @@ class PoolReconcilerPassTest {
         }, "--runner-amd64-count=1", "--runner-arm64-count=0");
     }
 
+    /**
+     * A pass whose creates are refused (a quota, an admission rule: here every create, so that the pass fails each
+     * time) still reports what its plan found: an allocated pod that turned unhealthy gets its report although the
+     * refill it leaves behind cannot be created.
+     */
+    @Test
+    void aPassWhoseCreatesAreRefusedStillReportsAnUnhealthyAllocatedPod() throws Exception {
+        withFollowingPool((cluster, pool, cache, seen) -> {
+            String name = firstPoolPod(pool, seen);
+            Pod pod = cache.get(name).orElseThrow();
+            new ClaimWriter(cluster.client, Clock.systemUTC(), new ApiCallCounter()).claim(pod,
+                    pod.getMetadata().getResourceVersion(), new AllocCommand(Hashes.keyHash("refused-refill"),
+                            ResourceType.RUNNER, "", TestCluster.wgKey(1), "amd64"));
+            seen.awaitTold(name, p -> p.map(ManagedPods::isClaimed).orElse(false), "the claim told to the pools");
+            setPhase(cluster, seen, name, "Failed");
+            cluster.forbidden = key -> key.equals(POST_PODS);
+
+            assertThatThrownBy(pool::reconcile).isInstanceOfSatisfying(KubernetesClientException.class,
+                    e -> assertThat(e.getCode()).isEqualTo(403));
+
+            assertThat(seen.passFailed).last().isEqualTo(true);
+            assertThat(seen.unhealthy).singleElement().satisfies(u -> {
+                assertThat(ManagedPods.name(u.pod())).isEqualTo(name);
+                assertThat(u.problem().reason()).isEqualTo("Failed");
+            });
+            assertThat(podNames(cluster)).containsExactly(name);
+        }, "--runner-amd64-count=1", "--runner-arm64-count=0");
+    }
+
     static void setPhase(TestCluster cluster, Seen seen, String name, String phase) throws InterruptedException {
         cluster.client.pods().inNamespace(TestCluster.NS).withName(name)
                 .edit(p -> new PodBuilder(p).editOrNewStatus().withPhase(phase).endStatus().build());
