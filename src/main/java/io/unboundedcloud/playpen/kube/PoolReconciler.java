@@ -150,7 +150,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     static final int PLAN_CPU_SHARE_DIVISOR = 10;
     /**
      * A pass that finds the cache not yet synced (the Lease won before the first list is in) looks again this soon,
-     * or after the refill wait if that is shorter.
+     * whatever the refill wait: with a shorter one (a debounce of 0) it would look again and again while the list it
+     * waits for needs the CPU.
      */
     static final long SYNC_RECHECK_MILLIS = 100;
     private volatile java.util.function.LongSupplier threadCpuNanos = PoolReconciler::currentThreadCpuNanos;
@@ -251,8 +252,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         if (!pods.listenersCaughtUp()) {
             // back as soon as the cache has synced and its listeners, this pool's tally among them, have heard of
             // every pod in it: after --refill-debounce, a long debounce would hold the first pass back until the
-            // interval timer's next tick
-            schedulePromptPass();
+            // interval timer's next tick; not sooner than SYNC_RECHECK_MILLIS, however short the debounce
+            schedulePass(promptPassScheduled, SYNC_RECHECK_MILLIS);
             return null;
         }
         passLock.lock();
@@ -642,7 +643,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         schedulePromptPass();
     }
 
-    /** One pass in {@link #SYNC_RECHECK_MILLIS}, or after the refill wait if that is shorter. */
+    /** A new leader's first pass: in {@link #SYNC_RECHECK_MILLIS}, or after the refill wait if that is shorter. */
     private void schedulePromptPass() {
         schedulePass(promptPassScheduled, Math.min(SYNC_RECHECK_MILLIS, refillDelayMillis()));
     }

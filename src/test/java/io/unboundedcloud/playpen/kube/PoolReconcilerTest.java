@@ -174,6 +174,40 @@ class PoolReconcilerTest {
         }
     }
 
+    /**
+     * Without a debounce (0) a leader whose cache has not synced still looks again only every 100 ms, not in a loop:
+     * each look is a pass through the pool-pass route, and the list it waits for needs the CPU. (A look the
+     * scheduler delays never comes before its delay.)
+     */
+    @Test
+    void aPassThatFindsTheCacheNotSyncedLooksAgainEveryHundredMillisecondsEvenWithoutADebounce() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            OperatorConfig config = OperatorConfig.parse("--runner-amd64-count=1", "--runner-arm64-count=0",
+                    "--refill-debounce=0");
+            // never started: it does not sync
+            PodCache cache = new PodCache(cluster.client, TestCluster.NS,
+                    new Candidates(config.runnerLabelSelector())::idleKindKey);
+            try (PoolReconciler pool = new PoolReconciler(cluster.client, config, cache,
+                    new PodTemplates(config, Map.of()), () -> true, new ApiCallCounter())) {
+                java.util.List<Long> looks = new java.util.concurrent.CopyOnWriteArrayList<>();
+                java.util.concurrent.CountDownLatch three = new java.util.concurrent.CountDownLatch(3);
+                pool.runPassesWith(() -> {
+                    looks.add(System.nanoTime());
+                    three.countDown();
+                    pool.assess();
+                });
+                long first = System.nanoTime();
+                assertThat(pool.assess()).isNull();
+                assertThat(three.await(10, TimeUnit.SECONDS)).as("three looks again").isTrue();
+                assertThat(Duration.ofNanos(looks.get(2) - first))
+                        .isGreaterThanOrEqualTo(Duration.ofMillis(3 * PoolReconciler.SYNC_RECHECK_MILLIS));
+                assertThat(pool.passes()).isZero();
+            } finally {
+                cache.close();
+            }
+        }
+    }
+
     @Test
     void aNewLeadersFirstPassRunsAtOnceWhateverTheDebounce() throws Exception {
         // a debounce of an hour and no interval timer here (its first tick can be lost while its route starts): only
