@@ -1,19 +1,39 @@
 package io.unboundedcloud.playpen.camel;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpServer;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.channel.nio.NioEventLoopGroup;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpObject;
+import io.netty.handler.codec.http.HttpRequest;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.codec.http.HttpServerExpectContinueHandler;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.handler.timeout.ReadTimeoutHandler;
+import io.netty.util.ReferenceCountUtil;
 
 import io.unboundedcloud.playpen.api.ApiException;
 import io.unboundedcloud.playpen.api.Json;
@@ -22,60 +42,140 @@ import io.unboundedcloud.playpen.kube.DaemonThreads;
 
 /**
  * The probe listener (--health-addr, plain HTTP): {@code /healthz} and {@code /readyz} answered as on the HTTPS port
- * (204, or 503 with a Status while not ready), and nothing else. It has its own socket, accept queue and threads,
- * so however many connections API clients hold or open on the HTTPS port, kubelet's probes are still answered.
+ * (204, or 503 with a Status while not ready), and nothing else. It has its own socket and event loop, so however
+ * many connections API clients hold or open on the HTTPS port, kubelet's probes are still answered. Its I/O never
+ * blocks a thread: a connection that sends part of a request and then nothing holds no thread the probes need, and
+ * a connection silent for the read deadline is closed.
  */
 public final class HealthServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(HealthServer.class);
+    /** How long a connection may send nothing, mid-request or between requests (kubelet's probes take 1 s). */
+    static final Duration READ_DEADLINE = Duration.ofSeconds(10);
 
-    private final HttpServer http;
-    private final ExecutorService executor;
+    private final EventLoopGroup group;
+    private final Channel listener;
+    private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
 
-    public HealthServer(String host, int port, BooleanSupplier ready, int retryAfterSeconds) throws IOException {
-        http = HttpServer.create(new InetSocketAddress(host.isEmpty() ? "0.0.0.0" : host, port), 64);
-        executor = Executors.newFixedThreadPool(2, DaemonThreads.named("health-http"));
-        http.setExecutor(executor);
-        http.createContext("/", exchange -> answer(exchange, ready, retryAfterSeconds));
+    public HealthServer(String host, int port, BooleanSupplier ready, int retryAfterSeconds) {
+        this(host, port, ready, retryAfterSeconds, READ_DEADLINE);
     }
 
-    private static void answer(HttpExchange exchange, BooleanSupplier ready, int retryAfterSeconds) throws IOException {
-        try (exchange; InputStream in = exchange.getRequestBody()) {
-            in.readNBytes(4096);
-            String path = exchange.getRequestURI().getRawPath();
-            if ("/healthz".equals(path) || ("/readyz".equals(path) && ready.getAsBoolean())) {
-                exchange.sendResponseHeaders(204, -1);
-                return;
+    HealthServer(String host, int port, BooleanSupplier ready, int retryAfterSeconds, Duration readDeadline) {
+        group = new NioEventLoopGroup(1, DaemonThreads.named("health-http"));
+        long deadlineMillis = Math.max(1, readDeadline.toMillis());
+        try {
+            listener = new ServerBootstrap().group(group).channel(NioServerSocketChannel.class)
+                    .childHandler(new ChannelInitializer<SocketChannel>() {
+                        @Override
+                        protected void initChannel(SocketChannel ch) {
+                            ch.pipeline().addLast(new ReadTimeoutHandler(deadlineMillis, TimeUnit.MILLISECONDS),
+                                    new HttpServerCodec(4096, 8192, 8192), new HttpServerExpectContinueHandler(),
+                                    new Probe(ready, retryAfterSeconds));
+                        }
+                    })
+                    .bind(new InetSocketAddress(host.isEmpty() ? "0.0.0.0" : host, port)).syncUninterruptibly()
+                    .channel();
+        } catch (RuntimeException e) {
+            group.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
+            throw e;
+        }
+    }
+
+    /** Answers each request once its body (ignored, never buffered) has arrived. */
+    private static final class Probe extends SimpleChannelInboundHandler<HttpObject> {
+        private final BooleanSupplier ready;
+        private final int retryAfterSeconds;
+        private HttpRequest request;
+
+        Probe(BooleanSupplier ready, int retryAfterSeconds) {
+            super(false);
+            this.ready = ready;
+            this.retryAfterSeconds = retryAfterSeconds;
+        }
+
+        @Override
+        protected void channelRead0(ChannelHandlerContext ctx, HttpObject msg) {
+            try {
+                if (msg.decoderResult().isFailure()) {
+                    request = null;
+                    FullHttpResponse bad = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
+                            HttpResponseStatus.BAD_REQUEST);
+                    bad.headers().set(HttpHeaderNames.CONTENT_LENGTH, 0);
+                    ctx.writeAndFlush(bad).addListener(ChannelFutureListener.CLOSE);
+                    return;
+                }
+                if (msg instanceof HttpRequest r) {
+                    request = r;
+                }
+                if (msg instanceof LastHttpContent && request != null) {
+                    HttpRequest r = request;
+                    request = null;
+                    answer(ctx, r);
+                }
+            } finally {
+                ReferenceCountUtil.release(msg);
             }
-            ApiException e = "/readyz".equals(path)
-                    ? ApiException.unavailable("not ready: caches not synced or front-proxy trust bundle not loaded",
-                            retryAfterSeconds)
-                    : ApiException.notFound("the probe listener serves /healthz and /readyz only");
-            byte[] body = Json.write(Status.failure(e.code(), e.reason(), e.getMessage())).getBytes(StandardCharsets.UTF_8);
-            exchange.getResponseHeaders().set("Content-Type", "application/json");
-            e.headers().forEach((k, v) -> exchange.getResponseHeaders().set(k, v));
-            boolean head = "HEAD".equalsIgnoreCase(exchange.getRequestMethod());
-            exchange.sendResponseHeaders(e.code(), head ? -1 : body.length);
-            if (!head) {
-                try (OutputStream out = exchange.getResponseBody()) {
-                    out.write(body);
+        }
+
+        private void answer(ChannelHandlerContext ctx, HttpRequest r) {
+            String target = r.uri();
+            int end = target.length();
+            for (int i = 0; i < target.length(); i++) {
+                if (target.charAt(i) == '?' || target.charAt(i) == '#') {
+                    end = i;
+                    break;
                 }
             }
+            String path = target.substring(0, end);
+            FullHttpResponse response;
+            if ("/healthz".equals(path) || ("/readyz".equals(path) && ready.getAsBoolean())) {
+                response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.NO_CONTENT);
+            } else {
+                ApiException e = "/readyz".equals(path)
+                        ? ApiException.unavailable("not ready: caches not synced or front-proxy trust bundle not loaded",
+                                retryAfterSeconds)
+                        : ApiException.notFound("the probe listener serves /healthz and /readyz only");
+                byte[] body = Json.write(Status.failure(e.code(), e.reason(), e.getMessage()))
+                        .getBytes(StandardCharsets.UTF_8);
+                boolean head = HttpMethod.HEAD.equals(r.method());
+                response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.valueOf(e.code()),
+                        head ? Unpooled.EMPTY_BUFFER : Unpooled.wrappedBuffer(body));
+                response.headers().set(HttpHeaderNames.CONTENT_TYPE, "application/json");
+                response.headers().set(HttpHeaderNames.CONTENT_LENGTH, body.length);
+                e.headers().forEach((k, v) -> response.headers().set(k, v));
+            }
+            boolean keepAlive = HttpUtil.isKeepAlive(r);
+            if (!keepAlive) {
+                response.headers().set(HttpHeaderNames.CONNECTION, "close");
+            }
+            var written = ctx.writeAndFlush(response);
+            if (!keepAlive) {
+                written.addListener(ChannelFutureListener.CLOSE);
+            }
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            // a read deadline or a reset: nothing to answer
+            ctx.close();
         }
     }
 
     public void start() {
-        http.start();
-        LOG.info("probe listener on http://{}:{} (/healthz, /readyz)", http.getAddress().getHostString(),
-                http.getAddress().getPort());
+        LOG.info("probe listener on http://{}:{} (/healthz, /readyz)", address().getHostString(), address().getPort());
     }
 
     public InetSocketAddress address() {
-        return http.getAddress();
+        return (InetSocketAddress) listener.localAddress();
     }
 
+    /** Stops listening; a second close does nothing. */
     @Override
     public void close() {
-        http.stop(0);
-        executor.shutdownNow();
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        listener.close().syncUninterruptibly();
+        group.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS).syncUninterruptibly();
     }
 }

@@ -3,10 +3,15 @@ package io.unboundedcloud.playpen.camel;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -88,6 +93,50 @@ class HealthServerTest {
             assertThat(status.get("reason").asText()).isEqualTo("NotFound");
             assertThat(status.get("message").asText()).isEqualTo("the probe listener serves /healthz and /readyz only");
             assertThat(r.headers().firstValue("Retry-After")).isEmpty();
+        }
+    }
+
+    /**
+     * Whoever can reach the probe port (the node, or every pod where NetworkPolicy is not enforced) must not be able
+     * to hold it: connections that send part of a request head and then nothing take no thread away from kubelet's
+     * probes, however many there are, and each is closed once its head deadline passes.
+     */
+    @Test
+    void connectionsThatNeverFinishTheirHeadDoNotHoldTheProbesUp() throws Exception {
+        ready.set(true);
+        List<Socket> stalled = new ArrayList<>();
+        try {
+            for (int i = 0; i < 16; i++) {
+                Socket s = new Socket("127.0.0.1", server.address().getPort());
+                s.getOutputStream().write("GET /heal".getBytes(StandardCharsets.US_ASCII));
+                s.getOutputStream().flush();
+                stalled.add(s);
+            }
+            for (int i = 0; i < 3; i++) {
+                HttpRequest probe = HttpRequest.newBuilder(
+                        URI.create("http://127.0.0.1:" + server.address().getPort() + "/healthz"))
+                        .timeout(Duration.ofSeconds(60)).build();
+                assertThat(client.send(probe, HttpResponse.BodyHandlers.discarding()).statusCode())
+                        .as("probe %d with 16 stalled connections open", i).isEqualTo(204);
+            }
+        } finally {
+            for (Socket s : stalled) {
+                s.close();
+            }
+        }
+    }
+
+    @Test
+    void aConnectionThatNeverFinishesItsHeadIsClosedAtTheDeadline() throws Exception {
+        HealthServer quick = new HealthServer("127.0.0.1", 0, ready::get, 7, Duration.ofMillis(200));
+        quick.start();
+        try (Socket s = new Socket("127.0.0.1", quick.address().getPort())) {
+            s.setSoTimeout(60_000);
+            s.getOutputStream().write("GET /healthz HTTP/1.1\r\nHost: x\r\n".getBytes(StandardCharsets.US_ASCII));
+            s.getOutputStream().flush();
+            assertThat(s.getInputStream().read()).as("closed without an answer").isEqualTo(-1);
+        } finally {
+            quick.close();
         }
     }
 
