@@ -88,14 +88,16 @@ public final class ClaimResolver {
                     await(seen, deadlineNanos);
                     continue;
                 }
-                // gone since (deallocated, expired): wait for the watch to say so, then judge again
+                // gone since (deallocated, expired): wait for the watch to say so, then judge again. Gone, it is
+                // past the version the watch holds now, which may be later than the claim's (a renewal, a settle)
                 if (fresh == null) {
                     pods.observeDeleted(c.pod());
+                    await(pods.awaitChange(c.pod()), deadlineNanos);
                 } else {
                     pods.observe(fresh);
+                    await(pods.awaitClaim(c.pod(), Math.max(c.claimRv() + 1, ClaimLedger.resourceVersion(fresh))),
+                            deadlineNanos);
                 }
-                await(pods.awaitClaim(c.pod(), fresh == null ? c.claimRv() + 1
-                        : Math.max(c.claimRv() + 1, ClaimLedger.resourceVersion(fresh))), deadlineNanos);
                 continue;
             }
             if (live.stream().anyMatch(c -> c.standing() == ClaimLedger.Standing.UNKNOWN)) {
@@ -148,8 +150,9 @@ public final class ClaimResolver {
             }
         }
         if (carriers.isEmpty()) {
+            // gone (or no longer claimed): past the version the watch holds now, which may be later than the claim's
             for (ClaimLedger.Claim c : known) {
-                await(pods.awaitClaim(c.pod(), c.claimRv() + 1), deadlineNanos);
+                await(pods.awaitChange(c.pod()), deadlineNanos);
             }
             return;
         }

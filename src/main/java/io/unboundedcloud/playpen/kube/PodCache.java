@@ -595,6 +595,14 @@ public final class PodCache implements AutoCloseable {
         return f;
     }
 
+    /** Whether a request waits now for this cache's watch to reach a version of the pod (tests). */
+    boolean awaited(String podName) {
+        synchronized (storeLock) {
+            List<Waiter> ws = waiters.get(podName);
+            return ws != null && ws.stream().anyMatch(w -> !w.result().isDone());
+        }
+    }
+
     /**
      * Completes once the watch has applied a version of the pod newer than the one it holds now, or its delete
      * (at once when it holds none).

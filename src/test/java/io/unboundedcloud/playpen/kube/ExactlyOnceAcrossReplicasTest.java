@@ -498,6 +498,66 @@ class ExactlyOnceAcrossReplicasTest {
     }
 
     /**
+     * A claim made through A and written to since (a renewal, a settle, the kubelet's status: B's watch has that
+     * later version), then released through A while B's watch lags. A renewal through B finds the claim standing in
+     * its ledger and the pod gone from the API server: it must wait for its watch to deliver the delete, not read
+     * the pod again and again until it does.
+     */
+    @Test
+    void aRenewalThroughALaggingReplicaOfAClaimReleasedElsewhereWaitsForTheWatchWithoutPolling() throws Exception {
+        runners(0, 4);
+        Replica a = replica(0);
+        Replica b = replica(0);
+        awaitSees(b, 4);
+        AllocCommand key = cmd("released-elsewhere");
+        String pod = name(a.allocator.allocate(key));
+        renewAfterAReleaseElsewhere(a, b, key, pod, ClaimLedger.Standing.WON);
+    }
+
+    /**
+     * The same through a replica started after the claim (its ledger holds it undecided): the API server shows no
+     * pod of the key to settle, and B waits for its watch to deliver the delete, without listing and reading the
+     * key's pods again and again until it does.
+     */
+    @Test
+    void aRenewalThroughAReplicaStartedSinceOfAClaimReleasedElsewhereWaitsForTheWatchWithoutPolling() throws Exception {
+        runners(0, 4);
+        Replica a = replica(0);
+        AllocCommand key = cmd("released-elsewhere-undecided");
+        String pod = name(a.allocator.allocate(key));
+        Replica b = replica(0);
+        awaitSees(b, 4);
+        renewAfterAReleaseElsewhere(a, b, key, pod, ClaimLedger.Standing.UNKNOWN);
+    }
+
+    private void renewAfterAReleaseElsewhere(Replica a, Replica b, AllocCommand key, String pod,
+            ClaimLedger.Standing onB) throws Exception {
+        cluster.client.pods().inNamespace(TestCluster.NS).withName(pod).edit(p -> new PodBuilder(p).editMetadata()
+                .addToAnnotations("example.com/touched", "yes").endMetadata().build());
+        OperatorHarness.awaitTrue(() -> b.pods.get(pod)
+                .map(p -> ManagedPods.annotations(p).containsKey("example.com/touched")).orElse(false)
+                && b.pods.claimsOf(key.keyHash()).stream().anyMatch(c -> c.standing() == onB),
+                Duration.ofSeconds(60), "B has the claim, " + onB + ", and the later write");
+        b.proxy.holdWatches();
+        assertThat(a.allocator.deallocate(key.keyHash())).extracting(ManagedPods::name).containsExactly(pod);
+
+        Renewer renewer = new Renewer(b.client, b.pods, new io.unboundedcloud.playpen.model.TtlPolicy(
+                Duration.ofHours(1)), java.time.Clock.systemUTC(), b.calls);
+        java.util.function.LongSupplier reads = () -> b.calls.get(KubeApiCall.PODS_GET)
+                + b.calls.get(KubeApiCall.PODS_LIST);
+        long before = reads.getAsLong();
+        CompletableFuture<Renewer.Renewal> renewal = CompletableFuture.supplyAsync(
+                () -> renewer.renew(key.keyHash(), Duration.ofHours(2)), threads);
+        OperatorHarness.awaitTrue(() -> b.pods.awaited(pod) || renewal.isDone() || reads.getAsLong() - before > 200,
+                Duration.ofSeconds(60), "B waiting for its watch, or reading the pod over and over");
+        assertThat(reads.getAsLong() - before).as("reads of the released pod while B's watch lags").isLessThan(200);
+        assertThat(renewal).isNotDone();
+        b.proxy.releaseWatches();
+        assertThatThrownBy(() -> renewal.get(60, TimeUnit.SECONDS)).hasCauseInstanceOf(ApiException.class)
+                .cause().satisfies(e -> assertThat(((ApiException) e).code()).isEqualTo(404));
+    }
+
+    /**
      * A claim the API server wrote whose answer was lost (a 500 after the write, and again on the client's own
      * retry, which meets its own claim): the request must not fail while the pod stays claimed for its key; it
      * learns what happened from a read and answers with that claim, or claims nothing.
