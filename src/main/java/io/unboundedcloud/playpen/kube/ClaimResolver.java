@@ -64,9 +64,15 @@ public final class ClaimResolver {
                 if (carriers.isEmpty()) {
                     return Optional.empty();
                 }
-                // claimed, but this replica's watch is behind: let it deliver those claims, then judge them
+                // claimed, but this replica's watch is behind: let it deliver those claims, then judge them. The
+                // API server is asked once, so this waits until the watch is there (or the deadline's 503), not
+                // one slice: a watch more than a slice behind would answer a claim just made as no claim
                 for (Pod p : carriers) {
-                    await(pods.awaitClaim(ManagedPods.name(p), ClaimLedger.resourceVersion(p)), deadlineNanos);
+                    CompletableFuture<Optional<ClaimLedger.Claim>> seen = pods.awaitClaim(ManagedPods.name(p),
+                            ClaimLedger.resourceVersion(p));
+                    while (!seen.isDone()) {
+                        await(seen, deadlineNanos);
+                    }
                 }
                 continue;
             }

@@ -498,6 +498,34 @@ class ExactlyOnceAcrossReplicasTest {
     }
 
     /**
+     * Renewed through B right after the alloc through A, while B's watch lags by more than one of its waits' slices
+     * (a second): the renewal lists the claim from the API server and waits for B's watch to deliver it, however
+     * long that takes (up to its deadline); it is never a 404 for an allocation answered a moment ago.
+     */
+    @Test
+    void aRenewalThroughAReplicaWhoseWatchLagsSecondsFindsAClaimJustMade() throws Exception {
+        runners(0, 4);
+        Replica a = replica(0);
+        Replica b = replica(0);
+        awaitSees(b, 4);
+        b.proxy.holdWatches();
+        AllocCommand key = cmd("renewed-while-lagging");
+        String pod = name(a.allocator.allocate(key));
+
+        Renewer renewer = new Renewer(b.client, b.pods, new io.unboundedcloud.playpen.model.TtlPolicy(
+                Duration.ofHours(1)), java.time.Clock.systemUTC(), b.calls);
+        CompletableFuture<Renewer.Renewal> renewal = CompletableFuture.supplyAsync(
+                () -> renewer.renew(key.keyHash(), Duration.ofHours(2)), threads);
+        OperatorHarness.awaitTrue(() -> b.pods.awaited(pod) || renewal.isDone(), Duration.ofSeconds(60),
+                "B waiting for its watch");
+        // B's watch stays behind for 3 s more
+        assertThatThrownBy(() -> renewal.get(3, TimeUnit.SECONDS))
+                .isInstanceOf(java.util.concurrent.TimeoutException.class);
+        b.proxy.releaseWatches();
+        assertThat(renewal.get(60, TimeUnit.SECONDS).pod().getMetadata().getName()).isEqualTo(pod);
+    }
+
+    /**
      * A claim made through A and written to since (a renewal, a settle, the kubelet's status: B's watch has that
      * later version), then released through A while B's watch lags. A renewal through B finds the claim standing in
      * its ledger and the pod gone from the API server: it must wait for its watch to deliver the delete, not read
