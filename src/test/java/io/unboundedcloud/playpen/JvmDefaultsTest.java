@@ -16,6 +16,13 @@ class JvmDefaultsTest {
     }
 
     @Test
+    void theJdkHttpServerGivesARequestFiveSecondsToArrive() {
+        Properties props = new Properties();
+        JvmDefaults.apply(props);
+        assertThat(props.getProperty("sun.net.httpserver.maxReqTime")).isEqualTo("5");
+    }
+
+    @Test
     void aValueGivenOnTheCommandLineWins() {
         Properties props = new Properties();
         props.setProperty("io.netty.allocator.maxOrder", "9");
