@@ -156,10 +156,7 @@ class MonitoringComponentTest {
      */
     @Test
     void noIdlePodsFiresOnlyForPoolsTheDeploymentKeeps() throws Exception {
-        String expr = StreamSupport.stream(one("PrometheusRule", "playpen-operator").path("spec").path("groups").spliterator(), false)
-                .flatMap(g -> StreamSupport.stream(g.path("rules").spliterator(), false))
-                .filter(r -> "PlaypenNoIdlePods".equals(r.path("alert").asText())).findFirst().orElseThrow()
-                .path("expr").asText();
+        String expr = noIdlePodsExpr();
         List<String> poolFlags = new ArrayList<>();
         one("Deployment", "playpen-operator").path("spec").path("template").path("spec").path("containers").get(0).path("args")
                 .forEach(a -> {
@@ -169,10 +166,57 @@ class MonitoringComponentTest {
                 });
         assertThat(poolFlags).contains("--control-plane-count=0", "--runner-amd64-count=1");
 
-        List<Sample> scrape;
+        List<Sample> scrape = scrapeAfterAPoolPass(poolFlags, true);
+        assertThat(scrape).as("the unkept control-plane pool is exported with no idle pod")
+                .anyMatch(x -> x.name.equals("playpen_pods") && "controlPlane".equals(x.labels.get("resource_type"))
+                        && "idle".equals(x.labels.get("state")) && x.value == 0);
+        assertThat(firing(expr, scrape)).as("%s on the Deployment's own pools", expr).isEmpty();
+
+        // the same scrape once the kept amd64 pool has run dry
+        List<Sample> dry = scrape.stream().map(x -> (x.name.equals("playpen_pods") && "idle".equals(x.labels.get("state"))
+                || x.name.equals("playpen_pool_ready_pods")) && "amd64".equals(x.labels.get("variant"))
+                        ? new Sample(x.name, x.labels, 0) : x).toList();
+        assertThat(firing(expr, dry)).containsExactly(Map.of("resource_type", "runner", "variant", "amd64"));
+    }
+
+    /**
+     * A kept pool whose pods never become ready (Pending for want of a node that fits, an image that does not
+     * start) has idle pods, but none to hand out: its allocations answer 503 just as with no pod at all, and the
+     * no-idle-pods alert, whose runbook starts with such Pending pods, must fire for it.
+     */
+    @Test
+    void noIdlePodsFiresForAKeptPoolWhosePodsNeverBecomeReady() throws Exception {
+        String expr = noIdlePodsExpr();
+        // the test cluster runs no kubelet: the pods the pools create stay Pending
+        List<Sample> scrape = scrapeAfterAPoolPass(List.of("--runner-amd64-count=1", "--runner-arm64-count=1",
+                "--control-plane-count=0", "--control-plane-versions=v1.33.0"), false);
+        assertThat(scrape).as("the pools' pods are there, idle and not ready")
+                .anyMatch(x -> x.name.equals("playpen_pods") && "idle".equals(x.labels.get("state"))
+                        && "amd64".equals(x.labels.get("variant")) && x.value > 0)
+                .noneMatch(x -> x.name.equals("playpen_pool_ready_pods") && x.value > 0);
+        assertThat(firing(expr, scrape)).containsExactlyInAnyOrder(Map.of("resource_type", "runner", "variant", "amd64"),
+                Map.of("resource_type", "runner", "variant", "arm64"));
+    }
+
+    static String noIdlePodsExpr() {
+        return StreamSupport.stream(one("PrometheusRule", "playpen-operator").path("spec").path("groups").spliterator(), false)
+                .flatMap(g -> StreamSupport.stream(g.path("rules").spliterator(), false))
+                .filter(r -> "PlaypenNoIdlePods".equals(r.path("alert").asText())).findFirst().orElseThrow()
+                .path("expr").asText();
+    }
+
+    /**
+     * One scrape of an operator run with {@code poolFlags} on nodes of both architectures, taken once a pool pass
+     * has filled every runner pool; with {@code ready}, each runner pool has a ready idle pod to begin with.
+     */
+    static List<Sample> scrapeAfterAPoolPass(List<String> poolFlags, boolean ready) throws Exception {
         try (TestCluster cluster = TestCluster.start()) {
             cluster.addNode("node-a", "amd64", "203.0.113.10");
             cluster.addNode("node-b", "arm64", "203.0.113.11");
+            if (ready) {
+                cluster.create(TestCluster.readyRunner("amd64", 51830, "node-a"));
+                cluster.create(TestCluster.readyRunner("arm64", 51831, "node-b"));
+            }
             List<String> flags = new ArrayList<>(List.of("--management-addr=127.0.0.1:0"));
             flags.addAll(poolFlags);
             try (OperatorHarness op = new OperatorHarness(cluster, flags.toArray(new String[0]))) {
@@ -186,23 +230,17 @@ class MonitoringComponentTest {
                     } catch (Exception e) {
                         return false;
                     }
-                    // a pool pass has run: the kept pools report what they want, and have their idle pod
+                    // a pool pass has run: the kept pools report what they want, and have their idle pod (ready
+                    // when asked for)
                     return last.get().stream().anyMatch(x -> x.name.equals("playpen_pool_desired_pods") && x.value > 0)
                             && last.get().stream().filter(x -> x.name.equals("playpen_pods") && "idle".equals(x.labels.get("state"))
-                                    && "runner".equals(x.labels.get("resource_type"))).allMatch(x -> x.value > 0);
-                }, java.time.Duration.ofSeconds(20), "a pool pass with every runner pool filled");
-                scrape = last.get();
+                                    && "runner".equals(x.labels.get("resource_type"))).allMatch(x -> x.value > 0)
+                            && (!ready || last.get().stream().filter(x -> x.name.equals("playpen_pool_ready_pods")
+                                    && "runner".equals(x.labels.get("resource_type"))).allMatch(x -> x.value > 0));
+                }, java.time.Duration.ofSeconds(60), "a pool pass with every runner pool filled");
+                return last.get();
             }
         }
-        assertThat(scrape).as("the unkept control-plane pool is exported with no idle pod")
-                .anyMatch(x -> x.name.equals("playpen_pods") && "controlPlane".equals(x.labels.get("resource_type"))
-                        && "idle".equals(x.labels.get("state")) && x.value == 0);
-        assertThat(firing(expr, scrape)).as("%s on the Deployment's own pools", expr).isEmpty();
-
-        // the same scrape once the kept amd64 pool has run dry
-        List<Sample> dry = scrape.stream().map(x -> x.name.equals("playpen_pods") && "idle".equals(x.labels.get("state"))
-                && "amd64".equals(x.labels.get("variant")) ? new Sample(x.name, x.labels, 0) : x).toList();
-        assertThat(firing(expr, dry)).containsExactly(Map.of("resource_type", "runner", "variant", "amd64"));
     }
 
     record Sample(String name, Map<String, String> labels, double value) {
