@@ -28,6 +28,8 @@ public final class FrontDoor {
     public static final String IDENTITY = "playpenIdentity";
     /** The request target as sent (path and query), for flows that read their own parameters. */
     public static final String TARGET = "playpenTarget";
+    /** {@link System#nanoTime} when the front door took the request: where the alloc latency starts. */
+    public static final String ADMITTED_NANOS = "playpenAdmittedNanos";
 
     private final FrontProxyAuthenticator authenticator;
 
@@ -36,6 +38,7 @@ public final class FrontDoor {
     }
 
     public void admit(Exchange exchange) {
+        exchange.setProperty(ADMITTED_NANOS, System.nanoTime());
         Message in = exchange.getMessage();
         String method = in.getHeader(Exchange.HTTP_METHOD, String.class);
         String target = rawTarget(in);

@@ -75,4 +75,28 @@ class FrontDoorTest {
         assertThat(probe.getProperty(FrontDoor.TARGET)).isEqualTo("/readyz");
         assertThat(probe.getProperty(FrontDoor.IDENTITY, Identity.class)).isNull();
     }
+
+    /**
+     * The alloc latency runs from the front door to the answer at the clock's resolution: an answer 1.5 ms after
+     * the front door is recorded as that, not cut to whole milliseconds (1 ms, in the 1 ms bucket).
+     */
+    @Test
+    void theAllocLatencyKeepsItsFractionOfAMillisecond() {
+        OperatorMetrics metrics = new OperatorMetrics();
+        ReplyWriter writer = new ReplyWriter(1, metrics);
+        Exchange e = request("POST", ALLOCS, "alice");
+        Throwable refused = catchThrowableOfType(FrontProxyAuthenticator.Refused.class, () -> door.admit(e));
+        assertThat(refused).isNotNull();
+        long spun = System.nanoTime();
+        while (System.nanoTime() - spun < 1_500_000L) {
+            Thread.onSpinWait();
+        }
+        e.setProperty(Exchange.EXCEPTION_CAUGHT, refused);
+        writer.process(e);
+
+        long recorded = (long) metrics.registry().get("playpen_alloc_latency").timer()
+                .totalTime(java.util.concurrent.TimeUnit.NANOSECONDS);
+        assertThat(recorded).isGreaterThanOrEqualTo(1_500_000L);
+        assertThat(recorded % 1_000_000L).as("recorded %d ns", recorded).isNotZero();
+    }
 }
