@@ -406,8 +406,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                 if (a.created()) {
                     pass.created++;
                 } else if (a.rangeFull()) {
-                    pass.exhausted.add(new PoolPlan.Exhaustion(planned.target(),
-                            HostPortPlanner.forKind(config, planned.target().type()).range(), 1));
+                    exhausted(pass, planned.target());
                 } else {
                     // free ports are left, but the pass stopped trying: not a full range (no exhaustion Event,
                     // metric or condition, which say every port is used); the watch shows who holds those ports
@@ -420,6 +419,21 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                 throw firstFailure;
             }
         });
+    }
+
+    /**
+     * A planned pod of {@code target} found its range full: one more pod not created in the pool's report of this
+     * pass (one per pool and pass, however many of its planned pods met the full range).
+     */
+    private void exhausted(Pass pass, PoolTarget target) {
+        for (int i = 0; i < pass.exhausted.size(); i++) {
+            PoolPlan.Exhaustion x = pass.exhausted.get(i);
+            if (x.target().equals(target)) {
+                pass.exhausted.set(i, new PoolPlan.Exhaustion(target, x.range(), x.unplanned() + 1));
+                return;
+            }
+        }
+        pass.exhausted.add(new PoolPlan.Exhaustion(target, HostPortPlanner.forKind(config, target.type()).range(), 1));
     }
 
     /**

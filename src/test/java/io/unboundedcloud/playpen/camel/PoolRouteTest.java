@@ -129,6 +129,41 @@ class PoolRouteTest {
                 .statusCode()).isEqualTo(204);
     }
 
+    /**
+     * A pass whose every planned pod meets a port held by a pod the cache does not show as its holder reports the
+     * full range once for the pool (one Event, one count of playpen_host_port_range_exhausted_total), with every
+     * pod it could not create, not once per such pod.
+     */
+    @Test
+    void aPassReportsAFullRangeOncePerPool() throws Exception {
+        // no pass on claims (a long debounce): the two claims below leave one pass a deficit of two
+        start("--runner-amd64-count=2", "--runner-arm64-count=0", "--runner-wireguard-host-port-start=51820",
+                "--runner-wireguard-host-port-end=51823", "--reconcile-interval=10m", "--refill-debounce=10m");
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 2, Duration.ofSeconds(60), "two runners");
+        makeReady();
+        op.awaitCache(c -> c.stream().filter(p -> p.getStatus() != null && "Running".equals(p.getStatus().getPhase()))
+                .count() == 2);
+        // another actor holds the pod names of the two ports left, with no hostPort the cache would count
+        for (int port : new int[] {51822, 51823}) {
+            cluster.create(new PodBuilder().withNewMetadata().withName("playpen-runner-amd64-" + port)
+                    .withNamespace("playpen").endMetadata().withNewSpec().addNewContainer().withName("x").withImage("x")
+                    .endContainer().endSpec());
+        }
+        op.awaitCache(c -> c.size() == 4);
+        assertThat(op.alloc("{\"idempotencyKey\":\"e1\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(1) + "\"}")
+                .statusCode()).isEqualTo(200);
+        assertThat(op.alloc("{\"idempotencyKey\":\"e2\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(2) + "\"}")
+                .statusCode()).isEqualTo(200);
+        op.awaitCache(c -> c.stream().filter(ManagedPods::isClaimed).count() == 2);
+        int before = podCreates();
+
+        // the pass plans the two free-looking ports, and each create meets AlreadyExists
+        var result = op.app.poolReconciler().reconcile();
+        assertThat(podCreates() - before).as("both planned pods were tried").isGreaterThanOrEqualTo(2);
+        assertThat(result.exhausted()).as("one report for the pool").hasSize(1);
+        assertThat(result.exhausted().get(0).message()).contains("51820-51823").contains("; 2 runner/amd64 pod(s)");
+    }
+
     @Test
     void createdPodsMatchTheTemplateAndCarryThePoolLabels() throws Exception {
         start("--runner-amd64-count=0", "--runner-arm64-count=1", "--reconcile-interval=10m");
