@@ -243,6 +243,40 @@ class MonitoringComponentTest {
         }
     }
 
+    /**
+     * Every label an alert's annotations print is one each branch of its expression keeps: a branch that
+     * aggregates it away fires with that label empty ("No free hostPort left for  pods").
+     */
+    @Test
+    void everyLabelAnAlertPrintsIsKeptByItsExpression() {
+        Pattern printed = Pattern.compile("\\$labels\\.(\\w+)");
+        Pattern by = Pattern.compile("\\bby \\(([^)]*)\\)");
+        List<String> wrong = new ArrayList<>();
+        one("PrometheusRule", "playpen-operator").path("spec").path("groups").forEach(g -> g.path("rules").forEach(r -> {
+            Set<String> used = new TreeSet<>();
+            r.path("annotations").forEach(a -> {
+                // a label printed only inside {{ with $labels.x }} ... {{ end }} may be absent
+                Matcher m = printed.matcher(a.asText().replaceAll("\\{\\{ with \\$labels\\.\\w+ }}.*?\\{\\{ end }}", ""));
+                while (m.find()) {
+                    used.add(m.group(1));
+                }
+            });
+            for (String branch : r.path("expr").asText().split("\\s+or\\s+")) {
+                Set<String> kept = new TreeSet<>();
+                Matcher m = by.matcher(branch);
+                if (m.find()) {
+                    kept.addAll(List.of(m.group(1).trim().split("\\s*,\\s*")));
+                }
+                for (String label : used) {
+                    if (!kept.contains(label)) {
+                        wrong.add(r.path("alert").asText() + ": " + label + " not kept by " + branch.trim());
+                    }
+                }
+            }
+        }));
+        assertThat(wrong).isEmpty();
+    }
+
     record Sample(String name, Map<String, String> labels, double value) {
     }
 
