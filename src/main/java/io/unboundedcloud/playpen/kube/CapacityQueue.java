@@ -74,13 +74,16 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         }
 
         /**
-         * Whether the client with this flag is answered the claim as new: the first client still there when it
+         * Whether the client with this flag is answered the claim as new: the only client still there when it
          * comes (the first of all if every one has left). Every other client gets it as a replay, which is never
-         * taken back: a client gone by then must not hand back a pod another client of the wait is answered.
+         * taken back: a client gone by then must not hand back a pod another client of the wait is answered. With
+         * two or more still there, each is answered the pod, so none gets it as new: the claim is kept even if
+         * one of them turns out to be gone (until its TTL, or a dealloc of the key).
          */
         synchronized boolean claimant(AtomicBoolean left) {
             if (claimant == null) {
-                claimant = arrivals.stream().filter(l -> !l.get()).findFirst().orElse(arrivals.get(0));
+                List<AtomicBoolean> there = arrivals.stream().filter(l -> !l.get()).toList();
+                claimant = there.isEmpty() ? arrivals.get(0) : there.size() == 1 ? there.get(0) : new AtomicBoolean();
             }
             return claimant == left;
         }
@@ -236,8 +239,8 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
                 release(ownerHash);
             }
         };
-        // one client is answered the claim as new (the one a client gone before its answer takes back, see
-        // ApiFlows#allocate); the others, retries of the key, get it as a replay
+        // at most one client is answered the claim as new (the one a client gone before its answer takes back, see
+        // ApiFlows#allocate), and only when no other client is answered it; the others get it as a replay
         CompletableFuture<Allocator.Allocation> result = w.result.thenApply(a -> a.replay() || w.claimant(left) ? a
                 : new Allocator.Allocation(a.pod(), a.externalIp(), true));
         // each client waits as long as it asked: a retry of the key need not ask for the first request's time

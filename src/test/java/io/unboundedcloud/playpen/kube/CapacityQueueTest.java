@@ -227,11 +227,11 @@ class CapacityQueueTest {
         assertThat(q.waitingRequests("owner-a")).isEqualTo(2);
 
         String pod = addRunner(51820);
-        // the first client still there when the claim comes is answered it as new; every other client, the one
-        // that left included, as a replay (which a client gone by then never takes back)
+        // two clients still there when the claim comes are both answered it, so each as a replay (which a client
+        // gone by then never takes back), as is the one that left
         Allocator.Allocation viaRetry = served(retry);
         assertThat(viaRetry.pod().getMetadata().getName()).isEqualTo(pod);
-        assertThat(viaRetry.replay()).isFalse();
+        assertThat(viaRetry.replay()).isTrue();
         assertThat(served(third).pod().getMetadata().getName()).isEqualTo(pod);
         assertThat(served(third).replay()).isTrue();
         assertThat(served(first).pod().getMetadata().getName()).isEqualTo(pod);
@@ -239,6 +239,29 @@ class CapacityQueueTest {
         assertThat(r.cluster.pods()).filteredOn(ManagedPods::isClaimed).hasSize(1);
         OperatorHarness.awaitTrue(() -> q.waitingRequests() == 0, SOON, "every slot freed");
         assertThat(outcomes).containsExactly(prefix("twin") + " served");
+    }
+
+    /**
+     * Two clients of one key are both still there when the claim comes: both are answered the pod, so a client that
+     * turns out to be gone before its answer must not take it back (ApiFlows gives back what it was answered as new)
+     * while the other client holds it.
+     */
+    @Test
+    void aClaimTwoClientsStillWaitForIsNotTakenBackWhenOneOfThemIsGone() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        AllocCommand cmd = waiting("both", 30);
+        CapacityQueue.Ticket first = q.await(cmd, "owner-a");
+        CapacityQueue.Ticket retry = q.await(cmd, "owner-a");
+        String pod = addRunner(51820);
+        Allocator.Allocation toFirst = served(first);
+        Allocator.Allocation toRetry = served(retry);
+        assertThat(toFirst.pod().getMetadata().getName()).isEqualTo(pod);
+        assertThat(toRetry.pod().getMetadata().getName()).isEqualTo(pod);
+        // whichever client's connection is found closed when its answer is written gives back what it got
+        assertThat(r.allocator.release(toFirst, cmd)).isFalse();
+        assertThat(r.allocator.release(toRetry, cmd)).isFalse();
+        assertThat(r.cluster.pods()).filteredOn(ManagedPods::isClaimed).hasSize(1);
+        assertThat(outcomes).containsExactly(prefix("both") + " served");
     }
 
     /**
