@@ -166,7 +166,7 @@ public final class ApiFlows {
                 try {
                     return CompletableFuture.completedFuture(allocator.allocate(cmd, ownerHash));
                 } catch (ApiException e) {
-                    if (e.code() == 503 && e.getMessage() != null && e.getMessage().startsWith("no idle")) {
+                    if (noIdle(e)) {
                         unserved.accept(cmd);
                         String again = pooled.test(cmd) ? tryAgainAdvice(retryAfterSeconds, parser.maxWaitSeconds())
                                 : "";
@@ -177,6 +177,13 @@ public final class ApiFlows {
             }
             CapacityQueue.Ticket ticket = waiting.await(cmd, ownerHash);
             CompletableFuture<Allocator.Allocation> result = ticket.result();
+            // a wait in vain was turned away for lack of a pod too: demand the claims do not show
+            result.whenComplete((a, e) -> {
+                Throwable cause = e instanceof java.util.concurrent.CompletionException c ? c.getCause() : e;
+                if (cause instanceof ApiException api && noIdle(api)) {
+                    unserved.accept(cmd);
+                }
+            });
             Channel channel = ctx == null ? null : ctx.channel();
             if (result.isDone() || channel == null) {
                 return result;
@@ -192,6 +199,11 @@ public final class ApiFlows {
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
+    }
+
+    /** The 503 of an alloc that found no idle pod (at once or after its wait). */
+    private static boolean noIdle(ApiException e) {
+        return e.code() == 503 && e.getMessage() != null && e.getMessage().startsWith("no idle");
     }
 
     /**

@@ -170,6 +170,18 @@ class WaitingRouteTest {
         assertThat(op.alloc(body("too-long", 6)).statusCode()).isEqualTo(400);
     }
 
+    /**
+     * A request that waited in vain was turned away for lack of a pod like an immediate 503: the demand-aware
+     * buffer counts it (claims alone cannot show demand beyond the pods there are).
+     */
+    @Test
+    void aWaitInVainCountsAsDemandForTheBuffer() throws Exception {
+        op = withStarvedPool("--max-wait=5", "--pool-max-idle=4");
+        assertThat(op.alloc(body("in-vain", 1)).statusCode()).isEqualTo(503);
+        assertThat(op.app.poolStatuses().fresh().get(io.unboundedcloud.playpen.model.PoolTarget.runner("amd64"))
+                .allocationRate()).isPositive();
+    }
+
     /** With waiting turned off, the immediate 503 says when to try again and nothing about waiting. */
     @Test
     void waitingOffAdvisesOnlyATryAgain() throws Exception {
