@@ -269,7 +269,8 @@ public final class ApiFlows {
 
     /**
      * Deletes the pods claimed with this key hash (kube/Allocator), only those {@code guard} lets go when it is set
-     * (a delete by id: that allocation's pod alone); returns them, with {@value AuditLog#OUTCOME} {@code deallocated} or
+     * (a delete by id: that allocation's pod alone); returns them, with {@value AuditLog#OUTCOME} {@code deallocated},
+     * {@code wait-cancelled} (no pod was claimed, but a request of the key waiting for capacity here was ended) or
      * {@code unknown-key}.
      */
     public List<Pod> deleteClaimed(@Body String keyHash,
@@ -277,11 +278,10 @@ public final class ApiFlows {
         exchange.setProperty(AuditLog.KEY_HASH_PREFIX, Hashes.keyHashPrefix(keyHash));
         // a key still waiting for capacity must not be handed a pod after its dealloc; a delete by id releases that
         // one allocation only, and a request of its key that waits is none (the key was released and sent again)
-        if (guard == null) {
-            waiting.cancel(keyHash);
-        }
+        boolean waitCancelled = guard == null && waiting.cancel(keyHash);
         List<Pod> deleted = guard == null ? allocator.deallocate(keyHash) : allocator.deallocate(keyHash, guard);
-        exchange.setProperty(AuditLog.OUTCOME, deleted.isEmpty() ? "unknown-key" : "deallocated");
+        exchange.setProperty(AuditLog.OUTCOME, dealloc(deleted, waitCancelled));
+        exchange.setProperty(WAIT_CANCELLED, waitCancelled);
         exchange.setProperty(AuditLog.ALLOCATION_ID,
                 deleted.stream().map(p -> p.getMetadata().getName()).collect(Collectors.joining(",")));
         return deleted;
@@ -292,15 +292,24 @@ public final class ApiFlows {
         return events.deallocatedEvents(deleted);
     }
 
+    /** Set by {@link #deleteClaimed}: whether the dealloc ended a request of its key waiting for capacity. */
+    static final String WAIT_CANCELLED = "playpenDeallocWaitCancelled";
+
+    private static String dealloc(List<Pod> deleted, boolean waitCancelled) {
+        return !deleted.isEmpty() ? "deallocated" : waitCancelled ? "wait-cancelled" : "unknown-key";
+    }
+
     /**
      * The dealloc answer: 204 whether or not the key had a claim, like the reference (clients check for it). A key
-     * without a claim also gets a {@code Warning} header, which kubectl prints: nothing was released.
+     * without a claim and without a request waiting for it here also gets a {@code Warning} header, which kubectl
+     * prints: nothing was released.
      */
     public HttpReply deallocated(@Body List<Pod> deleted, Exchange exchange) {
-        if (deleted.isEmpty()) {
+        boolean waitCancelled = Boolean.TRUE.equals(exchange.getProperty(WAIT_CANCELLED, Boolean.class));
+        if (deleted.isEmpty() && !waitCancelled) {
             ReplyWriter.warnings(exchange).add(NOTHING_RELEASED);
         }
-        return HttpReply.noContent(deleted.isEmpty() ? "unknown-key" : "deallocated");
+        return HttpReply.noContent(dealloc(deleted, waitCancelled));
     }
 
     /** The warning of a dealloc whose key holds no allocation. */

@@ -307,9 +307,18 @@ class WaitingRouteTest {
         op = new OperatorHarness(cluster);
         CompletableFuture<HttpResponse<String>> waiter = allocAsync(op.frontProxy(), body("changed-my-mind", 30));
         OperatorHarness.awaitTrue(() -> queue().waiting() == 1, Duration.ofSeconds(60), "queued");
-        assertThat(op.dealloc("{\"idempotencyKey\":\"changed-my-mind\"}").statusCode()).isEqualTo(204);
+        HttpResponse<String> d = op.dealloc("{\"idempotencyKey\":\"changed-my-mind\"}");
+        assertThat(d.statusCode()).isEqualTo(204);
+        assertThat(d.headers().firstValue("Warning")).as("a wait was ended: something was released").isEmpty();
         HttpResponse<String> r = waiter.get(60, TimeUnit.SECONDS);
         assertThat(r.statusCode()).isEqualTo(410);
+        String prefix = Hashes.keyHash("changed-my-mind").substring(0, 8);
+        OperatorHarness.awaitTrue(() -> audit.lines().stream().map(e -> e.getFormattedMessage())
+                .anyMatch(l -> l.contains(prefix) && l.contains("\"verb\":\"deallocate\"")), Duration.ofSeconds(60),
+                "dealloc audited");
+        assertThat(audit.lines()).extracting(ch.qos.logback.classic.spi.ILoggingEvent::getFormattedMessage)
+                .filteredOn(l -> l.contains(prefix) && l.contains("\"verb\":\"deallocate\""))
+                .singleElement().asString().contains("\"outcome\":\"wait-cancelled\"");
         assertThat(r.body()).contains("\"message\":\"the allocation was deallocated while it waited for capacity\"");
         assertThat(queue().waiting()).isZero();
         cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
