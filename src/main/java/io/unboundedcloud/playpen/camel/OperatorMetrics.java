@@ -255,7 +255,7 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
 
     private final Map<String, Counter> renewalCounters = new ConcurrentHashMap<>();
 
-    /** playpen_renewals_total{result}: renewed, unchanged, not-found, gone. */
+    /** playpen_renewals_total{result}: renewed, unchanged, not-found, gone, failed (any other refusal: 5xx). */
     @Override
     public void renewal(String result, io.unboundedcloud.playpen.kube.Renewer.Renewal renewal) {
         renewalCounters.computeIfAbsent(result, r -> Counter.builder("playpen_renewals")

@@ -40,7 +40,10 @@ public final class Renewer {
     public record Renewal(Pod pod, Instant expiresAt, Instant maxExpiresAt, boolean written) {
     }
 
-    /** Told about each renewal outcome (metrics: renewed, unchanged, not-found, gone; the Renewed event). */
+    /**
+     * Told about each renewal once, with its outcome (metrics: renewed, unchanged, not-found, gone, failed: any other
+     * refusal, such as a 503 or an API server error; the Renewed event).
+     */
     public interface Observer {
         void renewal(String result, Renewal renewal);
     }
@@ -76,22 +79,51 @@ public final class Renewer {
 
     /** Renews the allocation held with {@code keyHash} for {@code ttl}; 404 when there is none, 410 when it ended. */
     public Renewal renew(String keyHash, Duration ttl) {
+        return told(() -> renewKey(keyHash, ttl));
+    }
+
+    /** Renews starting from {@code pod} as last read (possibly stale by now: the write is conditional). */
+    Renewal renew(Pod cached, String keyHash, Duration ttl) {
+        return told(() -> renewPod(cached, keyHash, ttl));
+    }
+
+    /** Runs one renewal and tells the observers its outcome, whichever way it ends. */
+    private Renewal told(java.util.function.Supplier<Renewal> renewal) {
+        Renewal r;
+        try {
+            r = renewal.get();
+        } catch (RuntimeException e) {
+            notify(refused(e), null);
+            throw e;
+        }
+        notify(r.written() ? "renewed" : "unchanged", r);
+        return r;
+    }
+
+    private static String refused(RuntimeException e) {
+        if (e instanceof ApiException a && a.code() == 404) {
+            return "not-found";
+        }
+        if (e instanceof ApiException a && a.code() == 410) {
+            return "gone";
+        }
+        return "failed";
+    }
+
+    private Renewal renewKey(String keyHash, Duration ttl) {
         // the key's standing claim as the API server has it now, whichever replica made it
         Optional<ClaimResolver.Standing> standing = resolver.standing(keyHash, true,
                 System.nanoTime() + Allocator.DECIDE_TIMEOUT_NANOS);
         if (standing.isEmpty()) {
             if (pods.claimsOf(keyHash).stream().anyMatch(ClaimLedger.Claim::terminating)) {
-                notify("gone", null);
                 throw gone(); // held until now, and being deleted
             }
-            notify("not-found", null);
             throw ApiException.notFound(NOT_FOUND);
         }
-        return renew(standing.get().pod(), keyHash, ttl);
+        return renewPod(standing.get().pod(), keyHash, ttl);
     }
 
-    /** Renews starting from {@code pod} as last read (possibly stale by now: the write is conditional). */
-    Renewal renew(Pod cached, String keyHash, Duration ttl) {
+    private Renewal renewPod(Pod cached, String keyHash, Duration ttl) {
         Pod pod = cached;
         String ns = pod.getMetadata().getNamespace();
         String name = pod.getMetadata().getName();
@@ -99,24 +131,19 @@ public final class Renewer {
             Instant now = clock.instant();
             if (pod == null || !keyHash.equals(ManagedPods.keyHash(pod)) || ManagedPods.isTerminating(pod)
                     || policy.isExpired(pod, now)) {
-                notify("gone", null);
                 throw gone();
             }
             if (policy.expiresAt(pod).isEmpty()) {
                 // never expires (no expires-at, --playpen-ttl=0): a renewal only ever extends, so it writes nothing
                 // (an expiry now + ttl would end the allocation then)
-                Renewal r = new Renewal(pod, null, null, false);
-                notify("unchanged", r);
-                return r;
+                return new Renewal(pod, null, null, false);
             }
             Instant next = policy.renewedExpiry(pod, now, ttl);
             Instant max = policy.maxExpiresAt(pod).orElse(null);
             String written = ManagedPods.annotations(pod).get(PlaypenKeys.EXPIRES_AT);
             if (TtlPolicy.formatClaimedAt(next).equals(written)) {
                 // already there (a twin request, or asking for less than is left): nothing to write
-                Renewal r = new Renewal(pod, next, max, false);
-                notify("unchanged", r);
-                return r;
+                return new Renewal(pod, next, max, false);
             }
             try {
                 calls.count(KubeApiCall.PODS_PATCH);
@@ -125,13 +152,10 @@ public final class Renewer {
                 pods.observe(updated);
                 LOG.info("renewed pod={}/{} key={} outcome=renewed expiresAt={}", ns, name, Hashes.keyHashPrefix(keyHash),
                         TtlPolicy.formatClaimedAt(next));
-                Renewal r = new Renewal(updated, next, max, true);
-                notify("renewed", r);
-                return r;
+                return new Renewal(updated, next, max, true);
             } catch (KubernetesClientException e) {
                 if (e.getCode() == 404) {
                     pods.observeDeleted(name);
-                    notify("gone", null);
                     throw gone();
                 }
                 if (e.getCode() != 409) {

@@ -21,7 +21,7 @@ import io.unboundedcloud.playpen.support.TestCluster;
 /**
  * Each outcome of a renewal, as the caller, the cache, the API call count and the observers (metrics, the Renewed
  * Event) see it: renewed (one conditional write, the cache has it at once), unchanged (nothing written), not found
- * (404), gone (410: ended, being deleted, or deleted between the read and the write).
+ * (404), gone (410: ended, being deleted, or deleted between the read and the write), failed (any other refusal).
  */
 class RenewerOutcomesTest {
     static final String KEY = RenewerTest.KEY;
@@ -147,6 +147,25 @@ class RenewerOutcomesTest {
             assertThat(cluster.requestCount(PATCH_POD::equals)).as("the write that found it gone").isEqualTo(1);
             assertThat(told).containsExactly(new Told("gone", null));
             assertThat(pods.get(NAME)).as("the cache forgets it at once").isEmpty();
+        }
+    }
+
+    @Test
+    void aRenewalTheApiServerRefusesIsToldAsFailedOnce() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            Pod pod = RenewerTest.claimed(cluster, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z");
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            pods.observe(pod);
+            cluster.failBeforeWrite = PATCH_POD::equals;
+            List<Told> told = new CopyOnWriteArrayList<>();
+            Renewer renewer = renewer(cluster, pods, Instant.parse("2026-01-01T00:30:00Z"),
+                    new TtlPolicy(Duration.ofHours(1)), new ApiCallCounter(), told);
+
+            assertThatThrownBy(() -> renewer.renew(pod, KEY, Duration.ofHours(2)))
+                    .isInstanceOf(io.fabric8.kubernetes.client.KubernetesClientException.class);
+
+            assertThat(told).as("a renewal answered with an error is counted too").containsExactly(new Told("failed", null));
+            assertThat(RenewerTest.expiresAt(cluster)).isEqualTo("2026-01-01T01:00:00Z");
         }
     }
 
