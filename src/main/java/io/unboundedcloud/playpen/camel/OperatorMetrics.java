@@ -112,11 +112,14 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
         FunctionCounter.builder("playpen_leader_election_forbidden", leader, LeaderElection::forbiddenAnswers)
                 .description("Lease API calls answered 403 Forbidden").register(registry);
         FunctionCounter.builder("playpen_events_dropped", events, EventRecorder::dropped)
-                .description("Kubernetes events not recorded: queue full, or forbidden by RBAC")
+                .description("Kubernetes events not recorded: queue full, forbidden by RBAC, or lost at shutdown")
                 .tag("reason", "queue_full").register(registry);
         FunctionCounter.builder("playpen_events_dropped", events, EventRecorder::forbidden)
-                .description("Kubernetes events not recorded: queue full, or forbidden by RBAC")
+                .description("Kubernetes events not recorded: queue full, forbidden by RBAC, or lost at shutdown")
                 .tag("reason", "forbidden").register(registry);
+        FunctionCounter.builder("playpen_events_dropped", events, EventRecorder::lostAtClose)
+                .description("Kubernetes events not recorded: queue full, forbidden by RBAC, or lost at shutdown")
+                .tag("reason", "shutdown").register(registry);
         FunctionCounter.builder("playpen_events_aggregated", events, EventRecorder::aggregated)
                 .description("Kubernetes events over their rate (--event-burst, --event-rate-interval) combined into a "
                         + "later Event instead of written on their own").register(registry);

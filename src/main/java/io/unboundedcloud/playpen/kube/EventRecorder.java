@@ -25,7 +25,8 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
  * Records Kubernetes Events without ever slowing the caller: events go into a bounded queue written by one
  * background thread; when the queue is full (API slow or refusing) new events are dropped and counted. A
  * namespace whose events the API server forbids (403, e.g. the Go operator's RBAC) is warned about once, and
- * after a few refusals its events are dropped without asking, except one probe per interval.
+ * after a few refusals its events are dropped without asking, except one probe per interval. Events still queued or
+ * aggregated when it closes, and those recorded after, are lost and counted in {@link #lostAtClose()}.
  *
  * <p>Rate limiting and aggregation, after client-go's EventCorrelator: per namespace, type, reason and kind of the
  * object, a token bucket of {@code burst} Events refilled by one per {@code interval}. An event over the limit is not
@@ -67,6 +68,7 @@ public final class EventRecorder implements AutoCloseable {
     private final BlockingQueue<Pending> queue;
     private final LongAdder written = new LongAdder();
     private final LongAdder dropped = new LongAdder();
+    private final LongAdder lostAtClose = new LongAdder();
     private final LongAdder failed = new LongAdder();
     private final LongAdder forbidden = new LongAdder();
     private final Duration probeInterval;
@@ -125,8 +127,17 @@ public final class EventRecorder implements AutoCloseable {
     }
 
     private void offer(ObjectReference regarding, String namespace, String type, String reason, String message) {
+        if (!running) {
+            lostAtClose.increment();
+            return;
+        }
         if (!queue.offer(new Pending(regarding, namespace, type, reason, message))) {
             dropped.increment();
+            return;
+        }
+        if (!running) {
+            // closed meanwhile: the writer may have gone before this one was queued
+            discardQueued();
         }
     }
 
@@ -137,32 +148,53 @@ public final class EventRecorder implements AutoCloseable {
     }
 
     private void drain() {
-        while (running) {
-            Pending p;
-            try {
-                // with nothing rate-limited left to flush, sleep until the next event: an idle replica's writer
-                // does not wake five times a second for nothing
-                p = buckets.isEmpty() ? queue.take() : queue.poll(200, TimeUnit.MILLISECONDS);
-            } catch (InterruptedException e) {
-                return;
-            }
-            if (p == null) {
+        Pending held = null;
+        try {
+            while (running) {
+                Pending p;
+                try {
+                    // with nothing rate-limited left to flush, sleep until the next event: an idle replica's writer
+                    // does not wake five times a second for nothing
+                    p = buckets.isEmpty() ? queue.take() : queue.poll(200, TimeUnit.MILLISECONDS);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                if (p == null) {
+                    flushAggregates();
+                    continue;
+                }
+                // let the request that produced the event finish its answer first: events are not urgent, and
+                // on a busy API server (or a small machine) an immediate write competes with the hot path
+                held = p;
+                try {
+                    Thread.sleep(LINGER_MILLIS);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                held = null;
+                admit(p);
+                Pending more;
+                while (running && (more = queue.poll()) != null) {
+                    admit(more);
+                }
                 flushAggregates();
-                continue;
             }
-            // let the request that produced the event finish its answer first: events are not urgent, and
-            // on a busy API server (or a small machine) an immediate write competes with the hot path
-            try {
-                Thread.sleep(LINGER_MILLIS);
-            } catch (InterruptedException e) {
-                return;
+        } finally {
+            // closed: what is still queued, taken but not written, or aggregated waiting for a token is lost
+            if (held != null) {
+                lostAtClose.increment();
             }
-            admit(p);
-            Pending more;
-            while ((more = queue.poll()) != null) {
-                admit(more);
+            for (Bucket b : buckets.values()) {
+                lostAtClose.add(b.aggregated);
             }
-            flushAggregates();
+            buckets.clear();
+            discardQueued();
+        }
+    }
+
+    private void discardQueued() {
+        while (queue.poll() != null) {
+            lostAtClose.increment();
         }
     }
 
@@ -319,6 +351,14 @@ public final class EventRecorder implements AutoCloseable {
     /** Events dropped because the queue was full. */
     public long dropped() {
         return dropped.sum();
+    }
+
+    /**
+     * Events lost because the recorder closed: still queued, aggregated and waiting for a token, or recorded after
+     * the close.
+     */
+    public long lostAtClose() {
+        return lostAtClose.sum();
     }
 
     /** Events the API server refused for another reason than RBAC (5xx, invalid, unreachable). */

@@ -139,4 +139,53 @@ class EventRecorderWritesTest {
             assertThat(written()).hasSize((int) events.written());
         }
     }
+
+    @Test
+    void eventsStillQueuedOrAggregatedWhenItClosesAreCountedAsLost() throws Exception {
+        java.util.concurrent.CountDownLatch writing = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        // the API server holds the write of the Event reasoned Blocker until this test lets it go
+        cluster.addRequestListener(new TestCluster.RequestListener() {
+            @Override
+            public void onRequest(String key) {
+            }
+
+            @Override
+            public void onRequest(String key, java.util.function.Supplier<String> body) {
+                if (key.startsWith("POST ") && key.contains("/events") && body.get() != null
+                        && body.get().contains("\"Blocker\"")) {
+                    writing.countDown();
+                    try {
+                        release.await(60, java.util.concurrent.TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+            }
+        });
+        EventRecorder events = new EventRecorder(cluster.client, clock, calls, 100, 1, Duration.ofSeconds(2));
+        try {
+            java.util.concurrent.atomic.AtomicLong nanos = new java.util.concurrent.atomic.AtomicLong();
+            events.refillTokensWith(nanos::get);
+            events.normal(pod("runner-a"), "Allocated", "first");
+            OperatorHarness.awaitTrue(() -> events.written() == 1, Duration.ofSeconds(60), "first written");
+            events.normal(pod("runner-b"), "Allocated", "second");
+            OperatorHarness.awaitTrue(() -> events.aggregated() == 1, Duration.ofSeconds(60), "second held back");
+            events.normal(pod("runner-c"), "Blocker", "holds the writer");
+            assertThat(writing.await(60, java.util.concurrent.TimeUnit.SECONDS)).as("the writer is writing").isTrue();
+            for (int i = 0; i < 3; i++) {
+                events.normal(pod("runner-q" + i), "Queued", "queued " + i);
+            }
+            events.close();
+        } finally {
+            release.countDown();
+        }
+        // the one held back for its rate and the three queued behind the write
+        OperatorHarness.awaitTrue(() -> events.lostAtClose() == 4, Duration.ofSeconds(60), "lost events counted");
+        events.normal(pod("runner-z"), "Allocated", "after the close");
+        assertThat(events.lostAtClose()).as("an event recorded after the close").isEqualTo(5);
+        OperatorHarness.awaitTrue(() -> events.written() + events.failed() == 2, Duration.ofSeconds(60),
+                "the held write ended");
+        assertThat(events.dropped()).isZero();
+    }
 }
