@@ -198,6 +198,25 @@ class MonitoringComponentTest {
                 Map.of("resource_type", "runner", "variant", "arm64"));
     }
 
+    /**
+     * Events the API server refuses for another reason than RBAC (5xx, invalid, unreachable) are as lost as those
+     * dropped: the events alert, whose runbook names both, watches both counters, each alone enough to fire it.
+     */
+    @Test
+    void theEventsAlertWatchesDroppedAndFailedEvents() {
+        JsonNode rule = StreamSupport.stream(one("PrometheusRule", "playpen-operator").path("spec").path("groups").spliterator(), false)
+                .flatMap(g -> StreamSupport.stream(g.path("rules").spliterator(), false))
+                .filter(r -> "PlaypenEventsDropped".equals(r.path("alert").asText())).findFirst().orElseThrow();
+        String expr = rule.path("expr").asText();
+        Set<String> queried = new TreeSet<>();
+        names(expr, queried);
+        assertThat(queried).as(expr).contains("playpen_events_dropped_total", "playpen_events_failed_total");
+        // a counter with no series must not hide the other: each side is kept on its own (or vector(0))
+        assertThat(expr.replaceAll("\\s+", " ")).as(expr)
+                .contains("(sum(rate(playpen_events_dropped_total[10m])) or vector(0))")
+                .contains("(sum(rate(playpen_events_failed_total[10m])) or vector(0))");
+    }
+
     static String noIdlePodsExpr() {
         return StreamSupport.stream(one("PrometheusRule", "playpen-operator").path("spec").path("groups").spliterator(), false)
                 .flatMap(g -> StreamSupport.stream(g.path("rules").spliterator(), false))
