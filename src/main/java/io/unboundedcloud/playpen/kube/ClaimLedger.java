@@ -168,20 +168,18 @@ public final class ClaimLedger {
 
     /** Claims that lost and are still on their pods (their writer normally rolls them back within moments). */
     public List<Claim> lost() {
-        List<Claim> out = new ArrayList<>();
-        for (Claim c : byPod.values()) {
-            if (c.standing() == Standing.LOST && !c.terminating()) {
-                out.add(c);
-            }
-        }
-        return out;
+        return live(Standing.LOST);
     }
 
     /** Claims seen in a LIST and not settled since, still live: undecided here. */
     public List<Claim> undecided() {
+        return live(Standing.UNKNOWN);
+    }
+
+    private List<Claim> live(Standing standing) {
         List<Claim> out = new ArrayList<>();
         for (Claim c : byPod.values()) {
-            if (c.standing() == Standing.UNKNOWN && !c.terminating()) {
+            if (c.standing() == standing && !c.terminating()) {
                 out.add(c);
             }
         }

@@ -51,10 +51,7 @@ public final class LostClaimSweeper {
         Set<String> current = new HashSet<>();
         int released = 0;
         for (ClaimLedger.Claim c : pods.lostClaims()) {
-            String id = c.pod() + "@" + c.claimRv();
-            current.add(id);
-            long seen = firstSeen.computeIfAbsent(id, k -> now);
-            if (now - seen < graceNanos) {
+            if (!pastGrace(c, now, current)) {
                 continue;
             }
             Pod pod = pods.get(c.pod()).orElse(null);
@@ -73,6 +70,13 @@ public final class LostClaimSweeper {
         return released;
     }
 
+    /** Whether this replica first saw the claim (pod and commit) longer than the grace ago; notes it as current. */
+    private boolean pastGrace(ClaimLedger.Claim c, long now, Set<String> current) {
+        String id = c.pod() + "@" + c.claimRv();
+        current.add(id);
+        return now - firstSeen.computeIfAbsent(id, k -> now) >= graceNanos;
+    }
+
     /**
      * Claims this replica first saw in a LIST (it did not watch their commit, so its ledger cannot judge them) that
      * a LIST from the API server shows live beside a settled claim of their key: they lost. A settled claim stands
@@ -84,21 +88,19 @@ public final class LostClaimSweeper {
      */
     private int sweepBesideSettled(long now, Set<String> current) {
         Map<String, List<ClaimLedger.Claim>> due = new HashMap<>();
+        Map<String, Boolean> standingKeys = new HashMap<>();
         for (ClaimLedger.Claim c : pods.undecidedClaims()) {
-            String id = c.pod() + "@" + c.claimRv();
-            current.add(id);
-            long seen = firstSeen.computeIfAbsent(id, k -> now);
-            if (now - seen >= graceNanos) {
+            // a settled claim is standing in the ledger: a key without one is neither timed nor worth a LIST (after
+            // a restart every unsettled claim is undecided here, and most keys have no other claim)
+            boolean standing = standingKeys.computeIfAbsent(c.keyHash(),
+                    k -> pods.claimsOf(k).stream().anyMatch(o -> o.stands() && !o.terminating()));
+            if (standing && pastGrace(c, now, current)) {
                 due.computeIfAbsent(c.keyHash(), k -> new ArrayList<>()).add(c);
             }
         }
         int released = 0;
         for (Map.Entry<String, List<ClaimLedger.Claim>> e : due.entrySet()) {
             String key = e.getKey();
-            // a settled claim is standing in the ledger: without one here, the key is not worth a LIST
-            if (pods.claimsOf(key).stream().noneMatch(c -> c.stands() && !c.terminating())) {
-                continue;
-            }
             List<Pod> carriers = writer.listByLabel(pods.namespace(), PlaypenKeys.KEY_HASH_LABEL,
                     ClaimWriter.labelValue(key)).stream()
                     .filter(p -> key.equals(ManagedPods.keyHash(p)) && ManagedPods.isManaged(p)
