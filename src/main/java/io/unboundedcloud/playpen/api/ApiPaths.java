@@ -152,18 +152,21 @@ public final class ApiPaths {
         return hash < 0 ? rawTarget.substring(q + 1) : rawTarget.substring(q + 1, hash);
     }
 
-    /** The decoded path when every segment is a plain name; 404 for anything a clean, exact path cannot be. */
-    static String path(String rawTarget) {
+    /** A request target without its query and fragment, as sent (not decoded); "" for null. */
+    public static String rawPath(String rawTarget) {
         String raw = rawTarget == null ? "" : rawTarget;
-        int end = raw.length();
         for (int i = 0; i < raw.length(); i++) {
             char c = raw.charAt(i);
             if (c == '?' || c == '#') {
-                end = i;
-                break;
+                return raw.substring(0, i);
             }
         }
-        raw = raw.substring(0, end);
+        return raw;
+    }
+
+    /** The decoded path when every segment is a plain name; 404 for anything a clean, exact path cannot be. */
+    static String path(String rawTarget) {
+        String raw = rawPath(rawTarget);
         String lower = raw.toLowerCase(java.util.Locale.ROOT);
         if (lower.startsWith("http://") || lower.startsWith("https://")) {
             // absolute-form request target: the path starts after the authority

@@ -118,15 +118,7 @@ public final class HealthServer implements AutoCloseable {
         }
 
         private void answer(ChannelHandlerContext ctx, HttpRequest r) {
-            String target = r.uri();
-            int end = target.length();
-            for (int i = 0; i < target.length(); i++) {
-                if (target.charAt(i) == '?' || target.charAt(i) == '#') {
-                    end = i;
-                    break;
-                }
-            }
-            String path = target.substring(0, end);
+            String path = io.unboundedcloud.playpen.api.ApiPaths.rawPath(r.uri());
             FullHttpResponse response;
             if ("/healthz".equals(path) || ("/readyz".equals(path) && ready.getAsBoolean())) {
                 response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.NO_CONTENT);
