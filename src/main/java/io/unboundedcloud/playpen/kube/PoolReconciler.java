@@ -60,8 +60,14 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         }
     }
 
-    /** A create's outcome: created (or already ours), AlreadyExists answers before it, whether the range ran out. */
-    private record Attempt(boolean created, int alreadyExisted, boolean rangeFull) {
+    /**
+     * A create's outcome: created (or already ours), AlreadyExists answers before it, whether the range ran out, and
+     * whether the pod is new to this process's reports (counted and told to the observers by this attempt).
+     */
+    private record Attempt(boolean created, int alreadyExisted, boolean rangeFull, boolean counted) {
+        Attempt(boolean created, int alreadyExisted, boolean rangeFull) {
+            this(created, alreadyExisted, rangeFull, created);
+        }
     }
 
     /** Told about pool outcomes (metrics, events); an observer implements what it needs. */
@@ -174,6 +180,18 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     private final PoolTally tally;
     /** Per managed pod, what the pools last saw of it: refills are triggered by transitions only. */
     private final Map<String, Integer> lastState = new ConcurrentHashMap<>();
+    /**
+     * uids of the pods this process reported created (counted, observers told): a create that meets one of them
+     * (AlreadyExists, the watch not showing it yet) does not report it again. Bounded: it forgets the oldest.
+     */
+    private final Set<String> reportedCreated = java.util.Collections.synchronizedSet(java.util.Collections
+            .newSetFromMap(new java.util.LinkedHashMap<String, Boolean>() {
+                @Override
+                protected boolean removeEldestEntry(Map.Entry<String, Boolean> eldest) {
+                    return size() > REPORTED_CREATED_MAX;
+                }
+            }));
+    private static final int REPORTED_CREATED_MAX = 50_000;
     /** uid + problem of allocated pods already reported unhealthy. */
     private final Set<String> reported = ConcurrentHashMap.newKeySet();
     private final ScheduledExecutorService refill = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("pool-refill"));
@@ -404,7 +422,9 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                 }
                 pass.existed += a.alreadyExisted();
                 if (a.created()) {
-                    pass.created++;
+                    if (a.counted()) {
+                        pass.created++;
+                    }
                 } else if (a.rangeFull()) {
                     exhausted(pass, planned.target());
                 } else {
@@ -542,12 +562,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             try {
                 calls.count(KubeApiCall.PODS_CREATE);
                 Pod made = client.pods().inNamespace(config.runnerNamespace()).resource(pod).create();
-                if (signals != null) {
-                    signals.created(name);
-                }
-                LOG.info("created pod={}/{} pool={} hostPort={} outcome=created", config.runnerNamespace(), name,
-                        planned.target().key(), port);
-                observers.forEach(o -> o.created(made));
+                reportCreated(made, planned, port, "created");
                 return new Attempt(true, conflicts, false);
             } catch (KubernetesClientException e) {
                 if (e.getCode() != 409) {
@@ -556,19 +571,26 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                     }
                     throw e;
                 }
-                Boolean pending = pendingPoolPod(name);
-                if (pending == null || pending) {
+                Optional<Pod> pending = pendingPoolPod(name);
+                if (pending == null || pending.isPresent()) {
                     // our own earlier create landed though its answer was lost (fabric8 retries a POST whose
                     // connection broke or that was answered 500, and the retry meets the pod the first try wrote):
                     // it is this pool's pod, not a port held by someone else. Moving on would create a second one;
                     // wait for the watch instead. When the read that would tell fails too, the name stays expected
                     // (it exists: AlreadyExists said so) and the watch settles it.
-                    LOG.info("pod={}/{} pool={} hostPort={} outcome={}", config.runnerNamespace(), name,
-                            planned.target().key(), port, pending == null ? "unknown-kept-expected" : "already-created");
                     if (pending == null) {
+                        LOG.info("pod={}/{} pool={} hostPort={} outcome=unknown-kept-expected",
+                                config.runnerNamespace(), name, planned.target().key(), port);
                         throw e;
                     }
-                    return new Attempt(true, conflicts, false);
+                    // a pod whose create this process never saw answered (the lost answer) is reported now, as any
+                    // created pod is (counted, Created Event); one reported already (the watch lags) is not again
+                    if (reportCreated(pending.get(), planned, port, "created-answer-lost")) {
+                        return new Attempt(true, conflicts, false);
+                    }
+                    LOG.info("pod={}/{} pool={} hostPort={} outcome=already-created", config.runnerNamespace(), name,
+                            planned.target().key(), port);
+                    return new Attempt(true, conflicts, false, false);
                 }
                 expected.remove(name);
                 heldElsewhere.computeIfAbsent(planned.target().type(), t -> new ConcurrentHashMap<>())
@@ -586,16 +608,35 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     }
 
     /**
-     * Whether the pod behind an AlreadyExists is an unclaimed pool pod the cache has not shown yet: a managed pod,
-     * not claimed, not terminating. A claimed, terminating or foreign pod really holds the port: move on. Null when
-     * the read failed: nobody knows, so nothing may be created in its place.
+     * A pod this pass created (or met, its create's answer lost): counted and told to the observers once per pod,
+     * whichever of them comes first. Returns false when it had been reported already.
      */
-    private Boolean pendingPoolPod(String name) {
+    private boolean reportCreated(Pod pod, PoolPlan.PlannedPod planned, int port, String outcome) {
+        String uid = pod.getMetadata() == null ? null : pod.getMetadata().getUid();
+        if (uid != null && !reportedCreated.add(uid)) {
+            return false;
+        }
+        String name = ManagedPods.name(pod);
+        if (signals != null) {
+            signals.created(name);
+        }
+        LOG.info("created pod={}/{} pool={} hostPort={} outcome={}", config.runnerNamespace(), name,
+                planned.target().key(), port, outcome);
+        observers.forEach(o -> o.created(pod));
+        return true;
+    }
+
+    /**
+     * The pod behind an AlreadyExists when it is an unclaimed pool pod the cache has not shown yet: a managed pod,
+     * not claimed, not terminating. Empty for a claimed, terminating or foreign pod (it really holds the port: move
+     * on). Null when the read failed: nobody knows, so nothing may be created in its place.
+     */
+    private Optional<Pod> pendingPoolPod(String name) {
         try {
             calls.count(KubeApiCall.PODS_GET);
             Pod existing = client.pods().inNamespace(config.runnerNamespace()).withName(name).get();
             return existing != null && ManagedPods.isManaged(existing) && !ManagedPods.isClaimed(existing)
-                    && !ManagedPods.isTerminating(existing);
+                    && !ManagedPods.isTerminating(existing) ? Optional.of(existing) : Optional.empty();
         } catch (RuntimeException e) {
             return null;
         }

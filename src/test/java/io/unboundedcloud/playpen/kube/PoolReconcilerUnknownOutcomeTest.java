@@ -46,17 +46,25 @@ class PoolReconcilerUnknownOutcomeTest {
                 OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(60), "cache synced");
                 PoolReconciler pool = new PoolReconciler(cluster.client, config, cache, new PodTemplates(config, Map.of()),
                         () -> true, new ApiCallCounter());
+                PoolReconcilerPassTest.Seen seen = new PoolReconcilerPassTest.Seen();
+                pool.addObserver(seen);
                 AtomicBoolean once = new AtomicBoolean(true);
                 cluster.failAfterWrite = key -> key.equals("POST /api/v1/namespaces/playpen/pods") && once.getAndSet(false);
                 // fabric8 retries the POST answered 500; the retry meets the pod the first try wrote (AlreadyExists)
-                pool.reconcile();
+                PoolReconciler.Result first = pool.reconcile();
                 assertThat(cluster.pods()).as("one pod, not a second one under the next hostPort").hasSize(1);
                 assertThat(cluster.pods().get(0).getMetadata().getName()).isEqualTo("playpen-runner-amd64-51820");
+                // the pod was created by this pass: counted, and its observers (the Created Event, the created
+                // metric) told, once
+                assertThat(first.created()).isEqualTo(1);
+                assertThat(seen.created).as("the observers told of the pod the lost answer created")
+                        .containsExactly("playpen-runner-amd64-51820");
 
                 PoolReconciler.Result second = pool.reconcile();
                 assertThat(second.created()).isZero();
                 assertThat(cluster.pods()).as("the next pass waits for the watch instead of creating a second pod")
                         .hasSize(1);
+                assertThat(seen.created).as("told once, not again").containsExactly("playpen-runner-amd64-51820");
                 pool.close();
             } finally {
                 release.countDown();
@@ -104,6 +112,54 @@ class PoolReconcilerUnknownOutcomeTest {
                 PoolReconciler.Result second = pool.reconcile();
                 assertThat(second.created()).isZero();
                 assertThat(cluster.pods()).as("the next pass counts the pod it could not read as its own").hasSize(1);
+                pool.close();
+            } finally {
+                release.countDown();
+                cache.close();
+            }
+        }
+    }
+    /**
+     * A pod this process created and reported, that the watch has still not shown when its expectation lapses: the
+     * next pass plans its port again and meets it (AlreadyExists, the pool's own pod). It is not created again, and
+     * not reported a second time.
+     */
+    @Test
+    void aPodAlreadyReportedIsNotReportedAgainWhenItsCreateMeetsIt() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            OperatorConfig config = OperatorConfig.parse("--runner-amd64-count=1", "--runner-arm64-count=0");
+            Candidates candidates = new Candidates(config.runnerLabelSelector());
+            CountDownLatch release = new CountDownLatch(1);
+            Thread test = Thread.currentThread();
+            PodCache cache = new PodCache(cluster.client, TestCluster.NS, pod -> {
+                if (Thread.currentThread() != test && pod.getMetadata().getName().startsWith("playpen-runner-amd64-")) {
+                    try {
+                        release.await(30, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+                return candidates.idleKindKey(pod);
+            });
+            cache.start();
+            try {
+                OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(60), "cache synced");
+                PoolReconciler pool = new PoolReconciler(cluster.client, config, cache, new PodTemplates(config, Map.of()),
+                        () -> true, new ApiCallCounter());
+                java.util.concurrent.atomic.AtomicLong nanos = new java.util.concurrent.atomic.AtomicLong();
+                pool.timeExpectationsWith(nanos::get);
+                PoolReconcilerPassTest.Seen seen = new PoolReconcilerPassTest.Seen();
+                pool.addObserver(seen);
+                assertThat(pool.reconcile().created()).isEqualTo(1);
+                assertThat(seen.created).containsExactly("playpen-runner-amd64-51820");
+
+                nanos.addAndGet(TimeUnit.SECONDS.toNanos(61));
+                PoolReconciler.Result again = pool.reconcile();
+                assertThat(cluster.pods()).as("the pool's own pod met, no second one").hasSize(1);
+                assertThat(cluster.requestCount("POST /api/v1/namespaces/playpen/pods"::equals))
+                        .as("the second pass's create met the pod").isEqualTo(2);
+                assertThat(again.created()).as("created by the first pass, counted there").isZero();
+                assertThat(seen.created).as("reported once").containsExactly("playpen-runner-amd64-51820");
                 pool.close();
             } finally {
                 release.countDown();
