@@ -372,11 +372,18 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             }
             var deleted = op.delete();
             pods.observeDeleted(name);
+            if (deleted == null || deleted.isEmpty()) {
+                // answered "not found": the pod went before this delete (its watch event has not come yet)
+                alreadyGone(d, name);
+                return false;
+            }
             LOG.info("deleted pod={}/{} pool={} reason={} outcome=deleted{}", config.runnerNamespace(), name,
                     d.target().key(), d.reason(), d.force() ? " gracePeriod=0" : "");
-            return deleted != null && !deleted.isEmpty();
+            return true;
         } catch (KubernetesClientException e) {
             if (e.getCode() == 404) {
+                pods.observeDeleted(name);
+                alreadyGone(d, name);
                 return false;
             }
             if (e.getCode() == 409) {
@@ -387,6 +394,11 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             }
             throw e;
         }
+    }
+
+    private void alreadyGone(PoolPlan.Deletion d, String name) {
+        LOG.info("pod={}/{} pool={} reason={} outcome=already-gone", config.runnerNamespace(), name, d.target().key(),
+                d.reason());
     }
 
     /**

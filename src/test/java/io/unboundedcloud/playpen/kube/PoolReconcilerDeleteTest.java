@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Optional;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
@@ -21,6 +22,7 @@ import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.PoolPlan;
 import io.unboundedcloud.playpen.model.ResourceType;
+import io.unboundedcloud.playpen.support.CapturedLogs;
 import io.unboundedcloud.playpen.support.TestCluster;
 
 /**
@@ -33,6 +35,9 @@ import io.unboundedcloud.playpen.support.TestCluster;
 class PoolReconcilerDeleteTest {
     private static final String RUNNER = "--runner-amd64-count=1";
     private static final String NO_ARM = "--runner-arm64-count=0";
+
+    @RegisterExtension
+    final CapturedLogs logs = CapturedLogs.of(PoolReconciler.class);
 
     /** The pool's one pod, failed, so that the plan deletes it as unhealthy; the pass stopped after its plan. */
     static PoolReconciler.Pass plannedDelete(TestCluster cluster, PoolReconciler pool,
@@ -136,6 +141,10 @@ class PoolReconcilerDeleteTest {
             assertThat(r.deleted()).isZero();
             assertThat(seen.deleted).isEmpty();
             assertThat(seen.calls.get(KubeApiCall.PODS_DELETE)).isEqualTo(1);
+            // the log says the pod was gone already, not that this pass deleted it
+            assertThat(logs.lines()).extracting(e -> e.getFormattedMessage()).filteredOn(l -> l.contains(name))
+                    .noneMatch(l -> l.contains("outcome=deleted"))
+                    .anyMatch(l -> l.contains("outcome=already-gone"));
 
             // "not found" means gone: this replica's cache no longer offers the pod (its watch would say so next)
             assertThat(cache.get(name)).isEmpty();
