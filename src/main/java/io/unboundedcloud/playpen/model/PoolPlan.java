@@ -13,7 +13,6 @@ import java.util.Set;
  *
  * @param toCreate   pods to create, runners (amd64, arm64) first, then control planes in flag order
  * @param exhausted  pools that could not be refilled completely because their hostPort range is full
- * @param deficits   every configured pool → desired minus healthy idle pods (never negative), in the same order
  * @param usedPorts  per kind, the ports in use after this plan (existing, expected and planned); a create that
  *                   answers AlreadyExists can pick its replacement with {@link HostPortPlanner#next}
  *                   (the sets are immutable: {@link #portsInUse} gives one to record the replacement ports in)
@@ -22,15 +21,9 @@ import java.util.Set;
  * @param statuses   every pool (configured ones first, in flag order)
  */
 public record PoolPlan(List<PlannedPod> toCreate, List<Exhaustion> exhausted,
-                       Map<PoolTarget, Integer> deficits, Map<ResourceType, Set<Integer>> usedPorts,
+                       Map<ResourceType, Set<Integer>> usedPorts,
                        List<Deletion> toDelete, List<Unhealthy> unhealthyAllocated,
                        Map<PoolTarget, PoolStatus> statuses) {
-
-    /** A plan that only creates (tests of the create path). */
-    public PoolPlan(List<PlannedPod> toCreate, List<Exhaustion> exhausted, Map<PoolTarget, Integer> deficits,
-            Map<ResourceType, Set<Integer>> usedPorts) {
-        this(toCreate, exhausted, deficits, usedPorts, List.of(), List.of(), Map.of());
-    }
 
     /** One pod to create for {@code target} on {@code hostPort}. */
     public record PlannedPod(PoolTarget target, int hostPort, Pod pod) {

@@ -171,7 +171,6 @@ public final class PoolPlanner {
         List<PoolPlan.Exhaustion> exhausted = new ArrayList<>();
         List<PoolPlan.Deletion> toDelete = new ArrayList<>();
         List<PoolPlan.Unhealthy> reports = new ArrayList<>();
-        Map<PoolTarget, Integer> deficits = new LinkedHashMap<>();
         Map<PoolTarget, PoolStatus> statuses = new LinkedHashMap<>();
         for (Members m : members.values()) {
             PoolTarget target = m.target;
@@ -183,9 +182,6 @@ public final class PoolPlanner {
             m.unhealthy.forEach(u -> toDelete.add(new PoolPlan.Deletion(target, u.pod, PoolPlan.Why.UNHEALTHY, u.problem)));
             d.deletions.forEach(x -> toDelete.add(x));
             reports.addAll(m.reports);
-            if (m.configured) {
-                deficits.put(target, Math.max(0, want - m.healthyIdle()));
-            }
             boolean short_ = false;
             if (d.creates > 0) {
                 // one shared used-set per kind, so no two pods of one pass get the same port
@@ -211,8 +207,7 @@ public final class PoolPlanner {
 
         Map<ResourceType, Set<Integer>> usedOut = new EnumMap<>(ResourceType.class);
         used.forEach((type, set) -> usedOut.put(type, Collections.unmodifiableSet(set)));
-        return new PoolPlan(List.copyOf(toCreate), List.copyOf(exhausted), Collections.unmodifiableMap(deficits),
-                Collections.unmodifiableMap(usedOut), List.copyOf(toDelete), List.copyOf(reports),
+        return new PoolPlan(List.copyOf(toCreate), List.copyOf(exhausted), Collections.unmodifiableMap(usedOut), List.copyOf(toDelete), List.copyOf(reports),
                 Collections.unmodifiableMap(statuses));
     }
 

@@ -297,6 +297,6 @@ class PoolTallyTest {
         Map<ResourceType, List<Integer>> used = new LinkedHashMap<>();
         plan.usedPorts().forEach((t, s) -> used.put(t, s.stream().sorted().toList()));
         return "create=" + created + "\ndelete=" + deleted + "\nreport=" + reported + "\nexhausted=" + plan.exhausted()
-                + "\ndeficits=" + plan.deficits() + "\nused=" + used + "\nstatuses=" + plan.statuses();
+                + "\nused=" + used + "\nstatuses=" + plan.statuses();
     }
 }

@@ -340,7 +340,7 @@ public class SlimPodsTest {
         // the pool: what it counts, which ports it sees used, what it would create
         PoolPlan plan = new PoolPlanner(CONFIG, new PodTemplates(CONFIG, Map.of())).plan(List.of(pod), Set.of());
         f.put("plan", plan.toCreate().stream().map(p -> p.target() + ":" + p.hostPort()).toList() + " exhausted="
-                + plan.exhausted() + " deficits=" + plan.deficits() + " used=" + plan.usedPorts());
+                + plan.exhausted() + " used=" + plan.usedPorts());
         // the pool's judgement of its health, with a time and nodes: what it deletes, reports and shows
         f.put("health", PoolHealth.problem(pod, POOL_NODES, NOW, PLANNER.limits()) + " ready=" + PoolHealth.ready(pod));
         PoolPlan judged = PLANNER.plan(List.of(pod), Set.of(), new PoolPlanner.Context(NOW, POOL_NODES, Map.of(),
