@@ -151,7 +151,7 @@ public final class PoolSignals implements PodCache.Listener {
             starting.remove(uid);
             Optional<PoolHealth.Problem> whenDeleteBegan = atDelete.remove(uid);
             if (!wasReady && !ManagedPods.isClaimed(pod) && (wasClaimed == null || !wasClaimed)) {
-                (whenDeleteBegan != null ? whenDeleteBegan : problemNow(pod))
+                (whenDeleteBegan != null ? whenDeleteBegan : problemAtDelete(pod))
                         .ifPresent(p -> deletedUnhealthy(target.get(), pod, p));
             }
             return;
@@ -163,7 +163,7 @@ public final class PoolSignals implements PodCache.Listener {
         }
         if (ManagedPods.isTerminating(pod)) {
             if (!isClaimed && !seenReady.contains(uid) && !atDelete.containsKey(uid) && atDelete.size() < MAX_TRACKED) {
-                atDelete.put(uid, problemNow(pod));
+                atDelete.put(uid, problemAtDelete(pod));
             }
             return;
         }
@@ -184,9 +184,60 @@ public final class PoolSignals implements PodCache.Listener {
         }
     }
 
-    /** What is wrong with a pool pod now, if anything. */
-    private Optional<PoolHealth.Problem> problemNow(Pod pod) {
-        return PoolHealth.problem(pod, nodes.hasSynced() ? nodes::node : null, clock.instant(), planner.limits());
+    /**
+     * What was wrong with a pool pod when its delete began, if anything; for a pod not being deleted, now. A pod first
+     * seen after the kubelet stopped it (a replica that starts, a relist after a watch gap, updates that came
+     * together) shows the terminal phase the kubelet gives every pod it stops, and the time since its delete began:
+     * neither is held against it. Its phase counts only when it has a reason (an eviction, a pod the kubelet
+     * refused) or a container ended before the delete began.
+     */
+    private Optional<PoolHealth.Problem> problemAtDelete(Pod pod) {
+        Instant now = clock.instant();
+        Instant began = deleteBegan(pod).filter(t -> t.isBefore(now)).orElse(now);
+        Pod judged = pod;
+        if (ManagedPods.isTerminating(pod) && pod.getStatus() != null
+                && ("Failed".equals(pod.getStatus().getPhase()) || "Succeeded".equals(pod.getStatus().getPhase()))
+                && (pod.getStatus().getReason() == null || pod.getStatus().getReason().isEmpty())
+                && !endedBefore(pod, began)) {
+            judged = new io.fabric8.kubernetes.api.model.PodBuilder(pod).editStatus().withPhase("Running").endStatus()
+                    .build();
+        }
+        return PoolHealth.problem(judged, nodes.hasSynced() ? nodes::node : null, began, planner.limits());
+    }
+
+    /** When a pod's delete began: its deletionTimestamp less its grace period (the API server adds that). */
+    private static Optional<Instant> deleteBegan(Pod pod) {
+        if (!ManagedPods.isTerminating(pod)) {
+            return Optional.empty();
+        }
+        try {
+            Instant end = Instant.parse(pod.getMetadata().getDeletionTimestamp());
+            Long grace = pod.getMetadata().getDeletionGracePeriodSeconds();
+            return Optional.of(grace == null ? end : end.minusSeconds(Math.max(0, grace)));
+        } catch (RuntimeException e) {
+            return Optional.empty();
+        }
+    }
+
+    /** Whether a container of the pod had ended before {@code began}. */
+    private static boolean endedBefore(Pod pod, Instant began) {
+        if (pod.getStatus().getContainerStatuses() == null) {
+            return false;
+        }
+        for (io.fabric8.kubernetes.api.model.ContainerStatus c : pod.getStatus().getContainerStatuses()) {
+            var terminated = c.getState() == null ? null : c.getState().getTerminated();
+            if (terminated == null || terminated.getFinishedAt() == null) {
+                continue;
+            }
+            try {
+                if (Instant.parse(terminated.getFinishedAt()).isBefore(began)) {
+                    return true;
+                }
+            } catch (RuntimeException e) {
+                // an unreadable time tells nothing
+            }
+        }
+        return false;
     }
 
     /** A thread-safe set that forgets its oldest entries beyond {@value #RECENT} (pod uids are never reused). */

@@ -133,9 +133,60 @@ class PoolSignalsTest {
                 .isEqualTo(PoolHealth.Problem.NOT_READY_IN_TIME));
     }
 
-    /** {@code p} with its delete begun now (a deletionTimestamp), its status as it was. */
+    /**
+     * A watch that shows a pod for the first time already stopped by its delete (a replica that starts, a relist
+     * after a watch gap, or updates that came together): the kubelet's terminal phase and the time that passed since
+     * its delete began do not make it a failed replacement. A pod whose containers ended before its delete began
+     * still is one.
+     */
+    @Test
+    void aPodFirstSeenStoppedByItsDeleteIsJudgedAsItWasWhenItsDeleteBegan() {
+        int n = 0;
+        for (String phase : List.of("Failed", "Succeeded")) {
+            for (boolean seenStarting : List.of(true, false)) {
+                Pod a = starting("stopped-" + n++, clock.now);
+                if (seenStarting) {
+                    signals.onPodEvent(PodCache.Change.ADDED, a);
+                }
+                clock.now = clock.now.plusSeconds(30);
+                Instant deleteBegan = clock.now;
+                Pod deleting = terminating(a);
+                clock.now = clock.now.plusSeconds(45); // past the ready timeout when the watch shows it
+                Pod stopped = stoppedAt(deleting, phase, clock.now);
+                signals.onPodEvent(seenStarting ? PodCache.Change.UPDATED : PodCache.Change.ADDED, stopped);
+                signals.onPodEvent(PodCache.Change.DELETED, stopped);
+                assertThat(deleteBegan).isBefore(clock.now);
+            }
+        }
+        assertThat(signals.backoff(AMD64).view().backingOff())
+                .as("pods stopped by a delete that began within their time").isFalse();
+        assertThat(changes).isEmpty();
+
+        Pod crashed = starting("crashed", clock.now);
+        clock.now = clock.now.plusSeconds(10);
+        Pod ended = stoppedAt(crashed, "Failed", clock.now);
+        clock.now = clock.now.plusSeconds(10);
+        Pod deleting = terminating(ended);
+        signals.onPodEvent(PodCache.Change.ADDED, deleting);
+        signals.onPodEvent(PodCache.Change.DELETED, deleting);
+        assertThat(signals.backoff(AMD64).view().failures()).as("a pod that failed before its delete").isEqualTo(1);
+        assertThat(changes).singleElement().satisfies(c -> assertThat(c.problem())
+                .isEqualTo(PoolHealth.Problem.FAILED));
+    }
+
+    /** {@code p} stopped at {@code at} in {@code phase}: its container terminated then. */
+    static Pod stoppedAt(Pod p, String phase, Instant at) {
+        return new PodBuilder(p).editStatus().withPhase(phase).editFirstContainerStatus().withNewState()
+                .withNewTerminated().withExitCode("Failed".equals(phase) ? 137 : 0).withFinishedAt(at.toString())
+                .endTerminated().endState().endContainerStatus().endStatus().build();
+    }
+
+    /**
+     * {@code p} with its delete begun now, its status as it was: as the API server writes it, the deletionTimestamp is
+     * the end of the grace period.
+     */
     Pod terminating(Pod p) {
-        return new PodBuilder(p).editMetadata().withDeletionTimestamp(clock.now.toString())
+        return new PodBuilder(p).editMetadata().withDeletionTimestamp(clock.now.plusSeconds(30).toString())
                 .withDeletionGracePeriodSeconds(30L).endMetadata().build();
     }
 
