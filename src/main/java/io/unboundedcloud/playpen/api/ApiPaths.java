@@ -152,6 +152,31 @@ public final class ApiPaths {
         return hash < 0 ? rawTarget.substring(q + 1) : rawTarget.substring(q + 1, hash);
     }
 
+    /**
+     * Whether a request target's query names a {@code dryRun} parameter, with any value or none. This server
+     * carries out no dry run, so a request that asks for one is refused rather than done for real (kube-apiserver
+     * reads {@code dryRun=All}; an empty value is refused too: the caller meant something by it).
+     */
+    public static boolean asksDryRun(String rawTarget) {
+        for (String param : rawQuery(rawTarget).split("&", -1)) {
+            int eq = param.indexOf('=');
+            String name = eq < 0 ? param : param.substring(0, eq);
+            if (name.equals("dryRun")) {
+                return true;
+            }
+            if (name.indexOf('%') >= 0) {
+                try {
+                    if (unescape(name).equals("dryRun")) {
+                        return true;
+                    }
+                } catch (ApiException malformed) {
+                    // a malformed escape names no parameter of ours
+                }
+            }
+        }
+        return false;
+    }
+
     /** A request target without its query and fragment, as sent (not decoded); "" for null. */
     public static String rawPath(String rawTarget) {
         String raw = rawTarget == null ? "" : rawTarget;

@@ -125,7 +125,7 @@ public final class AllocsApi {
      * this server cannot promise one), the preconditions are kept for {@link #checkPreconditions}.
      */
     public Preconditions deleteOptions(@ExchangeProperty(FrontDoor.TARGET) String target, @Body byte[] body) {
-        if (ApiPaths.rawQuery(target).contains("dryRun=")) {
+        if (ApiPaths.asksDryRun(target)) {
             throw ApiException.badRequest("dry-run deletes are not supported on allocs: nothing was deleted");
         }
         if (body == null || body.length == 0 || ApiFlows.jsonBlank(body)) {

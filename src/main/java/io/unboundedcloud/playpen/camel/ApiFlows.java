@@ -17,6 +17,7 @@ import io.netty.channel.ChannelHandlerContext;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.api.ApiPaths;
 import io.unboundedcloud.playpen.api.Discovery;
 import io.unboundedcloud.playpen.api.Json;
 import io.unboundedcloud.playpen.api.RequestBodies;
@@ -74,6 +75,23 @@ public final class ApiFlows {
 
     public void authorize(@ExchangeProperty(FrontDoor.IDENTITY) Identity identity) {
         reviewer.authorize(identity);
+    }
+
+    /**
+     * A POST that asks for a dry run ({@code ?dryRun=All}) is refused (400) before its body is read: this server
+     * carries out no dry run, and doing the request for real would surprise the caller who asked for one.
+     */
+    public void refuseDryRun(@ExchangeProperty(FrontDoor.TARGET) String target,
+            @ExchangeProperty(AuditLog.VERB) String verb) {
+        if (!ApiPaths.asksDryRun(target)) {
+            return;
+        }
+        String what = switch (verb == null ? "" : verb) {
+            case "deallocate" -> "dry-run deallocations are not supported: nothing was released";
+            case "renew" -> "dry-run renewals are not supported: nothing was renewed";
+            default -> "dry-run allocations are not supported: nothing was allocated";
+        };
+        throw ApiException.badRequest(what + "; send the request without dryRun to carry it out");
     }
 
     /** The request body once its charset (UTF-8 only, 415) and size (64 KiB, 413) are acceptable. */

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import io.unboundedcloud.playpen.api.ApiPaths.Flow;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -64,6 +65,20 @@ class ApiPathsTest {
                 .isEqualTo(404);
         assertThat(catchThrowableOfType(ApiException.class, () -> ApiPaths.route("GET", V + "/allocs/a/status")).code())
                 .isEqualTo(404);
+    }
+
+    /** A request asks for a dry run when its query names dryRun, with any value, encoded or not. */
+    @Test
+    void aDryRunIsAskedByTheQueryParameterName() {
+        for (String asks : List.of("?dryRun=All", "?dryRun=", "?dryRun", "?fieldManager=kubectl&dryRun=All",
+                "?dry%52un=All", "?x=1&dryRun=All#frag")) {
+            assertThat(ApiPaths.asksDryRun(V + "/allocs" + asks)).as(asks).isTrue();
+        }
+        for (String not : List.of("", "?", "?dryrun=All", "?xdryRun=All", "?dryRunX=All", "?pretty=dryRun",
+                "?a=1&b=dryRun", "#dryRun=All", "?dry%ZZun=All")) {
+            assertThat(ApiPaths.asksDryRun(V + "/allocs" + not)).as(not).isFalse();
+        }
+        assertThat(ApiPaths.asksDryRun(null)).isFalse();
     }
 
     /** A pool is read only, by name; the name comes percent-decoded; a deeper path is no pool. */

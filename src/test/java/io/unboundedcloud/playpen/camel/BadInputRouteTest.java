@@ -171,6 +171,44 @@ class BadInputRouteTest {
                 w -> assertThat(w).startsWith("299 - \"unknown field \\\"a\\\\r\\\\nX-Injected: 1\\\" ignored;"));
     }
 
+    /**
+     * No dry run is carried out, so a POST that asks for one ({@code ?dryRun=All}) is refused with 400 and nothing
+     * happens: no pod is claimed, an allocation's expiry stays, its pod is not released.
+     */
+    @Test
+    void aDryRunIsRefusedAndChangesNothing() throws Exception {
+        cluster.create(TestCluster.readyRunner("amd64", 51823, "node-a"));
+        op.awaitCache(c -> c.stream().anyMatch(p -> p.getMetadata().getName().endsWith("51823")));
+        String wg = TestCluster.wgKey(5);
+        String held = "{\"idempotencyKey\":\"dry-held\",\"wireGuardPublicKey\":\"" + wg + "\"}";
+        HttpResponse<String> real = op.alloc(held);
+        assertThat(real.statusCode()).as(real.body()).isEqualTo(200);
+        // an idle pod the dry run could have claimed for real
+        cluster.create(TestCluster.readyRunner("amd64", 51824, "node-a"));
+        op.awaitCache(c -> c.stream().anyMatch(p -> p.getMetadata().getName().endsWith("51824")));
+        Map<String, String> before = clusterState();
+        String fresh = "{\"idempotencyKey\":\"dry-new\",\"wireGuardPublicKey\":\"" + wg + "\"}";
+        expect(op.kubectlPost(op.frontProxy(), ALLOCS + "?dryRun=All", fresh, "alice", "playpen-users"), 400,
+                "BadRequest", "dry-run allocations are not supported: nothing was allocated; send the request without "
+                        + "dryRun to carry it out");
+        expect(op.kubectlPost(op.frontProxy(), ALLOCS + "?fieldManager=kubectl-create&dryRun=All", held, "alice",
+                "playpen-users"), 400, "BadRequest", "dry-run allocations are not supported: nothing was allocated; "
+                        + "send the request without dryRun to carry it out");
+        expect(op.kubectlPost(op.frontProxy(), "/apis/playpen.unbounded-cloud.io/v1alpha1/renewals?dryRun=All",
+                "{\"idempotencyKey\":\"dry-held\",\"ttl\":\"2h\"}", "alice", "playpen-users"), 400, "BadRequest",
+                "dry-run renewals are not supported: nothing was renewed; send the request without dryRun to carry it "
+                        + "out");
+        expect(op.kubectlPost(op.frontProxy(), "/apis/playpen.unbounded-cloud.io/v1alpha1/deallocs?dryRun=All",
+                "{\"idempotencyKey\":\"dry-held\"}", "alice", "playpen-users"), 400, "BadRequest",
+                "dry-run deallocations are not supported: nothing was released; send the request without dryRun to "
+                        + "carry it out");
+        assertThat(clusterState()).as("a refused dry run changes nothing").isEqualTo(before);
+        HttpResponse<String> replay = op.alloc(held);
+        assertThat(replay.statusCode()).as("the allocation is still held: " + replay.body()).isEqualTo(200);
+        assertThat(replay.body()).isEqualTo(real.body());
+        assertThat(op.dealloc("{\"idempotencyKey\":\"dry-held\"}").statusCode()).isEqualTo(204);
+    }
+
     /** A dealloc stays 204 (clients check for it); a key that holds nothing also gets a Warning kubectl prints. */
     @Test
     void deallocOfAnUnknownKeyIs204WithAWarning() throws Exception {
