@@ -207,7 +207,8 @@ public final class PoolPlanner {
 
         Map<ResourceType, Set<Integer>> usedOut = new EnumMap<>(ResourceType.class);
         used.forEach((type, set) -> usedOut.put(type, Collections.unmodifiableSet(set)));
-        return new PoolPlan(List.copyOf(toCreate), List.copyOf(exhausted), Collections.unmodifiableMap(usedOut), List.copyOf(toDelete), List.copyOf(reports),
+        return new PoolPlan(List.copyOf(toCreate), List.copyOf(exhausted), Collections.unmodifiableMap(usedOut),
+                List.copyOf(toDelete), List.copyOf(reports),
                 Collections.unmodifiableMap(statuses));
     }
 
