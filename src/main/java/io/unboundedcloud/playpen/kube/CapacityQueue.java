@@ -31,7 +31,8 @@ import io.unboundedcloud.playpen.model.ResourceType;
  * Alloc requests waiting for capacity ({@code waitSeconds}): one FIFO queue per kind (architecture or
  * Kubernetes version), answered as soon as a pod is claimed for them, or with today's 503 when their wait ends. A
  * waiter is a future, not a thread: the pod cache's watch events (a pod turning idle, the pool's new pods) wake
- * one dispatcher thread that claims for the queue heads in order. A retried key joins its waiting twin; a waiter
+ * one dispatcher thread that claims for the queue heads in order (a claim that fails for a passing reason is tried
+ * again on a later wake-up; any other error ends that wait). A retried key joins its waiting twin; a waiter
  * whose every client left is dropped without claiming. Every waiting request holds a connection, so their number
  * is capped per user and in total ({@link Limits}): one more is a 429 with Retry-After, before it waits.
  */
@@ -420,6 +421,13 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
                 try {
                     a = allocator.tryAllocate(head.cmd, head.ownerHash);
                 } catch (RuntimeException e) {
+                    if (passing(e)) {
+                        // this replica's watch lagging, the API server overloaded or an answer lost: the waiter
+                        // keeps its place until its own time is up, and is tried again on the next wake-up
+                        LOG.info("claim not made key={} kind={} outcome=retry-later error={}", head.cmd.keyHashPrefix(),
+                                kind, describe(e));
+                        break;
+                    }
                     if (remove(head)) {
                         finish(head, "failed");
                         head.result.completeExceptionally(e);
@@ -440,6 +448,29 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
                 head.result.complete(a.get());
             }
         }
+    }
+
+    /**
+     * A failure that trying again later may not meet: a 503 of this operator (its view of the pods behind the API
+     * server's), or the API server's conflict, throttling (429), 5xx or an answer that never came. A 4xx of this
+     * operator (the quota's 429, the key's 409) or of the API server (403: RBAC) ends the wait with it.
+     */
+    static boolean passing(RuntimeException e) {
+        if (e instanceof ApiException api) {
+            return api.code() == 503;
+        }
+        if (e instanceof io.fabric8.kubernetes.client.KubernetesClientException k) {
+            int code = k.getCode();
+            return code <= 0 || code == 409 || code == 429 || code >= 500;
+        }
+        return false;
+    }
+
+    /** An error for the log: its type, code and message (an API server's message, never a request's secrets). */
+    private static String describe(RuntimeException e) {
+        int code = e instanceof ApiException api ? api.code()
+                : e instanceof io.fabric8.kubernetes.client.KubernetesClientException k ? k.getCode() : 0;
+        return e.getClass().getSimpleName() + " code=" + code + " message=" + e.getMessage();
     }
 
     @Override

@@ -25,8 +25,8 @@ import io.unboundedcloud.playpen.support.TestCluster;
  * The queue of alloc requests waiting for capacity, on one replica's allocation core against the mock API server:
  * first come first served as pods turn idle, a retried key joins its twin, the per-user and total caps refuse
  * with 429 before anything waits, a wait that ends is the 503 with how long it waited, a dealloc ends a wait with
- * 410, a client that leaves frees its place, an error of one waiter ends only that wait, and closing answers every
- * waiter. Each outcome is told to the observers.
+ * 410, a client that leaves frees its place, a passing error of a claim keeps the waiter in line, any other error of
+ * one waiter ends only that wait, and closing answers every waiter. Each outcome is told to the observers.
  */
 class CapacityQueueTest {
     static final Duration SOON = Duration.ofSeconds(10);
@@ -403,6 +403,67 @@ class CapacityQueueTest {
         assertThat(served(next).pod().getMetadata().getName()).isEqualTo(pod);
         assertThat(q.waiting()).isZero();
         assertThat(outcomes).containsExactly(held + " served", prefix("over") + " failed", prefix("next") + " served");
+    }
+
+    /**
+     * The API server refuses the claim written for a waiter with a 500 (nothing written): a passing failure, so the
+     * waiter keeps its place and is served on a later wake-up, once the API server answers again.
+     */
+    @Test
+    void aPassingErrorOfAClaimKeepsTheWaiterInLine() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket t = q.await(waiting("patient", 30), "owner-a");
+        String patch = "PATCH " + ScriptedReplica.podPath(ScriptedReplica.runner(0));
+        r.cluster.failBeforeWrite = patch::equals;
+        String pod = addRunner(51820);
+        // a pass of the test's own while the API server still refuses (the dispatcher's may have come first)
+        q.drain();
+        assertThat(r.cluster.requestCount(patch::equals)).isPositive();
+        assertThat(t.result()).as("a waiter whose claim met a 500").isNotDone();
+        assertThat(q.waiting()).isEqualTo(1);
+        r.cluster.failBeforeWrite = k -> false;
+        q.requestDrain();
+        assertThat(served(t).pod().getMetadata().getName()).isEqualTo(pod);
+        assertThat(outcomes).containsExactly(prefix("patient") + " served");
+    }
+
+    /**
+     * This replica's watch lags, so the claim written for a waiter cannot be confirmed in time ("behind", the claim
+     * taken back): the waiter stays in line and is served once the watch has caught up, within its own time.
+     */
+    @Test
+    void aLaggingWatchDoesNotEndTheWait() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        String pod = addRunner(51820);
+        String patch = "PATCH " + ScriptedReplica.podPath(pod);
+        r.watch.hold();
+        CapacityQueue.Ticket t = q.await(waiting("lagging", 55), "owner-a");
+        // the claim, then (its verdict not in time) its rollback
+        OperatorHarness.awaitTrue(() -> r.cluster.requestCount(patch::equals) >= 2
+                && r.cluster.pods().stream().noneMatch(ManagedPods::isClaimed), Duration.ofSeconds(60),
+                "the unconfirmed claim taken back");
+        r.watch.release();
+        assertThat(served(t).pod().getMetadata().getName()).isEqualTo(pod);
+        assertThat(outcomes).containsExactly(prefix("lagging") + " served");
+    }
+
+    /** A claim the API server forbids (RBAC) is no passing failure: the wait ends with that error at once. */
+    @Test
+    void aForbiddenClaimEndsTheWait() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket t = q.await(waiting("forbidden", 30), "owner-a");
+        String patch = "PATCH " + ScriptedReplica.podPath(ScriptedReplica.runner(0));
+        r.cluster.forbidden = patch::equals;
+        addRunner(51820);
+        try {
+            t.result().get(SOON.toSeconds(), TimeUnit.SECONDS);
+            throw new AssertionError("served, but the claim was forbidden");
+        } catch (ExecutionException e) {
+            assertThat(e.getCause()).isInstanceOfSatisfying(io.fabric8.kubernetes.client.KubernetesClientException.class,
+                    k -> assertThat(k.getCode()).isEqualTo(403));
+        }
+        assertNothingWaits();
+        assertThat(outcomes).containsExactly(prefix("forbidden") + " failed");
     }
 
     @Test
