@@ -440,13 +440,27 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
                 if (!remove(head)) {
                     // every client of this wait left while its claim was being written: nobody will get the
                     // answer, so the claim goes back (unless another request was handed it meanwhile)
-                    allocator.release(a.get(), head.cmd);
+                    giveBack(a.get(), head);
                     continue;
                 }
                 finish(head, "served");
                 LOG.debug("served from queue key={} kind={}", head.cmd.keyHashPrefix(), kind);
                 head.result.complete(a.get());
             }
+        }
+    }
+
+    /**
+     * Gives back the claim written for a wait every client left. A give-back that fails leaves the claim on its pod
+     * (until its TTL, or a dealloc of the key) and does not end the pass: the waiters behind are still served.
+     */
+    private void giveBack(Allocator.Allocation a, Waiter w) {
+        try {
+            allocator.release(a, w.cmd);
+        } catch (RuntimeException e) {
+            LOG.warn("give-back failed pod={}/{} key={} kind={} outcome=kept-until-ttl error={}",
+                    a.pod().getMetadata().getNamespace(), a.pod().getMetadata().getName(), w.cmd.keyHashPrefix(),
+                    w.kind, describe(e));
         }
     }
 

@@ -12,12 +12,14 @@ import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.unboundedcloud.playpen.api.ApiException;
 import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.ResourceType;
+import io.unboundedcloud.playpen.support.CapturedLogs;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
@@ -30,6 +32,9 @@ import io.unboundedcloud.playpen.support.TestCluster;
  */
 class CapacityQueueTest {
     static final Duration SOON = Duration.ofSeconds(10);
+
+    @RegisterExtension
+    final CapturedLogs logs = CapturedLogs.of(CapacityQueue.class);
 
     ScriptedReplica r;
     CapacityQueue q;
@@ -171,6 +176,48 @@ class CapacityQueueTest {
      * The only client leaves while the claim for its wait is being written: nobody will get that pod, so the claim
      * goes back to the pool instead of being held until its TTL.
      */
+    /**
+     * The claim written for a wait every client left cannot be given back (the API server refuses the rollback):
+     * the pass that wrote it logs that and goes on serving the waiters behind it, rather than ending there.
+     */
+    @Test
+    void aGiveBackThatFailsIsLoggedAndThePassGoesOn() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        // pods on a node without an ExternalIP: cached, but nobody can be handed one until the node has it
+        r.cluster.addNode("node-b", "amd64", null);
+        CapacityQueue.Ticket gone = q.await(waiting("gone", 30), "owner-a");
+        CapacityQueue.Ticket next = q.await(waiting("next", 30), "owner-b");
+        for (int port : new int[] {51820, 51821}) {
+            Pod p = r.cluster.create(TestCluster.readyRunner("amd64", port, "node-b"));
+            OperatorHarness.awaitTrue(() -> r.pods.get(p.getMetadata().getName()).isPresent(), SOON, "the pod cached");
+        }
+        // the dispatcher has done with those pods' wake-ups (node changes wake nobody)
+        OperatorHarness.awaitTrue(() -> Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.isAlive() && t.getName().equals("capacity-dispatch"))
+                .allMatch(t -> ScriptedReplica.parkedIn(t, "LinkedBlockingQueue", "take")), SOON, "the dispatcher idle");
+        // the first waiter's client leaves as its claim is written; the claim's rollback is then refused with 500
+        java.util.concurrent.atomic.AtomicReference<String> claim = new java.util.concurrent.atomic.AtomicReference<>();
+        r.cluster.addRequestListener(k -> {
+            if (k.startsWith("PATCH " + ScriptedReplica.PODS + "/") && claim.compareAndSet(null, k)) {
+                gone.subscription().leave();
+            }
+        });
+        r.cluster.failBeforeWrite = k -> k.equals(claim.get()) && r.cluster.requestCount(k::equals) >= 2;
+        r.cluster.client.nodes().withName("node-b").edit(n -> new io.fabric8.kubernetes.api.model.NodeBuilder(n)
+                .editStatus().addNewAddress().withType("ExternalIP").withAddress("203.0.113.11").endAddress()
+                .endStatus().build());
+        OperatorHarness.awaitTrue(() -> r.nodes.externalIp("node-b").isPresent(), SOON, "the node's ExternalIP cached");
+
+        org.assertj.core.api.Assertions.assertThatCode(q::drain).doesNotThrowAnyException();
+        assertThat(failure(gone).code()).isEqualTo(499);
+        assertThat(served(next).pod().getMetadata().getName()).isNotEqualTo(claim.get().substring(claim.get().lastIndexOf('/') + 1));
+        assertThat(logs.lines()).anySatisfy(l -> {
+            assertThat(l.getLevel()).isEqualTo(ch.qos.logback.classic.Level.WARN);
+            assertThat(l.getFormattedMessage()).startsWith("give-back failed").contains("key=" + prefix("gone"));
+        });
+        assertThat(outcomes).containsExactly(prefix("gone") + " left", prefix("next") + " served");
+    }
+
     @Test
     void aClaimWrittenForAWaitEveryClientLeftGoesBack() throws Exception {
         start(0, 0, CapacityQueue.Limits.NONE);
