@@ -168,7 +168,7 @@ public final class Allocator {
         if (allocation.replay()) {
             return false;
         }
-        ClaimWriter.Rollback r = writer.rollback(allocation.pod(), cmd.keyHash());
+        ClaimWriter.Rollback r = undo(allocation.pod(), cmd.keyHash());
         LOG.info("released pod={}/{} key={} outcome=client-gone result={}",
                 allocation.pod().getMetadata().getNamespace(), ManagedPods.name(allocation.pod()),
                 cmd.keyHashPrefix(), r.name().toLowerCase(java.util.Locale.ROOT));
@@ -355,8 +355,24 @@ public final class Allocator {
         }
     }
 
+    /**
+     * Undoes a claim nobody will be answered, also on a thread told to stop (the waiting queue's dispatcher when the
+     * operator shuts down): the interrupt is set aside for the rollback's few bounded calls and restored after, or
+     * the claim would stay on its pod until its TTL.
+     */
+    private ClaimWriter.Rollback undo(Pod claimed, String keyHash) {
+        boolean interrupted = Thread.interrupted();
+        try {
+            return writer.rollback(claimed, keyHash);
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
     private ClaimWriter.Rollback rollBack(Pod claimed, AllocCommand cmd, String why) {
-        ClaimWriter.Rollback r = writer.rollback(claimed, cmd.keyHash());
+        ClaimWriter.Rollback r = undo(claimed, cmd.keyHash());
         LOG.info("rolled back pod={}/{} key={} outcome=claim-{} result={}", claimed.getMetadata().getNamespace(),
                 ManagedPods.name(claimed), cmd.keyHashPrefix(), why, r.name().toLowerCase(java.util.Locale.ROOT));
         if (r == ClaimWriter.Rollback.ROLLED_BACK) {

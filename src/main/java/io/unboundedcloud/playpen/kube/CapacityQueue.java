@@ -421,6 +421,10 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
                 try {
                     a = allocator.tryAllocate(head.cmd, head.ownerHash);
                 } catch (RuntimeException e) {
+                    if (isClosed()) {
+                        // the operator is stopping (and interrupted this claim): close() answers the waiter
+                        return;
+                    }
                     if (passing(e)) {
                         // this replica's watch lagging, the API server overloaded or an answer lost: the waiter
                         // keeps its place until its own time is up, and is tried again on the next wake-up
@@ -448,6 +452,10 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
                 head.result.complete(a.get());
             }
         }
+    }
+
+    private synchronized boolean isClosed() {
+        return closed;
     }
 
     /**

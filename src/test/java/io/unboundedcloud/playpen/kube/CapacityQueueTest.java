@@ -513,6 +513,33 @@ class CapacityQueueTest {
         assertThat(outcomes).containsExactly(prefix("forbidden") + " failed");
     }
 
+    /**
+     * The operator stops while the claim for the head waiter waits for this replica's watch to confirm it: the
+     * waiter ends like every other at shutdown (503, outcome shutdown), and its claim goes back to the pool rather
+     * than staying on the pod for a request nobody was answered.
+     */
+    @Test
+    void aShutdownDuringAClaimEndsItsWaiterAsShutdownAndTakesTheClaimBack() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        String pod = addRunner(51820);
+        r.watch.hold();
+        CapacityQueue.Ticket head = q.await(waiting("head", 30), "owner-a");
+        CapacityQueue.Ticket behind = q.await(waiting("behind", 30), "owner-b");
+        OperatorHarness.awaitTrue(() -> Thread.getAllStackTraces().keySet().stream()
+                .anyMatch(t -> t.isAlive() && t.getName().equals("capacity-dispatch")
+                        && ScriptedReplica.parkedIn(t, "ClaimResolver", "await")), SOON,
+                "the head's claim written and waiting for the watch");
+        assertThat(ManagedPods.isClaimed(r.inApi(pod))).isTrue();
+        q.close();
+        for (CapacityQueue.Ticket t : List.of(head, behind)) {
+            ApiException e = failure(t);
+            assertThat(e.code()).isEqualTo(503);
+            assertThat(e.getMessage()).isEqualTo("the operator is shutting down");
+        }
+        assertThat(outcomes).containsExactlyInAnyOrder(prefix("head") + " shutdown", prefix("behind") + " shutdown");
+        OperatorHarness.awaitTrue(() -> !ManagedPods.isClaimed(r.inApi(pod)), SOON, "the head's claim taken back");
+    }
+
     @Test
     void closingAnswersEveryWaiter503AndTellsTheObservers() throws Exception {
         start(0, 0, CapacityQueue.Limits.NONE);
