@@ -20,9 +20,14 @@ final class JvmDefaults {
      * scrape and Jolokia request. {@code sun.net.httpserver.maxReqTime} (seconds, read once when the server's classes
      * load) closes a connection whose request head and body have not arrived within that time of its first byte,
      * which frees the thread. 5 s: a held-up scrape is still answered within Prometheus' default 10 s timeout.
+     * <p>
+     * The same server keeps every connection it accepts, idle ones included, with no limit on their number: one
+     * client could hold thousands of sockets and file descriptors. {@code jdk.httpserver.maxConnections} (also read
+     * once) caps them: a connection accepted beyond the cap is closed at once, unanswered. 256 is far more than
+     * Prometheus, Hawtio and a few port-forwards use.
      */
     static final Map<String, String> DEFAULTS = Map.of("io.netty.allocator.maxOrder", "7",
-            "sun.net.httpserver.maxReqTime", "5");
+            "sun.net.httpserver.maxReqTime", "5", "jdk.httpserver.maxConnections", "256");
 
     private JvmDefaults() {
     }

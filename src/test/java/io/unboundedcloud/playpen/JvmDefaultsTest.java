@@ -23,6 +23,13 @@ class JvmDefaultsTest {
     }
 
     @Test
+    void theJdkHttpServerKeepsAtMost256Connections() {
+        Properties props = new Properties();
+        JvmDefaults.apply(props);
+        assertThat(props.getProperty("jdk.httpserver.maxConnections")).isEqualTo("256");
+    }
+
+    @Test
     void aValueGivenOnTheCommandLineWins() {
         Properties props = new Properties();
         props.setProperty("io.netty.allocator.maxOrder", "9");
