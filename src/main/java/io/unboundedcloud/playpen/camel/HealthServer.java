@@ -3,7 +3,9 @@ package io.unboundedcloud.playpen.camel;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 
 import org.slf4j.Logger;
@@ -32,7 +34,6 @@ import io.netty.handler.codec.http.HttpServerExpectContinueHandler;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.LastHttpContent;
-import io.netty.handler.timeout.ReadTimeoutHandler;
 import io.netty.util.ReferenceCountUtil;
 
 import io.unboundedcloud.playpen.api.ApiException;
@@ -44,13 +45,17 @@ import io.unboundedcloud.playpen.kube.DaemonThreads;
  * The probe listener (--health-addr, plain HTTP): {@code /healthz} and {@code /readyz} answered as on the HTTPS port
  * (204, or 503 with a Status while not ready), and nothing else. It has its own socket and event loop, so however
  * many connections API clients hold or open on the HTTPS port, kubelet's probes are still answered. Its I/O never
- * blocks a thread: a connection that sends part of a request and then nothing holds no thread the probes need, and
- * a connection silent for the read deadline is closed.
+ * blocks a thread: a connection that sends part of a request and then nothing holds no thread the probes need. A
+ * request must arrive in full within the read deadline of the connection's opening or of the previous answer
+ * (trickling bytes does not extend it), or the connection is closed; a connection beyond {@value #MAX_CONNECTIONS}
+ * open ones is closed at once, unanswered.
  */
 public final class HealthServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(HealthServer.class);
-    /** How long a connection may send nothing, mid-request or between requests (kubelet's probes take 1 s). */
+    /** How long a request may take to arrive, from the connection's opening or the previous answer (kubelet's probes take 1 s). */
     static final Duration READ_DEADLINE = Duration.ofSeconds(10);
+    /** Open connections at most; kubelet's probes use a handful. */
+    static final int MAX_CONNECTIONS = 64;
 
     private final EventLoopGroup group;
     private final Channel listener;
@@ -61,16 +66,27 @@ public final class HealthServer implements AutoCloseable {
     }
 
     HealthServer(String host, int port, BooleanSupplier ready, int retryAfterSeconds, Duration readDeadline) {
+        this(host, port, ready, retryAfterSeconds, readDeadline, MAX_CONNECTIONS);
+    }
+
+    HealthServer(String host, int port, BooleanSupplier ready, int retryAfterSeconds, Duration readDeadline,
+            int maxConnections) {
         group = new NioEventLoopGroup(1, DaemonThreads.named("health-http"));
         long deadlineMillis = Math.max(1, readDeadline.toMillis());
+        AtomicInteger open = new AtomicInteger();
         try {
             listener = new ServerBootstrap().group(group).channel(NioServerSocketChannel.class)
                     .childHandler(new ChannelInitializer<SocketChannel>() {
                         @Override
                         protected void initChannel(SocketChannel ch) {
-                            ch.pipeline().addLast(new ReadTimeoutHandler(deadlineMillis, TimeUnit.MILLISECONDS),
-                                    new HttpServerCodec(4096, 8192, 8192), new HttpServerExpectContinueHandler(),
-                                    new Probe(ready, retryAfterSeconds));
+                            int n = open.incrementAndGet();
+                            ch.closeFuture().addListener(f -> open.decrementAndGet());
+                            if (n > maxConnections) {
+                                ch.close();
+                                return;
+                            }
+                            ch.pipeline().addLast(new HttpServerCodec(4096, 8192, 8192),
+                                    new HttpServerExpectContinueHandler(), new Probe(ready, retryAfterSeconds, deadlineMillis));
                         }
                     })
                     .bind(new InetSocketAddress(host.isEmpty() ? "0.0.0.0" : host, port)).syncUninterruptibly()
@@ -85,12 +101,42 @@ public final class HealthServer implements AutoCloseable {
     private static final class Probe extends SimpleChannelInboundHandler<HttpObject> {
         private final BooleanSupplier ready;
         private final int retryAfterSeconds;
+        private final long deadlineMillis;
         private HttpRequest request;
+        private ScheduledFuture<?> deadline;
 
-        Probe(BooleanSupplier ready, int retryAfterSeconds) {
+        Probe(BooleanSupplier ready, int retryAfterSeconds, long deadlineMillis) {
             super(false);
             this.ready = ready;
             this.retryAfterSeconds = retryAfterSeconds;
+            this.deadlineMillis = deadlineMillis;
+        }
+
+        /**
+         * The next request must arrive in full within the deadline, counted from the connection's opening or the
+         * previous answer; bytes trickled in do not extend it.
+         */
+        private void arm(ChannelHandlerContext ctx) {
+            if (deadline != null) {
+                deadline.cancel(false);
+            }
+            deadline = ctx.executor().schedule(() -> {
+                ctx.close();
+            }, deadlineMillis, TimeUnit.MILLISECONDS);
+        }
+
+        @Override
+        public void channelActive(ChannelHandlerContext ctx) throws Exception {
+            arm(ctx);
+            super.channelActive(ctx);
+        }
+
+        @Override
+        public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+            if (deadline != null) {
+                deadline.cancel(false);
+            }
+            super.channelInactive(ctx);
         }
 
         @Override
@@ -111,6 +157,7 @@ public final class HealthServer implements AutoCloseable {
                     HttpRequest r = request;
                     request = null;
                     answer(ctx, r);
+                    arm(ctx);
                 }
             } finally {
                 ReferenceCountUtil.release(msg);

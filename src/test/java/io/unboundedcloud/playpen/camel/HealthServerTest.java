@@ -140,6 +140,79 @@ class HealthServerTest {
         }
     }
 
+    /** A byte every few milliseconds does not keep a connection open past its request deadline. */
+    @Test
+    void aConnectionThatTricklesItsHeadIsClosedAtTheDeadline() throws Exception {
+        HealthServer quick = new HealthServer("127.0.0.1", 0, ready::get, 7, Duration.ofMillis(500));
+        quick.start();
+        try (Socket s = new Socket("127.0.0.1", quick.address().getPort())) {
+            java.util.concurrent.CompletableFuture<Integer> firstByte = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    return s.getInputStream().read();
+                } catch (java.io.IOException reset) {
+                    return -1;
+                }
+            });
+            java.io.OutputStream out = s.getOutputStream();
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            try {
+                out.write("GET /healthz?".getBytes(StandardCharsets.US_ASCII));
+                while (!firstByte.isDone() && System.nanoTime() < deadline) {
+                    out.write('a');
+                    out.flush();
+                    Thread.sleep(50); // the trickle's pace
+                }
+            } catch (java.io.IOException closed) {
+                // the server closed the connection while we were still sending
+            }
+            assertThat(firstByte).as("closed while it was still trickling").isDone();
+            assertThat(firstByte.get()).as("closed without an answer").isEqualTo(-1);
+        } finally {
+            quick.close();
+        }
+    }
+
+    @Test
+    void connectionsBeyondTheCapAreClosedUnansweredWhileTheEarlierOnesAreServed() throws Exception {
+        ready.set(true);
+        HealthServer capped = new HealthServer("127.0.0.1", 0, ready::get, 7, Duration.ofSeconds(60), 4);
+        capped.start();
+        List<Socket> held = new ArrayList<>();
+        try {
+            for (int i = 0; i < 4; i++) {
+                held.add(new Socket("127.0.0.1", capped.address().getPort()));
+            }
+            try (Socket beyond = new Socket("127.0.0.1", capped.address().getPort())) {
+                beyond.setSoTimeout(60_000);
+                assertThat(probe(beyond)).as("the fifth connection is closed without an answer").isEmpty();
+            }
+            Socket first = held.get(0);
+            first.setSoTimeout(60_000);
+            assertThat(probe(first)).startsWith("HTTP/1.1 204");
+        } finally {
+            for (Socket s : held) {
+                s.close();
+            }
+            capped.close();
+        }
+    }
+
+    /** The status line the server sends for a /healthz request, or what it sent before it closed. */
+    private static String probe(Socket s) throws java.io.IOException {
+        StringBuilder got = new StringBuilder();
+        try {
+            s.getOutputStream().write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+            s.getOutputStream().flush();
+            int c;
+            while ((c = s.getInputStream().read()) >= 0 && c != '\r') {
+                got.append((char) c);
+            }
+        } catch (java.net.SocketException reset) {
+            // closed by the server
+        }
+        return got.toString();
+    }
+
     @Test
     void anEmptyHostListensOnEveryAddressAndCloseStopsListening() throws Exception {
         HealthServer everywhere = new HealthServer("", 0, ready::get, 7);
