@@ -34,6 +34,8 @@ import io.netty.handler.codec.http.HttpServerExpectContinueHandler;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.handler.codec.http.TooLongHttpHeaderException;
+import io.netty.handler.codec.http.TooLongHttpLineException;
 import io.netty.util.ReferenceCountUtil;
 
 import io.unboundedcloud.playpen.api.ApiException;
@@ -144,9 +146,14 @@ public final class HealthServer implements AutoCloseable {
             try {
                 if (msg.decoderResult().isFailure()) {
                     request = null;
-                    FullHttpResponse bad = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
-                            HttpResponseStatus.BAD_REQUEST);
-                    bad.headers().set(HttpHeaderNames.CONTENT_LENGTH, 0);
+                    Throwable cause = msg.decoderResult().cause();
+                    ApiException e = cause instanceof TooLongHttpHeaderException
+                            ? new ApiException(431, "RequestHeaderFieldsTooLarge", "request header fields are too large")
+                            : cause instanceof TooLongHttpLineException
+                                    ? new ApiException(414, "RequestURITooLong", "request line is too long")
+                                    : ApiException.badRequest("malformed HTTP request");
+                    FullHttpResponse bad = status(e, false);
+                    bad.headers().set(HttpHeaderNames.CONNECTION, "close");
                     ctx.writeAndFlush(bad).addListener(ChannelFutureListener.CLOSE);
                     return;
                 }
@@ -174,14 +181,7 @@ public final class HealthServer implements AutoCloseable {
                         ? ApiException.unavailable("not ready: caches not synced or front-proxy trust bundle not loaded",
                                 retryAfterSeconds)
                         : ApiException.notFound("the probe listener serves /healthz and /readyz only");
-                byte[] body = Json.write(Status.failure(e.code(), e.reason(), e.getMessage()))
-                        .getBytes(StandardCharsets.UTF_8);
-                boolean head = HttpMethod.HEAD.equals(r.method());
-                response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.valueOf(e.code()),
-                        head ? Unpooled.EMPTY_BUFFER : Unpooled.wrappedBuffer(body));
-                response.headers().set(HttpHeaderNames.CONTENT_TYPE, "application/json");
-                response.headers().set(HttpHeaderNames.CONTENT_LENGTH, body.length);
-                e.headers().forEach((k, v) -> response.headers().set(k, v));
+                response = status(e, HttpMethod.HEAD.equals(r.method()));
             }
             boolean keepAlive = HttpUtil.isKeepAlive(r);
             if (!keepAlive) {
@@ -191,6 +191,17 @@ public final class HealthServer implements AutoCloseable {
             if (!keepAlive) {
                 written.addListener(ChannelFutureListener.CLOSE);
             }
+        }
+
+        /** {@code e} as a Kubernetes Status answer (its headers, no body for HEAD). */
+        private static FullHttpResponse status(ApiException e, boolean head) {
+            byte[] body = Json.write(Status.failure(e.code(), e.reason(), e.getMessage())).getBytes(StandardCharsets.UTF_8);
+            FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
+                    HttpResponseStatus.valueOf(e.code()), head ? Unpooled.EMPTY_BUFFER : Unpooled.wrappedBuffer(body));
+            response.headers().set(HttpHeaderNames.CONTENT_TYPE, "application/json");
+            response.headers().set(HttpHeaderNames.CONTENT_LENGTH, body.length);
+            e.headers().forEach((k, v) -> response.headers().set(k, v));
+            return response;
         }
 
         @Override

@@ -197,6 +197,28 @@ class HealthServerTest {
         }
     }
 
+    /** A request Netty cannot read is answered as on the HTTPS port: a Status with the code that says why. */
+    @Test
+    void anUnreadableRequestIsAStatusThatSaysWhy() throws Exception {
+        int port = server.address().getPort();
+        String longLine = "GET /healthz?" + "a".repeat(5000) + " HTTP/1.1\r\nHost: x\r\n\r\n";
+        String longHeader = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + "b".repeat(9000) + "\r\n\r\n";
+        String[][] cases = {{longLine, "414", "RequestURITooLong"}, {longHeader, "431", "RequestHeaderFieldsTooLarge"}};
+        for (String[] c : cases) {
+            try (Socket s = new Socket("127.0.0.1", port)) {
+                s.setSoTimeout(60_000);
+                s.getOutputStream().write(c[0].getBytes(StandardCharsets.US_ASCII));
+                s.getOutputStream().flush();
+                String answer = new String(s.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+                assertThat(answer).as(c[2]).startsWith("HTTP/1.1 " + c[1] + " ");
+                JsonNode status = Json.MAPPER.readTree(answer.substring(answer.indexOf("\r\n\r\n") + 4));
+                assertThat(status.get("kind").asText()).isEqualTo("Status");
+                assertThat(status.get("code").asInt()).isEqualTo(Integer.parseInt(c[1]));
+                assertThat(status.get("reason").asText()).isEqualTo(c[2]);
+            }
+        }
+    }
+
     /** The status line the server sends for a /healthz request, or what it sent before it closed. */
     private static String probe(Socket s) throws java.io.IOException {
         StringBuilder got = new StringBuilder();
