@@ -555,6 +555,10 @@ public record OperatorConfig(
 
         String[] hostPort(Flag f, boolean requireHost) {
             String s = str(f).trim();
+            if (s.isEmpty()) {
+                throw bad(f, "must not be empty: give host:port, e.g. "
+                        + (requireHost ? "127.0.0.1:9876" : ":8443 (every interface) or 127.0.0.1:8443"));
+            }
             int colon = s.lastIndexOf(':');
             if (colon < 0) {
                 throw bad(f, "must be host:port");

@@ -39,6 +39,16 @@ class OperatorConfigEdgesTest {
         refused("--leader-election-lease-name=" + name + "a", "must be a Kubernetes object name");
     }
 
+    /** An empty --listen-addr binds nothing: refused at startup, saying what to give, in --dev too. */
+    @Test
+    void anEmptyListenAddressIsRefusedWithWhatToGive() throws Exception {
+        String want = "give host:port, e.g. :8443 (every interface) or 127.0.0.1:8443";
+        refused("--listen-addr=", want);
+        refused("--listen-addr= ", want);
+        assertThatThrownBy(() -> OperatorConfig.parse(io.unboundedcloud.playpen.dev.DevMode.devArgs(
+                new String[] {"--dev", "--listen-addr="}))).isInstanceOf(ConfigException.class).hasMessageContaining(want);
+    }
+
     @Test
     void listenPortsRunFromZeroTo65535AndBracketsAreStrippedFromTheHost() {
         assertThat(OperatorConfig.parse("--listen-addr=:0").listenPort()).isZero();
