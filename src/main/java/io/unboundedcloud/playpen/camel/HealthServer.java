@@ -133,6 +133,16 @@ public final class HealthServer implements AutoCloseable {
             super.channelActive(ctx);
         }
 
+        /**
+         * Answers that back up (a client pipelining requests and never reading) stop the reading of its requests
+         * until they drain: otherwise each request read would add an answer to memory without end.
+         */
+        @Override
+        public void channelWritabilityChanged(ChannelHandlerContext ctx) throws Exception {
+            ctx.channel().config().setAutoRead(ctx.channel().isWritable());
+            super.channelWritabilityChanged(ctx);
+        }
+
         @Override
         public void channelInactive(ChannelHandlerContext ctx) throws Exception {
             if (deadline != null) {

@@ -197,6 +197,45 @@ class HealthServerTest {
         }
     }
 
+    /**
+     * A client that pipelines requests and never reads the answers is not read on without end: once its answers
+     * back up, the listener stops reading it, so what it sent stays in the socket buffers instead of piling up
+     * answers in the operator's memory.
+     */
+    @Test
+    void aClientThatNeverReadsItsAnswersIsNoLongerRead() throws Exception {
+        HealthServer patient = new HealthServer("127.0.0.1", 0, ready::get, 7, Duration.ofSeconds(60));
+        byte[] request = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
+        java.nio.ByteBuffer requests = java.nio.ByteBuffer.allocate(request.length * 4096);
+        while (requests.remaining() >= request.length) {
+            requests.put(request);
+        }
+        requests.flip();
+        long limit = 16L * 1024 * 1024;
+        long sent = 0;
+        try (java.nio.channels.SocketChannel ch = java.nio.channels.SocketChannel.open();
+                java.nio.channels.Selector selector = java.nio.channels.Selector.open()) {
+            ch.setOption(java.net.StandardSocketOptions.SO_RCVBUF, 4096);
+            ch.connect(patient.address());
+            ch.configureBlocking(false);
+            ch.register(selector, java.nio.channels.SelectionKey.OP_WRITE);
+            // send until the listener stops taking requests (nothing can be written for 10 s) or 16 MiB went out
+            while (sent < limit) {
+                if (selector.select(10_000) == 0) {
+                    break;
+                }
+                selector.selectedKeys().clear();
+                if (!requests.hasRemaining()) {
+                    requests.rewind();
+                }
+                sent += ch.write(requests);
+            }
+        } finally {
+            patient.close();
+        }
+        assertThat(sent).as("bytes of requests the listener took without its answers being read").isLessThan(limit);
+    }
+
     /** A request Netty cannot read is answered as on the HTTPS port: a Status with the code that says why. */
     @Test
     void anUnreadableRequestIsAStatusThatSaysWhy() throws Exception {
