@@ -33,7 +33,7 @@ import java.util.function.Function;
  *     without the label is used, healed and rolled, never removed to lower the count.</li>
  * <li>Creates: min(D − current pods, D + (S while stale pods remain) − all healthy idle pods), never negative; a
  *     pool whose replacements keep failing ({@link PoolBackoff}) creates nothing while paused and then one pod at a
- *     time.</li>
+ *     time. A pool that needs no create, every idle pod it keeps ready, shows no back-off.</li>
  * </ol>
  * Pods created earlier but not seen yet ("expectations") count as current starting pods and keep their ports, so a
  * quick second pass does not create twice. Pure: the clock, the nodes, the back-off and the demand come in.
@@ -177,8 +177,9 @@ public final class PoolPlanner {
             int min = m.configured ? desired.get(target) : 0;
             int max = m.configured && policy.demandBuffer() ? Math.max(min, policy.maxIdle()) : min;
             int want = m.configured ? Math.max(min, Math.min(max, ctx.desired().getOrDefault(target, min))) : 0;
-            PoolBackoff.View backoff = ctx.backoff().getOrDefault(target, PoolBackoff.View.NONE);
-            Decision d = decide(m, want, policy.surge(want), backoff, ctx.now());
+            PoolBackoff.View remembered = ctx.backoff().getOrDefault(target, PoolBackoff.View.NONE);
+            Decision d = decide(m, want, policy.surge(want), remembered, ctx.now());
+            PoolBackoff.View backoff = d.settled() ? PoolBackoff.View.NONE : remembered;
             m.unhealthy.forEach(u -> toDelete.add(new PoolPlan.Deletion(target, u.pod, PoolPlan.Why.UNHEALTHY, u.problem)));
             d.deletions.forEach(x -> toDelete.add(x));
             reports.addAll(m.reports);
@@ -212,8 +213,11 @@ public final class PoolPlanner {
                 Collections.unmodifiableMap(statuses));
     }
 
-    /** What the rules decide for one pool besides the unhealthy pods (always deleted). */
-    record Decision(List<PoolPlan.Deletion> deletions, int creates) {
+    /**
+     * What the rules decide for one pool besides the unhealthy pods (always deleted); {@code settled}: the pool needs
+     * no new pod and every idle pod it keeps is ready, so no back-off applies to it.
+     */
+    record Decision(List<PoolPlan.Deletion> deletions, int creates, boolean settled) {
     }
 
     /** Rules 2 to 4 of the class comment over one pool's healthy idle pods. */
@@ -264,13 +268,17 @@ public final class PoolPlanner {
         }
         int currentLeft = total - stale;
         int creates = Math.max(0, Math.min(want - currentLeft, want + (stale > 0 ? surge : 0) - total));
+        boolean starting = m.expected > 0 || m.currentStarting.stream()
+                .anyMatch(x -> out.stream().noneMatch(d -> d.pod() == x.pod));
+        // a pool that needs no new pod, every idle pod it keeps ready and none being replaced, has nothing to back
+        // off from: its back-off is not shown (nor does it wake a pass); a pod still starting may yet fail
+        boolean settled = creates == 0 && !starting && m.unhealthy.isEmpty() && m.stale.stream()
+                .allMatch(x -> x.ready || out.stream().anyMatch(d -> d.pod() == x.pod));
         if (creates > 0 && backoff.backingOff()) {
             // paused: nothing; after the pause one pod at a time, and none while one is still starting
-            boolean starting = m.expected > 0 || m.currentStarting.stream()
-                    .anyMatch(x -> out.stream().noneMatch(d -> d.pod() == x.pod));
             creates = backoff.pausedAt(now) || starting ? 0 : 1;
         }
-        return new Decision(out, creates);
+        return new Decision(out, creates, settled);
     }
 
     private static final Comparator<Member> OLDEST_FIRST = Comparator.comparing((Member x) -> x.created)

@@ -238,6 +238,50 @@ class PoolRulesTest {
     }
 
     /**
+     * A pool backing off that then needs no new pods (its count lowered, its demand fallen, enough ready pods there
+     * anyway) shows no back-off: it creates nothing whatever the back-off says, so Degraded/BackOff, the status's
+     * back-off and the metrics the alert reads would say something that is not happening. A pool that needs pods, or
+     * whose one pod at a time is still starting, still backs off.
+     */
+    @Test
+    void aPoolBackingOffShowsTheBackOffOnlyWhileItNeedsNewPods() {
+        PoolBackoff.View paused = new PoolBackoff.View(3, Duration.ofSeconds(40), NOW.plusSeconds(30));
+        PoolBackoff.View over = new PoolBackoff.View(3, Duration.ofSeconds(40), NOW.minusSeconds(30));
+        Pod readyPod = ready(planner("--runner-amd64-count=1"), 51820, Duration.ofHours(1)).build();
+        for (PoolBackoff.View b : List.of(paused, over)) {
+            // count lowered to 1 (or demand fell): the ready pod is all the pool wants
+            PoolPlan settled = planner("--runner-amd64-count=1").plan(List.of(readyPod), Set.of(), ctx(NODE_A_READY, b));
+            assertThat(settled.toCreate()).isEmpty();
+            assertThat(settled.statuses().get(AMD64).backoff().backingOff()).as("a pool at its count, every pod ready")
+                    .isFalse();
+            assertThat(new PoolViews("25%").conditions(settled.statuses().get(AMD64), NOW))
+                    .noneMatch(c -> c.reason().equals("BackOff"));
+            // a count of 0: nothing wanted at all
+            PoolPlan none = planner("--runner-amd64-count=0").plan(List.of(), Set.of(), ctx(NODE_A_READY, b));
+            assertThat(none.statuses().get(AMD64).backoff().backingOff()).as("a pool that wants no pods").isFalse();
+
+            // the same pool with a count of 2 needs a pod: it still backs off
+            PoolPlan needs = planner("--runner-amd64-count=2").plan(List.of(readyPod), Set.of(), ctx(NODE_A_READY, b));
+            assertThat(needs.statuses().get(AMD64).backoff()).isEqualTo(b);
+            assertThat(needs.toCreate()).hasSize(b == paused ? 0 : 1);
+        }
+        // replacements that keep failing: the one pod at a time is starting, so the pool needs no create now, but its
+        // back-off goes on (else each failure would start again from the base pause)
+        PoolPlanner p = planner("--runner-amd64-count=1");
+        Pod probe = starting(p, 51821, Duration.ofSeconds(5)).build();
+        PoolPlan probing = p.plan(List.of(probe), Set.of(), ctx(NODE_A_READY, over));
+        assertThat(probing.toCreate()).isEmpty();
+        assertThat(probing.statuses().get(AMD64).backoff()).isEqualTo(over);
+        PoolPlan awaited = p.plan(List.of(), Set.of("playpen-runner-amd64-51821"), ctx(NODE_A_READY, over));
+        assertThat(awaited.statuses().get(AMD64).backoff()).isEqualTo(over);
+        // and a pool whose probe is deleted unhealthy this pass is not settled either
+        Pod failedProbe = starting(p, 51821, Duration.ofMinutes(20)).build();
+        PoolPlan failing = p.plan(List.of(readyPod, failedProbe), Set.of(), ctx(NODE_A_READY, over));
+        assertThat(deleted(failing)).containsExactly("playpen-runner-amd64-51821:NotReadyInTime");
+        assertThat(failing.statuses().get(AMD64).backoff()).isEqualTo(over);
+    }
+
+    /**
      * A never-ready image, simulated for an hour with the planner and the back-off as the reconciler drives them (a
      * pass every 10 s, a failure per pod deleted unhealthy): the creates are bounded, not a hot loop.
      */
