@@ -103,6 +103,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         private PoolPlan plan;
         private final Map<ResourceType, Set<Integer>> used = new EnumMap<>(ResourceType.class);
         private final List<PoolPlan.Exhaustion> exhausted = new ArrayList<>();
+        /** Pools an unhealthy pod of which this pass deleted: their back-off may have changed since the plan. */
+        private final Set<PoolTarget> deletedUnhealthy = new HashSet<>();
         private int created;
         private int existed;
         private int deleted;
@@ -338,6 +340,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                     pass.deleted++;
                     if (d.why() == PoolPlan.Why.UNHEALTHY && signals != null) {
                         signals.deletedUnhealthy(d.target(), d.pod(), d.problem());
+                        pass.deletedUnhealthy.add(d.target());
                     }
                     observers.forEach(o -> o.deleted(d));
                 }
@@ -537,11 +540,16 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         reported.retainAll(live);
     }
 
-    /** A pool that is pausing creates again when its pause ends, not at the next interval. */
+    /**
+     * A pool that is pausing creates again when its pause ends, not at the next interval: also one whose pause this
+     * pass's own deletes started (its plan was made before them), without waiting for a pass its pods' watch events ask
+     * for.
+     */
     private void wakeAfterPause(Pass pass) {
         Instant next = null;
         for (var s : pass.plan.statuses().values()) {
-            PoolBackoff.View b = s.backoff();
+            PoolBackoff.View b = pass.deletedUnhealthy.contains(s.target()) ? signals.backoff(s.target()).view()
+                    : s.backoff();
             if (b.pausedAt(pass.now) && (next == null || b.nextCreateAt().isBefore(next))) {
                 next = b.nextCreateAt();
             }

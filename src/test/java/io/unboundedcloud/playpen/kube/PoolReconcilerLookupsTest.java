@@ -307,6 +307,34 @@ class PoolReconcilerLookupsTest {
         }
     }
 
+    /**
+     * A pass whose own delete of a failed replacement starts the pause asks itself for the pass that ends it: it
+     * does not leave that to a later pass asked for by the pod's watch events (here recorded, not run: as when the
+     * watch has a gap and the pool would wait for the interval timer).
+     */
+    @Test
+    void aPassWhoseOwnDeleteStartsAPauseAsksForAPassWhenItEnds() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            cluster.addNode("node-a", "amd64", "203.0.113.10");
+            cluster.create(failedRunner(51820, "node-a"));
+            try (Wired w = Wired.of(cluster, true, "--runner-amd64-count=1", "--runner-arm64-count=0",
+                    "--pool-backoff-base=5s")) {
+                List<Instant> asked = new CopyOnWriteArrayList<>();
+                w.pool().runPassesWith(() -> asked.add(Instant.now()));
+                PoolTarget amd64 = w.pool().planner().desired().keySet().iterator().next();
+                assertThat(w.signals().backoffs().getOrDefault(amd64, PoolBackoff.View.NONE).backingOff())
+                        .as("no back-off before the pass").isFalse();
+                PoolReconciler.Result r = w.pool().reconcile();
+                assertThat(r.deleted()).isEqualTo(1);
+                assertThat(r.created()).as("created while the pool pauses").isZero();
+                PoolBackoff.View pause = w.signals().backoffs().get(amd64);
+                assertThat(pause.pausedAt(Instant.now())).isTrue();
+                OperatorHarness.awaitTrue(() -> asked.stream().anyMatch(t -> !t.isBefore(pause.nextCreateAt())),
+                        Duration.ofSeconds(60), "a pass asked for when the pause ends");
+            }
+        }
+    }
+
     @Test
     void aPodsTimeToReadyCountsFromItsCreateCall() throws Exception {
         // the signals' clock runs years ahead of the API server's creationTimestamp: a time-to-ready measured from
