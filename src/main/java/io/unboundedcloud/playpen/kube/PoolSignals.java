@@ -132,7 +132,10 @@ public final class PoolSignals implements PodCache.Listener {
         if (uid == null || seenReady.contains(uid) || !failed.add(uid)) {
             return;
         }
-        PoolBackoff.View v = backoff(target).failed(clock.instant());
+        // the failure dates from when the pod's delete began (the leader's pass deleted it then), not from when a
+        // watch showed it gone a grace period later: every replica pauses the pool from the same moment
+        Instant now = clock.instant();
+        PoolBackoff.View v = backoff(target).failed(deleteBegan(pod).filter(t -> t.isBefore(now)).orElse(now));
         BackoffChange c = new BackoffChange(target, v, problem, pod);
         observers.forEach(o -> o.backoffChanged(c));
     }

@@ -42,10 +42,12 @@ public final class PoolBackoff {
         }
     }
 
-    /** A replacement failed at {@code at}; returns the view after it. */
+    /** A replacement failed at {@code at}; returns the view after it. The pause runs from the latest failure. */
     public synchronized View failed(Instant at) {
         failures++;
-        lastFailure = at;
+        if (lastFailure == null || at.isAfter(lastFailure)) {
+            lastFailure = at;
+        }
         return view();
     }
 

@@ -174,6 +174,25 @@ class PoolSignalsTest {
                 .isEqualTo(PoolHealth.Problem.FAILED));
     }
 
+    /**
+     * A replica that learns a failed replacement from the watch alone (it does not lead) pauses the pool from when
+     * the leader deleted the pod, as the leader does, not from when the pod's grace period ended and the watch showed
+     * it gone: else its pools resource, its metrics and, once it leads, its creates would run a grace period late.
+     */
+    @Test
+    void aFailureLearntFromTheWatchPausesFromWhenTheDeleteBegan() {
+        Pod a = starting("a", T0);
+        signals.onPodEvent(PodCache.Change.ADDED, a);
+        clock.now = T0.plus(Duration.ofMinutes(2));
+        Instant deleteBegan = clock.now;
+        Pod deleting = terminating(a);
+        signals.onPodEvent(PodCache.Change.UPDATED, deleting);
+        clock.now = clock.now.plusSeconds(30); // the grace period
+        signals.onPodEvent(PodCache.Change.DELETED, deleting);
+        assertThat(signals.backoff(AMD64).view().failures()).isEqualTo(1);
+        assertThat(signals.backoff(AMD64).view().nextCreateAt()).isEqualTo(deleteBegan.plusSeconds(10));
+    }
+
     /** {@code p} stopped at {@code at} in {@code phase}: its container terminated then. */
     static Pod stoppedAt(Pod p, String phase, Instant at) {
         return new PodBuilder(p).editStatus().withPhase(phase).editFirstContainerStatus().withNewState()
