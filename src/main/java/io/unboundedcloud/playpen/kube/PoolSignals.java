@@ -18,11 +18,12 @@ import io.unboundedcloud.playpen.model.PoolBackoff;
 import io.unboundedcloud.playpen.model.PoolHealth;
 import io.unboundedcloud.playpen.model.PoolPlanner;
 import io.unboundedcloud.playpen.model.PoolTarget;
+import io.unboundedcloud.playpen.model.TemplateHashes;
 
 /**
  * What every replica learns about the pools from the pod watch, so that each one (not only the leader) knows it and
- * a new leader starts with it: per pool, its back-off (a pod deleted while unhealthy without ever having been ready
- * is a failed replacement; the first pod that becomes ready ends the back-off), its time-to-ready and its
+ * a new leader starts with it: per pool, its back-off (a pod of the current template deleted while unhealthy without
+ * ever having been ready is a failed replacement; the first pod that becomes ready ends the back-off), its time-to-ready and its
  * allocation rate (claims seen by the watch, whichever replica made them).
  */
 public final class PoolSignals implements PodCache.Listener {
@@ -129,7 +130,7 @@ public final class PoolSignals implements PodCache.Listener {
      */
     public void deletedUnhealthy(PoolTarget target, Pod pod, PoolHealth.Problem problem) {
         String uid = pod.getMetadata().getUid();
-        if (uid == null || seenReady.contains(uid) || !failed.add(uid)) {
+        if (uid == null || seenReady.contains(uid) || !ofCurrentTemplate(target, pod) || !failed.add(uid)) {
             return;
         }
         // the failure dates from when the pod's delete began (the leader's pass deleted it then), not from when a
@@ -206,6 +207,15 @@ public final class PoolSignals implements PodCache.Listener {
                     .build();
         }
         return PoolHealth.problem(judged, nodes.hasSynced() ? nodes::node : null, began, planner.limits());
+    }
+
+    /**
+     * Whether {@code pod} was built from the pool's current template: a never-ready pod of an older one (the broken
+     * image a restart with a fixed one replaced) tells nothing about the pods the pool creates now.
+     */
+    private boolean ofCurrentTemplate(PoolTarget target, Pod pod) {
+        PoolPlanner.Template tpl = planner.template(target);
+        return TemplateHashes.isCurrent(pod, tpl.hash(), tpl.sample());
     }
 
     /** When a pod's delete began: its deletionTimestamp less its grace period (the API server adds that). */

@@ -193,6 +193,32 @@ class PoolSignalsTest {
         assertThat(signals.backoff(AMD64).view().nextCreateAt()).isEqualTo(deleteBegan.plusSeconds(10));
     }
 
+    /**
+     * A pod of an older template that never got ready (the broken image an operator restart with a fixed one
+     * replaced) says nothing about the pool's current template: its end does not pause the pool's new pods. A pod of
+     * the current template still does.
+     */
+    @Test
+    void aNeverReadyPodOfAnOlderTemplateIsNoFailedReplacement() {
+        OperatorConfig old = OperatorConfig.parse("--pool-ready-timeout=1m", "--runner-image=example.com/runner:broken");
+        Pod broken = new PodBuilder(new PoolPlanner(old, new PodTemplates(old, Map.of())).podFor(AMD64, 51821))
+                .editMetadata().withUid("broken-1").withCreationTimestamp(T0.toString()).endMetadata()
+                .withNewStatus().withPhase("Running").endStatus().build();
+        Pod broken2 = new PodBuilder(broken).editMetadata().withUid("broken-2").endMetadata().build();
+        signals.onPodEvent(PodCache.Change.ADDED, broken);
+        signals.onPodEvent(PodCache.Change.ADDED, broken2);
+        clock.now = T0.plus(Duration.ofMinutes(2));
+        signals.deletedUnhealthy(AMD64, broken, PoolHealth.Problem.NOT_READY_IN_TIME); // the leader's pass
+        signals.onPodEvent(PodCache.Change.DELETED, broken2); // the watch
+        assertThat(signals.backoff(AMD64).view().backingOff()).isFalse();
+        assertThat(changes).isEmpty();
+
+        Pod current = starting("current", T0);
+        signals.onPodEvent(PodCache.Change.ADDED, current);
+        signals.onPodEvent(PodCache.Change.DELETED, current);
+        assertThat(signals.backoff(AMD64).view().failures()).isEqualTo(1);
+    }
+
     /** {@code p} stopped at {@code at} in {@code phase}: its container terminated then. */
     static Pod stoppedAt(Pod p, String phase, Instant at) {
         return new PodBuilder(p).editStatus().withPhase(phase).editFirstContainerStatus().withNewState()
