@@ -23,8 +23,8 @@ import io.unboundedcloud.playpen.model.TemplateHashes;
 /**
  * What every replica learns about the pools from the pod watch, so that each one (not only the leader) knows it and
  * a new leader starts with it: per pool, its back-off (a pod of the current template deleted while unhealthy without
- * ever having been ready is a failed replacement; the first pod that becomes ready ends the back-off), its time-to-ready and its
- * allocation rate (claims seen by the watch, whichever replica made them).
+ * ever having been ready is a failed replacement; the first pod of that template that becomes ready ends the
+ * back-off), its time-to-ready and its allocation rate (claims seen by the watch, whichever replica made them).
  */
 public final class PoolSignals implements PodCache.Listener {
 
@@ -181,7 +181,8 @@ public final class PoolSignals implements PodCache.Listener {
             if (starting.remove(uid) && from != null) {
                 demand(target.get()).readyAfter(Duration.between(from, clock.instant()));
             }
-            if (backoff(target.get()).succeeded()) {
+            // only a pod of the current template tells that the pods the pool creates now can get ready
+            if (ofCurrentTemplate(target.get(), pod) && backoff(target.get()).succeeded()) {
                 BackoffChange c = new BackoffChange(target.get(), PoolBackoff.View.NONE, null, pod);
                 observers.forEach(o -> o.backoffChanged(c));
             }

@@ -219,6 +219,31 @@ class PoolSignalsTest {
         assertThat(signals.backoff(AMD64).view().failures()).isEqualTo(1);
     }
 
+    /**
+     * A pod of an older template that becomes ready (one that was still starting when a rollout to a broken template
+     * began) tells nothing of the current template: the back-off goes on until a current pod is ready.
+     */
+    @Test
+    void onlyAPodOfTheCurrentTemplateThatBecomesReadyEndsTheBackOff() {
+        Pod failed = starting("failed", T0);
+        signals.onPodEvent(PodCache.Change.ADDED, failed);
+        clock.now = T0.plus(Duration.ofMinutes(2));
+        signals.deletedUnhealthy(AMD64, failed, PoolHealth.Problem.NOT_READY_IN_TIME);
+        OperatorConfig old = OperatorConfig.parse("--pool-ready-timeout=1m", "--runner-image=example.com/runner:old");
+        Pod stale = new PodBuilder(new PoolPlanner(old, new PodTemplates(old, Map.of())).podFor(AMD64, 51821))
+                .editMetadata().withUid("stale").withCreationTimestamp(T0.toString()).endMetadata()
+                .withNewStatus().withPhase("Running").addNewContainerStatus().withName("runner").withReady(false)
+                .withNewState().withNewRunning().endRunning().endState().endContainerStatus().endStatus().build();
+        signals.onPodEvent(PodCache.Change.ADDED, stale);
+        signals.onPodEvent(PodCache.Change.UPDATED, ready(stale));
+        assertThat(signals.backoff(AMD64).view().backingOff()).as("after a stale pod became ready").isTrue();
+        Pod current = starting("current", clock.now);
+        signals.onPodEvent(PodCache.Change.ADDED, current);
+        signals.onPodEvent(PodCache.Change.UPDATED, ready(current));
+        assertThat(signals.backoff(AMD64).view().backingOff()).isFalse();
+        assertThat(changes).last().satisfies(c -> assertThat(c.recovered()).isTrue());
+    }
+
     /** {@code p} stopped at {@code at} in {@code phase}: its container terminated then. */
     static Pod stoppedAt(Pod p, String phase, Instant at) {
         return new PodBuilder(p).editStatus().withPhase(phase).editFirstContainerStatus().withNewState()
