@@ -48,6 +48,8 @@ public final class AllocRequestParser {
     private static final List<String> LEASE_FIELDS = List.of("ttl", "waitSeconds");
     public static final String BAD_TTL = "ttl must be a duration string such as \"30m\" or \"2h\"";
     public static final String TTL_NOT_POSITIVE = "ttl must be greater than 0";
+    /** Expiry is written in whole seconds (RFC 3339 without a fraction): a shorter ttl would end at the claim. */
+    public static final String TTL_UNDER_A_SECOND = "ttl must be at least 1s (expiry is kept in whole seconds)";
 
     private final List<String> controlPlaneVersions;
     private final LeaseLimits limits;
@@ -152,7 +154,7 @@ public final class AllocRequestParser {
                 Hashes.requestHash(type.wire(), req.getOrDefault("kubernetesVersion", ""), wgKey, arch));
     }
 
-    /** The ttl an alloc asked for: null when absent, null or ""; else a Go duration in (0, --playpen-max-ttl]. */
+    /** The ttl an alloc asked for: null when absent, null or ""; else a Go duration in [1s, --playpen-max-ttl]. */
     Duration ttl(GoJson.Value v) {
         if (v == null || (v.isString() && GoStrings.trimSpace(v.text()).isEmpty())) {
             return null;
@@ -173,6 +175,9 @@ public final class AllocRequestParser {
         }
         if (ttl.isNegative() || ttl.isZero()) {
             throw ApiException.badRequest(TTL_NOT_POSITIVE);
+        }
+        if (ttl.compareTo(Duration.ofSeconds(1)) < 0) {
+            throw ApiException.badRequest(TTL_UNDER_A_SECOND);
         }
         if (ttl.compareTo(limits.maxTtl()) > 0) {
             throw ApiException.badRequest("ttl must not exceed " + GoDuration.format(limits.maxTtl())

@@ -79,6 +79,19 @@ class LeaseRequestTest {
         assertThat(error(extra)).isEqualTo("ttl must be greater than 0");
     }
 
+    @ParameterizedTest
+    @ValueSource(strings = {",\"ttl\":\"500ms\"", ",\"ttl\":\"1ns\"", ",\"ttl\":\"999ms\"", ",\"ttl\":\"0.5s\""})
+    void ttlUnderOneSecondIs400(String extra) {
+        // expiry is kept in whole seconds: a shorter ttl would expire at the claim itself
+        assertThat(error(extra)).isEqualTo("ttl must be at least 1s (expiry is kept in whole seconds)");
+    }
+
+    @Test
+    void oneSecondIsTheLeastTtl() {
+        assertThat(parse(",\"ttl\":\"1s\"").ttl()).isEqualTo(Duration.ofSeconds(1));
+        assertThat(parse(",\"ttl\":\"1000ms\"").ttl()).isEqualTo(Duration.ofSeconds(1));
+    }
+
     @Test
     void ttlAboveTheMaximumIs400() {
         assertThat(error(",\"ttl\":\"24h0m1s\"")).isEqualTo("ttl must not exceed 24h0m0s (--playpen-max-ttl)");
