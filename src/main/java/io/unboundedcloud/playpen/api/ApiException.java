@@ -27,6 +27,11 @@ public class ApiException extends RuntimeException {
         return reason;
     }
 
+    /** The answer's result in metrics and the audit line: the reason, lower camel case (serviceUnavailable). */
+    public String result() {
+        return reason.substring(0, 1).toLowerCase() + reason.substring(1);
+    }
+
     /** The same error (code, reason, headers) with {@code advice} after its message. */
     public ApiException withAdvice(String advice) {
         return new ApiException(code, reason, getMessage() + advice, headers);

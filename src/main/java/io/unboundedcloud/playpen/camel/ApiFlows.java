@@ -297,7 +297,29 @@ public final class ApiFlows {
         // a key still waiting for capacity must not be handed a pod after its dealloc; a delete by id releases that
         // one allocation only, and a request of its key that waits is none (the key was released and sent again)
         boolean waitCancelled = guard == null && waiting.cancel(keyHash);
-        List<Pod> deleted = guard == null ? allocator.deallocate(keyHash) : allocator.deallocate(keyHash, guard);
+        List<Pod> deleted;
+        try {
+            deleted = guard == null ? allocator.deallocate(keyHash) : allocator.deallocate(keyHash, guard);
+        } catch (Allocator.PartlyReleased e) {
+            if (guard != null) {
+                // a delete by id releases that allocation's pod alone, and it is deleted: what failed after it (a
+                // read to see that nothing of it is left) changes nothing the caller asked for
+                org.slf4j.LoggerFactory.getLogger(ApiFlows.class).warn("allocation deleted, the read after its delete"
+                        + " failed key={}: {}", Hashes.keyHashPrefix(keyHash), e.getMessage());
+                deleted = e.released();
+                exchange.setProperty(AuditLog.OUTCOME, dealloc(deleted, false));
+                exchange.setProperty(WAIT_CANCELLED, false);
+                exchange.setProperty(AuditLog.ALLOCATION_ID,
+                        deleted.stream().map(p -> p.getMetadata().getName()).collect(Collectors.joining(",")));
+                return deleted;
+            }
+            // the pods it did release are recorded all the same: the errors route writes their Events and the
+            // audit line names them; the answer (503, result partly-deallocated) says to send the dealloc again
+            exchange.setProperty(RELEASED, e.released());
+            exchange.setProperty(AuditLog.ALLOCATION_ID,
+                    e.released().stream().map(p -> p.getMetadata().getName()).collect(Collectors.joining(",")));
+            throw e;
+        }
         exchange.setProperty(AuditLog.OUTCOME, dealloc(deleted, waitCancelled));
         exchange.setProperty(WAIT_CANCELLED, waitCancelled);
         exchange.setProperty(AuditLog.ALLOCATION_ID,
@@ -308,6 +330,14 @@ public final class ApiFlows {
     /** The Kubernetes Events of a dealloc: one per deleted pod. */
     public List<KubeEvent> deallocatedEvents(@Body List<Pod> deleted) {
         return events.deallocatedEvents(deleted);
+    }
+
+    /** Set by {@link #deleteClaimed} when it failed after releasing pods: those pods (a {@code List<Pod>}). */
+    public static final String RELEASED = "playpenReleasedPods";
+
+    /** The Deallocated Events of the pods a failed dealloc released (step of the errors route). */
+    public List<KubeEvent> releasedEvents(@ExchangeProperty(RELEASED) List<Pod> released) {
+        return released == null ? List.of() : events.deallocatedEvents(released);
     }
 
     /** Set by {@link #deleteClaimed}: whether the dealloc ended a request of its key waiting for capacity. */

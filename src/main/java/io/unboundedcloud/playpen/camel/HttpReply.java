@@ -30,6 +30,6 @@ public record HttpReply(int code, String contentType, String body, Map<String, S
 
     public static HttpReply status(ApiException e) {
         return new HttpReply(e.code(), JSON, Json.write(Status.failure(e.code(), e.reason(), e.getMessage())), e.headers(),
-                e.reason().substring(0, 1).toLowerCase() + e.reason().substring(1));
+                e.result());
     }
 }

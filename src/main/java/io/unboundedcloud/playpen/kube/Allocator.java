@@ -650,7 +650,8 @@ public final class Allocator {
      * {@link #deallocate(String)} deleting a pod of the key only while {@code still} holds for it as the API server
      * has it: tested on the pod as just read, and on a fresh read whenever the delete (conditional on the version
      * tested) finds it changed; a pod it rejects is left alone. {@code still} may instead throw, which ends the
-     * dealloc with that error (a delete whose preconditions fail is refused, not partly done).
+     * dealloc with that error (a delete whose preconditions fail is refused, not partly done). A failure after some
+     * pods were deleted is a {@link PartlyReleased} that carries them.
      */
     public List<Pod> deallocate(String keyHash, java.util.function.Predicate<Pod> still) {
         requireSynced();
@@ -659,6 +660,50 @@ public final class Allocator {
             running.handle((a, e) -> null).join();
         }
         List<Pod> deleted = new java.util.ArrayList<>();
+        try {
+            return deallocate(keyHash, still, deleted);
+        } catch (RuntimeException e) {
+            if (deleted.isEmpty()) {
+                throw e;
+            }
+            // pods are released already: the caller must learn which, so they are recorded, not lost with the error
+            throw new PartlyReleased(deleted, e, retryAfterSeconds);
+        }
+    }
+
+    /**
+     * A dealloc that deleted some of its key's pods and then failed (an API server error, or pods that kept
+     * changing): a {@code 503} that names how many pods it released and says to send the dealloc again, which is
+     * safe and releases what the key still holds. {@link #released} are the pods this call deleted.
+     */
+    public static final class PartlyReleased extends ApiException {
+        private static final long serialVersionUID = 1L;
+        private final transient List<Pod> released;
+
+        PartlyReleased(List<Pod> released, RuntimeException cause, int retryAfterSeconds) {
+            super(503, "ServiceUnavailable", released.size() + (released.size() == 1 ? " pod" : " pods")
+                    + " of this idempotency key " + (released.size() == 1 ? "was" : "were") + " released, but the rest"
+                    + " could not be: " + why(cause) + "; send the dealloc again: it is safe and releases what the key"
+                    + " still holds", Map.of("Retry-After", String.valueOf(retryAfterSeconds)));
+            this.released = List.copyOf(released);
+        }
+
+        private static String why(RuntimeException cause) {
+            return cause instanceof ApiException api ? api.getMessage().replaceFirst("; try again$", "")
+                    : "the Kubernetes API server could not complete the request";
+        }
+
+        public List<Pod> released() {
+            return released;
+        }
+
+        @Override
+        public String result() {
+            return "partly-deallocated";
+        }
+    }
+
+    private List<Pod> deallocate(String keyHash, java.util.function.Predicate<Pod> still, List<Pod> deleted) {
         for (int round = 0; round < SAME_POD_RETRIES + 2; round++) {
             List<String> known = pods.byKeyHash(keyHash).stream().map(ManagedPods::name).toList();
             List<Pod> carriers = writer.claimedWith(pods.namespace(), keyHash, known).stream()
