@@ -25,7 +25,9 @@ import io.unboundedcloud.playpen.model.TtlPolicy;
 /**
  * Renews an allocation: moves its expires-at to now + ttl, capped at claimed-at + --playpen-max-lifetime
  * and never earlier than it was, with one conditional write (resourceVersion precondition). A conflict is read
- * fresh and decided again, so racing renewals end with the later expiry and none is lost.
+ * fresh and decided again, so racing renewals end with the later expiry and none is lost. A renewal answered pins
+ * its claim (settles it, in the same write when there is one), as a replay does: the claim's writer can no longer
+ * take it back (see {@link ClaimResolver#pin}).
  */
 public final class Renewer {
     private static final Logger LOG = LoggerFactory.getLogger(Renewer.class);
@@ -55,6 +57,7 @@ public final class Renewer {
     private final ApiCallCounter calls;
     private final List<Observer> observers = new CopyOnWriteArrayList<>();
     private final ClaimResolver resolver;
+    private final ClaimWriter writer;
     private final int retryAfterSeconds;
 
     public Renewer(KubernetesClient client, PodCache pods, TtlPolicy policy, Clock clock, ApiCallCounter calls) {
@@ -70,7 +73,8 @@ public final class Renewer {
         this.clock = clock;
         this.calls = calls;
         this.retryAfterSeconds = retryAfterSeconds;
-        this.resolver = new ClaimResolver(pods, new ClaimWriter(client, clock, calls), retryAfterSeconds);
+        this.writer = new ClaimWriter(client, clock, calls);
+        this.resolver = new ClaimResolver(pods, writer, retryAfterSeconds);
     }
 
     public void addObserver(Observer o) {
@@ -111,16 +115,25 @@ public final class Renewer {
     }
 
     private Renewal renewKey(String keyHash, Duration ttl) {
-        // the key's standing claim as the API server has it now, whichever replica made it
-        Optional<ClaimResolver.Standing> standing = resolver.standing(keyHash, true,
-                System.nanoTime() + Allocator.DECIDE_TIMEOUT_NANOS);
-        if (standing.isEmpty()) {
-            if (pods.claimsOf(keyHash).stream().anyMatch(ClaimLedger.Claim::terminating)) {
-                throw gone(); // held until now, and being deleted
+        long deadline = System.nanoTime() + Allocator.DECIDE_TIMEOUT_NANOS;
+        for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
+            // the key's standing claim as the API server has it now, whichever replica made it
+            Optional<ClaimResolver.Standing> standing = resolver.standing(keyHash, true, deadline);
+            if (standing.isEmpty()) {
+                if (pods.claimsOf(keyHash).stream().anyMatch(ClaimLedger.Claim::terminating)) {
+                    throw gone(); // held until now, and being deleted
+                }
+                throw ApiException.notFound(NOT_FOUND);
             }
-            throw ApiException.notFound(NOT_FOUND);
+            // the claim is judged standing as of this very version: the answer pins it (settles it in the same
+            // conditional write), so its writer can no longer take it back once a renewal was answered. Changed
+            // meanwhile: judge the key again (the pod may carry another claim of the key by now)
+            Optional<Renewal> r = renewOnce(standing.get().pod(), keyHash, ttl, true);
+            if (r.isPresent()) {
+                return r.get();
+            }
         }
-        return renewPod(standing.get().pod(), keyHash, ttl);
+        throw keptChanging();
     }
 
     private Renewal renewPod(Pod cached, String keyHash, Duration ttl) {
@@ -128,39 +141,9 @@ public final class Renewer {
         String ns = pod.getMetadata().getNamespace();
         String name = pod.getMetadata().getName();
         for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
-            Instant now = clock.instant();
-            if (pod == null || !keyHash.equals(ManagedPods.keyHash(pod)) || ManagedPods.isTerminating(pod)
-                    || policy.isExpired(pod, now)) {
-                throw gone();
-            }
-            if (policy.expiresAt(pod).isEmpty()) {
-                // never expires (no expires-at, --playpen-ttl=0): a renewal only ever extends, so it writes nothing
-                // (an expiry now + ttl would end the allocation then)
-                return new Renewal(pod, null, null, false);
-            }
-            Instant next = policy.renewedExpiry(pod, now, ttl);
-            Instant max = policy.maxExpiresAt(pod).orElse(null);
-            String written = ManagedPods.annotations(pod).get(PlaypenKeys.EXPIRES_AT);
-            if (TtlPolicy.formatClaimedAt(next).equals(written)) {
-                // already there (a twin request, or asking for less than is left): nothing to write
-                return new Renewal(pod, next, max, false);
-            }
-            try {
-                calls.count(KubeApiCall.PODS_PATCH);
-                Pod updated = ClaimWriter.mergePatch(client, ns, name,
-                        patch(pod.getMetadata().getResourceVersion(), next));
-                pods.observe(updated);
-                LOG.info("renewed pod={}/{} key={} outcome=renewed expiresAt={}", ns, name, Hashes.keyHashPrefix(keyHash),
-                        TtlPolicy.formatClaimedAt(next));
-                return new Renewal(updated, next, max, true);
-            } catch (KubernetesClientException e) {
-                if (e.getCode() == 404) {
-                    pods.observeDeleted(name);
-                    throw gone();
-                }
-                if (e.getCode() != 409) {
-                    throw e;
-                }
+            Optional<Renewal> r = renewOnce(pod, keyHash, ttl, false);
+            if (r.isPresent()) {
+                return r.get();
             }
             // someone wrote the pod meanwhile (another renewal, the kubelet, a delete): decide again on its state
             calls.count(KubeApiCall.PODS_GET);
@@ -169,14 +152,90 @@ public final class Renewer {
                 pods.observe(pod);
             }
         }
-        throw ApiException.unavailable("the allocation kept changing while it was renewed; try again",
+        throw keptChanging();
+    }
+
+    /**
+     * One decision on {@code pod} and at most one conditional write: the renewal, or empty when the pod changed
+     * since that version (409). With {@code pin} (the pod is its key's standing claim at exactly this version), an
+     * unsettled claim is settled by the same write, or by a write of its own when the expiry need not move.
+     */
+    private Optional<Renewal> renewOnce(Pod pod, String keyHash, Duration ttl, boolean pin) {
+        Instant now = clock.instant();
+        if (pod == null || !keyHash.equals(ManagedPods.keyHash(pod)) || ManagedPods.isTerminating(pod)
+                || policy.isExpired(pod, now)) {
+            throw gone();
+        }
+        String ns = pod.getMetadata().getNamespace();
+        String name = pod.getMetadata().getName();
+        boolean settle = pin && !ClaimLedger.isSettled(pod);
+        if (policy.expiresAt(pod).isEmpty()) {
+            // never expires (no expires-at, --playpen-ttl=0): a renewal only ever extends, so it writes nothing
+            // (an expiry now + ttl would end the allocation then)
+            return pinned(pod, settle).map(p -> new Renewal(p, null, null, false));
+        }
+        Instant next = policy.renewedExpiry(pod, now, ttl);
+        Instant max = policy.maxExpiresAt(pod).orElse(null);
+        String written = ManagedPods.annotations(pod).get(PlaypenKeys.EXPIRES_AT);
+        if (TtlPolicy.formatClaimedAt(next).equals(written)) {
+            // already there (a twin request, or asking for less than is left): nothing to write
+            return pinned(pod, settle).map(p -> new Renewal(p, next, max, false));
+        }
+        try {
+            calls.count(KubeApiCall.PODS_PATCH);
+            Pod updated = ClaimWriter.mergePatch(client, ns, name,
+                    patch(pod.getMetadata().getResourceVersion(), next, settle));
+            pods.observe(updated);
+            LOG.info("renewed pod={}/{} key={} outcome=renewed expiresAt={}", ns, name, Hashes.keyHashPrefix(keyHash),
+                    TtlPolicy.formatClaimedAt(next));
+            return Optional.of(new Renewal(updated, next, max, true));
+        } catch (KubernetesClientException e) {
+            if (e.getCode() == 404) {
+                pods.observeDeleted(name);
+                throw gone();
+            }
+            if (e.getCode() != 409) {
+                throw e;
+            }
+            return Optional.empty();
+        }
+    }
+
+    /** The pod, settled first when {@code settle} (empty when it changed meanwhile); a 404 there is 410. */
+    private Optional<Pod> pinned(Pod pod, boolean settle) {
+        if (!settle) {
+            return Optional.of(pod);
+        }
+        try {
+            Pod settled = writer.settle(pod);
+            pods.observe(settled);
+            return Optional.of(settled);
+        } catch (KubernetesClientException e) {
+            if (e.getCode() == 404) {
+                pods.observeDeleted(pod.getMetadata().getName());
+                throw gone();
+            }
+            if (e.getCode() != 409) {
+                throw e;
+            }
+            return Optional.empty();
+        }
+    }
+
+    private ApiException keptChanging() {
+        return ApiException.unavailable("the allocation kept changing while it was renewed; try again",
                 retryAfterSeconds);
     }
 
-    private static String patch(String resourceVersion, Instant expiresAt) {
+    private static String patch(String resourceVersion, Instant expiresAt, boolean settle) {
         Map<String, Object> metadata = new LinkedHashMap<>();
         metadata.put("resourceVersion", resourceVersion);
-        metadata.put("annotations", Map.of(PlaypenKeys.EXPIRES_AT, TtlPolicy.formatClaimedAt(expiresAt)));
+        Map<String, String> annotations = new LinkedHashMap<>();
+        annotations.put(PlaypenKeys.EXPIRES_AT, TtlPolicy.formatClaimedAt(expiresAt));
+        if (settle) {
+            annotations.put(PlaypenKeys.CLAIM_SETTLED, "true");
+        }
+        metadata.put("annotations", annotations);
         return Json.write(Map.of("metadata", metadata));
     }
 

@@ -236,7 +236,7 @@ class RenewalRouteTest {
 
     /**
      * With --playpen-ttl=0 an allocation that asked for no ttl never expires. A renewal only ever extends, so one of
-     * that allocation writes nothing: it must not give it an expiry (1 hour from now here) and so end it then. The
+     * that allocation writes no expiry: it must not give it one (1 hour from now here) and so end it then. The
      * answer leaves expiresAt out, as the alloc answer does for an allocation that never expires.
      */
     @Test
@@ -250,8 +250,15 @@ class RenewalRouteTest {
         HttpResponse<String> r = renew("{\"idempotencyKey\":\"forever\",\"ttl\":\"1h\"}");
         assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
         assertThat(pod(RUNNER).getMetadata().getAnnotations()).doesNotContainKey(PlaypenKeys.EXPIRES_AT);
-        assertThat(cluster.requestCount(k -> k.startsWith("PATCH "))).isEqualTo(patches);
+        // its one write pins the claim (its writer may no longer take it back), and gives it no expiry
+        assertThat(pod(RUNNER).getMetadata().getAnnotations()).containsEntry(PlaypenKeys.CLAIM_SETTLED, "true");
+        assertThat(cluster.requestCount(k -> k.startsWith("PATCH "))).isEqualTo(patches + 1);
         assertThat(r.body()).isEqualTo("{}\n");
+        HttpResponse<String> again = renew("{\"idempotencyKey\":\"forever\",\"ttl\":\"1h\"}");
+        assertThat(again.statusCode()).as(again.body()).isEqualTo(200);
+        assertThat(again.body()).isEqualTo("{}\n");
+        assertThat(cluster.requestCount(k -> k.startsWith("PATCH "))).isEqualTo(patches + 1);
+        assertThat(pod(RUNNER).getMetadata().getAnnotations()).doesNotContainKey(PlaypenKeys.EXPIRES_AT);
     }
 
     @Test
