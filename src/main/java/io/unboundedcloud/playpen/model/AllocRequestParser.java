@@ -305,7 +305,21 @@ public final class AllocRequestParser {
             }
         }
         throw ApiException.badRequest("kubernetes version " + GoJson.quote(wanted)
-                + " is not configured for control-plane allocation");
+                + " is not configured for control-plane allocation" + offeredVersions());
+    }
+
+    /**
+     * What to send instead of a version this operator does not offer, after the Go operator's words: the versions
+     * --control-plane-versions lists and the one an alloc without kubernetesVersion gets.
+     */
+    private String offeredVersions() {
+        List<String> offered = controlPlaneVersions.stream().map(AllocRequestParser::withV).distinct().toList();
+        if (offered.size() == 1) {
+            return "; send the one this operator offers, " + offered.get(0) + ", or leave kubernetesVersion out";
+        }
+        String listed = String.join(", ", offered.subList(0, offered.size() - 1)) + " or " + offered.get(offered.size() - 1);
+        return "; send one this operator offers, " + listed + ", or leave kubernetesVersion out for the newest, "
+                + highest(offered);
     }
 
     /** The reference's normalizeKubernetesVersionValue: trimmed, with a "v" added when missing. */

@@ -103,7 +103,8 @@ class BadInputRouteTest {
         expect(op.alloc("{\"idempotencyKey\":\"a\",\"wireGuardPublicKey\":\"" + wg + "\",\"architecture\":\"s390x\"}"),
                 400, "BadRequest", "architecture must be \"amd64\" or \"arm64\"");
         expect(op.alloc("{\"idempotencyKey\":\"a\",\"resourceType\":\"controlPlane\",\"kubernetesVersion\":\"1.20.0\"}"),
-                400, "BadRequest", "kubernetes version \"v1.20.0\" is not configured for control-plane allocation");
+                400, "BadRequest", "kubernetes version \"v1.20.0\" is not configured for control-plane allocation;"
+                        + " send the one this operator offers, v1.33.0, or leave kubernetesVersion out");
         assertThat(clusterState()).isEqualTo(before);
     }
 

@@ -32,7 +32,10 @@ class AllocRequestParserTest {
     static final String HASH_HDR = "fd8ae45e5ecb4e0d880ec94769c1da47fa8740dad756e4a1e797d980a8b547b0";
     /** printf body-key | sha256sum */
     static final String HASH_BODY_KEY = "154b2dbe7bbb74b7872d6fbd4f6ab476efed219e01041ea8ff7cb26933e75e5e";
-    static final String NOT_CONFIGURED = "kubernetes version \"v1.99.0\" is not configured for control-plane allocation";
+    /** The Go operator's words, then what to send instead (the parser below offers three versions). */
+    static final String OFFERED = "; send one this operator offers, v1.31.2, v1.33.0 or v1.32.9-rc.1, or leave kubernetesVersion out for the newest, v1.33.0";
+    static final String NOT_CONFIGURED = "kubernetes version \"v1.99.0\" is not configured for control-plane allocation"
+            + OFFERED;
 
     private final AllocRequestParser parser = new AllocRequestParser(List.of("v1.31.2", "v1.33.0", "v1.32.9-rc.1"));
 
@@ -125,7 +128,7 @@ class AllocRequestParserTest {
                         NOT_CONFIGURED),
                 Arguments.of("partial version is not a configured one",
                         "{\"resourceType\":\"controlPlane\",\"kubernetesVersion\":\"v1.33\"}", "hdr",
-                        "kubernetes version \"v1.33\" is not configured for control-plane allocation"));
+                        "kubernetes version \"v1.33\" is not configured for control-plane allocation" + OFFERED));
     }
 
     @ParameterizedTest(name = "{0} → {3}")
@@ -401,10 +404,24 @@ class AllocRequestParserTest {
     }
 
     @Test
+    void anUnconfiguredVersionSaysWhichVersionsAreOfferedAndWhatLeavingItOutGives() {
+        ApiException e = badRequest(() -> parser.parseAlloc(
+                utf8("{\"resourceType\":\"controlPlane\",\"kubernetesVersion\":\"1.33\"}"), "abc"));
+        assertThat(e.getMessage()).isEqualTo("kubernetes version \"v1.33\" is not configured for control-plane allocation;"
+                + " send one this operator offers, v1.31.2, v1.33.0 or v1.32.9-rc.1, or leave kubernetesVersion out"
+                + " for the newest, v1.33.0");
+        ApiException one = badRequest(() -> new AllocRequestParser(List.of("v1.34.0")).parseAlloc(
+                utf8("{\"resourceType\":\"controlPlane\",\"kubernetesVersion\":\"v1.33.0\"}"), "abc"));
+        assertThat(one.getMessage()).isEqualTo("kubernetes version \"v1.33.0\" is not configured for control-plane"
+                + " allocation; send the one this operator offers, v1.34.0, or leave kubernetesVersion out");
+    }
+
+    @Test
     void unconfiguredVersionIsQuotedLikeGo() {
         ApiException e = badRequest(() -> parser.parseAlloc(
                 utf8("{\"resourceType\":\"controlPlane\",\"kubernetesVersion\":\"1.99\\t\\\"x\"}"), "abc"));
-        assertThat(e.getMessage()).isEqualTo("kubernetes version \"v1.99\\t\\\"x\" is not configured for control-plane allocation");
+        assertThat(e.getMessage()).isEqualTo("kubernetes version \"v1.99\\t\\\"x\" is not configured for control-plane allocation"
+                + OFFERED);
     }
 
     @Test
