@@ -67,6 +67,8 @@ public record OperatorConfig(
     }
 
     private static final Pattern VERSION = Pattern.compile("v\\d+\\.\\d+\\.\\d+([-+][0-9A-Za-z.+_-]*)?");
+    private static final Pattern DNS_SUBDOMAIN =
+            Pattern.compile("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
     private static final Pattern LABEL_VALUE = Pattern.compile("([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?");
     private static final Pattern IPV4 = Pattern.compile("((25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)\\.){3}(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)");
     private static final Pattern IPV6_CHARS = Pattern.compile("[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*");
@@ -654,6 +656,18 @@ public record OperatorConfig(
                 String ver = raw.startsWith("v") ? raw : "v" + raw;
                 if (!VERSION.matcher(ver).matches()) {
                     throw bad(f, "\"" + raw + "\" is not a version like v1.33.0");
+                }
+                // the version names the pool's pods and labels them: one Kubernetes refuses would fail every create
+                String label = PodTemplates.kubernetesVersionLabel(ver);
+                if (label.length() > 63) {
+                    throw bad(f, "\"" + raw + "\" is " + label.length() + " characters as its pods' kubernetes-version"
+                            + " label, which Kubernetes refuses over 63");
+                }
+                String name = PodTemplates.controlPlaneName(ver, 65535);
+                if (name.length() > 253 || !DNS_SUBDOMAIN.matcher(name).matches()) {
+                    throw bad(f, "\"" + raw + "\" would name its pods " + name.substring(0, name.length() - 5)
+                            + "<port>, which Kubernetes refuses: each part between dots must start and end with a"
+                            + " letter or digit");
                 }
                 if (out.contains(ver)) {
                     continue;

@@ -285,6 +285,13 @@ public class OperatorConfigTest {
     }
 
     @Test
+    void versionsWhosePodsKubernetesTakesAreAccepted() {
+        String longest = "v1.33.0-" + "a".repeat(55);
+        assertThat(OperatorConfig.parse("--control-plane-versions=" + longest + ",v1.34.0+k3s1,1.35.0-rc.1,v1.36.0-")
+                .controlPlaneVersions()).containsExactly(longest, "v1.34.0+k3s1", "v1.35.0-rc.1", "v1.36.0-");
+    }
+
+    @Test
     void emptyValuesTheReferenceTakesAsItsDefaults() {
         // the reference trims these and uses its default when nothing is left (runnerPod, controlPlanePod,
         // EnsureTLSSecret), so a Deployment that passes them empty starts it
@@ -399,6 +406,9 @@ public class OperatorConfigTest {
             "--control-plane-versions=1.x | invalid value \"1.x\" for flag --control-plane-versions: \"1.x\" is not a version like v1.33.0",
             "--control-plane-versions=v1.33.0,latest | invalid value \"v1.33.0,latest\" for flag --control-plane-versions: \"latest\" is not a version like v1.33.0",
             "--control-plane-versions=, | invalid value \",\" for flag --control-plane-versions: must list at least one version",
+            "--control-plane-versions=v1.33.0-rc.-1 | invalid value \"v1.33.0-rc.-1\" for flag --control-plane-versions: \"v1.33.0-rc.-1\" would name its pods playpen-control-plane-1.33.0-rc.-1-<port>, which Kubernetes refuses: each part between dots must start and end with a letter or digit",
+            "--control-plane-versions=v1.33.0,1.34.0-x..1 | invalid value \"v1.33.0,1.34.0-x..1\" for flag --control-plane-versions: \"1.34.0-x..1\" would name its pods playpen-control-plane-1.34.0-x..1-<port>, which Kubernetes refuses: each part between dots must start and end with a letter or digit",
+            "--control-plane-versions=v1.33.0-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa | invalid value \"v1.33.0-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\" for flag --control-plane-versions: \"v1.33.0-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\" is 64 characters as its pods' kubernetes-version label, which Kubernetes refuses over 63",
             "--runner-image-pull-policy=always | invalid value \"always\" for flag --runner-image-pull-policy: must be Always, IfNotPresent or Never",
             "--runner-require-kvm=yes | invalid value \"yes\" for flag --runner-require-kvm: must be true or false",
             "--runner-control-plane-tolerations= | invalid value \"\" for flag --runner-control-plane-tolerations: must be true or false",
