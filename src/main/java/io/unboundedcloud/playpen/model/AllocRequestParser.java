@@ -314,6 +314,9 @@ public final class AllocRequestParser {
      */
     private String offeredVersions() {
         List<String> offered = controlPlaneVersions.stream().map(AllocRequestParser::withV).distinct().toList();
+        if (offered.isEmpty()) {
+            return "";
+        }
         if (offered.size() == 1) {
             return "; send the one this operator offers, " + offered.get(0) + ", or leave kubernetesVersion out";
         }

@@ -414,6 +414,11 @@ class AllocRequestParserTest {
                 utf8("{\"resourceType\":\"controlPlane\",\"kubernetesVersion\":\"v1.33.0\"}"), "abc"));
         assertThat(one.getMessage()).isEqualTo("kubernetes version \"v1.33.0\" is not configured for control-plane"
                 + " allocation; send the one this operator offers, v1.34.0, or leave kubernetesVersion out");
+        // a parser given no versions (the flag itself refuses an empty list) keeps the Go words alone
+        ApiException none = badRequest(() -> new AllocRequestParser(List.of()).parseAlloc(
+                utf8("{\"resourceType\":\"controlPlane\",\"kubernetesVersion\":\"v1.33.0\"}"), "abc"));
+        assertThat(none.getMessage()).isEqualTo("kubernetes version \"v1.33.0\" is not configured for control-plane"
+                + " allocation");
     }
 
     @Test
