@@ -21,7 +21,7 @@ import io.unboundedcloud.playpen.model.ManagedPods;
  *
  * <p>A flow audits with one step, {@code - to: direct:audit}, after setting:
  * <ul>
- * <li>{@value #VERB}: allocate, deallocate, expire, ... (required: no verb, no line)</li>
+ * <li>{@value #VERB}: allocate, deallocate, expire, ... (every auditing flow sets it; a line without one says {@code "verb":""} rather than being lost)</li>
  * <li>{@value #OUTCOME}: allocated, replayed, deallocated, wait-cancelled, unknown-key, expired, ...; when the
  * exchange failed, the answer's result (forbidden, conflict, serviceUnavailable, ...) that {@link ReplyWriter} leaves in
  * {@value ReplyWriter#RESULT} is used instead</li>
