@@ -367,10 +367,16 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         this.afterWait = advice;
     }
 
+    /** Tells the observers how a wait ended; one that fails is logged, and never keeps the waiter from its answer. */
     private void finish(Waiter w, String outcome) {
         Duration waited = Duration.ofNanos(System.nanoTime() - w.since);
         for (Observer o : observers) {
-            o.waited(w.cmd, waited, outcome);
+            try {
+                o.waited(w.cmd, waited, outcome);
+            } catch (RuntimeException e) {
+                LOG.warn("wait observer failed key={} kind={} outcome={} error={}", w.cmd.keyHashPrefix(), w.kind,
+                        outcome, describe(e));
+            }
         }
     }
 

@@ -494,6 +494,38 @@ class CapacityQueueTest {
         assertThat(outcomes).containsExactly(prefix("lagging") + " served");
     }
 
+    /**
+     * An observer (the metrics) that throws must not leave a waiter unanswered: each wait is answered whatever its
+     * observers do, the failure is logged, and the observers after it are still told.
+     */
+    @Test
+    void anObserverThatThrowsLeavesNoWaiterUnanswered() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        q.addObserver((cmd, waited, outcome) -> {
+            throw new IllegalStateException("observer broken");
+        });
+        List<String> after = new CopyOnWriteArrayList<>();
+        q.addObserver((cmd, waited, outcome) -> after.add(outcome));
+        CapacityQueue.Ticket served = q.await(waiting("served", 30), "owner-a");
+        CapacityQueue.Ticket late = q.await(waiting("late", 1), "owner-b");
+        CapacityQueue.Ticket gone = q.await(ScriptedReplica.cmd("gone").withLease(null, 30), "owner-c");
+        CapacityQueue.Ticket stopped = q.await(ScriptedReplica.cmd("stopped").withLease(null, 30), "owner-d");
+        String pod = addRunner(51820);
+        assertThat(served(served).pod().getMetadata().getName()).isEqualTo(pod);
+        assertThat(failure(late).code()).isEqualTo(503);
+        gone.subscription().leave();
+        assertThat(failure(gone).code()).isEqualTo(499);
+        q.close();
+        assertThat(failure(stopped).code()).isEqualTo(503);
+        assertThat(outcomes).containsExactlyInAnyOrder(prefix("served") + " served", prefix("late") + " timeout",
+                prefix("gone") + " left", prefix("stopped") + " shutdown");
+        assertThat(after).containsExactlyInAnyOrder("served", "timeout", "left", "shutdown");
+        assertThat(logs.lines()).anySatisfy(l -> {
+            assertThat(l.getLevel()).isEqualTo(ch.qos.logback.classic.Level.WARN);
+            assertThat(l.getFormattedMessage()).startsWith("wait observer failed").contains("observer broken");
+        });
+    }
+
     /** A claim the API server forbids (RBAC) is no passing failure: the wait ends with that error at once. */
     @Test
     void aForbiddenClaimEndsTheWait() throws Exception {
