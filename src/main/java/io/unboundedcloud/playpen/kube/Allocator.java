@@ -96,6 +96,11 @@ public final class Allocator {
         this.resolver = new ClaimResolver(pods, writer, retryAfterSeconds);
     }
 
+    /** The Retry-After of this allocator's 503s (--retry-after-seconds). */
+    public int retryAfterSeconds() {
+        return retryAfterSeconds;
+    }
+
     /** How this allocator finds a key's standing claim (shared with renewals and reads). */
     public ClaimResolver resolver() {
         return resolver;

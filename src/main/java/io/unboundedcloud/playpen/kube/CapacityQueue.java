@@ -63,6 +63,11 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         private final List<AtomicBoolean> arrivals = new java.util.ArrayList<>();
         /** The client answered the claim as new, chosen when the claim comes; guarded by this waiter. */
         private AtomicBoolean claimant;
+        /**
+         * The last passing failure of a claim for this wait (null: none): a wait in vain after one is told why, not
+         * that no pod became idle.
+         */
+        volatile RuntimeException unclaimed;
 
         Waiter(AllocCommand cmd, String ownerHash, String kind) {
             this.cmd = cmd;
@@ -326,7 +331,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
             return;
         }
         if (w.clients.decrementAndGet() > 0) {
-            result.completeExceptionally(waitedInVain(cmd));
+            result.completeExceptionally(waitedInVain(w, cmd));
             return;
         }
         if (!remove(w)) {
@@ -336,11 +341,20 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         }
         finish(w, "timeout");
         LOG.info("wait ended key={} kind={} outcome=timeout", w.cmd.keyHashPrefix(), w.kind);
-        w.result.completeExceptionally(waitedInVain(cmd));
+        w.result.completeExceptionally(waitedInVain(w, cmd));
     }
 
-    /** The 503 of a request that waited its waitSeconds in vain. */
-    private ApiException waitedInVain(AllocCommand cmd) {
+    /**
+     * The 503 of a request (its own {@code cmd}) that waited its waitSeconds in vain: after a claim for the wait
+     * failed for a passing reason, that a pod could not be claimed and why (not that none became idle, which may
+     * be untrue, nor the "no idle" words a wait for lack of a pod is counted by); else the Go operator's words and
+     * that none became idle.
+     */
+    private ApiException waitedInVain(Waiter w, AllocCommand cmd) {
+        RuntimeException failed = w.unclaimed;
+        if (failed != null) {
+            return ApiException.unavailable(unclaimedMessage(cmd, failed), allocator.retryAfterSeconds());
+        }
         ApiException unavailable;
         try {
             unavailable = allocator.unavailable(cmd);
@@ -348,6 +362,37 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
             unavailable = ApiException.unavailable("no idle playpen pods are available", 1);
         }
         return unavailable.withAdvice(waitedAdvice(cmd.waitSeconds()) + afterWait.apply(cmd));
+    }
+
+    /** What a request whose claims failed for a passing reason is told when its time is up. */
+    static String unclaimedMessage(AllocCommand cmd, RuntimeException failed) {
+        String kind = cmd.resourceType() == ResourceType.CONTROL_PLANE
+                ? cmd.kubernetesVersion() + " playpen control-plane" : cmd.architecture() + " playpen runner";
+        int s = cmd.waitSeconds();
+        return "no " + kind + " pod could be claimed in the " + s + (s == 1 ? " second" : " seconds")
+                + " this request waited: a claim failed because " + why(failed) + "; try again";
+    }
+
+    /** A passing failure in a few words for the client (never a request's secrets). */
+    private static String why(RuntimeException e) {
+        if (e instanceof ApiException api) {
+            String m = api.getMessage() == null ? "" : api.getMessage();
+            if (m.startsWith("this operator replica's view of the pods is behind")) {
+                return "this operator replica's view of the pods lagged behind the API server";
+            }
+            return m.isEmpty() ? "the operator was not ready" : m.replaceFirst(";? ?try again$", "");
+        }
+        int code = e instanceof io.fabric8.kubernetes.client.KubernetesClientException k ? k.getCode() : 0;
+        if (code <= 0) {
+            return "the Kubernetes API server did not answer";
+        }
+        if (code == 409) {
+            return "the pods kept changing while they were claimed";
+        }
+        if (code == 429) {
+            return "the Kubernetes API server was throttling requests (429)";
+        }
+        return "the Kubernetes API server answered " + code;
     }
 
     /** What a request that waited in vain is told after the Go operator's words, before {@link #afterWait}. */
@@ -436,6 +481,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
                         // keeps its place until its own time is up, and is tried again on the next wake-up
                         LOG.info("claim not made key={} kind={} outcome=retry-later error={}", head.cmd.keyHashPrefix(),
                                 kind, describe(e));
+                        head.unclaimed = e;
                         break;
                     }
                     if (remove(head)) {

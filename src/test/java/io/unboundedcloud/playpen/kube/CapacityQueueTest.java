@@ -495,6 +495,29 @@ class CapacityQueueTest {
     }
 
     /**
+     * A waiter whose claims failed for a passing reason (here the API server's 500) is not told, when its time is up,
+     * that no pod became idle: an idle pod was there and could not be claimed. It is told why, still a 503 with
+     * Retry-After, and it is not counted as a wait for lack of a pod (its message does not start "no idle").
+     */
+    @Test
+    void aWaitWhoseClaimsFailedForAPassingReasonSaysWhyWhenItsTimeIsUp() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        String patch = "PATCH " + ScriptedReplica.podPath(ScriptedReplica.runner(0));
+        r.cluster.failBeforeWrite = patch::equals;
+        CapacityQueue.Ticket t = q.await(waiting("refused", 2), "owner-a");
+        addRunner(51820);
+        q.drain();
+        assertThat(r.cluster.requestCount(patch::equals)).isPositive();
+        ApiException e = failure(t);
+        assertThat(e.code()).isEqualTo(503);
+        assertThat(e.headers()).containsEntry("Retry-After", "1");
+        assertThat(e.getMessage()).isEqualTo("no amd64 playpen runner pod could be claimed in the 2 seconds this"
+                + " request waited: a claim failed because the Kubernetes API server answered 500; try again");
+        assertThat(outcomes).containsExactly(prefix("refused") + " timeout");
+        assertNothingWaits();
+    }
+
+    /**
      * An observer (the metrics) that throws must not leave a waiter unanswered: each wait is answered whatever its
      * observers do, the failure is logged, and the observers after it are still told.
      */
