@@ -86,8 +86,11 @@ public final class OperatorApp implements AutoCloseable {
     private final WaitingWake waitingWake = new WaitingWake();
     private final WatchContinuity watches = new WatchContinuity();
 
-    /** Forwards pod events to the waiting queue once it exists (listeners must be added before the cache starts). */
-    private static final class WaitingWake implements PodCache.Listener {
+    /**
+     * Forwards pod and node events to the waiting queue once it exists (listeners must be added before the caches
+     * start): a node turning Ready or getting its ExternalIP can make an idle pod usable.
+     */
+    private static final class WaitingWake implements PodCache.Listener, Runnable {
         volatile io.unboundedcloud.playpen.kube.CapacityQueue target;
 
         @Override
@@ -95,6 +98,14 @@ public final class OperatorApp implements AutoCloseable {
             io.unboundedcloud.playpen.kube.CapacityQueue q = target;
             if (q != null) {
                 q.onPodEvent(change, pod);
+            }
+        }
+
+        @Override
+        public void run() {
+            io.unboundedcloud.playpen.kube.CapacityQueue q = target;
+            if (q != null) {
+                q.requestDrain();
             }
         }
     }
@@ -146,6 +157,7 @@ public final class OperatorApp implements AutoCloseable {
         pods.addListener(ttl);
         // the queue of allocs waiting for capacity is built with the allocator below; pod events wake it
         pods.addListener(waitingWake);
+        nodes.addListener(waitingWake);
         // which other replicas are allocating, from the claims they write: each walks its own lane first
         pods.addListener(lanes);
         leaderRoutes = new LeaderRoutePolicy();

@@ -30,8 +30,9 @@ import io.unboundedcloud.playpen.model.ResourceType;
 /**
  * Alloc requests waiting for capacity ({@code waitSeconds}): one FIFO queue per kind (architecture or
  * Kubernetes version), answered as soon as a pod is claimed for them, or with today's 503 when their wait ends. A
- * waiter is a future, not a thread: the pod cache's watch events (a pod turning idle, the pool's new pods) wake
- * one dispatcher thread that claims for the queue heads in order (a claim that fails for a passing reason is tried
+ * waiter is a future, not a thread: the pod cache's watch events (a pod turning idle, the pool's new pods) and the
+ * node cache's (a node turning Ready or getting its ExternalIP, see {@link NodeCache#addListener}) wake one
+ * dispatcher thread that claims for the queue heads in order (a claim that fails for a passing reason is tried
  * again on a later wake-up; any other error ends that wait). A retried key joins its waiting twin; a waiter
  * whose every client left is dropped without claiming. Every waiting request holds a connection, so their number
  * is capped per user and in total ({@link Limits}): one more is a 429 with Retry-After, before it waits.

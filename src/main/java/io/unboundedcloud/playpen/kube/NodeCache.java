@@ -2,6 +2,8 @@ package io.unboundedcloud.playpen.kube;
 
 import java.util.Optional;
 
+import org.slf4j.LoggerFactory;
+
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.NodeAddress;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -11,6 +13,7 @@ import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
 public final class NodeCache implements AutoCloseable {
     private final KubernetesClient client;
     private volatile SharedIndexInformer<Node> informer;
+    private final java.util.List<Runnable> listeners = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     public NodeCache(KubernetesClient client) {
         this.client = client;
@@ -18,8 +21,40 @@ public final class NodeCache implements AutoCloseable {
 
     public synchronized void start() {
         if (informer == null) {
-            informer = Informers.keepRetrying(client.nodes().runnableInformer(0), "nodes");
-            informer.start();
+            SharedIndexInformer<Node> inf = Informers.keepRetrying(client.nodes().runnableInformer(0), "nodes");
+            inf.addEventHandler(new io.fabric8.kubernetes.client.informers.ResourceEventHandler<>() {
+                @Override
+                public void onAdd(Node node) {
+                    changed();
+                }
+
+                @Override
+                public void onUpdate(Node oldNode, Node newNode) {
+                    changed();
+                }
+
+                @Override
+                public void onDelete(Node node, boolean finalStateUnknown) {
+                    // a node gone makes no idle pod usable
+                }
+            });
+            informer = inf;
+            inf.start();
+        }
+    }
+
+    /** Told of every node the watch adds or changes (a node turning Ready or getting its ExternalIP). */
+    public void addListener(Runnable listener) {
+        listeners.add(listener);
+    }
+
+    private void changed() {
+        for (Runnable l : listeners) {
+            try {
+                l.run();
+            } catch (RuntimeException e) {
+                LoggerFactory.getLogger(NodeCache.class).warn("node listener failed: {}", e.toString());
+            }
         }
     }
 

@@ -549,6 +549,34 @@ class CapacityQueueTest {
         });
     }
 
+    /**
+     * A node's change can make an idle pod usable (here its node gets an ExternalIP): the node watch wakes the
+     * queue as a pod event does (wired as the operator wires it), not the backstop wake-up, which these tests turn
+     * off.
+     */
+    @Test
+    void aNodeThatGetsItsExternalIpWakesTheQueue() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        r.nodes.addListener(q::requestDrain);
+        r.cluster.addNode("node-b", "amd64", null);
+        CapacityQueue.Ticket t = q.await(waiting("node", 30), "owner-a");
+        Pod p = r.cluster.create(TestCluster.readyRunner("amd64", 51820, "node-b"));
+        String pod = p.getMetadata().getName();
+        OperatorHarness.awaitTrue(() -> r.pods.get(pod).isPresent(), SOON, "the pod cached");
+        // the pod's own wake-up found it unusable (its node has no ExternalIP yet), and the dispatcher is idle
+        OperatorHarness.awaitTrue(() -> Thread.getAllStackTraces().keySet().stream()
+                .filter(th -> th.isAlive() && th.getName().equals("capacity-dispatch"))
+                .allMatch(th -> ScriptedReplica.parkedIn(th, "LinkedBlockingQueue", "take")), SOON, "the dispatcher idle");
+        assertThat(t.result()).isNotDone();
+        r.cluster.client.nodes().withName("node-b").edit(n -> new io.fabric8.kubernetes.api.model.NodeBuilder(n)
+                .editStatus().addNewAddress().withType("ExternalIP").withAddress("203.0.113.11").endAddress()
+                .endStatus().build());
+        Allocator.Allocation a = served(t);
+        assertThat(a.pod().getMetadata().getName()).isEqualTo(pod);
+        assertThat(a.externalIp()).isEqualTo("203.0.113.11");
+        assertThat(outcomes).containsExactly(prefix("node") + " served");
+    }
+
     /** A claim the API server forbids (RBAC) is no passing failure: the wait ends with that error at once. */
     @Test
     void aForbiddenClaimEndsTheWait() throws Exception {
