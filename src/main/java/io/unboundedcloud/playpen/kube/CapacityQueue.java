@@ -31,9 +31,11 @@ import io.unboundedcloud.playpen.model.ResourceType;
  * Alloc requests waiting for capacity ({@code waitSeconds}): one FIFO queue per kind (architecture or
  * Kubernetes version), answered as soon as a pod is claimed for them, or with today's 503 when their wait ends. A
  * waiter is a future, not a thread: the pod cache's watch events (a pod turning idle, the pool's new pods) and the
- * node cache's (a node turning Ready or getting its ExternalIP, see {@link NodeCache#addListener}) wake one
- * dispatcher thread that claims for the queue heads in order (a claim that fails for a passing reason is tried
- * again on a later wake-up; any other error ends that wait). A retried key joins its waiting twin; a waiter
+ * node cache's (a node turning Ready or getting its ExternalIP, see {@link NodeCache#addListener}) wake each
+ * kind's dispatcher thread, which claims for its queue's heads in order (a claim that fails for a passing reason is
+ * tried again on a later wake-up; any other error ends that wait). Kinds never share a pod, so one thread per kind
+ * races nobody, and a claim of one kind that waits long (its key's claims being decided, the API server slow to
+ * answer) never holds another kind's line. A retried key joins its waiting twin; a waiter
  * whose every client left is dropped without claiming. Every waiting request holds a connection, so their number
  * is capped per user and in total ({@link Limits}): one more is a 429 with Retry-After, before it waits.
  */
@@ -119,8 +121,14 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     private final Map<String, AtomicInteger> counts = new ConcurrentHashMap<>();
     private final List<Observer> observers = new CopyOnWriteArrayList<>();
     private volatile java.util.function.Function<AllocCommand, String> afterWait = cmd -> POOLS_ADVICE;
-    private final AtomicBoolean drainPending = new AtomicBoolean();
-    private final ExecutorService dispatcher = Executors.newSingleThreadExecutor(DaemonThreads.named("capacity-dispatch"));
+    /** Each kind's dispatcher, made when the kind first has a waiter; guarded by this. */
+    private final Map<String, Dispatcher> dispatchers = new HashMap<>();
+
+    /** The thread that claims for one kind's queue, and whether a drain of it is queued behind the one running. */
+    private static final class Dispatcher {
+        final AtomicBoolean pending = new AtomicBoolean();
+        final ExecutorService thread = Executors.newSingleThreadExecutor(DaemonThreads.named("capacity-dispatch"));
+    }
     private final ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("capacity-timeouts"));
 
     /** Set by {@link #close}: a request that would wait is answered 503 at once. Guarded by this. */
@@ -154,7 +162,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         String kind = Candidates.idleKindKey(cmd);
         Waiter w;
         Ticket ticket;
-        // every request that may wait goes through the queue, even when a pod is claimable now: the one
+        // every request that may wait goes through the queue, even when a pod is claimable now: its kind's one
         // dispatcher then claims for them in arrival order without racing itself (a burst of N requests for fewer
         // pods would otherwise walk the same candidates at once and spend its time in conflicting claim writes);
         // a key that already holds a claim is replayed (or refused) at once, from the cache, never queued behind
@@ -434,76 +442,85 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         }
     }
 
-    /** Coalesces wake-ups: at most one drain queued behind the one running. */
+    /** Wakes the dispatcher of each kind that has waiters; coalesced: at most one drain queued behind the one running. */
     public void requestDrain() {
+        Map<String, Dispatcher> due = new HashMap<>();
         synchronized (this) {
-            if (byKey.isEmpty()) {
+            if (closed) {
                 return;
             }
-        }
-        if (drainPending.compareAndSet(false, true)) {
-            try {
-                dispatcher.execute(() -> {
-                    drainPending.set(false);
-                    drain();
-                });
-            } catch (java.util.concurrent.RejectedExecutionException e) {
-                drainPending.set(false);
+            for (String kind : queues.keySet()) {
+                due.put(kind, dispatchers.computeIfAbsent(kind, k -> new Dispatcher()));
             }
         }
+        due.forEach((kind, d) -> {
+            if (d.pending.compareAndSet(false, true)) {
+                try {
+                    d.thread.execute(() -> {
+                        d.pending.set(false);
+                        drain(kind);
+                    });
+                } catch (java.util.concurrent.RejectedExecutionException e) {
+                    d.pending.set(false);
+                }
+            }
+        });
     }
 
-    /** Serves queue heads, kind by kind, first come first served, until a kind has nothing claimable. */
+    /** Serves every kind's queue heads on the calling thread (tests; the dispatchers drain their own kind). */
     void drain() {
         List<String> kinds;
         synchronized (this) {
             kinds = List.copyOf(queues.keySet());
         }
-        for (String kind : kinds) {
-            while (true) {
-                Waiter head;
-                synchronized (this) {
-                    ArrayDeque<Waiter> q = queues.get(kind);
-                    head = q == null ? null : q.peekFirst();
-                }
-                if (head == null) {
-                    break;
-                }
-                Optional<Allocator.Allocation> a;
-                try {
-                    a = allocator.tryAllocate(head.cmd, head.ownerHash);
-                } catch (RuntimeException e) {
-                    if (isClosed()) {
-                        // the operator is stopping (and interrupted this claim): close() answers the waiter
-                        return;
-                    }
-                    if (passing(e)) {
-                        // this replica's watch lagging, the API server overloaded or an answer lost: the waiter
-                        // keeps its place until its own time is up, and is tried again on the next wake-up
-                        LOG.info("claim not made key={} kind={} outcome=retry-later error={}", head.cmd.keyHashPrefix(),
-                                kind, describe(e));
-                        head.unclaimed = e;
-                        break;
-                    }
-                    if (remove(head)) {
-                        finish(head, "failed");
-                        head.result.completeExceptionally(e);
-                    }
-                    continue;
-                }
-                if (a.isEmpty()) {
-                    break;
-                }
-                if (!remove(head)) {
-                    // every client of this wait left while its claim was being written: nobody will get the
-                    // answer, so the claim goes back (unless another request was handed it meanwhile)
-                    giveBack(a.get(), head);
-                    continue;
-                }
-                finish(head, "served");
-                LOG.debug("served from queue key={} kind={}", head.cmd.keyHashPrefix(), kind);
-                head.result.complete(a.get());
+        kinds.forEach(this::drain);
+    }
+
+    /** Serves one kind's queue heads, first come first served, until nothing is claimable for its head. */
+    private void drain(String kind) {
+        while (true) {
+            Waiter head;
+            synchronized (this) {
+                ArrayDeque<Waiter> q = queues.get(kind);
+                head = q == null ? null : q.peekFirst();
             }
+            if (head == null) {
+                break;
+            }
+            Optional<Allocator.Allocation> a;
+            try {
+                a = allocator.tryAllocate(head.cmd, head.ownerHash);
+            } catch (RuntimeException e) {
+                if (isClosed()) {
+                    // the operator is stopping (and interrupted this claim): close() answers the waiter
+                    return;
+                }
+                if (passing(e)) {
+                    // this replica's watch lagging, the API server overloaded or an answer lost: the waiter
+                    // keeps its place until its own time is up, and is tried again on the next wake-up
+                    LOG.info("claim not made key={} kind={} outcome=retry-later error={}", head.cmd.keyHashPrefix(),
+                            kind, describe(e));
+                    head.unclaimed = e;
+                    break;
+                }
+                if (remove(head)) {
+                    finish(head, "failed");
+                    head.result.completeExceptionally(e);
+                }
+                continue;
+            }
+            if (a.isEmpty()) {
+                break;
+            }
+            if (!remove(head)) {
+                // every client of this wait left while its claim was being written: nobody will get the
+                // answer, so the claim goes back (unless another request was handed it meanwhile)
+                giveBack(a.get(), head);
+                continue;
+            }
+            finish(head, "served");
+            LOG.debug("served from queue key={} kind={}", head.cmd.keyHashPrefix(), kind);
+            head.result.complete(a.get());
         }
     }
 
@@ -550,10 +567,13 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
 
     @Override
     public void close() {
+        List<Dispatcher> running;
         synchronized (this) {
+            // no dispatcher is made once closed (requestDrain)
             closed = true;
+            running = List.copyOf(dispatchers.values());
         }
-        dispatcher.shutdownNow();
+        running.forEach(d -> d.thread.shutdownNow());
         timers.shutdownNow();
         synchronized (this) {
             for (ArrayDeque<Waiter> q : queues.values()) {

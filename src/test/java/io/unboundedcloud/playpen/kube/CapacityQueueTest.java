@@ -577,6 +577,42 @@ class CapacityQueueTest {
         assertThat(outcomes).containsExactly(prefix("node") + " served");
     }
 
+    /**
+     * One kind's head can hold a claim attempt for long, here up to the allocator's confirm time: its claim's commit
+     * never reaches this replica's watch (dropped, while the watch goes on delivering everything after it). A waiter
+     * of another kind, whose pods are idle and whose claims the watch confirms, is served meanwhile, not only once
+     * that attempt has ended (with a short waitSeconds, it would have waited in vain).
+     */
+    @Test
+    void aSlowClaimOfOneKindDoesNotHoldAnotherKindsLine() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        r.cluster.addNode("node-arm", "arm64", "203.0.113.12");
+        Pod armPod = r.cluster.create(TestCluster.readyRunner("arm64", 51900, "node-arm"));
+        String arm = armPod.getMetadata().getName();
+        OperatorHarness.awaitTrue(() -> r.pods.get(arm).isPresent(), SOON, "the arm64 pod cached");
+        String amd = addRunner(51820);
+        String patch = "PATCH " + ScriptedReplica.podPath(amd);
+        r.watch.hold();
+        CapacityQueue.Ticket slow = q.await(waiting("slow", 55), "owner-a");
+        OperatorHarness.awaitTrue(() -> r.cluster.requestCount(patch::equals) == 1 && Thread.getAllStackTraces()
+                .keySet().stream().anyMatch(t -> t.isAlive() && t.getName().equals("capacity-dispatch")
+                        && ScriptedReplica.parkedIn(t, "ClaimResolver", "await")), SOON,
+                "the amd64 claim written and waiting for the watch");
+        r.watch.forget();
+        r.watch.release();
+        AllocCommand other = new AllocCommand(io.unboundedcloud.playpen.model.Hashes.keyHash("other-kind"),
+                ResourceType.RUNNER, "", TestCluster.wgKey(3), "arm64").withLease(null, 55);
+        CapacityQueue.Ticket served = q.await(other, "owner-b");
+        Allocator.Allocation a = served.result().get(60, TimeUnit.SECONDS);
+        assertThat(a.pod().getMetadata().getName()).isEqualTo(arm);
+        // served while the amd64 attempt still waits: its claim neither confirmed nor taken back yet
+        assertThat(r.cluster.requestCount(patch::equals)).as("writes to the amd64 pod").isEqualTo(1);
+        assertThat(ManagedPods.isClaimed(r.inApi(amd))).isTrue();
+        assertThat(slow.result()).isNotDone();
+        assertThat(outcomes).containsExactly(io.unboundedcloud.playpen.model.Hashes.keyHashPrefix(other.keyHash())
+                + " served");
+    }
+
     /** A claim the API server forbids (RBAC) is no passing failure: the wait ends with that error at once. */
     @Test
     void aForbiddenClaimEndsTheWait() throws Exception {
