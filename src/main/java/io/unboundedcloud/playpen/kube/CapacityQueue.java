@@ -339,11 +339,21 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         if (result.isDone() || !left.compareAndSet(false, true)) {
             return;
         }
-        if (w.clients.decrementAndGet() > 0) {
+        // counted out and (the last client) the wait ended in one step under this lock, which a retry of the key
+        // joins under (await): one that joins meanwhile keeps the wait, and is not answered this client's 503
+        boolean last;
+        boolean removed = false;
+        synchronized (this) {
+            last = w.clients.decrementAndGet() == 0;
+            if (last) {
+                removed = remove(w);
+            }
+        }
+        if (!last) {
             result.completeExceptionally(waitedInVain(w, cmd));
             return;
         }
-        if (!remove(w)) {
+        if (!removed) {
             // the claim is on its way: this client is still there to be answered it
             left.set(false);
             return;

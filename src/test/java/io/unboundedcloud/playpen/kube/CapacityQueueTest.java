@@ -613,6 +613,37 @@ class CapacityQueueTest {
                 + " served");
     }
 
+    /**
+     * A request sent again with its key just as the last client of the wait has its time up joins the wait and
+     * keeps waiting for its own waitSeconds: it is not answered the other client's 503 at once. The queue's lock is held by the test while the other client's end is under way (its thread waits for
+     * the lock inside the queue), and the retry is sent then.
+     */
+    @Test
+    void aRetryThatJoinsAsTheLastClientsTimeIsUpKeepsWaiting() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket first = q.await(waiting("edge", 1), "owner-a");
+        CapacityQueue.Ticket retry;
+        synchronized (q) {
+            OperatorHarness.awaitTrue(() -> blockedInQueue("capacity-timeouts"), SOON,
+                    "the first client's time up, its end waiting for the queue");
+            retry = q.await(waiting("edge", 30), "owner-a");
+        }
+        assertThat(failure(first).code()).isEqualTo(503);
+        assertThat(q.waiting()).as("waits").isEqualTo(1);
+        assertThat(q.waitingRequests("owner-a")).isEqualTo(1);
+        String pod = addRunner(51820);
+        assertThat(served(retry).pod().getMetadata().getName()).isEqualTo(pod);
+        assertThat(outcomes).containsExactly(prefix("edge") + " served");
+    }
+
+    /** The named thread waits for the queue's lock inside the queue. */
+    static boolean blockedInQueue(String threadName) {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.isAlive() && t.getName().equals(threadName))
+                .anyMatch(t -> t.getState() == Thread.State.BLOCKED && java.util.Arrays.stream(t.getStackTrace())
+                        .anyMatch(e -> e.getClassName().equals(CapacityQueue.class.getName())));
+    }
+
     /** A claim the API server forbids (RBAC) is no passing failure: the wait ends with that error at once. */
     @Test
     void aForbiddenClaimEndsTheWait() throws Exception {
