@@ -163,7 +163,7 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
 
     /**
      * The pools' health, rollout and back-off, read from {@code statuses} at scrape: desired, ready, stale and
-     * starting pods, unhealthy pods by reason and state (idle: being replaced; allocated: reported), and the back-off.
+     * starting pods, the rollout's surge, unhealthy pods by reason and state (idle: being replaced; allocated: reported), and the back-off.
      */
     public void bindPools(PoolPlanner planner, io.unboundedcloud.playpen.kube.PoolStatuses statuses) {
         for (PoolTarget t : planner.desired().keySet()) {
@@ -172,6 +172,9 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
             poolGauge("playpen_pool_ready_pods", "idle pods ready to be handed out", statuses, t, s -> s.ready());
             poolGauge("playpen_pool_stale_pods", "idle pods of an older template, replaced surge-first", statuses, t,
                     s -> s.stale());
+            poolGauge("playpen_pool_max_surge_pods", "pods a rollout may create beyond the desired ones "
+                    + "(--pool-max-surge; 0: rolling replacement is off, stale pods stay until allocated)", statuses, t,
+                    s -> planner.surge(s.desired()));
             poolGauge("playpen_pool_starting_pods", "idle pods of the current template not ready yet", statuses, t,
                     s -> s.starting());
             poolGauge("playpen_pool_backoff_seconds", "pause between creates of a pool whose replacements keep "

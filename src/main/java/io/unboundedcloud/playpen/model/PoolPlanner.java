@@ -82,6 +82,14 @@ public final class PoolPlanner {
         this.desired = Collections.unmodifiableMap(d);
     }
 
+    /**
+     * The pods a rollout of a pool that wants {@code desired} idle pods may create beyond them (--pool-max-surge);
+     * 0: rolling replacement is off, its stale pods stay until they are allocated.
+     */
+    public int surge(int desired) {
+        return policy.surge(desired);
+    }
+
     /** Every configured pool with its desired idle count (the count flags), runners first, then versions in flag order. */
     public Map<PoolTarget, Integer> desired() {
         return desired;

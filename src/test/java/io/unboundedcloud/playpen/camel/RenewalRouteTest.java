@@ -235,6 +235,37 @@ class RenewalRouteTest {
     }
 
     /**
+     * playpen_renewals_total counts each renewal once by its answer, those refused before the renewer runs (a bad
+     * body: 400; a caller RBAC denies: 403) as well as those it answers.
+     */
+    @Test
+    void everyRenewalAnswerIsCountedOnceIncludingThoseRefusedBeforeTheRenewer() throws Exception {
+        cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+        op = new OperatorHarness(cluster, "--management-addr=127.0.0.1:0", "--playpen-ttl=1h", "--reconcile-interval=10m");
+        op.awaitCache(c -> c.size() == 1);
+        allocate("mine");
+        assertThat(renew("{\"idempotencyKey\":\"mine\",\"ttl\":\"3h\"}").statusCode()).isEqualTo(200);
+        assertThat(renew("{\"idempotencyKey\":\"nobody\",\"ttl\":\"3h\"}").statusCode()).isEqualTo(404);
+        assertThat(renew("[1]").statusCode()).isEqualTo(400);
+        cluster.sarPolicy = sar -> false;
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(op.url(RENEWALS)))
+                .POST(HttpRequest.BodyPublishers.ofString("{\"idempotencyKey\":\"mine\",\"ttl\":\"1h\"}"));
+        assertThat(op.frontProxy().send(OperatorHarness.asUser(b, "mallory").build(), HttpResponse.BodyHandlers.ofString())
+                .statusCode()).isEqualTo(403);
+
+        String scrape = java.net.http.HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
+                + op.app.managementAddress().getPort() + "/metrics")).build(), HttpResponse.BodyHandlers.ofString()).body();
+        Map<String, Double> renewals = new java.util.TreeMap<>();
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^playpen_renewals_total\\{result=\"([^\"]*)\",?\\} (\\S+)$")
+                .matcher(scrape);
+        while (m.find()) {
+            renewals.put(m.group(1), Double.parseDouble(m.group(2)));
+        }
+        assertThat(renewals).as(scrape).containsExactlyInAnyOrderEntriesOf(
+                Map.of("renewed", 1.0, "not-found", 1.0, "invalid", 1.0, "forbidden", 1.0));
+    }
+
+    /**
      * With --playpen-ttl=0 an allocation that asked for no ttl never expires. A renewal only ever extends, so one of
      * that allocation writes no expiry: it must not give it one (1 hour from now here) and so end it then. The
      * answer leaves expiresAt out, as the alloc answer does for an allocation that never expires.

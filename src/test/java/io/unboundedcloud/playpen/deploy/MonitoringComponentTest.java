@@ -217,6 +217,40 @@ class MonitoringComponentTest {
                 .contains("(sum(rate(playpen_events_failed_total[10m])) or vector(0))");
     }
 
+    /**
+     * With --pool-max-surge=0 rolling replacement is off: stale idle pods stay until they are allocated, and a
+     * healthy pool holds them for good. The rollout alert must not fire for such a pool, and must still fire for a
+     * pool whose rollout should progress (a surge) but does not (its new pods never become ready).
+     */
+    @Test
+    void rolloutStuckFiresOnlyForPoolsThatRollOut() throws Exception {
+        String expr = alertExpr("PlaypenPoolRolloutStuck");
+        // the test cluster's ready runners run another image than the operator's template: both pools hold a stale
+        // ready pod, and the new pods the pools create stay Pending (no kubelet)
+        List<String> flags = List.of("--runner-amd64-count=1", "--runner-arm64-count=1", "--control-plane-count=0",
+                "--control-plane-versions=v1.33.0", "--runner-image=example.com/runner:v2");
+        List<String> off = new ArrayList<>(flags);
+        off.add("--pool-max-surge=0");
+        List<Sample> kept = scrapeAfterAPoolPass(off, true);
+        assertThat(kept).as("the stale pods stay with rolling replacement off")
+                .anyMatch(x -> x.name.equals("playpen_pool_stale_pods") && "amd64".equals(x.labels.get("variant")) && x.value > 0);
+        assertThat(firing(expr, kept)).as("%s on pools run with --pool-max-surge=0", expr).isEmpty();
+
+        List<String> on = new ArrayList<>(flags);
+        on.add("--pool-max-surge=1");
+        List<Sample> stuck = scrapeAfterAPoolPass(on, true);
+        assertThat(firing(expr, stuck)).as("%s on pools whose replacements never become ready", expr)
+                .containsExactlyInAnyOrder(Map.of("resource_type", "runner", "variant", "amd64"),
+                        Map.of("resource_type", "runner", "variant", "arm64"));
+    }
+
+    static String alertExpr(String alert) {
+        return StreamSupport.stream(one("PrometheusRule", "playpen-operator").path("spec").path("groups").spliterator(), false)
+                .flatMap(g -> StreamSupport.stream(g.path("rules").spliterator(), false))
+                .filter(r -> alert.equals(r.path("alert").asText())).findFirst().orElseThrow()
+                .path("expr").asText();
+    }
+
     static String noIdlePodsExpr() {
         return StreamSupport.stream(one("PrometheusRule", "playpen-operator").path("spec").path("groups").spliterator(), false)
                 .flatMap(g -> StreamSupport.stream(g.path("rules").spliterator(), false))

@@ -276,4 +276,51 @@ class LeaderElectionFallbackTest {
         assertThat(changes).containsExactly(true, false, true);
         assertThat(warnings("LEADER ELECTION DISABLED")).isEmpty();
     }
+
+    /**
+     * A leader whose Lease renewals hang (the API server takes the request and never answers, a network that drops
+     * the answers) must step back by its renew deadline, as it does when they fail: a request that hangs longer
+     * than the Lease lasts would otherwise leave it leading while another replica, seeing the Lease expire, takes
+     * it, and two replicas would run pool passes and TTL deletes at once.
+     */
+    @Test
+    void aLeaderWhoseRenewalsHangStepsBackBeforeAnotherReplicaCanTakeTheLease() throws Exception {
+        start(Duration.ofMinutes(5), Duration.ofMinutes(5));
+        OperatorHarness.awaitTrue(election::isLeader, Duration.ofSeconds(60), "elected");
+        java.util.concurrent.CountDownLatch answer = new java.util.concurrent.CountDownLatch(1);
+        cluster.addRequestListener(new TestCluster.RequestListener() {
+            @Override
+            public void onRequest(String key) {
+            }
+
+            @Override
+            public void onRequest(String key, java.util.function.Supplier<String> body) {
+                String b = key.contains(LEASES) && !key.startsWith("GET") ? body.get() : null;
+                if (b != null && b.contains("\"holderIdentity\":\"me\"")) {
+                    try {
+                        answer.await(60, java.util.concurrent.TimeUnit.SECONDS); // this replica's writes hang
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+            }
+        });
+        java.util.concurrent.atomic.AtomicReference<Boolean> meLeadingWhenTaken = new java.util.concurrent.atomic.AtomicReference<>();
+        LeaderElection other = new LeaderElection(cluster.client, true, "playpen", "playpen-operator", "other",
+                Duration.ofSeconds(3), Duration.ofSeconds(2), Duration.ofMillis(100), Duration.ofMinutes(5),
+                Duration.ofMinutes(5));
+        other.addListener(leading -> {
+            if (leading) {
+                meLeadingWhenTaken.compareAndSet(null, election.isLeader());
+            }
+        });
+        try {
+            other.start();
+            OperatorHarness.awaitTrue(other::isLeader, Duration.ofSeconds(60), "the other replica took the expired Lease");
+            assertThat(meLeadingWhenTaken.get()).as("this replica still led when the other took the Lease").isFalse();
+        } finally {
+            answer.countDown();
+            other.close();
+        }
+    }
 }
