@@ -261,11 +261,26 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
 
     private final Map<String, Counter> renewalCounters = new ConcurrentHashMap<>();
 
-    /** playpen_renewals_total{result}: renewed, unchanged, not-found, gone, failed (any other refusal: 5xx). */
+    /**
+     * playpen_renewals_total{result}, of a renewal the renewer ran: renewed, unchanged, not-found, gone, failed (any
+     * other refusal: 5xx).
+     */
     @Override
     public void renewal(String result, io.unboundedcloud.playpen.kube.Renewer.Renewal renewal) {
         renewalCounters.computeIfAbsent(result, r -> Counter.builder("playpen_renewals")
                 .description("renewals by result").tag("result", r).register(registry)).increment();
+    }
+
+    /**
+     * A renewal answered {@code code} before the renewer ran: invalid (400, 413, 415: the body, the ttl, a dry
+     * run), forbidden (401, 403), failed (any other refusal). 405 is no renewal (a method other than POST).
+     */
+    public void renewalRefused(int code) {
+        if (code == 405) {
+            return;
+        }
+        renewal(code == 400 || code == 413 || code == 415 ? "invalid" : code == 401 || code == 403 ? "forbidden"
+                : "failed", null);
     }
 
 }

@@ -22,6 +22,12 @@ public final class RenewalFlows {
     public static final String TTL_REQUIRED = "ttl is required: expiry has no default (--playpen-ttl is 0)";
     private static final byte[] NO_BODY = new byte[0];
 
+    /**
+     * Exchange property: the renewal reached the renewer, which counts it; an answer without it (refused before:
+     * 400, 403, ...) is counted by {@link ReplyWriter}.
+     */
+    public static final String RENEWER_RAN = "playpenRenewerRan";
+
     private final AllocRequestParser parser;
     private final Renewer renewer;
     private final Duration defaultTtl;
@@ -55,6 +61,8 @@ public final class RenewalFlows {
      */
     public Renewer.Renewal renew(@Body RenewalCommand cmd, Exchange exchange) {
         exchange.setProperty(AuditLog.KEY_HASH_PREFIX, Hashes.keyHashPrefix(cmd.keyHash()));
+        // the renewer counts this renewal by its outcome (playpen_renewals_total), whichever way it ends
+        exchange.setProperty(RENEWER_RAN, true);
         Renewer.Renewal r = renewer.renew(cmd.keyHash(), cmd.ttl());
         exchange.setProperty(AuditLog.ALLOCATION_ID, r.pod().getMetadata().getName());
         exchange.setProperty(AuditLog.OUTCOME, r.written() ? "renewed" : "unchanged");

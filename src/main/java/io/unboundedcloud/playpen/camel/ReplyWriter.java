@@ -74,6 +74,9 @@ public final class ReplyWriter implements Processor {
             Long admitted = exchange.getProperty(FrontDoor.ADMITTED_NANOS, Long.class);
             long nanos = admitted != null ? System.nanoTime() - admitted : exchange.getClock().elapsed() * 1_000_000L;
             metrics.request(flow, reply.result(), reply.code(), nanos);
+            if ("renewal".equals(flow) && !exchange.getProperty(RenewalFlows.RENEWER_RAN, false, Boolean.class)) {
+                metrics.renewalRefused(reply.code());
+            }
         }
     }
 
