@@ -65,6 +65,11 @@ public final class LeaderElection implements AutoCloseable {
     private CompletableFuture<?> running;
     private final ScheduledExecutorService restarter =
             Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("leader-election"));
+    /** Its own thread: the restarter's tasks (a GET of the Lease, a cancelled round's release) may hang on the API. */
+    private final ScheduledExecutorService renewalWatch =
+            Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("leader-renewal-watch"));
+    /** When the last Lease write of this replica that succeeded was sent (System.nanoTime). */
+    private volatile long renewalSentNanos;
 
     public LeaderElection(KubernetesClient client, boolean enabled, String namespace, String leaseName, String identity,
             Duration leaseDuration, Duration renewDeadline, Duration retryPeriod) {
@@ -123,6 +128,12 @@ public final class LeaderElection implements AutoCloseable {
         }
         // off the caller's thread: the first step is a GET of the Lease
         schedule(this::elect, Duration.ZERO);
+        try {
+            renewalWatch.scheduleWithFixedDelay(this::checkRenewal, retryPeriod.toMillis(), retryPeriod.toMillis(),
+                    TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException e) {
+            // closed meanwhile
+        }
         LOG.info("leader election started identity={} lease={}/{}", identity, namespace, leaseName);
     }
 
@@ -178,6 +189,33 @@ public final class LeaderElection implements AutoCloseable {
         } else {
             set(false);
             schedule(this::elect, retryPeriod);
+        }
+    }
+
+    /**
+     * fabric8's elector gives up only between two attempts: a renewal that hangs (an API server that takes the
+     * request and never answers) keeps it leading for the client's whole request timeout and its retry, past the
+     * renew deadline and past the Lease itself, while another replica takes the expired Lease. So a leader whose
+     * last successful Lease write was sent more than the renew deadline ago steps back here, whatever its round is
+     * doing, and the round is cancelled; the next round competes again once it has ended.
+     */
+    private void checkRenewal() {
+        if (closed || !leader || fallback || System.nanoTime() - renewalSentNanos <= renewDeadline.toNanos()) {
+            return;
+        }
+        CompletableFuture<?> round;
+        synchronized (this) {
+            if (closed || fallback) {
+                return;
+            }
+            round = running;
+        }
+        LOG.warn("leader Lease {}/{} not renewed within the renew deadline ({} s): stepping back", namespace, leaseName,
+                renewDeadline.toMillis() / 1000.0);
+        set(false);
+        if (round != null) {
+            // cancelling releases the Lease, a write that may hang as the renewals did: not on this thread
+            DaemonThreads.named("leader-step-back").newThread(() -> round.cancel(true)).start();
         }
     }
 
@@ -296,6 +334,7 @@ public final class LeaderElection implements AutoCloseable {
         synchronized (this) {
             closed = true;
             restarter.shutdownNow();
+            renewalWatch.shutdownNow();
             round = running;
             running = null;
         }
@@ -329,22 +368,26 @@ public final class LeaderElection implements AutoCloseable {
 
         @Override
         public void create(KubernetesClient c, LeaderElectionRecord record) {
+            long sent = System.nanoTime();
             try {
                 delegate.create(c, record);
             } catch (KubernetesClientException e) {
                 refused("create", e);
                 throw e;
             }
+            renewalSentNanos = sent;
         }
 
         @Override
         public void update(KubernetesClient c, LeaderElectionRecord record) {
+            long sent = System.nanoTime();
             try {
                 delegate.update(c, record);
             } catch (KubernetesClientException e) {
                 refused("patch", e); // fabric8 writes the Lease record with a JSON merge patch
                 throw e;
             }
+            renewalSentNanos = sent;
         }
 
         private void refused(String verb, KubernetesClientException e) {

@@ -285,42 +285,109 @@ class LeaderElectionFallbackTest {
      */
     @Test
     void aLeaderWhoseRenewalsHangStepsBackBeforeAnotherReplicaCanTakeTheLease() throws Exception {
-        start(Duration.ofMinutes(5), Duration.ofMinutes(5));
-        OperatorHarness.awaitTrue(election::isLeader, Duration.ofSeconds(60), "elected");
-        java.util.concurrent.CountDownLatch answer = new java.util.concurrent.CountDownLatch(1);
-        cluster.addRequestListener(new TestCluster.RequestListener() {
-            @Override
-            public void onRequest(String key) {
+        java.net.URI api = java.net.URI.create(cluster.client.getMasterUrl().toString());
+        try (Relay relay = new Relay(api.getHost(), api.getPort());
+                io.fabric8.kubernetes.client.KubernetesClient relayed = KubeClients.create(
+                        new io.fabric8.kubernetes.client.ConfigBuilder(cluster.client.getConfiguration())
+                                .withMasterUrl(api.getScheme() + "://" + api.getHost() + ":" + relay.port() + "/").build())) {
+            election = new LeaderElection(relayed, true, "playpen", "playpen-operator", "me", Duration.ofSeconds(3),
+                    Duration.ofSeconds(2), Duration.ofMillis(100), Duration.ofMinutes(5), Duration.ofMinutes(5));
+            election.start();
+            OperatorHarness.awaitTrue(election::isLeader, Duration.ofSeconds(60), "elected");
+            relay.swallow = true; // from now on this replica's requests are sent and never answered
+            java.util.concurrent.atomic.AtomicReference<Boolean> meLeadingWhenTaken =
+                    new java.util.concurrent.atomic.AtomicReference<>();
+            LeaderElection other = new LeaderElection(cluster.client, true, "playpen", "playpen-operator", "other",
+                    Duration.ofSeconds(3), Duration.ofSeconds(2), Duration.ofMillis(100), Duration.ofMinutes(5),
+                    Duration.ofMinutes(5));
+            other.addListener(leading -> {
+                if (leading) {
+                    meLeadingWhenTaken.compareAndSet(null, election.isLeader());
+                }
+            });
+            try {
+                other.start();
+                OperatorHarness.awaitTrue(other::isLeader, Duration.ofSeconds(60), "the other replica took the expired Lease");
+                assertThat(meLeadingWhenTaken.get()).as("this replica still led when the other took the Lease").isFalse();
+            } finally {
+                other.close();
+                relay.swallow = false;
+                election.close();
             }
+        }
+    }
 
-            @Override
-            public void onRequest(String key, java.util.function.Supplier<String> body) {
-                String b = key.contains(LEASES) && !key.startsWith("GET") ? body.get() : null;
-                if (b != null && b.contains("\"holderIdentity\":\"me\"")) {
-                    try {
-                        answer.await(60, java.util.concurrent.TimeUnit.SECONDS); // this replica's writes hang
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
+    /** A TCP relay to the mock API server that can swallow everything sent through it: requests then hang. */
+    static final class Relay implements AutoCloseable {
+        final java.net.ServerSocket server;
+        final java.net.InetAddress host;
+        final int upstreamPort;
+        final List<java.net.Socket> sockets = new CopyOnWriteArrayList<>();
+        volatile boolean swallow;
+
+        Relay(String hostName, int upstreamPort) throws java.io.IOException {
+            this.host = java.net.InetAddress.getByName(hostName);
+            this.upstreamPort = upstreamPort;
+            this.server = new java.net.ServerSocket(0, 50, host);
+            Thread t = new Thread(this::accept, "relay-accept");
+            t.setDaemon(true);
+            t.start();
+        }
+
+        int port() {
+            return server.getLocalPort();
+        }
+
+        private void accept() {
+            while (!server.isClosed()) {
+                try {
+                    java.net.Socket in = server.accept();
+                    java.net.Socket out = new java.net.Socket(host, upstreamPort);
+                    sockets.add(in);
+                    sockets.add(out);
+                    pump(in, out);
+                    pump(out, in);
+                } catch (java.io.IOException e) {
+                    return;
                 }
             }
-        });
-        java.util.concurrent.atomic.AtomicReference<Boolean> meLeadingWhenTaken = new java.util.concurrent.atomic.AtomicReference<>();
-        LeaderElection other = new LeaderElection(cluster.client, true, "playpen", "playpen-operator", "other",
-                Duration.ofSeconds(3), Duration.ofSeconds(2), Duration.ofMillis(100), Duration.ofMinutes(5),
-                Duration.ofMinutes(5));
-        other.addListener(leading -> {
-            if (leading) {
-                meLeadingWhenTaken.compareAndSet(null, election.isLeader());
+        }
+
+        private void pump(java.net.Socket from, java.net.Socket to) {
+            Thread t = new Thread(() -> {
+                byte[] buf = new byte[16384];
+                try {
+                    java.io.InputStream i = from.getInputStream();
+                    java.io.OutputStream o = to.getOutputStream();
+                    for (int n; (n = i.read(buf)) >= 0;) {
+                        if (!swallow) {
+                            o.write(buf, 0, n);
+                            o.flush();
+                        }
+                    }
+                } catch (java.io.IOException e) {
+                    // closed
+                } finally {
+                    closeQuietly(from);
+                    closeQuietly(to);
+                }
+            }, "relay-pump");
+            t.setDaemon(true);
+            t.start();
+        }
+
+        private static void closeQuietly(java.io.Closeable c) {
+            try {
+                c.close();
+            } catch (java.io.IOException e) {
+                // closing anyway
             }
-        });
-        try {
-            other.start();
-            OperatorHarness.awaitTrue(other::isLeader, Duration.ofSeconds(60), "the other replica took the expired Lease");
-            assertThat(meLeadingWhenTaken.get()).as("this replica still led when the other took the Lease").isFalse();
-        } finally {
-            answer.countDown();
-            other.close();
+        }
+
+        @Override
+        public void close() {
+            closeQuietly(server);
+            sockets.forEach(Relay::closeQuietly);
         }
     }
 }
