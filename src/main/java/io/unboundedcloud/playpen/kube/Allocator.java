@@ -273,9 +273,14 @@ public final class Allocator {
                 if (held >= maxPerOwner) {
                     // the cache may still hold claims released through another replica (a dealloc answers only
                     // once the API server has none left): refuse only on the API server's own count
-                    held = ownedNow(ownerHash);
-                    if (held >= maxPerOwner) {
-                        throw quotaExceeded(cmd, held);
+                    OwnedNow now = ownedNow(ownerHash, cmd.keyHash());
+                    if (now.carrier() != null) {
+                        // one of them is this very key's, which this replica's watch has not delivered yet: a
+                        // replay, never refused by the quota. Wait for the watch, then judge the key again
+                        return Claimed.met(now.carrier());
+                    }
+                    if (now.held() >= maxPerOwner) {
+                        throw quotaExceeded(cmd, now.held());
                     }
                 }
                 return ringWalk(cmd, ownerHash, explain);
@@ -290,9 +295,10 @@ public final class Allocator {
      */
     public void requireQuota(AllocCommand cmd, String ownerHash) {
         if (maxPerOwner > 0 && ownerHash != null && ownedBy(ownerHash) >= maxPerOwner) {
-            long held = ownedNow(ownerHash);
-            if (held >= maxPerOwner) {
-                throw quotaExceeded(cmd, held);
+            OwnedNow now = ownedNow(ownerHash, cmd.keyHash());
+            // a claim of this very key among them: a replay, which the quota never refuses
+            if (now.carrier() == null && now.held() >= maxPerOwner) {
+                throw quotaExceeded(cmd, now.held());
             }
         }
     }
@@ -397,24 +403,31 @@ public final class Allocator {
                 .count();
     }
 
+    /** An owner's live claims as counted now, and the pod among them carrying the key asked for (null: none). */
+    private record OwnedNow(long held, Pod carrier) {
+    }
+
     /**
      * Live claims of this owner as the API server has them now (a consistent LIST by the owner label), plus claims
-     * the cache knows that predate the label.
+     * the cache knows that predate the label; and one of them that carries {@code keyHash}, if any.
      */
-    private long ownedNow(String ownerHash) {
+    private OwnedNow ownedNow(String ownerHash, String keyHash) {
         java.util.Set<String> live = new java.util.HashSet<>();
+        Pod carrier = null;
         for (Pod p : writer.liveClaimsOf(pods.namespace(), ownerHash)) {
             if (ManagedPods.isManaged(p)) {
                 live.add(ManagedPods.name(p));
+                carrier = keyHash.equals(ManagedPods.keyHash(p)) ? p : carrier;
             }
         }
         for (Pod p : pods.byOwnerHash(ownerHash)) {
             if (!ManagedPods.labels(p).containsKey(PlaypenKeys.OWNER_HASH_LABEL) && ManagedPods.isClaimed(p)
                     && !ManagedPods.isTerminating(p)) {
                 live.add(ManagedPods.name(p));
+                carrier = carrier == null && keyHash.equals(ManagedPods.keyHash(p)) ? p : carrier;
             }
         }
-        return live.size();
+        return new OwnedNow(live.size(), carrier);
     }
 
     /** The ring walk of a command (quota already checked): a new claim, or a claim of this key it met, else the 503. */

@@ -279,6 +279,45 @@ class ExactlyOnceAcrossReplicasTest {
     }
 
     /**
+     * --max-allocs-per-user=1: alice released her allocation and made a new one through replica A; her retry of the
+     * new one goes to replica B, whose watch has delivered neither (its cache still counts the released claim). The
+     * API server's count is 1 of 1, but that one is the very key asked for: a replay, which the quota never refuses.
+     */
+    @Test
+    void aReplayThroughALaggingReplicaIsNotRefusedByTheQuotaItsOwnClaimFills() throws Exception {
+        runners(0, 4);
+        Replica a = replica(1);
+        Replica b = replica(1);
+        awaitSees(a, 4);
+        awaitSees(b, 4);
+        String owner = Hashes.ownerHash("alice");
+        AllocCommand old = cmd("quota-old");
+        a.allocator.allocate(old, owner);
+        OperatorHarness.awaitTrue(() -> b.allocator.ownedBy(owner) == 1, Duration.ofSeconds(20), "B sees the claim");
+        b.proxy.holdWatches();
+        assertThat(a.allocator.deallocate(old.keyHash())).hasSize(1);
+        AllocCommand now = cmd("quota-now");
+        Allocator.Allocation first = a.allocator.allocate(now, owner);
+        assertThat(ownedInApi(owner)).isEqualTo(1);
+
+        long lists = b.calls.get(KubeApiCall.PODS_LIST);
+        CompletableFuture<Allocator.Allocation> retry = CompletableFuture.supplyAsync(
+                () -> b.allocator.allocate(now, owner), threads);
+        OperatorHarness.awaitTrue(() -> retry.isDone() || b.calls.get(KubeApiCall.PODS_LIST) > lists
+                || carrying(now).size() > 1, Duration.ofSeconds(20), "B counted alice's claims, or answered");
+        b.proxy.releaseWatches();
+        Allocator.Allocation again;
+        try {
+            again = retry.get(30, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw new AssertionError("a replay of the key alice holds was refused: " + e.getCause(), e);
+        }
+        assertThat(name(again)).isEqualTo(name(first));
+        assertThat(again.replay()).isTrue();
+        assertThat(ownedInApi(owner)).isEqualTo(1);
+    }
+
+    /**
      * Runs two calls at once, one on each replica, neither replica's watch delivering anything until both have
      * written ({@code bothWritten}, or 600 ms: one may have met the other's claim instead of writing its own).
      */
