@@ -173,7 +173,7 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
             poolGauge("playpen_pool_stale_pods", "idle pods of an older template, replaced surge-first", statuses, t,
                     s -> s.stale());
             poolGauge("playpen_pool_max_surge_pods", "pods a rollout may create beyond the desired ones "
-                    + "(--pool-max-surge; 0: rolling replacement is off, stale pods stay until allocated)", statuses, t,
+                    + "(--pool-max-surge; 0: no rollout, with rolling replacement off or a pool that wants no pod)", statuses, t,
                     s -> planner.surge(s.desired()));
             poolGauge("playpen_pool_starting_pods", "idle pods of the current template not ready yet", statuses, t,
                     s -> s.starting());

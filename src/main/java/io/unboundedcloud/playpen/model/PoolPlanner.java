@@ -84,10 +84,11 @@ public final class PoolPlanner {
 
     /**
      * The pods a rollout of a pool that wants {@code desired} idle pods may create beyond them (--pool-max-surge);
-     * 0: rolling replacement is off, its stale pods stay until they are allocated.
+     * 0: the pool rolls nothing out, its stale pods stay until they are allocated (rolling replacement is off) or
+     * go as surplus (a pool that wants none replaces nothing).
      */
     public int surge(int desired) {
-        return policy.surge(desired);
+        return desired > 0 ? policy.surge(desired) : 0;
     }
 
     /** Every configured pool with its desired idle count (the count flags), runners first, then versions in flag order. */

@@ -244,6 +244,23 @@ class MonitoringComponentTest {
                         Map.of("resource_type", "runner", "variant", "arm64"));
     }
 
+    /**
+     * A pool that wants no idle pod (its count flag is 0) rolls nothing out, whatever --pool-max-surge says: a pod
+     * of another template the Go operator left there (no template hash) stays until it is allocated, by design, and
+     * the rollout alert must not fire for it.
+     */
+    @Test
+    void rolloutStuckDoesNotFireForAPoolThatWantsNoPods() throws Exception {
+        String expr = alertExpr("PlaypenPoolRolloutStuck");
+        List<Sample> scrape = scrapeAfterAPoolPass(List.of("--runner-amd64-count=1", "--runner-arm64-count=0",
+                "--control-plane-count=0", "--control-plane-versions=v1.33.0", "--runner-image=example.com/runner:v2",
+                "--pool-max-surge=1"), true);
+        assertThat(scrape).as("the arm64 pool keeps its stale pod")
+                .anyMatch(x -> x.name.equals("playpen_pool_stale_pods") && "arm64".equals(x.labels.get("variant")) && x.value > 0);
+        assertThat(firing(expr, scrape)).as("%s with a pool of count 0", expr)
+                .containsExactly(Map.of("resource_type", "runner", "variant", "amd64"));
+    }
+
     static String alertExpr(String alert) {
         return StreamSupport.stream(one("PrometheusRule", "playpen-operator").path("spec").path("groups").spliterator(), false)
                 .flatMap(g -> StreamSupport.stream(g.path("rules").spliterator(), false))
