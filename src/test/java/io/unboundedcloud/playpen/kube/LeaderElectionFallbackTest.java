@@ -297,8 +297,9 @@ class LeaderElectionFallbackTest {
             relay.swallow = true; // from now on this replica's requests are sent and never answered
             java.util.concurrent.atomic.AtomicReference<Boolean> meLeadingWhenTaken =
                     new java.util.concurrent.atomic.AtomicReference<>();
+            // the other replica takes the Lease once it has gone unrenewed for 6 s, well past this one's 2 s deadline
             LeaderElection other = new LeaderElection(cluster.client, true, "playpen", "playpen-operator", "other",
-                    Duration.ofSeconds(3), Duration.ofSeconds(2), Duration.ofMillis(100), Duration.ofMinutes(5),
+                    Duration.ofSeconds(6), Duration.ofSeconds(4), Duration.ofMillis(100), Duration.ofMinutes(5),
                     Duration.ofMinutes(5));
             other.addListener(leading -> {
                 if (leading) {
