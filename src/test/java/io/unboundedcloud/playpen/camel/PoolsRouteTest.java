@@ -22,6 +22,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.fabric8.kubernetes.api.model.Event;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.unboundedcloud.playpen.kube.PoolReconciler;
 import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.support.OperatorHarness;
@@ -314,35 +315,31 @@ class PoolsRouteTest {
 
     @Test
     void aPodClaimedAfterThePlanIsNotDeleted() throws Exception {
-        // no refills: only the timer's first pass and the passes this test runs
+        // no refills: only the timer's first pass, the new leader's prompt pass and the pass this test runs
         start("--runner-amd64-count=1", "--runner-arm64-count=0", "--reconcile-interval=10m", "--refill-debounce=1h");
         OperatorHarness.awaitTrue(() -> cluster.pods().size() == 1, Duration.ofSeconds(60), "the pool pod");
         makeReady("playpen-runner-amd64-51820");
+        var pool = op.app.poolReconciler();
+        // this test's pass starts before the eviction and holds the pass lock: an early pass of the operator's own
+        // (the timer's first tick and the prompt pass may both run, one after the other) would otherwise be the one
+        // to see the evicted pod and delete it, and this pass would never plan that delete
+        PoolReconciler.Pass[] held = new PoolReconciler.Pass[1];
+        OperatorHarness.awaitTrue(() -> (held[0] = pool.assess()) != null, Duration.ofSeconds(60), "a pass started");
+        PoolReconciler.Pass pass = held[0];
         cluster.client.pods().inNamespace("playpen").withName("playpen-runner-amd64-51820").edit(p -> new PodBuilder(p)
                 .editStatus().withPhase("Failed").withReason("Evicted").endStatus().build());
-        var pool = op.app.poolReconciler();
-        // a pass planned with the pod idle and evicted; a claim lands before its delete step
-        OperatorHarness.awaitTrue(() -> {
-            var pass = pool.assess();
-            boolean planned = pass != null && pool.plan(pass).plan().toDelete().size() == 1;
-            if (!planned) {
-                pool.finish(pass);
-                return false;
-            }
-            cluster.client.pods().inNamespace("playpen").withName("playpen-runner-amd64-51820").edit(p -> new PodBuilder(p)
-                    .editMetadata().addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, "ab".repeat(32))
-                    .addToAnnotations(PlaypenKeys.CLAIMED_AT, java.time.Instant.now().truncatedTo(
-                            java.time.temporal.ChronoUnit.SECONDS).toString()).endMetadata()
-                    .build());
-            try {
-                op.awaitCache(c -> c.stream().anyMatch(ManagedPods::isClaimed));
-            } catch (InterruptedException e) {
-                throw new IllegalStateException(e);
-            }
-            var result = pool.finish(pool.create(pool.delete(pass)));
-            assertThat(result.deleted()).isZero();
-            return true;
-        }, Duration.ofSeconds(60), "a pass that planned the delete");
+        // the pass planned with the pod idle and evicted (once the pools have heard of the eviction)
+        OperatorHarness.awaitTrue(() -> pool.plan(pass).plan().toDelete().size() == 1, Duration.ofSeconds(60),
+                "a plan that deletes the evicted pod");
+        // a claim lands before its delete step
+        cluster.client.pods().inNamespace("playpen").withName("playpen-runner-amd64-51820").edit(p -> new PodBuilder(p)
+                .editMetadata().addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, "ab".repeat(32))
+                .addToAnnotations(PlaypenKeys.CLAIMED_AT, java.time.Instant.now().truncatedTo(
+                        java.time.temporal.ChronoUnit.SECONDS).toString()).endMetadata()
+                .build());
+        op.awaitCache(c -> c.stream().anyMatch(ManagedPods::isClaimed));
+        var result = pool.finish(pool.create(pool.delete(pass)));
+        assertThat(result.deleted()).isZero();
         assertThat(names()).contains("playpen-runner-amd64-51820");
     }
 
