@@ -566,8 +566,16 @@ public record OperatorConfig(
                 throw bad(f, "must be host:port");
             }
             String host = s.substring(0, colon);
-            if (host.startsWith("[") && host.endsWith("]")) {
+            // net.SplitHostPort's rules, which the Go operator's listeners apply: an IPv6 host only in brackets,
+            // nothing around them, no other bracket anywhere
+            boolean bracketed = host.startsWith("[") && host.indexOf(']') == host.length() - 1;
+            if (bracketed) {
                 host = host.substring(1, host.length() - 1);
+            }
+            String rest = s.substring(colon + 1);
+            if ((!bracketed && host.contains(":")) || host.contains("[") || host.contains("]") || rest.contains("[")
+                    || rest.contains("]")) {
+                throw bad(f, "must be host:port; put an IPv6 host in brackets, e.g. [::1]:8443");
             }
             if (requireHost && host.isEmpty()) {
                 throw bad(f, "must name a host, e.g. 127.0.0.1:9876");

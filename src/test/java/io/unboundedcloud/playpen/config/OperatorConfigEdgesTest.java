@@ -57,8 +57,25 @@ class OperatorConfigEdgesTest {
         refused("--listen-addr=:-1", "port must be between 0 and 65535");
         OperatorConfig v6 = OperatorConfig.parse("--listen-addr=[::1]:8443");
         assertThat(v6.listenHost()).isEqualTo("::1");
-        assertThat(OperatorConfig.parse("--listen-addr=[::1:8443").listenHost()).isEqualTo("[::1");
         refused("--listen-addr=8443", "must be host:port");
+    }
+
+    /**
+     * Go's net.Listen (net.SplitHostPort) refuses an IPv6 host without its brackets, a bracket left open and text
+     * around the brackets; such a value would otherwise reach the bind as a host name ("[::1").
+     */
+    @Test
+    void malformedIpv6AddressesAreRefusedSayingToBracketTheHost() {
+        String want = "put an IPv6 host in brackets, e.g. [::1]:8443";
+        for (String bad : new String[] {"[::1:8443", "::1:8443", "[::1]x:8443", "[::1]:[8443", "x[::1]:8443",
+                "[::1]]:8443", "[[::1]:8443"}) {
+            refused("--listen-addr=" + bad, want);
+            refused("--health-addr=" + bad, want);
+            refused("--management-addr=" + bad, want);
+        }
+        assertThat(OperatorConfig.parse("--listen-addr=[::]:8443").listenHost()).isEqualTo("::");
+        assertThat(OperatorConfig.parse("--listen-addr=[fe80::1%eth0]:8443").listenHost()).isEqualTo("fe80::1%eth0");
+        assertThat(OperatorConfig.parse("--management-addr=[::1]:9876").managementHost()).isEqualTo("::1");
     }
 
     @Test
