@@ -4,6 +4,7 @@ import java.security.cert.CertPathValidator;
 import java.security.cert.CertPathValidatorException;
 import java.security.cert.CertificateFactory;
 import java.security.cert.CertificateParsingException;
+import java.security.cert.PKIXCertPathValidatorResult;
 import java.security.cert.PKIXParameters;
 import java.security.cert.X509Certificate;
 import java.time.Clock;
@@ -25,12 +26,13 @@ import io.unboundedcloud.playpen.api.ApiException;
 
 /**
  * Authenticates kube-apiserver's proxied requests (failures are 403 "forbidden" like the reference): the
- * presented leaf must chain to the live front-proxy CA bundle, carry clientAuth, be valid now and have an allowed
- * CN. Results are cached per
- * certificate and bundle generation for a few seconds, since kube-apiserver reuses one client certificate.
+ * presented leaf must chain to the live front-proxy CA bundle, carry clientAuth (as must every CA of its chain that
+ * lists extended key usages), be valid now and have an allowed CN. Results are cached per certificate and bundle
+ * generation for a few seconds, since kube-apiserver reuses one client certificate.
  */
 public final class FrontProxyAuthenticator {
     private static final String CLIENT_AUTH = "1.3.6.1.5.5.7.3.2";
+    private static final String ANY_USAGE = "2.5.29.37.0";
     private static final long CACHE_NANOS = 10_000_000_000L;
 
     private record Verdict(long generation, String failure, long untilNanos) {
@@ -138,7 +140,19 @@ public final class FrontProxyAuthenticator {
             PKIXParameters params = new PKIXParameters(tb.anchors());
             params.setRevocationEnabled(false);
             params.setDate(now);
-            CertPathValidator.getInstance("PKIX").validate(cf.generateCertPath(path), params);
+            PKIXCertPathValidatorResult result = (PKIXCertPathValidatorResult) CertPathValidator.getInstance("PKIX")
+                    .validate(cf.generateCertPath(path), params);
+            // Go's x509 Verify for client authentication, as kube-apiserver runs it, also wants every CA of the
+            // chain that lists extended key usages to allow clientAuth; Java's PKIX validator does not look
+            List<X509Certificate> cas = new ArrayList<>(path.subList(1, path.size()));
+            cas.add(result.getTrustAnchor().getTrustedCert());
+            for (X509Certificate ca : cas) {
+                List<String> usages = ca.getExtendedKeyUsage();
+                if (usages != null && !usages.contains(CLIENT_AUTH) && !usages.contains(ANY_USAGE)) {
+                    return "client certificate's chain is not for client authentication: a CA in it does not allow"
+                            + " clientAuth";
+                }
+            }
         } catch (CertPathValidatorException e) {
             return "client certificate is not signed by the front-proxy CA";
         } catch (Exception e) {

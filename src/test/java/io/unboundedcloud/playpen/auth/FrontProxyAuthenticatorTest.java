@@ -178,6 +178,63 @@ class FrontProxyAuthenticatorTest {
         assertUnauthorized(fresh, chain(leaf), "client certificate is not signed by the front-proxy CA");
     }
 
+    /** A CA certificate signed by {@code issuer} (self-signed when null) that lists these extended key usages. */
+    static Pki.Issued caWithUsages(Pki.Issued issuer, String cn, org.bouncycastle.asn1.x509.KeyPurposeId... usages)
+            throws Exception {
+        java.security.KeyPair kp = Pki.newKeyPair();
+        org.bouncycastle.asn1.x500.X500Name name = new org.bouncycastle.asn1.x500.X500Name("CN=" + cn);
+        org.bouncycastle.asn1.x500.X500Name issuerName = issuer == null ? name
+                : org.bouncycastle.asn1.x500.X500Name.getInstance(
+                        issuer.certificate().getSubjectX500Principal().getEncoded());
+        var b = new org.bouncycastle.cert.jcajce.JcaX509v3CertificateBuilder(issuerName, java.math.BigInteger.valueOf(
+                System.nanoTime()), java.util.Date.from(YESTERDAY), java.util.Date.from(NOW.plus(Duration.ofDays(90))),
+                name, kp.getPublic());
+        var ext = new org.bouncycastle.cert.jcajce.JcaX509ExtensionUtils();
+        b.addExtension(org.bouncycastle.asn1.x509.Extension.subjectKeyIdentifier, false,
+                ext.createSubjectKeyIdentifier(kp.getPublic()));
+        if (issuer != null) {
+            b.addExtension(org.bouncycastle.asn1.x509.Extension.authorityKeyIdentifier, false,
+                    ext.createAuthorityKeyIdentifier(issuer.certificate()));
+        }
+        b.addExtension(org.bouncycastle.asn1.x509.Extension.basicConstraints, true,
+                new org.bouncycastle.asn1.x509.BasicConstraints(true));
+        b.addExtension(org.bouncycastle.asn1.x509.Extension.keyUsage, true, new org.bouncycastle.asn1.x509.KeyUsage(
+                org.bouncycastle.asn1.x509.KeyUsage.keyCertSign | org.bouncycastle.asn1.x509.KeyUsage.digitalSignature));
+        b.addExtension(org.bouncycastle.asn1.x509.Extension.extendedKeyUsage, false,
+                new org.bouncycastle.asn1.x509.ExtendedKeyUsage(usages));
+        java.security.PrivateKey signer = issuer == null ? kp.getPrivate() : issuer.privateKey();
+        X509Certificate cert = new org.bouncycastle.cert.jcajce.JcaX509CertificateConverter().getCertificate(
+                b.build(new org.bouncycastle.operator.jcajce.JcaContentSignerBuilder("SHA256withECDSA").build(signer)));
+        return new Pki.Issued(cert, kp.getPrivate());
+    }
+
+    /**
+     * kube-apiserver verifies the chain for client authentication (Go's x509 Verify with ExtKeyUsageClientAuth):
+     * a CA in it that lists extended key usages must list clientAuth (or any), so a leaf under a CA kept for
+     * serving certificates is no front proxy.
+     */
+    @Test
+    void aChainThroughACaLimitedToOtherUsagesIsRefused() throws Exception {
+        String why = "client certificate's chain is not for client authentication: a CA in it does not allow clientAuth";
+        Pki.Issued serving = caWithUsages(CA, "serving-intermediate", org.bouncycastle.asn1.x509.KeyPurposeId.id_kp_serverAuth);
+        Pki.Issued leaf = Pki.issue(serving, Subject.cn("front-proxy-client"), Usage.CLIENT, YESTERDAY, Duration.ofDays(30));
+        assertUnauthorized(authenticator(bundle(1, Set.of(), CA)), chain(leaf, serving), why);
+
+        Pki.Issued servingRoot = caWithUsages(null, "serving-root", org.bouncycastle.asn1.x509.KeyPurposeId.id_kp_serverAuth);
+        Pki.Issued underRoot = Pki.issue(servingRoot, Subject.cn("front-proxy-client"), Usage.CLIENT, YESTERDAY,
+                Duration.ofDays(30));
+        assertUnauthorized(authenticator(bundle(1, Set.of(), servingRoot)), chain(underRoot), why);
+
+        for (var usage : List.of(org.bouncycastle.asn1.x509.KeyPurposeId.id_kp_clientAuth,
+                org.bouncycastle.asn1.x509.KeyPurposeId.anyExtendedKeyUsage)) {
+            Pki.Issued fine = caWithUsages(CA, "client-intermediate", usage);
+            Pki.Issued fineLeaf = Pki.issue(fine, Subject.cn("front-proxy-client"), Usage.CLIENT, YESTERDAY,
+                    Duration.ofDays(30));
+            assertThatCode(() -> authenticator(bundle(1, Set.of(), CA)).verifyPeer(chain(fineLeaf, fine)))
+                    .doesNotThrowAnyException();
+        }
+    }
+
     @Test
     void newBundleGenerationRefusesCertificatesOfTheOldCa() {
         Pki.Issued newCa = Pki.selfSigned(Subject.cn("front-proxy-ca"), Usage.CA, YESTERDAY, Duration.ofDays(365));
