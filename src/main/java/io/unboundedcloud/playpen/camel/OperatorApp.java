@@ -251,7 +251,9 @@ public final class OperatorApp implements AutoCloseable {
             main.configure().setRoutesReloadRemoveAllRoutes(false);
         }
         Properties props = new Properties();
-        props.setProperty("playpen.listen.host", config.listenHost().isEmpty() ? "0.0.0.0" : config.listenHost());
+        // the route's endpoint is a URI: an IPv6 host goes in brackets there, or the URI has no host at all
+        String listenHost = config.listenHost().isEmpty() ? "0.0.0.0" : config.listenHost();
+        props.setProperty("playpen.listen.host", listenHost.contains(":") ? "[" + listenHost + "]" : listenHost);
         props.setProperty("playpen.listen.port", String.valueOf(config.listenPort()));
         props.setProperty("playpen.reconcile.interval-ms", String.valueOf(config.reconcileInterval().toMillis()));
         props.setProperty("playpen.serving-cert.check-interval-ms",
