@@ -28,7 +28,7 @@ import io.unboundedcloud.playpen.api.ApiException;
  * Authenticates kube-apiserver's proxied requests (failures are 403 "forbidden" like the reference): the
  * presented leaf must chain to the live front-proxy CA bundle, carry clientAuth (as must every CA of its chain that
  * lists extended key usages), be valid now and have an allowed CN. Results are cached per certificate and bundle
- * generation for a few seconds, since kube-apiserver reuses one client certificate.
+ * generation for a few seconds, since kube-apiserver reuses one client certificate (and chain).
  */
 public final class FrontProxyAuthenticator {
     private static final String CLIENT_AUTH = "1.3.6.1.5.5.7.3.2";
@@ -45,7 +45,8 @@ public final class FrontProxyAuthenticator {
 
     private final Supplier<TrustBundle> bundle;
     private final Clock clock;
-    private final Map<X509Certificate, Verdict> verdicts = new ConcurrentHashMap<>();
+    /** Keyed by the whole chain as presented: the intermediates decide the verdict as much as the leaf does. */
+    private final Map<List<X509Certificate>, Verdict> verdicts = new ConcurrentHashMap<>();
     private final LongSupplier nanoTime;
 
     public FrontProxyAuthenticator(Supplier<TrustBundle> bundle, Clock clock) {
@@ -80,13 +81,14 @@ public final class FrontProxyAuthenticator {
             throw refused(invalid);
         }
         long now = nanoTime.getAsLong();
-        Verdict v = verdicts.get(leaf);
+        List<X509Certificate> presented = List.of(chain);
+        Verdict v = verdicts.get(presented);
         if (v == null || v.generation() != tb.generation() || now - v.untilNanos() > 0) {
             v = new Verdict(tb.generation(), check(chain, tb), now + CACHE_NANOS);
             if (verdicts.size() > 1024) {
                 verdicts.clear();
             }
-            verdicts.put(leaf, v);
+            verdicts.put(presented, v);
             if (v.failure() != null) {
                 // once per certificate and cache period: the wire only says "forbidden"
                 LOG.info("front-proxy client certificate refused cn={} reason={}",

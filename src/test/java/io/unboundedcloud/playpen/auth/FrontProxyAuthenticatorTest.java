@@ -176,6 +176,10 @@ class FrontProxyAuthenticatorTest {
         assertThatCode(() -> auth.verifyPeer(chain(leaf, intermediate))).doesNotThrowAnyException();
         FrontProxyAuthenticator fresh = authenticator(bundle(1, Set.of(), CA));
         assertUnauthorized(fresh, chain(leaf), "client certificate is not signed by the front-proxy CA");
+        // each connection's chain is judged on its own: the same leaf without its intermediate is refused even
+        // right after it was accepted with it, and accepted with it right after it was refused without it
+        assertUnauthorized(auth, chain(leaf), "client certificate is not signed by the front-proxy CA");
+        assertThatCode(() -> fresh.verifyPeer(chain(leaf, intermediate))).doesNotThrowAnyException();
     }
 
     /** A CA certificate signed by {@code issuer} (self-signed when null) that lists these extended key usages. */
