@@ -51,6 +51,15 @@ public final class OpenApi {
         return m;
     }
 
+    /** A map whose keys are free and whose values are all of {@code valueType} (kubectl explain: map[string]...). */
+    private static Map<String, Object> map(String description, String valueType) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("description", description);
+        m.put("type", "object");
+        m.put("additionalProperties", props("type", valueType));
+        return m;
+    }
+
     private static Map<String, Object> props(Object... kv) {
         Map<String, Object> m = new LinkedHashMap<>();
         for (int i = 0; i < kv.length; i += 2) {
@@ -124,9 +133,10 @@ public final class OpenApi {
                 "kind", str("Kind: Pool."),
                 "metadata", obj("Standard object metadata.", props(
                         "name", str("runner-<architecture> or control-plane-<version>."),
+                        "resourceVersion", str("Always empty: the pool is computed from the operator's cache."),
                         "creationTimestamp", str("Creation of the pool's oldest live pod."),
-                        "labels", obj("The resource-type and architecture or kubernetes-version labels its pods "
-                                + "carry.", props()))),
+                        "labels", map("The resource-type and architecture or kubernetes-version labels its pods "
+                                + "carry.", "string"))),
                 "spec", obj("What the flags ask for.", props(
                         "resourceType", str("runner or controlPlane."),
                         "architecture", str("amd64 or arm64 (runner pools)."),
@@ -144,8 +154,8 @@ public final class OpenApi {
                         "stale", integer("Healthy idle pods of an older template."),
                         "starting", integer("Idle pods of the current template not ready yet."),
                         "unhealthy", integer("Unhealthy pods, idle and allocated."),
-                        "unhealthyIdle", obj("Unhealthy idle pods by reason (being replaced).", props()),
-                        "unhealthyAllocated", obj("Unhealthy allocated pods by reason (reported only).", props()),
+                        "unhealthyIdle", map("Unhealthy idle pods by reason (being replaced).", "integer"),
+                        "unhealthyAllocated", map("Unhealthy allocated pods by reason (reported only).", "integer"),
                         "backoff", obj("Present while replacements keep failing.", props(
                                 "failures", integer("Replacements in a row that never became ready."),
                                 "delaySeconds", integer("The current pause."),
