@@ -162,7 +162,7 @@ public final class AllocViews {
         List<String[]> terms = fieldTerms(params.getOrDefault("fieldSelector", ""));
         LabelSelector labels = KubeObjects.labelSelector(params);
         String include = KubeObjects.includeObject(params);
-        if ("true".equals(params.get("watch")) || "1".equals(params.get("watch"))) {
+        if (KubeObjects.asksWatch(params)) {
             throw new UnsupportedOperationException(WATCH_UNSUPPORTED);
         }
         String tableVersion = tableVersion(accept);

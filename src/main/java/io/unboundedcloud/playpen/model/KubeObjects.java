@@ -50,6 +50,15 @@ final class KubeObjects {
         return include.isEmpty() ? "Metadata" : include;
     }
 
+    /**
+     * Whether a list's options ask for a watch, read as kube-apiserver reads a boolean parameter: present with any
+     * value but {@code 0} or {@code false} (in any case), an empty one included.
+     */
+    static boolean asksWatch(Map<String, String> params) {
+        String watch = params.get("watch");
+        return watch != null && !watch.equals("0") && !watch.equalsIgnoreCase("false");
+    }
+
     /** A list's {@code labelSelector} option (empty: everything); a bad one throws IllegalArgumentException. */
     static LabelSelector labelSelector(Map<String, String> params) {
         try {

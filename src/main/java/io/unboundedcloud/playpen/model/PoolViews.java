@@ -43,7 +43,7 @@ public final class PoolViews {
      */
     public static Query parseQuery(String name, String rawQuery, String accept) {
         Map<String, String> params = AllocViews.params(rawQuery);
-        if ("true".equals(params.get("watch")) || "1".equals(params.get("watch"))) {
+        if (KubeObjects.asksWatch(params)) {
             throw new UnsupportedOperationException("watch is not supported on pools");
         }
         List<String[]> terms = new ArrayList<>();
