@@ -51,6 +51,9 @@ public final class PoolViews {
         if (!fields.isBlank()) {
             for (String term : fields.split(",", -1)) {
                 String t = term.trim();
+                if (t.isEmpty()) {
+                    continue; // an empty term (a trailing comma) selects nothing more, as kube-apiserver reads it
+                }
                 String op = t.contains("!=") ? "!=" : t.contains("==") ? "==" : t.contains("=") ? "=" : null;
                 if (op == null) {
                     throw new IllegalArgumentException("invalid fieldSelector: " + AllocViews.quoteShort(t)
