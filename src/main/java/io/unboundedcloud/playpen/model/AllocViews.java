@@ -140,10 +140,11 @@ public final class AllocViews {
 
     /**
      * Parses the raw query string of a read ({@code name} null for a list). Bad or oversized options are 400 with
-     * the reason; unknown options are ignored like Kubernetes does.
+     * the reason; unknown options are ignored like Kubernetes does, and so are the list options on a read of one
+     * allocation.
      */
     public static Query parseQuery(String name, String rawQuery, String accept) {
-        Map<String, String> params = params(rawQuery);
+        Map<String, String> params = KubeObjects.optionsFor(name, params(rawQuery));
         long limit = 0;
         String rawLimit = params.get("limit");
         if (rawLimit != null && !rawLimit.isEmpty()) {

@@ -59,6 +59,22 @@ final class KubeObjects {
         return watch != null && !watch.equals("0") && !watch.equalsIgnoreCase("false");
     }
 
+    /** The options only a list reads; a get or delete of one object ignores them, as kube-apiserver does. */
+    private static final List<String> LIST_ONLY = List.of("limit", "continue", "fieldSelector", "labelSelector");
+
+    /**
+     * The query's options as a read of {@code name} takes them: all of them for a list ({@code name} null), and
+     * without the list-only ones for one object, which neither hide it nor make its read a 400.
+     */
+    static Map<String, String> optionsFor(String name, Map<String, String> params) {
+        if (name == null) {
+            return params;
+        }
+        Map<String, String> own = new LinkedHashMap<>(params);
+        own.keySet().removeAll(LIST_ONLY);
+        return own;
+    }
+
     /** A list's {@code labelSelector} option (empty: everything); a bad one throws IllegalArgumentException. */
     static LabelSelector labelSelector(Map<String, String> params) {
         try {

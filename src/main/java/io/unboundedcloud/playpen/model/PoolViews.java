@@ -42,7 +42,7 @@ public final class PoolViews {
      * is UnsupportedOperationException (405).
      */
     public static Query parseQuery(String name, String rawQuery, String accept) {
-        Map<String, String> params = AllocViews.params(rawQuery);
+        Map<String, String> params = KubeObjects.optionsFor(name, AllocViews.params(rawQuery));
         if (KubeObjects.asksWatch(params)) {
             throw new UnsupportedOperationException("watch is not supported on pools");
         }

@@ -180,9 +180,9 @@ class PoolViewsTest {
         assertThat(q.includeObject()).isEqualTo("Metadata");
         assertThat(q.fieldTerms()).isEmpty();
 
-        PoolViews.Query t = PoolViews.parseQuery("runner-amd64", "fieldSelector=metadata.name!%3Dx,%20metadata.name"
+        PoolViews.Query t = PoolViews.parseQuery(null, "fieldSelector=metadata.name!%3Dx,%20metadata.name"
                 + "%3D%3Dy,metadata.name%3Dz&includeObject=Object&labelSelector=a%3Db", TABLE);
-        assertThat(t.name()).isEqualTo("runner-amd64");
+        assertThat(PoolViews.parseQuery("runner-amd64", "", TABLE).name()).isEqualTo("runner-amd64");
         assertThat(t.table()).isTrue();
         assertThat(t.tableVersion()).isEqualTo("v1");
         assertThat(t.includeObject()).isEqualTo("Object");
