@@ -145,6 +145,21 @@ public final class AllocViews {
      */
     public static Query parseQuery(String name, String rawQuery, String accept) {
         Map<String, String> params = KubeObjects.optionsFor(name, params(rawQuery));
+        long limit = limit(params);
+        String cont = params.getOrDefault("continue", "");
+        String after = cont.isEmpty() ? "" : decodeContinue(cont);
+        List<String[]> terms = fieldTerms(params.getOrDefault("fieldSelector", ""));
+        LabelSelector labels = KubeObjects.labelSelector(params);
+        String include = KubeObjects.includeObject(params);
+        if (KubeObjects.asksWatch(params)) {
+            throw new UnsupportedOperationException(WATCH_UNSUPPORTED);
+        }
+        String tableVersion = tableVersion(accept);
+        return new Query(name, limit, after, terms, labels, tableVersion != null, tableVersion, include);
+    }
+
+    /** A list's {@code limit} (0 when absent or empty); anything but a non-negative 64-bit integer is a 400. */
+    static long limit(Map<String, String> params) {
         long limit = 0;
         String rawLimit = params.get("limit");
         if (rawLimit != null && !rawLimit.isEmpty()) {
@@ -158,16 +173,7 @@ public final class AllocViews {
                         + ": must be a non-negative 64-bit integer");
             }
         }
-        String cont = params.getOrDefault("continue", "");
-        String after = cont.isEmpty() ? "" : decodeContinue(cont);
-        List<String[]> terms = fieldTerms(params.getOrDefault("fieldSelector", ""));
-        LabelSelector labels = KubeObjects.labelSelector(params);
-        String include = KubeObjects.includeObject(params);
-        if (KubeObjects.asksWatch(params)) {
-            throw new UnsupportedOperationException(WATCH_UNSUPPORTED);
-        }
-        String tableVersion = tableVersion(accept);
-        return new Query(name, limit, after, terms, labels, tableVersion != null, tableVersion, include);
+        return limit;
     }
 
     /** Allocations cannot be watched; what to do instead. */

@@ -46,6 +46,13 @@ public final class PoolViews {
         if (KubeObjects.asksWatch(params)) {
             throw new UnsupportedOperationException("watch is not supported on pools");
         }
+        // one page holds every pool (a limit is met with all of them and no continue token), so a token can only
+        // come from another list: answering the whole list again would repeat the pools to a client paging
+        AllocViews.limit(params);
+        if (!params.getOrDefault("continue", "").isEmpty()) {
+            throw new IllegalArgumentException("invalid continue token: pools are listed in one page and never "
+                    + "return one; list them again without continue");
+        }
         List<String[]> terms = new ArrayList<>();
         String fields = params.getOrDefault("fieldSelector", "");
         if (!fields.isBlank()) {
