@@ -330,7 +330,7 @@ public final class AllocViews {
     /** The columns, in order; priority 1 ones show with -o wide only. */
     static final List<Map<String, Object>> COLUMNS = List.of(
             KubeObjects.column("Name", "string", "name", 0, "The allocation id (also the pod's allocated label)."),
-            KubeObjects.column("Type", "string", "", 0, "The resource type: runner or control-plane."),
+            KubeObjects.column("Type", "string", "", 0, "The resource type: runner or controlPlane."),
             KubeObjects.column("Arch", "string", "", 0, "The CPU architecture."),
             KubeObjects.column("Version", "string", "", 0, "The Kubernetes version of a control plane."),
             KubeObjects.column("Pod", "string", "", 0, "The pod serving the allocation."),
