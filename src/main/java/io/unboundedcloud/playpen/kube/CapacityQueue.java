@@ -117,6 +117,11 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
 
     private final Allocator allocator;
     private final Map<String, ArrayDeque<Waiter>> queues = new HashMap<>();
+    /**
+     * {@code !queues.isEmpty()}: written under this lock each time {@link #queues} gains its first kind or loses its
+     * last, read without it by {@link #requestDrain} (every pod and node event) to skip the lock when nobody waits.
+     */
+    private volatile boolean anyWaiting;
     private final Map<String, Waiter> byKey = new HashMap<>();
     private final Map<String, AtomicInteger> counts = new ConcurrentHashMap<>();
     private final List<Observer> observers = new CopyOnWriteArrayList<>();
@@ -188,6 +193,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
             admit(ownerHash, cmd);
             w = new Waiter(cmd, ownerHash, kind);
             queues.computeIfAbsent(kind, k -> new ArrayDeque<>()).addLast(w);
+            anyWaiting = true;
             byKey.put(cmd.keyHash(), w);
             counter(cmd).incrementAndGet();
             ticket = subscribe(w, cmd, ownerHash);
@@ -325,6 +331,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
             counter(w.cmd).decrementAndGet();
             if (q.isEmpty()) {
                 queues.remove(w.kind);
+                anyWaiting = !queues.isEmpty();
             }
         }
         return removed;
@@ -454,6 +461,16 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
 
     /** Wakes the dispatcher of each kind that has waiters; coalesced: at most one drain queued behind the one running. */
     public void requestDrain() {
+        // Nobody waiting (the usual case): nothing to wake, and no lock taken. No wake-up is lost to a waiter
+        // joining meanwhile: it sets the flag under the lock as it joins its queue and then wakes its own kind's
+        // dispatcher (await), whose drain reads the pod and node caches after that. A change that read the flag
+        // unset had been written to its cache before (the caches store a change before telling their listeners),
+        // and a volatile read that misses a write comes before it in the one order all volatile and lock actions
+        // share, so that drain sees the change; a change that reads the flag set wakes the dispatchers as before.
+        // Taking the lock gave no more: a change that took it before the waiter joined found no queue either.
+        if (!anyWaiting) {
+            return;
+        }
         Map<String, Dispatcher> due = new HashMap<>();
         synchronized (this) {
             if (closed) {
@@ -595,6 +612,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
                 }
             }
             queues.clear();
+            anyWaiting = false;
             byKey.clear();
         }
     }

@@ -690,6 +690,36 @@ class CapacityQueueTest {
         OperatorHarness.awaitTrue(() -> !ManagedPods.isClaimed(r.inApi(pod)), SOON, "the head's claim taken back");
     }
 
+    /**
+     * Every pod and node event wakes the queue: with nobody waiting (the usual case) that wake-up returns without
+     * taking the queue's lock, here held by the test, also after a waiter has come and gone.
+     */
+    @Test
+    void aWakeUpWithNobodyWaitingTakesNoLock() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket t = q.await(waiting("gone", 30), "owner-a");
+        t.subscription().leave();
+        assertThat(failure(t).code()).isEqualTo(499);
+        assertNothingWaits();
+        synchronized (q) {
+            Thread wake = new Thread(() -> q.onPodEvent(PodCache.Change.UPDATED, null), "wake-with-nobody-waiting");
+            wake.start();
+            OperatorHarness.awaitTrue(() -> !wake.isAlive() || blockedOn(wake, q), SOON,
+                    "the wake-up to return or wait for the queue's lock");
+            assertThat(blockedOn(wake, q)).as("a wake-up with nobody waiting returns without the queue's lock")
+                    .isFalse();
+            wake.join();
+        }
+    }
+
+    /** Whether the thread waits to enter this object's monitor now. */
+    static boolean blockedOn(Thread t, Object monitor) {
+        java.lang.management.ThreadInfo info = java.lang.management.ManagementFactory.getThreadMXBean()
+                .getThreadInfo(t.getId());
+        return info != null && info.getThreadState() == Thread.State.BLOCKED && info.getLockInfo() != null
+                && info.getLockInfo().getIdentityHashCode() == System.identityHashCode(monitor);
+    }
+
     @Test
     void closingAnswersEveryWaiter503AndTellsTheObservers() throws Exception {
         start(0, 0, CapacityQueue.Limits.NONE);
