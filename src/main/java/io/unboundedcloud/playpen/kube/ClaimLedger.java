@@ -2,6 +2,7 @@ package io.unboundedcloud.playpen.kube;
 
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -62,6 +63,11 @@ public final class ClaimLedger {
     private final Map<String, Claim> byPod = new HashMap<>();
     private final Map<String, Set<String>> byKey = new HashMap<>();
     private final Map<String, Set<String>> byOwner = new HashMap<>();
+    /**
+     * Keys with a live undecided claim beside a live standing one, kept on every change of their claims: the only
+     * undecided claims a LIST can judge (see {@link #undecidedBesideStanding}), found without a walk of every claim.
+     */
+    private final Set<String> undecidedBesideStandingKeys = new HashSet<>();
 
     /**
      * A pod's new version. {@code exact} is true only when this is a watch event applied in commit order to a
@@ -171,9 +177,22 @@ public final class ClaimLedger {
         return live(Standing.LOST);
     }
 
-    /** Claims seen in a LIST and not settled since, still live: undecided here. */
-    public List<Claim> undecided() {
-        return live(Standing.UNKNOWN);
+    /**
+     * Claims seen in a LIST and not settled since, still live (undecided here), of the keys that also have a live
+     * claim that stands. From an index kept on every change: after a restart every unsettled claim is undecided, and
+     * most keys have no other claim, so this costs the few claims returned, not all of them.
+     */
+    public List<Claim> undecidedBesideStanding() {
+        List<Claim> out = new ArrayList<>();
+        for (String key : undecidedBesideStandingKeys) {
+            for (String p : byKey.get(key)) {
+                Claim c = byPod.get(p);
+                if (c.standing() == Standing.UNKNOWN && !c.terminating()) {
+                    out.add(c);
+                }
+            }
+        }
+        return out;
     }
 
     private List<Claim> live(Standing standing) {
@@ -209,6 +228,7 @@ public final class ClaimLedger {
         if (!c.ownerHash().isEmpty()) {
             byOwner.computeIfAbsent(c.ownerHash(), k -> new LinkedHashSet<>()).add(c.pod());
         }
+        reindex(c.keyHash());
     }
 
     private void replace(Claim old, Claim c) {
@@ -217,6 +237,7 @@ public final class ClaimLedger {
             add(c);
         } else {
             byPod.put(c.pod(), c);
+            reindex(c.keyHash());
         }
     }
 
@@ -225,6 +246,25 @@ public final class ClaimLedger {
         unindex(byKey, c.keyHash(), c.pod());
         if (!c.ownerHash().isEmpty()) {
             unindex(byOwner, c.ownerHash(), c.pod());
+        }
+        reindex(c.keyHash());
+    }
+
+    /** Whether the key has a live undecided claim beside a live standing one now, from its own claims (few). */
+    private void reindex(String key) {
+        boolean undecided = false;
+        boolean standing = false;
+        for (String p : byKey.getOrDefault(key, Set.of())) {
+            Claim c = byPod.get(p);
+            if (!c.terminating()) {
+                undecided |= c.standing() == Standing.UNKNOWN;
+                standing |= c.standing() == Standing.WON;
+            }
+        }
+        if (undecided && standing) {
+            undecidedBesideStandingKeys.add(key);
+        } else {
+            undecidedBesideStandingKeys.remove(key);
         }
     }
 

@@ -88,13 +88,11 @@ public final class LostClaimSweeper {
      */
     private int sweepBesideSettled(long now, Set<String> current) {
         Map<String, List<ClaimLedger.Claim>> due = new HashMap<>();
-        Map<String, Boolean> standingKeys = new HashMap<>();
-        for (ClaimLedger.Claim c : pods.undecidedClaims()) {
-            // a settled claim is standing in the ledger: a key without one is neither timed nor worth a LIST (after
-            // a restart every unsettled claim is undecided here, and most keys have no other claim)
-            boolean standing = standingKeys.computeIfAbsent(c.keyHash(),
-                    k -> pods.claimsOf(k).stream().anyMatch(o -> o.stands() && !o.terminating()));
-            if (standing && pastGrace(c, now, current)) {
+        // a settled claim is standing in the ledger: a key without one is neither timed nor worth a LIST (after a
+        // restart every unsettled claim is undecided here, and most keys have no other claim), and the ledger hands
+        // out only the undecided claims of keys with one
+        for (ClaimLedger.Claim c : pods.undecidedClaimsBesideStanding()) {
+            if (pastGrace(c, now, current)) {
                 due.computeIfAbsent(c.keyHash(), k -> new ArrayList<>()).add(c);
             }
         }

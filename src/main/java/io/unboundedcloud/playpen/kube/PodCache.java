@@ -647,10 +647,13 @@ public final class PodCache implements AutoCloseable {
         }
     }
 
-    /** Claims seen in a LIST that no write has settled since: undecided here. */
-    public List<ClaimLedger.Claim> undecidedClaims() {
+    /**
+     * Claims seen in a LIST that no write has settled since (undecided here), of keys that also have a claim that
+     * stands: see {@link ClaimLedger#undecidedBesideStanding}.
+     */
+    public List<ClaimLedger.Claim> undecidedClaimsBesideStanding() {
         synchronized (storeLock) {
-            return ledger.undecided();
+            return ledger.undecidedBesideStanding();
         }
     }
 

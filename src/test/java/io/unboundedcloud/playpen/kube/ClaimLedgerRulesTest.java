@@ -170,6 +170,12 @@ class ClaimLedgerRulesTest {
         }
         assertThat(ledger.lost()).as("lost after %s", after).containsExactlyInAnyOrderElementsOf(model.values().stream()
                 .filter(c -> c.standing() == Standing.LOST && !c.terminating()).toList());
+        assertThat(ledger.undecidedBesideStanding()).as("undecided beside standing after %s", after)
+                .containsExactlyInAnyOrderElementsOf(model.values().stream()
+                        .filter(c -> c.standing() == Standing.UNKNOWN && !c.terminating())
+                        .filter(c -> model.values().stream().anyMatch(o -> o.keyHash().equals(c.keyHash())
+                                && o.standing() == Standing.WON && !o.terminating()))
+                        .toList());
     }
 
     @Test
