@@ -89,12 +89,20 @@ public final class TtlPolicy {
         return Optional.of(cap(at, at.plus(d)));
     }
 
-    /** claimed-at + maxLifetime, the latest expiry a renewal may set; empty without a cap or a usable claimed-at. */
+    /**
+     * claimed-at + maxLifetime, the latest expiry a renewal may set; empty without a cap. A claim whose claimed-at
+     * is missing or unusable (edited by hand) has no lifetime to measure: its current expiry is its latest, so
+     * renewing it again and again cannot keep it past the cap.
+     */
     public Optional<Instant> maxExpiresAt(Pod pod) {
         if (maxLifetime.isZero()) {
             return Optional.empty();
         }
-        return claimedAt(pod).map(at -> at.plus(maxLifetime));
+        Optional<Instant> claimed = claimedAt(pod);
+        if (claimed.isPresent()) {
+            return Optional.of(claimed.get().plus(maxLifetime));
+        }
+        return expiresAt(pod).filter(at -> !at.equals(ALREADY_EXPIRED));
     }
 
     /**

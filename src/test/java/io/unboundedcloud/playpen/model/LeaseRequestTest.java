@@ -169,4 +169,17 @@ class LeaseRequestTest {
         assertThat(p.maxExpiresAt(pod)).contains(Instant.parse("2026-01-01T05:00:00Z"));
         assertThat(new TtlPolicy(Duration.ofHours(1)).maxExpiresAt(pod)).isEmpty();
     }
+    @Test
+    void withoutAClaimedAtARenewalCannotGetPastTheMaximumLifetime() {
+        // a claim edited by hand to keep its expires-at but lose its claimed-at: its lifetime cannot be measured,
+        // so a renewal must not move it at all, or renewing again and again would keep it forever
+        TtlPolicy p = new TtlPolicy(Duration.ofHours(1), Duration.ofHours(5));
+        Pod pod = claimed(null, "2026-01-01T01:00:00Z");
+        Instant now = Instant.parse("2026-01-01T00:30:00Z");
+        assertThat(p.renewedExpiry(pod, now, Duration.ofHours(24))).isEqualTo(Instant.parse("2026-01-01T01:00:00Z"));
+        assertThat(p.maxExpiresAt(pod)).contains(Instant.parse("2026-01-01T01:00:00Z"));
+        // without a cap there is nothing to exceed: the renewal extends as usual
+        assertThat(new TtlPolicy(Duration.ofHours(1)).renewedExpiry(pod, now, Duration.ofHours(2)))
+                .isEqualTo(Instant.parse("2026-01-01T02:30:00Z"));
+    }
 }
