@@ -77,7 +77,7 @@ public record OperatorConfig(
     public enum Request { RUN, HELP, VERSION }
 
     /** The raw flag values (defaults filled in) and the help/version switches of one command line. */
-    record Scan(Map<Flag, String> values, boolean help, boolean version) {
+    record Scan(Map<Flag, String> values, boolean help, boolean version, java.util.Set<Flag> given) {
     }
 
     /** Parses flags; every flag not given takes its default. The environment is not read. */
@@ -90,7 +90,8 @@ public record OperatorConfig(
      * production) as one of the ways to give the Redfish password.
      */
     public static OperatorConfig parse(Map<String, String> env, String... args) {
-        return build(new Values(scan(args).values()), env);
+        Scan scan = scan(args);
+        return build(new Values(scan.values(), scan.given()), env);
     }
 
     /**
@@ -172,7 +173,7 @@ public record OperatorConfig(
             given.put(flag, true);
             values.put(flag, value);
         }
-        return new Scan(values, help, version);
+        return new Scan(values, help, version, java.util.Collections.unmodifiableSet(given.keySet()));
     }
 
     /** Go's strconv.ParseBool, which pflag uses for boolean flags. */
@@ -290,7 +291,7 @@ public record OperatorConfig(
                 v.intIn(Flag.DEV_OPERATORS, 0, 1), v.operatorAddrs(Flag.DEV_OPERATOR_ADDRS),
                 v.intIn(Flag.MAX_ALLOCS_PER_USER, 0, 1_000_000),
                 servingCertRenewal(v),
-                new LeaseLimits(positive(v, Flag.PLAYPEN_MAX_TTL), v.duration(Flag.PLAYPEN_MAX_LIFETIME),
+                new LeaseLimits(maxTtl(v, ttl), v.duration(Flag.PLAYPEN_MAX_LIFETIME),
                         v.intIn(Flag.MAX_WAIT, 0, 3600)),
                 waitingLimits(v), health[0], Integer.parseInt(health[1]),
                 v.origins(Flag.MANAGEMENT_ALLOWED_ORIGINS), v.hostNames(Flag.MANAGEMENT_ALLOWED_HOSTS),
@@ -388,6 +389,24 @@ public record OperatorConfig(
                 base, max, maxIdle);
     }
 
+    /**
+     * --playpen-max-ttl, never below a positive --playpen-ttl (the ttl of an alloc or renewal that asks for none,
+     * which would otherwise outlast the maximum and be refused when asked for by name): not given, it grows to
+     * --playpen-ttl, so a deployment with the Go operator's flags alone keeps its allocations' lifetime; given
+     * below it, the operator does not start.
+     */
+    private static Duration maxTtl(Values v, Duration ttl) {
+        Duration max = positive(v, Flag.PLAYPEN_MAX_TTL);
+        if (ttl.compareTo(max) <= 0) {
+            return max;
+        }
+        if (!v.given(Flag.PLAYPEN_MAX_TTL)) {
+            return ttl;
+        }
+        throw v.bad(Flag.PLAYPEN_MAX_TTL, "must not be less than --playpen-ttl (" + v.str(Flag.PLAYPEN_TTL).trim()
+                + "), the ttl of an alloc or renewal that asks for none; raise it or lower --playpen-ttl");
+    }
+
     private static Duration positive(Values v, Flag f) {
         Duration d = v.duration(f);
         if (d.isZero() || d.isNegative()) {
@@ -464,9 +483,16 @@ public record OperatorConfig(
 
     private static final class Values {
         private final Map<Flag, String> values;
+        private final java.util.Set<Flag> given;
 
-        Values(Map<Flag, String> values) {
+        Values(Map<Flag, String> values, java.util.Set<Flag> given) {
             this.values = values;
+            this.given = given;
+        }
+
+        /** Whether the command line gave the flag (else it has its default). */
+        boolean given(Flag f) {
+            return given.contains(f);
         }
 
         String str(Flag f) {

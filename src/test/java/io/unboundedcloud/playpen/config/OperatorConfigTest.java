@@ -460,4 +460,21 @@ public class OperatorConfigTest {
                     .hasMessageContaining("--dev-operator");
         }
     }
+    @Test
+    void theDefaultTtlIsNeverAboveTheLongestTtlAnAllocMayAskFor() {
+        // the Go operator's flag alone: allocations last as long as they did under it, and asking for that ttl
+        // (or renewing for it) is not refused
+        assertThat(OperatorConfig.parse("--playpen-ttl=48h").leases().maxTtl()).isEqualTo(Duration.ofHours(48));
+        assertThat(OperatorConfig.parse("--playpen-ttl=2h").leases().maxTtl()).isEqualTo(Duration.ofHours(24));
+        // both given, the default above the maximum: refused at startup, not silently past the maximum
+        assertThatThrownBy(() -> OperatorConfig.parse("--playpen-ttl=4h", "--playpen-max-ttl=2h"))
+                .isInstanceOf(ConfigException.class)
+                .hasMessage("invalid value \"2h\" for flag --playpen-max-ttl: must not be less than --playpen-ttl (4h),"
+                        + " the ttl of an alloc or renewal that asks for none; raise it or lower --playpen-ttl");
+        assertThat(OperatorConfig.parse("--playpen-ttl=2h", "--playpen-max-ttl=2h").leases().maxTtl())
+                .isEqualTo(Duration.ofHours(2));
+        // expiry off by default: nothing to compare
+        assertThat(OperatorConfig.parse("--playpen-ttl=0", "--playpen-max-ttl=2h").leases().maxTtl())
+                .isEqualTo(Duration.ofHours(2));
+    }
 }
