@@ -78,13 +78,14 @@ public final class TtlPolicy {
 
     /**
      * The expiry a claim made at {@code claimedAt} writes: claimed-at + the requested ttl (null: the default ttl),
-     * capped at claimed-at + maxLifetime; empty when there is none (no ttl asked and the default disabled).
+     * capped at claimed-at + maxLifetime; with no ttl asked and the default disabled, claimed-at + maxLifetime (an
+     * allocation that never expired would outlive the cap), or empty without a cap.
      */
     public Optional<Instant> claimExpiry(Instant claimedAt, Duration requested) {
         Instant at = claimedAt.truncatedTo(ChronoUnit.SECONDS);
         Duration d = requested != null ? requested : ttl;
         if (d.isZero()) {
-            return Optional.empty();
+            return maxLifetime.isZero() ? Optional.empty() : Optional.of(at.plus(maxLifetime));
         }
         return Optional.of(cap(at, at.plus(d)));
     }

@@ -148,7 +148,9 @@ class LeaseRequestTest {
         "1h, 0, 2h, 2026-01-01T02:00:00Z",
         "1h, 90m, 2h, 2026-01-01T01:30:00Z",
         "0s, 0, 30m, 2026-01-01T00:30:00Z",
-        "0s, 0, , none"})
+        "0s, 0, , none",
+        // no default ttl, but a cap: the allocation does not outlive it
+        "0s, 8h, , 2026-01-01T08:00:00Z"})
     void theClaimWritesItsExpiry(String ttl, String maxLifetime, String requested, String expected) {
         TtlPolicy p = new TtlPolicy(io.unboundedcloud.playpen.config.GoDuration.parse(ttl),
                 io.unboundedcloud.playpen.config.GoDuration.parse(maxLifetime));
