@@ -53,7 +53,7 @@ public final class BenchJar {
         DEFAULTS.put("cpuConcurrency", "1,32,64");
         DEFAULTS.put("cpuWarmAllocs", "2000");
         DEFAULTS.put("jitWarmup", "1500");
-        DEFAULTS.put("jitSettleRounds", "20");
+        DEFAULTS.put("jitSettleRounds", "60");
         DEFAULTS.put("rounds", "4");
         DEFAULTS.put("cpuReplicas", "1,2,3,1");
         DEFAULTS.put("client", "vertx");

@@ -141,7 +141,10 @@ final class HugePool {
             b.warmUp(e, lineup, b.jitWarmup);
             b.log("  JIT warm-up over %d pods: %d requests of each scenario in %.1f s", total, b.jitWarmup,
                     (System.nanoTime() - t0) / 1e9);
-            jit = b.settleJit(e, lineup);
+            int idleLeft = idleLeft(e);
+            int settleRounds = settleRoundsWithin(idleLeft, lineup.size());
+            b.log("  JIT settling over %d pods: at most %d rounds (%d idle pods left)", total, settleRounds, idleLeft);
+            jit = b.settleJit(e, lineup, settleRounds);
         }
         List<Bench.Measured> measured = new ArrayList<>();
         for (Bench.Scenario sc : lineup) {
@@ -219,6 +222,30 @@ final class HugePool {
             Bench.await(() -> Bench.eventsSettled(e) >= eventsBefore + succeeded, java.time.Duration.ofSeconds(10),
                     "Allocated events written");
         }
+    }
+
+    /**
+     * The settling rounds the idle pods left allow: every scenario of the lineup ({@code scenarios} of them) uses up
+     * an idle pod per request (the bare and watched PATCHes keep the pods they claim, the allocations here are
+     * not released, and the pool here makes none), each round's batch after {@code bench.warmup} unmeasured requests,
+     * and the measured rounds after need {@code bench.requests} plus each round's warm-up of each; at most
+     * {@code bench.jitSettleRounds}.
+     */
+    int settleRoundsWithin(int idleLeft, int scenarios) {
+        int measuredNeed = scenarios * (b.requests + Math.max(1, b.rounds) * Bench.ROUND_WARMUP);
+        int perRound = Math.max(1, scenarios * (b.jitSettleRoundRequests() + b.warmup));
+        return Math.max(0, Math.min(b.jitSettleRounds, (idleLeft - measuredNeed) / perRound));
+    }
+
+    /** Idle pods in the cache (those a bare scenario has PATCHed already count as claimed). */
+    private int idleLeft(Bench.Env e) {
+        int n = 0;
+        for (Pod p : e.op.app.podCache().pods()) {
+            if (ManagedPods.isIdle(p) && !used.contains(ManagedPods.name(p))) {
+                n++;
+            }
+        }
+        return n;
     }
 
     /** The bare claim PATCH on idle pods picked from the in-process operator's cache (a LIST of 100,000 is not cheap). */
