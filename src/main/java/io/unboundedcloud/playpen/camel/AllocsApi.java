@@ -77,9 +77,13 @@ public final class AllocsApi {
         };
     }
 
-    /** 403 unless RBAC lets the user {@code verb} allocs at all (the same check kube-apiserver made). */
-    public void authorize(@ExchangeProperty(FrontDoor.IDENTITY) Identity who, @ExchangeProperty(FrontDoor.FLOW) String flow) {
-        reviewer.authorize(who, verb(flow));
+    /**
+     * 403 unless RBAC lets the user {@code verb} allocs at all, or the one alloc a get or delete names (the same
+     * check kube-apiserver makes: a Role's {@code resourceNames} grant those names).
+     */
+    public void authorize(@ExchangeProperty(FrontDoor.IDENTITY) Identity who, @ExchangeProperty(FrontDoor.FLOW) String flow,
+            @ExchangeProperty(FrontDoor.TARGET) String target) {
+        reviewer.authorize(who, AccessReviewer.ALLOCS, verb(flow), "allocs_list".equals(flow) ? null : ApiPaths.allocName(target));
     }
 
     /**
@@ -227,7 +231,7 @@ public final class AllocsApi {
     /** Whose allocations: everyone's when RBAC grants the verb on allocs/all, else the caller's own. */
     public Read scope(@Body AllocViews.Query query, @ExchangeProperty(FrontDoor.IDENTITY) Identity who,
             @ExchangeProperty(FrontDoor.FLOW) String flow) {
-        boolean everyone = reviewer.allowedForAllUsers(who, verb(flow));
+        boolean everyone = reviewer.allowedForAllUsers(who, verb(flow), query.name());
         OwnerHashes.Owner viewer = owners.of(who.user());
         return new Read(query, everyone ? null : viewer, viewer);
     }

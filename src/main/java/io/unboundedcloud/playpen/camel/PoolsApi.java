@@ -44,9 +44,11 @@ public final class PoolsApi {
         this.views = new PoolViews(maxSurge);
     }
 
-    /** 403 unless RBAC lets the user get (one pool) or list (all) pools. */
-    public void authorize(@ExchangeProperty(FrontDoor.IDENTITY) Identity who, @ExchangeProperty(FrontDoor.FLOW) String flow) {
-        reviewer.authorize(who, AccessReviewer.POOLS, "pools_get".equals(flow) ? "get" : "list");
+    /** 403 unless RBAC lets the user get the one pool named (a Role's resourceNames count) or list pools. */
+    public void authorize(@ExchangeProperty(FrontDoor.IDENTITY) Identity who, @ExchangeProperty(FrontDoor.FLOW) String flow,
+            @ExchangeProperty(FrontDoor.TARGET) String target) {
+        boolean one = "pools_get".equals(flow);
+        reviewer.authorize(who, AccessReviewer.POOLS, one ? "get" : "list", one ? ApiPaths.poolName(target) : null);
     }
 
     /** The name (get) and the list options; 400 for bad options, 405 for a watch. */

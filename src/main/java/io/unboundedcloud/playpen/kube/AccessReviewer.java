@@ -22,9 +22,10 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
 
 /**
  * Authorizes alloc and dealloc with a SubjectAccessReview for create on allocs, and the allocs reads and
- * delete (ours) with their own verb, plus the same verb on {@code allocs/all} for everyone's allocations. Decisions
- * are cached per user, verb and subresource briefly: allowed for {@code allowedTtl}, denied for
- * {@code deniedTtl}; a zero TTL disables caching.
+ * delete (ours) with their own verb, plus the same verb on {@code allocs/all} for everyone's allocations. A get or
+ * delete of one object names it in the review, as kube-apiserver does, so a Role limited by {@code resourceNames}
+ * grants exactly those objects. Decisions are cached per user, verb, subresource and name briefly: allowed for
+ * {@code allowedTtl}, denied for {@code deniedTtl}; a zero TTL disables caching.
  */
 public final class AccessReviewer {
     private static final Logger LOG = LoggerFactory.getLogger(AccessReviewer.class);
@@ -32,12 +33,18 @@ public final class AccessReviewer {
     private record Decision(boolean allowed, String reason, long untilNanos) {
     }
 
-    /** What a decision is about: the user, the verb, the resource and its subresource ("" = the resource itself). */
-    private record Question(Identity who, String verb, String resource, String subresource) {
-        Question(Identity who, String verb, String subresource) {
-            this(who, verb, "allocs", subresource);
+    /**
+     * What a decision is about: the user, the verb, the resource, its subresource ("" = the resource itself) and the
+     * one object's name (null = no name: a list or a create).
+     */
+    private record Question(Identity who, String verb, String resource, String subresource, String name) {
+        Question(Identity who, String verb, String subresource, String name) {
+            this(who, verb, ALLOCS, subresource, name);
         }
     }
+
+    /** The allocs resource. */
+    public static final String ALLOCS = "allocs";
 
     /** The read-only pools resource (kubectl get pools). */
     public static final String POOLS = "pools";
@@ -71,20 +78,24 @@ public final class AccessReviewer {
 
     /** Throws 403 when the user may not {@code verb} allocs (their own; the owner check is the caller's). */
     public void authorize(Identity who, String verb) {
-        Decision d = decide(new Question(who, verb, ""));
-        if (!d.allowed()) {
-            String why = d.reason() == null || d.reason().isBlank() ? "" : ": " + d.reason();
-            throw ApiException.forbidden("allocs." + PlaypenKeys.GROUP + " is forbidden: User \"" + who.user()
-                    + "\" cannot " + verb + " resource \"allocs\" in API group \"" + PlaypenKeys.GROUP + "\"" + why);
-        }
+        authorize(who, ALLOCS, verb, null);
     }
 
     /** Throws 403 when the user may not {@code verb} the resource {@code resource} of the group (pools). */
     public void authorize(Identity who, String resource, String verb) {
-        Decision d = decide(new Question(who, verb, resource, ""));
+        authorize(who, resource, verb, null);
+    }
+
+    /**
+     * Throws 403 when the user may not {@code verb} the object {@code name} (null: no one object, a list or a create)
+     * of {@code resource} (allocs: their own; the owner check is the caller's).
+     */
+    public void authorize(Identity who, String resource, String verb, String name) {
+        Decision d = decide(new Question(who, verb, resource, "", name));
         if (!d.allowed()) {
             String why = d.reason() == null || d.reason().isBlank() ? "" : ": " + d.reason();
-            throw ApiException.forbidden(resource + "." + PlaypenKeys.GROUP + " is forbidden: User \"" + who.user()
+            throw ApiException.forbidden(resource + "." + PlaypenKeys.GROUP + named(name) + " is forbidden: User \""
+                    + who.user()
                     + "\" cannot " + verb + " resource \"" + resource + "\" in API group \"" + PlaypenKeys.GROUP + "\""
                     + why);
         }
@@ -95,11 +106,21 @@ public final class AccessReviewer {
      * only their own. A failed review counts as no (the caller then sees only their own).
      */
     public boolean allowedForAllUsers(Identity who, String verb) {
+        return allowedForAllUsers(who, verb, null);
+    }
+
+    /** As {@link #allowedForAllUsers(Identity, String)} for the one object {@code name} (null: none). */
+    public boolean allowedForAllUsers(Identity who, String verb, String name) {
         try {
-            return decide(new Question(who, verb, ALL_USERS)).allowed();
+            return decide(new Question(who, verb, ALL_USERS, name)).allowed();
         } catch (ApiException e) {
             return false;
         }
+    }
+
+    /** kube-apiserver's words: the object's name, quoted, after the resource when the request named one. */
+    private static String named(String name) {
+        return name == null || name.isEmpty() ? "" : " " + io.unboundedcloud.playpen.model.AllocViews.quoteShort(name);
     }
 
     private Decision decide(Question q) {
@@ -154,6 +175,7 @@ public final class AccessReviewer {
                 .withResourceAttributes(new ResourceAttributesBuilder()
                         .withGroup(PlaypenKeys.GROUP).withVersion(PlaypenKeys.VERSION)
                         .withResource(q.resource()).withSubresource(q.subresource().isEmpty() ? null : q.subresource())
+                        .withName(q.name() == null || q.name().isEmpty() ? null : q.name())
                         .withVerb(q.verb()).build())
                 .endSpec()
                 .build();

@@ -234,6 +234,47 @@ class AllocsRouteTest {
                 && s.getSpec().getResourceAttributes().getSubresource() == null);
     }
 
+    /**
+     * A Role that names the allocations it grants ({@code resourceNames}) lets its user get and delete exactly those,
+     * as kube-apiserver would: the review of a get or delete of one allocation names it, and a verdict for one name
+     * never answers for another.
+     */
+    @Test
+    void aRoleLimitedByResourceNamesGetsAndDeletesTheNamedAllocationsOnly() throws Exception {
+        op = new OperatorHarness(cluster, "--playpen-ttl=1h");
+        http = op.frontProxy();
+        runners(2);
+        assertThat(alloc(op, "carol-1", "carol", "playpen-users").statusCode()).isEqualTo(200);
+        assertThat(alloc(op, "carol-2", "carol", "playpen-users").statusCode()).isEqualTo(200);
+        String granted = idOf(podOf("carol-1"));
+        String other = idOf(podOf("carol-2"));
+        // dave's Role: get and delete on allocs with resourceNames [granted], nothing else
+        var users = cluster.sarPolicy;
+        cluster.sarPolicy = sar -> {
+            if (!"dave".equals(sar.getSpec().getUser())) {
+                return users.test(sar);
+            }
+            var a = sar.getSpec().getResourceAttributes();
+            return List.of("get", "delete").contains(a.getVerb()) && granted.equals(a.getName());
+        };
+        // dave acts on carol's allocations: he sees them only with allocs/all, which he holds for the named one
+        HttpResponse<String> get = send("GET", ALLOCS + "/" + granted, "application/json", "dave", "named");
+        assertThat(get.statusCode()).as(get.body()).isEqualTo(200);
+        assertThat(json(get).at("/metadata/name").asText()).isEqualTo(granted);
+        HttpResponse<String> notNamed = send("GET", ALLOCS + "/" + other, "application/json", "dave", "named");
+        assertStatus(notNamed, 403, "Forbidden", null);
+        assertThat(json(notNamed).get("message").asText()).contains("cannot get resource \"allocs\"");
+        assertStatus(send("DELETE", ALLOCS + "/" + other, null, "dave", "named"), 403, "Forbidden", null);
+        assertStatus(send("GET", ALLOCS, null, "dave", "named"), 403, "Forbidden", null);
+        HttpResponse<String> del = send("DELETE", ALLOCS + "/" + granted, null, "dave", "named");
+        assertThat(del.statusCode()).as(del.body()).isEqualTo(200);
+        assertThat(cluster.client.pods().inNamespace("playpen").withName(podOf("carol-2").getMetadata().getName())
+                .get()).isNotNull();
+        assertThat(cluster.sarRequests).anyMatch(s -> "dave".equals(s.getSpec().getUser())
+                && "get".equals(s.getSpec().getResourceAttributes().getVerb())
+                && granted.equals(s.getSpec().getResourceAttributes().getName()));
+    }
+
     /** A control plane's kubeconfig is in the one object its owner reads, nowhere else (lists, tables, admins). */
     @Test
     void controlPlaneKubeconfigOnlyForItsOwner() throws Exception {

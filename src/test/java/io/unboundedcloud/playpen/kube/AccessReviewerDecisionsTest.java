@@ -65,6 +65,39 @@ class AccessReviewerDecisionsTest {
         }
     }
 
+    @Test
+    void aReviewOfOneNamedObjectNamesItAndItsVerdictAnswersForThatNameOnly() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            // bob's Role names the allocation and the pool it grants (resourceNames)
+            cluster.sarPolicy = sar -> "0123456789abcdef".equals(sar.getSpec().getResourceAttributes().getName())
+                    || "runner-amd64".equals(sar.getSpec().getResourceAttributes().getName());
+            AccessReviewer reviewer = reviewer(cluster, Duration.ofMinutes(1), Duration.ofMinutes(1),
+                    new ApiCallCounter());
+
+            reviewer.authorize(BOB, AccessReviewer.ALLOCS, "get", "0123456789abcdef");
+            assertThatThrownBy(() -> reviewer.authorize(BOB, AccessReviewer.ALLOCS, "get", "fedcba9876543210"))
+                    .isInstanceOfSatisfying(ApiException.class, e -> assertThat(e.code()).isEqualTo(403));
+            reviewer.authorize(BOB, AccessReviewer.ALLOCS, "delete", "0123456789abcdef");
+            assertThat(reviewer.allowedForAllUsers(BOB, "get", "0123456789abcdef")).isTrue();
+            assertThat(reviewer.allowedForAllUsers(BOB, "get", "fedcba9876543210")).isFalse();
+            reviewer.authorize(BOB, AccessReviewer.POOLS, "get", "runner-amd64");
+            assertThatThrownBy(() -> reviewer.authorize(BOB, AccessReviewer.POOLS, "get", "runner-arm64"))
+                    .isInstanceOfSatisfying(ApiException.class, e -> assertThat(e.code()).isEqualTo(403));
+
+            assertThat(cluster.sarRequests).extracting(s -> s.getSpec().getResourceAttributes().getVerb() + " "
+                    + s.getSpec().getResourceAttributes().getResource() + "/"
+                    + s.getSpec().getResourceAttributes().getSubresource() + " "
+                    + s.getSpec().getResourceAttributes().getName())
+                    .containsExactly("get allocs/null 0123456789abcdef", "get allocs/null fedcba9876543210",
+                            "delete allocs/null 0123456789abcdef", "get allocs/all 0123456789abcdef",
+                            "get allocs/all fedcba9876543210", "get pools/null runner-amd64",
+                            "get pools/null runner-arm64");
+            // a list names nothing (so bob's Role, naming its objects, cannot list)
+            assertThatThrownBy(() -> reviewer.authorize(ALICE, "list")).isInstanceOf(ApiException.class);
+            assertThat(cluster.sarRequests.get(7).getSpec().getResourceAttributes().getName()).isNull();
+        }
+    }
+
     private static void assertAttributes(ResourceAttributes a, String resource, String subresource, String verb) {
         assertThat(a.getGroup()).isEqualTo(PlaypenKeys.GROUP);
         assertThat(a.getVersion()).isEqualTo(PlaypenKeys.VERSION);
