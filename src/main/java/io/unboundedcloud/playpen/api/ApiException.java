@@ -66,6 +66,44 @@ public class ApiException extends RuntimeException {
         return new ApiException(409, "Conflict", message);
     }
 
+    public static ApiException notAcceptable(String message) {
+        return new ApiException(406, "NotAcceptable", message);
+    }
+
+    /**
+     * 406 NotAcceptable, as kube-apiserver answers it, when an {@code Accept} header admits no JSON (only protobuf or
+     * YAML, say): no range is {@code application/json}, {@code application/*} or {@code *}{@code /*} with a
+     * quality above 0. No header, or a blank one, accepts anything. JSON is all this server writes.
+     */
+    public static void requireJsonAccepted(String accept) {
+        if (accept == null || accept.isBlank()) {
+            return;
+        }
+        for (String range : accept.split(",")) {
+            String[] parts = range.split(";");
+            String type = parts[0].trim().toLowerCase(java.util.Locale.ROOT);
+            if (!type.equals("application/json") && !type.equals("application/*") && !type.equals("*/*")) {
+                continue;
+            }
+            boolean refused = false;
+            for (int i = 1; i < parts.length; i++) {
+                String[] kv = parts[i].split("=", 2);
+                if (kv.length == 2 && kv[0].trim().equalsIgnoreCase("q")) {
+                    try {
+                        refused = Double.parseDouble(kv[1].trim()) <= 0;
+                    } catch (NumberFormatException e) {
+                        refused = false;
+                    }
+                }
+            }
+            if (!refused) {
+                return;
+            }
+        }
+        throw notAcceptable("only the following media types are accepted: application/json; send Accept: "
+                + "application/json, as kubectl and client-go do");
+    }
+
     public static ApiException tooLarge(String message) {
         return new ApiException(413, "RequestEntityTooLarge", message);
     }

@@ -93,6 +93,7 @@ public final class AllocsApi {
      */
     public AllocViews.Query parseQuery(@ExchangeProperty(FrontDoor.TARGET) String target,
             @ExchangeProperty(FrontDoor.FLOW) String flow, @Header("Accept") String accept) {
+        ApiException.requireJsonAccepted(accept);
         String name = null;
         if (!"allocs_list".equals(flow)) {
             name = ApiPaths.allocName(target);

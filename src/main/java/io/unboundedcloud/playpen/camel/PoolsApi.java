@@ -54,6 +54,7 @@ public final class PoolsApi {
     /** The name (get) and the list options; 400 for bad options, 405 for a watch. */
     public PoolViews.Query parseQuery(@ExchangeProperty(FrontDoor.TARGET) String target,
             @ExchangeProperty(FrontDoor.FLOW) String flow, @Header("Accept") String accept) {
+        ApiException.requireJsonAccepted(accept);
         String name = "pools_get".equals(flow) ? ApiPaths.poolName(target) : null;
         try {
             return PoolViews.parseQuery(name, ApiPaths.rawQuery(target), accept);

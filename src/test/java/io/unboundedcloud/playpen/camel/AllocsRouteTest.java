@@ -275,6 +275,37 @@ class AllocsRouteTest {
                 && granted.equals(s.getSpec().getResourceAttributes().getName()));
     }
 
+    /**
+     * Only JSON is served: an Accept that admits no JSON (protobuf only, YAML only) is a 406 NotAcceptable Status as
+     * kube-apiserver answers it, while what kubectl and client-go send, a wildcard and no Accept at all are answered.
+     */
+    @Test
+    void anAcceptThatAdmitsNoJsonIsNotAcceptable() throws Exception {
+        op = new OperatorHarness(cluster, "--playpen-ttl=1h");
+        http = op.frontProxy();
+        runners(1);
+        assertThat(alloc(op, "alice-1", "alice", "playpen-users").statusCode()).isEqualTo(200);
+        String one = ALLOCS + "/" + idOf(podOf("alice-1"));
+        for (String accept : List.of("application/vnd.kubernetes.protobuf", "application/yaml",
+                "application/json;q=0, application/yaml", "text/plain")) {
+            for (String path : List.of(ALLOCS, one)) {
+                HttpResponse<String> r = send("GET", path, accept, "alice", "playpen-users");
+                assertStatus(r, 406, "NotAcceptable", null);
+                assertThat(json(r).get("code").asInt()).isEqualTo(406);
+                assertThat(json(r).get("message").asText()).as(accept)
+                        .startsWith("only the following media types are accepted: application/json");
+                assertThat(r.headers().firstValue("Content-Type").orElse("")).startsWith("application/json");
+            }
+        }
+        for (String accept : java.util.Arrays.asList(null, "", TABLE, "application/vnd.kubernetes.protobuf,application/json",
+                "*/*", "application/*", "application/yaml, */*;q=0.1", "APPLICATION/JSON")) {
+            for (String path : List.of(ALLOCS, one)) {
+                HttpResponse<String> r = send("GET", path, accept, "alice", "playpen-users");
+                assertThat(r.statusCode()).as(accept + " " + path + ": " + r.body()).isEqualTo(200);
+            }
+        }
+    }
+
     /** A control plane's kubeconfig is in the one object its owner reads, nowhere else (lists, tables, admins). */
     @Test
     void controlPlaneKubeconfigOnlyForItsOwner() throws Exception {

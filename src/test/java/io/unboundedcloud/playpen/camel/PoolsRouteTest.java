@@ -178,6 +178,12 @@ class PoolsRouteTest {
                 .POST(HttpRequest.BodyPublishers.ofString("{}")), "alice", "playpen-users").build(),
                 HttpResponse.BodyHandlers.ofString());
         assertThat(post.statusCode()).as("pools are read-only").isEqualTo(405);
+        // only JSON is served: protobuf or YAML alone is 406 NotAcceptable; client-go's protobuf-then-JSON is answered
+        HttpResponse<String> yaml = get(POOLS, "application/yaml");
+        assertThat(yaml.statusCode()).as(yaml.body()).isEqualTo(406);
+        assertThat(M.readTree(yaml.body()).path("reason").asText()).isEqualTo("NotAcceptable");
+        assertThat(get(POOLS + "/runner-s390x", "application/vnd.kubernetes.protobuf").statusCode()).isEqualTo(406);
+        assertThat(get(POOLS, "application/vnd.kubernetes.protobuf,application/json").statusCode()).isEqualTo(200);
         // RBAC: a user without get/list on pools is refused, and the review asked about pools
         HttpResponse<String> denied = get(POOLS, "application/json", "mallory", "others");
         assertThat(denied.statusCode()).isEqualTo(403);
