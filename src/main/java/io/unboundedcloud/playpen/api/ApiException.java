@@ -104,6 +104,10 @@ public class ApiException extends RuntimeException {
                 + "application/json, as kubectl and client-go do");
     }
 
+    public static ApiException invalid(String message) {
+        return new ApiException(422, "Invalid", message);
+    }
+
     public static ApiException tooLarge(String message) {
         return new ApiException(413, "RequestEntityTooLarge", message);
     }

@@ -154,6 +154,7 @@ public final class AllocViews {
         if (KubeObjects.asksWatch(params)) {
             throw new UnsupportedOperationException(WATCH_UNSUPPORTED);
         }
+        KubeObjects.checkResourceVersionMatch(params);
         String tableVersion = tableVersion(accept);
         return new Query(name, limit, after, terms, labels, tableVersion != null, tableVersion, include);
     }

@@ -46,6 +46,7 @@ public final class PoolViews {
         if (KubeObjects.asksWatch(params)) {
             throw new UnsupportedOperationException("watch is not supported on pools");
         }
+        KubeObjects.checkResourceVersionMatch(params);
         // one page holds every pool (a limit is met with all of them and no continue token), so a token can only
         // come from another list: answering the whole list again would repeat the pools to a client paging
         AllocViews.limit(params);

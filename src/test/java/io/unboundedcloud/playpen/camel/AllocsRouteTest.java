@@ -306,6 +306,41 @@ class AllocsRouteTest {
         }
     }
 
+    /**
+     * A list's resourceVersionMatch is checked as kube-apiserver checks it: without a resourceVersion, with a
+     * continue token, an unknown value, or Exact with resourceVersion 0 it is a 422 Invalid naming the option; a get
+     * of one allocation takes no such option and ignores it.
+     */
+    @Test
+    void aListsResourceVersionMatchIsCheckedAsKubeApiserverChecksIt() throws Exception {
+        op = new OperatorHarness(cluster, "--playpen-ttl=1h");
+        http = op.frontProxy();
+        runners(1);
+        assertThat(alloc(op, "alice-1", "alice", "playpen-users").statusCode()).isEqualTo(200);
+        String invalid = "ListOptions.meta.k8s.io \"\" is invalid: ";
+        assertStatus(send("GET", ALLOCS + "?resourceVersionMatch=NotOlderThan", null, "alice", "playpen-users"), 422,
+                "Invalid", invalid + "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless "
+                        + "resourceVersion is provided");
+        assertStatus(send("GET", ALLOCS + "?resourceVersion=5&resourceVersionMatch=Newest", null, "alice",
+                "playpen-users"), 422, "Invalid", invalid + "resourceVersionMatch: Unsupported value: \"Newest\": "
+                        + "supported values: \"Exact\", \"NotOlderThan\", \"\"");
+        assertStatus(send("GET", ALLOCS + "?resourceVersion=0&resourceVersionMatch=Exact", null, "alice",
+                "playpen-users"), 422, "Invalid", invalid + "resourceVersionMatch: Forbidden: resourceVersionMatch "
+                        + "\"exact\" is forbidden for resourceVersion \"0\"");
+        HttpResponse<String> both = send("GET", ALLOCS + "?resourceVersionMatch=Exact", null, "alice", "playpen-users");
+        assertStatus(both, 422, "Invalid", null);
+        assertThat(json(both).get("code").asInt()).isEqualTo(422);
+        for (String fine : List.of("?resourceVersion=0&resourceVersionMatch=NotOlderThan", "?resourceVersion=0",
+                "?resourceVersionMatch=", "")) {
+            HttpResponse<String> r = send("GET", ALLOCS + fine, null, "alice", "playpen-users");
+            assertThat(r.statusCode()).as(fine + ": " + r.body()).isEqualTo(200);
+            assertThat(json(r).get("items")).hasSize(1);
+        }
+        HttpResponse<String> one = send("GET", ALLOCS + "/" + idOf(podOf("alice-1")) + "?resourceVersionMatch=Newest",
+                null, "alice", "playpen-users");
+        assertThat(one.statusCode()).as(one.body()).isEqualTo(200);
+    }
+
     /** A control plane's kubeconfig is in the one object its owner reads, nowhere else (lists, tables, admins). */
     @Test
     void controlPlaneKubeconfigOnlyForItsOwner() throws Exception {

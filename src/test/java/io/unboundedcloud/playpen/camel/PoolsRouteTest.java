@@ -184,6 +184,14 @@ class PoolsRouteTest {
         assertThat(M.readTree(yaml.body()).path("reason").asText()).isEqualTo("NotAcceptable");
         assertThat(get(POOLS + "/runner-s390x", "application/vnd.kubernetes.protobuf").statusCode()).isEqualTo(406);
         assertThat(get(POOLS, "application/vnd.kubernetes.protobuf,application/json").statusCode()).isEqualTo(200);
+        // a resourceVersionMatch without a resourceVersion is a 422 Invalid, as kube-apiserver answers it
+        HttpResponse<String> match = get(POOLS + "?resourceVersionMatch=NotOlderThan", "application/json");
+        assertThat(match.statusCode()).as(match.body()).isEqualTo(422);
+        assertThat(M.readTree(match.body()).path("reason").asText()).isEqualTo("Invalid");
+        assertThat(M.readTree(match.body()).path("message").asText())
+                .contains("resourceVersionMatch is forbidden unless resourceVersion is provided");
+        assertThat(get(POOLS + "?resourceVersion=0&resourceVersionMatch=NotOlderThan", "application/json")
+                .statusCode()).isEqualTo(200);
         // RBAC: a user without get/list on pools is refused, and the review asked about pools
         HttpResponse<String> denied = get(POOLS, "application/json", "mallory", "others");
         assertThat(denied.statusCode()).isEqualTo(403);
