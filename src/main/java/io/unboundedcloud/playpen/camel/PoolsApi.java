@@ -44,11 +44,15 @@ public final class PoolsApi {
         this.views = new PoolViews(maxSurge);
     }
 
-    /** 403 unless RBAC lets the user get the one pool named (a Role's resourceNames count) or list pools. */
+    /**
+     * 403 unless RBAC lets the user get the one pool named or list pools (a list whose fieldSelector requires one
+     * name is reviewed with it); a Role's resourceNames count, as in kube-apiserver.
+     */
     public void authorize(@ExchangeProperty(FrontDoor.IDENTITY) Identity who, @ExchangeProperty(FrontDoor.FLOW) String flow,
             @ExchangeProperty(FrontDoor.TARGET) String target) {
         boolean one = "pools_get".equals(flow);
-        reviewer.authorize(who, AccessReviewer.POOLS, one ? "get" : "list", one ? ApiPaths.poolName(target) : null);
+        reviewer.authorize(who, AccessReviewer.POOLS, one ? "get" : "list", one ? ApiPaths.poolName(target)
+                : io.unboundedcloud.playpen.model.AllocViews.fieldSelectedName(ApiPaths.rawQuery(target)));
     }
 
     /** The name (get) and the list options; 400 for bad options, 405 for a watch. */

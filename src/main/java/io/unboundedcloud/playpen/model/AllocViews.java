@@ -177,6 +177,37 @@ public final class AllocViews {
         return limit;
     }
 
+    /**
+     * The one name a list's {@code fieldSelector} requires ({@code metadata.name=<name>} or {@code ==}), which
+     * kube-apiserver authorizes the list with, as it does a get of that name; null when there is none or it could
+     * not be a name (".", "..", or with "/" or "%"). Never throws: a bad selector is refused later, by the parse.
+     */
+    public static String fieldSelectedName(String rawQuery) {
+        String selector;
+        try {
+            selector = params(rawQuery).getOrDefault("fieldSelector", "");
+        } catch (RuntimeException e) {
+            return null;
+        }
+        for (String term : selector.split(",")) {
+            String t = term.trim();
+            if (t.contains("!=")) {
+                continue;
+            }
+            String op = t.contains("==") ? "==" : "=";
+            int at = t.indexOf(op);
+            if (at < 0 || !t.substring(0, at).trim().equals("metadata.name")) {
+                continue;
+            }
+            String name = t.substring(at + op.length()).trim();
+            if (name.isEmpty() || name.equals(".") || name.equals("..") || name.contains("/") || name.contains("%")) {
+                return null;
+            }
+            return name;
+        }
+        return null;
+    }
+
     /** Allocations cannot be watched; what to do instead. */
     public static final String WATCH_UNSUPPORTED = "watch is not supported on allocs: list them again instead"
             + " (kubectl get allocs), for example every 2 seconds with: watch kubectl get allocs";

@@ -341,6 +341,41 @@ class AllocsRouteTest {
         assertThat(one.statusCode()).as(one.body()).isEqualTo(200);
     }
 
+    /**
+     * A list whose fieldSelector requires one name (metadata.name=<id>, as client-go's one-object list sends it) is
+     * reviewed with that name, as kube-apiserver reviews it, so a Role limited by resourceNames may list it.
+     */
+    @Test
+    void aListSelectingOneNameIsReviewedWithThatName() throws Exception {
+        op = new OperatorHarness(cluster, "--playpen-ttl=1h");
+        http = op.frontProxy();
+        runners(2);
+        assertThat(alloc(op, "carol-1", "carol", "playpen-users").statusCode()).isEqualTo(200);
+        assertThat(alloc(op, "carol-2", "carol", "playpen-users").statusCode()).isEqualTo(200);
+        String granted = idOf(podOf("carol-1"));
+        String other = idOf(podOf("carol-2"));
+        var users = cluster.sarPolicy;
+        cluster.sarPolicy = sar -> {
+            if (!"dave".equals(sar.getSpec().getUser())) {
+                return users.test(sar);
+            }
+            var a = sar.getSpec().getResourceAttributes();
+            return "list".equals(a.getVerb()) && granted.equals(a.getName());
+        };
+        HttpResponse<String> list = send("GET", ALLOCS + "?fieldSelector=metadata.name%3D" + granted, null, "dave",
+                "named");
+        assertThat(list.statusCode()).as(list.body()).isEqualTo(200);
+        assertThat(json(list).get("items")).hasSize(1);
+        assertThat(json(list).at("/items/0/metadata/name").asText()).isEqualTo(granted);
+        assertThat(send("GET", ALLOCS + "?fieldSelector=metadata.name%3D%3D" + granted, null, "dave", "named")
+                .statusCode()).isEqualTo(200);
+        assertStatus(send("GET", ALLOCS + "?fieldSelector=metadata.name%3D" + other, null, "dave", "named"), 403,
+                "Forbidden", null);
+        assertStatus(send("GET", ALLOCS + "?fieldSelector=metadata.name!%3D" + other, null, "dave", "named"), 403,
+                "Forbidden", null);
+        assertStatus(send("GET", ALLOCS, null, "dave", "named"), 403, "Forbidden", null);
+    }
+
     /** A control plane's kubeconfig is in the one object its owner reads, nowhere else (lists, tables, admins). */
     @Test
     void controlPlaneKubeconfigOnlyForItsOwner() throws Exception {

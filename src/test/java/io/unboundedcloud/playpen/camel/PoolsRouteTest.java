@@ -192,6 +192,18 @@ class PoolsRouteTest {
                 .contains("resourceVersionMatch is forbidden unless resourceVersion is provided");
         assertThat(get(POOLS + "?resourceVersion=0&resourceVersionMatch=NotOlderThan", "application/json")
                 .statusCode()).isEqualTo(200);
+        // a Role naming one pool (resourceNames) lists it by its name, and nothing else
+        var readers = cluster.sarPolicy;
+        cluster.sarPolicy = sar -> "erin".equals(sar.getSpec().getUser())
+                ? "runner-arm64".equals(sar.getSpec().getResourceAttributes().getName()) : readers.test(sar);
+        HttpResponse<String> named = get(POOLS + "?fieldSelector=metadata.name%3Drunner-arm64", "application/json",
+                "erin", "named");
+        assertThat(named.statusCode()).as(named.body()).isEqualTo(200);
+        assertThat(M.readTree(named.body()).at("/items/0/metadata/name").asText()).isEqualTo("runner-arm64");
+        assertThat(get(POOLS + "/runner-arm64", "application/json", "erin", "named").statusCode()).isEqualTo(200);
+        assertThat(get(POOLS + "/runner-amd64", "application/json", "erin", "named").statusCode()).isEqualTo(403);
+        assertThat(get(POOLS, "application/json", "erin", "named").statusCode()).isEqualTo(403);
+        cluster.sarPolicy = readers;
         // RBAC: a user without get/list on pools is refused, and the review asked about pools
         HttpResponse<String> denied = get(POOLS, "application/json", "mallory", "others");
         assertThat(denied.statusCode()).isEqualTo(403);
