@@ -7,16 +7,36 @@ public class ApiException extends RuntimeException {
     private final int code;
     private final String reason;
     private final Map<String, String> headers;
+    private final Status.Details details;
 
     public ApiException(int code, String reason, String message) {
         this(code, reason, message, Map.of());
     }
 
     public ApiException(int code, String reason, String message, Map<String, String> headers) {
+        this(code, reason, message, headers, null);
+    }
+
+    private ApiException(int code, String reason, String message, Map<String, String> headers,
+            Status.Details details) {
         super(message, null, false, false);
         this.code = code;
         this.reason = reason;
         this.headers = headers;
+        this.details = details;
+    }
+
+    /** The Status details (null: none). */
+    public Status.Details details() {
+        return details;
+    }
+
+    /**
+     * The same error with kube-apiserver's Status details: the object's {@code name} (null: the request named none),
+     * the API {@code group} and the {@code resource}.
+     */
+    public ApiException withDetails(String name, String group, String resource) {
+        return new ApiException(code, reason, getMessage(), headers, new Status.Details(name, group, resource));
     }
 
     public int code() {
@@ -34,7 +54,7 @@ public class ApiException extends RuntimeException {
 
     /** The same error (code, reason, headers) with {@code advice} after its message. */
     public ApiException withAdvice(String advice) {
-        return new ApiException(code, reason, getMessage() + advice, headers);
+        return new ApiException(code, reason, getMessage() + advice, headers, details);
     }
 
     /** Extra response headers (Allow, Retry-After). */

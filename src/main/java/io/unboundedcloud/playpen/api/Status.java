@@ -4,15 +4,30 @@ import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyOrder;
 
 /** A Kubernetes meta/v1 Status (failure) as kubectl expects it. */
-@JsonPropertyOrder({"kind", "apiVersion", "metadata", "status", "message", "reason", "code"})
+@JsonPropertyOrder({"kind", "apiVersion", "metadata", "status", "message", "reason", "details", "code"})
 @JsonInclude(JsonInclude.Include.NON_EMPTY)
-public record Status(String kind, String apiVersion, Meta metadata, String status, String message, String reason, int code) {
+public record Status(String kind, String apiVersion, Meta metadata, String status, String message, String reason,
+        Details details, int code) {
     /** Empty list metadata, always present as {} like Kubernetes does. */
     @JsonInclude(JsonInclude.Include.ALWAYS)
     public record Meta() {
     }
 
+    /**
+     * What the error is about, as kube-apiserver's NotFound and Forbidden carry it: the object's name (when the
+     * request named one), the API group and the resource (as {@code kind}).
+     */
+    @JsonPropertyOrder({"name", "group", "kind"})
+    @JsonInclude(JsonInclude.Include.NON_EMPTY)
+    public record Details(String name, String group, String kind) {
+    }
+
     public static Status failure(int code, String reason, String message) {
-        return new Status("Status", "v1", new Meta(), "Failure", message, reason, code);
+        return failure(code, reason, message, null);
+    }
+
+    /** A failure with its details (null: none, left out). */
+    public static Status failure(int code, String reason, String message, Details details) {
+        return new Status("Status", "v1", new Meta(), "Failure", message, reason, details, code);
     }
 }

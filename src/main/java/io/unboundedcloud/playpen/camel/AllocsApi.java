@@ -292,7 +292,7 @@ public final class AllocsApi {
     /** kube-apiserver's words for a missing name ({@code why}, when not null, after them); long names cut short. */
     static ApiException notFound(String name, String why) {
         return ApiException.notFound("allocs." + PlaypenKeys.GROUP + " " + AllocViews.quoteShort(name) + " not found"
-                + (why == null ? "" : ": " + why));
+                + (why == null ? "" : ": " + why)).withDetails(name, PlaypenKeys.GROUP, AccessReviewer.ALLOCS);
     }
 
     /** Table when kubectl asked for one (get), else the Alloc or AllocList JSON (-o json|yaml|name). */

@@ -29,7 +29,8 @@ public record HttpReply(int code, String contentType, String body, Map<String, S
     }
 
     public static HttpReply status(ApiException e) {
-        return new HttpReply(e.code(), JSON, Json.write(Status.failure(e.code(), e.reason(), e.getMessage())), e.headers(),
+        return new HttpReply(e.code(), JSON, Json.write(Status.failure(e.code(), e.reason(), e.getMessage(),
+                e.details())), e.headers(),
                 e.result());
     }
 }

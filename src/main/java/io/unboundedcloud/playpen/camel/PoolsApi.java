@@ -76,7 +76,8 @@ public final class PoolsApi {
         }
         List<PoolStatus> pools = PoolViews.select(statuses.fresh().values(), query);
         if (query.name() != null && pools.isEmpty()) {
-            throw ApiException.notFound("pools." + PlaypenKeys.GROUP + " \"" + query.name() + "\" not found");
+            throw ApiException.notFound("pools." + PlaypenKeys.GROUP + " \"" + query.name() + "\" not found")
+                    .withDetails(query.name(), PlaypenKeys.GROUP, AccessReviewer.POOLS);
         }
         return new Selection(query, pools);
     }

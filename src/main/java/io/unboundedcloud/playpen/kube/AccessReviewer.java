@@ -97,7 +97,7 @@ public final class AccessReviewer {
             throw ApiException.forbidden(resource + "." + PlaypenKeys.GROUP + named(name) + " is forbidden: User \""
                     + who.user()
                     + "\" cannot " + verb + " resource \"" + resource + "\" in API group \"" + PlaypenKeys.GROUP + "\""
-                    + why);
+                    + why).withDetails(name == null || name.isEmpty() ? null : name, PlaypenKeys.GROUP, resource);
         }
     }
 

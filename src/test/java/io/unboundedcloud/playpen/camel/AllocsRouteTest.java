@@ -376,6 +376,35 @@ class AllocsRouteTest {
         assertStatus(send("GET", ALLOCS, null, "dave", "named"), 403, "Forbidden", null);
     }
 
+    /**
+     * A 404 and a 403 carry kube-apiserver's Status details (the name, when the request named one, the group, and
+     * the resource as kind), which clients read to tell what was not found or refused.
+     */
+    @Test
+    void notFoundAndForbiddenCarryTheirStatusDetails() throws Exception {
+        op = new OperatorHarness(cluster, "--playpen-ttl=1h");
+        http = op.frontProxy();
+        runners(1);
+        HttpResponse<String> missing = send("GET", ALLOCS + "/0000000000000000", null, "alice", "playpen-users");
+        assertStatus(missing, 404, "NotFound", null);
+        assertThat(json(missing).get("details")).isEqualTo(M.readTree("{\"name\":\"0000000000000000\","
+                + "\"group\":\"playpen.unbounded-cloud.io\",\"kind\":\"allocs\"}"));
+        HttpResponse<String> refused = send("DELETE", ALLOCS + "/0000000000000000", null, "mallory", "others");
+        assertStatus(refused, 403, "Forbidden", null);
+        assertThat(json(refused).get("details")).isEqualTo(M.readTree("{\"name\":\"0000000000000000\","
+                + "\"group\":\"playpen.unbounded-cloud.io\",\"kind\":\"allocs\"}"));
+        HttpResponse<String> list = send("GET", ALLOCS, null, "mallory", "others");
+        assertThat(json(list).get("details")).isEqualTo(M.readTree("{\"group\":\"playpen.unbounded-cloud.io\","
+                + "\"kind\":\"allocs\"}"));
+        HttpResponse<String> pool = send("GET", "/apis/playpen.unbounded-cloud.io/v1alpha1/pools/runner-s390x",
+                null, "alice", "playpen-users");
+        assertStatus(pool, 404, "NotFound", null);
+        assertThat(json(pool).get("details")).isEqualTo(M.readTree("{\"name\":\"runner-s390x\","
+                + "\"group\":\"playpen.unbounded-cloud.io\",\"kind\":\"pools\"}"));
+        // the body's fields in kube-apiserver's order
+        assertThat(missing.body()).contains("\"reason\":\"NotFound\",\"details\":{\"name\":\"0000000000000000\"");
+    }
+
     /** A control plane's kubeconfig is in the one object its owner reads, nowhere else (lists, tables, admins). */
     @Test
     void controlPlaneKubeconfigOnlyForItsOwner() throws Exception {
