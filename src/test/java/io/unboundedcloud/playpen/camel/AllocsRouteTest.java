@@ -241,22 +241,10 @@ class AllocsRouteTest {
      */
     @Test
     void aRoleLimitedByResourceNamesGetsAndDeletesTheNamedAllocationsOnly() throws Exception {
-        op = new OperatorHarness(cluster, "--playpen-ttl=1h");
-        http = op.frontProxy();
-        runners(2);
-        assertThat(alloc(op, "carol-1", "carol", "playpen-users").statusCode()).isEqualTo(200);
-        assertThat(alloc(op, "carol-2", "carol", "playpen-users").statusCode()).isEqualTo(200);
-        String granted = idOf(podOf("carol-1"));
-        String other = idOf(podOf("carol-2"));
         // dave's Role: get and delete on allocs with resourceNames [granted], nothing else
-        var users = cluster.sarPolicy;
-        cluster.sarPolicy = sar -> {
-            if (!"dave".equals(sar.getSpec().getUser())) {
-                return users.test(sar);
-            }
-            var a = sar.getSpec().getResourceAttributes();
-            return List.of("get", "delete").contains(a.getVerb()) && granted.equals(a.getName());
-        };
+        String[] names = carolsTwoAllocationsAndDavesRole(List.of("get", "delete"));
+        String granted = names[0];
+        String other = names[1];
         // dave acts on carol's allocations: he sees them only with allocs/all, which he holds for the named one
         HttpResponse<String> get = send("GET", ALLOCS + "/" + granted, "application/json", "dave", "named");
         assertThat(get.statusCode()).as(get.body()).isEqualTo(200);
@@ -342,11 +330,10 @@ class AllocsRouteTest {
     }
 
     /**
-     * A list whose fieldSelector requires one name (metadata.name=<id>, as client-go's one-object list sends it) is
-     * reviewed with that name, as kube-apiserver reviews it, so a Role limited by resourceNames may list it.
+     * Carol's two allocations (their names: the first, which dave's Role grants, and the other) and dave's Role: the
+     * {@code verbs} on allocs with resourceNames [the first], nothing else; every other user's reviews as before.
      */
-    @Test
-    void aListSelectingOneNameIsReviewedWithThatName() throws Exception {
+    private String[] carolsTwoAllocationsAndDavesRole(List<String> verbs) throws Exception {
         op = new OperatorHarness(cluster, "--playpen-ttl=1h");
         http = op.frontProxy();
         runners(2);
@@ -360,8 +347,21 @@ class AllocsRouteTest {
                 return users.test(sar);
             }
             var a = sar.getSpec().getResourceAttributes();
-            return "list".equals(a.getVerb()) && granted.equals(a.getName());
+            return verbs.contains(a.getVerb()) && granted.equals(a.getName());
         };
+        return new String[] {granted, other};
+    }
+
+    /**
+     * A list whose fieldSelector requires one name (metadata.name=<id>, as client-go's one-object list sends it) is
+     * reviewed with that name, as kube-apiserver reviews it, so a Role limited by resourceNames may list it.
+     */
+    @Test
+    void aListSelectingOneNameIsReviewedWithThatName() throws Exception {
+        // dave's Role: list on allocs with resourceNames [granted], nothing else
+        String[] names = carolsTwoAllocationsAndDavesRole(List.of("list"));
+        String granted = names[0];
+        String other = names[1];
         HttpResponse<String> list = send("GET", ALLOCS + "?fieldSelector=metadata.name%3D" + granted, null, "dave",
                 "named");
         assertThat(list.statusCode()).as(list.body()).isEqualTo(200);
