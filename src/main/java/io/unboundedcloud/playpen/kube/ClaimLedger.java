@@ -68,6 +68,11 @@ public final class ClaimLedger {
      * undecided claims a LIST can judge (see {@link #undecidedBesideStanding}), found without a walk of every claim.
      */
     private final Set<String> undecidedBesideStandingKeys = new HashSet<>();
+    /**
+     * Pods whose claim lost and is live (not being deleted), kept on every change of a claim: what {@link #lost()}
+     * returns, found without a walk of every claim.
+     */
+    private final Set<String> lostPods = new HashSet<>();
 
     /**
      * A pod's new version. {@code exact} is true only when this is a watch event applied in commit order to a
@@ -172,9 +177,16 @@ public final class ClaimLedger {
         return collect(byOwner.get(ownerHash));
     }
 
-    /** Claims that lost and are still on their pods (their writer normally rolls them back within moments). */
+    /**
+     * Claims that lost and are still on their pods (their writer normally rolls them back within moments). From an
+     * index kept on every change, so this costs the few claims returned, not all of them.
+     */
     public List<Claim> lost() {
-        return live(Standing.LOST);
+        List<Claim> out = new ArrayList<>(lostPods.size());
+        for (String p : lostPods) {
+            out.add(byPod.get(p));
+        }
+        return out;
     }
 
     /**
@@ -190,16 +202,6 @@ public final class ClaimLedger {
                 if (c.standing() == Standing.UNKNOWN && !c.terminating()) {
                     out.add(c);
                 }
-            }
-        }
-        return out;
-    }
-
-    private List<Claim> live(Standing standing) {
-        List<Claim> out = new ArrayList<>();
-        for (Claim c : byPod.values()) {
-            if (c.standing() == standing && !c.terminating()) {
-                out.add(c);
             }
         }
         return out;
@@ -228,6 +230,7 @@ public final class ClaimLedger {
         if (!c.ownerHash().isEmpty()) {
             byOwner.computeIfAbsent(c.ownerHash(), k -> new LinkedHashSet<>()).add(c.pod());
         }
+        indexLost(c);
         reindex(c.keyHash());
     }
 
@@ -237,6 +240,7 @@ public final class ClaimLedger {
             add(c);
         } else {
             byPod.put(c.pod(), c);
+            indexLost(c);
             reindex(c.keyHash());
         }
     }
@@ -247,7 +251,17 @@ public final class ClaimLedger {
         if (!c.ownerHash().isEmpty()) {
             unindex(byOwner, c.ownerHash(), c.pod());
         }
+        lostPods.remove(c.pod());
         reindex(c.keyHash());
+    }
+
+    /** Whether the pod's claim, now {@code c}, is a live lost one. */
+    private void indexLost(Claim c) {
+        if (c.standing() == Standing.LOST && !c.terminating()) {
+            lostPods.add(c.pod());
+        } else {
+            lostPods.remove(c.pod());
+        }
     }
 
     /** Whether the key has a live undecided claim beside a live standing one now, from its own claims (few). */
