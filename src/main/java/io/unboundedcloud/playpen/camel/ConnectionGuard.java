@@ -174,6 +174,20 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
 
     private enum Phase { HEAD, BODY, IDLE }
 
+    /**
+     * The answer to a request head the decoder could not read, from why it failed: 431 for header fields over the
+     * limit, 414 for a request line over it, 400 for anything else. The management listener answers the same.
+     */
+    static ApiException badHead(Throwable cause) {
+        if (cause instanceof TooLongHttpHeaderException) {
+            return new ApiException(431, "RequestHeaderFieldsTooLarge", "request header fields are too large");
+        }
+        if (cause instanceof TooLongHttpLineException) {
+            return new ApiException(414, "RequestURITooLong", "request line is too long");
+        }
+        return ApiException.badRequest("malformed HTTP request");
+    }
+
     /** One per connection: counts it, runs its deadlines and judges each request head before its body is read. */
     private final class PerConnection extends ChannelDuplexHandler {
         private boolean counted;
@@ -423,14 +437,7 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
         private ApiException judge(ChannelHandlerContext ctx, HttpRequest request) {
             DecoderResult result = request.decoderResult();
             if (result.isFailure()) {
-                Throwable cause = result.cause();
-                if (cause instanceof TooLongHttpHeaderException) {
-                    return new ApiException(431, "RequestHeaderFieldsTooLarge", "request header fields are too large");
-                }
-                if (cause instanceof TooLongHttpLineException) {
-                    return new ApiException(414, "RequestURITooLong", "request line is too long");
-                }
-                return ApiException.badRequest("malformed HTTP request");
+                return badHead(result.cause());
             }
             HttpVersion version = request.protocolVersion();
             if (version != HttpVersion.HTTP_1_0 && version != HttpVersion.HTTP_1_1) {

@@ -34,8 +34,6 @@ import io.netty.handler.codec.http.HttpServerExpectContinueHandler;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.LastHttpContent;
-import io.netty.handler.codec.http.TooLongHttpHeaderException;
-import io.netty.handler.codec.http.TooLongHttpLineException;
 import io.netty.util.ReferenceCountUtil;
 
 import io.unboundedcloud.playpen.api.ApiException;
@@ -156,13 +154,7 @@ public final class HealthServer implements AutoCloseable {
             try {
                 if (msg.decoderResult().isFailure()) {
                     request = null;
-                    Throwable cause = msg.decoderResult().cause();
-                    ApiException e = cause instanceof TooLongHttpHeaderException
-                            ? new ApiException(431, "RequestHeaderFieldsTooLarge", "request header fields are too large")
-                            : cause instanceof TooLongHttpLineException
-                                    ? new ApiException(414, "RequestURITooLong", "request line is too long")
-                                    : ApiException.badRequest("malformed HTTP request");
-                    FullHttpResponse bad = status(e, false);
+                    FullHttpResponse bad = status(ConnectionGuard.badHead(msg.decoderResult().cause()), false);
                     bad.headers().set(HttpHeaderNames.CONNECTION, "close");
                     ctx.writeAndFlush(bad).addListener(ChannelFutureListener.CLOSE);
                     return;

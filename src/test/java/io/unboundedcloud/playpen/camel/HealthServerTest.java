@@ -242,7 +242,11 @@ class HealthServerTest {
         int port = server.address().getPort();
         String longLine = "GET /healthz?" + "a".repeat(5000) + " HTTP/1.1\r\nHost: x\r\n\r\n";
         String longHeader = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + "b".repeat(9000) + "\r\n\r\n";
-        String[][] cases = {{longLine, "414", "RequestURITooLong"}, {longHeader, "431", "RequestHeaderFieldsTooLarge"}};
+        String badHeader = "GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n";
+        // the same codes, reasons and messages as the HTTPS port (ConnectionGuardTest)
+        String[][] cases = {{longLine, "414", "RequestURITooLong", "request line is too long"},
+                {longHeader, "431", "RequestHeaderFieldsTooLarge", "request header fields are too large"},
+                {badHeader, "400", "BadRequest", "malformed HTTP request"}};
         for (String[] c : cases) {
             try (Socket s = new Socket("127.0.0.1", port)) {
                 s.setSoTimeout(60_000);
@@ -254,6 +258,7 @@ class HealthServerTest {
                 assertThat(status.get("kind").asText()).isEqualTo("Status");
                 assertThat(status.get("code").asInt()).isEqualTo(Integer.parseInt(c[1]));
                 assertThat(status.get("reason").asText()).isEqualTo(c[2]);
+                assertThat(status.get("message").asText()).as(c[2]).isEqualTo(c[3]);
             }
         }
     }
