@@ -175,12 +175,22 @@ public final class ClaimResolver {
         if (ClaimLedger.isSettled(pod)) {
             return Optional.of(pod);
         }
+        return settle(pod, () -> { });
+    }
+
+    /**
+     * Settles the claim on this version of its pod (one conditional write) and puts the settled pod in the cache.
+     * Empty when the pod changed meanwhile (409); when it is gone (404), {@code onGone} runs first, and may throw.
+     */
+    Optional<Pod> settle(Pod pod, Runnable onGone) {
         try {
             Pod settled = writer.settle(pod);
             pods.observe(settled);
             return Optional.of(settled);
         } catch (KubernetesClientException e) {
-            if (e.getCode() != 409 && e.getCode() != 404) {
+            if (e.getCode() == 404) {
+                onGone.run();
+            } else if (e.getCode() != 409) {
                 throw e;
             }
             return Optional.empty();

@@ -57,7 +57,6 @@ public final class Renewer {
     private final ApiCallCounter calls;
     private final List<Observer> observers = new CopyOnWriteArrayList<>();
     private final ClaimResolver resolver;
-    private final ClaimWriter writer;
     private final int retryAfterSeconds;
 
     public Renewer(KubernetesClient client, PodCache pods, TtlPolicy policy, Clock clock, ApiCallCounter calls) {
@@ -73,8 +72,7 @@ public final class Renewer {
         this.clock = clock;
         this.calls = calls;
         this.retryAfterSeconds = retryAfterSeconds;
-        this.writer = new ClaimWriter(client, clock, calls);
-        this.resolver = new ClaimResolver(pods, writer, retryAfterSeconds);
+        this.resolver = new ClaimResolver(pods, new ClaimWriter(client, clock, calls), retryAfterSeconds);
     }
 
     public void addObserver(Observer o) {
@@ -206,20 +204,10 @@ public final class Renewer {
         if (!settle) {
             return Optional.of(pod);
         }
-        try {
-            Pod settled = writer.settle(pod);
-            pods.observe(settled);
-            return Optional.of(settled);
-        } catch (KubernetesClientException e) {
-            if (e.getCode() == 404) {
-                pods.observeDeleted(pod.getMetadata().getName());
-                throw gone();
-            }
-            if (e.getCode() != 409) {
-                throw e;
-            }
-            return Optional.empty();
-        }
+        return resolver.settle(pod, () -> {
+            pods.observeDeleted(pod.getMetadata().getName());
+            throw gone();
+        });
     }
 
     private ApiException keptChanging() {

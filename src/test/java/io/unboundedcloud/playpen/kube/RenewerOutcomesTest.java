@@ -16,6 +16,7 @@ import io.unboundedcloud.playpen.api.ApiException;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.model.TtlPolicy;
 import io.unboundedcloud.playpen.support.MutableClock;
+import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
 /**
@@ -147,6 +148,36 @@ class RenewerOutcomesTest {
             assertThat(cluster.requestCount(PATCH_POD::equals)).as("the write that found it gone").isEqualTo(1);
             assertThat(told).containsExactly(new Told("gone", null));
             assertThat(pods.get(NAME)).as("the cache forgets it at once").isEmpty();
+        }
+    }
+
+    @Test
+    void aClaimGoneWhenItsRenewalOnlySettlesItIs410AndLeavesTheCache() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            pods.start();
+            try {
+                // claimed after the watch started: seen at its commit, it stands here, unsettled
+                RenewerTest.claimed(cluster, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z");
+                OperatorHarness.awaitTrue(() -> pods.claimOn(NAME).map(ClaimLedger.Claim::stands).orElse(false),
+                        Duration.ofSeconds(60), "the claim, standing");
+                assertThat(pods.claimOn(NAME).map(c -> c.standing())).contains(ClaimLedger.Standing.WON);
+                cluster.server.expect().patch().withPath(ScriptedReplica.podPath(NAME)).andReturn(404,
+                        "{\"kind\":\"Status\",\"code\":404,\"message\":\"not found\"}").once();
+                List<Told> told = new CopyOnWriteArrayList<>();
+                Renewer renewer = renewer(cluster, pods, Instant.parse("2026-01-01T00:30:00Z"),
+                        new TtlPolicy(Duration.ofHours(1)), new ApiCallCounter(), told);
+
+                // less than is left: the expiry stays, the one write is the settle, and it finds the pod gone
+                assertThatThrownBy(() -> renewer.renew(KEY, Duration.ofMinutes(10)))
+                        .isInstanceOfSatisfying(ApiException.class, e -> assertThat(e.code()).isEqualTo(410));
+
+                assertThat(cluster.requestCount(PATCH_POD::equals)).as("the settle that found it gone").isEqualTo(1);
+                assertThat(told).containsExactly(new Told("gone", null));
+                assertThat(pods.get(NAME)).as("the cache forgets it at once").isEmpty();
+            } finally {
+                pods.close();
+            }
         }
     }
 
