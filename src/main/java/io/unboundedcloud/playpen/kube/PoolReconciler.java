@@ -105,6 +105,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         private final List<PoolPlan.Exhaustion> exhausted = new ArrayList<>();
         /** Pools an unhealthy pod of which this pass deleted: their back-off may have changed since the plan. */
         private final Set<PoolTarget> deletedUnhealthy = new HashSet<>();
+        /** Names of the pods this pass deleted. */
+        private final Set<String> deletedNames = new HashSet<>();
         private int created;
         private int existed;
         private int deleted;
@@ -328,7 +330,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     /**
      * The delete step: unhealthy idle pods, stale ones a ready current pod has replaced, surplus ones. Each delete
      * carries the resourceVersion the plan judged as precondition, so a pod claimed (or otherwise changed) meanwhile
-     * is never deleted.
+     * is never deleted; a stale or surplus one the plan let go because other ready idle pods stay goes only while
+     * enough of them still do ({@link #enoughReadyLeft}).
      */
     public Pass delete(Pass pass) {
         return step(pass, () -> {
@@ -336,8 +339,12 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                 if (!leader.getAsBoolean()) {
                     return;
                 }
+                if (!enoughReadyLeft(d, pass.deletedNames)) {
+                    continue;
+                }
                 if (deleteIdle(d)) {
                     pass.deleted++;
+                    pass.deletedNames.add(ManagedPods.name(d.pod()));
                     if (d.why() == PoolPlan.Why.UNHEALTHY && signals != null) {
                         signals.deletedUnhealthy(d.target(), d.pod(), d.problem());
                         pass.deletedUnhealthy.add(d.target());
@@ -346,6 +353,34 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                 }
             }
         });
+    }
+
+    /**
+     * Whether a stale or surplus delete that counts on other ready idle pods staying still has enough of them: the
+     * plan's ready pods that this pass has not deleted and the cache still shows idle and ready. One claimed since the
+     * plan would otherwise leave the pool short of ready pods until a later pass (during a rollout, below what it
+     * keeps); the next pass judges the pod anew. Stops counting at {@link PoolPlan.Deletion#keepReady}.
+     */
+    private boolean enoughReadyLeft(PoolPlan.Deletion d, Set<String> deletedThisPass) {
+        if (d.keepReady() <= 0) {
+            return true;
+        }
+        int left = 0;
+        for (Pod other : d.ready()) {
+            String name = ManagedPods.name(other);
+            if (other == d.pod() || deletedThisPass.contains(name)) {
+                continue;
+            }
+            Optional<Pod> fresh = pods.get(name);
+            if (fresh.isPresent() && ManagedPods.isIdle(fresh.get()) && PoolHealth.ready(fresh.get())
+                    && java.util.Objects.equals(fresh.get().getMetadata().getUid(), other.getMetadata().getUid())
+                    && ++left >= d.keepReady()) {
+                return true;
+            }
+        }
+        LOG.info("pod={}/{} pool={} reason={} outcome=too-few-ready-left ready={} needed={}", config.runnerNamespace(),
+                ManagedPods.name(d.pod()), d.target().key(), d.reason(), left, d.keepReady());
+        return false;
     }
 
     /** Deletes one idle pod if it is still the version the plan saw; false when it changed or someone else won. */

@@ -39,8 +39,17 @@ public record PoolPlan(List<PlannedPod> toCreate, List<Exhaustion> exhausted,
         SURPLUS
     }
 
-    /** An idle pod to delete; {@code problem} is set for {@link Why#UNHEALTHY}. */
-    public record Deletion(PoolTarget target, Pod pod, Why why, PoolHealth.Problem problem) {
+    /**
+     * An idle pod to delete; {@code problem} is set for {@link Why#UNHEALTHY}. {@code keepReady}: how many of the
+     * pool's other ready idle pods, among {@code ready} (those the plan counted ready), must still be idle for the
+     * delete to go ahead (0: it does not depend on them); one of them claimed since the plan can leave too few.
+     */
+    public record Deletion(PoolTarget target, Pod pod, Why why, PoolHealth.Problem problem, int keepReady,
+            List<Pod> ready) {
+        public Deletion(PoolTarget target, Pod pod, Why why, PoolHealth.Problem problem) {
+            this(target, pod, why, problem, 0, List.of());
+        }
+
         /** Grace period 0 for pods whose node is gone or unreachable: no kubelet will confirm a graceful delete. */
         public boolean force() {
             return problem != null && problem.forceDelete();

@@ -233,6 +233,12 @@ public final class PoolPlanner {
     static Decision decide(Members m, int want, int surge, PoolBackoff.View backoff, Instant now) {
         List<PoolPlan.Deletion> out = new ArrayList<>();
         int ready = m.readyCount();
+        // the ready pods the rules count on: a stale or surplus delete that leaves enough of them goes ahead only if
+        // enough of them are still idle when it is sent (PoolReconciler)
+        List<Pod> readyPods = new ArrayList<>();
+        m.currentReady.forEach(x -> readyPods.add(x.pod));
+        m.stale.stream().filter(Member::ready).forEach(x -> readyPods.add(x.pod));
+        List<Pod> readyNow = List.copyOf(readyPods);
         int total = m.healthyIdle();
         int stale = m.stale.size();
         // stale pods first: not-ready ones, then ready ones, oldest first
@@ -247,7 +253,7 @@ public final class PoolPlanner {
                 // with rolling off (S = 0) this only happens when the pool holds more than it wants; a pool that
                 // wants none (draining, or a count of 0) replaces nothing: its pods go as surplus, whatever the surge
                 out.add(new PoolPlan.Deletion(m.target, s.pod, surge > 0 && want > 0 ? PoolPlan.Why.STALE
-                        : PoolPlan.Why.SURPLUS, null));
+                        : PoolPlan.Why.SURPLUS, null, want, readyNow));
                 stale--;
                 total--;
                 if (s.ready) {
@@ -269,7 +275,8 @@ public final class PoolPlanner {
             if (c.ready && ready - 1 < want || TemplateHashes.recorded(c.pod).isEmpty()) {
                 continue; // a pod the pool did not make (no template hash) is used, never removed as surplus
             }
-            out.add(new PoolPlan.Deletion(m.target, c.pod, PoolPlan.Why.SURPLUS, null));
+            out.add(new PoolPlan.Deletion(m.target, c.pod, PoolPlan.Why.SURPLUS, null, c.ready ? want : 0,
+                    c.ready ? readyNow : List.of()));
             total--;
             if (c.ready) {
                 ready--;

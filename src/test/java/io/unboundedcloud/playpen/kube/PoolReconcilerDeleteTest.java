@@ -127,6 +127,52 @@ class PoolReconcilerDeleteTest {
         }, RUNNER, NO_ARM, "--pool-ready-timeout=1ms");
     }
 
+    /** A ready idle pod of the pool, made from its template, on {@code port}. */
+    static String readyPoolPod(TestCluster cluster, PoolReconciler pool, PoolReconcilerPassTest.Seen seen, int port)
+            throws Exception {
+        Pod ready = TestCluster.readyRunner("amd64", port, "node-a").build();
+        Pod made = new PodBuilder(pool.planner().podFor(io.unboundedcloud.playpen.model.PoolTarget.runner("amd64"),
+                port)).editSpec().withNodeName("node-a").endSpec().editMetadata()
+                .addToAnnotations(ready.getMetadata().getAnnotations()).endMetadata().build();
+        String name = ManagedPods.name(made);
+        cluster.client.pods().inNamespace(TestCluster.NS).resource(made).create();
+        cluster.client.pods().inNamespace(TestCluster.NS).withName(name)
+                .edit(p -> new PodBuilder(p).withStatus(ready.getStatus()).build());
+        seen.awaitTold(name, p -> p.map(io.unboundedcloud.playpen.model.PoolHealth::ready).orElse(false),
+                "the ready pod told to the pools");
+        return name;
+    }
+
+    /**
+     * A ready pod deleted as surplus only because another ready idle pod stays: when that one is claimed between
+     * the plan and the delete, the delete no longer goes ahead (the pool would be left with no ready idle pod).
+     */
+    @Test
+    void aSurplusPodIsKeptWhenThePodThatWasToStayIsClaimedBeforeTheDelete() throws Exception {
+        withFollowingPool((cluster, pool, cache, seen) -> {
+            String a = readyPoolPod(cluster, pool, seen, 51820);
+            String b = readyPoolPod(cluster, pool, seen, 51821);
+            PoolReconciler.Pass pass = pool.plan(pool.assess());
+            assertThat(pass.plan().toDelete()).singleElement()
+                    .satisfies(d -> assertThat(d.why()).isEqualTo(PoolPlan.Why.SURPLUS));
+            String doomed = ManagedPods.name(pass.plan().toDelete().get(0).pod());
+            String kept = doomed.equals(a) ? b : a;
+            Pod pod = cache.get(kept).orElseThrow();
+            new ClaimWriter(cluster.client, Clock.systemUTC(), new ApiCallCounter()).claim(pod,
+                    pod.getMetadata().getResourceVersion(), new AllocCommand(Hashes.keyHash("claimed-since"),
+                            ResourceType.RUNNER, "", TestCluster.wgKey(1), "amd64"));
+            seen.awaitTold(kept, p -> p.map(ManagedPods::isClaimed).orElse(false), "the claim told to the pools");
+
+            PoolReconciler.Result r = pool.finish(pool.delete(pass));
+
+            assertThat(r.deleted()).isZero();
+            assertThat(seen.deleted).isEmpty();
+            assertThat(cluster.client.pods().inNamespace(TestCluster.NS).withName(doomed).get()).isNotNull();
+            assertThat(logs.lines()).extracting(e -> e.getFormattedMessage())
+                    .anyMatch(l -> l.contains(doomed) && l.contains("outcome=too-few-ready-left"));
+        }, RUNNER, NO_ARM);
+    }
+
     @Test
     void aDeleteAnsweredNotFoundIsNotCountedAndThePodIsGoneFromTheCache() throws Exception {
         withFollowingPool((cluster, pool, cache, seen) -> {
