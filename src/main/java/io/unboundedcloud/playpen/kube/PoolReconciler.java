@@ -12,8 +12,6 @@ import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
@@ -198,13 +196,20 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     private static final int REPORTED_CREATED_MAX = 50_000;
     /** uid + problem of allocated pods already reported unhealthy. */
     private final Set<String> reported = ConcurrentHashMap.newKeySet();
-    private final ScheduledExecutorService refill = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("pool-refill"));
+    private final java.util.concurrent.ScheduledThreadPoolExecutor refill =
+            new java.util.concurrent.ScheduledThreadPoolExecutor(1, DaemonThreads.named("pool-refill"));
     private final AtomicBoolean refillScheduled = new AtomicBoolean();
     /**
      * A prompt pass is scheduled, not debounced: a new leader's first one, or a look again whether the cache has synced
      * ({@link #SYNC_RECHECK_MILLIS}).
      */
     private final AtomicBoolean promptPassScheduled = new AtomicBoolean();
+    /**
+     * When the wake-up after a pause that is scheduled asks for a pass (null: none is): a pass during the pause does
+     * not schedule another for the same time or later, so wake-ups do not pile up while the pause lasts.
+     */
+    private final java.util.concurrent.atomic.AtomicReference<Instant> wakeAt =
+            new java.util.concurrent.atomic.AtomicReference<>();
     private final ReentrantLock passLock = new ReentrantLock();
     private final LongAdder passes = new LongAdder();
     private final java.util.List<Observer> observers = new java.util.concurrent.CopyOnWriteArrayList<>();
@@ -590,11 +595,20 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             }
         }
         if (next != null) {
-            long millis = Math.max(0, Duration.between(clock.instant(), next).toMillis()) + 50;
+            Instant scheduled = wakeAt.get();
+            if (scheduled != null && !scheduled.isAfter(next)) {
+                return; // a wake-up comes by then already: its pass schedules the next one if a pause is still on
+            }
+            Instant at = next;
+            wakeAt.set(at);
+            long millis = Math.max(0, Duration.between(clock.instant(), at).toMillis()) + 50;
             try {
-                refill.schedule(this::requestRefill, millis, TimeUnit.MILLISECONDS);
+                refill.schedule(() -> {
+                    wakeAt.compareAndSet(at, null);
+                    requestRefill();
+                }, millis, TimeUnit.MILLISECONDS);
             } catch (java.util.concurrent.RejectedExecutionException e) {
-                // closed
+                wakeAt.compareAndSet(at, null); // closed
             }
         }
     }
@@ -821,6 +835,11 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         Map<ResourceType, Set<Integer>> now = new EnumMap<>(ResourceType.class);
         heldElsewhere.forEach((type, ports) -> now.put(type, Set.copyOf(ports.keySet())));
         return now;
+    }
+
+    /** Tests: the timers waiting to run (passes asked for, wake-ups after a pause). */
+    int scheduledTasks() {
+        return refill.getQueue().size();
     }
 
     public long passes() {

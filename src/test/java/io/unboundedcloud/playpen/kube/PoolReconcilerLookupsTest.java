@@ -307,6 +307,26 @@ class PoolReconcilerLookupsTest {
         }
     }
 
+    /** Passes during one pause leave one wake-up behind, not one each: they would pile up until the pause ends. */
+    @Test
+    void passesDuringAPauseScheduleOneWakeUp() throws Exception {
+        try (TestCluster cluster = TestCluster.start();
+                Wired w = Wired.of(cluster, true, "--runner-amd64-count=1", "--runner-arm64-count=0",
+                        "--pool-backoff-base=5m")) {
+            w.pool().runPassesWith(() -> { });
+            PoolTarget amd64 = w.pool().planner().desired().keySet().iterator().next();
+            Pod failed = failedRunner(51820, "node-a").editMetadata().withUid("failed-1").endMetadata().build();
+            w.signals().deletedUnhealthy(amd64, failed, PoolHealth.Problem.FAILED);
+            assertThat(w.signals().backoffs().get(amd64).pausedAt(Instant.now())).isTrue();
+
+            for (int i = 0; i < 5; i++) {
+                assertThat(w.pool().reconcile().created()).as("created while paused").isZero();
+            }
+
+            assertThat(w.pool().scheduledTasks()).as("wake-ups waiting").isEqualTo(1);
+        }
+    }
+
     /**
      * A pass whose own delete of a failed replacement starts the pause asks itself for the pass that ends it: it
      * does not leave that to a later pass asked for by the pod's watch events (here recorded, not run: as when the
