@@ -801,8 +801,9 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             expected.remove(name);
         }
         if (change == PodCache.Change.DELETED || !ManagedPods.isManaged(pod)) {
+            // a pod of the pools that is gone, or relabeled out of the operator's pods, leaves its pool one short
             Integer was = lastState.remove(name);
-            if (change == PodCache.Change.DELETED && was != null) {
+            if (was != null) {
                 requestRefill();
             }
             return;

@@ -403,6 +403,29 @@ class PoolReconcilerPassTest {
         }, "--runner-amd64-count=0", "--runner-arm64-count=0", "--refill-debounce=0s");
     }
 
+    /**
+     * A pool pod relabeled out of the operator's pods (its kind labels removed, to keep it for a look, say) leaves
+     * the pool one pod short: that asks for a pass, as a delete does, not only the interval timer's next tick.
+     */
+    @Test
+    void aPodRelabeledOutOfThePoolsAsksForAPass() throws Exception {
+        withFollowingPool((cluster, pool, cache, seen) -> {
+            AtomicInteger asked = new AtomicInteger();
+            pool.runPassesWith(asked::incrementAndGet);
+            Pod idle = TestCluster.readyRunner("amd64", 51820, "node-a").build();
+            pool.onPodEvent(PodCache.Change.ADDED, idle);
+            assertNoPassAsked(asked, 0);
+            Pod relabeled = new PodBuilder(idle).editMetadata()
+                    .removeFromLabels(io.unboundedcloud.playpen.model.PlaypenKeys.RESOURCE_TYPE)
+                    .removeFromLabels(io.unboundedcloud.playpen.model.PlaypenKeys.APP_NAME).endMetadata().build();
+            assertThat(ManagedPods.isManaged(relabeled)).as("no longer the operator's").isFalse();
+
+            pool.onPodEvent(PodCache.Change.UPDATED, relabeled);
+
+            awaitPassAsked(asked, 1);
+        }, "--runner-amd64-count=0", "--runner-arm64-count=0", "--refill-debounce=0s");
+    }
+
     private static void awaitPassAsked(AtomicInteger asked, int count) throws InterruptedException {
         OperatorHarness.awaitTrue(() -> asked.get() >= count, Duration.ofSeconds(60), count + " passes asked for");
         assertThat(asked.get()).isEqualTo(count);
