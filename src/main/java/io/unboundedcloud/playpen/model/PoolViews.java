@@ -111,6 +111,11 @@ public final class PoolViews {
         if (!p.configured()) {
             out.add(new Condition("Progressing", "True", "Draining", "no flag asks for this pool any more: its idle "
                     + "pods are deleted, allocated ones stay until released"));
+        } else if (p.stale() > 0 && p.desired() == 0) {
+            // a pool that wants none rolls nothing out (its surge is 0 whatever the flag says)
+            out.add(new Condition("Progressing", "True", "StaleInUse", p.stale() + " idle pod(s) run an older "
+                    + "template; the pool wants no idle pods, so none is replaced: those the pool made go as surplus, "
+                    + "others are handed out until none is left"));
         } else if (p.stale() > 0) {
             out.add(maxSurge.trim().matches("0+%?")
                     ? new Condition("Progressing", "True", "StaleInUse", p.stale() + " idle pod(s) run an older "

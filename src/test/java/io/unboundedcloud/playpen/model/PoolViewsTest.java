@@ -80,6 +80,21 @@ class PoolViewsTest {
         }
     }
 
+    /**
+     * A configured pool that wants no idle pods (a count of 0) rolls nothing out: stale pods the pool made go as
+     * surplus, and those it did not make (the Go operator's) stay until allocated. Its condition says so instead of
+     * promising a rollout that never comes (its max-surge metric is 0 and the rollout alert skips it too).
+     */
+    @Test
+    void aPoolThatWantsNoPodsDoesNotSayItRollsOut() {
+        PoolStatus none = new PoolStatus(AMD, true, 0, 0, 0, 1, 1, 0, 1, 0, 0, Map.of(), Map.of(), "h1", "runner:1",
+                PoolBackoff.View.NONE, false, NOW.minus(Duration.ofMinutes(90)), 0, null);
+        assertThat(shown(new PoolViews("25%").conditions(none, NOW)).get(1)).isEqualTo(
+                "Progressing True StaleInUse: 1 idle pod(s) run an older template; the pool wants no idle pods, so "
+                        + "none is replaced: those the pool made go as surplus, others are handed out until none is "
+                        + "left");
+    }
+
     @Test
     void degradedSaysWhyInOrderOfWhatMattersMost() {
         PoolViews v = new PoolViews("1");
