@@ -234,11 +234,21 @@ public final class PoolPlanner {
         List<PoolPlan.Deletion> out = new ArrayList<>();
         int ready = m.readyCount();
         // the ready pods the rules count on: a stale or surplus delete that leaves enough of them goes ahead only if
-        // enough of them are still idle when it is sent (PoolReconciler)
-        List<Pod> readyPods = new ArrayList<>();
-        m.currentReady.forEach(x -> readyPods.add(x.pod));
-        m.stale.stream().filter(Member::ready).forEach(x -> readyPods.add(x.pod));
-        List<Pod> readyNow = List.copyOf(readyPods);
+        // enough of them are still idle when it is sent (PoolReconciler); listed only for a pool that deletes one
+        java.util.function.Supplier<List<Pod>> readyNow = new java.util.function.Supplier<>() {
+            private List<Pod> list;
+
+            @Override
+            public List<Pod> get() {
+                if (list == null) {
+                    List<Pod> pods = new ArrayList<>();
+                    m.currentReady.forEach(x -> pods.add(x.pod));
+                    m.stale.stream().filter(Member::ready).forEach(x -> pods.add(x.pod));
+                    list = List.copyOf(pods);
+                }
+                return list;
+            }
+        };
         int total = m.healthyIdle();
         int stale = m.stale.size();
         // stale pods first: not-ready ones, then ready ones, oldest first
@@ -253,7 +263,7 @@ public final class PoolPlanner {
                 // with rolling off (S = 0) this only happens when the pool holds more than it wants; a pool that
                 // wants none (draining, or a count of 0) replaces nothing: its pods go as surplus, whatever the surge
                 out.add(new PoolPlan.Deletion(m.target, s.pod, surge > 0 && want > 0 ? PoolPlan.Why.STALE
-                        : PoolPlan.Why.SURPLUS, null, want, readyNow));
+                        : PoolPlan.Why.SURPLUS, null, want, want > 0 ? readyNow.get() : List.of()));
                 stale--;
                 total--;
                 if (s.ready) {
@@ -276,7 +286,7 @@ public final class PoolPlanner {
                 continue; // a pod the pool did not make (no template hash) is used, never removed as surplus
             }
             out.add(new PoolPlan.Deletion(m.target, c.pod, PoolPlan.Why.SURPLUS, null, c.ready ? want : 0,
-                    c.ready ? readyNow : List.of()));
+                    c.ready && want > 0 ? readyNow.get() : List.of()));
             total--;
             if (c.ready) {
                 ready--;
