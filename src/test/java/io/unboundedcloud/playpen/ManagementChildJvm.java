@@ -30,6 +30,12 @@ final class ManagementChildJvm implements AutoCloseable {
     public static final class Serve {
         public static void main(String[] args) throws Exception {
             JvmDefaults.apply(System.getProperties());
+            // as many MBeans as the system property says, so that the tree is as large as the operator's
+            int fillers = Integer.getInteger("playpen.test.filler-mbeans", 0);
+            for (int i = 0; i < fillers; i++) {
+                java.lang.management.ManagementFactory.getPlatformMBeanServer().registerMBean(new Filler(),
+                        new javax.management.ObjectName("playpen.test:type=filler,name=f" + i));
+            }
             PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
             registry.counter(args[0]).increment();
             ManagementServer server = new ManagementServer("127.0.0.1", 0, registry, () -> true, ManagementAccess.NONE);
@@ -41,6 +47,67 @@ final class ManagementChildJvm implements AutoCloseable {
                 // until the test ends (its end of stdin closes) or kills us
             }
             server.close();
+        }
+    }
+
+    /** An MBean with a few attributes and operations, like one of Camel's. */
+    public interface FillerMBean {
+        long getExchangesTotal();
+
+        long getExchangesFailed();
+
+        String getState();
+
+        String getDescription();
+
+        boolean isTracing();
+
+        String dumpStatsAsXml(boolean fullStats, boolean includeProcessors);
+
+        String dumpRouteAsXml(boolean resolvePlaceholders, boolean generatedIds);
+
+        void reset(boolean includeProcessors);
+    }
+
+    public static final class Filler implements FillerMBean {
+        @Override
+        public long getExchangesTotal() {
+            return 0;
+        }
+
+        @Override
+        public long getExchangesFailed() {
+            return 0;
+        }
+
+        @Override
+        public String getState() {
+            return "Started";
+        }
+
+        @Override
+        public String getDescription() {
+            return "a filler";
+        }
+
+        @Override
+        public boolean isTracing() {
+            return false;
+        }
+
+        @Override
+        public String dumpStatsAsXml(boolean fullStats, boolean includeProcessors) {
+            return "<stats/>";
+        }
+
+        @Override
+        public String dumpRouteAsXml(boolean resolvePlaceholders, boolean generatedIds) {
+            return "<route/>";
+        }
+
+        @Override
+        public void reset(boolean includeProcessors) {
+            // nothing to reset
         }
     }
 
@@ -92,6 +159,11 @@ final class ManagementChildJvm implements AutoCloseable {
             Thread.sleep(100);
         }
         throw new AssertionError("the child JVM printed no port: " + Files.readString(log));
+    }
+
+    /** Whether the child still runs; its output when it does not. */
+    String exited() throws java.io.IOException {
+        return child.isAlive() ? null : Files.readString(log);
     }
 
     @Override

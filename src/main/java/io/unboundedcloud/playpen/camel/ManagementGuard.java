@@ -36,10 +36,14 @@ import com.sun.net.httpserver.HttpExchange;
  * of Jolokia it also lets through only the read-only request types Hawtio uses (read, list, search, version,
  * exec; the policy decides which operations), never a proxy {@code target} and never a JSONP {@code callback},
  * in the GET and POST forms and in every request of a bulk POST. A POST body is parsed here and Jolokia gets
- * that parse written back, so the two never read one body differently.
+ * that parse written back, so the two never read one body differently. A bulk POST holds at most
+ * {@value #MAX_BULK_REQUESTS} requests, and its requests go to Jolokia one at a time, each answer written out before
+ * the next request runs: the heap holds one answer, never every answer of the bulk at once.
  */
 final class ManagementGuard extends Filter {
     static final int MAX_BODY = 256 * 1024;
+    /** The most requests one bulk POST may hold. */
+    static final int MAX_BULK_REQUESTS = 100;
     /** The request types Hawtio needs; exec is limited by the policy to read-only operations. */
     static final Set<String> JOLOKIA_TYPES = Set.of("read", "list", "search", "version", "exec");
     /** Keys that name another JVM to proxy to (Jolokia's legacy form and its options form). */
@@ -56,11 +60,18 @@ final class ManagementGuard extends Filter {
 
     private final String agentContext;
     private final ManagementAccess access;
+    private final com.sun.net.httpserver.HttpHandler agent;
 
     /** {@code agentContext}: Jolokia's context path when this guards Jolokia (the Jolokia checks too), else null. */
     ManagementGuard(String agentContext, ManagementAccess access) {
+        this(agentContext, access, null);
+    }
+
+    /** Guards Jolokia's handler {@code agent}, which answers the requests of a bulk POST one at a time. */
+    ManagementGuard(String agentContext, ManagementAccess access, com.sun.net.httpserver.HttpHandler agent) {
         this.agentContext = agentContext;
         this.access = access;
+        this.agent = agent;
     }
 
     /** A refusal: the HTTP status and the message (Jolokia's error shape, which Hawtio shows). */
@@ -71,8 +82,11 @@ final class ManagementGuard extends Filter {
     public void doFilter(HttpExchange exchange, Chain chain) throws IOException {
         Refusal refusal = browser(exchange.getRequestHeaders().getFirst("Origin"),
                 exchange.getRequestHeaders().getFirst("Sec-Fetch-Site"), exchange.getRequestHeaders().getFirst("Host"));
+        List<byte[]> bulk = null;
         if (refusal == null && agentContext != null) {
-            refusal = jolokia(exchange);
+            Checked checked = jolokia(exchange);
+            refusal = checked.refusal();
+            bulk = checked.bulk();
         }
         if (refusal != null) {
             refuse(exchange, refusal);
@@ -83,7 +97,143 @@ final class ManagementGuard extends Filter {
             // only a configured origin gets here: answer its CORS questions (Jolokia itself never echoes one)
             cors(exchange, origin);
         }
+        if (bulk != null && agent != null) {
+            bulk(exchange, bulk);
+            return;
+        }
         chain.doFilter(exchange);
+    }
+
+    /**
+     * A bulk POST, answered as Jolokia answers one (the JSON array of the single answers, in order), but one request
+     * at a time: each goes to Jolokia on its own and its answer is written out before the next one runs. Jolokia
+     * would hold every answer of the bulk until the last was ready; a few kilobytes of whole-tree lists then filled
+     * the heap and stopped the JVM.
+     */
+    private void bulk(HttpExchange exchange, List<byte[]> requests) throws IOException {
+        try (exchange) {
+            OutputStream out = null;
+            for (byte[] request : requests) {
+                One one = new One(exchange, request);
+                agent.handle(one);
+                if (out == null) {
+                    one.headers.forEach((name, values) -> {
+                        if (!name.equalsIgnoreCase("Content-Length") && !name.equalsIgnoreCase("Transfer-Encoding")) {
+                            exchange.getResponseHeaders().putIfAbsent(name, values);
+                        }
+                    });
+                    exchange.sendResponseHeaders(200, 0);
+                    out = exchange.getResponseBody();
+                    out.write('[');
+                } else {
+                    out.write(',');
+                }
+                one.body.writeTo(out);
+            }
+            if (out != null) {
+                out.write(']');
+                out.close();
+            }
+        }
+    }
+
+    /** One request of a bulk POST as its own exchange: its body is that request, its answer is kept here. */
+    private static final class One extends HttpExchange {
+        private final HttpExchange in;
+        private final java.io.InputStream request;
+        final com.sun.net.httpserver.Headers headers = new com.sun.net.httpserver.Headers();
+        final java.io.ByteArrayOutputStream body = new java.io.ByteArrayOutputStream();
+        private int code = -1;
+
+        One(HttpExchange in, byte[] request) {
+            this.in = in;
+            this.request = new ByteArrayInputStream(request);
+        }
+
+        @Override
+        public com.sun.net.httpserver.Headers getRequestHeaders() {
+            return in.getRequestHeaders();
+        }
+
+        @Override
+        public com.sun.net.httpserver.Headers getResponseHeaders() {
+            return headers;
+        }
+
+        @Override
+        public URI getRequestURI() {
+            return in.getRequestURI();
+        }
+
+        @Override
+        public String getRequestMethod() {
+            return in.getRequestMethod();
+        }
+
+        @Override
+        public com.sun.net.httpserver.HttpContext getHttpContext() {
+            return in.getHttpContext();
+        }
+
+        @Override
+        public void close() {
+            // the bulk's own exchange is closed once every answer is written
+        }
+
+        @Override
+        public java.io.InputStream getRequestBody() {
+            return request;
+        }
+
+        @Override
+        public OutputStream getResponseBody() {
+            return body;
+        }
+
+        @Override
+        public void sendResponseHeaders(int rCode, long responseLength) {
+            code = rCode;
+        }
+
+        @Override
+        public java.net.InetSocketAddress getRemoteAddress() {
+            return in.getRemoteAddress();
+        }
+
+        @Override
+        public int getResponseCode() {
+            return code;
+        }
+
+        @Override
+        public java.net.InetSocketAddress getLocalAddress() {
+            return in.getLocalAddress();
+        }
+
+        @Override
+        public String getProtocol() {
+            return in.getProtocol();
+        }
+
+        @Override
+        public Object getAttribute(String name) {
+            return in.getAttribute(name);
+        }
+
+        @Override
+        public void setAttribute(String name, Object value) {
+            in.setAttribute(name, value);
+        }
+
+        @Override
+        public void setStreams(java.io.InputStream i, OutputStream o) {
+            throw new UnsupportedOperationException("one request of a bulk");
+        }
+
+        @Override
+        public com.sun.net.httpserver.HttpPrincipal getPrincipal() {
+            return in.getPrincipal();
+        }
     }
 
     private static void cors(HttpExchange exchange, String origin) {
@@ -150,43 +300,48 @@ final class ManagementGuard extends Filter {
         return access.allowsHost(host);
     }
 
-    private Refusal jolokia(HttpExchange exchange) throws IOException {
+    /** The Jolokia checks: a refusal, or the requests of a bulk POST (null for anything else that passes). */
+    private Checked jolokia(HttpExchange exchange) throws IOException {
         URI uri = exchange.getRequestURI();
         Map<String, List<String>> params;
         try {
             params = jolokiaParameters(uri.getQuery());
         } catch (IllegalArgumentException e) {
-            return new Refusal(400, "the query string is not valid");
+            return refused(new Refusal(400, "the query string is not valid"));
         }
         Refusal q = queryRefusal(params);
         if (q != null) {
-            return q;
+            return refused(q);
         }
         String method = exchange.getRequestMethod().toUpperCase(Locale.ROOT);
         if (method.equals("GET")) {
             String path = params.containsKey("p") ? params.get("p").get(0) : pathInfo(uri.getPath());
-            return getRefusal(path);
+            return refused(getRefusal(path));
         }
         if (method.equals("POST")) {
             String contentType = exchange.getRequestHeaders().getFirst("Content-Type");
             if (!utf8(contentType)) {
-                return new Refusal(415, "request bodies must be UTF-8 JSON");
+                return refused(new Refusal(415, "request bodies must be UTF-8 JSON"));
             }
             byte[] body;
             try (InputStream in = exchange.getRequestBody()) {
                 body = in.readNBytes(MAX_BODY + 1);
             }
             if (body.length > MAX_BODY) {
-                return new Refusal(413, "request body too large");
+                return refused(new Refusal(413, "request body too large"));
             }
             Checked checked = checkPost(body);
-            if (checked.refusal() != null) {
-                return checked.refusal();
+            if (checked.refusal() == null) {
+                exchange.setStreams(new ByteArrayInputStream(checked.body()), exchange.getResponseBody());
             }
-            exchange.setStreams(new ByteArrayInputStream(checked.body()), exchange.getResponseBody());
+            return checked;
         }
         // OPTIONS (a CORS preflight) got here only with a configured Origin; other methods Jolokia refuses itself
-        return null;
+        return refused(null);
+    }
+
+    private static Checked refused(Refusal r) {
+        return new Checked(r, null, null);
     }
 
     /** The query parameters the way Jolokia reads them: URI.getQuery() split on '&amp;', each part URL-decoded. */
@@ -247,8 +402,11 @@ final class ManagementGuard extends Filter {
                 + String.join(", ", new java.util.TreeSet<>(JOLOKIA_TYPES)) + ")");
     }
 
-    /** A checked POST: the refusal, or the body Jolokia gets (the parse re-written, ASCII only). */
-    record Checked(Refusal refusal, byte[] body) {
+    /**
+     * A checked POST: the refusal, or the body Jolokia gets (the parse re-written, ASCII only) and, for a bulk of
+     * more than one request, each request on its own (written the same way).
+     */
+    record Checked(Refusal refusal, byte[] body, List<byte[]> bulk) {
     }
 
     static Checked checkPost(byte[] body) {
@@ -257,16 +415,20 @@ final class ManagementGuard extends Filter {
             text = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
                     .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(body)).toString();
         } catch (CharacterCodingException e) {
-            return new Checked(new Refusal(400, "request body is not UTF-8"), null);
+            return refused(new Refusal(400, "request body is not UTF-8"));
         }
         JsonNode tree;
         try {
             tree = JSON.readTree(text);
         } catch (JsonProcessingException e) {
-            return new Checked(new Refusal(400, "request body is not one JSON object or array"), null);
+            return refused(new Refusal(400, "request body is not one JSON object or array"));
         }
         if (tree == null || !(tree.isObject() || tree.isArray())) {
-            return new Checked(new Refusal(400, "request body is not one JSON object or array"), null);
+            return refused(new Refusal(400, "request body is not one JSON object or array"));
+        }
+        if (tree.isArray() && tree.size() > MAX_BULK_REQUESTS) {
+            return refused(new Refusal(413, "a bulk request holds at most " + MAX_BULK_REQUESTS + " requests, this one "
+                    + tree.size() + "; split it into several"));
         }
         List<JsonNode> requests = new ArrayList<>();
         if (tree.isArray()) {
@@ -277,13 +439,20 @@ final class ManagementGuard extends Filter {
         for (JsonNode r : requests) {
             Refusal refusal = requestRefusal(r);
             if (refusal != null) {
-                return new Checked(refusal, null);
+                return refused(refusal);
             }
         }
         try {
-            return new Checked(null, JSON.writeValueAsBytes(tree));
+            List<byte[]> bulk = null;
+            if (tree.isArray() && tree.size() > 1) {
+                bulk = new ArrayList<>();
+                for (JsonNode r : requests) {
+                    bulk.add(JSON.writeValueAsBytes(r));
+                }
+            }
+            return new Checked(null, JSON.writeValueAsBytes(tree), bulk);
         } catch (JsonProcessingException e) {
-            return new Checked(new Refusal(400, "request body cannot be passed on"), null);
+            return refused(new Refusal(400, "request body cannot be passed on"));
         }
     }
 

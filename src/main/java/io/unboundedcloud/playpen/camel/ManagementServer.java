@@ -100,7 +100,7 @@ public final class ManagementServer implements AutoCloseable {
     public void start() {
         jolokia.start(false);
         HttpContext agent = jolokiaContext();
-        agent.getFilters().add(new ManagementGuard(AGENT_CONTEXT, access));
+        agent.getFilters().add(new ManagementGuard(AGENT_CONTEXT, access, agent.getHandler()));
         // Jolokia's context is "/jolokia/"; Hawtio's connect dialog and most docs say ".../jolokia", which the JDK
         // server would answer 404 ("No context found"). That exact path is served as "/jolokia/", filters included.
         http.createContext(AGENT_CONTEXT, exchange -> {
