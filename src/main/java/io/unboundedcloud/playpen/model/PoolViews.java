@@ -33,6 +33,10 @@ public final class PoolViews {
             String tableVersion, String includeObject) {
     }
 
+    /** Pools cannot be watched; what to do instead. */
+    public static final String WATCH_UNSUPPORTED = "watch is not supported on pools: list them again instead"
+            + " (kubectl get pools), for example every 2 seconds with: watch kubectl get pools";
+
     /** One condition as the object shows it. */
     public record Condition(String type, String status, String reason, String message) {
     }
@@ -44,7 +48,7 @@ public final class PoolViews {
     public static Query parseQuery(String name, String rawQuery, String accept) {
         Map<String, String> params = KubeObjects.optionsFor(name, AllocViews.params(rawQuery));
         if (KubeObjects.asksWatch(params)) {
-            throw new UnsupportedOperationException("watch is not supported on pools");
+            throw new UnsupportedOperationException(WATCH_UNSUPPORTED);
         }
         KubeObjects.checkResourceVersionMatch(params);
         // one page holds every pool (a limit is met with all of them and no continue token), so a token can only

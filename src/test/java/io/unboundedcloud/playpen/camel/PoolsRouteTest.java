@@ -168,6 +168,9 @@ class PoolsRouteTest {
         HttpResponse<String> watch = get(POOLS + "?watch=true", "application/json");
         assertThat(watch.statusCode()).isEqualTo(405);
         assertThat(watch.headers().firstValue("Allow")).contains("GET");
+        assertThat(M.readTree(watch.body()).path("message").asText()).as("says what to do instead")
+                .isEqualTo("watch is not supported on pools: list them again instead (kubectl get pools), for "
+                        + "example every 2 seconds with: watch kubectl get pools");
         HttpResponse<String> selector = get(POOLS + "?labelSelector=%3D%3D", "application/json");
         assertThat(selector.statusCode()).as(selector.body()).isEqualTo(400);
         assertThat(M.readTree(selector.body()).path("message").asText()).startsWith("invalid labelSelector");

@@ -21,7 +21,7 @@ class ListOptionsLikeKubeApiserverTest {
             assertThatThrownBy(() -> AllocViews.parseQuery(null, watch, null)).as(watch)
                     .isInstanceOf(UnsupportedOperationException.class).hasMessage(AllocViews.WATCH_UNSUPPORTED);
             assertThatThrownBy(() -> PoolViews.parseQuery(null, watch, null)).as(watch)
-                    .isInstanceOf(UnsupportedOperationException.class).hasMessage("watch is not supported on pools");
+                    .isInstanceOf(UnsupportedOperationException.class).hasMessage(PoolViews.WATCH_UNSUPPORTED);
         }
         for (String list : List.of("", "watch=false", "watch=False", "watch=FALSE", "watch=0")) {
             assertThat(AllocViews.parseQuery(null, list, null).name()).as(list).isNull();

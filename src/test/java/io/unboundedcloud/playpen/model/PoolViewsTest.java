@@ -206,7 +206,7 @@ class PoolViewsTest {
 
         for (String watch : List.of("watch=true", "watch=1")) {
             assertThatThrownBy(() -> PoolViews.parseQuery(null, watch, null))
-                    .isInstanceOf(UnsupportedOperationException.class).hasMessage("watch is not supported on pools");
+                    .isInstanceOf(UnsupportedOperationException.class).hasMessage(PoolViews.WATCH_UNSUPPORTED);
         }
         assertThat(PoolViews.parseQuery(null, "watch=false", null).name()).isNull();
         assertThatThrownBy(() -> PoolViews.parseQuery(null, "fieldSelector=metadata.name", null))
