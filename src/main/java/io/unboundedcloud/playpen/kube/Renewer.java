@@ -32,8 +32,10 @@ import io.unboundedcloud.playpen.model.TtlPolicy;
 public final class Renewer {
     private static final Logger LOG = LoggerFactory.getLogger(Renewer.class);
     private static final int ATTEMPTS = 5;
-    public static final String NOT_FOUND = "no allocation is held with this idempotency key";
-    public static final String GONE = "the allocation held with this idempotency key has expired or is being deleted";
+    public static final String NOT_FOUND = "no allocation is held with this idempotency key (released already,"
+            + " expired, or never made): nothing was renewed; send your alloc request again for a new allocation";
+    public static final String GONE = "the allocation held with this idempotency key has expired or is being deleted:"
+            + " it cannot be renewed; once it is gone, send your alloc request again for a new allocation";
 
     /**
      * The renewed lease: the new expiry (null: the allocation never expires) and the latest one renewals may reach

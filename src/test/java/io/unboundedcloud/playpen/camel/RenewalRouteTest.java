@@ -164,10 +164,15 @@ class RenewalRouteTest {
         HttpResponse<String> unknown = renew("{\"idempotencyKey\":\"nobody\",\"ttl\":\"1h\"}");
         assertThat(unknown.statusCode()).isEqualTo(404);
         assertThat(unknown.body()).contains("\"reason\":\"NotFound\"")
-                .contains("\"message\":\"no allocation is held with this idempotency key\"");
+                .contains("\"message\":\"no allocation is held with this idempotency key (released already, "
+                        + "expired, or never made): nothing was renewed; send your alloc request again for a new "
+                        + "allocation\"");
         HttpResponse<String> gone = renew("{\"idempotencyKey\":\"leaving\",\"ttl\":\"1h\"}");
         assertThat(gone.statusCode()).isEqualTo(410);
-        assertThat(gone.body()).contains("\"kind\":\"Status\"").contains("\"reason\":\"Gone\"").contains("\"code\":410");
+        assertThat(gone.body()).contains("\"kind\":\"Status\"").contains("\"reason\":\"Gone\"").contains("\"code\":410")
+                .contains("\"message\":\"the allocation held with this idempotency key has expired or is being "
+                        + "deleted: it cannot be renewed; once it is gone, send your alloc request again for a new "
+                        + "allocation\"");
         // refused renewals are audited too (through the errors configuration)
         OperatorHarness.awaitTrue(() -> auditLines("\"verb\":\"renew\"") == 2, Duration.ofSeconds(60),
                 "two refused renewals audited");
