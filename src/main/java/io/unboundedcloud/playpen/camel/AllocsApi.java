@@ -79,11 +79,13 @@ public final class AllocsApi {
 
     /**
      * 403 unless RBAC lets the user {@code verb} allocs at all, or the one alloc a get or delete names (the same
-     * check kube-apiserver makes: a Role's {@code resourceNames} grant those names).
+     * check kube-apiserver makes: a Role's {@code resourceNames} grant those names). A list that asks for a watch is
+     * reviewed with the verb watch, as kube-apiserver reviews it, before its 405.
      */
     public void authorize(@ExchangeProperty(FrontDoor.IDENTITY) Identity who, @ExchangeProperty(FrontDoor.FLOW) String flow,
             @ExchangeProperty(FrontDoor.TARGET) String target) {
-        reviewer.authorize(who, AccessReviewer.ALLOCS, verb(flow), reviewedName(flow, target));
+        reviewer.authorize(who, AccessReviewer.ALLOCS, "allocs_list".equals(flow)
+                ? AllocViews.listVerb(ApiPaths.rawQuery(target)) : verb(flow), reviewedName(flow, target));
     }
 
     /**

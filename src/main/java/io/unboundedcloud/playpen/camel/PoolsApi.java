@@ -46,12 +46,14 @@ public final class PoolsApi {
 
     /**
      * 403 unless RBAC lets the user get the one pool named or list pools (a list whose fieldSelector requires one
-     * name is reviewed with it); a Role's resourceNames count, as in kube-apiserver.
+     * name is reviewed with it, one that asks for a watch with the verb watch before its 405); a Role's resourceNames
+     * count, as in kube-apiserver.
      */
     public void authorize(@ExchangeProperty(FrontDoor.IDENTITY) Identity who, @ExchangeProperty(FrontDoor.FLOW) String flow,
             @ExchangeProperty(FrontDoor.TARGET) String target) {
         boolean one = "pools_get".equals(flow);
-        reviewer.authorize(who, AccessReviewer.POOLS, one ? "get" : "list", one ? ApiPaths.poolName(target)
+        reviewer.authorize(who, AccessReviewer.POOLS, one ? "get"
+                : io.unboundedcloud.playpen.model.AllocViews.listVerb(ApiPaths.rawQuery(target)), one ? ApiPaths.poolName(target)
                 : io.unboundedcloud.playpen.model.AllocViews.fieldSelectedName(ApiPaths.rawQuery(target)));
     }
 

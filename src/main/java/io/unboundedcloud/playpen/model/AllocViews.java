@@ -178,6 +178,18 @@ public final class AllocViews {
     }
 
     /**
+     * The verb kube-apiserver authorizes a list with: watch when its options ask for a watch (which is then refused
+     * with a 405), list otherwise, and list for a query that cannot be read (its 400 follows).
+     */
+    public static String listVerb(String rawQuery) {
+        try {
+            return KubeObjects.asksWatch(params(rawQuery)) ? "watch" : "list";
+        } catch (RuntimeException e) {
+            return "list";
+        }
+    }
+
+    /**
      * The one name a list's {@code fieldSelector} requires ({@code metadata.name=<name>} or {@code ==}), which
      * kube-apiserver authorizes the list with, as it does a get of that name; null when there is none or it could
      * not be a name (".", "..", or with "/" or "%"). Never throws: a bad selector is refused later, by the parse.

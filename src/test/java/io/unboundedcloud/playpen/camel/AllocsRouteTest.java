@@ -353,6 +353,32 @@ class AllocsRouteTest {
     }
 
     /**
+     * A watch of allocs is reviewed with the verb watch, as kube-apiserver reviews it: a user who may watch but not
+     * list gets the 405 that says what to do instead, not a 403; one who may list but not watch is refused.
+     */
+    @Test
+    void aWatchIsReviewedWithTheVerbWatch() throws Exception {
+        op = new OperatorHarness(cluster, "--playpen-ttl=1h");
+        http = op.frontProxy();
+        var users = cluster.sarPolicy;
+        cluster.sarPolicy = sar -> switch (sar.getSpec().getUser()) {
+            case "wendy" -> "watch".equals(sar.getSpec().getResourceAttributes().getVerb());
+            case "lisa" -> "list".equals(sar.getSpec().getResourceAttributes().getVerb());
+            default -> users.test(sar);
+        };
+        for (String watch : List.of("?watch=true", "?watch=1")) {
+            HttpResponse<String> watcher = send("GET", ALLOCS + watch, null, "wendy", "watchers");
+            assertStatus(watcher, 405, "MethodNotAllowed", null);
+            assertThat(watcher.headers().firstValue("Allow")).hasValue("GET, POST");
+            HttpResponse<String> lister = send("GET", ALLOCS + watch, null, "lisa", "listers");
+            assertStatus(lister, 403, "Forbidden", null);
+            assertThat(json(lister).get("message").asText()).contains("cannot watch resource \"allocs\"");
+        }
+        assertThat(send("GET", ALLOCS + "?watch=false", null, "lisa", "listers").statusCode()).isEqualTo(200);
+        assertStatus(send("GET", ALLOCS, null, "wendy", "watchers"), 403, "Forbidden", null);
+    }
+
+    /**
      * A list whose fieldSelector requires one name (metadata.name=<id>, as client-go's one-object list sends it) is
      * reviewed with that name, as kube-apiserver reviews it, so a Role limited by resourceNames may list it.
      */

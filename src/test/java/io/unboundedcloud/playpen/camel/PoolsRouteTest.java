@@ -206,6 +206,12 @@ class PoolsRouteTest {
         assertThat(get(POOLS + "/runner-arm64", "application/json", "erin", "named").statusCode()).isEqualTo(200);
         assertThat(get(POOLS + "/runner-amd64", "application/json", "erin", "named").statusCode()).isEqualTo(403);
         assertThat(get(POOLS, "application/json", "erin", "named").statusCode()).isEqualTo(403);
+        // a watch is reviewed with the verb watch, as kube-apiserver reviews it: watch without list is the 405
+        cluster.sarPolicy = sar -> "wendy".equals(sar.getSpec().getUser())
+                ? "watch".equals(sar.getSpec().getResourceAttributes().getVerb()) : readers.test(sar);
+        HttpResponse<String> watcher = get(POOLS + "?watch=1", "application/json", "wendy", "watchers");
+        assertThat(watcher.statusCode()).as(watcher.body()).isEqualTo(405);
+        assertThat(get(POOLS, "application/json", "wendy", "watchers").statusCode()).isEqualTo(403);
         cluster.sarPolicy = readers;
         // RBAC: a user without get/list on pools is refused, and the review asked about pools
         HttpResponse<String> denied = get(POOLS, "application/json", "mallory", "others");
