@@ -63,29 +63,33 @@ final class KubeObjects {
      * A list's {@code resourceVersionMatch}, checked as kube-apiserver checks a list's options: forbidden without a
      * {@code resourceVersion} or with a {@code continue} token, one of Exact and NotOlderThan, and not Exact for
      * resourceVersion 0; a 422 Invalid with kube-apiserver's words otherwise. A valid one is then ignored, like
-     * {@code resourceVersion} itself: the list is always the allocations or pools as they are now.
+     * {@code resourceVersion} itself: the list is always the allocations or pools as they are now. A list (not a
+     * watch) given {@code sendInitialEvents}, with any value, is the same 422, as kube-apiserver answers it.
      */
     static void checkResourceVersionMatch(Map<String, String> params) {
         String match = params.getOrDefault("resourceVersionMatch", "");
-        if (match.isEmpty()) {
-            return;
-        }
         String version = params.getOrDefault("resourceVersion", "");
         List<String> errors = new java.util.ArrayList<>();
-        if (version.isEmpty()) {
-            errors.add("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is "
-                    + "provided");
+        if (!match.isEmpty()) {
+            if (version.isEmpty()) {
+                errors.add("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion "
+                        + "is provided");
+            }
+            if (!params.getOrDefault("continue", "").isEmpty()) {
+                errors.add("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is "
+                        + "provided");
+            }
+            if (!match.equals("Exact") && !match.equals("NotOlderThan")) {
+                errors.add("resourceVersionMatch: Unsupported value: " + AllocViews.quoteShort(match)
+                        + ": supported values: \"Exact\", \"NotOlderThan\", \"\"");
+            }
+            if (match.equals("Exact") && version.equals("0")) {
+                errors.add("resourceVersionMatch: Forbidden: resourceVersionMatch \"exact\" is forbidden for "
+                        + "resourceVersion \"0\"");
+            }
         }
-        if (!params.getOrDefault("continue", "").isEmpty()) {
-            errors.add("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided");
-        }
-        if (!match.equals("Exact") && !match.equals("NotOlderThan")) {
-            errors.add("resourceVersionMatch: Unsupported value: " + AllocViews.quoteShort(match)
-                    + ": supported values: \"Exact\", \"NotOlderThan\", \"\"");
-        }
-        if (match.equals("Exact") && version.equals("0")) {
-            errors.add("resourceVersionMatch: Forbidden: resourceVersionMatch \"exact\" is forbidden for "
-                    + "resourceVersion \"0\"");
+        if (params.containsKey("sendInitialEvents")) {
+            errors.add("sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list");
         }
         if (!errors.isEmpty()) {
             throw io.unboundedcloud.playpen.api.ApiException.invalid("ListOptions.meta.k8s.io \"\" is invalid: "
@@ -95,7 +99,7 @@ final class KubeObjects {
 
     /** The options only a list reads; a get or delete of one object ignores them, as kube-apiserver does. */
     private static final List<String> LIST_ONLY = List.of("limit", "continue", "fieldSelector", "labelSelector",
-            "resourceVersionMatch");
+            "resourceVersionMatch", "sendInitialEvents");
 
     /**
      * The query's options as a read of {@code name} takes them: all of them for a list ({@code name} null), and
