@@ -124,8 +124,15 @@ public class ApiException extends RuntimeException {
                 + "application/json, as kubectl and client-go do");
     }
 
-    public static ApiException invalid(String message) {
-        return new ApiException(422, "Invalid", message);
+    /**
+     * kube-apiserver's 422 Invalid of an object of {@code group}/{@code kind} without a name: the message
+     * {@code <Kind>.<group> "" is invalid: <errors>} and the details with one cause per error.
+     */
+    public static ApiException invalid(String group, String kind, java.util.List<Status.Cause> causes) {
+        java.util.List<String> errors = causes.stream().map(c -> c.field() + ": " + c.message()).toList();
+        return new ApiException(422, "Invalid", kind + "." + group + " \"\" is invalid: "
+                + (errors.size() == 1 ? errors.get(0) : "[" + String.join(", ", errors) + "]"), Map.of(),
+                new Status.Details(null, group, kind, causes));
     }
 
     public static ApiException tooLarge(String message) {

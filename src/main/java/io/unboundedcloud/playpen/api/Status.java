@@ -1,5 +1,7 @@
 package io.unboundedcloud.playpen.api;
 
+import java.util.List;
+
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonPropertyOrder;
 
@@ -15,11 +17,24 @@ public record Status(String kind, String apiVersion, Meta metadata, String statu
 
     /**
      * What the error is about, as kube-apiserver's NotFound and Forbidden carry it: the object's name (when the
-     * request named one), the API group and the resource (as {@code kind}).
+     * request named one), the API group and the resource (as {@code kind}); an Invalid also carries its causes, one
+     * per error (none: left out).
      */
-    @JsonPropertyOrder({"name", "group", "kind"})
+    @JsonPropertyOrder({"name", "group", "kind", "causes"})
     @JsonInclude(JsonInclude.Include.NON_EMPTY)
-    public record Details(String name, String group, String kind) {
+    public record Details(String name, String group, String kind, List<Cause> causes) {
+        public Details(String name, String group, String kind) {
+            this(name, group, kind, null);
+        }
+    }
+
+    /**
+     * One error of an Invalid, as kube-apiserver's StatusCause has it: its type ({@code FieldValueForbidden}), its
+     * message without the field, and the field.
+     */
+    @JsonPropertyOrder({"reason", "message", "field"})
+    @JsonInclude(JsonInclude.Include.NON_EMPTY)
+    public record Cause(String reason, String message, String field) {
     }
 
     public static Status failure(int code, String reason, String message) {

@@ -5,6 +5,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
 
+import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.api.Status;
+
 /**
  * What the allocs and pools read APIs share, so both answer kubectl alike: an object's and a list's envelope, the
  * list options both read the same way, and the meta.k8s.io Table that kubectl get asks for
@@ -69,32 +72,37 @@ final class KubeObjects {
     static void checkResourceVersionMatch(Map<String, String> params) {
         String match = params.getOrDefault("resourceVersionMatch", "");
         String version = params.getOrDefault("resourceVersion", "");
-        List<String> errors = new java.util.ArrayList<>();
+        List<Status.Cause> errors = new java.util.ArrayList<>();
         if (!match.isEmpty()) {
             if (version.isEmpty()) {
-                errors.add("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion "
-                        + "is provided");
+                errors.add(forbidden("resourceVersionMatch",
+                        "resourceVersionMatch is forbidden unless resourceVersion is provided"));
             }
             if (!params.getOrDefault("continue", "").isEmpty()) {
-                errors.add("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is "
-                        + "provided");
+                errors.add(forbidden("resourceVersionMatch",
+                        "resourceVersionMatch is forbidden when continue is provided"));
             }
             if (!match.equals("Exact") && !match.equals("NotOlderThan")) {
-                errors.add("resourceVersionMatch: Unsupported value: " + AllocViews.quoteShort(match)
-                        + ": supported values: \"Exact\", \"NotOlderThan\", \"\"");
+                errors.add(new Status.Cause("FieldValueNotSupported", "Unsupported value: "
+                        + AllocViews.quoteShort(match) + ": supported values: \"Exact\", \"NotOlderThan\", \"\"",
+                        "resourceVersionMatch"));
             }
             if (match.equals("Exact") && version.equals("0")) {
-                errors.add("resourceVersionMatch: Forbidden: resourceVersionMatch \"exact\" is forbidden for "
-                        + "resourceVersion \"0\"");
+                errors.add(forbidden("resourceVersionMatch",
+                        "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""));
             }
         }
         if (params.containsKey("sendInitialEvents")) {
-            errors.add("sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list");
+            errors.add(forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"));
         }
         if (!errors.isEmpty()) {
-            throw io.unboundedcloud.playpen.api.ApiException.invalid("ListOptions.meta.k8s.io \"\" is invalid: "
-                    + (errors.size() == 1 ? errors.get(0) : "[" + String.join(", ", errors) + "]"));
+            throw ApiException.invalid("meta.k8s.io", "ListOptions", errors);
         }
+    }
+
+    /** kube-apiserver's Forbidden error of a field, as its StatusCause has it. */
+    private static Status.Cause forbidden(String field, String detail) {
+        return new Status.Cause("FieldValueForbidden", "Forbidden: " + detail, field);
     }
 
     /** The options only a list reads; a get or delete of one object ignores them, as kube-apiserver does. */

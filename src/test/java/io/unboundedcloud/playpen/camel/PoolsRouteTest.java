@@ -195,6 +195,19 @@ class PoolsRouteTest {
                 .contains("resourceVersionMatch is forbidden unless resourceVersion is provided");
         assertThat(get(POOLS + "?resourceVersion=0&resourceVersionMatch=NotOlderThan", "application/json")
                 .statusCode()).isEqualTo(200);
+        // its details name ListOptions and carry one cause per error, as kube-apiserver's do, in its field order
+        assertThat(match.body()).contains("\"reason\":\"Invalid\",\"details\":{\"group\":\"meta.k8s.io\","
+                + "\"kind\":\"ListOptions\",\"causes\":[{\"reason\":\"FieldValueForbidden\",\"message\":\"Forbidden: "
+                + "resourceVersionMatch is forbidden unless resourceVersion is provided\",\"field\":"
+                + "\"resourceVersionMatch\"}]},\"code\":422}");
+        HttpResponse<String> two = get(POOLS + "?resourceVersion=1&resourceVersionMatch=Newest&sendInitialEvents=true",
+                "application/json");
+        assertThat(two.statusCode()).as(two.body()).isEqualTo(422);
+        assertThat(M.readTree(two.body()).path("details")).isEqualTo(M.readTree("{\"group\":\"meta.k8s.io\","
+                + "\"kind\":\"ListOptions\",\"causes\":[{\"reason\":\"FieldValueNotSupported\",\"message\":"
+                + "\"Unsupported value: \\\"Newest\\\": supported values: \\\"Exact\\\", \\\"NotOlderThan\\\", \\\"\\\"\","
+                + "\"field\":\"resourceVersionMatch\"},{\"reason\":\"FieldValueForbidden\",\"message\":\"Forbidden: "
+                + "sendInitialEvents is forbidden for list\",\"field\":\"sendInitialEvents\"}]}"));
         // a Role naming one pool (resourceNames) lists it by its name, and nothing else
         var readers = cluster.sarPolicy;
         cluster.sarPolicy = sar -> "erin".equals(sar.getSpec().getUser())
