@@ -171,6 +171,8 @@ public final class ClaimWriter {
         annotations.put(PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY, cmd.wireGuardPublicKey());
         Instant now = clock.instant();
         annotations.put(PlaypenKeys.CLAIMED_AT, TtlPolicy.formatClaimedAt(now));
+        annotations.put(PlaypenKeys.CLAIM_ID,
+                Long.toHexString(java.util.concurrent.ThreadLocalRandom.current().nextLong()));
         if (leases != null) {
             // the expiry goes in the same single write as the claim: there is never a claim without its lease
             leases.claimExpiry(now, cmd.ttl())
@@ -224,8 +226,9 @@ public final class ClaimWriter {
 
     /**
      * Takes a claim that lost (or could not be confirmed) off its pod with a conditional write, only while the pod
-     * still carries this very claim (same pod uid, key and claimed-at) and nobody has settled it: such a claim was
-     * never handed out, so the pod goes back to the pool as it was.
+     * still carries this very claim (same pod uid, key, claimed-at and claim-id: the same key can be claimed again on
+     * the same pod within the second, by another writer, once this claim was taken back) and nobody has settled it:
+     * such a claim was never handed out, so the pod goes back to the pool as it was.
      */
     public Rollback rollback(Pod claimed, String keyHash) {
         return rollback(claimed, keyHash, true);
@@ -245,11 +248,13 @@ public final class ClaimWriter {
         String name = claimed.getMetadata().getName();
         String uid = claimed.getMetadata().getUid();
         String claimedAt = ManagedPods.annotations(claimed).get(PlaypenKeys.CLAIMED_AT);
+        String claimId = ManagedPods.annotations(claimed).get(PlaypenKeys.CLAIM_ID);
         Pod current = claimed;
         for (int attempt = 0; attempt < 5; attempt++) {
             if (current == null || !java.util.Objects.equals(uid, current.getMetadata().getUid())
                     || !keyHash.equals(ManagedPods.keyHash(current))
                     || !java.util.Objects.equals(claimedAt, ManagedPods.annotations(current).get(PlaypenKeys.CLAIMED_AT))
+                    || !java.util.Objects.equals(claimId, ManagedPods.annotations(current).get(PlaypenKeys.CLAIM_ID))
                     || ManagedPods.isTerminating(current)) {
                 return Rollback.GONE;
             }
@@ -279,8 +284,8 @@ public final class ClaimWriter {
     private static String unclaimPatch(String resourceVersion) {
         Map<String, Object> annotations = new LinkedHashMap<>();
         for (String a : List.of(PlaypenKeys.IDEMPOTENCY_KEY_HASH, PlaypenKeys.REQUEST_HASH,
-                PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY, PlaypenKeys.CLAIMED_AT, PlaypenKeys.EXPIRES_AT,
-                PlaypenKeys.OWNER_HASH, PlaypenKeys.OWNER_QUOTA, PlaypenKeys.CLAIMED_BY)) {
+                PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY, PlaypenKeys.CLAIMED_AT, PlaypenKeys.CLAIM_ID,
+                PlaypenKeys.EXPIRES_AT, PlaypenKeys.OWNER_HASH, PlaypenKeys.OWNER_QUOTA, PlaypenKeys.CLAIMED_BY)) {
             annotations.put(a, null);
         }
         Map<String, Object> labels = new LinkedHashMap<>();

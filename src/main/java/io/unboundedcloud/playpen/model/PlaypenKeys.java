@@ -34,6 +34,11 @@ public final class PlaypenKeys {
     public static final String CLAIM_SETTLED = P + "claim-settled";
     /** Which replica wrote a claim (a hash of its identity): how replicas learn who else is allocating. */
     public static final String CLAIMED_BY = P + "claimed-by";
+    /**
+     * A random value written with each claim (ours only): what tells a writer's own claim from another claim of the
+     * same key on the same pod made in the same second (claimed-at has whole seconds), after the first was taken back.
+     */
+    public static final String CLAIM_ID = P + "claim-id";
     public static final String CONTROL_PLANE_KUBECONFIG = P + "control-plane-kubeconfig";
     public static final String CONTROL_PLANE_GUEST_SERVER = P + "control-plane-guest-server";
     public static final String SET_KUBE_SERVICE_HOST_FQDN = "kubernetes.azure.com/set-kube-service-host-fqdn";

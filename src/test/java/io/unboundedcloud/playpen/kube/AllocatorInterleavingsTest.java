@@ -24,6 +24,7 @@ import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
 
 /**
  * Two calls of one replica at once, in a fixed order: the first is held at one API request (the mock API server
@@ -102,6 +103,53 @@ class AllocatorInterleavingsTest {
 
     private String first(AllocCommand key) {
         return r.pods.ring(ScriptedReplica.KIND, Hashes.seed(key.keyHash())).next();
+    }
+
+    /**
+     * A claim that lost is taken back by another replica's sweeper before its writer's watch delivers it, and the
+     * pod is claimed again for the key, in the same second, by another request through another replica: that claim
+     * stands (the claim the first lost to is gone) and is answered there. The first writer, judging its own claim
+     * lost, takes back only its own claim, never that one; it judges the key again and meets the other request's
+     * claim: 409.
+     */
+    @Test
+    void aLostClaimsWriterNeverTakesBackTheClaimMadeAgainOnItsPodInTheSameSecond() throws Exception {
+        r = new ScriptedReplica(2, 0);
+        AllocCommand key = cmd("taken-back");
+        String pod = first(key);
+        String earlier = pod.equals(runner(0)) ? runner(1) : runner(0);
+        r.watch.hold();
+        r.claimElsewhere(earlier, key, null); // committed first, unseen by this replica yet: its claim will lose
+        CompletableFuture<Allocator.Allocation> mine = ScriptedReplica.waitingForTheWatch(
+                () -> r.allocator.allocate(key));
+        Pod lost = r.inApi(pod);
+        assertThat(ManagedPods.keyHash(lost)).isEqualTo(key.keyHash());
+        // the earlier claim deallocated, the lost one swept, the pod claimed again for another request of the key
+        // within the same second (claimed-at has whole seconds), and answered
+        r.cluster.client.pods().inNamespace(TestCluster.NS).withName(earlier).delete();
+        java.time.Instant sameSecond = java.time.Instant.parse(
+                ManagedPods.annotations(lost).get(io.unboundedcloud.playpen.model.PlaypenKeys.CLAIMED_AT));
+        ClaimWriter elsewhere = new ClaimWriter(r.cluster.client,
+                java.time.Clock.fixed(sameSecond, java.time.ZoneOffset.UTC), new ApiCallCounter(), null, "other");
+        assertThat(elsewhere.rollback(lost, key.keyHash())).isEqualTo(ClaimWriter.Rollback.ROLLED_BACK);
+        Pod idle = r.inApi(pod);
+        Pod theirs = elsewhere.claim(idle, idle.getMetadata().getResourceVersion(), otherRequest(key));
+        r.watch.release();
+
+        Throwable outcome = catchFailure(mine);
+        assertThat(r.inApi(pod).getMetadata().getResourceVersion()).as("the other request's claim is still there")
+                .isEqualTo(theirs.getMetadata().getResourceVersion());
+        assertThat(outcome).isInstanceOf(ApiException.class);
+        assertThat(((ApiException) outcome).code()).isEqualTo(409);
+    }
+
+    private static Throwable catchFailure(CompletableFuture<?> f) throws Exception {
+        try {
+            f.get(20, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            return e.getCause();
+        }
+        throw new AssertionError("the call did not fail");
     }
 
     @Test

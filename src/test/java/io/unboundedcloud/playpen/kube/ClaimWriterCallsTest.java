@@ -104,6 +104,12 @@ class ClaimWriterCallsTest {
         ClaimWriter plain = new ClaimWriter(null, CLOCK, new ApiCallCounter());
         String key63 = CMD.keyHash().substring(0, 63);
         JsonNode bare = JSON.readTree(plain.claimPatch("playpen", "p", "12", CMD));
+        // each claim carries its own random claim-id, which tells it from a later claim of the key in the same second
+        String id = withoutClaimId(bare);
+        assertThat(id).matches("[0-9a-f]{1,16}");
+        JsonNode twice = JSON.readTree(plain.claimPatch("playpen", "p", "12", CMD));
+        assertThat(withoutClaimId(twice)).isNotEqualTo(id);
+        assertThat(twice).isEqualTo(bare);
         assertThat(bare).isEqualTo(JSON.readTree("{\"metadata\":{\"resourceVersion\":\"12\",\"labels\":{"
                 + q(PlaypenKeys.ALLOCATED) + ":" + q(Hashes.allocationId("playpen", "p")) + ","
                 + q(PlaypenKeys.KEY_HASH_LABEL) + ":" + q(key63) + "},\"annotations\":{"
@@ -113,6 +119,7 @@ class ClaimWriterCallsTest {
                 + q(PlaypenKeys.CLAIMED_AT) + ":\"2026-01-02T03:04:05Z\"}}}"));
 
         JsonNode owned = JSON.readTree(plain.claimPatch("playpen", "p", "12", CMD, OWNER, 3));
+        withoutClaimId(owned);
         assertThat(owned.at("/metadata/labels").size()).isEqualTo(3);
         assertThat(owned.at("/metadata/labels").get(PlaypenKeys.OWNER_HASH_LABEL).asText())
                 .isEqualTo(OWNER.substring(0, 63));
@@ -124,7 +131,14 @@ class ClaimWriterCallsTest {
         assertThat(noQuota.at("/metadata/annotations").has(PlaypenKeys.OWNER_QUOTA)).isFalse();
         assertThat(noQuota.at("/metadata/annotations").has(PlaypenKeys.OWNER_HASH)).isTrue();
         JsonNode noOwner = JSON.readTree(plain.claimPatch("playpen", "p", "12", CMD, null, 3));
+        withoutClaimId(noOwner);
         assertThat(noOwner).isEqualTo(bare);
+    }
+
+    /** Takes the claim-id out of a claim's patch; its value. */
+    private static String withoutClaimId(JsonNode patch) {
+        return ((com.fasterxml.jackson.databind.node.ObjectNode) patch.at("/metadata/annotations"))
+                .remove(PlaypenKeys.CLAIM_ID).asText();
     }
 
     @Test
@@ -369,9 +383,34 @@ class ClaimWriterCallsTest {
     }
 
     /**
+     * A claim taken back by another replica (its sweeper) and made again for the same key on the same pod within the
+     * same second, by another writer whose answer stands: the first writer's rollback, reading the pod after its
+     * conflict, finds the same uid, key and claimed-at, yet the claim is not its own and must be left alone.
+     */
+    @Test
+    void aRollbackNeverTakesAnotherWritersClaimOfTheSameKeyMadeInTheSameSecond() {
+        Pod claimedHere = claimed();
+        ClaimWriter elsewhere = new ClaimWriter(cluster.client, CLOCK, new ApiCallCounter(),
+                new TtlPolicy(Duration.ofHours(1)), "other-replica");
+        assertThat(elsewhere.rollbackAsOf(claimedHere, CMD.keyHash())).isEqualTo(ClaimWriter.Rollback.ROLLED_BACK);
+        Pod idleAgain = inApi();
+        Pod claimedThere = elsewhere.claim(idleAgain, idleAgain.getMetadata().getResourceVersion(), CMD, OWNER, 2);
+        assertThat(ManagedPods.annotations(claimedThere).get(PlaypenKeys.CLAIMED_AT))
+                .isEqualTo(ManagedPods.annotations(claimedHere).get(PlaypenKeys.CLAIMED_AT));
+
+        assertThat(writer.rollback(claimedHere, CMD.keyHash())).isEqualTo(ClaimWriter.Rollback.GONE);
+        assertThat(ManagedPods.keyHash(inApi())).isEqualTo(CMD.keyHash());
+        assertThat(inApi().getMetadata().getResourceVersion())
+                .isEqualTo(claimedThere.getMetadata().getResourceVersion());
+        // the other writer's own rollback still takes its claim off
+        assertThat(elsewhere.rollback(claimedThere, CMD.keyHash())).isEqualTo(ClaimWriter.Rollback.ROLLED_BACK);
+        assertThat(ManagedPods.isClaimed(inApi())).isFalse();
+    }
+
+    /**
      * A rollback as of a listed version writes on that version only: after any change it undoes nothing and reads
      * nothing, even when the pod still carries the same key and claimed-at (as a claim taken back and made again
-     * within the second would), which the rollback that reads again takes for its claim.
+     * within the second would; the rollback that reads again tells that one by its claim-id).
      */
     @Test
     void aRollbackAsOfAVersionNeverWritesOnALaterOne() {

@@ -97,12 +97,13 @@ class ClaimWriterTest {
         var withOwner = json.readTree(w.claimPatch("playpen", "p", "12", cmd,
                 io.unboundedcloud.playpen.model.Hashes.ownerHash("alice")));
         assertThat(withOwner.at("/metadata/resourceVersion").asText()).isEqualTo("12");
-        assertThat(withOwner.at("/metadata/annotations").size()).isEqualTo(5);
+        // key hash, request hash, WireGuard key, claimed-at, claim-id and the owner hash
+        assertThat(withOwner.at("/metadata/annotations").size()).isEqualTo(6);
         assertThat(withOwner.at("/metadata/annotations").get(io.unboundedcloud.playpen.model.PlaypenKeys.OWNER_HASH)
                 .asText()).isEqualTo(io.unboundedcloud.playpen.model.Hashes.sha256Hex("alice"));
         assertThat(withOwner.toString()).doesNotContain("\"alice\"");
         var without = json.readTree(w.claimPatch("playpen", "p", "12", cmd));
-        assertThat(without.at("/metadata/annotations").size()).isEqualTo(4);
+        assertThat(without.at("/metadata/annotations").size()).isEqualTo(5);
         assertThat(without.at("/metadata/annotations").has(io.unboundedcloud.playpen.model.PlaypenKeys.OWNER_HASH)).isFalse();
     }
 }
