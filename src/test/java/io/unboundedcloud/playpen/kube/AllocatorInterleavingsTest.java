@@ -143,6 +143,46 @@ class AllocatorInterleavingsTest {
         assertThat(((ApiException) outcome).code()).isEqualTo(409);
     }
 
+    /**
+     * The same sequence, but the other request's claim is settled by the replica that answered it, and this
+     * replica's watch goes past the writer's own claim without showing it (a relist, after a 410 Gone): the claim
+     * the watch holds on the pod stands and has the key, but it is not the writer's (another claim-id). The writer
+     * never answers with it: it judges the key again and meets the other request's claim: 409.
+     */
+    @Test
+    void aWriterWhoseWatchWentPastItsClaimNeverTakesTheClaimMadeAgainOnItsPodForItsOwn() throws Exception {
+        r = new ScriptedReplica(2, 0);
+        AllocCommand key = cmd("overtaken");
+        String pod = first(key);
+        String earlier = pod.equals(runner(0)) ? runner(1) : runner(0);
+        r.watch.hold();
+        r.claimElsewhere(earlier, key, null); // committed first, unseen by this replica yet: its claim will lose
+        CompletableFuture<Allocator.Allocation> mine = ScriptedReplica.waitingForTheWatch(
+                () -> r.allocator.allocate(key));
+        Pod lost = r.inApi(pod);
+        assertThat(ManagedPods.keyHash(lost)).isEqualTo(key.keyHash());
+        r.cluster.client.pods().inNamespace(TestCluster.NS).withName(earlier).delete();
+        java.time.Instant sameSecond = java.time.Instant.parse(
+                ManagedPods.annotations(lost).get(io.unboundedcloud.playpen.model.PlaypenKeys.CLAIMED_AT));
+        ClaimWriter elsewhere = new ClaimWriter(r.cluster.client,
+                java.time.Clock.fixed(sameSecond, java.time.ZoneOffset.UTC), new ApiCallCounter(), null, "other");
+        assertThat(elsewhere.rollback(lost, key.keyHash())).isEqualTo(ClaimWriter.Rollback.ROLLED_BACK);
+        Pod idle = r.inApi(pod);
+        Pod theirs = elsewhere.settle(elsewhere.claim(idle, idle.getMetadata().getResourceVersion(),
+                otherRequest(key)));
+        // this replica's watch never delivers those events: it lists again and holds the other request's claim
+        r.watch.forget();
+        r.watch.gone();
+        r.watch.release();
+        assertThat(r.pods.claimOn(pod)).hasValueSatisfying(c -> assertThat(c.stands()).isTrue());
+
+        Throwable outcome = catchFailure(mine);
+        assertThat(r.inApi(pod).getMetadata().getResourceVersion()).as("the other request's claim is still there")
+                .isEqualTo(theirs.getMetadata().getResourceVersion());
+        assertThat(outcome).isInstanceOf(ApiException.class);
+        assertThat(((ApiException) outcome).code()).isEqualTo(409);
+    }
+
     private static Throwable catchFailure(CompletableFuture<?> f) throws Exception {
         try {
             f.get(20, TimeUnit.SECONDS);
