@@ -138,41 +138,20 @@ final class ManagementGuard extends Filter {
     }
 
     /** One request of a bulk POST as its own exchange: its body is that request, its answer is kept here. */
-    private static final class One extends HttpExchange {
-        private final HttpExchange in;
+    private static final class One extends ForwardingExchange {
         private final java.io.InputStream request;
         final com.sun.net.httpserver.Headers headers = new com.sun.net.httpserver.Headers();
         final java.io.ByteArrayOutputStream body = new java.io.ByteArrayOutputStream();
         private int code = -1;
 
         One(HttpExchange in, byte[] request) {
-            this.in = in;
+            super(in);
             this.request = new ByteArrayInputStream(request);
-        }
-
-        @Override
-        public com.sun.net.httpserver.Headers getRequestHeaders() {
-            return in.getRequestHeaders();
         }
 
         @Override
         public com.sun.net.httpserver.Headers getResponseHeaders() {
             return headers;
-        }
-
-        @Override
-        public URI getRequestURI() {
-            return in.getRequestURI();
-        }
-
-        @Override
-        public String getRequestMethod() {
-            return in.getRequestMethod();
-        }
-
-        @Override
-        public com.sun.net.httpserver.HttpContext getHttpContext() {
-            return in.getHttpContext();
         }
 
         @Override
@@ -196,43 +175,13 @@ final class ManagementGuard extends Filter {
         }
 
         @Override
-        public java.net.InetSocketAddress getRemoteAddress() {
-            return in.getRemoteAddress();
-        }
-
-        @Override
         public int getResponseCode() {
             return code;
         }
 
         @Override
-        public java.net.InetSocketAddress getLocalAddress() {
-            return in.getLocalAddress();
-        }
-
-        @Override
-        public String getProtocol() {
-            return in.getProtocol();
-        }
-
-        @Override
-        public Object getAttribute(String name) {
-            return in.getAttribute(name);
-        }
-
-        @Override
-        public void setAttribute(String name, Object value) {
-            in.setAttribute(name, value);
-        }
-
-        @Override
         public void setStreams(java.io.InputStream i, OutputStream o) {
             throw new UnsupportedOperationException("one request of a bulk");
-        }
-
-        @Override
-        public com.sun.net.httpserver.HttpPrincipal getPrincipal() {
-            return in.getPrincipal();
         }
     }
 

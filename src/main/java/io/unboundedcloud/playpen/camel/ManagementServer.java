@@ -138,26 +138,15 @@ public final class ManagementServer implements AutoCloseable {
     }
 
     /** The exchange of a request for {@code /jolokia}, seen by Jolokia as one for {@code /jolokia/}. */
-    private static final class SlashedExchange extends HttpExchange {
-        private final HttpExchange in;
+    private static final class SlashedExchange extends ForwardingExchange {
         private final HttpContext context;
         private final java.net.URI uri;
 
         SlashedExchange(HttpExchange in, HttpContext context) {
-            this.in = in;
+            super(in);
             this.context = context;
             java.net.URI u = in.getRequestURI();
             this.uri = java.net.URI.create(u.getRawPath() + "/" + (u.getRawQuery() == null ? "" : "?" + u.getRawQuery()));
-        }
-
-        @Override
-        public com.sun.net.httpserver.Headers getRequestHeaders() {
-            return in.getRequestHeaders();
-        }
-
-        @Override
-        public com.sun.net.httpserver.Headers getResponseHeaders() {
-            return in.getResponseHeaders();
         }
 
         @Override
@@ -166,73 +155,8 @@ public final class ManagementServer implements AutoCloseable {
         }
 
         @Override
-        public String getRequestMethod() {
-            return in.getRequestMethod();
-        }
-
-        @Override
         public HttpContext getHttpContext() {
             return context;
-        }
-
-        @Override
-        public void close() {
-            in.close();
-        }
-
-        @Override
-        public java.io.InputStream getRequestBody() {
-            return in.getRequestBody();
-        }
-
-        @Override
-        public OutputStream getResponseBody() {
-            return in.getResponseBody();
-        }
-
-        @Override
-        public void sendResponseHeaders(int code, long length) throws IOException {
-            in.sendResponseHeaders(code, length);
-        }
-
-        @Override
-        public InetSocketAddress getRemoteAddress() {
-            return in.getRemoteAddress();
-        }
-
-        @Override
-        public int getResponseCode() {
-            return in.getResponseCode();
-        }
-
-        @Override
-        public InetSocketAddress getLocalAddress() {
-            return in.getLocalAddress();
-        }
-
-        @Override
-        public String getProtocol() {
-            return in.getProtocol();
-        }
-
-        @Override
-        public Object getAttribute(String name) {
-            return in.getAttribute(name);
-        }
-
-        @Override
-        public void setAttribute(String name, Object value) {
-            in.setAttribute(name, value);
-        }
-
-        @Override
-        public void setStreams(java.io.InputStream i, OutputStream o) {
-            in.setStreams(i, o);
-        }
-
-        @Override
-        public com.sun.net.httpserver.HttpPrincipal getPrincipal() {
-            return in.getPrincipal();
         }
     }
 
