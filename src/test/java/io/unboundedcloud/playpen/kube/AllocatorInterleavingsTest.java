@@ -114,27 +114,12 @@ class AllocatorInterleavingsTest {
      */
     @Test
     void aLostClaimsWriterNeverTakesBackTheClaimMadeAgainOnItsPodInTheSameSecond() throws Exception {
-        r = new ScriptedReplica(2, 0);
-        AllocCommand key = cmd("taken-back");
-        String pod = first(key);
-        String earlier = pod.equals(runner(0)) ? runner(1) : runner(0);
-        r.watch.hold();
-        r.claimElsewhere(earlier, key, null); // committed first, unseen by this replica yet: its claim will lose
-        CompletableFuture<Allocator.Allocation> mine = ScriptedReplica.waitingForTheWatch(
-                () -> r.allocator.allocate(key));
-        Pod lost = r.inApi(pod);
-        assertThat(ManagedPods.keyHash(lost)).isEqualTo(key.keyHash());
-        // the earlier claim deallocated, the lost one swept, the pod claimed again for another request of the key
-        // within the same second (claimed-at has whole seconds), and answered
-        r.cluster.client.pods().inNamespace(TestCluster.NS).withName(earlier).delete();
-        java.time.Instant sameSecond = java.time.Instant.parse(
-                ManagedPods.annotations(lost).get(io.unboundedcloud.playpen.model.PlaypenKeys.CLAIMED_AT));
-        ClaimWriter elsewhere = new ClaimWriter(r.cluster.client,
-                java.time.Clock.fixed(sameSecond, java.time.ZoneOffset.UTC), new ApiCallCounter(), null, "other");
-        assertThat(elsewhere.rollback(lost, key.keyHash())).isEqualTo(ClaimWriter.Rollback.ROLLED_BACK);
-        Pod idle = r.inApi(pod);
-        Pod theirs = elsewhere.claim(idle, idle.getMetadata().getResourceVersion(), otherRequest(key));
+        SweptInTheSameSecond t = lostClaimSweptInTheSameSecond("taken-back");
+        // the pod claimed again for another request of the key within the same second, and answered
+        Pod theirs = t.elsewhere.claim(t.idle, t.idle.getMetadata().getResourceVersion(), otherRequest(t.key));
         r.watch.release();
+        String pod = t.pod;
+        CompletableFuture<Allocator.Allocation> mine = t.mine;
 
         Throwable outcome = catchFailure(mine);
         assertThat(r.inApi(pod).getMetadata().getResourceVersion()).as("the other request's claim is still there")
@@ -151,8 +136,38 @@ class AllocatorInterleavingsTest {
      */
     @Test
     void aWriterWhoseWatchWentPastItsClaimNeverTakesTheClaimMadeAgainOnItsPodForItsOwn() throws Exception {
+        SweptInTheSameSecond t = lostClaimSweptInTheSameSecond("overtaken");
+        Pod theirs = t.elsewhere.settle(t.elsewhere.claim(t.idle, t.idle.getMetadata().getResourceVersion(),
+                otherRequest(t.key)));
+        String pod = t.pod;
+        CompletableFuture<Allocator.Allocation> mine = t.mine;
+        // this replica's watch never delivers those events: it lists again and holds the other request's claim
+        r.watch.forget();
+        r.watch.gone();
+        r.watch.release();
+        assertThat(r.pods.claimOn(pod)).hasValueSatisfying(c -> assertThat(c.stands()).isTrue());
+
+        Throwable outcome = catchFailure(mine);
+        assertThat(r.inApi(pod).getMetadata().getResourceVersion()).as("the other request's claim is still there")
+                .isEqualTo(theirs.getMetadata().getResourceVersion());
+        assertThat(outcome).isInstanceOf(ApiException.class);
+        assertThat(((ApiException) outcome).code()).isEqualTo(409);
+    }
+
+    /** Where {@link #lostClaimSweptInTheSameSecond} leaves things: the pod idle again, the writer still waiting. */
+    private record SweptInTheSameSecond(AllocCommand key, String pod, CompletableFuture<Allocator.Allocation> mine,
+            ClaimWriter elsewhere, Pod idle) {
+    }
+
+    /**
+     * This replica's writer claims the key's first pod while its watch is held, and that claim loses to an earlier
+     * claim of the key made elsewhere; the earlier claim is deallocated and another replica's sweeper takes the lost
+     * claim back. {@code elsewhere} writes with a clock fixed at the lost claim's second (claimed-at has whole
+     * seconds), so a claim it makes again on the pod is in that same second. The watch is still held.
+     */
+    private SweptInTheSameSecond lostClaimSweptInTheSameSecond(String keyName) throws Exception {
         r = new ScriptedReplica(2, 0);
-        AllocCommand key = cmd("overtaken");
+        AllocCommand key = cmd(keyName);
         String pod = first(key);
         String earlier = pod.equals(runner(0)) ? runner(1) : runner(0);
         r.watch.hold();
@@ -167,20 +182,7 @@ class AllocatorInterleavingsTest {
         ClaimWriter elsewhere = new ClaimWriter(r.cluster.client,
                 java.time.Clock.fixed(sameSecond, java.time.ZoneOffset.UTC), new ApiCallCounter(), null, "other");
         assertThat(elsewhere.rollback(lost, key.keyHash())).isEqualTo(ClaimWriter.Rollback.ROLLED_BACK);
-        Pod idle = r.inApi(pod);
-        Pod theirs = elsewhere.settle(elsewhere.claim(idle, idle.getMetadata().getResourceVersion(),
-                otherRequest(key)));
-        // this replica's watch never delivers those events: it lists again and holds the other request's claim
-        r.watch.forget();
-        r.watch.gone();
-        r.watch.release();
-        assertThat(r.pods.claimOn(pod)).hasValueSatisfying(c -> assertThat(c.stands()).isTrue());
-
-        Throwable outcome = catchFailure(mine);
-        assertThat(r.inApi(pod).getMetadata().getResourceVersion()).as("the other request's claim is still there")
-                .isEqualTo(theirs.getMetadata().getResourceVersion());
-        assertThat(outcome).isInstanceOf(ApiException.class);
-        assertThat(((ApiException) outcome).code()).isEqualTo(409);
+        return new SweptInTheSameSecond(key, pod, mine, elsewhere, r.inApi(pod));
     }
 
     private static Throwable catchFailure(CompletableFuture<?> f) throws Exception {
