@@ -640,10 +640,27 @@ public final class PodCache implements AutoCloseable {
         }
     }
 
-    /** Claims that lost and are still on their pods. */
-    public List<ClaimLedger.Claim> lostClaims() {
+    /** A claim that lost and is still on its pod, with the version of the pod it was judged on. */
+    public record LostClaim(ClaimLedger.Claim claim, Pod pod) {
+    }
+
+    /**
+     * Claims that lost and are still on their pods, each with its pod as the watch has it, read with the verdict
+     * under one lock (a version read after it may carry another claim of the same key, taken back and made again
+     * meanwhile). A pod this process has since deleted, or taken the key off, is left out.
+     */
+    public List<LostClaim> lostClaims() {
         synchronized (storeLock) {
-            return ledger.lost();
+            List<LostClaim> out = new ArrayList<>();
+            for (ClaimLedger.Claim c : ledger.lost()) {
+                Pod judged = watched(c.pod());
+                boolean stillCarried = getLocked(c.pod()).filter(p -> c.keyHash().equals(ManagedPods.keyHash(p)))
+                        .isPresent();
+                if (judged != null && stillCarried) {
+                    out.add(new LostClaim(c, judged));
+                }
+            }
+            return out;
         }
     }
 

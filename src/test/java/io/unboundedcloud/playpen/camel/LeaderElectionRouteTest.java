@@ -93,11 +93,16 @@ class LeaderElectionRouteTest {
         OperatorHarness follower = leader == a ? b : a;
         assertThat(follower.app.leaderElection().isLeader()).isFalse();
         for (OperatorHarness h : new OperatorHarness[] {leader, follower}) {
-            org.apache.camel.Route sweeps = h.app.camelContext().getRoutes().stream()
-                    .filter(r -> !r.filter("lost-claims-sweep").isEmpty()).findFirst().orElseThrow();
-            assertThat(h.app.camelContext().getRouteController().getRouteStatus(sweeps.getRouteId()).isStarted())
-                    .as("the lost-claims sweep runs on the %s", h == leader ? "leader" : "follower").isTrue();
+            for (String step : new String[] {"lost-claims-sweep", "lost-claims-beside-settled"}) {
+                org.apache.camel.Route sweeps = h.app.camelContext().getRoutes().stream()
+                        .filter(r -> !r.filter(step).isEmpty()).findFirst().orElseThrow();
+                assertThat(h.app.camelContext().getRouteController().getRouteStatus(sweeps.getRouteId()).isStarted())
+                        .as("%s runs on the %s", step, h == leader ? "leader" : "follower").isTrue();
+            }
         }
+        // the claims a replica saw lose go back within seconds, whatever the reconcile interval (10 s here)
+        assertThat(follower.app.camelContext().getRoute("lost-claims").getEndpoint().getEndpointUri())
+                .contains("period=1000");
         assertThat(follower.app.camelContext().getRouteController().getRouteStatus("ttl-expiry").isStarted())
                 .isFalse();
     }

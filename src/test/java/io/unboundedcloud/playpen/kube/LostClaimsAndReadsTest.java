@@ -5,6 +5,7 @@ import static io.unboundedcloud.playpen.kube.ScriptedReplica.runner;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -54,25 +55,35 @@ class LostClaimsAndReadsTest {
     }
 
     @Test
-    void aLostClaimIsLeftToItsWriterDuringTheGrace() throws Exception {
+    void aLostClaimIsLeftToItsWriterForAFewSecondsOnly() throws Exception {
         r = new ScriptedReplica(4, 0);
         AllocCommand key = cmd("writer-alive");
         standingAndLost(key, 0, 1);
-        LostClaimSweeper sweeper = new LostClaimSweeper(r.pods, r.writer);
+        long[] now = {1_000};
+        LostClaimSweeper sweeper = new LostClaimSweeper(r.pods, r.writer, LostClaimSweeper.GRACE_NANOS,
+                () -> now[0]);
         assertThat(sweeper.sweep()).isZero();
+        // the grace runs from the first sweep that saw the claim
+        now[0] += TimeUnit.SECONDS.toNanos(5) - 1;
         assertThat(sweeper.sweep()).isZero();
         assertThat(r.carriers(key.keyHash())).containsExactly(runner(0), runner(1));
         assertThat(r.calls.get(KubeApiCall.PODS_PATCH)).isZero();
-        // the grace runs from the first sweep that saw the claim: the next sweep after it rolls it back
-        LostClaimSweeper shortGrace = new LostClaimSweeper(r.pods, r.writer, 1);
-        assertThat(shortGrace.sweep()).isZero();
-        assertThat(r.carriers(key.keyHash())).containsExactly(runner(0), runner(1));
-        long seen = System.nanoTime();
-        while (System.nanoTime() - seen < 2) {
-            Thread.onSpinWait();
-        }
-        assertThat(shortGrace.sweep()).isEqualTo(1);
+        // its writer died (or lags far behind): five seconds after the sweep first saw it, the pod is back
+        now[0] += 1;
+        assertThat(sweeper.sweep()).isEqualTo(1);
         assertThat(r.carriers(key.keyHash())).containsExactly(runner(0));
+        assertThat(ManagedPods.isClaimed(r.inApi(runner(1)))).isFalse();
+    }
+
+    @Test
+    void theSweepOfListedClaimsLeavesTheClaimsThisReplicaSawLose() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("watched-lose");
+        standingAndLost(key, 0, 1);
+        LostClaimSweeper sweeper = new LostClaimSweeper(r.pods, r.writer, 0);
+        assertThat(sweeper.sweepListed()).isZero();
+        assertThat(r.calls.get(KubeApiCall.PODS_PATCH)).isZero();
+        assertThat(sweeper.sweep()).isEqualTo(1);
     }
 
     @Test

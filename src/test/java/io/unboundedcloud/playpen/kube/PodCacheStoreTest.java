@@ -190,7 +190,8 @@ class PodCacheStoreTest {
                 .containsExactly(org.assertj.core.groups.Tuple.tuple(name(1), Standing.WON),
                         org.assertj.core.groups.Tuple.tuple(name(2), Standing.LOST));
         assertThat(pods.claimsOfOwner(OWNER)).extracting(Claim::pod).containsExactly(name(1), name(2));
-        assertThat(pods.lostClaims()).extracting(Claim::pod).containsExactly(name(2));
+        assertThat(pods.lostClaims()).extracting(l -> l.claim().pod(), l -> l.pod().getMetadata().getResourceVersion())
+                .containsExactly(org.assertj.core.groups.Tuple.tuple(name(2), "11"));
         assertThat(pods.claimOn(name(3))).isEmpty();
         // the pod's delete takes its claim off the ledger
         watch.deleted(owned(2, 11, K2, OWNER), 12);
