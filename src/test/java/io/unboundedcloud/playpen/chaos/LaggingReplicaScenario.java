@@ -55,6 +55,8 @@ final class LaggingReplicaScenario {
     private final Map<String, Integer> outcomes = Collections.synchronizedMap(new TreeMap<>());
     private final AtomicInteger doubleSeen = new AtomicInteger();
     private final AtomicInteger restarts = new AtomicInteger();
+    /** When each restart killed its replica (nanoTime) and which one: a violation names those during its round. */
+    private final List<long[]> kills = Collections.synchronizedList(new ArrayList<>());
 
     LaggingReplicaScenario(ChaosSuite suite) {
         this.suite = suite;
@@ -123,6 +125,7 @@ final class LaggingReplicaScenario {
                 try {
                     Thread.sleep(every.toMillis());
                     int victim = r.nextInt(pg.replicas().size());
+                    kills.add(new long[] {System.nanoTime(), victim});
                     pg.kill(victim);
                     pg.start(victim, victim == lagging ? lagged : normal, ChaosSuite.operatorFlags());
                     restarts.incrementAndGet();
@@ -166,6 +169,7 @@ final class LaggingReplicaScenario {
         }
         List<Answer> answers = new ArrayList<>();
         boolean released = false;
+        long started = System.nanoTime();
         switch (pattern) {
             case AT_ONCE -> {
                 List<CompletableFuture<Answer>> all = new ArrayList<>();
@@ -202,14 +206,14 @@ final class LaggingReplicaScenario {
         List<String> named = ok.stream().map(Answer::pod).distinct().toList();
         if (!released) {
             boolean answersDone = answers.stream().allMatch(a -> a.code() != -1);
-            checkSettles(i, pattern, keyHash, named);
+            checkSettles(i, pattern, keyHash, named, started);
             // give it back through a random replica, then nothing may carry it
             released = dealloc(http, r.nextInt(n), key, answersDone ? answers : null);
         }
     }
 
     /** Once a round's answers are in, at most one pod carries its key (and it is the one the answers named). */
-    private void checkSettles(int i, Pattern pattern, String keyHash, List<String> named) {
+    private void checkSettles(int i, Pattern pattern, String keyHash, List<String> named, long started) {
         long deadline = System.nanoTime() + SETTLE.toNanos();
         List<String> carriers = carriers(keyHash);
         if (carriers.size() > 1) {
@@ -221,12 +225,26 @@ final class LaggingReplicaScenario {
         }
         if (carriers.size() > 1) {
             violations.add("round " + i + " (" + pattern + "): key still on two pods after " + SETTLE.toSeconds()
-                    + " s: " + carriers);
+                    + " s: " + carriers + killedSince(started));
         } else if (carriers.size() == 1 && !named.isEmpty() && !named.contains(carriers.get(0))
                 && !named.stream().allMatch(p -> suite.history.deletedBefore(p, keyHash, System.nanoTime()))) {
             violations.add("round " + i + " (" + pattern + "): the key is on " + carriers + " but the answers named "
                     + named);
         }
+    }
+
+    /** The replicas killed since {@code started}, for a violation's message ("" when none). */
+    private String killedSince(long started) {
+        StringBuilder out = new StringBuilder();
+        synchronized (kills) {
+            for (long[] k : kills) {
+                if (k[0] >= started) {
+                    out.append(out.length() == 0 ? "; killed during the round: " : ", ").append("replica ").append(k[1])
+                            .append(" at +").append(TimeUnit.NANOSECONDS.toMillis(k[0] - started)).append(" ms");
+                }
+            }
+        }
+        return out.toString();
     }
 
     private Answer alloc(HttpClient http, int replica, String key) {
