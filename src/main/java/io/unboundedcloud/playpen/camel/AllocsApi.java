@@ -84,17 +84,12 @@ public final class AllocsApi {
      */
     public void authorize(@ExchangeProperty(FrontDoor.IDENTITY) Identity who, @ExchangeProperty(FrontDoor.FLOW) String flow,
             @ExchangeProperty(FrontDoor.TARGET) String target) {
-        reviewer.authorize(who, AccessReviewer.ALLOCS, "allocs_list".equals(flow)
-                ? AllocViews.listVerb(ApiPaths.rawQuery(target)) : verb(flow), reviewedName(flow, target));
-    }
-
-    /**
-     * The name kube-apiserver authorizes a request with: a get's or delete's, or the one a list's fieldSelector
-     * requires (metadata.name=); null for any other list.
-     */
-    static String reviewedName(String flow, String target) {
-        return "allocs_list".equals(flow) ? AllocViews.fieldSelectedName(ApiPaths.rawQuery(target))
-                : ApiPaths.allocName(target);
+        if ("allocs_list".equals(flow)) {
+            AllocViews.ListReview list = AllocViews.listReview(ApiPaths.rawQuery(target));
+            reviewer.authorize(who, AccessReviewer.ALLOCS, list.verb(), list.name());
+        } else {
+            reviewer.authorize(who, AccessReviewer.ALLOCS, verb(flow), ApiPaths.allocName(target));
+        }
     }
 
     /**
@@ -242,8 +237,8 @@ public final class AllocsApi {
 
     /** Whose allocations: everyone's when RBAC grants the verb on allocs/all, else the caller's own. */
     public Read scope(@Body AllocViews.Query query, @ExchangeProperty(FrontDoor.IDENTITY) Identity who,
-            @ExchangeProperty(FrontDoor.FLOW) String flow, @ExchangeProperty(FrontDoor.TARGET) String target) {
-        boolean everyone = reviewer.allowedForAllUsers(who, verb(flow), reviewedName(flow, target));
+            @ExchangeProperty(FrontDoor.FLOW) String flow) {
+        boolean everyone = reviewer.allowedForAllUsers(who, verb(flow), query.reviewedName());
         OwnerHashes.Owner viewer = owners.of(who.user());
         return new Read(query, everyone ? null : viewer, viewer);
     }

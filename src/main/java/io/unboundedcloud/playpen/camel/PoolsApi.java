@@ -14,6 +14,7 @@ import io.unboundedcloud.playpen.api.Json;
 import io.unboundedcloud.playpen.auth.Identity;
 import io.unboundedcloud.playpen.kube.AccessReviewer;
 import io.unboundedcloud.playpen.kube.PoolStatuses;
+import io.unboundedcloud.playpen.model.AllocViews;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.model.PoolStatus;
 import io.unboundedcloud.playpen.model.PoolViews;
@@ -51,10 +52,12 @@ public final class PoolsApi {
      */
     public void authorize(@ExchangeProperty(FrontDoor.IDENTITY) Identity who, @ExchangeProperty(FrontDoor.FLOW) String flow,
             @ExchangeProperty(FrontDoor.TARGET) String target) {
-        boolean one = "pools_get".equals(flow);
-        reviewer.authorize(who, AccessReviewer.POOLS, one ? "get"
-                : io.unboundedcloud.playpen.model.AllocViews.listVerb(ApiPaths.rawQuery(target)), one ? ApiPaths.poolName(target)
-                : io.unboundedcloud.playpen.model.AllocViews.fieldSelectedName(ApiPaths.rawQuery(target)));
+        if ("pools_get".equals(flow)) {
+            reviewer.authorize(who, AccessReviewer.POOLS, "get", ApiPaths.poolName(target));
+            return;
+        }
+        AllocViews.ListReview list = AllocViews.listReview(ApiPaths.rawQuery(target));
+        reviewer.authorize(who, AccessReviewer.POOLS, list.verb(), list.name());
     }
 
     /** The name (get) and the list options; 400 for bad options, 405 for a watch. */

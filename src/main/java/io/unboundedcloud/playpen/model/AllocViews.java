@@ -43,6 +43,21 @@ public final class AllocViews {
     /** The options of one read: a name (get/delete) or none (list), and how to render. */
     public record Query(String name, long limit, String continueAfter, List<String[]> fieldTerms,
             LabelSelector labelSelector, boolean table, String tableVersion, String includeObject) {
+        /**
+         * The name kube-apiserver authorizes this read with: the one allocation's, or the one a list's
+         * {@code fieldSelector} requires (see {@link #listReview}), read from the terms already parsed.
+         */
+        public String reviewedName() {
+            if (name != null) {
+                return name;
+            }
+            for (String[] t : fieldTerms) {
+                if (!t[1].equals("!=")) {
+                    return nameOrNull(t[2]);
+                }
+            }
+            return null;
+        }
     }
 
     /** Whether an id looks like an allocation id: 16 lowercase hex characters. */
@@ -177,30 +192,29 @@ public final class AllocViews {
         return limit;
     }
 
-    /**
-     * The verb kube-apiserver authorizes a list with: watch when its options ask for a watch (which is then refused
-     * with a 405), list otherwise, and list for a query that cannot be read (its 400 follows).
-     */
-    public static String listVerb(String rawQuery) {
-        try {
-            return KubeObjects.asksWatch(params(rawQuery)) ? "watch" : "list";
-        } catch (RuntimeException e) {
-            return "list";
-        }
+    /** The verb and the name (null: none) kube-apiserver authorizes a list with. */
+    public record ListReview(String verb, String name) {
     }
 
     /**
-     * The one name a list's {@code fieldSelector} requires ({@code metadata.name=<name>} or {@code ==}), which
-     * kube-apiserver authorizes the list with, as it does a get of that name; null when there is none or it could
-     * not be a name (".", "..", or with "/" or "%"). Never throws: a bad selector is refused later, by the parse.
+     * What kube-apiserver authorizes a list with, from one reading of its query: the verb watch when its options ask
+     * for a watch (which is then refused with a 405), list otherwise; and the one name its {@code fieldSelector}
+     * requires ({@code metadata.name=<name>} or {@code ==}), as it authorizes a get of that name, or null when there
+     * is none or it could not be a name (".", "..", or with "/" or "%"). A query that cannot be read is reviewed as a
+     * plain list (its 400 follows, from the parse). Never throws.
      */
-    public static String fieldSelectedName(String rawQuery) {
-        String selector;
+    public static ListReview listReview(String rawQuery) {
+        Map<String, String> params;
         try {
-            selector = params(rawQuery).getOrDefault("fieldSelector", "");
+            params = params(rawQuery);
         } catch (RuntimeException e) {
-            return null;
+            return new ListReview("list", null);
         }
+        return new ListReview(KubeObjects.asksWatch(params) ? "watch" : "list",
+                fieldSelectedName(params.getOrDefault("fieldSelector", "")));
+    }
+
+    private static String fieldSelectedName(String selector) {
         for (String term : selector.split(",")) {
             String t = term.trim();
             if (t.contains("!=")) {
@@ -211,13 +225,15 @@ public final class AllocViews {
             if (at < 0 || !t.substring(0, at).trim().equals("metadata.name")) {
                 continue;
             }
-            String name = t.substring(at + op.length()).trim();
-            if (name.isEmpty() || name.equals(".") || name.equals("..") || name.contains("/") || name.contains("%")) {
-                return null;
-            }
-            return name;
+            return nameOrNull(t.substring(at + op.length()).trim());
         }
         return null;
+    }
+
+    /** {@code value} when it could be a name; null for "", ".", ".." and anything with "/" or "%". */
+    private static String nameOrNull(String value) {
+        return value.isEmpty() || value.equals(".") || value.equals("..") || value.contains("/") || value.contains("%")
+                ? null : value;
     }
 
     /** Allocations cannot be watched; what to do instead. */
