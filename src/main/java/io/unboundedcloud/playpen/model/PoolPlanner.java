@@ -234,21 +234,9 @@ public final class PoolPlanner {
         List<PoolPlan.Deletion> out = new ArrayList<>();
         int ready = m.readyCount();
         // the ready pods the rules count on: a stale or surplus delete that leaves enough of them goes ahead only if
-        // enough of them are still idle when it is sent (PoolReconciler); listed only for a pool that deletes one
-        java.util.function.Supplier<List<Pod>> readyNow = new java.util.function.Supplier<>() {
-            private List<Pod> list;
-
-            @Override
-            public List<Pod> get() {
-                if (list == null) {
-                    List<Pod> pods = new ArrayList<>();
-                    m.currentReady.forEach(x -> pods.add(x.pod));
-                    m.stale.stream().filter(Member::ready).forEach(x -> pods.add(x.pod));
-                    list = List.copyOf(pods);
-                }
-                return list;
-            }
-        };
+        // enough of them are still idle when it is sent (PoolReconciler); listed when the first such delete is
+        // planned, so only for a pool that deletes one
+        List<Pod> readyNow = null;
         int total = m.healthyIdle();
         int stale = m.stale.size();
         // stale pods first: not-ready ones, then ready ones, oldest first
@@ -260,10 +248,13 @@ public final class PoolPlanner {
                 continue;
             }
             if (s.ready ? ready - 1 >= want : ready >= want) {
+                if (readyNow == null && want > 0) {
+                    readyNow = readyPods(m);
+                }
                 // with rolling off (S = 0) this only happens when the pool holds more than it wants; a pool that
                 // wants none (draining, or a count of 0) replaces nothing: its pods go as surplus, whatever the surge
                 out.add(new PoolPlan.Deletion(m.target, s.pod, surge > 0 && want > 0 ? PoolPlan.Why.STALE
-                        : PoolPlan.Why.SURPLUS, null, want, want > 0 ? readyNow.get() : List.of()));
+                        : PoolPlan.Why.SURPLUS, null, want, want > 0 ? readyNow : List.of()));
                 stale--;
                 total--;
                 if (s.ready) {
@@ -285,8 +276,11 @@ public final class PoolPlanner {
             if (c.ready && ready - 1 < want || TemplateHashes.recorded(c.pod).isEmpty()) {
                 continue; // a pod the pool did not make (no template hash) is used, never removed as surplus
             }
+            if (readyNow == null && c.ready && want > 0) {
+                readyNow = readyPods(m);
+            }
             out.add(new PoolPlan.Deletion(m.target, c.pod, PoolPlan.Why.SURPLUS, null, c.ready ? want : 0,
-                    c.ready && want > 0 ? readyNow.get() : List.of()));
+                    c.ready && want > 0 ? readyNow : List.of()));
             total--;
             if (c.ready) {
                 ready--;
@@ -305,6 +299,14 @@ public final class PoolPlanner {
             creates = backoff.pausedAt(now) || starting ? 0 : 1;
         }
         return new Decision(out, creates, settled);
+    }
+
+    /** The pool's ready idle pods, current and stale, as the rules count them. */
+    private static List<Pod> readyPods(Members m) {
+        List<Pod> pods = new ArrayList<>();
+        m.currentReady.forEach(x -> pods.add(x.pod));
+        m.stale.stream().filter(Member::ready).forEach(x -> pods.add(x.pod));
+        return List.copyOf(pods);
     }
 
     private static final Comparator<Member> OLDEST_FIRST = Comparator.comparing((Member x) -> x.created)
