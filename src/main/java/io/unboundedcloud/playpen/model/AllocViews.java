@@ -169,7 +169,7 @@ public final class AllocViews {
         if (KubeObjects.asksWatch(params)) {
             throw new UnsupportedOperationException(WATCH_UNSUPPORTED);
         }
-        KubeObjects.checkResourceVersionMatch(params);
+        KubeObjects.refuseOptionsAListCannotHonour(params);
         String tableVersion = tableVersion(accept);
         return new Query(name, limit, after, terms, labels, tableVersion != null, tableVersion, include);
     }

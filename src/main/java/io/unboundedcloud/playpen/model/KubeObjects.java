@@ -63,13 +63,13 @@ final class KubeObjects {
     }
 
     /**
-     * A list's {@code resourceVersionMatch}, checked as kube-apiserver checks a list's options: forbidden without a
-     * {@code resourceVersion} or with a {@code continue} token, one of Exact and NotOlderThan, and not Exact for
-     * resourceVersion 0; a 422 Invalid with kube-apiserver's words otherwise. A valid one is then ignored, like
-     * {@code resourceVersion} itself: the list is always the allocations or pools as they are now. A list (not a
-     * watch) given {@code sendInitialEvents}, with any value, is the same 422, as kube-apiserver answers it.
+     * Refuses the options a list cannot honour, as kube-apiserver's check of a list's options refuses them, with its
+     * 422 Invalid and its words: a {@code resourceVersionMatch} without a {@code resourceVersion} or with a
+     * {@code continue} token, other than Exact and NotOlderThan, or Exact for resourceVersion 0; and
+     * {@code sendInitialEvents}, with any value, which only a watch can honour. A valid resourceVersionMatch is then
+     * ignored, like {@code resourceVersion} itself: the list is always the allocations or pools as they are now.
      */
-    static void checkResourceVersionMatch(Map<String, String> params) {
+    static void refuseOptionsAListCannotHonour(Map<String, String> params) {
         String match = params.getOrDefault("resourceVersionMatch", "");
         String version = params.getOrDefault("resourceVersion", "");
         List<Status.Cause> errors = new java.util.ArrayList<>();

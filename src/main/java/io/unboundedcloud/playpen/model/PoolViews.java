@@ -50,7 +50,7 @@ public final class PoolViews {
         if (KubeObjects.asksWatch(params)) {
             throw new UnsupportedOperationException(WATCH_UNSUPPORTED);
         }
-        KubeObjects.checkResourceVersionMatch(params);
+        KubeObjects.refuseOptionsAListCannotHonour(params);
         // one page holds every pool (a limit is met with all of them and no continue token), so a token can only
         // come from another list: answering the whole list again would repeat the pools to a client paging
         AllocViews.limit(params);
