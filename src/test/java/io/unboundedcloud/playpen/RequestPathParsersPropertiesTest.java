@@ -40,7 +40,7 @@ import io.unboundedcloud.playpen.model.LabelSelector;
  */
 class RequestPathParsersPropertiesTest {
     static final AllocRequestParser PARSER = new AllocRequestParser(List.of("v1.33.0", "v1.32.4"), LeaseLimits.DEFAULTS);
-    static final AllocsApi ALLOCS = new AllocsApi(null, null, null, null, Duration.ofHours(1), 1, null, null, null);
+    static final AllocsApi ALLOCS = new AllocsApi(null, null, null, null, new io.unboundedcloud.playpen.model.TtlPolicy(Duration.ofHours(1)), 1, null, null, null);
 
     /** Runs a parser on the API boundary: any outcome but a 4xx ApiException is a failure. */
     static void apiOnly(Runnable parse) {

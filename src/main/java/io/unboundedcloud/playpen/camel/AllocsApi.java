@@ -1,7 +1,6 @@
 package io.unboundedcloud.playpen.camel;
 
 import java.time.Clock;
-import java.time.Duration;
 import java.util.Map;
 
 import org.apache.camel.Body;
@@ -22,6 +21,7 @@ import io.unboundedcloud.playpen.model.AllocViews;
 import io.unboundedcloud.playpen.model.ResourceType;
 import io.unboundedcloud.playpen.model.OwnerHashes;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.model.TtlPolicy;
 
 /**
  * The allocs read and delete flows' steps (ours; the reference has none): authorize with the request's verb, parse
@@ -45,7 +45,7 @@ public final class AllocsApi {
     private final PodCache pods;
     private final NodeCache nodes;
     private final Clock clock;
-    private final Duration ttl;
+    private final TtlPolicy leases;
     private final int retryAfterSeconds;
     private final AllocResponses responses;
     private final ClaimReads reads;
@@ -55,7 +55,7 @@ public final class AllocsApi {
      * {@code responses} renders a control plane's kubeconfig for its owner exactly as the alloc answer has it;
      * {@code reads} lists the claimed pods from the API server.
      */
-    public AllocsApi(AccessReviewer reviewer, PodCache pods, NodeCache nodes, Clock clock, Duration ttl,
+    public AllocsApi(AccessReviewer reviewer, PodCache pods, NodeCache nodes, Clock clock, TtlPolicy leases,
             int retryAfterSeconds, AllocResponses responses, OwnerHashes owners, ClaimReads reads) {
         this.owners = owners;
         this.reads = reads;
@@ -65,7 +65,7 @@ public final class AllocsApi {
         this.pods = pods;
         this.nodes = nodes;
         this.clock = clock;
-        this.ttl = ttl;
+        this.leases = leases;
     }
 
     static String verb(String flow) {
@@ -215,7 +215,7 @@ public final class AllocsApi {
                 return false; // released and claimed again by someone else since the read: not the caller's
             }
             if (pre != null && (pre.uid() != null || pre.resourceVersion() != null)) {
-                AllocViews.of(p, nodes::externalIp, ttl).ifPresent(now -> hold(pre, now));
+                AllocViews.of(p, nodes::externalIp, leases).ifPresent(now -> hold(pre, now));
             }
             return true;
         };
@@ -263,7 +263,7 @@ public final class AllocsApi {
             }
             visible = mine.values();
         }
-        AllocViews.Page page = AllocViews.selectMatching(visible, nodes::externalIp, ttl,
+        AllocViews.Page page = AllocViews.selectMatching(visible, nodes::externalIp, leases,
                 read.owner() == null ? null : read.owner()::matches, read.query());
         if (read.query().name() != null && page.items().isEmpty()) {
             throw notFound(read.query().name());

@@ -274,7 +274,7 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("connectionGuard", connections);
         main.bind("frontDoor", new FrontDoor(authenticator));
         main.bind("apiFlows", flows);
-        main.bind("allocsApi", new AllocsApi(reviewer, pods, nodes, clock, config.playpenTtl(),
+        main.bind("allocsApi", new AllocsApi(reviewer, pods, nodes, clock, leases,
                 config.retryAfterSeconds(), responses, owners,
                 new io.unboundedcloud.playpen.kube.ClaimReads(pods, writer)));
         main.bind("poolsApi", new PoolsApi(reviewer, poolStatuses, clock, config.retryAfterSeconds(),

@@ -70,6 +70,19 @@ public final class AllocViews {
      * empty otherwise. {@code externalIp} maps a node name to its ExternalIP.
      */
     public static Optional<Alloc> of(Pod pod, Function<String, Optional<String>> externalIp, Duration ttl) {
+        return of(pod, externalIp, leases(ttl));
+    }
+
+    /** A policy of the default {@code ttl} alone (none when zero or less, or null). */
+    private static TtlPolicy leases(Duration ttl) {
+        return new TtlPolicy(ttl == null || ttl.isNegative() ? Duration.ZERO : ttl);
+    }
+
+    /**
+     * As {@link #of(Pod, Function, Duration)}, with the expiry {@code leases} give the allocation (none when it
+     * never expires, and none shown for a claim already expired for want of a usable claimed-at).
+     */
+    public static Optional<Alloc> of(Pod pod, Function<String, Optional<String>> externalIp, TtlPolicy leases) {
         if (!ManagedPods.isManaged(pod) || !ManagedPods.isClaimed(pod) || ManagedPods.isTerminating(pod)) {
             return Optional.empty();
         }
@@ -88,19 +101,8 @@ public final class AllocViews {
         String type = ManagedPods.resourceType(pod).map(ResourceType::wire).orElse("");
         return Optional.of(new Alloc(id, uid, nullToEmpty(pod.getMetadata().getResourceVersion()), claimed, type,
                 ManagedPods.architecture(pod), ManagedPods.kubernetesVersion(pod), ManagedPods.name(pod), node,
-                endpoint, expiresAt(ann, claimed, ttl), ManagedPods.ownerHash(pod), ManagedPods.keyHash(pod)));
-    }
-
-    /** The expires-at annotation when present and valid, else claimed-at + ttl, else none (ttl &lt;= 0). */
-    static Instant expiresAt(Map<String, String> annotations, Instant claimedAt, Duration ttl) {
-        Optional<Instant> written = TtlPolicy.parse(annotations.get(PlaypenKeys.EXPIRES_AT));
-        if (written.isPresent()) {
-            return written.get();
-        }
-        if (ttl == null || ttl.isZero() || ttl.isNegative() || claimedAt == null) {
-            return null;
-        }
-        return claimedAt.plus(ttl);
+                endpoint, leases.expiresAt(pod).filter(at -> !at.equals(TtlPolicy.ALREADY_EXPIRED)).orElse(null),
+                ManagedPods.ownerHash(pod), ManagedPods.keyHash(pod)));
     }
 
     /**
@@ -120,9 +122,15 @@ public final class AllocViews {
      */
     public static Page selectMatching(Collection<Pod> pods, Function<String, Optional<String>> externalIp, Duration ttl,
             java.util.function.Predicate<String> owner, Query q) {
+        return selectMatching(pods, externalIp, leases(ttl), owner, q);
+    }
+
+    /** As {@link #selectMatching(Collection, Function, Duration, java.util.function.Predicate, Query)}, by {@code leases}. */
+    public static Page selectMatching(Collection<Pod> pods, Function<String, Optional<String>> externalIp,
+            TtlPolicy leases, java.util.function.Predicate<String> owner, Query q) {
         List<Alloc> all = new ArrayList<>();
         for (Pod p : pods) {
-            of(p, externalIp, ttl).filter(a -> owner == null || owner.test(a.ownerHash()))
+            of(p, externalIp, leases).filter(a -> owner == null || owner.test(a.ownerHash()))
                     .filter(a -> q.name() == null || q.name().equals(a.name()))
                     .filter(a -> fieldsMatch(q.fieldTerms(), a))
                     .filter(a -> q.labelSelector().matches(Map.of()))

@@ -15,8 +15,9 @@ import java.util.Optional;
 import java.util.regex.Pattern;
 
 /**
- * Decides when a claimed pod's allocation expires: at claimed-at + ttl, inclusive. A claimed pod whose
- * claimed-at is missing or unparsable is already expired. A zero ttl disables expiry.
+ * Decides when a claimed pod's allocation expires: at its expires-at, else at claimed-at + ttl, never past
+ * claimed-at + the lifetime cap, inclusive. A claimed pod whose claimed-at is missing or unparsable is already
+ * expired. A zero ttl disables expiry of the claims without an expires-at of their own, unless a cap is set.
  */
 public final class TtlPolicy {
     /** RFC 3339 as Go's time.RFC3339 parser accepts it: seconds required, optional fraction, Z or ±hh:mm. */
@@ -46,7 +47,10 @@ public final class TtlPolicy {
         }
     }
 
-    /** False when the default ttl is zero: claims without an expires-at annotation never expire. */
+    /**
+     * False when the default ttl is zero: claims without an expires-at annotation never expire, unless a lifetime
+     * cap is set.
+     */
     public boolean enabled() {
         return !ttl.isZero();
     }
@@ -58,9 +62,10 @@ public final class TtlPolicy {
 
     /**
      * When the pod's allocation expires: its expires-at annotation when it carries a valid one (written by this
-     * operator's claim or a renewal); else claimed-at + ttl, as the reference judges (empty when the default ttl is
-     * disabled, {@link #ALREADY_EXPIRED} when claimed-at is missing or not RFC 3339). Empty for pods that are not
-     * claimed managed pods.
+     * operator's claim or a renewal); else claimed-at + ttl, as the reference judges, but never past claimed-at +
+     * maxLifetime (claimed-at + maxLifetime when the default ttl is disabled and a cap is set; empty when neither is
+     * set, as the reference keeps such a claim; {@link #ALREADY_EXPIRED} when claimed-at is missing or not RFC 3339).
+     * Empty for pods that are not claimed managed pods.
      */
     public Optional<Instant> expiresAt(Pod pod) {
         if (!ManagedPods.isManaged(pod) || !ManagedPods.isClaimed(pod)) {
@@ -70,10 +75,11 @@ public final class TtlPolicy {
         if (written.isPresent()) {
             return written;
         }
-        if (!enabled()) {
+        if (!enabled() && maxLifetime.isZero()) {
             return Optional.empty();
         }
-        return Optional.of(claimedAt(pod).map(at -> at.plus(ttl)).orElse(ALREADY_EXPIRED));
+        return Optional.of(claimedAt(pod).map(at -> enabled() ? cap(at, at.plus(ttl)) : at.plus(maxLifetime))
+                .orElse(ALREADY_EXPIRED));
     }
 
     /**

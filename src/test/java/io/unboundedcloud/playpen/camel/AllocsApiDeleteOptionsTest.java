@@ -95,7 +95,7 @@ class AllocsApiDeleteOptionsTest {
 
     @Test
     void theGuardHoldsPreconditionsOnTheSelectedPodAsItIsDeletedAndOnNoOther() {
-        AllocsApi api = new AllocsApi(null, null, new NodeCache(null), null, Duration.ofHours(1), 1, null, null, null);
+        AllocsApi api = new AllocsApi(null, null, new NodeCache(null), null, new io.unboundedcloud.playpen.model.TtlPolicy(Duration.ofHours(1)), 1, null, null, null);
         // no preconditions: the selected pod goes, whatever its version; another pod of the key never does (it is
         // not this allocation: a claim being taken back, or the key's allocation made again since the read)
         for (AllocsApi.Preconditions none : new AllocsApi.Preconditions[] {null, new AllocsApi.Preconditions(null, null)}) {

@@ -74,6 +74,15 @@ class AllocViewsTest {
         assertThat(AllocViews.of(claimed("p3", "alice", null), IP, Duration.ZERO).orElseThrow().expiresAt()).isNull();
     }
 
+    /** kubectl get allocs shows the expiry the operator keeps: a claim without expires-at ends at the lifetime cap. */
+    @Test
+    void aClaimWithoutExpiresAtShowsTheLifetimeCap() {
+        Pod bare = claimed("p4", "alice", null);
+        assertThat(AllocViews.of(bare, IP, new TtlPolicy(Duration.ZERO, Duration.ofHours(8))).orElseThrow().expiresAt())
+                .isEqualTo(CLAIMED.plus(Duration.ofHours(8)));
+        assertThat(AllocViews.of(bare, IP, new TtlPolicy(Duration.ZERO)).orElseThrow().expiresAt()).isNull();
+    }
+
     @Test
     void idleTerminatingAndUnlabelledPodsAreNoAllocations() {
         Pod idle = new PodBuilder(claimed("p1", "a", null)).editMetadata().removeFromAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH)

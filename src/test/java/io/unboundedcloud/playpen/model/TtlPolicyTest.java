@@ -59,6 +59,34 @@ class TtlPolicyTest {
         assertThat(ttl.expired(List.of(old, broken), now)).isEmpty();
     }
 
+    /**
+     * A claim without a usable expires-at (made by the Go operator, or edited by hand) still ends at claimed-at + the
+     * lifetime cap when one is set, whatever the default ttl; without a cap, --playpen-ttl=0 keeps it for good, as
+     * the Go operator does.
+     */
+    @Test
+    void aClaimWithoutAUsableExpiryStillEndsAtTheLifetimeCap() {
+        Pod bare = TestPods.claimed(TestPods.runner("amd64", 51820), "2026-01-02T03:04:05Z");
+        Pod unparsable = new io.fabric8.kubernetes.api.model.PodBuilder(bare).editMetadata()
+                .addToAnnotations(PlaypenKeys.EXPIRES_AT, "soon").endMetadata().build();
+        Instant cap = Instant.parse("2026-01-02T11:04:05Z");
+        TtlPolicy neverButCapped = new TtlPolicy(Duration.ZERO, Duration.ofHours(8));
+        for (Pod pod : List.of(bare, unparsable)) {
+            assertThat(neverButCapped.expiresAt(pod)).as("ttl 0, cap 8h").contains(cap);
+            assertThat(neverButCapped.isExpired(pod, cap.minusSeconds(1))).isFalse();
+            assertThat(neverButCapped.isExpired(pod, cap)).isTrue();
+            assertThat(new TtlPolicy(Duration.ofDays(1), Duration.ofHours(8)).expiresAt(pod)).as("ttl past the cap")
+                    .contains(cap);
+            assertThat(new TtlPolicy(Duration.ofHours(1), Duration.ofHours(8)).expiresAt(pod)).as("ttl within the cap")
+                    .contains(Instant.parse("2026-01-02T04:04:05Z"));
+            assertThat(new TtlPolicy(Duration.ZERO).expiresAt(pod)).as("ttl 0, no cap").isEmpty();
+        }
+        // no claimed-at either: no lifetime to measure, so with a cap it is already expired, as with a ttl
+        Pod unmeasurable = TestPods.claimed(TestPods.runner("amd64", 51821), null);
+        assertThat(neverButCapped.expiresAt(unmeasurable)).contains(TtlPolicy.ALREADY_EXPIRED);
+        assertThat(new TtlPolicy(Duration.ZERO).expiresAt(unmeasurable)).isEmpty();
+    }
+
     @Test
     void onlyClaimedManagedPodsExpire() {
         Instant now = Instant.parse("2100-01-01T00:00:00Z");
