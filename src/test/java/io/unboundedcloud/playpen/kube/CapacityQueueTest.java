@@ -252,6 +252,40 @@ class CapacityQueueTest {
         assertNothingWaits();
     }
 
+    /**
+     * The client leaves in the very moment its wait is handed the claim: after the claim is taken out of the line
+     * for it (too late to be given back by the queue) and before its answer is complete (told to the observers in
+     * between, where this test makes it leave). The claim is not left on the pod: the client is answered it as new,
+     * which its caller, finding the connection closed, gives back (ApiFlows#allocate), and its place is freed.
+     */
+    @Test
+    void aClientThatLeavesAsTheClaimIsHandedToItGetsItAsNewSoItsCallerGivesItBack() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        AllocCommand cmd = waiting("handover", 30);
+        java.util.concurrent.atomic.AtomicReference<CapacityQueue.Ticket> ticket =
+                new java.util.concurrent.atomic.AtomicReference<>();
+        List<Boolean> doneWhenLeft = new CopyOnWriteArrayList<>();
+        q.addObserver((c, waited, outcome) -> {
+            if (outcome.equals("served")) {
+                doneWhenLeft.add(ticket.get().result().isDone());
+                ticket.get().subscription().leave();
+            }
+        });
+        ticket.set(q.await(cmd, "owner-a"));
+        String pod = addRunner(51820);
+
+        Allocator.Allocation handed = served(ticket.get());
+        assertThat(doneWhenLeft).as("left before its answer was complete").containsExactly(false);
+        assertThat(handed.pod().getMetadata().getName()).isEqualTo(pod);
+        assertThat(handed.replay()).as("answered as new, so the caller gives it back").isFalse();
+        assertThat(outcomes).containsExactly(prefix("handover") + " served");
+        OperatorHarness.awaitTrue(() -> q.waitingRequests() == 0, SOON, "the place freed");
+        assertNothingWaits();
+        // what the caller does with a claim answered as new to a closed connection
+        assertThat(r.allocator.release(handed, cmd)).isTrue();
+        assertThat(r.cluster.pods()).hasSize(1).noneMatch(ManagedPods::isClaimed);
+    }
+
     @Test
     void aRetriedKeyJoinsItsTwinAndGetsTheSameClaimAsAReplay() throws Exception {
         start(0, 0, CapacityQueue.Limits.NONE);
