@@ -34,8 +34,9 @@ import com.sun.net.httpserver.HttpExchange;
  * their origin is configured ({@code --management-allowed-origins}), and requests naming a host that is neither
  * an IP address, localhost, a cluster-internal name nor a configured host are refused (DNS rebinding). In front
  * of Jolokia it also lets through only the read-only request types Hawtio uses (read, list, search, version,
- * exec; the policy decides which operations), never a proxy {@code target} and never a JSONP {@code callback},
- * in the GET and POST forms and in every request of a bulk POST. A POST body is parsed here and Jolokia gets
+ * exec; the policy decides which operations), never a proxy {@code target}, never a JSONP {@code callback} and
+ * never a request that would lift the agent's caps on an answer ({@link #limitRefusal}), in the GET and POST forms
+ * and in every request of a bulk POST. A POST body is parsed here and Jolokia gets
  * that parse written back, so the two never read one body differently. A bulk POST holds at most
  * {@value #MAX_BULK_REQUESTS} requests, and its requests go to Jolokia one at a time, each answer written out before
  * the next request runs: the heap holds one answer, never every answer of the bulk at once.
@@ -308,14 +309,39 @@ final class ManagementGuard extends Filter {
         return out;
     }
 
+    /** The options that cap what one answer holds (Jolokia's names, matched in any case here). */
+    static final Set<String> LIMIT_KEYS = Set.of("maxdepth", "maxcollectionsize", "maxobjects");
+
+    /**
+     * A request may lower the agent's caps on what one answer holds, never lift them: Jolokia reads 0 (or less) as
+     * "no cap" and takes it over the agent's own, so a cap a request asks for must be a whole number from 1 (a
+     * larger one than the agent's gets the agent's). Null when {@code key} is no cap or {@code value} is such a
+     * number.
+     */
+    static Refusal limitRefusal(String key, String value) {
+        if (!LIMIT_KEYS.contains(key.trim().toLowerCase(Locale.ROOT))
+                || value != null && value.matches("[0-9]{1,9}") && Integer.parseInt(value) > 0) {
+            return null;
+        }
+        return new Refusal(400, printable(key) + " must be a whole number from 1 (a larger one gets this agent's own"
+                + " cap); 0 or less would lift the cap, which this agent does not allow: leave it out to get the cap");
+    }
+
     static Refusal queryRefusal(Map<String, List<String>> params) {
-        for (String name : params.keySet()) {
+        for (Map.Entry<String, List<String>> param : params.entrySet()) {
+            String name = param.getKey();
             String n = name.trim().toLowerCase(Locale.ROOT);
             if (n.equals("callback")) {
                 return new Refusal(403, "JSONP (callback) is disabled on this agent");
             }
             if (TARGET_KEYS.contains(n)) {
                 return new Refusal(403, "proxy requests (target) are disabled on this agent");
+            }
+            for (String value : param.getValue()) {
+                Refusal limit = limitRefusal(name, value);
+                if (limit != null) {
+                    return limit;
+                }
             }
         }
         List<String> p = params.get("p");
@@ -426,12 +452,19 @@ final class ManagementGuard extends Filter {
             JsonNode o = r.get(holder);
             if (o != null && o.isObject()) {
                 for (Iterator<String> it = o.fieldNames(); it.hasNext();) {
-                    String key = it.next().trim().toLowerCase(Locale.ROOT);
+                    String name = it.next();
+                    String key = name.trim().toLowerCase(Locale.ROOT);
                     if (TARGET_KEYS.contains(key)) {
                         return new Refusal(403, "proxy requests (target) are disabled on this agent");
                     }
                     if (key.equals("callback")) {
                         return new Refusal(403, "JSONP (callback) is disabled on this agent");
+                    }
+                    JsonNode v = o.get(name);
+                    Refusal limit = limitRefusal(name, v.isIntegralNumber() ? v.asText() : v.isTextual() ? v.textValue()
+                            : null);
+                    if (limit != null) {
+                        return limit;
                     }
                 }
             }

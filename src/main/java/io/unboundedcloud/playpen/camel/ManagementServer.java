@@ -33,6 +33,12 @@ public final class ManagementServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ManagementServer.class);
 
     private static final String AGENT_CONTEXT = "/jolokia";
+    /** The deepest an answer of Jolokia's goes, whatever a request asks (Jolokia's default; Hawtio asks for 7). */
+    static final int MAX_DEPTH = 15;
+    /** The most elements of one collection, map or array an answer shows, whatever a request asks. */
+    static final int MAX_COLLECTION_SIZE = 10_000;
+    /** The most objects one answer holds, whatever a request asks (a whole-tree list holds far fewer). */
+    static final int MAX_OBJECTS = 200_000;
 
     private final HttpServer http;
     private final JolokiaServer jolokia;
@@ -55,11 +61,17 @@ public final class ManagementServer implements AutoCloseable {
         guarded(http.createContext("/observe/health/ready",
                 exchange -> health(exchange, "/observe/health/ready", ready.getAsBoolean())));
         guarded(http.createContext("/observe/health/live", exchange -> health(exchange, "/observe/health/live", true)));
+        // the caps bound what one answer holds, whatever a request asks (ManagementGuard refuses a request that asks
+        // for none); an error answer says what went wrong, never with the exception's stack trace or its fields
         jolokia = new JolokiaServer(http, new JolokiaServerConfig(Map.of(
                 "agentContext", AGENT_CONTEXT,
                 "restrictorClass", ManagementRestrictor.class.getName(),
                 "discoveryEnabled", "false",
-                "includeStackTrace", "false")), new QuietLogHandler());
+                "includeStackTrace", "false",
+                "allowErrorDetails", "false",
+                "maxDepth", String.valueOf(MAX_DEPTH),
+                "maxCollectionSize", String.valueOf(MAX_COLLECTION_SIZE),
+                "maxObjects", String.valueOf(MAX_OBJECTS))), new QuietLogHandler());
     }
 
     private void guarded(HttpContext context) {

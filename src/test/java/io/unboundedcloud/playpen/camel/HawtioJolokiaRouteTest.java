@@ -94,6 +94,8 @@ class HawtioJolokiaRouteTest {
                 + "\"ignoreErrors\":true,\"canonicalNaming\":false}}");
         assertThat(tree.has("org.apache.camel")).as("camel domain in the tree").isTrue();
         assertThat(tree.has("java.lang")).isTrue();
+        assertThat(tree.toString()).as("the whole tree within the caps on one answer")
+                .doesNotContain("[Object limit exceeded]");
         // the Operations tab lists an MBean's operations (listing is not invoking)
         JsonNode ops = ok("{\"type\":\"list\",\"path\":" + q(route("alloc").replace("org.apache.camel:", "org.apache.camel/"))
                 + ",\"config\":{\"ignoreErrors\":true}}");
