@@ -42,6 +42,7 @@ import javax.net.ssl.X509TrustManager;
 
 import org.bouncycastle.asn1.ASN1Encodable;
 import org.bouncycastle.asn1.ASN1String;
+import org.bouncycastle.asn1.x500.AttributeTypeAndValue;
 import org.bouncycastle.asn1.x500.RDN;
 import org.bouncycastle.asn1.x500.X500Name;
 import org.bouncycastle.asn1.x500.style.BCStyle;
@@ -61,8 +62,9 @@ import io.unboundedcloud.playpen.tls.Pki;
 
 /**
  * Stands in for kube-apiserver's aggregation layer in front of kubectl: authenticates users by client certificate
- * (CN = user, O = groups), forwards {@code /apis/playpen.unbounded-cloud.io…} to the operator over HTTPS with the
- * front-proxy client certificate and {@code X-Remote-User}/{@code X-Remote-Group}, and everything else to the simulated
+ * (the last CN = user, each O = a group, as kube-apiserver reads them), forwards
+ * {@code /apis/playpen.unbounded-cloud.io…} to the operator over HTTPS with the front-proxy client certificate and
+ * {@code X-Remote-User}/{@code X-Remote-Group}, and everything else to the simulated
  * API server. Like a Service, it spreads requests over the operator replicas whose {@code /readyz} answers 2xx (204 today) and
  * skips dead ones. Watches are not supported (plain request/response only).
  */
@@ -360,11 +362,7 @@ final class AggregatorShim implements AutoCloseable {
             return;
         }
         OperatorClient oc = operatorClient(reg);
-        X500Name subject = X500Name.getInstance(peer.getSubjectX500Principal().getEncoded());
-        List<String> user = values(subject, BCStyle.CN);
-        List<String> groups = values(subject, BCStyle.O);
-        Map<String, List<String>> identity = Map.of("X-Remote-User", user.isEmpty() ? List.of("") : user.subList(0, 1),
-                "X-Remote-Group", groups);
+        Map<String, List<String>> identity = identityHeaders(peer);
         List<URI> live = ready;
         if (live.isEmpty()) {
             live = probe(); // a replica may have become ready since the last probe
@@ -399,17 +397,34 @@ final class AggregatorShim implements AutoCloseable {
     }
 
     /**
-     * Each value of {@code type} in {@code name} as the certificate holds it, like the aggregator's: a group "a,b" is
-     * passed as "a,b", not in a distinguished name's escaped form ("a\,b"). A value that is not a string (which
-     * no client certificate of a user has) is passed in its escaped form.
+     * The user (X-Remote-User) and groups (X-Remote-Group) of a client certificate as kube-apiserver's x509
+     * authenticator takes them from Go's reading of the subject: every attribute in encoding order, those of a
+     * multi-valued RDN included, the last CN being the user (as the operator's front-proxy check reads the CN, see
+     * GoCertificateNames) and each O a group.
      */
-    private static List<String> values(X500Name name, org.bouncycastle.asn1.ASN1ObjectIdentifier type) {
-        List<String> out = new ArrayList<>();
-        for (RDN rdn : name.getRDNs(type)) {
-            ASN1Encodable v = rdn.getFirst().getValue();
-            out.add(v instanceof ASN1String s ? s.getString() : IETFUtils.valueToString(v));
+    static Map<String, List<String>> identityHeaders(X509Certificate peer) {
+        X500Name subject = X500Name.getInstance(peer.getSubjectX500Principal().getEncoded());
+        String user = "";
+        List<String> groups = new ArrayList<>();
+        for (RDN rdn : subject.getRDNs()) {
+            for (AttributeTypeAndValue atv : rdn.getTypesAndValues()) {
+                if (atv.getType().equals(BCStyle.CN)) {
+                    user = text(atv.getValue());
+                } else if (atv.getType().equals(BCStyle.O)) {
+                    groups.add(text(atv.getValue()));
+                }
+            }
         }
-        return out;
+        return Map.of("X-Remote-User", List.of(user), "X-Remote-Group", groups);
+    }
+
+    /**
+     * A value as the certificate holds it, like the aggregator's: a group "a,b" is passed as "a,b", not in a
+     * distinguished name's escaped form ("a\,b"). A value that is not a string (which no client certificate of a
+     * user has) is passed in its escaped form.
+     */
+    private static String text(ASN1Encodable v) {
+        return v instanceof ASN1String s ? s.getString() : IETFUtils.valueToString(v);
     }
 
     private void forward(HttpExchange exchange, HttpClient client, URI target, byte[] body,
