@@ -28,7 +28,9 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
  * {@link Standing#UNKNOWN} until a write settles it (see {@code ClaimWriter#settle}). That holds for a pod this ledger
  * saw claimed and judged before, too: an unsettled claim, even one that stood, can be taken back by its writer (its
  * client left before the answer) and the pod claimed again with the same key by a claim that lost, unseen, so the
- * same key on the same pod is not known to be the same claim.
+ * same key on the same pod is not known to be the same claim. A claim is one write: the same pod (uid), the same key
+ * and the same {@code claim-id} (a random value each claim write puts on the pod); a version of the pod with another
+ * claim-id is another claim, judged as a new one, and each {@link Claim} carries the claim-id of the version judged.
  * <p>
  * Not thread-safe: the pod cache calls it under its watch store's lock, in the order the store applies changes.
  */
@@ -52,9 +54,13 @@ public final class ClaimLedger {
         QUOTA
     }
 
-    /** A pod that carries a claim now, as this cache knows it. */
-    public record Claim(String pod, String uid, String keyHash, String ownerHash, long claimRv, Standing standing,
-            Reason reason, boolean terminating) {
+    /**
+     * A pod that carries a claim now, as this cache knows it. {@code claimId} is the claim-id the claim was written
+     * with (empty for a claim written without one): with the pod's uid and the key, what tells this claim from
+     * another claim of the same key on the same pod, made once this one was taken back.
+     */
+    public record Claim(String pod, String uid, String keyHash, String claimId, String ownerHash, long claimRv,
+            Standing standing, Reason reason, boolean terminating) {
         public boolean stands() {
             return standing == Standing.WON;
         }
@@ -89,22 +95,24 @@ public final class ClaimLedger {
             return null;
         }
         String uid = uid(pod);
+        String claimId = claimId(pod);
         boolean terminating = ManagedPods.isTerminating(pod);
         boolean settled = isSettled(pod);
-        if (old != null && old.keyHash().equals(key) && old.uid().equals(uid)) {
-            // the same claim, a later version of its pod (status, renewal, settle, delete under way)
+        if (old != null && old.keyHash().equals(key) && old.uid().equals(uid) && old.claimId().equals(claimId)) {
+            // the same claim (pod uid, key and claim-id), a later version of its pod (status, renewal, settle, delete
+            // under way)
             Standing s = old.standing();
             Reason r = old.reason();
             if (settled) {
                 s = Standing.WON;
                 r = Reason.NONE;
             } else if (!exact) {
-                // unseen changes: it may have been rolled back and claimed again with the same key since (a claim
-                // that stood too: its writer takes it back when its client left before the answer)
+                // unseen changes: undecided, like every claim seen outside commit order (a claim written without a
+                // claim-id may even have been rolled back and claimed again with the same key since)
                 s = Standing.UNKNOWN;
                 r = Reason.NONE;
             }
-            Claim c = new Claim(name, uid, key, ManagedPods.ownerHash(pod), old.claimRv(), s, r, terminating);
+            Claim c = new Claim(name, uid, key, claimId, ManagedPods.ownerHash(pod), old.claimRv(), s, r, terminating);
             replace(old, c);
             return c;
         }
@@ -126,7 +134,8 @@ public final class ClaimLedger {
         } else {
             s = Standing.WON;
         }
-        Claim c = new Claim(name, uid, key, ManagedPods.ownerHash(pod), resourceVersion(pod), s, r, terminating);
+        Claim c = new Claim(name, uid, key, claimId, ManagedPods.ownerHash(pod), resourceVersion(pod), s, r,
+                terminating);
         add(c);
         return c;
     }
@@ -295,6 +304,12 @@ public final class ClaimLedger {
     static String uid(Pod pod) {
         String uid = pod.getMetadata().getUid();
         return uid == null ? "" : uid;
+    }
+
+    /** The claim-id the pod's claim was written with (empty: none). */
+    public static String claimId(Pod pod) {
+        String id = ManagedPods.annotations(pod).get(PlaypenKeys.CLAIM_ID);
+        return id == null ? "" : id;
     }
 
     /** The pod's resourceVersion as a number (etcd revisions are), 0 when it is not one. */

@@ -82,20 +82,21 @@ public final class ClaimResolver {
                 Pod fresh = writer.read(pods.namespace(), c.pod());
                 if (fresh != null && carries(fresh, c)) {
                     pods.observe(fresh);
-                    // the same key on the same pod is the judged claim only if the watch has applied the version
+                    // the pod as read carries the judged claim (its claim-id), and the watch has applied the version
                     // read and still holds that claim standing: unseen, it may have been taken back by its writer
                     // (its client left) and the pod claimed again for the key by a claim that lost
                     CompletableFuture<Optional<ClaimLedger.Claim>> seen = pods.awaitClaim(c.pod(),
                             ClaimLedger.resourceVersion(fresh));
                     if (seen.isDone() && seen.join().filter(now -> now.stands() && now.claimRv() == c.claimRv()
-                            && now.uid().equals(c.uid())).isPresent()) {
+                            && now.uid().equals(c.uid()) && now.claimId().equals(c.claimId())).isPresent()) {
                         return Optional.of(new Standing(c, fresh));
                     }
                     await(seen, deadlineNanos);
                     continue;
                 }
-                // gone since (deallocated, expired): wait for the watch to say so, then judge again. Gone, it is
-                // past the version the watch holds now, which may be later than the claim's (a renewal, a settle)
+                // gone since (deallocated, expired, or taken back and the key claimed on the pod again: another
+                // claim-id): wait for the watch to say so, then judge again. Gone, it is past the version the watch
+                // holds now, which may be later than the claim's (a renewal, a settle)
                 if (fresh == null) {
                     pods.observeDeleted(c.pod());
                     await(pods.awaitChange(c.pod()), deadlineNanos);
@@ -207,9 +208,10 @@ public final class ClaimResolver {
         return writer.liveClaimsOf(pods.namespace(), owner).size() <= quota;
     }
 
+    /** The pod carries this very claim (uid, key and claim-id), live. */
     private static boolean carries(Pod pod, ClaimLedger.Claim c) {
         return c.uid().equals(ClaimLedger.uid(pod)) && c.keyHash().equals(ManagedPods.keyHash(pod))
-                && !ManagedPods.isTerminating(pod);
+                && c.claimId().equals(ClaimLedger.claimId(pod)) && !ManagedPods.isTerminating(pod);
     }
 
     private static List<ClaimLedger.Claim> live(List<ClaimLedger.Claim> claims) {

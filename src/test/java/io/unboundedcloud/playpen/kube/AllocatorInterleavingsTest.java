@@ -154,6 +154,54 @@ class AllocatorInterleavingsTest {
         assertThat(((ApiException) outcome).code()).isEqualTo(409);
     }
 
+    /**
+     * A replay reads the pod of the claim its replica's ledger holds standing, and the read answers a version on
+     * which that claim was already taken back and the key claimed again by another request (a claim its client also
+     * left); before the answer arrives, the watch relists and shows the key claimed on the pod a third time, for this
+     * request, settled. The pod as read carries neither the claim the replay meant nor the one the ledger holds now:
+     * it is never answered (here it would be a 409, the other request's); the replay judges the key again and
+     * answers with the settled claim.
+     */
+    @Test
+    void aReplayNeverAnswersWithAnotherClaimOfTheKeyThanTheOneItsLedgerHolds() throws Exception {
+        r = new ScriptedReplica(2, 0);
+        AllocCommand key = cmd("read-before-a-relist");
+        Allocator.Allocation first = r.allocator.allocate(key);
+        String pod = first.pod().getMetadata().getName();
+        r.watch.hold();
+        // the first claim's client left: its writer takes it back; another request claims the key on the pod and
+        // its client leaves too; then this request's key is claimed on the pod again, through another replica
+        assertThat(r.allocator.release(first, key)).isTrue();
+        ClaimWriter elsewhere = new ClaimWriter(r.cluster.client, java.time.Clock.systemUTC(), new ApiCallCounter(),
+                null, "other");
+        elsewhere.claim(r.inApi(pod), r.inApi(pod).getMetadata().getResourceVersion(), otherRequest(key));
+        Pod between = r.inApi(pod);
+        assertThat(elsewhere.rollback(between, key.keyHash())).isEqualTo(ClaimWriter.Rollback.ROLLED_BACK);
+        Pod idle = r.inApi(pod);
+        Pod again = elsewhere.settle(elsewhere.claim(idle, idle.getMetadata().getResourceVersion(), key));
+        // the replay's read answers the pod as it was between; the watch relists before the answer arrives
+        r.cluster.server.expect().get().withPath(podPath(pod)).andReturn(200, between).once();
+        java.util.concurrent.atomic.AtomicBoolean relisted = new java.util.concurrent.atomic.AtomicBoolean();
+        r.cluster.addAnswerListener((m, path, answer) -> {
+            if (m.equals("GET") && path.equals(podPath(pod)) && relisted.compareAndSet(false, true)) {
+                r.watch.forget();
+                try {
+                    r.watch.gone();
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            }
+        });
+
+        Allocator.Allocation replayed = r.allocator.replay(key).orElseThrow();
+        assertThat(relisted).isTrue();
+        assertThat(replayed.replay()).isTrue();
+        assertThat(replayed.pod().getMetadata().getName()).isEqualTo(pod);
+        assertThat(ManagedPods.annotations(replayed.pod()).get(io.unboundedcloud.playpen.model.PlaypenKeys.CLAIM_ID))
+                .as("the claim that stands now").isEqualTo(ManagedPods.annotations(again)
+                        .get(io.unboundedcloud.playpen.model.PlaypenKeys.CLAIM_ID));
+    }
+
     /** Where {@link #lostClaimSweptInTheSameSecond} leaves things: the pod idle again, the writer still waiting. */
     private record SweptInTheSameSecond(AllocCommand key, String pod, CompletableFuture<Allocator.Allocation> mine,
             ClaimWriter elsewhere, Pod idle) {

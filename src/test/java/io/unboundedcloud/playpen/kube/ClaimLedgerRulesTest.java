@@ -29,9 +29,9 @@ import net.jqwik.api.constraints.Size;
  * The ledger against the rule as docs/architecture.md states it, for any history of pod versions: a new claim
  * applied in commit order stands if and only if, in the state at its commit, no other live pod carried its key and
  * its owner's live claims (this one included) were within the quota it records, or it is settled; a claim seen
- * outside commit order is undecided unless settled; a later version of the same claim (same pod uid and key) keeps
- * its commit and standing, except that a settle makes it stand and one seen outside commit order becomes
- * undecided unless settled. The reference below recomputes everything from the current claims on every step (no indexes), and
+ * outside commit order is undecided unless settled; a later version of the same claim (same pod uid, key and
+ * claim-id) keeps its commit, claim-id and standing, except that a settle makes it stand and one seen outside
+ * commit order becomes undecided unless settled; a version with another claim-id is a new claim. The reference below recomputes everything from the current claims on every step (no indexes), and
  * every query of the ledger is compared with it after every step.
  */
 class ClaimLedgerRulesTest {
@@ -40,8 +40,8 @@ class ClaimLedgerRulesTest {
     private static final List<String> OWNERS = List.of("", "o1".repeat(32), "o2".repeat(32));
 
     /** One pod version as the watch or a LIST applies it ({@code exact}: in commit order), or the pod's delete. */
-    record Step(boolean remove, String pod, String uid, String key, String owner, int quota, boolean settled,
-            boolean terminating, boolean managed, long rv, boolean exact) {
+    record Step(boolean remove, String pod, String uid, String key, String claimId, String owner, int quota,
+            boolean settled, boolean terminating, boolean managed, long rv, boolean exact) {
         Pod toPod() {
             PodBuilder b = new PodBuilder().withNewMetadata().withName(pod).withNamespace(TestCluster.NS).withUid(uid)
                     .withResourceVersion(String.valueOf(rv)).endMetadata();
@@ -50,6 +50,9 @@ class ClaimLedgerRulesTest {
             }
             if (!key.isEmpty()) {
                 b.editMetadata().addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, key).endMetadata();
+            }
+            if (!claimId.isEmpty()) {
+                b.editMetadata().addToAnnotations(PlaypenKeys.CLAIM_ID, claimId).endMetadata();
             }
             if (!owner.isEmpty()) {
                 b.editMetadata().addToAnnotations(PlaypenKeys.OWNER_HASH, owner).endMetadata();
@@ -73,15 +76,17 @@ class ClaimLedgerRulesTest {
                 Arbitraries.of(KEYS), Arbitraries.of(OWNERS), Arbitraries.integers().between(0, 3),
                 Arbitraries.of(true, false, false, false), Arbitraries.of(true, false, false, false, false),
                 Arbitraries.of(true, true, true, true, true, true, true, false))
-                .as((pod, uid, key, owner, quota, settled, terminating, managed) -> new Step(false, pod, uid, key,
+                .as((pod, uid, key, owner, quota, settled, terminating, managed) -> new Step(false, pod, uid, key, "",
                         owner, quota, settled, terminating, managed, 0, true));
         // resourceVersions from a small range, so that claims share one now and then (the order then is the name's)
+        // claim-ids: mostly one, so that versions of one claim follow each other; another one, or none (a claim
+        // written without one)
         Arbitrary<Step> withOrder = Combinators.combine(put, Arbitraries.longs().between(1, 12),
-                Arbitraries.of(true, true, true, false))
-                .as((s, rv, exact) -> new Step(false, s.pod(), s.uid(), s.key(), s.owner(), s.quota(), s.settled(),
-                        s.terminating(), s.managed(), rv, exact));
+                Arbitraries.of(true, true, true, false), Arbitraries.of("c1", "c1", "c1", "c2", ""))
+                .as((s, rv, exact, claimId) -> new Step(false, s.pod(), s.uid(), s.key(), claimId, s.owner(),
+                        s.quota(), s.settled(), s.terminating(), s.managed(), rv, exact));
         Arbitrary<Step> remove = Arbitraries.of(PODS)
-                .map(p -> new Step(true, p, "", "", "", 0, false, false, false, 0, true));
+                .map(p -> new Step(true, p, "", "", "", "", 0, false, false, false, 0, true));
         return Arbitraries.frequencyOf(net.jqwik.api.Tuple.of(9, withOrder), net.jqwik.api.Tuple.of(1, remove));
     }
 
@@ -110,7 +115,8 @@ class ClaimLedgerRulesTest {
             return null;
         }
         Claim c;
-        if (old != null && old.keyHash().equals(key) && old.uid().equals(s.uid())) {
+        if (old != null && old.keyHash().equals(key) && old.uid().equals(s.uid())
+                && old.claimId().equals(s.claimId())) {
             Standing st = old.standing();
             Reason r = old.reason();
             if (s.settled()) {
@@ -120,7 +126,7 @@ class ClaimLedgerRulesTest {
                 st = Standing.UNKNOWN;
                 r = Reason.NONE;
             }
-            c = new Claim(s.pod(), s.uid(), key, s.owner(), old.claimRv(), st, r, s.terminating());
+            c = new Claim(s.pod(), s.uid(), key, old.claimId(), s.owner(), old.claimRv(), st, r, s.terminating());
         } else {
             claims.remove(s.pod());
             boolean otherCarrier = claims.values().stream().anyMatch(o -> o.keyHash().equals(key) && !o.terminating());
@@ -142,7 +148,7 @@ class ClaimLedgerRulesTest {
             } else {
                 st = Standing.WON;
             }
-            c = new Claim(s.pod(), s.uid(), key, s.owner(), s.rv(), st, r, s.terminating());
+            c = new Claim(s.pod(), s.uid(), key, s.claimId(), s.owner(), s.rv(), st, r, s.terminating());
         }
         claims.put(s.pod(), c);
         return c;
@@ -181,20 +187,20 @@ class ClaimLedgerRulesTest {
     @Test
     void theQuotaCountsTheClaimItselfSoAQuotaOfOneAdmitsExactlyOne() {
         ClaimLedger l = new ClaimLedger();
-        Step first = new Step(false, "p0", "u0", KEYS.get(1), OWNERS.get(1), 1, false, false, true, 3, true);
-        Step second = new Step(false, "p1", "u0", KEYS.get(2), OWNERS.get(1), 1, false, false, true, 4, true);
+        Step first = new Step(false, "p0", "u0", KEYS.get(1), "", OWNERS.get(1), 1, false, false, true, 3, true);
+        Step second = new Step(false, "p1", "u0", KEYS.get(2), "", OWNERS.get(1), 1, false, false, true, 4, true);
         assertThat(l.put(first.toPod(), true).standing()).isEqualTo(Standing.WON);
         Claim over = l.put(second.toPod(), true);
         assertThat(over.standing()).isEqualTo(Standing.LOST);
         assertThat(over.reason()).isEqualTo(Reason.QUOTA);
         // a lost claim still on its pod is a live claim of the owner: while it is there, the next one loses too
-        Step third = new Step(false, "p2", "u0", KEYS.get(3), OWNERS.get(1), 1, false, false, true, 6, true);
-        l.put(new Step(false, "p0", "u0", KEYS.get(1), OWNERS.get(1), 1, false, true, true, 5, true).toPod(), true);
+        Step third = new Step(false, "p2", "u0", KEYS.get(3), "", OWNERS.get(1), 1, false, false, true, 6, true);
+        l.put(new Step(false, "p0", "u0", KEYS.get(1), "", OWNERS.get(1), 1, false, true, true, 5, true).toPod(), true);
         assertThat(l.put(third.toPod(), true).reason()).isEqualTo(Reason.QUOTA);
         // the first claim being deleted and the lost ones rolled back free the owner's place
-        l.put(new Step(false, "p1", "u0", "", "", 0, false, false, true, 7, true).toPod(), true);
-        l.put(new Step(false, "p2", "u0", "", "", 0, false, false, true, 8, true).toPod(), true);
-        Step fourth = new Step(false, "p3", "u0", KEYS.get(3), OWNERS.get(1), 1, false, false, true, 9, true);
+        l.put(new Step(false, "p1", "u0", "", "", "", 0, false, false, true, 7, true).toPod(), true);
+        l.put(new Step(false, "p2", "u0", "", "", "", 0, false, false, true, 8, true).toPod(), true);
+        Step fourth = new Step(false, "p3", "u0", KEYS.get(3), "", OWNERS.get(1), 1, false, false, true, 9, true);
         assertThat(l.put(fourth.toPod(), true).standing()).isEqualTo(Standing.WON);
     }
 
