@@ -320,8 +320,7 @@ public final class Allocator {
         long rv = ClaimLedger.resourceVersion(mine.pod());
         ClaimLedger.Claim verdict;
         try {
-            verdict = awaitVerdict(name, cmd.keyHash(), rv,
-                    ManagedPods.annotations(mine.pod()).get(PlaypenKeys.CLAIM_ID), deadline);
+            verdict = awaitVerdict(name, cmd.keyHash(), rv, ClaimLedger.claimId(mine.pod()), deadline);
         } catch (ApiException e) {
             rollBack(mine.pod(), cmd, "undecided");
             throw e;
@@ -348,9 +347,9 @@ public final class Allocator {
 
     /**
      * The ledger's judgement of this very claim once the watch has it (null: the pod no longer carries it then).
-     * A claim the watch first saw in a relist, not at its commit, comes back undecided. A claim of the key at a
-     * later version is this one only if the pod still carries this claim's claim-id: the same key may have been
-     * claimed again on the pod by another writer once this claim was taken back.
+     * A claim the watch first saw in a relist, not at its commit, comes back undecided. The claim the ledger holds
+     * on the pod is this one only if it carries this claim's claim-id (as the ledger judged it): the same key may
+     * have been claimed again on the pod by another writer once this claim was taken back.
      */
     private ClaimLedger.Claim awaitVerdict(String pod, String keyHash, long claimRv, String claimId, long deadline) {
         while (true) {
@@ -362,17 +361,9 @@ public final class Allocator {
             if (c == null || !c.keyHash().equals(keyHash)) {
                 return null;
             }
-            if (c.claimRv() == claimRv || (c.standing() != ClaimLedger.Standing.LOST && carriesClaimId(pod, claimId))) {
-                return c;
-            }
-            return null; // a later claim of the key on this pod, not ours: ours is gone
+            boolean ours = claimId.isEmpty() ? c.claimRv() == claimRv : claimId.equals(c.claimId());
+            return ours ? c : null; // not ours: a later claim of the key on this pod, ours is gone
         }
-    }
-
-    /** Whether the pod, as this replica knows it now, carries the claim written with {@code claimId}. */
-    private boolean carriesClaimId(String pod, String claimId) {
-        return claimId != null && pods.get(pod)
-                .filter(p -> claimId.equals(ManagedPods.annotations(p).get(PlaypenKeys.CLAIM_ID))).isPresent();
     }
 
     /**
