@@ -10,7 +10,8 @@ import java.util.Deque;
  * new pod starts, i.e. recent allocation rate x time-to-ready, rounded up and kept between the count flag (the
  * minimum) and the maximum. The rate is the highest of the last 2, 10 and 60 seconds (quick to rise on a step,
  * slow to fall, so the buffer does not flap); the time-to-ready is the slowest of the pool's last five pods, from
- * the create to ready. Without a measured time-to-ready the pool keeps its minimum. Thread-safe.
+ * the create to ready. Without a measured time-to-ready the pool keeps its minimum, or one pod for a pool whose minimum
+ * is 0 while allocations ask for it (that pod's time-to-ready is the first). Thread-safe.
  */
 public final class DemandBuffer {
     static final Duration[] WINDOWS = {Duration.ofSeconds(2), Duration.ofSeconds(10), Duration.ofSeconds(60)};
@@ -66,8 +67,13 @@ public final class DemandBuffer {
 
     /** The rule itself, for the documentation's table and the tests. */
     public static int desired(double rate, Duration timeToReady, int min, int max, Duration reaction) {
-        if (timeToReady == null || max <= min) {
+        if (max <= min) {
             return min;
+        }
+        if (timeToReady == null) {
+            // only the pool's own pods tell its time-to-ready: a pool whose count is 0 makes one while allocations
+            // ask for it, or it would never learn it and never grow
+            return min == 0 && rate > 0 ? 1 : min;
         }
         double seconds = (timeToReady.toMillis() + reaction.toMillis()) / 1000.0;
         long want = (long) Math.ceil(rate * seconds - 1e-9);

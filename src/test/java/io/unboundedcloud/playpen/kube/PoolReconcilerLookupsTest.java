@@ -378,6 +378,33 @@ class PoolReconcilerLookupsTest {
         }
     }
 
+    /**
+     * With the buffer on, a pool whose count is 0 is one the operator keeps (a 503 tells the user to try again or
+     * wait), yet no pod of it was ever seen becoming ready, so it has no time-to-ready to size its buffer by: while
+     * allocations ask for it, it keeps one idle pod, which makes it one and teaches it its time-to-ready. Without
+     * demand it keeps none.
+     */
+    @Test
+    void aPoolWhoseCountIsZeroMakesAPodForItsDemandBeforeItKnowsItsTimeToReady() throws Exception {
+        MutableClock clock = new MutableClock(Instant.parse("2030-01-01T00:00:00Z"));
+        try (TestCluster cluster = TestCluster.start();
+                Wired w = Wired.of(cluster, true, true, clock, "--runner-amd64-count=0", "--runner-arm64-count=0",
+                        "--pool-max-idle=5")) {
+            PoolTarget amd64 = PoolTarget.runner("amd64");
+            assertThat(w.pool().planner().keeps(amd64)).isTrue();
+            assertThat(w.pool().context(clock.now).desired()).as("no demand").containsEntry(amd64, 0);
+            assertThat(w.pool().reconcile().created()).isZero();
+            // an alloc turned away for lack of a pod
+            w.signals().unserved(amd64);
+            assertThat(w.pool().context(clock.now).desired()).containsEntry(amd64, 1);
+            assertThat(w.pool().reconcile().created()).isEqualTo(1);
+            assertThat(cluster.pods()).extracting(ManagedPods::name).contains("playpen-runner-amd64-51820");
+            // a minute later nobody asks any more: it keeps none again
+            clock.now = clock.now.plusSeconds(61);
+            assertThat(w.pool().context(clock.now).desired()).containsEntry(amd64, 0);
+        }
+    }
+
     @Test
     void aPlanKnowsEachPoolsDemandAndTimeToReadyAndWithTheBufferOnHowManyIdlePodsToKeep() throws Exception {
         MutableClock clock = new MutableClock(Instant.parse("2030-01-01T00:00:00Z"));
