@@ -20,6 +20,10 @@ public final class ApiPaths {
     public static final String NOT_FOUND = "the server could not find the requested resource";
     /** The reference's text for a wrong method (its handlers call http.Error with it). */
     public static final String METHOD_NOT_ALLOWED = "method not allowed";
+    /** The 405 of a write to pools (kubectl delete, edit or patch of a pool): where a pool's size comes from. */
+    public static final String POOLS_READ_ONLY = "pools are read-only: the operator's flags --runner-amd64-count, "
+            + "--runner-arm64-count and --control-plane-count (one pool per --control-plane-versions entry) set how "
+            + "many idle pods each keeps; change those and restart the operator to resize a pool";
     public static final String MALFORMED = "malformed request path: invalid URL escape";
     public static final String OPENAPI_V2_PATH = "/openapi/v2";
     public static final String OPENAPI_V3_PATH = "/openapi/v3";
@@ -97,7 +101,7 @@ public final class ApiPaths {
             if ("GET".equals(method)) {
                 return Flow.POOLS_GET;
             }
-            throw ApiException.methodNotAllowed(METHOD_NOT_ALLOWED, "GET");
+            throw ApiException.methodNotAllowed(POOLS_READ_ONLY, "GET");
         }
         Flow flow = flow(path);
         if (flow == Flow.ALLOC && !flow.method().equals(method)) {
@@ -105,7 +109,8 @@ public final class ApiPaths {
         }
         if (flow.method() != null && !flow.method().equals(method)) {
             // HEAD is not GET here either: the reference's discovery handlers compare the method exactly
-            throw ApiException.methodNotAllowed(METHOD_NOT_ALLOWED, flow.method());
+            throw ApiException.methodNotAllowed(flow == Flow.POOLS_LIST ? POOLS_READ_ONLY : METHOD_NOT_ALLOWED,
+                    flow.method());
         }
         return flow;
     }

@@ -81,9 +81,15 @@ class ApiPathsTest {
         assertThat(ApiPaths.asksDryRun(null)).isFalse();
     }
 
-    /** A pool is read only, by name; the name comes percent-decoded; a deeper path is no pool. */
+    /**
+     * A pool is read only, by name; the name comes percent-decoded; a deeper path is no pool. A write (kubectl delete,
+     * edit or patch of a pool) is told where a pool's size comes from.
+     */
     @Test
     void poolsAreReadOnlyAndNamedByTheirLastSegment() {
+        String readOnly = "pools are read-only: the operator's flags --runner-amd64-count, --runner-arm64-count and "
+                + "--control-plane-count (one pool per --control-plane-versions entry) set how many idle pods each "
+                + "keeps; change those and restart the operator to resize a pool";
         assertThat(ApiPaths.poolName(V + "/pools/%72unner-amd64?x=1")).isEqualTo("runner-amd64");
         assertThat(ApiPaths.poolName(V + "/pools")).isNull();
         assertThat(ApiPaths.poolName(V + "/allocs/runner-amd64")).isNull();
@@ -95,6 +101,8 @@ class ApiPathsTest {
             ApiException list = catchThrowableOfType(ApiException.class, () -> ApiPaths.route(method, V + "/pools"));
             assertThat(list.code()).as(method).isEqualTo(405);
             assertThat(list.headers()).containsEntry("Allow", "GET");
+            assertThat(item.getMessage()).as(method).isEqualTo(readOnly);
+            assertThat(list.getMessage()).as(method).isEqualTo(readOnly);
         }
         assertThat(catchThrowableOfType(ApiException.class, () -> ApiPaths.route("GET", V + "/pools/a/status")).code())
                 .isEqualTo(404);

@@ -181,6 +181,8 @@ class PoolsRouteTest {
                 .POST(HttpRequest.BodyPublishers.ofString("{}")), "alice", "playpen-users").build(),
                 HttpResponse.BodyHandlers.ofString());
         assertThat(post.statusCode()).as("pools are read-only").isEqualTo(405);
+        assertThat(M.readTree(post.body()).path("message").asText()).as("says where a pool's size comes from")
+                .startsWith("pools are read-only: ");
         // only JSON is served: protobuf or YAML alone is 406 NotAcceptable; client-go's protobuf-then-JSON is answered
         HttpResponse<String> yaml = get(POOLS, "application/yaml");
         assertThat(yaml.statusCode()).as(yaml.body()).isEqualTo(406);
