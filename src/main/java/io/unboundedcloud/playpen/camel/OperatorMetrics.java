@@ -79,13 +79,7 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
     /** Binds the gauges and function counters that read live state. */
     public void bind(OperatorConfig config, PodCache pods, PodTemplates templates, AccessReviewer reviewer,
             ApiCallCounter calls, LeaderElection leader, EventRecorder events) {
-        for (PoolTarget t : new PoolPlanner(config, templates).desired().keySet()) {
-            Predicate<Pod> isTarget = p -> ManagedPods.isKind(p, t.type()) && t.variant().equals(variant(p, t.type()));
-            gauge("playpen_pods", "pods by resource type, variant and state", pods::pods, isTarget.and(ManagedPods::isIdle),
-                    "idle", t);
-            gauge("playpen_pods", "pods by resource type, variant and state", pods::pods,
-                    isTarget.and(ManagedPods::isClaimed).and(p -> !ManagedPods.isTerminating(p)), "claimed", t);
-        }
+        bindPods(new PoolPlanner(config, templates), pods::pods);
         for (ResourceType type : ResourceType.values()) {
             HostPortPlanner planner = HostPortPlanner.forKind(config, type);
             Gauge.builder("playpen_free_host_ports", () -> planner.range().size()
@@ -225,8 +219,18 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
                 .register(registry));
     }
 
-    private static String variant(Pod p, ResourceType type) {
-        return type == ResourceType.RUNNER ? ManagedPods.architecture(p) : ManagedPods.kubernetesVersion(p);
+    /**
+     * playpen_pods{resource_type,variant,state}: each configured pool's idle and claimed pods among {@code pods}. A pod
+     * belongs to a pool as the pools see it: a version's pods carry its label form (v1.33.0+k3s1 as v1.33.0-k3s1).
+     */
+    void bindPods(PoolPlanner planner, Supplier<Collection<Pod>> pods) {
+        for (PoolTarget t : planner.desired().keySet()) {
+            Predicate<Pod> isTarget = p -> planner.poolOf(p).filter(t::equals).isPresent();
+            gauge("playpen_pods", "pods by resource type, variant and state", pods, isTarget.and(ManagedPods::isIdle),
+                    "idle", t);
+            gauge("playpen_pods", "pods by resource type, variant and state", pods,
+                    isTarget.and(ManagedPods::isClaimed).and(p -> !ManagedPods.isTerminating(p)), "claimed", t);
+        }
     }
 
     private void gauge(String name, String help, Supplier<Collection<Pod>> pods, Predicate<Pod> which, String state,

@@ -10,10 +10,14 @@ import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 
 import io.fabric8.kubernetes.api.model.Pod;
+import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.unboundedcloud.playpen.config.OperatorConfig;
 import io.unboundedcloud.playpen.kube.PoolReconciler;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.model.PodTemplates;
 import io.unboundedcloud.playpen.model.PoolHealth;
 import io.unboundedcloud.playpen.model.PoolPlan;
+import io.unboundedcloud.playpen.model.PoolPlanner;
 import io.unboundedcloud.playpen.model.PoolTarget;
 
 /**
@@ -33,6 +37,33 @@ class OperatorMetricsCountersTest {
             }
         }
         return out;
+    }
+
+    /**
+     * playpen_pods counts each configured pool's idle and claimed pods, those of a version whose pods carry another
+     * label than the flag's spelling too (v1.33.0+k3s1: the label holds v1.33.0-k3s1, '+' is no label character).
+     */
+    @Test
+    void podGaugesCountThePodsOfEveryConfiguredVersion() {
+        OperatorConfig config = OperatorConfig.parse("--control-plane-count=1",
+                "--control-plane-versions=v1.33.0+k3s1,v1.34.1");
+        PoolPlanner planner = new PoolPlanner(config, new PodTemplates(config, Map.of()));
+        PoolTarget k3s = PoolTarget.controlPlane("v1.33.0+k3s1");
+        Pod claimed = new PodBuilder(planner.podFor(k3s, 16444)).editMetadata()
+                .addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, "ab".repeat(32)).endMetadata().build();
+        List<Pod> pods = List.of(planner.podFor(k3s, 16443), claimed,
+                planner.podFor(PoolTarget.controlPlane("v1.34.1"), 16445), planner.podFor(PoolTarget.runner("amd64"), 51820));
+        metrics.bindPods(planner, () -> pods);
+
+        assertThat(samples("playpen_pods{")).containsExactly(
+                Map.entry("playpen_pods{resource_type=\"controlPlane\",state=\"claimed\",variant=\"v1.33.0+k3s1\"}", 1.0),
+                Map.entry("playpen_pods{resource_type=\"controlPlane\",state=\"claimed\",variant=\"v1.34.1\"}", 0.0),
+                Map.entry("playpen_pods{resource_type=\"controlPlane\",state=\"idle\",variant=\"v1.33.0+k3s1\"}", 1.0),
+                Map.entry("playpen_pods{resource_type=\"controlPlane\",state=\"idle\",variant=\"v1.34.1\"}", 1.0),
+                Map.entry("playpen_pods{resource_type=\"runner\",state=\"claimed\",variant=\"amd64\"}", 0.0),
+                Map.entry("playpen_pods{resource_type=\"runner\",state=\"claimed\",variant=\"arm64\"}", 0.0),
+                Map.entry("playpen_pods{resource_type=\"runner\",state=\"idle\",variant=\"amd64\"}", 1.0),
+                Map.entry("playpen_pods{resource_type=\"runner\",state=\"idle\",variant=\"arm64\"}", 0.0));
     }
 
     @Test
