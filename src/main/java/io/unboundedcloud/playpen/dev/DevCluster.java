@@ -397,14 +397,21 @@ public final class DevCluster implements AutoCloseable {
         }
         if (controlPlanes > 0) {
             for (String v : versions) {
-                String version = v.startsWith("v") ? v : "v" + v;
+                // in label form, as the pods carry it: v1.33.0+k3s1 is v1.33.0-k3s1 there
+                String version = io.unboundedcloud.playpen.model.PodTemplates.kubernetesVersionLabel(v);
                 if (!any.test(io.unboundedcloud.playpen.model.ResourceType.CONTROL_PLANE,
-                        p -> version.equals(io.unboundedcloud.playpen.model.ManagedPods.kubernetesVersion(p)))) {
+                        p -> labelled(version, io.unboundedcloud.playpen.model.ManagedPods.kubernetesVersion(p)))) {
                     return false;
                 }
             }
         }
         return true;
+    }
+
+    /** Whether a pod's version label (blank: none) is {@code version} in label form. */
+    private static boolean labelled(String version, String podVersion) {
+        return !podVersion.isBlank()
+                && version.equals(io.unboundedcloud.playpen.model.PodTemplates.kubernetesVersionLabel(podVersion));
     }
 
     /** True once the operator has published its caBundle: from then on kubectl reaches it through the shim. */
