@@ -220,8 +220,14 @@ public final class OperatorApp implements AutoCloseable {
                 allocator, responses, this::ready, config.retryAfterSeconds(), waiting);
         flows.events(observed);
         flows.owners(owners, new io.unboundedcloud.playpen.kube.LegacyOwnerClaims(client, pods, calls));
-        // allocs turned away for lack of a pod are demand too (the demand-aware buffer)
-        flows.onUnserved(cmd -> signals.unserved(io.unboundedcloud.playpen.model.PoolTarget.of(cmd)));
+        // allocs turned away for lack of a pod are demand too (the demand-aware buffer); the pass that grows a pool
+        // for it comes now, not at the next interval (a pool with no pod has no claim that would ask for one)
+        flows.onUnserved(cmd -> {
+            signals.unserved(io.unboundedcloud.playpen.model.PoolTarget.of(cmd));
+            if (config.pools().demandBuffer()) {
+                pool.requestRefill();
+            }
+        });
         flows.pooled(cmd -> planner.keeps(io.unboundedcloud.playpen.model.PoolTarget.of(cmd)));
         io.unboundedcloud.playpen.kube.Renewer renewer =
                 new io.unboundedcloud.playpen.kube.Renewer(client, pods, leases, clock, calls, config.retryAfterSeconds());

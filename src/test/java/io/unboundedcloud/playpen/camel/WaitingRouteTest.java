@@ -182,6 +182,22 @@ class WaitingRouteTest {
                 .allocationRate()).isPositive();
     }
 
+    /**
+     * With the demand-aware buffer, a pool whose count is 0 makes a pod for the allocs it turns away at once, not at
+     * the next --reconcile-interval: it has no pod whose claim would ask for a pass.
+     */
+    @Test
+    void anAllocTurnedAwayByAPoolOfCountZeroUnderTheBufferHasItsPoolMakeAPodAtOnce() throws Exception {
+        op = new OperatorHarness(cluster, "--runner-amd64-count=0", "--runner-arm64-count=0", "--pool-max-idle=2",
+                "--reconcile-interval=10m");
+        HttpResponse<String> r = op.alloc(body("first", 0));
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(503);
+        assertThat(message(r)).as("the pool is one the operator keeps").contains("try again in");
+        OperatorHarness.awaitTrue(() -> cluster.pods().stream()
+                .anyMatch(p -> ManagedPods.name(p).startsWith("playpen-runner-amd64-")), Duration.ofSeconds(60),
+                "a pod made for the demand");
+    }
+
     /** With waiting turned off, the immediate 503 says when to try again and nothing about waiting. */
     @Test
     void waitingOffAdvisesOnlyATryAgain() throws Exception {
