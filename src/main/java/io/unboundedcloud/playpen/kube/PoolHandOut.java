@@ -54,7 +54,7 @@ public final class PoolHandOut implements Candidates.HandOutPolicy {
     public String refuse(String kindKey, Pod pod, Function<String, Optional<String>> externalIp) {
         String node = pod.getSpec() == null ? null : pod.getSpec().getNodeName();
         if (!nodeReady(node)) {
-            return "runner pod " + ManagedPods.name(pod) + " is on node " + node + ", which is NotReady";
+            return what(pod) + ManagedPods.name(pod) + " is on node " + node + ", which is NotReady";
         }
         PoolTarget target = targets.get(kindKey);
         if (target == null) {
@@ -70,10 +70,15 @@ public final class PoolHandOut implements Candidates.HandOutPolicy {
                     && TemplateHashes.isCurrent(other, tpl.hash(), tpl.sample())
                     && Candidates.usableByItself(target.type(), other, externalIp)
                     && nodeReady(other.getSpec().getNodeName())) {
-                return "runner pod " + name + " runs an older template and current pods are available";
+                return what(pod) + name + " runs an older template and current pods are available";
             }
         }
         return null;
+    }
+
+    /** How a reason names the pod: "runner pod " or "control-plane pod ". */
+    private static String what(Pod pod) {
+        return ManagedPods.isKind(pod, ResourceType.CONTROL_PLANE) ? "control-plane pod " : "runner pod ";
     }
 
     private boolean nodeReady(String node) {

@@ -118,6 +118,30 @@ class PoolHandOutTest {
         assertThat(handOut.refuse("runner/amd64", stale, IP)).isNotNull();
     }
 
+    /**
+     * The reasons a control plane is passed over (they end up in a 503 when nothing else is left) name it a
+     * control-plane pod, not a runner pod.
+     */
+    @Test
+    void aControlPlanePassedOverIsCalledAControlPlanePod() {
+        OperatorConfig config = OperatorConfig.parse("--control-plane-count=1", "--runner-image=example.com/r:2");
+        PoolPlanner planner = new PoolPlanner(config, new PodTemplates(config, Map.of()));
+        String kubeconfig = "apiVersion: v1\nclusters:\n- cluster:\n    server: https://127.0.0.1:6443\n  name: default\n";
+        // made by the Go operator with another helper image: stale
+        Pod stale = TestCluster.readyControlPlane("v1.33.0", 16443, "up", kubeconfig).build();
+        Pod current = TestCluster.readyControlPlane("v1.33.0", 16444, "up", kubeconfig).editMetadata()
+                .addToLabels(PlaypenKeys.TEMPLATE_HASH, planner.template(PoolTarget.controlPlane("v1.33.0")).hash())
+                .endMetadata().build();
+        Function<String, Optional<Node>> nodes = n -> Optional.of(node(n, n.equals("up") ? "True" : "False"));
+        PoolHandOut handOut = new PoolHandOut(planner, nodes, kind -> List.of(stale, current));
+        assertThat(handOut.refuse("controlPlane/v1.33.0", current, IP)).isNull();
+        assertThat(handOut.refuse("controlPlane/v1.33.0", stale, IP)).isEqualTo("control-plane pod "
+                + "playpen-control-plane-1.33.0-16443 runs an older template and current pods are available");
+        Pod down = new PodBuilder(current).editSpec().withNodeName("down").endSpec().build();
+        assertThat(handOut.refuse("controlPlane/v1.33.0", down, IP))
+                .isEqualTo("control-plane pod playpen-control-plane-1.33.0-16444 is on node down, which is NotReady");
+    }
+
     @Test
     void podsOnANotReadyNodeAreNotHandedOut() {
         List<Pod> idle = List.of(ready(PLANNER, 51820, "down"), ready(PLANNER, 51821, "up"));
