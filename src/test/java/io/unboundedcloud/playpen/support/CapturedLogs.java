@@ -46,8 +46,13 @@ public final class CapturedLogs implements BeforeEachCallback, AfterEachCallback
         appender.stop();
     }
 
-    /** The lines so far, in the order written (a live view). */
+    /**
+     * The lines so far, in the order written: a copy, taken under the appender's lock (the one its appends hold), so
+     * a line written by another thread meanwhile never breaks a walk of it; call again for later lines.
+     */
     public List<ILoggingEvent> lines() {
-        return appender.list;
+        synchronized (appender) {
+            return List.copyOf(appender.list);
+        }
     }
 }
