@@ -25,12 +25,15 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
  * verdict, whatever its lag, because the verdict depends only on the committed history.
  * <p>
  * A claim first seen in a LIST (at start, or when the watch had to relist) has no such moment here: it is
- * {@link Standing#UNKNOWN} until a write settles it (see {@code ClaimWriter#settle}). That holds for a pod this ledger
- * saw claimed and judged before, too: an unsettled claim, even one that stood, can be taken back by its writer (its
- * client left before the answer) and the pod claimed again with the same key by a claim that lost, unseen, so the
- * same key on the same pod is not known to be the same claim. A claim is one write: the same pod (uid), the same key
- * and the same {@code claim-id} (a random value each claim write puts on the pod); a version of the pod with another
- * claim-id is another claim, judged as a new one, and each {@link Claim} carries the claim-id of the version judged.
+ * {@link Standing#UNKNOWN} until a write settles it (see {@code ClaimWriter#settle}). A claim is one write: the same
+ * pod (uid), the same key and the same {@code claim-id} (a random value each claim write puts on the pod); a version
+ * of the pod with another claim-id is another claim, judged as a new one, and each {@link Claim} carries the
+ * claim-id of the version judged. So a claim this ledger judged at its commit keeps its verdict when a LIST shows it
+ * again with the same claim-id: it is still that write, and the verdict is a fact about its commit. A claim written
+ * without a claim-id (by the Go operator, or before claim-ids existed) does not: an unsettled claim, even one that
+ * stood, can be taken back by its writer (its client left before the answer) and the pod claimed again with the same
+ * key by a claim that lost, unseen, so the same key on the same pod is not known to be the same claim; after a LIST
+ * it is undecided.
  * <p>
  * Not thread-safe: the pod cache calls it under its watch store's lock, in the order the store applies changes.
  */
@@ -41,7 +44,10 @@ public final class ClaimLedger {
         WON,
         /** Committed while another live pod carried its key (or over its owner's quota): to be rolled back. */
         LOST,
-        /** Seen in a LIST, not at its commit: undecided here until settled. */
+        /**
+         * Seen in a LIST, not at its commit (or, written without a claim-id, seen in one since): undecided here
+         * until settled.
+         */
         UNKNOWN
     }
 
@@ -82,7 +88,8 @@ public final class ClaimLedger {
 
     /**
      * A pod's new version. {@code exact} is true only when this is a watch event applied in commit order to a
-     * store that held exactly the committed state just before it.
+     * store that held exactly the committed state just before it. A version that is not exact judges no new claim,
+     * and keeps the verdict of a claim judged before only when it carries that claim's (non-empty) claim-id.
      */
     public Claim put(Pod pod, boolean exact) {
         String name = ManagedPods.name(pod);
@@ -106,9 +113,11 @@ public final class ClaimLedger {
             if (settled) {
                 s = Standing.WON;
                 r = Reason.NONE;
-            } else if (!exact) {
-                // unseen changes: undecided, like every claim seen outside commit order (a claim written without a
-                // claim-id may even have been rolled back and claimed again with the same key since)
+            } else if (!exact && claimId.isEmpty()) {
+                // unseen changes, and nothing tells this claim from another one of the key made on the pod since
+                // (written without a claim-id: it may have been rolled back and claimed again unseen): undecided,
+                // like every claim seen outside commit order. With the same claim-id it is the very write judged,
+                // and its verdict, a fact about its commit, holds
                 s = Standing.UNKNOWN;
                 r = Reason.NONE;
             }

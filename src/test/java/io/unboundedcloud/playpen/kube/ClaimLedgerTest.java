@@ -118,6 +118,40 @@ class ClaimLedgerTest {
     }
 
     @Test
+    void aClaimJudgedAtItsCommitKeepsItsVerdictAcrossARelistWhenItCarriesTheSameClaimId() {
+        ClaimLedger l = new ClaimLedger();
+        ClaimLedger.Claim won = l.put(with(claimed(0, 3, K), PlaypenKeys.CLAIM_ID, "a1"), true);
+        ClaimLedger.Claim lost = l.put(with(claimed(1, 4, K), PlaypenKeys.CLAIM_ID, "b2"), true);
+        assertThat(won.standing()).isEqualTo(Standing.WON);
+        assertThat(lost.standing()).isEqualTo(Standing.LOST);
+        // a relist shows both pods again, each still carrying the very claim judged (its claim-id): the verdicts
+        // are facts about their commits, so they hold, with their commits
+        ClaimLedger.Claim wonAgain = l.put(with(claimed(0, 20, K), PlaypenKeys.CLAIM_ID, "a1"), false);
+        ClaimLedger.Claim lostAgain = l.put(with(claimed(1, 21, K), PlaypenKeys.CLAIM_ID, "b2"), false);
+        assertThat(wonAgain.standing()).isEqualTo(Standing.WON);
+        assertThat(wonAgain.claimRv()).isEqualTo(3);
+        assertThat(lostAgain.standing()).isEqualTo(Standing.LOST);
+        assertThat(lostAgain.reason()).isEqualTo(Reason.EARLIER_CLAIM);
+        assertThat(lostAgain.claimRv()).isEqualTo(4);
+        assertThat(l.lost()).extracting(ClaimLedger.Claim::pod).containsExactly("playpen-runner-amd64-51821");
+        assertThat(l.undecidedBesideStanding()).isEmpty();
+        // another claim-id on the pod is another claim (taken back and made again unseen): undecided
+        assertThat(l.put(with(claimed(1, 22, K), PlaypenKeys.CLAIM_ID, "c3"), false).standing())
+                .isEqualTo(Standing.UNKNOWN);
+        // a claim written without a claim-id (the Go operator's, an older one) cannot be told from one made again
+        // with the same key: undecided after a relist, whatever it was
+        ClaimLedger m = new ClaimLedger();
+        assertThat(m.put(claimed(0, 3, K), true).standing()).isEqualTo(Standing.WON);
+        assertThat(m.put(claimed(0, 20, K), false).standing()).isEqualTo(Standing.UNKNOWN);
+        // and an undecided claim stays undecided in commit order, claim-id or not, until settled
+        ClaimLedger n = new ClaimLedger();
+        assertThat(n.put(with(claimed(0, 3, K), PlaypenKeys.CLAIM_ID, "a1"), false).standing())
+                .isEqualTo(Standing.UNKNOWN);
+        assertThat(n.put(with(claimed(0, 4, K), PlaypenKeys.CLAIM_ID, "a1"), true).standing())
+                .isEqualTo(Standing.UNKNOWN);
+    }
+
+    @Test
     void aLaterVersionOfTheSameClaimKeepsItsStandingAndCommit() {
         ClaimLedger l = new ClaimLedger();
         l.put(claimed(0, 3, K), true);

@@ -109,6 +109,44 @@ class ClaimsAcrossARelistTest {
         assertThat(a.pods.claimOn(answer.pod().getMetadata().getName()).orElseThrow().stands()).isTrue();
     }
 
+    /**
+     * Two claims of one key this replica judged at their commit, both written with a claim-id: the first stands, the
+     * second lost and its writer died. The watch relists; the pods still carry those very claims (their claim-ids),
+     * so the verdicts hold: the lost one is swept back to the pool and the standing one is replayed, as on a replica
+     * whose watch never broke.
+     */
+    @Test
+    void claimsJudgedAtTheirCommitKeepTheirVerdictsAcrossARelist() throws Exception {
+        AllocCommand key = cmd("judged-before-a-relist");
+        String churned = "playpen-runner-amd64-51825";
+        String p = a.allocator.allocate(key).pod().getMetadata().getName();
+        Pod idle = cluster.pods().stream().filter(x -> !ManagedPods.isClaimed(x)
+                && !churned.equals(ManagedPods.name(x))).findFirst().orElseThrow();
+        String q = ManagedPods.name(idle);
+        new ClaimWriter(cluster.client, java.time.Clock.systemUTC(), new ApiCallCounter())
+                .claim(idle, idle.getMetadata().getResourceVersion(), key); // a lagging replica's: lost, writer died
+        OperatorHarness.awaitTrue(() -> a.pods.claimOn(q).map(c -> c.standing() == ClaimLedger.Standing.LOST)
+                .orElse(false), Duration.ofSeconds(60), "the second claim lost");
+
+        a.proxy.holdWatches();
+        churn();
+        relist();
+        OperatorHarness.awaitTrue(() -> a.pods.get(churned).map(x -> "7".equals(x.getMetadata().getLabels()
+                .get("churn"))).orElse(false), Duration.ofSeconds(60), "the relist is applied");
+        assertThat(a.pods.claimOn(p).orElseThrow().standing()).as("the claim that stood").isEqualTo(
+                ClaimLedger.Standing.WON);
+        assertThat(a.pods.claimOn(q).orElseThrow().standing()).as("the claim that lost").isEqualTo(
+                ClaimLedger.Standing.LOST);
+
+        assertThat(new LostClaimSweeper(a.pods, new ClaimWriter(a.client, java.time.Clock.systemUTC(), a.calls), 0)
+                .sweep()).isEqualTo(1);
+        assertThat(cluster.pods()).filteredOn(x -> key.keyHash().equals(ManagedPods.keyHash(x)))
+                .extracting(ManagedPods::name).containsExactly(p);
+        Allocator.Allocation replay = a.allocator.allocate(key);
+        assertThat(replay.replay()).isTrue();
+        assertThat(replay.pod().getMetadata().getName()).isEqualTo(p);
+    }
+
     /** Puts (or, with a null key, takes off) a claim of {@code key} on a pod, as another replica's write would. */
     private void writeClaim(String pod, AllocCommand key, String claimedAt) {
         cluster.client.pods().inNamespace(TestCluster.NS).withName(pod).edit(p -> {
