@@ -19,7 +19,10 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
  * deallocated one is gone, however far this replica's watch lags. Claims written before the owner label existed
  * carry only the owner annotation; those are taken from the cache. Claims that lost (and are being rolled back)
  * are never shown: nobody was handed them. That verdict is this replica's ledger's, so it is trusted for a listed
- * pod only once the watch has reached the version listed (a later claim of the same key may stand there).
+ * pod only once the watch has reached the version listed (a later claim of the same key may stand there), and only
+ * for the very claim listed (the same claim-id): a pod listed with another claim of the key than the lost one the
+ * watch holds (made on the pod again after the lost one was taken back, or taken back since the LIST) is shown, like
+ * a claim this replica has not judged.
  */
 public final class ClaimReads {
     private final PodCache pods;
@@ -68,12 +71,14 @@ public final class ClaimReads {
             return false;
         }
         String name = ManagedPods.name(p);
-        if (!lost(pods.claimOn(name), p)) {
+        if (!lostOfKey(pods.claimOn(name), p)) {
             return true;
         }
-        // this watch judged a claim of the key on this pod lost; the pod as listed may carry a later claim of the
-        // key (the lost one rolled back, the key claimed there again) that the watch has not delivered yet: judge
-        // it at the listed version once the watch has it (at once when it is there already)
+        // this watch judged a claim of the key on this pod lost; the pod as listed may carry another claim of the
+        // key (the lost one rolled back, the key claimed there again: another claim-id), later than the watch has
+        // delivered or earlier: judge the listed one once the watch is at its version (at once when it is there
+        // already). Hidden only when the claim the watch holds then is the listed one and lost; a verdict on
+        // another claim of the key says nothing of the listed one
         try {
             return !lost(pods.awaitClaim(name, ClaimLedger.resourceVersion(p)).get(WATCH_WAIT_SECONDS,
                     TimeUnit.SECONDS), p);
@@ -88,7 +93,13 @@ public final class ClaimReads {
     /** How long a read waits for this replica's watch to reach a pod's listed version. */
     private static final long WATCH_WAIT_SECONDS = 10;
 
+    /** The claim, a lost one, is this very claim of the pod as listed: the same uid, key and claim-id. */
     private static boolean lost(java.util.Optional<ClaimLedger.Claim> claim, Pod p) {
+        return lostOfKey(claim, p) && claim.get().claimId().equals(ClaimLedger.claimId(p));
+    }
+
+    /** The claim, a lost one, is of the same pod (uid) and key as the pod as listed, whatever its claim-id. */
+    private static boolean lostOfKey(java.util.Optional<ClaimLedger.Claim> claim, Pod p) {
         return claim.filter(c -> c.standing() == ClaimLedger.Standing.LOST && c.uid().equals(ClaimLedger.uid(p))
                 && c.keyHash().equals(ManagedPods.keyHash(p))).isPresent();
     }

@@ -647,14 +647,16 @@ public final class PodCache implements AutoCloseable {
     /**
      * Claims that lost and are still on their pods, each with its pod as the watch has it, read with the verdict
      * under one lock (a version read after it may carry another claim of the same key, taken back and made again
-     * meanwhile). A pod this process has since deleted, or taken the key off, is left out.
+     * meanwhile). A pod this process has since deleted, or seen without this very claim (the key taken off, or
+     * claimed on the pod again: another claim-id), is left out.
      */
     public List<LostClaim> lostClaims() {
         synchronized (storeLock) {
             List<LostClaim> out = new ArrayList<>();
             for (ClaimLedger.Claim c : ledger.lost()) {
                 Pod judged = watched(c.pod());
-                boolean stillCarried = getLocked(c.pod()).filter(p -> c.keyHash().equals(ManagedPods.keyHash(p)))
+                boolean stillCarried = getLocked(c.pod()).filter(p -> c.keyHash().equals(ManagedPods.keyHash(p))
+                        && c.uid().equals(ClaimLedger.uid(p)) && c.claimId().equals(ClaimLedger.claimId(p)))
                         .isPresent();
                 if (judged != null && stillCarried) {
                     out.add(new LostClaim(c, judged));

@@ -117,6 +117,29 @@ class LostClaimsAndReadsTest {
         assertThat(r.calls.get(KubeApiCall.PODS_PATCH)).isZero();
     }
 
+    /**
+     * The lost claim was taken back and its key claimed on the pod again (another claim-id), and this process has
+     * read the pod since (its watch has not delivered it yet): that is another claim, not the one that lost, so the
+     * sweep leaves it to the watch's judgement and writes nothing.
+     */
+    @Test
+    void aLostClaimWhosePodThisReplicaSawClaimedAgainIsNotSwept() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("claimed-again");
+        standingAndLost(key, 0, 1);
+        assertThat(r.pods.lostClaims()).extracting(l -> l.claim().pod()).containsExactly(runner(1));
+        r.watch.hold();
+        r.edit(runner(1), b -> b.editMetadata().removeFromAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH)
+                .removeFromLabels(PlaypenKeys.KEY_HASH_LABEL).endMetadata());
+        Pod again = r.edit(runner(1), b -> b.editMetadata().addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH,
+                key.keyHash()).addToAnnotations(PlaypenKeys.CLAIM_ID, "0123abcd").endMetadata());
+        r.pods.observe(again);
+        assertThat(r.pods.lostClaims()).as("the lost claim is not on the pod as this process knows it").isEmpty();
+        assertThat(new LostClaimSweeper(r.pods, r.writer, 0).sweep()).isZero();
+        assertThat(r.calls.get(KubeApiCall.PODS_PATCH)).isZero();
+        r.watch.release();
+    }
+
     // ---- reads
 
     private ClaimReads reads() {
@@ -206,6 +229,54 @@ class LostClaimsAndReadsTest {
                 .addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, key.keyHash()).endMetadata());
         assertThat(names(reads().claimed(owner, null))).containsExactly(runner(0), runner(1));
         r.watch.release();
+    }
+
+    /**
+     * The pod as listed carries a claim of the key that stands (claim-id "y"); after the LIST answered, that claim
+     * was taken back, the key claimed on another pod, and this pod claimed again for the key by a lagging replica
+     * (claim-id "z"), which lost, and this replica's watch has delivered all of it. The lost claim on the pod is not
+     * the listed one: the listed claim is shown as it was listed (undecided here, like a claim first seen in a
+     * relist), not hidden for another claim's verdict.
+     */
+    @Test
+    void aListedClaimIsNotHiddenForTheVerdictOfAnotherClaimOfItsKeyOnThePod() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        String owner = Hashes.ownerHash("jo");
+        AllocCommand key = cmd("jo-1");
+        Pod idle0 = r.inApi(runner(0));
+        Pod idle1 = r.inApi(runner(1));
+        r.claimElsewhere(runner(1), key, owner);
+        Pod listed = r.edit(runner(1), b -> b.editMetadata().addToAnnotations(PlaypenKeys.CLAIM_ID, "y").endMetadata());
+        assertThat(r.pods.claimOn(runner(1)).orElseThrow().stands()).isTrue();
+        // what was committed after the LIST's answer, delivered straight to the watch before the answer reaches
+        // the read (the test's API server has already answered the LIST)
+        long rv = r.cluster.currentResourceVersion();
+        java.util.concurrent.atomic.AtomicBoolean once = new java.util.concurrent.atomic.AtomicBoolean();
+        r.cluster.addAnswerListener((method, path, answer) -> {
+            if (method.equals("GET") && path.startsWith(ScriptedReplica.PODS + "?")
+                    && once.compareAndSet(false, true)) {
+                r.watch.modified(version(idle1, rv + 1, null, null, null));
+                r.watch.modified(version(idle0, rv + 2, key, owner, "p"));
+                r.watch.modified(version(idle1, rv + 3, key, owner, "z"));
+            }
+        });
+        assertThat(names(reads().claimed(owner, null))).containsExactly(runner(1));
+        assertThat(r.pods.claimOn(runner(1)).orElseThrow().standing()).as("the watch judged the later claim")
+                .isEqualTo(ClaimLedger.Standing.LOST);
+        assertThat(r.pods.claimOn(runner(1)).orElseThrow().uid()).isEqualTo(listed.getMetadata().getUid());
+    }
+
+    /** {@code pod} at resourceVersion {@code rv}, claimed for {@code key} with that claim-id (null key: idle). */
+    private static Pod version(Pod pod, long rv, AllocCommand key, String owner, String claimId) {
+        PodBuilder b = new PodBuilder(pod).editMetadata().withResourceVersion(String.valueOf(rv)).endMetadata();
+        if (key != null) {
+            b.editMetadata().addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, key.keyHash())
+                    .addToAnnotations(PlaypenKeys.REQUEST_HASH, key.requestHash())
+                    .addToAnnotations(PlaypenKeys.CLAIM_ID, claimId).addToAnnotations(PlaypenKeys.OWNER_HASH, owner)
+                    .addToLabels(PlaypenKeys.KEY_HASH_LABEL, ClaimWriter.labelValue(key.keyHash()))
+                    .addToLabels(PlaypenKeys.OWNER_HASH_LABEL, ClaimWriter.labelValue(owner)).endMetadata();
+        }
+        return b.build();
     }
 
     private static List<String> names(List<Pod> pods) {
