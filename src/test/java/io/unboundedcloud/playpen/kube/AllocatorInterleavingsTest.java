@@ -202,6 +202,37 @@ class AllocatorInterleavingsTest {
                         .get(io.unboundedcloud.playpen.model.PlaypenKeys.CLAIM_ID));
     }
 
+    /**
+     * A claim this replica judged standing at its commit keeps that verdict across a relist (same claim-id). Its
+     * client then leaves and its writer takes it back, while a replay of the key has already read the pod still
+     * carrying it: the replay's settle is conditional on the version it read, so it is refused, and the replay,
+     * judging the key again once the watch has the rollback, answers nothing. The kept verdict never lets a replay
+     * hand out a claim its writer has taken back.
+     */
+    @Test
+    void aClaimKeptStandingAcrossARelistIsNeverReplayedOnceItsWriterHasTakenItBack() throws Exception {
+        r = new ScriptedReplica(2, 0);
+        AllocCommand key = cmd("kept-across-a-relist");
+        Allocator.Allocation first = r.allocator.allocate(key);
+        String pod = first.pod().getMetadata().getName();
+        r.watch.gone();
+        assertThat(r.pods.claimOn(pod).orElseThrow().stands()).as("still the claim judged at its commit").isTrue();
+        Pod read = r.inApi(pod);
+        r.watch.hold();
+        assertThat(r.allocator.release(first, key)).isTrue();
+        // the replay's read answers the pod as it was before the rollback
+        r.cluster.server.expect().get().withPath(podPath(pod)).andReturn(200, read).once();
+        long patches = r.calls.get(KubeApiCall.PODS_PATCH);
+        CompletableFuture<java.util.Optional<Allocator.Allocation>> replay = ScriptedReplica.waitingForTheWatch(
+                () -> r.allocator.replay(key));
+        assertThat(r.calls.get(KubeApiCall.PODS_PATCH)).as("the replay's settle, refused").isEqualTo(patches + 1);
+        r.watch.release();
+        assertThat(replay.get(60, TimeUnit.SECONDS)).isEmpty();
+        Pod now = r.inApi(pod);
+        assertThat(ManagedPods.isClaimed(now)).isFalse();
+        assertThat(ClaimLedger.isSettled(now)).isFalse();
+    }
+
     /** Where {@link #lostClaimSweptInTheSameSecond} leaves things: the pod idle again, the writer still waiting. */
     private record SweptInTheSameSecond(AllocCommand key, String pod, CompletableFuture<Allocator.Allocation> mine,
             ClaimWriter elsewhere, Pod idle) {
