@@ -18,11 +18,12 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
  * watch cache: {@code kubectl get allocs} right after an alloc answered by another replica shows it, and a
  * deallocated one is gone, however far this replica's watch lags. Claims written before the owner label existed
  * carry only the owner annotation; those are taken from the cache. Claims that lost (and are being rolled back)
- * are never shown: nobody was handed them. That verdict is this replica's ledger's, so it is trusted for a listed
- * pod only once the watch has reached the version listed (a later claim of the same key may stand there), and only
- * for the very claim listed (the same claim-id): a pod listed with another claim of the key than the lost one the
- * watch holds (made on the pod again after the lost one was taken back, or taken back since the LIST) is shown, like
- * a claim this replica has not judged.
+ * are never shown: nobody was handed them. That verdict is this replica's ledger's, and only about the very claim
+ * it judged (the same claim-id): a pod listed with another claim of the key than the lost one the watch holds (made
+ * on the pod again after the lost one was taken back, or taken back since the LIST) is shown, like a claim this
+ * replica has not judged. A pod listed with the lost claim's own claim-id, unsettled, is left out at once, at any
+ * later version; one whose claim has no claim-id is judged once the watch has reached the version listed (a later
+ * claim of the same key, indistinguishable, may stand there).
  */
 public final class ClaimReads {
     private final PodCache pods;
@@ -71,11 +72,18 @@ public final class ClaimReads {
             return false;
         }
         String name = ManagedPods.name(p);
-        if (!lostOfKey(pods.claimOn(name), p)) {
+        java.util.Optional<ClaimLedger.Claim> held = pods.claimOn(name);
+        if (!lostOfKey(held, p)) {
             return true;
         }
+        if (!ClaimLedger.claimId(p).isEmpty() && lost(held, p) && !ClaimLedger.isSettled(p)) {
+            // the very claim the watch saw lose (its claim-id), at whatever later version it is listed, unless a
+            // write has settled it since (it stands then: another replica found it its key's only claim)
+            return false;
+        }
         // this watch judged a claim of the key on this pod lost; the pod as listed may carry another claim of the
-        // key (the lost one rolled back, the key claimed there again: another claim-id), later than the watch has
+        // key (the lost one rolled back, the key claimed there again: another claim-id, or none, for a claim written
+        // without one cannot be told from one made again), later than the watch has
         // delivered or earlier: judge the listed one once the watch is at its version (at once when it is there
         // already). Hidden only when the claim the watch holds then is the listed one and lost; a verdict on
         // another claim of the key says nothing of the listed one

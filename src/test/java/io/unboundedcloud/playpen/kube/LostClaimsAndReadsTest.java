@@ -266,6 +266,33 @@ class LostClaimsAndReadsTest {
         assertThat(r.pods.claimOn(runner(1)).orElseThrow().uid()).isEqualTo(listed.getMetadata().getUid());
     }
 
+    /**
+     * The pod is listed at a version this replica's watch has not delivered yet (the kubelet wrote its status, say),
+     * still carrying the claim the watch saw lose, the same claim-id: that very claim lost, whatever changed on the
+     * pod since, so it is not shown, however far the watch lags.
+     */
+    @Test
+    void aLostClaimListedAtALaterVersionOfItsPodIsNotShownWhileTheWatchLags() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        String owner = Hashes.ownerHash("kit");
+        AllocCommand key = cmd("kit-1");
+        for (int n : new int[] {0, 1}) {
+            r.claimElsewhere(runner(n), key, owner);
+            r.edit(runner(n), b -> b.editMetadata().addToAnnotations(PlaypenKeys.CLAIM_ID, "c" + n).endMetadata());
+        }
+        assertThat(r.pods.claimOn(runner(1)).orElseThrow().standing()).isEqualTo(ClaimLedger.Standing.LOST);
+        r.watch.hold();
+        r.edit(runner(1), b -> b.editMetadata().addToLabels("example.com/touched", "yes").endMetadata());
+        assertThat(names(reads().claimed(owner, null))).containsExactly(runner(0));
+        assertThat(reads().claimed(owner, Hashes.allocationId(TestCluster.NS, runner(1)))).as("it lost").isEmpty();
+        // ... unless the later version is settled: the claim that stood was deallocated and another replica, which
+        // never judged this one, found it the key's only claim and settled it; it stands now
+        r.cluster.client.pods().inNamespace(TestCluster.NS).withName(runner(0)).delete();
+        r.writer.settle(r.inApi(runner(1)));
+        assertThat(names(reads().claimed(owner, null))).containsExactly(runner(1));
+        r.watch.release();
+    }
+
     /** {@code pod} at resourceVersion {@code rv}, claimed for {@code key} with that claim-id (null key: idle). */
     private static Pod version(Pod pod, long rv, AllocCommand key, String owner, String claimId) {
         PodBuilder b = new PodBuilder(pod).editMetadata().withResourceVersion(String.valueOf(rv)).endMetadata();
