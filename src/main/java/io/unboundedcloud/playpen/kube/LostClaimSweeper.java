@@ -135,8 +135,11 @@ public final class LostClaimSweeper {
                 continue;
             }
             for (Pod p : carriers) {
+                // the very claim held undecided here (its claim-id): the pod may carry another claim of the key,
+                // made since, which is its writer's to judge (or this sweep's once the watch has judged it)
                 boolean undecidedHere = e.getValue().stream().anyMatch(
-                        c -> c.pod().equals(ManagedPods.name(p)) && c.uid().equals(ClaimLedger.uid(p)));
+                        c -> c.pod().equals(ManagedPods.name(p)) && c.uid().equals(ClaimLedger.uid(p))
+                                && c.claimId().equals(ClaimLedger.claimId(p)));
                 if (ClaimLedger.isSettled(p) || !undecidedHere) {
                     continue;
                 }

@@ -16,6 +16,7 @@ import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
 /**
@@ -137,6 +138,35 @@ class LostClaimsAndReadsTest {
         assertThat(r.pods.lostClaims()).as("the lost claim is not on the pod as this process knows it").isEmpty();
         assertThat(new LostClaimSweeper(r.pods, r.writer, 0).sweep()).isZero();
         assertThat(r.calls.get(KubeApiCall.PODS_PATCH)).isZero();
+        r.watch.release();
+    }
+
+    /**
+     * A claim this replica first listed (undecided here) beside a settled claim of its key lost, and the listed sweep
+     * takes it back; but once its pod carries another claim of the key (taken back and made again: another
+     * claim-id), the undecided claim is gone and the new one is its writer's, or the watched sweep's after its grace:
+     * the listed sweep leaves it.
+     */
+    @Test
+    void theListedSweepLeavesAPodClaimedAgainSinceItListedIt() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("listed-then-claimed-again");
+        r.claimElsewhere(runner(0), key, null);
+        r.writer.settle(r.inApi(runner(0)));
+        r.claimElsewhere(runner(1), key, null);
+        r.watch.gone();
+        OperatorHarness.awaitTrue(() -> r.pods.claimOn(runner(1)).map(c -> c.standing() == ClaimLedger.Standing.UNKNOWN)
+                .orElse(false) && r.pods.claimOn(runner(0)).map(ClaimLedger.Claim::stands).orElse(false),
+                java.time.Duration.ofSeconds(60), "the relist: the settled claim stands, the other is undecided");
+        r.watch.hold();
+        r.edit(runner(1), b -> b.editMetadata().removeFromAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH)
+                .removeFromLabels(PlaypenKeys.KEY_HASH_LABEL).endMetadata());
+        r.claimElsewhere(runner(1), key, null);
+        r.edit(runner(1), b -> b.editMetadata().addToAnnotations(PlaypenKeys.CLAIM_ID, "0123abcd").endMetadata());
+        long patches = r.calls.get(KubeApiCall.PODS_PATCH);
+        assertThat(new LostClaimSweeper(r.pods, r.writer, 0).sweepListed()).isZero();
+        assertThat(r.calls.get(KubeApiCall.PODS_PATCH)).isEqualTo(patches);
+        assertThat(ClaimLedger.claimId(r.inApi(runner(1)))).isEqualTo("0123abcd");
         r.watch.release();
     }
 
