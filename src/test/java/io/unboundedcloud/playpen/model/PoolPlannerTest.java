@@ -267,4 +267,45 @@ class PoolPlannerTest {
         // 51820 answered AlreadyExists: the replacement skips 51821, which this plan gave the second pod.
         assertThat(runners.next(plan.usedPorts().get(ResourceType.RUNNER), 51820)).hasValue(51822);
     }
+
+    /**
+     * A stale or surplus delete of a ready pod carries the pool's ready idle pods (current and stale, itself
+     * included; no starting or claimed pod) and how many of them must stay: the reconciler re-checks them before it
+     * sends the delete, so a wrong list could delete a pod the pool still counts on. A delete of a pod not ready
+     * counts on none.
+     */
+    @Test
+    void aStaleOrSurplusDeleteCarriesThePoolsReadyIdlePods() {
+        java.time.Duration hour = java.time.Duration.ofHours(1);
+        PoolPlanner rolling = PoolRulesTest.planner("--runner-amd64-count=2", "--pool-max-surge=1");
+        Pod staleOld = PoolRulesTest.staleReady(51820, hour.multipliedBy(3)).build();
+        Pod staleYoung = PoolRulesTest.staleReady(51821, hour).build();
+        Pod current = PoolRulesTest.ready(rolling, 51822, java.time.Duration.ofMinutes(5)).build();
+        Pod starting = PoolRulesTest.starting(rolling, 51823, java.time.Duration.ofMinutes(1)).build();
+        Pod taken = PoolRulesTest.claimed(PoolRulesTest.ready(rolling, 51824, hour)).build();
+        PoolPlan rollout = PoolRulesTest.plan(rolling, List.of(staleOld, staleYoung, current, starting, taken));
+        assertThat(rollout.toDelete()).hasSize(1);
+        PoolPlan.Deletion stale = rollout.toDelete().get(0);
+        assertThat(stale.why()).isEqualTo(PoolPlan.Why.STALE);
+        assertThat(ManagedPods.name(stale.pod())).isEqualTo("playpen-runner-amd64-51820");
+        assertThat(stale.keepReady()).isEqualTo(2);
+        assertThat(stale.ready()).extracting(ManagedPods::name).containsExactlyInAnyOrder(
+                "playpen-runner-amd64-51820", "playpen-runner-amd64-51821", "playpen-runner-amd64-51822");
+
+        PoolPlanner shrinking = PoolRulesTest.planner("--runner-amd64-count=1");
+        Pod older = PoolRulesTest.ready(shrinking, 51820, hour.multipliedBy(3)).build();
+        Pod younger = PoolRulesTest.ready(shrinking, 51821, hour).build();
+        Pod notReady = PoolRulesTest.starting(shrinking, 51822, java.time.Duration.ofMinutes(1)).build();
+        PoolPlan scaleDown = PoolRulesTest.plan(shrinking, List.of(older, younger, notReady));
+        assertThat(scaleDown.toDelete()).extracting(d -> ManagedPods.name(d.pod()))
+                .containsExactly("playpen-runner-amd64-51822", "playpen-runner-amd64-51821");
+        PoolPlan.Deletion startingSurplus = scaleDown.toDelete().get(0);
+        assertThat(startingSurplus.keepReady()).isZero();
+        assertThat(startingSurplus.ready()).isEmpty();
+        PoolPlan.Deletion readySurplus = scaleDown.toDelete().get(1);
+        assertThat(readySurplus.why()).isEqualTo(PoolPlan.Why.SURPLUS);
+        assertThat(readySurplus.keepReady()).isEqualTo(1);
+        assertThat(readySurplus.ready()).extracting(ManagedPods::name)
+                .containsExactlyInAnyOrder("playpen-runner-amd64-51820", "playpen-runner-amd64-51821");
+    }
 }
