@@ -137,6 +137,15 @@ public final class Allocator {
         }
     }
     /**
+     * Whether this replica's watch shows a claim of the key that stands and is not being deleted: a cheap look at
+     * the cache, before a {@link #replay} that answers at once. A claim still undecided, or only lost ones, would
+     * have the replay wait for them; their change is a pod event of its own.
+     */
+    public boolean knowsStandingClaim(String keyHash) {
+        return pods.claimsOf(keyHash).stream().anyMatch(c -> c.stands() && !c.terminating());
+    }
+
+    /**
      * The key's standing claim, replayed (409 when the request differs), as the API server has its pod now; empty
      * when this replica knows of no claim of the key (a new claim will reveal any it does not know of yet).
      */

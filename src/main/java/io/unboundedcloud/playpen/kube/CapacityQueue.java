@@ -35,8 +35,8 @@ import io.unboundedcloud.playpen.model.ResourceType;
  * kind's dispatcher thread, which claims for its queue's heads in order (a claim that fails for a passing reason is
  * tried again on a later wake-up; any other error ends that wait). Kinds never share a pod, so one thread per kind
  * races nobody, and a claim of one kind that waits long (its key's claims being decided, the API server slow to
- * answer) never holds another kind's line. A retried key joins its waiting twin; a waiter
- * whose every client left is dropped without claiming. Every waiting request holds a connection, so their number
+ * answer) never holds another kind's line. A retried key joins its waiting twin; a waiter whose key another request
+ * claims meanwhile is answered that claim; a waiter whose every client left is dropped without claiming. Every waiting request holds a connection, so their number
  * is capped per user and in total ({@link Limits}): one more is a 429 with Retry-After, before it waits.
  */
 public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
@@ -503,8 +503,17 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         kinds.forEach(this::drain);
     }
 
-    /** Serves one kind's queue heads, first come first served, until nothing is claimable for its head. */
+    /**
+     * Serves one kind's queue heads, first come first served, until nothing is claimable for its head; then the
+     * waiters whose key another request claimed meanwhile.
+     */
     private void drain(String kind) {
+        serveHeads(kind);
+        replayClaimedMeanwhile(kind);
+    }
+
+    /** Serves one kind's queue heads, first come first served, until nothing is claimable for its head. */
+    private void serveHeads(String kind) {
         while (true) {
             Waiter head;
             synchronized (this) {
@@ -548,6 +557,43 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
             finish(head, "served");
             LOG.debug("served from queue key={} kind={}", head.cmd.keyHashPrefix(), kind);
             head.result.complete(a.get());
+        }
+    }
+
+    /**
+     * The waiters of one kind whose key is claimed by now by another request (on another replica, or one that did
+     * not wait): answered that claim as a replay, as the first try of a request of a key that holds one is, instead
+     * of waiting behind a head no pod comes for until their time is up. A passing failure leaves the waiter in line
+     * for a later wake-up; any other (the 409 of a claim made for another request) ends its wait with it.
+     */
+    private void replayClaimedMeanwhile(String kind) {
+        List<Waiter> waiters;
+        synchronized (this) {
+            ArrayDeque<Waiter> q = queues.get(kind);
+            waiters = q == null ? List.of() : List.copyOf(q);
+        }
+        for (Waiter w : waiters) {
+            if (!allocator.knowsStandingClaim(w.cmd.keyHash())) {
+                continue;
+            }
+            Optional<Allocator.Allocation> a;
+            try {
+                a = allocator.replay(w.cmd);
+            } catch (RuntimeException e) {
+                if (isClosed()) {
+                    return;
+                }
+                if (!passing(e) && remove(w)) {
+                    finish(w, "failed");
+                    w.result.completeExceptionally(e);
+                }
+                continue;
+            }
+            if (a.isPresent() && remove(w)) {
+                finish(w, "served");
+                LOG.debug("served from queue key={} kind={} outcome=replayed", w.cmd.keyHashPrefix(), kind);
+                w.result.complete(a.get());
+            }
         }
     }
 

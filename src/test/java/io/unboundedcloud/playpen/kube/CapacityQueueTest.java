@@ -444,6 +444,30 @@ class CapacityQueueTest {
         assertThat(CapacityQueue.waitedAdvice(30)).startsWith("; none became idle in the 30 seconds this request");
     }
 
+    /**
+     * A waiter whose key is claimed meanwhile by another request (on another replica, or one that did not wait) is
+     * answered that claim, as a replay, once the watch shows it: it is not kept behind a head that no pod comes for
+     * until its time is up, and then told that no pod became idle while its key holds one.
+     */
+    @Test
+    void aWaiterWhoseKeyIsClaimedByAnotherRequestIsAnsweredThatClaim() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket head = q.await(waiting("head", 30), "owner-a");
+        AllocCommand key = waiting("claimed-elsewhere", 30);
+        CapacityQueue.Ticket behind = q.await(key, "owner-b");
+        // a pod this replica cannot hand out (still starting), claimed for the key behind the head elsewhere
+        String pod = r.cluster.create(TestCluster.readyRunner("amd64", 51820, ScriptedReplica.NODE).editStatus()
+                .withPhase("Pending").endStatus()).getMetadata().getName();
+        r.claimElsewhere(pod, key, "owner-b");
+        Allocator.Allocation a = served(behind);
+        assertThat(a.replay()).isTrue();
+        assertThat(a.pod().getMetadata().getName()).isEqualTo(pod);
+        assertThat(head.result()).isNotDone();
+        assertThat(q.waiting()).isEqualTo(1);
+        assertThat(q.waitingRequests("owner-b")).isZero();
+        assertThat(outcomes).containsExactly(prefix("claimed-elsewhere") + " served");
+    }
+
     @Test
     void aDeallocEndsTheWaitWith410AndNothingIsClaimedForIt() throws Exception {
         start(0, 0, CapacityQueue.Limits.NONE);
