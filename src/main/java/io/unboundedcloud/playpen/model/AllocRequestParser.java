@@ -180,8 +180,12 @@ public final class AllocRequestParser {
             throw ApiException.badRequest(TTL_UNDER_A_SECOND);
         }
         if (ttl.compareTo(limits.maxTtl()) > 0) {
-            throw ApiException.badRequest("ttl must not exceed " + GoDuration.format(limits.maxTtl())
-                    + " (--playpen-max-ttl)");
+            String max = GoDuration.format(limits.maxTtl());
+            // what to do: ask for less, and renew to keep the allocation longer (as far as the lifetime cap allows)
+            String cap = limits.maxLifetime().isZero() ? "" : ", up to " + GoDuration.format(limits.maxLifetime())
+                    + " after its claim (--playpen-max-lifetime)";
+            throw ApiException.badRequest("ttl must not exceed " + max + " (--playpen-max-ttl): ask for " + max
+                    + " or less, and renew the allocation (POST .../renewals) before it expires to keep it longer" + cap);
         }
         return ttl;
     }

@@ -210,7 +210,8 @@ class RenewalRouteTest {
         allocate("mine");
         Map<String, String> cases = Map.of(
                 "{\"ttl\":\"1h\"}", "Idempotency-Key header or idempotencyKey body field is required: the key the allocation was made with",
-                "{\"idempotencyKey\":\"mine\",\"ttl\":\"3h\"}", "ttl must not exceed 2h0m0s (--playpen-max-ttl)",
+                "{\"idempotencyKey\":\"mine\",\"ttl\":\"3h\"}", "ttl must not exceed 2h0m0s (--playpen-max-ttl): ask for 2h0m0s"
+                        + " or less, and renew the allocation (POST .../renewals) before it expires to keep it longer",
                 "{\"idempotencyKey\":\"mine\",\"ttl\":0}", "ttl must be a duration string such as \\\"30m\\\" or \\\"2h\\\"",
                 "{\"idempotencyKey\":\"mine\",\"ttl\":\"-1s\"}", "ttl must be greater than 0",
                 "{\"idempotencyKey\":\"mine\"}", "ttl is required: expiry has no default (--playpen-ttl is 0)",

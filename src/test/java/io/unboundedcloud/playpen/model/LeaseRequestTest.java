@@ -94,8 +94,17 @@ class LeaseRequestTest {
 
     @Test
     void ttlAboveTheMaximumIs400() {
-        assertThat(error(",\"ttl\":\"24h0m1s\"")).isEqualTo("ttl must not exceed 24h0m0s (--playpen-max-ttl)");
-        assertThat(error(",\"ttl\":\"9999999999999h\"")).isEqualTo("ttl must not exceed 24h0m0s (--playpen-max-ttl)");
+        String over = "ttl must not exceed 24h0m0s (--playpen-max-ttl): ask for 24h0m0s or less, and renew the"
+                + " allocation (POST .../renewals) before it expires to keep it longer";
+        assertThat(error(",\"ttl\":\"24h0m1s\"")).isEqualTo(over);
+        assertThat(error(",\"ttl\":\"9999999999999h\"")).isEqualTo(over);
+        // with a lifetime cap, renewals keep it no longer than that: the message says how long
+        AllocRequestParser capped = new AllocRequestParser(List.of("v1.33.0"),
+                new LeaseLimits(Duration.ofHours(2), Duration.ofHours(8), 120));
+        assertThatThrownBy(() -> capped.checkTtl("3h")).isInstanceOf(ApiException.class).hasMessage(
+                "ttl must not exceed 2h0m0s (--playpen-max-ttl): ask for 2h0m0s or less, and renew the allocation"
+                        + " (POST .../renewals) before it expires to keep it longer, up to 8h0m0s after its claim"
+                        + " (--playpen-max-lifetime)");
     }
 
     @ParameterizedTest
