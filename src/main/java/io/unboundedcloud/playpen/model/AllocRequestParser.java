@@ -190,12 +190,18 @@ public final class AllocRequestParser {
         return ttl;
     }
 
+    /** A waitSeconds other than 0 while waiting is off (--max-wait=0): what to send instead. */
+    public static final String WAITING_OFF = "waitSeconds must be 0 or left out: this operator does not wait for"
+            + " capacity (--max-wait is 0); send the request without it, and again after the Retry-After of its 503"
+            + " should no pod be free";
+
     /** waitSeconds: a JSON integer from 0 to --max-wait; absent or null is 0. */
     int waitSeconds(GoJson.Value v) {
         if (v == null) {
             return 0;
         }
-        String bad = "waitSeconds must be an integer from 0 to " + limits.maxWaitSeconds() + " (--max-wait)";
+        String bad = limits.maxWaitSeconds() == 0 ? WAITING_OFF
+                : "waitSeconds must be an integer from 0 to " + limits.maxWaitSeconds() + " (--max-wait)";
         if (v.token() != JsonToken.VALUE_NUMBER_INT) {
             throw ApiException.badRequest(bad);
         }

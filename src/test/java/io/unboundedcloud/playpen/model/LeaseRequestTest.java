@@ -115,6 +115,20 @@ class LeaseRequestTest {
         assertThat(error(extra)).isEqualTo("waitSeconds must be an integer from 0 to 120 (--max-wait)");
     }
 
+    /** With waiting off (--max-wait=0) the 400 says so, and what to send instead, not "from 0 to 0". */
+    @Test
+    void waitSecondsWhileWaitingIsOffIs400ThatSaysSo() {
+        AllocRequestParser off = new AllocRequestParser(List.of("v1.33.0"),
+                new LeaseLimits(Duration.ofHours(24), Duration.ZERO, 0));
+        String body = "{\"idempotencyKey\":\"k\",\"wireGuardPublicKey\":\"" + WG + "\",\"waitSeconds\":30}";
+        assertThatThrownBy(() -> off.parseAlloc(body.getBytes(StandardCharsets.UTF_8), null))
+                .isInstanceOf(ApiException.class).hasMessage("waitSeconds must be 0 or left out: this operator does"
+                        + " not wait for capacity (--max-wait is 0); send the request without it, and again after"
+                        + " the Retry-After of its 503 should no pod be free");
+        String zero = "{\"idempotencyKey\":\"k\",\"wireGuardPublicKey\":\"" + WG + "\",\"waitSeconds\":0}";
+        assertThat(off.parseAlloc(zero.getBytes(StandardCharsets.UTF_8), null).waitSeconds()).isZero();
+    }
+
     @Test
     void theReferenceFieldsAreStillCheckedFirst() {
         String body = "{\"idempotencyKey\":\"k\",\"wireGuardPublicKey\":\"bad\",\"ttl\":5}";
