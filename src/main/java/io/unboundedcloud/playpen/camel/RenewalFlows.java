@@ -19,7 +19,8 @@ import io.unboundedcloud.playpen.model.TtlPolicy;
 
 /** The renewal route's steps: read and validate the request, renew, answer the new expiry. */
 public final class RenewalFlows {
-    public static final String TTL_REQUIRED = "ttl is required: expiry has no default (--playpen-ttl is 0)";
+    public static final String TTL_REQUIRED = "ttl is required: expiry has no default (--playpen-ttl is 0); send how"
+            + " long the allocation should last from now, such as {\"idempotencyKey\":\"job-42\",\"ttl\":\"1h\"}";
     private static final byte[] NO_BODY = new byte[0];
 
     /**

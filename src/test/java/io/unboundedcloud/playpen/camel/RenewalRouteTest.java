@@ -214,7 +214,9 @@ class RenewalRouteTest {
                         + " or less, and renew the allocation (POST .../renewals) before it expires to keep it longer",
                 "{\"idempotencyKey\":\"mine\",\"ttl\":0}", "ttl must be a duration string such as \\\"30m\\\" or \\\"2h\\\"",
                 "{\"idempotencyKey\":\"mine\",\"ttl\":\"-1s\"}", "ttl must be greater than 0",
-                "{\"idempotencyKey\":\"mine\"}", "ttl is required: expiry has no default (--playpen-ttl is 0)",
+                "{\"idempotencyKey\":\"mine\"}", "ttl is required: expiry has no default (--playpen-ttl is 0); send how"
+                        + " long the allocation should last from now, such as {\\\"idempotencyKey\\\":\\\"job-42\\\","
+                        + "\\\"ttl\\\":\\\"1h\\\"}",
                 "[1]", "invalid JSON request: the body is an array, not an object; send one JSON object such as"
                         + " {\\\"idempotencyKey\\\":\\\"job-42\\\",\\\"ttl\\\":\\\"1h\\\"}");
         for (Map.Entry<String, String> c : cases.entrySet()) {
