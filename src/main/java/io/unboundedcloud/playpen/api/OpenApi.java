@@ -154,6 +154,8 @@ public final class OpenApi {
                         "stale", integer("Healthy idle pods of an older template."),
                         "starting", integer("Idle pods of the current template not ready yet."),
                         "unhealthy", integer("Unhealthy pods, idle and allocated."),
+                        "readyWithoutExternalIP", integer("Idle pods ready as far as the pod goes on a node without "
+                                + "an ExternalIP: never handed out, not counted in ready (present when above 0)."),
                         "unhealthyIdle", map("Unhealthy idle pods by reason (being replaced).", "integer"),
                         "unhealthyAllocated", map("Unhealthy allocated pods by reason (reported only).", "integer"),
                         "backoff", obj("Present while replacements keep failing.", props(

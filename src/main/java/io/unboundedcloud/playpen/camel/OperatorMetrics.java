@@ -164,6 +164,9 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
             poolGauge("playpen_pool_desired_pods", "idle pods the pool wants now (the count flag, or the demand-aware "
                     + "buffer's size)", statuses, t, s -> s.desired());
             poolGauge("playpen_pool_ready_pods", "idle pods ready to be handed out", statuses, t, s -> s.ready());
+            poolGauge("playpen_pool_no_external_ip_pods", "idle pods ready as far as the pod goes on a node without an "
+                    + "ExternalIP: never handed out, not in playpen_pool_ready_pods", statuses, t,
+                    s -> s.noExternalIp());
             poolGauge("playpen_pool_stale_pods", "idle pods of an older template, replaced surge-first", statuses, t,
                     s -> s.stale());
             poolGauge("playpen_pool_max_surge_pods", "pods a rollout may create beyond the desired ones "

@@ -211,9 +211,9 @@ public final class PoolPlanner {
             Template tpl = template(target);
             statuses.put(target, new PoolStatus(target, m.configured, min, max, want, m.readyCount(), m.idle,
                     m.allocated, m.stale.size(), m.unhealthy.size() + m.reports.size(),
-                    m.currentStarting.size() + m.expected, Map.copyOf(m.byReason), Map.copyOf(m.allocatedByReason), tpl.hash(),
+                    m.startingCount(), Map.copyOf(m.byReason), Map.copyOf(m.allocatedByReason), tpl.hash(),
                     tpl.sample().getSpec().getContainers().get(0).getImage(), backoff, short_, m.oldest,
-                    ctx.rates().getOrDefault(target, 0.0), ctx.readyTimes().get(target)));
+                    ctx.rates().getOrDefault(target, 0.0), ctx.readyTimes().get(target), m.onNodesWithoutExternalIp));
         }
 
         Map<ResourceType, Set<Integer>> usedOut = new EnumMap<>(ResourceType.class);
@@ -293,7 +293,7 @@ public final class PoolPlanner {
         int currentLeft = total - stale;
         int creates = Math.max(0, Math.min(want - currentLeft, want + (stale > 0 ? surge : 0) - total));
         boolean starting = m.expected > 0 || m.currentStarting.stream()
-                .anyMatch(x -> out.stream().noneMatch(d -> d.pod() == x.pod));
+                .anyMatch(x -> !x.noExternalIp() && out.stream().noneMatch(d -> d.pod() == x.pod));
         // a pool that needs no new pod, every idle pod it keeps ready and none being replaced, has nothing to back
         // off from: its back-off is not shown (nor does it wake a pass); a pod still starting may yet fail
         boolean settled = creates == 0 && !starting && m.unhealthy.isEmpty() && m.stale.stream()
@@ -317,7 +317,7 @@ public final class PoolPlanner {
             .thenComparing(x -> ManagedPods.hostPort(x.pod).orElse(0)).thenComparing(x -> ManagedPods.name(x.pod));
 
     /** One healthy idle pod as the rules see it. */
-    record Member(Pod pod, boolean ready, Instant created) {
+    record Member(Pod pod, boolean ready, Instant created, boolean noExternalIp) {
     }
 
     record Sick(Pod pod, PoolHealth.Problem problem) {
@@ -336,6 +336,8 @@ public final class PoolPlanner {
         final Map<String, Integer> allocatedByReason = new TreeMap<>();
         int expected;
         int idle;
+        /** healthy idle pods ready but on a node without an ExternalIP: never handed out, not counted ready */
+        int onNodesWithoutExternalIp;
         int allocated;
         Instant oldest;
 
@@ -359,7 +361,14 @@ public final class PoolPlanner {
             // grace: until the grace replaces it, it is not ready capacity a rollout or a scale-down may count on
             String node = pod.getSpec() == null ? null : pod.getSpec().getNodeName();
             boolean onNodeInDoubt = node != null && !node.isEmpty() && nodeInDoubt(ctx).test(node);
-            Member member = new Member(pod, PoolHealth.ready(pod) && !onNodeInDoubt, created);
+            boolean ready = PoolHealth.ready(pod) && !onNodeInDoubt;
+            // nor is a ready pod on a node without an ExternalIP (the endpoint is that address): counted apart
+            boolean noExternalIp = ready && node != null && !node.isEmpty() && ctx.now() != null && ctx.nodes() != null
+                    && ctx.nodes().apply(node).map(n -> !hasExternalIp(n)).orElse(false);
+            if (noExternalIp) {
+                onNodesWithoutExternalIp++;
+            }
+            Member member = new Member(pod, ready && !noExternalIp, created, noExternalIp);
             if (!TemplateHashes.isCurrent(pod, tpl.hash(), tpl.sample())) {
                 stale.add(member);
             } else if (member.ready()) {
@@ -377,6 +386,11 @@ public final class PoolPlanner {
             });
         }
 
+        /** Current-template idle pods not ready yet, expected ones included (not those only lacking an ExternalIP). */
+        int startingCount() {
+            return (int) currentStarting.stream().filter(x -> !x.noExternalIp()).count() + expected;
+        }
+
         int readyCount() {
             return currentReady.size() + (int) stale.stream().filter(Member::ready).count();
         }
@@ -392,6 +406,13 @@ public final class PoolPlanner {
         return ctx.now() == null
                 ? PoolHealth.problem(pod, null, Instant.MIN, new PoolHealth.Limits(Duration.ZERO, limits.nodeNotReadyGrace()))
                 : PoolHealth.problem(pod, ctx.nodes(), ctx.now(), limits);
+    }
+
+    /** Whether the node has an ExternalIP, the address an allocation's endpoint is published on (as NodeCache reads it). */
+    static boolean hasExternalIp(Node node) {
+        return node.getStatus() != null && node.getStatus().getAddresses() != null && node.getStatus().getAddresses()
+                .stream().anyMatch(a -> "ExternalIP".equals(a.getType()) && a.getAddress() != null
+                        && !a.getAddress().isBlank());
     }
 
     /**

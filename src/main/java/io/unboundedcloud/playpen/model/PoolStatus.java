@@ -27,11 +27,24 @@ import java.util.Map;
  * @param oldest          creation of the pool's oldest live pod (null when it has none)
  * @param allocationRate  allocations per second (the buffer's rate; 0 when nobody measures it)
  * @param timeToReady     the pool's recent time-to-ready (null until one was seen)
+ * @param noExternalIp    healthy idle pods ready as far as the pod goes but on a node without an ExternalIP: never
+ *                        handed out, so not in {@code ready} (nor in {@code starting})
  */
 public record PoolStatus(PoolTarget target, boolean configured, int minimum, int maximum, int desired, int ready,
         int idle, int allocated, int stale, int unhealthy, int starting, Map<String, Integer> unhealthyByReason, Map<String, Integer> unhealthyAllocatedByReason,
         String templateHash, String image, PoolBackoff.View backoff, boolean portsExhausted, Instant oldest,
-        double allocationRate, Duration timeToReady) {
+        double allocationRate, Duration timeToReady, int noExternalIp) {
+
+    /** A pool with no ready pod on a node without an ExternalIP. */
+    public PoolStatus(PoolTarget target, boolean configured, int minimum, int maximum, int desired, int ready,
+            int idle, int allocated, int stale, int unhealthy, int starting, Map<String, Integer> unhealthyByReason,
+            Map<String, Integer> unhealthyAllocatedByReason, String templateHash, String image,
+            PoolBackoff.View backoff, boolean portsExhausted, Instant oldest, double allocationRate,
+            Duration timeToReady) {
+        this(target, configured, minimum, maximum, desired, ready, idle, allocated, stale, unhealthy, starting,
+                unhealthyByReason, unhealthyAllocatedByReason, templateHash, image, backoff, portsExhausted, oldest,
+                allocationRate, timeToReady, 0);
+    }
 
     /** The pool's name in the {@code pools} resource: runner-amd64, control-plane-v1.33.0. */
     public String name() {

@@ -108,10 +108,13 @@ public final class PoolViews {
     /** Ready, Progressing and Degraded of a pool at {@code now}. */
     public List<Condition> conditions(PoolStatus p, Instant now) {
         List<Condition> out = new ArrayList<>();
+        String noIp = p.noExternalIp() > 0 ? ", " + p.noExternalIp() + " more ready on a node without an ExternalIP"
+                + " (never handed out: give the node an ExternalIP, or cordon it and delete the pod)" : "";
         out.add(p.ready() >= p.desired()
-                ? new Condition("Ready", "True", "Full", p.ready() + " of " + p.desired() + " idle pods ready")
-                : new Condition("Ready", "False", "Short", p.ready() + " of " + p.desired() + " idle pods ready"
-                        + (p.starting() > 0 ? ", " + p.starting() + " starting" : "")));
+                ? new Condition("Ready", "True", "Full", p.ready() + " of " + p.desired() + " idle pods ready" + noIp)
+                : new Condition("Ready", "False", p.noExternalIp() > 0 ? "NoExternalIP" : "Short", p.ready() + " of "
+                        + p.desired() + " idle pods ready" + (p.starting() > 0 ? ", " + p.starting() + " starting" : "")
+                        + noIp));
         if (!p.configured()) {
             out.add(new Condition("Progressing", "True", "Draining", "no flag asks for this pool any more: its idle "
                     + "pods are deleted, allocated ones stay until released"));
@@ -182,6 +185,9 @@ public final class PoolViews {
         status.put("stale", p.stale());
         status.put("starting", p.starting());
         status.put("unhealthy", p.unhealthy());
+        if (p.noExternalIp() > 0) {
+            status.put("readyWithoutExternalIP", p.noExternalIp());
+        }
         if (!p.unhealthyByReason().isEmpty()) {
             status.put("unhealthyIdle", new java.util.TreeMap<>(p.unhealthyByReason()));
         }

@@ -398,6 +398,37 @@ class PoolRulesTest {
         assertThat(plan.statuses().get(AMD64).ready()).isEqualTo(1);
     }
 
+    /**
+     * A ready idle pod on a node without an ExternalIP is never handed out (its endpoint needs the address): it is
+     * not ready capacity for READY, the Ready condition, playpen_pool_ready_pods, nor a rollout.
+     */
+    @Test
+    void aReadyPodOnANodeWithoutAnExternalIpIsNotCountedReady() {
+        Node noIp = new NodeBuilder(node("node-c", "True", NOW.minusSeconds(3600))).editStatus().withAddresses()
+                .endStatus().build();
+        var lookup = nodes(node("node-a", "True", NOW.minusSeconds(3600)), noIp);
+        PoolPlanner p = planner("--runner-amd64-count=2");
+        Pod served = ready(p, 51820, Duration.ofHours(1)).build();
+        Pod stranded = ready(p, 51821, Duration.ofHours(1)).editSpec().withNodeName("node-c").endSpec().build();
+        PoolStatus s = p.plan(List.of(served, stranded), Set.of(), ctx(lookup, null)).statuses().get(AMD64);
+        assertThat(s.ready()).isEqualTo(1);
+        assertThat(s.starting()).isZero();
+        assertThat(s.noExternalIp()).isEqualTo(1);
+        PoolViews.Condition ready = new PoolViews("25%").conditions(s, NOW).get(0);
+        assertThat(ready.status() + " " + ready.reason()).isEqualTo("False NoExternalIP");
+        assertThat(ready.message()).startsWith("1 of 2 idle pods ready, 1 more ready on a node without an ExternalIP");
+        @SuppressWarnings("unchecked")
+        Map<String, Object> status = (Map<String, Object>) new PoolViews("25%").object(s, NOW).get("status");
+        assertThat(status).containsEntry("ready", 1).containsEntry("readyWithoutExternalIP", 1);
+
+        // a rollout keeps the stale pod that serves rather than count on the current one that cannot
+        PoolPlanner one = planner("--runner-amd64-count=1");
+        Pod current = ready(one, 51821, Duration.ofMinutes(1)).editSpec().withNodeName("node-c").endSpec().build();
+        PoolPlan rollout = one.plan(List.of(staleReady(51820, Duration.ofHours(1)).build(), current), Set.of(),
+                ctx(lookup, null));
+        assertThat(deleted(rollout)).isEmpty();
+    }
+
     @Test
     void theSurgeBoundsHowManyNewPodsARolloutAddsAtOnce() {
         PoolPlanner p = planner("--runner-amd64-count=8");
