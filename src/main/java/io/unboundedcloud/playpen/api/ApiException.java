@@ -57,6 +57,13 @@ public class ApiException extends RuntimeException {
         return new ApiException(code, reason, getMessage() + advice, headers, details);
     }
 
+    /** The same error with {@code seconds} as its Retry-After header. */
+    public ApiException withRetryAfter(long seconds) {
+        Map<String, String> h = new java.util.LinkedHashMap<>(headers == null ? Map.of() : headers);
+        h.put("Retry-After", String.valueOf(seconds));
+        return new ApiException(code, reason, getMessage(), Map.copyOf(h), details);
+    }
+
     /** Extra response headers (Allow, Retry-After). */
     public Map<String, String> headers() {
         return headers;

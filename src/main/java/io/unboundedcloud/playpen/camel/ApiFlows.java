@@ -34,6 +34,9 @@ import io.unboundedcloud.playpen.model.GoStrings;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.OwnerHashes;
+import io.unboundedcloud.playpen.model.PoolBackoff;
+import io.unboundedcloud.playpen.model.PoolStatus;
+import io.unboundedcloud.playpen.model.PoolTarget;
 import io.unboundedcloud.playpen.model.ResourceType;
 
 /**
@@ -52,6 +55,9 @@ public final class ApiFlows {
     private volatile java.util.function.Consumer<AllocCommand> unserved = cmd -> {
     };
     private volatile java.util.function.Predicate<AllocCommand> pooled = cmd -> true;
+    /** The back-off of the pool of an alloc's kind (NONE: not backing off), and the clock it is read at. */
+    private volatile java.util.function.Function<AllocCommand, PoolBackoff.View> backoff = cmd -> PoolBackoff.View.NONE;
+    private volatile java.time.Clock clock = java.time.Clock.systemUTC();
 
     private final AccessReviewer reviewer;
     private final AllocRequestParser parser;
@@ -145,6 +151,12 @@ public final class ApiFlows {
         return pooled.test(cmd) ? CapacityQueue.POOLS_ADVICE : noPoolAdvice(cmd);
     }
 
+    /** Where the back-off of an alloc's pool is read: a 503 while it backs off says so instead of "try again". */
+    void backoffs(java.util.function.Function<AllocCommand, PoolBackoff.View> views, java.time.Clock clock) {
+        this.backoff = views;
+        this.clock = clock;
+    }
+
     /** Events go through the routes; this is where pods deallocated outside {@link #deleteClaimed} go. */
     void events(ObservedEvents events) {
         this.events = events;
@@ -186,6 +198,13 @@ public final class ApiFlows {
                 } catch (ApiException e) {
                     if (noIdle(e)) {
                         unserved.accept(cmd);
+                        PoolBackoff.View b = pooled.test(cmd) ? backoff.apply(cmd) : PoolBackoff.View.NONE;
+                        if (b.backingOff()) {
+                            java.time.Instant now = clock.instant();
+                            throw e.withAdvice(backingOffAdvice(PoolStatus.name(PoolTarget.of(cmd)), b, now)
+                                    + whereToLook(cmd)).withRetryAfter(Math.max(retryAfterSeconds,
+                                            b.remainingSeconds(now)));
+                        }
                         String again = pooled.test(cmd) ? tryAgainAdvice(retryAfterSeconds, parser.maxWaitSeconds())
                                 : "";
                         throw e.withAdvice(again + whereToLook(cmd));
@@ -234,6 +253,21 @@ public final class ApiFlows {
         String wait = maxWaitSeconds <= 0 ? ""
                 : ", or add \"waitSeconds\" (up to " + maxWaitSeconds + ") to the request to wait in line for one";
         return again + wait;
+    }
+
+    /**
+     * The advice instead of {@link #tryAgainAdvice} while the pool backs off: its new pods keep failing to become
+     * ready, so a pod will not come in a second; since when, when it creates again, and where to see why.
+     */
+    static String backingOffAdvice(String pool, PoolBackoff.View b, java.time.Instant now) {
+        String next = b.pausedAt(now)
+                ? "it creates again in " + b.remainingSeconds(now) + " s (then one pod at a time until one is ready), "
+                        + "so trying again sooner will not help"
+                : "it creates one pod at a time until one is ready, so a pod may take a while";
+        return "; the pool " + pool + " is backing off: " + b.failures() + " new pod(s) in a row never became ready, "
+                + "the last at " + b.nextCreateAt().minus(b.delay()).truncatedTo(java.time.temporal.ChronoUnit.SECONDS)
+                + ", and " + next + "; kubectl get pool " + pool + " -o yaml (condition Degraded, reason BackOff) "
+                + "shows it, and the pool's pod Events why its pods fail";
     }
 
     /**

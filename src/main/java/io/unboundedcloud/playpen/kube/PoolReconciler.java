@@ -306,6 +306,11 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         });
     }
 
+    /** The back-off, time-to-ready and demand this reconciler plans with (null: none). */
+    public PoolSignals signals() {
+        return signals;
+    }
+
     /** What a plan knows besides the pods: now, the nodes, the back-off and the demand-aware buffer's sizes. */
     public PoolPlanner.Context context(Instant now) {
         java.util.function.Function<String, Optional<io.fabric8.kubernetes.api.model.Node>> nodeLookup =

@@ -198,6 +198,25 @@ class WaitingRouteTest {
                 "a pod made for the demand");
     }
 
+    /**
+     * While the pool is backing off (its new pods keep failing to become ready) trying again in a second does not
+     * help: the 503 says so, since when, where to see why, and its Retry-After is the pause left.
+     */
+    @Test
+    void aPoolBackingOffSaysSoInsteadOfTryAgainInASecond() throws Exception {
+        op = withStarvedPool("--max-wait=5", "--pool-backoff-base=5m", "--pool-backoff-max=5m");
+        java.time.Instant failedAt = java.time.Instant.now();
+        op.app.poolReconciler().signals().backoff(io.unboundedcloud.playpen.model.PoolTarget.runner("amd64"))
+                .failed(failedAt);
+        HttpResponse<String> r = op.alloc(body("now", 0));
+        assertThat(r.statusCode()).isEqualTo(503);
+        assertThat(message(r)).startsWith("no idle amd64 playpen runner pods are available; the pool runner-amd64 is "
+                + "backing off: 1 new pod(s) in a row never became ready, the last at ")
+                .contains("kubectl get pool runner-amd64 -o yaml (condition Degraded, reason BackOff)")
+                .doesNotContain("try again in 1 second");
+        assertThat(Integer.parseInt(r.headers().firstValue("Retry-After").orElseThrow())).isBetween(60, 300);
+    }
+
     /** With waiting turned off, the immediate 503 says when to try again and nothing about waiting. */
     @Test
     void waitingOffAdvisesOnlyATryAgain() throws Exception {
