@@ -109,6 +109,8 @@ public final class PodCache implements AutoCloseable {
     private volatile RingStore store;
     /** Pods the listeners have been told of (added less deleted), counted after they were told. */
     private final java.util.concurrent.atomic.AtomicLong toldPods = new java.util.concurrent.atomic.AtomicLong();
+    /** Counts the changes of {@link #pods()}: watch events and this process's own writes. */
+    private final java.util.concurrent.atomic.AtomicLong changes = new java.util.concurrent.atomic.AtomicLong();
     /** Set once the listeners have been told of every pod of the initial list ({@link #listenersCaughtUp}). */
     private volatile boolean listenersSynced;
     /** The watch store's own lock once started (its writes hold it), so a read sees no half-applied event. */
@@ -170,6 +172,7 @@ public final class PodCache implements AutoCloseable {
             @Override
             public void onAdd(Pod pod) {
                 caughtUp(pod, false);
+                changes.incrementAndGet();
                 fire(Change.ADDED, pod);
                 toldPods.incrementAndGet();
             }
@@ -177,12 +180,14 @@ public final class PodCache implements AutoCloseable {
             @Override
             public void onUpdate(Pod oldPod, Pod newPod) {
                 caughtUp(newPod, false);
+                changes.incrementAndGet();
                 fire(Change.UPDATED, newPod);
             }
 
             @Override
             public void onDelete(Pod pod, boolean finalStateUnknown) {
                 caughtUp(pod, true);
+                changes.incrementAndGet();
                 fire(Change.DELETED, pod);
                 toldPods.decrementAndGet();
             }
@@ -227,6 +232,14 @@ public final class PodCache implements AutoCloseable {
             listenersSynced = ring != null && toldPods.get() >= ring.size();
         }
         return listenersSynced;
+    }
+
+    /**
+     * A number that changes whenever a watch event or one of this process's writes changes {@link #pods()} (an
+     * overlay entry that outlives its wait only falls back to the watch's copy without it).
+     */
+    public long changes() {
+        return changes.get();
     }
 
     /** Every pod as this process knows it now (watch state, overridden by its own fresher writes). */
@@ -748,6 +761,7 @@ public final class PodCache implements AutoCloseable {
                 return;
             }
             overlay.put(name, new Fresher(pod, false, System.nanoTime()));
+            changes.incrementAndGet();
         }
     }
 
@@ -756,10 +770,13 @@ public final class PodCache implements AutoCloseable {
         synchronized (storeLock) {
             Pod watched = watched(name);
             if (watched == null) {
-                overlay.remove(name);
+                if (overlay.remove(name) != null) {
+                    changes.incrementAndGet();
+                }
                 return;
             }
             overlay.put(name, new Fresher(watched, true, System.nanoTime()));
+            changes.incrementAndGet();
         }
     }
 

@@ -20,8 +20,10 @@ public final class PoolStatuses {
     private final PoolReconciler reconciler;
     private final Clock clock;
     private volatile Snapshot last;
+    private final java.util.concurrent.atomic.LongAdder plans = new java.util.concurrent.atomic.LongAdder();
 
-    private record Snapshot(long atNanos, Map<PoolTarget, PoolStatus> statuses) {
+    /** {@code changes}: the pod cache's change count the plan began at. */
+    private record Snapshot(long atNanos, long changes, Map<PoolTarget, PoolStatus> statuses) {
     }
 
     public PoolStatuses(PodCache pods, PoolReconciler reconciler, Clock clock) {
@@ -43,14 +45,29 @@ public final class PoolStatuses {
         return fresh();
     }
 
-    /** The pools as the cache shows them this moment (the pools resource: a read after an alloc shows it). */
+    /**
+     * The pools as the cache shows them this moment (the pools resource: a read after an alloc shows it). A plan
+     * walks every pod of the cache, so reads while no pod changed share the last one for up to a second (the
+     * nodes, the back-off and the time judged by are that current).
+     */
     public Map<PoolTarget, PoolStatus> fresh() {
         long now = System.nanoTime();
+        long changes = pods.changes();
+        Snapshot s = last;
+        if (s != null && s.changes() == changes && now - s.atNanos() < MAX_AGE_NANOS) {
+            return s.statuses();
+        }
         Instant at = clock.instant();
+        plans.increment();
         Map<PoolTarget, PoolStatus> statuses = reconciler.planner().plan(pods.pods(), Set.of(), reconciler.context(at))
                 .statuses();
-        last = new Snapshot(now, statuses);
+        last = new Snapshot(now, changes, statuses);
         return statuses;
+    }
+
+    /** How many times the pools were planned for a read (each plan walks every pod of the cache). */
+    public long plans() {
+        return plans.sum();
     }
 
     /** Whether the pod cache can answer (readiness of the pools resource). */

@@ -54,6 +54,18 @@ class PoolStatusesTest {
                 }
                 assertThat(same).as("two reads within a second share a snapshot").isTrue();
 
+                // reads of the pools resource while no pod changed do not plan every pod again each time
+                // (at most one plan a second: a slow machine may take longer over the reads)
+                pools.fresh();
+                long plans = pools.plans();
+                long start = System.nanoTime();
+                for (int i = 0; i < 20; i++) {
+                    assertThat(pools.fresh().get(amd64).idle()).isEqualTo(1);
+                }
+                long seconds = (System.nanoTime() - start) / 1_000_000_000L;
+                assertThat(pools.plans()).as("plans for 20 reads of unchanged pods")
+                        .isLessThanOrEqualTo(plans + 1 + seconds);
+
                 cluster.create(TestCluster.readyRunner("amd64", 51821, "node-a"));
                 OperatorHarness.awaitTrue(() -> cache.pods().size() == 2, Duration.ofSeconds(60), "the pod cached");
                 assertThat(pools.fresh().get(amd64).idle()).as("the pools resource: now").isEqualTo(2);
