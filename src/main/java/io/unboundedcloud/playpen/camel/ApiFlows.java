@@ -267,7 +267,7 @@ public final class ApiFlows {
         return "; the pool " + pool + " is backing off: " + b.failures() + " new pod(s) in a row never became ready, "
                 + "the last at " + b.nextCreateAt().minus(b.delay()).truncatedTo(java.time.temporal.ChronoUnit.SECONDS)
                 + ", and " + next + "; kubectl get pool " + pool + " -o yaml (condition Degraded, reason BackOff) "
-                + "shows it, and the pool's pod Events why its pods fail";
+                + "shows it, and the operator's Warning Event BackOff why its pods failed";
     }
 
     /**
