@@ -31,6 +31,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.support.CapturedLogs;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.support.OperatorHarness;
@@ -215,7 +216,7 @@ class AllocsRouteTest {
         assertStatus(send("GET", ALLOCS + "/" + idOf(a1), null, "alice", "playpen-users"), 404, "NotFound", null);
         // the delete went through the dealloc steps: its audit line (verb delete, never the key) and its Event
         String pod = a1.getMetadata().getName();
-        OperatorHarness.awaitTrue(() -> AUDIT.list.stream().map(ILoggingEvent::getFormattedMessage)
+        OperatorHarness.awaitTrue(() -> CapturedLogs.snapshot(AUDIT).stream().map(ILoggingEvent::getFormattedMessage)
                 .anyMatch(line -> line.contains("\"verb\":\"delete\"") && line.contains("\"outcome\":\"deallocated\"")
                         && line.contains("\"allocation\":\"" + pod + "\"") && line.contains("\"user\":\"alice\"")),
                 Duration.ofSeconds(60), "the delete's audit line");
@@ -803,9 +804,9 @@ class AllocsRouteTest {
         // a later request's line marks the end: the audit writer writes lines in the order they came
         assertStatus(send("DELETE", ALLOCS + "/" + "0123456789abcdef", null, "carol", "playpen-users"), 404,
                 "NotFound", null);
-        OperatorHarness.awaitTrue(() -> AUDIT.list.stream().map(ILoggingEvent::getFormattedMessage)
+        OperatorHarness.awaitTrue(() -> CapturedLogs.snapshot(AUDIT).stream().map(ILoggingEvent::getFormattedMessage)
                 .anyMatch(l -> l.contains("\"user\":\"carol\"")), Duration.ofSeconds(60), "carol's audit line");
-        List<String> alices = AUDIT.list.stream().map(ILoggingEvent::getFormattedMessage)
+        List<String> alices = CapturedLogs.snapshot(AUDIT).stream().map(ILoggingEvent::getFormattedMessage)
                 .filter(l -> l.contains("\"verb\":\"delete\"") && l.contains("\"user\":\"alice\"")).toList();
         assertThat(alices).hasSize(1);
         assertThat(alices.get(0)).contains("\"outcome\":\"notFound\"");
@@ -844,10 +845,10 @@ class AllocsRouteTest {
         // a later request's line marks the end: the audit writer writes lines in the order they came
         assertStatus(send("DELETE", ALLOCS + "/" + "0123456789abcdef", null, "carol", "playpen-users"), 404,
                 "NotFound", null);
-        OperatorHarness.awaitTrue(() -> AUDIT.list.stream().map(ILoggingEvent::getFormattedMessage)
+        OperatorHarness.awaitTrue(() -> CapturedLogs.snapshot(AUDIT).stream().map(ILoggingEvent::getFormattedMessage)
                 .anyMatch(l -> l.contains("\"user\":\"carol\"")), Duration.ofSeconds(60), "carol's audit line");
         String prefix = Hashes.keyHash("no-address-later").substring(0, 8);
-        List<String> outcomes = AUDIT.list.stream().map(ILoggingEvent::getFormattedMessage)
+        List<String> outcomes = CapturedLogs.snapshot(AUDIT).stream().map(ILoggingEvent::getFormattedMessage)
                 .filter(l -> l.contains("\"keyHashPrefix\":\"" + prefix + "\""))
                 .map(l -> l.replaceAll(".*\"outcome\":\"([^\"]*)\".*", "$1")).toList();
         assertThat(outcomes).containsExactly("allocated", "serviceUnavailable");

@@ -22,6 +22,7 @@ import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import io.fabric8.kubernetes.api.model.Event;
+import io.unboundedcloud.playpen.support.CapturedLogs;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
@@ -67,7 +68,7 @@ class FlowRoutesRouteTest {
 
     static List<JsonNode> auditLines() throws Exception {
         List<JsonNode> out = new ArrayList<>();
-        for (ILoggingEvent e : List.copyOf(AUDIT.list)) {
+        for (ILoggingEvent e : CapturedLogs.snapshot(AUDIT)) {
             out.add(M.readTree(e.getFormattedMessage()));
         }
         return out;
@@ -119,7 +120,7 @@ class FlowRoutesRouteTest {
                 "alice deallocate deallocated " + other,
                 "alice deallocate unknown-key ");
         // written off the request threads, by the audit writer's one thread (hence in the order they were decided)
-        assertThat(List.copyOf(AUDIT.list)).extracting(ILoggingEvent::getThreadName).containsOnly("audit-writer");
+        assertThat(CapturedLogs.snapshot(AUDIT)).extracting(ILoggingEvent::getThreadName).containsOnly("audit-writer");
         for (JsonNode line : auditLines()) {
             List<String> fields = new ArrayList<>();
             line.fieldNames().forEachRemaining(fields::add);
@@ -129,7 +130,7 @@ class FlowRoutesRouteTest {
                 assertThat(line.get("keyHashPrefix").asText()).as(line.toString()).matches("[0-9a-f]{8}");
             }
         }
-        String all = String.join("\n", AUDIT.list.stream().map(ILoggingEvent::getFormattedMessage).toList());
+        String all = String.join("\n", CapturedLogs.snapshot(AUDIT).stream().map(ILoggingEvent::getFormattedMessage).toList());
         assertThat(all).doesNotContain(kept).doesNotContain(freed).doesNotContain("never-used").doesNotContain("mallory-key")
                 .doesNotContain(TestCluster.wgKey(1));
         // the replay and the conflict name the same key hash as the claim
@@ -222,14 +223,14 @@ class FlowRoutesRouteTest {
                 org.apache.camel.component.mock.MockEndpoint.class);
         events.expectedMessageCount(1);
         events.message(0).body().isInstanceOf(KubeEvent.class);
-        int auditBefore = AUDIT.list.size();
+        int auditBefore = CapturedLogs.snapshot(AUDIT).size();
         cluster.create(TestCluster.readyRunner("amd64", 51830, "node-a"));
         op.awaitCache(c -> c.stream().anyMatch(p -> p.getMetadata().getName().endsWith("51830")));
         String body = alloc("mock-key-0006", 6);
         HttpResponse<String> first = op.alloc(body);
         assertThat(first.statusCode()).isEqualTo(200);
         assertThat(op.alloc(body).statusCode()).isEqualTo(200);
-        OperatorHarness.awaitTrue(() -> AUDIT.list.size() >= auditBefore + 2, Duration.ofSeconds(60), "two audit lines");
+        OperatorHarness.awaitTrue(() -> CapturedLogs.snapshot(AUDIT).size() >= auditBefore + 2, Duration.ofSeconds(60), "two audit lines");
         events.assertIsSatisfied(5000);
         KubeEvent e = events.getExchanges().get(0).getMessage().getBody(KubeEvent.class);
         assertThat(e.reason()).isEqualTo("Allocated");

@@ -19,6 +19,7 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 
 import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.support.CapturedLogs;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.support.OperatorHarness;
@@ -35,7 +36,7 @@ class RenewalRouteTest {
 
     /** The audit lines written so far that contain every one of {@code parts}. */
     long auditLines(String... parts) {
-        return audit.list.stream().map(ILoggingEvent::getFormattedMessage)
+        return CapturedLogs.snapshot(audit).stream().map(ILoggingEvent::getFormattedMessage)
                 .filter(l -> java.util.Arrays.stream(parts).allMatch(l::contains)).count();
     }
 

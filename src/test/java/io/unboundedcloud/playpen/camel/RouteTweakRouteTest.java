@@ -26,6 +26,7 @@ import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 
+import io.unboundedcloud.playpen.support.CapturedLogs;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
@@ -89,7 +90,7 @@ class RouteTweakRouteTest {
                     assertThat(hookCalled.await(60, TimeUnit.SECONDS)).as("webhook called").isTrue();
                     // nor do the audit lines after it: the replay's is written while the webhook still holds the post
                     assertThat(op.alloc(body).statusCode()).as("replay: no second post").isEqualTo(200);
-                    OperatorHarness.awaitTrue(() -> auditLines.list.stream()
+                    OperatorHarness.awaitTrue(() -> CapturedLogs.snapshot(auditLines).stream()
                             .anyMatch(e -> e.getFormattedMessage().contains("\"outcome\":\"replayed\"")),
                             java.time.Duration.ofSeconds(60), "the replay's audit line");
                     assertThat(hookAnswered).isFalse();

@@ -24,6 +24,7 @@ import ch.qos.logback.core.read.ListAppender;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.unboundedcloud.playpen.support.CapturedLogs;
 import io.unboundedcloud.playpen.api.ApiException;
 import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.Hashes;
@@ -52,7 +53,7 @@ class AllocatorRulesTest {
     }
 
     private List<String> logged() {
-        return log.list.stream().map(ILoggingEvent::getFormattedMessage).toList();
+        return CapturedLogs.snapshot(log).stream().map(ILoggingEvent::getFormattedMessage).toList();
     }
 
     private void captureLog() {

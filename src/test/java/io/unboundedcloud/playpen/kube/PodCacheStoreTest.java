@@ -22,6 +22,7 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.unboundedcloud.playpen.support.CapturedLogs;
 import io.unboundedcloud.playpen.kube.ClaimLedger.Claim;
 import io.unboundedcloud.playpen.kube.ClaimLedger.Standing;
 import io.unboundedcloud.playpen.model.Candidates;
@@ -606,7 +607,7 @@ class PodCacheStoreTest {
     }
 
     private static List<String> warnings(ListAppender<ILoggingEvent> log) {
-        return log.list.stream().filter(e -> e.getLevel() == Level.WARN).map(ILoggingEvent::getFormattedMessage)
+        return CapturedLogs.snapshot(log).stream().filter(e -> e.getLevel() == Level.WARN).map(ILoggingEvent::getFormattedMessage)
                 .toList();
     }
 }

@@ -51,6 +51,14 @@ public final class CapturedLogs implements BeforeEachCallback, AfterEachCallback
      * a line written by another thread meanwhile never breaks a walk of it; call again for later lines.
      */
     public List<ILoggingEvent> lines() {
+        return snapshot(appender);
+    }
+
+    /**
+     * A copy of the events a list appender holds, taken under the appender's lock (the one its appends hold): a walk
+     * of its live list while another thread logs can fail with a ConcurrentModificationException.
+     */
+    public static List<ILoggingEvent> snapshot(ListAppender<ILoggingEvent> appender) {
         synchronized (appender) {
             return List.copyOf(appender.list);
         }
