@@ -405,34 +405,38 @@ public final class Allocator {
         return ManagedPods.ownerHash(pod);
     }
 
-    /** Live claims (not being deleted) recorded with this owner hash, as this process sees the cluster now. */
+    /**
+     * Allocations (distinct keys of live claims, not being deleted) recorded with this owner hash, as this process
+     * sees the cluster now: a lost second claim of a key, about to be taken back, is not a second allocation.
+     */
     public long ownedBy(String ownerHash) {
         return pods.byOwnerHash(ownerHash).stream()
                 .filter(p -> ManagedPods.isClaimed(p) && !ManagedPods.isTerminating(p))
-                .count();
+                .map(ManagedPods::keyHash).distinct().count();
     }
 
-    /** An owner's live claims as counted now, and the pod among them carrying the key asked for (null: none). */
+    /** An owner's allocations (distinct keys) as counted now, and the pod carrying the key asked for (null: none). */
     private record OwnedNow(long held, Pod carrier) {
     }
 
     /**
-     * Live claims of this owner as the API server has them now (a consistent LIST by the owner label), plus claims
-     * the cache knows that predate the label; and one of them that carries {@code keyHash}, if any.
+     * Allocations of this owner (the distinct keys of its live claims) as the API server has them now (a
+     * consistent LIST by the owner label), plus claims the cache knows that predate the label; and a claim among
+     * them that carries {@code keyHash}, if any.
      */
     private OwnedNow ownedNow(String ownerHash, String keyHash) {
         java.util.Set<String> live = new java.util.HashSet<>();
         Pod carrier = null;
         for (Pod p : writer.liveClaimsOf(pods.namespace(), ownerHash)) {
             if (ManagedPods.isManaged(p)) {
-                live.add(ManagedPods.name(p));
+                live.add(ManagedPods.keyHash(p));
                 carrier = keyHash.equals(ManagedPods.keyHash(p)) ? p : carrier;
             }
         }
         for (Pod p : pods.byOwnerHash(ownerHash)) {
             if (!ManagedPods.labels(p).containsKey(PlaypenKeys.OWNER_HASH_LABEL) && ManagedPods.isClaimed(p)
                     && !ManagedPods.isTerminating(p)) {
-                live.add(ManagedPods.name(p));
+                live.add(ManagedPods.keyHash(p));
                 carrier = carrier == null && keyHash.equals(ManagedPods.keyHash(p)) ? p : carrier;
             }
         }

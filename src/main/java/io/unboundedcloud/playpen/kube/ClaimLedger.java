@@ -20,7 +20,8 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
  * resourceVersion), and a watch delivers a namespace's changes in that order, so a cache that has applied every
  * event up to a claim's own holds exactly the state at the moment the claim was committed. The claim <b>stands</b>
  * ({@link Standing#WON}) when, at that moment, no other live pod carried the same key and (when the claim recorded an
- * owner quota) its owner held no more claims than the quota allows, this one included. Otherwise it <b>lost</b>: its
+ * owner quota) its owner's live claims carried no more distinct keys than the quota allows, this one's included.
+ * Otherwise it <b>lost</b>: its
  * writer rolls it back and never hands it out. Every replica that watched the commit continuously reaches the same
  * verdict, whatever its lag, because the verdict depends only on the committed history.
  * <p>
@@ -34,6 +35,20 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
  * stood, can be taken back by its writer (its client left before the answer) and the pod claimed again with the same
  * key by a claim that lost, unseen, so the same key on the same pod is not known to be the same claim; after a LIST
  * it is undecided.
+ * <p>
+ * The quota counts allocations (keys), not claims: a lost second claim of a key the owner holds, still on its pod
+ * until its writer (or the lost-claim sweep) takes it back, is not a second allocation. Why at most q claims of an
+ * owner stand at any time: at most one claim of a key stands, and a claim stands either by its verdict at its commit
+ * or by a settle ({@code ClaimWriter#settle}). Take the standing claims of an owner at some moment and, among them,
+ * the one committed last, X. The others were committed before X and are live until now, so they were live at X's
+ * commit and again at any moment between. If X stood at its commit, the keys counted then include theirs and X's,
+ * all distinct (one standing claim per key): at most q. If X stood by a settle, the settle was written only after a
+ * consistent LIST of the owner's live claims, taken after X's commit, counted at most q keys (ClaimResolver); the
+ * others, live then, are in it with distinct keys: at most q again. Renewals and replays settle only claims that
+ * stand already. The rule reads only which live pods carry which key and owner at the commit, not their standing:
+ * not counting claims that lost instead would not do, as a replica that relisted does not know they lost (they are
+ * undecided there), and a claim that lost can still be settled by a settle whose LIST was taken before a later claim
+ * of the owner committed without counting it.
  * <p>
  * Not thread-safe: the pod cache calls it under its watch store's lock, in the order the store applies changes.
  */
@@ -137,7 +152,7 @@ public final class ClaimLedger {
         } else if (hasLiveClaim(key)) {
             s = Standing.LOST;
             r = Reason.EARLIER_CLAIM;
-        } else if (overQuota(pod)) {
+        } else if (overQuota(pod, key)) {
             s = Standing.LOST;
             r = Reason.QUOTA;
         } else {
@@ -166,20 +181,27 @@ public final class ClaimLedger {
         return false;
     }
 
-    /** The quota recorded on the claim, counted against the owner's live claims at this moment, this one included. */
-    private boolean overQuota(Pod pod) {
+    /**
+     * The quota recorded on the claim, counted against the keys of the owner's live claims at this moment, this
+     * claim's key included: allocations, not claims (a lost second claim of a key the owner holds is not a second
+     * allocation). Only the state at the commit counts (never a standing, which a replica that relisted does not
+     * know), so every replica reaches the same verdict.
+     */
+    private boolean overQuota(Pod pod, String key) {
         int quota = ownerQuota(pod);
         String owner = ManagedPods.ownerHash(pod);
         if (quota <= 0 || owner.isEmpty()) {
             return false;
         }
-        int held = 1;
+        Set<String> keys = new HashSet<>();
+        keys.add(key);
         for (String p : byOwner.getOrDefault(owner, Set.of())) {
-            if (!byPod.get(p).terminating()) {
-                held++;
+            Claim c = byPod.get(p);
+            if (!c.terminating()) {
+                keys.add(c.keyHash());
             }
         }
-        return held > quota;
+        return keys.size() > quota;
     }
 
     public Optional<Claim> on(String podName) {

@@ -198,14 +198,19 @@ public final class ClaimResolver {
         }
     }
 
-    /** The owner's live claims, read from the API server, are within the quota this claim was made under. */
+    /**
+     * The owner's live claims, read from the API server (a consistent LIST, after this claim's commit), carry no
+     * more distinct keys than the quota this claim was made under: what the ledger counts at a commit (see
+     * {@link ClaimLedger}), so a claim settled here keeps at most that many of the owner's claims standing.
+     */
     private boolean withinQuota(Pod claim) {
         int quota = ClaimLedger.ownerQuota(claim);
         String owner = ManagedPods.ownerHash(claim);
         if (quota <= 0 || owner.isEmpty()) {
             return true;
         }
-        return writer.liveClaimsOf(pods.namespace(), owner).size() <= quota;
+        return writer.liveClaimsOf(pods.namespace(), owner).stream().map(ManagedPods::keyHash).distinct()
+                .count() <= quota;
     }
 
     /** The pod carries this very claim (uid, key and claim-id), live. */

@@ -411,6 +411,32 @@ class AllocatorRulesTest {
     }
 
     @Test
+    void aLostDuplicateOfAKeyTheOwnerHoldsCountsAsNoSecondAllocation() throws Exception {
+        r = new ScriptedReplica(6, 2);
+        String owner = Hashes.ownerHash("duplicate-owner");
+        AllocCommand held = cmd("held-once");
+        // the owner's allocation, and a second claim of the same key committed after it (lost, about to be rolled
+        // back), both made through other replicas
+        r.claimElsewhere(runner(0), held, owner);
+        r.claimElsewhere(runner(1), held, owner);
+        io.unboundedcloud.playpen.support.OperatorHarness.awaitTrue(
+                () -> r.pods.claimsOf(held.keyHash()).size() == 2, java.time.Duration.ofSeconds(60),
+                "the watch delivered both claims");
+        assertThat(r.pods.claimsOf(held.keyHash())).extracting(ClaimLedger.Claim::standing)
+                .containsExactly(ClaimLedger.Standing.WON, ClaimLedger.Standing.LOST);
+        assertThat(r.allocator.ownedBy(owner)).as("allocations held").isEqualTo(1);
+        r.allocator.requireQuota(cmd("second-key"), owner);
+        Allocator.Allocation second = r.allocator.allocate(cmd("second-key"), owner);
+        assertThat(second.replay()).isFalse();
+        // two allocations now, still three claims: the 429 says two
+        ApiException e = catchThrowableOfType(ApiException.class,
+                () -> r.allocator.allocate(cmd("third-key"), owner));
+        assertThat(e.code()).isEqualTo(429);
+        assertThat(e.getMessage()).isEqualTo("allocation quota exceeded: you hold 2 of at most 2 allocations "
+                + "(--max-allocs-per-user); deallocate one first");
+    }
+
+    @Test
     void aClaimTheWatchFirstShowsInARelistIsRolledBackAndClaimedAgain() throws Exception {
         r = new ScriptedReplica(4, 0);
         captureLog();

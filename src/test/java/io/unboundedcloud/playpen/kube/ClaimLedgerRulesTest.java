@@ -28,7 +28,8 @@ import net.jqwik.api.constraints.Size;
 /**
  * The ledger against the rule as docs/architecture.md states it, for any history of pod versions: a new claim
  * applied in commit order stands if and only if, in the state at its commit, no other live pod carried its key and
- * its owner's live claims (this one included) were within the quota it records, or it is settled; a claim seen
+ * its owner's live claims (this one included) carried no more distinct keys than the quota it records, or it is
+ * settled; a claim seen
  * outside commit order is undecided unless settled; a later version of the same claim (same pod uid, key and
  * claim-id) keeps its commit, claim-id and standing, in or outside commit order, except that a settle makes it stand
  * and a claim without a claim-id seen outside commit order becomes undecided unless settled (nothing tells it from
@@ -132,9 +133,11 @@ class ClaimLedgerRulesTest {
         } else {
             claims.remove(s.pod());
             boolean otherCarrier = claims.values().stream().anyMatch(o -> o.keyHash().equals(key) && !o.terminating());
-            long ownerLive = claims.values().stream()
-                    .filter(o -> !s.owner().isEmpty() && o.ownerHash().equals(s.owner()) && !o.terminating()).count();
-            boolean overQuota = s.quota() > 0 && !s.owner().isEmpty() && ownerLive + 1 > s.quota();
+            // allocations: the distinct keys of the owner's live claims, this one's included
+            long ownerKeys = java.util.stream.Stream.concat(java.util.stream.Stream.of(key), claims.values().stream()
+                    .filter(o -> !s.owner().isEmpty() && o.ownerHash().equals(s.owner()) && !o.terminating())
+                    .map(Claim::keyHash)).distinct().count();
+            boolean overQuota = s.quota() > 0 && !s.owner().isEmpty() && ownerKeys > s.quota();
             Standing st;
             Reason r = Reason.NONE;
             if (s.settled()) {

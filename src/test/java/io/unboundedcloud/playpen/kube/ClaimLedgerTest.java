@@ -97,6 +97,22 @@ class ClaimLedgerTest {
     }
 
     @Test
+    void aLostDuplicateOfAKeyTheOwnerHoldsIsNotASecondAllocationForTheQuota() {
+        ClaimLedger l = new ClaimLedger();
+        assertThat(l.put(claimed(0, 3, K, OWNER, 2), true).standing()).isEqualTo(Standing.WON);
+        // a second claim of the same key, committed after the first: it loses and is about to be rolled back
+        ClaimLedger.Claim duplicate = l.put(claimed(1, 4, K, OWNER, 2), true);
+        assertThat(duplicate.reason()).isEqualTo(Reason.EARLIER_CLAIM);
+        // the owner holds one allocation (one key): a claim of a second key is within a quota of two
+        ClaimLedger.Claim second = l.put(claimed(2, 5, OTHER, OWNER, 2), true);
+        assertThat(second.reason()).as("%s", second).isEqualTo(Reason.NONE);
+        assertThat(second.standing()).isEqualTo(Standing.WON);
+        // two keys held now: a third key is over the quota, however many claims carry the two
+        ClaimLedger.Claim third = l.put(claimed(3, 6, "dd".repeat(32), OWNER, 2), true);
+        assertThat(third.reason()).isEqualTo(Reason.QUOTA);
+    }
+
+    @Test
     void aClaimSeenInAListIsUndecidedUnlessSettled() {
         ClaimLedger l = new ClaimLedger();
         assertThat(l.put(claimed(0, 3, K), false).standing()).isEqualTo(Standing.UNKNOWN);
