@@ -140,7 +140,13 @@ public final class ApiFlows {
      */
     void pooled(java.util.function.Predicate<AllocCommand> keeps) {
         this.pooled = keeps;
-        waiting.afterWait(this::whereToLook);
+        waiting.afterWait(cmd -> backingOff(cmd) + whereToLook(cmd));
+    }
+
+    /** That the pool of the alloc's kind is backing off, and why a pod did not come (empty when it is not). */
+    private String backingOff(AllocCommand cmd) {
+        PoolBackoff.View b = pooled.test(cmd) ? backoff.apply(cmd) : PoolBackoff.View.NONE;
+        return b.backingOff() ? backingOffAdvice(PoolStatus.name(PoolTarget.of(cmd)), b, clock.instant()) : "";
     }
 
     /**

@@ -217,6 +217,21 @@ class WaitingRouteTest {
         assertThat(Integer.parseInt(r.headers().firstValue("Retry-After").orElseThrow())).isBetween(60, 300);
     }
 
+    /** After a wait in vain, too, a pool that backs off says so: its pods keep failing, none came while it waited. */
+    @Test
+    void aWaitInVainWhileThePoolBacksOffSaysSo() throws Exception {
+        op = withStarvedPool("--max-wait=5", "--pool-backoff-base=5m", "--pool-backoff-max=5m");
+        op.app.poolReconciler().signals().backoff(io.unboundedcloud.playpen.model.PoolTarget.runner("amd64"))
+                .failed(java.time.Instant.now());
+        HttpResponse<String> r = op.alloc(body("waited", 1));
+        assertThat(r.statusCode()).isEqualTo(503);
+        assertThat(message(r)).startsWith("no idle amd64 playpen runner pods are available; none became idle in the "
+                + "1 second this request waited; the pool runner-amd64 is backing off: 1 new pod(s) in a row never "
+                + "became ready, the last at ")
+                .contains("kubectl get pool runner-amd64 -o yaml (condition Degraded, reason BackOff)")
+                .endsWith("; kubectl get pools shows which pools have idle pods");
+    }
+
     /** With waiting turned off, the immediate 503 says when to try again and nothing about waiting. */
     @Test
     void waitingOffAdvisesOnlyATryAgain() throws Exception {
