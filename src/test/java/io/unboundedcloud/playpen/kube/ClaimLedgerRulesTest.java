@@ -109,6 +109,33 @@ class ClaimLedgerRulesTest {
         }
     }
 
+    /**
+     * Whatever the history in commit order (no settles, one quota), at most that many of an owner's live claims
+     * stand at any time, though lost second claims of a key the owner holds are not counted as allocations. A pod
+     * being deleted stays so (as the API server has it).
+     */
+    @Property(tries = 400)
+    void atMostTheQuotaOfAnOwnersClaimsStand(@ForAll @Size(max = 40) List<@net.jqwik.api.From("steps") Step> history) {
+        int quota = 2;
+        ClaimLedger ledger = new ClaimLedger();
+        for (Step s : history) {
+            if (s.remove()) {
+                ledger.remove(s.pod());
+            } else {
+                boolean deleting = s.terminating() || ledger.on(s.pod()).filter(c -> c.terminating()
+                        && c.uid().equals(s.uid())).isPresent();
+                ledger.put(new Step(false, s.pod(), s.uid(), s.key(), s.claimId(), s.owner(), quota, false, deleting,
+                        s.managed(), s.rv(), true).toPod(), true);
+            }
+            for (String o : OWNERS) {
+                if (!o.isEmpty()) {
+                    assertThat(ledger.ofOwner(o).stream().filter(c -> c.stands() && !c.terminating()).count())
+                            .as("standing claims of %s after %s", o, s).isLessThanOrEqualTo(quota);
+                }
+            }
+        }
+    }
+
     /** The rule, from the claims on the pods just before this step. */
     private static Claim judge(Map<String, Claim> claims, Step s) {
         String key = s.managed() ? s.key() : "";
