@@ -30,8 +30,7 @@ import java.util.function.Function;
  * <li>Beyond D + (S while stale pods remain), current pods are surplus: the youngest not-ready one first, a ready
  *     one only while ready idle pods &gt; D. Stale pods always go before current ones. Only pods the pool made (they
  *     carry the template-hash label) are ever surplus: a pod made by the Go operator, by hand or by a version
- *     without the label is used, healed and rolled, never removed to lower the count. A pool no flag asks for any
- *     more is the exception: no alloc can have its pods, so every idle one goes, whoever made it.</li>
+ *     without the label is used, healed and rolled, never removed to lower the count.</li>
  * <li>Creates: min(D − current pods, D + (S while stale pods remain) − all healthy idle pods), never negative; a
  *     pool whose replacements keep failing ({@link PoolBackoff}) creates nothing while paused and then one pod at a
  *     time. A pool that needs no create, every idle pod it keeps ready, shows no back-off.</li>
@@ -244,9 +243,8 @@ public final class PoolPlanner {
         List<Member> staleOrder = new ArrayList<>(m.stale);
         staleOrder.sort(Comparator.comparing((Member x) -> x.ready).thenComparing(OLDEST_FIRST));
         for (Member s : staleOrder) {
-            if ((surge == 0 || want == 0) && m.configured && TemplateHashes.recorded(s.pod).isEmpty()) {
-                // a pod the pool did not make goes only when a current pod takes its place: never as surplus (in
-                // a pool no flag asks for it serves no alloc, and goes)
+            if ((surge == 0 || want == 0) && TemplateHashes.recorded(s.pod).isEmpty()) {
+                // a pod the pool did not make goes only when a current pod takes its place: never as surplus
                 continue;
             }
             if (s.ready ? ready - 1 >= want : ready >= want) {
@@ -275,10 +273,8 @@ public final class PoolPlanner {
             if (total <= cap) {
                 break;
             }
-            if (c.ready && ready - 1 < want || m.configured && TemplateHashes.recorded(c.pod).isEmpty()) {
-                // a pod the pool did not make (no template hash) is used, never removed as surplus, unless no flag
-                // asks for its pool any more: then no alloc can have it (a 400), and it would hold its port for good
-                continue;
+            if (c.ready && ready - 1 < want || TemplateHashes.recorded(c.pod).isEmpty()) {
+                continue; // a pod the pool did not make (no template hash) is used, never removed as surplus
             }
             if (readyNow == null && c.ready && want > 0) {
                 readyNow = readyPods(m);

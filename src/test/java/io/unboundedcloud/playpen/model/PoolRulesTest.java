@@ -562,31 +562,6 @@ class PoolRulesTest {
     }
 
     /**
-     * Idle pods of a version no flag asks for any more, made by the Go operator (no template-hash label), serve no
-     * alloc (a 400 for that version) and would hold their hostPorts for good: they go as surplus like the pool's own.
-     * Claimed ones stay.
-     */
-    @Test
-    void aPoolNoFlagAsksForAnyMoreDeletesTheIdlePodsTheGoOperatorMadeToo() {
-        PoolPlanner old = planner("--control-plane-count=2", "--control-plane-versions=v1.32.0");
-        List<Pod> goPods = new ArrayList<>();
-        for (int i = 0; i < 3; i++) {
-            Pod made = ready(new PodBuilder(old.podFor(PoolTarget.controlPlane("v1.32.0"), 16443 + i)).editMetadata()
-                    .withUid("cp" + i).withCreationTimestamp(NOW.minusSeconds(60 + i).toString()).endMetadata()
-                    .editSpec().withNodeName("node-a").endSpec()).build();
-            goPods.add(new PodBuilder(made).editMetadata().removeFromLabels(PlaypenKeys.TEMPLATE_HASH).endMetadata()
-                    .build());
-        }
-        Pod starting = new PodBuilder(goPods.get(1)).withNewStatus().withPhase("Pending").endStatus().build();
-        Pod taken = claimed(new PodBuilder(goPods.get(2))).build();
-        PoolPlanner now = planner("--control-plane-count=1", "--control-plane-versions=v1.33.0");
-        PoolPlan plan = plan(now, List.of(goPods.get(0), starting, taken));
-        assertThat(deleted(plan)).containsExactlyInAnyOrder("playpen-control-plane-1.32.0-16443:Surplus",
-                "playpen-control-plane-1.32.0-16444:Surplus");
-        assertThat(plan.statuses().get(PoolTarget.controlPlane("v1.32.0")).allocated()).isEqualTo(1);
-    }
-
-    /**
      * A pool that wants no pods (no flag asks for it, or its count is 0) deletes its pods of an older template as
      * surplus, whatever form the surge takes: no current pod replaces them, and a number of pods as the surge (here 1)
      * is no rollout for a pool of none.
