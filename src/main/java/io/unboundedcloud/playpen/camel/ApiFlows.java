@@ -140,7 +140,13 @@ public final class ApiFlows {
      */
     void pooled(java.util.function.Predicate<AllocCommand> keeps) {
         this.pooled = keeps;
-        waiting.afterWait(cmd -> backingOff(cmd) + whereToLook(cmd));
+        waiting.afterWait(cmd -> backingOff(cmd) + whereToLook(cmd), this::backingOffRetryAfter);
+    }
+
+    /** The Retry-After of a "no idle" 503 while the alloc's pool backs off: the pause left, when longer (else 0). */
+    private int backingOffRetryAfter(AllocCommand cmd) {
+        PoolBackoff.View b = pooled.test(cmd) ? backoff.apply(cmd) : PoolBackoff.View.NONE;
+        return b.backingOff() ? (int) Math.max(retryAfterSeconds, b.remainingSeconds(clock.instant())) : 0;
     }
 
     /** That the pool of the alloc's kind is backing off, and why a pod did not come (empty when it is not). */

@@ -126,6 +126,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     private final Map<String, AtomicInteger> counts = new ConcurrentHashMap<>();
     private final List<Observer> observers = new CopyOnWriteArrayList<>();
     private volatile java.util.function.Function<AllocCommand, String> afterWait = cmd -> POOLS_ADVICE;
+    private volatile java.util.function.ToIntFunction<AllocCommand> afterWaitRetryAfter = cmd -> 0;
     /** Each kind's dispatcher, made when the kind first has a waiter; guarded by this. */
     private final Map<String, Dispatcher> dispatchers = new HashMap<>();
 
@@ -387,7 +388,9 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         } catch (RuntimeException e) {
             unavailable = ApiException.unavailable("no idle playpen pods are available", 1);
         }
-        return unavailable.withAdvice(waitedAdvice(cmd.waitSeconds()) + afterWait.apply(cmd));
+        unavailable = unavailable.withAdvice(waitedAdvice(cmd.waitSeconds()) + afterWait.apply(cmd));
+        int retryAfter = afterWaitRetryAfter.applyAsInt(cmd);
+        return retryAfter > 0 ? unavailable.withRetryAfter(retryAfter) : unavailable;
     }
 
     /** What a request whose claims failed for a passing reason is told when its time is up. */
@@ -435,7 +438,17 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
      * waiting will not bring one); {@link #POOLS_ADVICE} until set.
      */
     public void afterWait(java.util.function.Function<AllocCommand, String> advice) {
+        afterWait(advice, cmd -> 0);
+    }
+
+    /**
+     * As {@link #afterWait(java.util.function.Function)}, with the Retry-After such a request gets instead of the
+     * default, by its kind (0: the default), such as the pause left of a pool that is backing off.
+     */
+    public void afterWait(java.util.function.Function<AllocCommand, String> advice,
+            java.util.function.ToIntFunction<AllocCommand> retryAfter) {
         this.afterWait = advice;
+        this.afterWaitRetryAfter = retryAfter;
     }
 
     /** Tells the observers how a wait ended; one that fails is logged, and never keeps the waiter from its answer. */

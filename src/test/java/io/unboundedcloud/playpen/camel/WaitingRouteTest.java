@@ -230,6 +230,8 @@ class WaitingRouteTest {
                 + "became ready, the last at ")
                 .contains("kubectl get pool runner-amd64 -o yaml (condition Degraded, reason BackOff)")
                 .endsWith("; kubectl get pools shows which pools have idle pods");
+        // the pause left of the five minutes, as the immediate 503 gives, not --retry-after-seconds
+        assertThat(Integer.parseInt(r.headers().firstValue("Retry-After").orElseThrow())).isBetween(60, 300);
     }
 
     /** With waiting turned off, the immediate 503 says when to try again and nothing about waiting. */
