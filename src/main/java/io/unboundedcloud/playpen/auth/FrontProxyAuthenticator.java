@@ -6,13 +6,16 @@ import java.security.cert.CertificateFactory;
 import java.security.cert.CertificateParsingException;
 import java.security.cert.PKIXCertPathValidatorResult;
 import java.security.cert.PKIXParameters;
+import java.security.cert.TrustAnchor;
 import java.security.cert.X509Certificate;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Date;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
@@ -26,8 +29,9 @@ import io.unboundedcloud.playpen.api.ApiException;
 
 /**
  * Authenticates kube-apiserver's proxied requests (failures are 403 "forbidden" like the reference): the
- * presented leaf must chain to the live front-proxy CA bundle, carry clientAuth (as must every CA of its chain that
- * lists extended key usages), be valid now and have an allowed CN. Results are cached per certificate and bundle
+ * presented leaf must chain to a CA of the live front-proxy CA bundle that is valid now (an expired CA vouches for no
+ * one, as in kube-apiserver), carry clientAuth (as must every CA of its chain that lists extended key usages), be
+ * valid now and have an allowed CN. Results are cached per certificate and bundle
  * generation for a few seconds, since kube-apiserver reuses one client certificate (and chain).
  */
 public final class FrontProxyAuthenticator {
@@ -35,8 +39,25 @@ public final class FrontProxyAuthenticator {
     private static final String ANY_USAGE = "2.5.29.37.0";
     private static final long CACHE_NANOS = 10_000_000_000L;
 
-    private record Verdict(long generation, String failure, long untilNanos) {
+    /**
+     * A verdict for one chain: made against bundle {@code generation}, reused until {@code untilNanos} of the monotonic
+     * clock, and, when it let the chain in, no later than {@code notAfter}, the earliest end of validity of the CAs it
+     * rests on (the presented intermediates and the trusted CA).
+     */
+    private record Verdict(long generation, String failure, long untilNanos, Date notAfter) {
+        boolean outlivedBy(Date now) {
+            return notAfter != null && now.after(notAfter);
+        }
     }
+
+    /** What {@link #check} found: the failure (null: trusted) and, when trusted, the earliest CA notAfter. */
+    private record Checked(String failure, Date notAfter) {
+        static Checked refused(String failure) {
+            return new Checked(failure, null);
+        }
+    }
+
+    static final String CA_NOT_VALID = "client certificate's front-proxy CA is expired or not yet valid";
 
     /** The reference's answers (403, like kube-apiserver's "forbidden"); the reason only goes to the log. */
     public static final String FORBIDDEN = "forbidden";
@@ -83,8 +104,10 @@ public final class FrontProxyAuthenticator {
         long now = nanoTime.getAsLong();
         List<X509Certificate> presented = List.of(chain);
         Verdict v = verdicts.get(presented);
-        if (v == null || v.generation() != tb.generation() || now - v.untilNanos() > 0) {
-            v = new Verdict(tb.generation(), check(chain, tb), now + CACHE_NANOS);
+        if (v == null || v.generation() != tb.generation() || now - v.untilNanos() > 0
+                || v.outlivedBy(Date.from(clock.instant()))) {
+            Checked checked = check(chain, tb);
+            v = new Verdict(tb.generation(), checked.failure(), now + CACHE_NANOS, checked.notAfter());
             if (verdicts.size() > 1024) {
                 verdicts.clear();
             }
@@ -120,30 +143,46 @@ public final class FrontProxyAuthenticator {
         }
     }
 
-    private String check(X509Certificate[] chain, TrustBundle tb) {
+    private Checked check(X509Certificate[] chain, TrustBundle tb) {
         X509Certificate leaf = chain[0];
         Date now = Date.from(clock.instant());
         try {
             List<String> eku = leaf.getExtendedKeyUsage();
             if (eku == null || !eku.contains(CLIENT_AUTH)) {
-                return "client certificate lacks the clientAuth extended key usage";
+                return Checked.refused("client certificate lacks the clientAuth extended key usage");
             }
         } catch (CertificateParsingException e) {
-            return "client certificate has an unreadable extended key usage";
+            return Checked.refused("client certificate has an unreadable extended key usage");
         }
+        Date notAfter;
         try {
             CertificateFactory cf = CertificateFactory.getInstance("X.509");
             List<X509Certificate> path = new ArrayList<>(Arrays.asList(chain));
             // the anchors themselves must not be part of the path
             path.removeIf(c -> tb.cas().contains(c));
             if (path.isEmpty()) {
-                return "client certificate is a CA certificate";
+                return Checked.refused("client certificate is a CA certificate");
             }
-            PKIXParameters params = new PKIXParameters(tb.anchors());
-            params.setRevocationEnabled(false);
-            params.setDate(now);
-            PKIXCertPathValidatorResult result = (PKIXCertPathValidatorResult) CertPathValidator.getInstance("PKIX")
-                    .validate(cf.generateCertPath(path), params);
+            // Go's x509 Verify, as kube-apiserver runs it, holds the trusted CAs to their validity period too (Java's
+            // PKIX validator does not look at a trust anchor's dates): only the CAs valid now may vouch
+            Set<TrustAnchor> validNow = new HashSet<>();
+            for (X509Certificate ca : tb.cas()) {
+                if (!now.before(ca.getNotBefore()) && !now.after(ca.getNotAfter())) {
+                    validNow.add(new TrustAnchor(ca, null));
+                }
+            }
+            PKIXCertPathValidatorResult result;
+            try {
+                result = validate(cf.generateCertPath(path), validNow, now);
+            } catch (CertPathValidatorException e) {
+                // for the log: a chain that only a CA outside its validity would vouch for
+                try {
+                    validate(cf.generateCertPath(path), tb.anchors(), now);
+                    return Checked.refused(CA_NOT_VALID);
+                } catch (CertPathValidatorException stillUntrusted) {
+                    throw e;
+                }
+            }
             // Go's x509 Verify for client authentication, as kube-apiserver runs it, also wants every CA of the
             // chain that lists extended key usages to allow clientAuth; Java's PKIX validator does not look
             List<X509Certificate> cas = new ArrayList<>(path.subList(1, path.size()));
@@ -151,14 +190,15 @@ public final class FrontProxyAuthenticator {
             for (X509Certificate ca : cas) {
                 List<String> usages = ca.getExtendedKeyUsage();
                 if (usages != null && !usages.contains(CLIENT_AUTH) && !usages.contains(ANY_USAGE)) {
-                    return "client certificate's chain is not for client authentication: a CA in it does not allow"
-                            + " clientAuth";
+                    return Checked.refused("client certificate's chain is not for client authentication: a CA in it"
+                            + " does not allow clientAuth");
                 }
             }
+            notAfter = cas.stream().map(X509Certificate::getNotAfter).min(Date::compareTo).orElse(null);
         } catch (CertPathValidatorException e) {
-            return "client certificate is not signed by the front-proxy CA";
+            return Checked.refused("client certificate is not signed by the front-proxy CA");
         } catch (Exception e) {
-            return "client certificate could not be verified";
+            return Checked.refused("client certificate could not be verified");
         }
         // the CN as kube-apiserver's allowed-names check reads it (Go: the last CN in encoding order); a subject
         // Go could not parse would fail its TLS handshake, so it fails here too
@@ -166,12 +206,25 @@ public final class FrontProxyAuthenticator {
         try {
             cn = GoCertificateNames.commonName(leaf);
         } catch (GoCertificateNames.Unreadable e) {
-            return "client certificate names cannot be read as kube-apiserver reads them: " + e.getMessage();
+            return Checked.refused("client certificate names cannot be read as kube-apiserver reads them: "
+                    + e.getMessage());
         }
         if (!tb.allowedNames().isEmpty() && !tb.allowedNames().contains(cn)) {
-            return "client certificate CN " + loggable(cn) + " is not an allowed front-proxy name";
+            return Checked.refused("client certificate CN " + loggable(cn) + " is not an allowed front-proxy name");
         }
-        return null;
+        return new Checked(null, notAfter);
+    }
+
+    /** PKIX validation of {@code path} against {@code anchors} at {@code now}; no anchor at all fails like no match. */
+    private static PKIXCertPathValidatorResult validate(java.security.cert.CertPath path, Set<TrustAnchor> anchors,
+            Date now) throws CertPathValidatorException, java.security.GeneralSecurityException {
+        if (anchors.isEmpty()) {
+            throw new CertPathValidatorException("no trust anchor");
+        }
+        PKIXParameters params = new PKIXParameters(anchors);
+        params.setRevocationEnabled(false);
+        params.setDate(now);
+        return (PKIXCertPathValidatorResult) CertPathValidator.getInstance("PKIX").validate(path, params);
     }
 
     /** A certificate-supplied text for a log line (see {@link io.unboundedcloud.playpen.api.LogText}). */

@@ -239,6 +239,83 @@ class FrontProxyAuthenticatorTest {
         }
     }
 
+    /** A self-signed CA certificate for {@code keys}, valid from {@code notBefore} for {@code validity}. */
+    static Pki.Issued caFor(java.security.KeyPair keys, String cn, Instant notBefore, Duration validity)
+            throws Exception {
+        org.bouncycastle.asn1.x500.X500Name name = new org.bouncycastle.asn1.x500.X500Name("CN=" + cn);
+        var b = new org.bouncycastle.cert.jcajce.JcaX509v3CertificateBuilder(name,
+                new java.math.BigInteger(64, new java.security.SecureRandom()).add(java.math.BigInteger.ONE),
+                java.util.Date.from(notBefore), java.util.Date.from(notBefore.plus(validity)), name, keys.getPublic());
+        var ext = new org.bouncycastle.cert.jcajce.JcaX509ExtensionUtils();
+        b.addExtension(org.bouncycastle.asn1.x509.Extension.subjectKeyIdentifier, false,
+                ext.createSubjectKeyIdentifier(keys.getPublic()));
+        b.addExtension(org.bouncycastle.asn1.x509.Extension.basicConstraints, true,
+                new org.bouncycastle.asn1.x509.BasicConstraints(true));
+        b.addExtension(org.bouncycastle.asn1.x509.Extension.keyUsage, true, new org.bouncycastle.asn1.x509.KeyUsage(
+                org.bouncycastle.asn1.x509.KeyUsage.keyCertSign | org.bouncycastle.asn1.x509.KeyUsage.digitalSignature));
+        X509Certificate cert = new org.bouncycastle.cert.jcajce.JcaX509CertificateConverter().getCertificate(
+                b.build(new org.bouncycastle.operator.jcajce.JcaContentSignerBuilder("SHA256withECDSA")
+                        .build(keys.getPrivate())));
+        return new Pki.Issued(cert, keys.getPrivate());
+    }
+
+    /**
+     * kube-apiserver (Go's x509 Verify) holds the trusted CA to its validity period as well: a front-proxy CA that
+     * has expired, or is not valid yet, vouches for no one, even for a client certificate that is itself still
+     * valid, and even while it stays in the bundle next to its successor.
+     */
+    @Test
+    void aCaOutsideItsValidityVouchesForNoOne() {
+        String why = "client certificate's front-proxy CA is expired or not yet valid";
+        Pki.Issued expiredCa = Pki.selfSigned(Subject.cn("front-proxy-ca"), Usage.CA, NOW.minus(Duration.ofDays(400)),
+                Duration.ofDays(365));
+        Pki.Issued underExpired = Pki.issue(expiredCa, Subject.cn("front-proxy-client"), Usage.CLIENT, YESTERDAY,
+                Duration.ofDays(30));
+        assertUnauthorized(authenticator(bundle(1, Set.of(), expiredCa)), chain(underExpired), why);
+        // its successor in the same bundle does not make it trusted again
+        FrontProxyAuthenticator rotating = authenticator(bundle(2, Set.of(), expiredCa, CA));
+        assertUnauthorized(rotating, chain(underExpired), why);
+        assertThatCode(() -> rotating.verifyPeer(chain(CLIENT))).doesNotThrowAnyException();
+
+        Pki.Issued futureCa = Pki.selfSigned(Subject.cn("front-proxy-ca"), Usage.CA, NOW.plus(Duration.ofDays(1)),
+                Duration.ofDays(365));
+        Pki.Issued underFuture = Pki.issue(futureCa, Subject.cn("front-proxy-client"), Usage.CLIENT, YESTERDAY,
+                Duration.ofDays(30));
+        assertUnauthorized(authenticator(bundle(1, Set.of(), futureCa)), chain(underFuture), why);
+    }
+
+    /** A CA renewed with its key kept: the bundle holds the expired and the renewed certificate; the renewed one counts. */
+    @Test
+    void aCaRenewedWithTheSameKeyStillVouches() throws Exception {
+        java.security.KeyPair keys = Pki.newKeyPair();
+        Pki.Issued old = caFor(keys, "front-proxy-ca", NOW.minus(Duration.ofDays(400)), Duration.ofDays(365));
+        Pki.Issued renewed = caFor(keys, "front-proxy-ca", NOW.minus(Duration.ofDays(40)), Duration.ofDays(365));
+        Pki.Issued leaf = Pki.issue(renewed, Subject.cn("front-proxy-client"), Usage.CLIENT, YESTERDAY,
+                Duration.ofDays(30));
+        for (int i = 0; i < 8; i++) {
+            // both orders, several times: which anchor the validator tries first must not matter
+            assertThatCode(() -> authenticator(bundle(1, Set.of(), old, renewed)).verifyPeer(chain(leaf)))
+                    .doesNotThrowAnyException();
+            assertThatCode(() -> authenticator(bundle(1, Set.of(), renewed, old)).verifyPeer(chain(leaf)))
+                    .doesNotThrowAnyException();
+        }
+    }
+
+    /** A verdict made while the CA was valid is not reused once the CA has expired, within the cache period too. */
+    @Test
+    void aCachedVerdictDoesNotOutliveTheCa() {
+        MutableClock clock = new MutableClock(NOW);
+        Pki.Issued shortCa = Pki.selfSigned(Subject.cn("front-proxy-ca"), Usage.CA, YESTERDAY,
+                Duration.ofDays(1).plus(Duration.ofMinutes(2)));
+        Pki.Issued leaf = Pki.issue(shortCa, Subject.cn("front-proxy-client"), Usage.CLIENT, YESTERDAY,
+                Duration.ofDays(30));
+        TrustBundle tb = bundle(1, Set.of(), shortCa);
+        FrontProxyAuthenticator auth = new FrontProxyAuthenticator(() -> tb, clock, () -> 0L);
+        assertThatCode(() -> auth.verifyPeer(chain(leaf))).doesNotThrowAnyException();
+        clock.now = NOW.plus(Duration.ofMinutes(5));
+        assertUnauthorized(auth, chain(leaf), "client certificate's front-proxy CA is expired or not yet valid");
+    }
+
     @Test
     void newBundleGenerationRefusesCertificatesOfTheOldCa() {
         Pki.Issued newCa = Pki.selfSigned(Subject.cn("front-proxy-ca"), Usage.CA, YESTERDAY, Duration.ofDays(365));
