@@ -265,8 +265,9 @@ final class ManagementGuard extends Filter {
         }
         String method = exchange.getRequestMethod().toUpperCase(Locale.ROOT);
         if (method.equals("GET")) {
-            String path = params.containsKey("p") ? params.get("p").get(0) : pathInfo(uri.getPath());
-            return refused(getRefusal(path));
+            // Jolokia takes the type from the path, and from ?p= only when the path names nothing: both must pass
+            Refusal path = getRefusal(pathInfo(uri.getPath()));
+            return refused(path != null || !params.containsKey("p") ? path : getRefusal(params.get("p").get(0)));
         }
         if (method.equals("POST")) {
             String contentType = exchange.getRequestHeaders().getFirst("Content-Type");

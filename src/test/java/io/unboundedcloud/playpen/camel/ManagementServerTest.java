@@ -218,6 +218,30 @@ class ManagementServerTest {
         }
     }
 
+    /**
+     * Jolokia takes a GET's request type from the path and reads {@code ?p=} only when the path names nothing, so a
+     * read-only {@code p} does not let another type in the path past the guard.
+     */
+    @Test
+    void aPathParameterDoesNotHideTheTypeInThePath() throws Exception {
+        for (String path : List.of("/jolokia/notification/register?p=/version",
+                "/jolokia/write/java.lang:type=Memory/Verbose/true?p=/read/java.lang:type=Memory/HeapMemoryUsage",
+                "/jolokia//config?p=/version", "/jolokia/notification/register?p=")) {
+            HttpResponse<String> r = get(path);
+            assertThat(r.statusCode()).as(path).isEqualTo(403);
+            assertThat(r.body()).as(path).contains("java.lang.SecurityException").containsAnyOf(
+                    "notifications are disabled on this agent", "is not allowed on this agent");
+        }
+        // p still names the request when the path does not, and a read-only type in both passes
+        for (String path : List.of("/jolokia/?p=/version", "/jolokia//?p=/read/java.lang:type=Memory/HeapMemoryUsage",
+                "/jolokia/read/java.lang:type=Memory/HeapMemoryUsage?p=/version")) {
+            HttpResponse<String> r = get(path);
+            assertThat(r.statusCode()).as(path).isEqualTo(200);
+            assertThat(r.body()).as(path).contains("\"status\":200");
+        }
+        assertThat(get("/jolokia/?p=/write/java.lang:type=Memory/Verbose/true").statusCode()).isEqualTo(403);
+    }
+
     @Test
     void healthFollowsReadinessAndLivenessDoesNot() throws Exception {
         ready.set(false);
