@@ -478,12 +478,12 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                 } catch (ApiException e) {
                     return e;
                 }
-                if (!trusted) {
-                    try {
-                        authenticator.verifyPeer(peerChain(ctx));
-                    } catch (ApiException e) {
-                        return e;
-                    }
+                // every request, also on a connection trusted at its handshake: the bundle may have changed since
+                // (a CA removed or expired); the authenticator's verdict cache keeps this cheap
+                try {
+                    authenticator.verifyPeer(peerChain(ctx));
+                } catch (ApiException e) {
+                    return e;
                 }
             }
             bodyLimit = trusted ? limits.maxBodyBytes() : limits.unauthenticatedBodyBytes();

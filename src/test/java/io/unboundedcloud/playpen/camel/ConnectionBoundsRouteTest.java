@@ -90,6 +90,67 @@ class ConnectionBoundsRouteTest {
         }
     }
 
+    /** One answer on a kept-alive connection: its head and as many body bytes as its Content-Length says. */
+    static String readOne(Socket s) throws IOException {
+        InputStream in = s.getInputStream();
+        ByteArrayOutputStream head = new ByteArrayOutputStream();
+        while (!head.toString(StandardCharsets.ISO_8859_1).endsWith("\r\n\r\n")) {
+            int b = in.read();
+            if (b < 0) {
+                throw new AssertionError("closed before a whole answer head: " + head);
+            }
+            head.write(b);
+        }
+        String h = head.toString(StandardCharsets.ISO_8859_1);
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?i)\r\ncontent-length: *(\\d+)").matcher(h);
+        int length = m.find() ? Integer.parseInt(m.group(1)) : 0;
+        return h + new String(in.readNBytes(length), StandardCharsets.UTF_8);
+    }
+
+    /** The status line of a discovery GET on a new connection with {@code cert}. */
+    static String freshDiscovery(Pki.Issued cert) {
+        try (SSLSocket s = tls(cert)) {
+            s.getOutputStream().write("GET /apis/playpen.unbounded-cloud.io HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                    .getBytes(StandardCharsets.US_ASCII));
+            s.getOutputStream().flush();
+            String r = readAll(s);
+            return r.contains("\r\n") ? r.substring(0, r.indexOf("\r\n")) : r;
+        } catch (Exception e) {
+            return e.toString();
+        }
+    }
+
+    /**
+     * A connection keeps the certificate it shook hands with, not the verdict on it: once the trust bundle no longer
+     * trusts that certificate, an /apis request on the connection is refused from its head, before its body, as one
+     * without a certificate is.
+     */
+    @Test
+    void aConnectionWhoseCertificateIsNoLongerTrustedGets403BeforeTheBody() throws Exception {
+        Pki.Issued otherCa = Pki.selfSigned(Pki.Subject.cn("front-proxy-ca"), Pki.Usage.CA,
+                java.time.Instant.now().minusSeconds(60), Duration.ofDays(30));
+        try (SSLSocket s = tls(cluster.frontProxyClient)) {
+            OutputStream out = s.getOutputStream();
+            out.write("GET /apis/playpen.unbounded-cloud.io HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            assertThat(readOne(s)).as("trusted at first").startsWith("HTTP/1.1 200 ");
+
+            cluster.setTrust(otherCa.certificatePem(), "[\"front-proxy-client\"]");
+            OperatorHarness.awaitTrue(() -> freshDiscovery(cluster.frontProxyClient).startsWith("HTTP/1.1 403 "),
+                    Duration.ofSeconds(60), "the old front-proxy CA to be refused");
+
+            out.write(("POST " + ALLOCS + " HTTP/1.1\r\nHost: x\r\nX-Remote-User: alice\r\nContent-Length: 100\r\n\r\n")
+                    .getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            String r = readAll(s);
+            assertThat(r).startsWith("HTTP/1.1 403 ").contains("\"kind\":\"Status\"").contains("\"code\":403");
+        } finally {
+            cluster.setTrust(cluster.frontProxyCa.certificatePem(), "[\"front-proxy-client\"]");
+            OperatorHarness.awaitTrue(() -> freshDiscovery(cluster.frontProxyClient).startsWith("HTTP/1.1 200 "),
+                    Duration.ofSeconds(60), "the front-proxy CA to be trusted again");
+        }
+    }
+
     @Test
     void usersInThousandsOfGroupsFitInTheHead() throws Exception {
         // ~2000 X-Remote-Group lines (Entra ID group ids), ~110 KiB of head: Netty's old 8 KiB limit refused 155+
