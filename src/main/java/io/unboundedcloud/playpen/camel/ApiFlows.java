@@ -140,19 +140,29 @@ public final class ApiFlows {
      */
     void pooled(java.util.function.Predicate<AllocCommand> keeps) {
         this.pooled = keeps;
-        waiting.afterWait(cmd -> backingOff(cmd) + whereToLook(cmd), this::backingOffRetryAfter);
+        waiting.afterWait(cmd -> backingOff(cmd, backoffOf(cmd), clock.instant()) + whereToLook(cmd),
+                cmd -> backingOffRetryAfter(backoffOf(cmd), clock.instant()));
     }
 
-    /** The Retry-After of a "no idle" 503 while the alloc's pool backs off: the pause left, when longer (else 0). */
-    private int backingOffRetryAfter(AllocCommand cmd) {
-        PoolBackoff.View b = pooled.test(cmd) ? backoff.apply(cmd) : PoolBackoff.View.NONE;
-        return b.backingOff() ? (int) Math.max(retryAfterSeconds, b.remainingSeconds(clock.instant())) : 0;
+    /** The back-off of the pool of the alloc's kind (NONE when no pool keeps that kind). */
+    private PoolBackoff.View backoffOf(AllocCommand cmd) {
+        return pooled.test(cmd) ? backoff.apply(cmd) : PoolBackoff.View.NONE;
     }
 
-    /** That the pool of the alloc's kind is backing off, and why a pod did not come (empty when it is not). */
-    private String backingOff(AllocCommand cmd) {
-        PoolBackoff.View b = pooled.test(cmd) ? backoff.apply(cmd) : PoolBackoff.View.NONE;
-        return b.backingOff() ? backingOffAdvice(PoolStatus.name(PoolTarget.of(cmd)), b, clock.instant()) : "";
+    /**
+     * The Retry-After of a "no idle" 503 while the pool backs off ({@code b}, read at {@code now}): the pause left,
+     * when longer (else 0).
+     */
+    private int backingOffRetryAfter(PoolBackoff.View b, java.time.Instant now) {
+        return b.backingOff() ? (int) Math.max(retryAfterSeconds, b.remainingSeconds(now)) : 0;
+    }
+
+    /**
+     * That the pool of the alloc's kind is backing off ({@code b}, read at {@code now}), and why a pod did not come
+     * (empty when it is not).
+     */
+    private String backingOff(AllocCommand cmd, PoolBackoff.View b, java.time.Instant now) {
+        return b.backingOff() ? backingOffAdvice(PoolStatus.name(PoolTarget.of(cmd)), b, now) : "";
     }
 
     /**
@@ -210,12 +220,11 @@ public final class ApiFlows {
                 } catch (ApiException e) {
                     if (noIdle(e)) {
                         unserved.accept(cmd);
-                        PoolBackoff.View b = pooled.test(cmd) ? backoff.apply(cmd) : PoolBackoff.View.NONE;
+                        PoolBackoff.View b = backoffOf(cmd);
                         if (b.backingOff()) {
                             java.time.Instant now = clock.instant();
-                            throw e.withAdvice(backingOffAdvice(PoolStatus.name(PoolTarget.of(cmd)), b, now)
-                                    + whereToLook(cmd)).withRetryAfter(Math.max(retryAfterSeconds,
-                                            b.remainingSeconds(now)));
+                            throw e.withAdvice(backingOff(cmd, b, now) + whereToLook(cmd))
+                                    .withRetryAfter(backingOffRetryAfter(b, now));
                         }
                         String again = pooled.test(cmd) ? tryAgainAdvice(retryAfterSeconds, parser.maxWaitSeconds())
                                 : "";
