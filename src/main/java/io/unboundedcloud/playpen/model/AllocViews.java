@@ -67,20 +67,9 @@ public final class AllocViews {
 
     /**
      * The allocation of a pod: claimed (key hash and {@code allocated} label), managed and not being deleted;
-     * empty otherwise. {@code externalIp} maps a node name to its ExternalIP.
-     */
-    public static Optional<Alloc> of(Pod pod, Function<String, Optional<String>> externalIp, Duration ttl) {
-        return of(pod, externalIp, leases(ttl));
-    }
-
-    /** A policy of the default {@code ttl} alone (none when zero or less, or null). */
-    private static TtlPolicy leases(Duration ttl) {
-        return new TtlPolicy(ttl == null || ttl.isNegative() ? Duration.ZERO : ttl);
-    }
-
-    /**
-     * As {@link #of(Pod, Function, Duration)}, with the expiry {@code leases} give the allocation (none when it
-     * never expires, and none shown for a claim already expired for want of a usable claimed-at).
+     * empty otherwise. {@code externalIp} maps a node name to its ExternalIP; {@code leases} give the allocation its
+     * expiry (none when it never expires, and none shown for a claim already expired for want of a usable
+     * claimed-at).
      */
     public static Optional<Alloc> of(Pod pod, Function<String, Optional<String>> externalIp, TtlPolicy leases) {
         if (!ManagedPods.isManaged(pod) || !ManagedPods.isClaimed(pod) || ManagedPods.isTerminating(pod)) {
@@ -106,26 +95,11 @@ public final class AllocViews {
     }
 
     /**
-     * The allocations among {@code pods} the caller may see ({@code ownerHash} null = everyone's), matching the
-     * query, sorted by name, at most {@code limit} after the continue point; returns them and the next continue
-     * token ("" when complete).
+     * The allocations among {@code pods} the caller may see, told apart by their owner-hash annotation ({@code owner}
+     * null = everyone's; an owner may be recorded in more than one form), with the expiry {@code leases} give them,
+     * matching the query, sorted by name, at most {@code limit} after the continue point; returns them and the next
+     * continue token ("" when complete).
      */
-    public static Page select(Collection<Pod> pods, Function<String, Optional<String>> externalIp, Duration ttl,
-            String ownerHash, Query q) {
-        return selectMatching(pods, externalIp, ttl, ownerHash == null ? null : ownerHash::equals, q);
-    }
-
-    /**
-     * Like {@link #select(Collection, Function, Duration, String, Query)}, with the caller's allocations told apart
-     * by their owner-hash annotation ({@code owner} null = everyone's): an owner may be recorded in more than one
-     * form.
-     */
-    public static Page selectMatching(Collection<Pod> pods, Function<String, Optional<String>> externalIp, Duration ttl,
-            java.util.function.Predicate<String> owner, Query q) {
-        return selectMatching(pods, externalIp, leases(ttl), owner, q);
-    }
-
-    /** As {@link #selectMatching(Collection, Function, Duration, java.util.function.Predicate, Query)}, by {@code leases}. */
     public static Page selectMatching(Collection<Pod> pods, Function<String, Optional<String>> externalIp,
             TtlPolicy leases, java.util.function.Predicate<String> owner, Query q) {
         List<Alloc> all = new ArrayList<>();

@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.fabric8.kubernetes.api.model.Pod;
-import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -16,7 +15,7 @@ class AllocViewsQueryTest {
 
     private static List<String> podsOf(String rawQuery) {
         AllocViews.Query q = AllocViews.parseQuery(null, rawQuery, null);
-        return AllocViews.select(PODS, AllocViewsTest.IP, Duration.ZERO, null, q).items().stream()
+        return AllocViews.selectMatching(PODS, AllocViewsTest.IP, AllocViewsTest.NO_TTL, null, q).items().stream()
                 .map(AllocViews.Alloc::pod).toList();
     }
 
@@ -26,7 +25,7 @@ class AllocViewsQueryTest {
 
     @Test
     void itemsComeSortedByNameWhateverThePodOrder() {
-        List<String> names = AllocViews.select(PODS, AllocViewsTest.IP, Duration.ZERO, null,
+        List<String> names = AllocViews.selectMatching(PODS, AllocViewsTest.IP, AllocViewsTest.NO_TTL, null,
                 AllocViews.parseQuery(null, "", null)).items().stream().map(AllocViews.Alloc::name).toList();
         assertThat(names).isEqualTo(namesSorted());
     }
@@ -41,9 +40,11 @@ class AllocViewsQueryTest {
     @Test
     void aPageThatHoldsEverythingLeftHasNoContinueToken() {
         AllocViews.Query exact = AllocViews.parseQuery(null, "limit=3", null);
-        assertThat(AllocViews.select(PODS, AllocViewsTest.IP, Duration.ZERO, null, exact).continueToken()).isEmpty();
+        assertThat(AllocViews.selectMatching(PODS, AllocViewsTest.IP, AllocViewsTest.NO_TTL, null, exact).continueToken())
+                .isEmpty();
         AllocViews.Query shorter = AllocViews.parseQuery(null, "limit=2", null);
-        assertThat(AllocViews.select(PODS, AllocViewsTest.IP, Duration.ZERO, null, shorter).continueToken()).isNotEmpty();
+        assertThat(AllocViews.selectMatching(PODS, AllocViewsTest.IP, AllocViewsTest.NO_TTL, null, shorter).continueToken())
+                .isNotEmpty();
     }
 
     @Test
@@ -120,7 +121,7 @@ class AllocViewsQueryTest {
 
     @Test
     void aListCarriesItsContinueTokenOnlyWhenThereIsOne() {
-        AllocViews.Alloc a = AllocViews.of(PODS.get(0), AllocViewsTest.IP, Duration.ZERO).orElseThrow();
+        AllocViews.Alloc a = AllocViews.of(PODS.get(0), AllocViewsTest.IP, AllocViewsTest.NO_TTL).orElseThrow();
         Map<String, Object> last = AllocViews.list(new AllocViews.Page(List.of(a), ""));
         assertThat(last.get("apiVersion")).isEqualTo(PlaypenKeys.GROUP_VERSION);
         assertThat(last.get("kind")).isEqualTo("AllocList");

@@ -39,11 +39,14 @@ class AllocViewsTest {
     }
 
     static final java.util.function.Function<String, Optional<String>> IP = n -> Optional.of("198.51.100.7");
+    /** Leases of no default TTL, and of a one-hour one (no maximum lifetime). */
+    static final TtlPolicy NO_TTL = new TtlPolicy(Duration.ZERO);
+    static final TtlPolicy HOUR_TTL = new TtlPolicy(Duration.ofHours(1));
 
     @Test
     void objectCarriesSpecStatusAndNeverTheKey() {
         Pod p = claimed("playpen-runner-arm64-51821", "alice", null);
-        AllocViews.Alloc a = AllocViews.of(p, IP, Duration.ofHours(1)).orElseThrow();
+        AllocViews.Alloc a = AllocViews.of(p, IP, HOUR_TTL).orElseThrow();
         Map<String, Object> o = AllocViews.object(a);
         assertThat(o.toString()).isEqualTo("{apiVersion=playpen.unbounded-cloud.io/v1alpha1, kind=Alloc, metadata={name="
                 + Hashes.allocationId("playpen", "playpen-runner-arm64-51821") + ", uid=uid-playpen-runner-arm64-51821, "
@@ -57,21 +60,21 @@ class AllocViewsTest {
     @Test
     void endpointOnAnIpv6NodeBracketsTheAddress() {
         Pod p = claimed("playpen-runner-arm64-51821", "alice", null);
-        AllocViews.Alloc a = AllocViews.of(p, n -> Optional.of("2001:db8::10"), Duration.ofHours(1)).orElseThrow();
+        AllocViews.Alloc a = AllocViews.of(p, n -> Optional.of("2001:db8::10"), HOUR_TTL).orElseThrow();
         assertThat(a.endpoint()).isEqualTo("[2001:db8::10]:51821");
         assertThat(java.net.URI.create("udp://" + a.endpoint()).getPort()).isEqualTo(51821);
-        assertThat(AllocViews.of(p, IP, Duration.ofHours(1)).orElseThrow().endpoint()).isEqualTo("198.51.100.7:51821");
+        assertThat(AllocViews.of(p, IP, HOUR_TTL).orElseThrow().endpoint()).isEqualTo("198.51.100.7:51821");
     }
 
     @Test
     void expiresAtAnnotationWinsOverTheTtlAndNoTtlMeansNone() {
         Pod renewed = claimed("p1", "alice", "2026-01-02T09:00:00Z");
-        assertThat(AllocViews.of(renewed, IP, Duration.ofHours(1)).orElseThrow().expiresAt())
+        assertThat(AllocViews.of(renewed, IP, HOUR_TTL).orElseThrow().expiresAt())
                 .isEqualTo(Instant.parse("2026-01-02T09:00:00Z"));
         Pod bad = claimed("p2", "alice", "tomorrow");
-        assertThat(AllocViews.of(bad, IP, Duration.ofHours(1)).orElseThrow().expiresAt())
+        assertThat(AllocViews.of(bad, IP, HOUR_TTL).orElseThrow().expiresAt())
                 .isEqualTo(CLAIMED.plus(Duration.ofHours(1)));
-        assertThat(AllocViews.of(claimed("p3", "alice", null), IP, Duration.ZERO).orElseThrow().expiresAt()).isNull();
+        assertThat(AllocViews.of(claimed("p3", "alice", null), IP, NO_TTL).orElseThrow().expiresAt()).isNull();
     }
 
     /** kubectl get allocs shows the expiry the operator keeps: a claim without expires-at ends at the lifetime cap. */
@@ -80,7 +83,7 @@ class AllocViewsTest {
         Pod bare = claimed("p4", "alice", null);
         assertThat(AllocViews.of(bare, IP, new TtlPolicy(Duration.ZERO, Duration.ofHours(8))).orElseThrow().expiresAt())
                 .isEqualTo(CLAIMED.plus(Duration.ofHours(8)));
-        assertThat(AllocViews.of(bare, IP, new TtlPolicy(Duration.ZERO)).orElseThrow().expiresAt()).isNull();
+        assertThat(AllocViews.of(bare, IP, NO_TTL).orElseThrow().expiresAt()).isNull();
     }
 
     @Test
@@ -92,7 +95,7 @@ class AllocViewsTest {
         Pod noLabel = new PodBuilder(claimed("p3", "a", null)).editMetadata().removeFromLabels(PlaypenKeys.ALLOCATED)
                 .endMetadata().build();
         for (Pod p : List.of(idle, terminating, noLabel)) {
-            assertThat(AllocViews.of(p, IP, Duration.ZERO)).as(p.getMetadata().getName()).isEmpty();
+            assertThat(AllocViews.of(p, IP, NO_TTL)).as(p.getMetadata().getName()).isEmpty();
         }
     }
 
@@ -100,20 +103,21 @@ class AllocViewsTest {
     void selectFiltersByOwnerNameAndPages() {
         List<Pod> pods = List.of(claimed("a1", "alice", null), claimed("a2", "alice", null), claimed("b1", "bob", null));
         AllocViews.Query all = AllocViews.parseQuery(null, "", null);
-        assertThat(AllocViews.select(pods, IP, Duration.ZERO, Hashes.ownerHash("alice"), all).items())
+        assertThat(AllocViews.selectMatching(pods, IP, NO_TTL, Hashes.ownerHash("alice")::equals, all).items())
                 .extracting(AllocViews.Alloc::pod).containsExactlyInAnyOrder("a1", "a2");
-        assertThat(AllocViews.select(pods, IP, Duration.ZERO, null, all).items()).hasSize(3);
+        assertThat(AllocViews.selectMatching(pods, IP, NO_TTL, null, all).items()).hasSize(3);
         String b1 = Hashes.allocationId("playpen", "b1");
-        assertThat(AllocViews.select(pods, IP, Duration.ZERO, Hashes.ownerHash("alice"),
+        assertThat(AllocViews.selectMatching(pods, IP, NO_TTL, Hashes.ownerHash("alice")::equals,
                 AllocViews.parseQuery(b1, "", null)).items()).isEmpty();
-        AllocViews.Page p1 = AllocViews.select(pods, IP, Duration.ZERO, null, AllocViews.parseQuery(null, "limit=2", null));
+        AllocViews.Page p1 = AllocViews.selectMatching(pods, IP, NO_TTL, null,
+                AllocViews.parseQuery(null, "limit=2", null));
         assertThat(p1.items()).hasSize(2);
-        AllocViews.Page p2 = AllocViews.select(pods, IP, Duration.ZERO, null,
+        AllocViews.Page p2 = AllocViews.selectMatching(pods, IP, NO_TTL, null,
                 AllocViews.parseQuery(null, "limit=2&continue=" + p1.continueToken(), null));
         assertThat(p2.items()).hasSize(1);
         assertThat(p2.continueToken()).isEmpty();
         assertThat(p2.items().get(0).name()).isGreaterThan(p1.items().get(1).name());
-        assertThat(AllocViews.select(pods, IP, Duration.ZERO, null,
+        assertThat(AllocViews.selectMatching(pods, IP, NO_TTL, null,
                 AllocViews.parseQuery(null, "fieldSelector=metadata.name!%3D" + b1, null)).items()).hasSize(2);
     }
 
@@ -150,7 +154,7 @@ class AllocViewsTest {
 
     @Test
     void tableCellsAndColumns() {
-        AllocViews.Alloc a = AllocViews.of(claimed("p1", "alice", null), IP, Duration.ofHours(1)).orElseThrow();
+        AllocViews.Alloc a = AllocViews.of(claimed("p1", "alice", null), IP, HOUR_TTL).orElseThrow();
         AllocViews.Page page = new AllocViews.Page(List.of(a), "");
         AllocViews.Query q = AllocViews.parseQuery(null, "includeObject=None", "application/json;as=Table;v=v1;g=meta.k8s.io");
         Map<String, Object> t = AllocViews.table(page, q, CLAIMED.plusSeconds(125));

@@ -2,7 +2,6 @@ package io.unboundedcloud.playpen.model;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 
@@ -24,7 +23,7 @@ class NamedReadIgnoresListOptionsTest {
         Pod pod = AllocViewsTest.claimed("p1", "alice", null);
         String id = Hashes.allocationId("playpen", "p1");
         AllocViews.Query q = AllocViews.parseQuery(id, LIST_OPTIONS.replace("NAME", id), null);
-        assertThat(AllocViews.select(List.of(pod), AllocViewsTest.IP, Duration.ZERO, null, q).items())
+        assertThat(AllocViews.selectMatching(List.of(pod), AllocViewsTest.IP, AllocViewsTest.NO_TTL, null, q).items())
                 .extracting(AllocViews.Alloc::name).containsExactly(id);
     }
 

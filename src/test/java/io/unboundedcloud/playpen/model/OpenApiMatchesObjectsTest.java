@@ -119,10 +119,10 @@ class OpenApiMatchesObjectsTest {
     void everyFieldOfAnAllocAndAnAllocListIsDeclaredWithItsType() throws Exception {
         List<Pod> pods = List.of(AllocViewsTest.claimed("p1", "alice", null), AllocViewsTest.claimed("p2", "alice",
                 null));
-        AllocViews.Page page = AllocViews.select(pods, AllocViewsTest.IP, Duration.ofHours(1), null,
+        AllocViews.Page page = AllocViews.selectMatching(pods, AllocViewsTest.IP, AllocViewsTest.HOUR_TTL, null,
                 AllocViews.parseQuery(null, "limit=1", null));
         Map<String, Object> one = AllocViews.object(AllocViews.of(pods.get(0), n -> Optional.of("198.51.100.7"),
-                Duration.ofHours(1)).orElseThrow());
+                AllocViewsTest.HOUR_TTL).orElseThrow());
         AllocViews.withKubeconfig(one, "apiVersion: v1\nkind: Config\n");
         assertThat(mismatches(OpenApi.ALLOC_SCHEMA, one)).isEmpty();
         assertThat(mismatches(OpenApi.ALLOC_LIST_SCHEMA, AllocViews.list(page))).isEmpty();

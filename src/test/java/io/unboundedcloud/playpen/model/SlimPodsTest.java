@@ -323,9 +323,9 @@ public class SlimPodsTest {
         f.put("answer", attempt(() -> Json.encode(RESPONSES.build(pod, NODES.apply(
                 pod.getSpec() == null ? null : pod.getSpec().getNodeName()).orElse("")))));
         // the views of kubectl get allocs
-        f.put("view", attempt(() -> AllocViews.of(pod, NODES, LEASES.ttl()).map(AllocViews::object).map(Json::write)
-                .orElse("none")));
-        AllocViews.Page page = AllocViews.select(List.of(pod), NODES, LEASES.ttl(), null,
+        f.put("view", attempt(() -> AllocViews.of(pod, NODES, new TtlPolicy(LEASES.ttl())).map(AllocViews::object)
+                .map(Json::write).orElse("none")));
+        AllocViews.Page page = AllocViews.selectMatching(List.of(pod), NODES, new TtlPolicy(LEASES.ttl()), null,
                 AllocViews.parseQuery(null, "", "application/json"));
         f.put("list", Json.write(AllocViews.list(page)));
         f.put("table", Json.write(AllocViews.table(page, AllocViews.parseQuery(null, "includeObject=Object",
