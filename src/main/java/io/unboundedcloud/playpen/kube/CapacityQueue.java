@@ -25,6 +25,7 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.unboundedcloud.playpen.api.ApiException;
 import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.Candidates;
+import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.ResourceType;
 
 /**
@@ -123,6 +124,12 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
      */
     private volatile boolean anyWaiting;
     private final Map<String, Waiter> byKey = new HashMap<>();
+    /**
+     * Per kind, the keys of its waiters to look up in the claim ledger on its next drain: a pod event showed a claim
+     * of the key (the only change that can make a claim of it stand), or the waiter has just joined (a claim made
+     * between its first try and its joining), or the backstop sweep came. Guarded by this.
+     */
+    private final Map<String, java.util.Set<String>> claimsToCheck = new HashMap<>();
     private final Map<String, AtomicInteger> counts = new ConcurrentHashMap<>();
     private final List<Observer> observers = new CopyOnWriteArrayList<>();
     private volatile java.util.function.Function<AllocCommand, String> afterWait = cmd -> POOLS_ADVICE;
@@ -152,7 +159,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     CapacityQueue(Allocator allocator, Limits limits, Duration sweep) {
         this.allocator = allocator;
         this.limits = limits;
-        timers.scheduleWithFixedDelay(this::requestDrain, sweep.toMillis(), sweep.toMillis(), TimeUnit.MILLISECONDS);
+        timers.scheduleWithFixedDelay(this::sweep, sweep.toMillis(), sweep.toMillis(), TimeUnit.MILLISECONDS);
     }
 
     public void addObserver(Observer o) {
@@ -196,6 +203,8 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
             queues.computeIfAbsent(kind, k -> new ArrayDeque<>()).addLast(w);
             anyWaiting = true;
             byKey.put(cmd.keyHash(), w);
+            // a claim of the key made since the first try above showed none, whose pod event found no waiter
+            toCheck(w);
             counter(cmd).incrementAndGet();
             ticket = subscribe(w, cmd, ownerHash);
         }
@@ -330,8 +339,13 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         if (removed) {
             byKey.remove(w.cmd.keyHash(), w);
             counter(w.cmd).decrementAndGet();
+            java.util.Set<String> keys = claimsToCheck.get(w.kind);
+            if (keys != null) {
+                keys.remove(w.cmd.keyHash());
+            }
             if (q.isEmpty()) {
                 queues.remove(w.kind);
+                claimsToCheck.remove(w.kind);
                 anyWaiting = !queues.isEmpty();
             }
         }
@@ -467,9 +481,40 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     @Override
     public void onPodEvent(PodCache.Change change, Pod pod) {
         // any change can make a pod claimable (Running, Ready, key published, node with an ExternalIP)
-        if (change != PodCache.Change.DELETED) {
-            requestDrain();
+        if (change == PodCache.Change.DELETED) {
+            return;
         }
+        // a claim of a waiter's key that may stand now: the ledger judges a claim only as its own pod's version is
+        // stored, which the cache does before it tells its listeners, so this event is the one to look for it
+        String key = pod == null || !anyWaiting ? "" : ManagedPods.keyHash(pod);
+        if (!key.isEmpty()) {
+            synchronized (this) {
+                Waiter w = byKey.get(key);
+                if (w != null) {
+                    toCheck(w);
+                }
+            }
+        }
+        requestDrain();
+    }
+
+    /** The waiter's key is looked up in the claim ledger on its kind's next drain. Called holding this. */
+    private void toCheck(Waiter w) {
+        claimsToCheck.computeIfAbsent(w.kind, k -> new java.util.LinkedHashSet<>()).add(w.cmd.keyHash());
+    }
+
+    /**
+     * The backstop wake-up: every waiter's key is looked up once more, and every kind drained, should a watch event
+     * ever be missed.
+     */
+    private void sweep() {
+        if (!anyWaiting) {
+            return;
+        }
+        synchronized (this) {
+            byKey.values().forEach(this::toCheck);
+        }
+        requestDrain();
     }
 
     /** Wakes the dispatcher of each kind that has waiters; coalesced: at most one drain queued behind the one running. */
@@ -576,14 +621,24 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     /**
      * The waiters of one kind whose key is claimed by now by another request (on another replica, or one that did
      * not wait): answered that claim as a replay, as the first try of a request of a key that holds one is, instead
-     * of waiting behind a head no pod comes for until their time is up. A passing failure leaves the waiter in line
-     * for a later wake-up; any other (the 409 of a claim made for another request) ends its wait with it.
+     * of waiting behind a head no pod comes for until their time is up. Only the keys a pod event (or the waiter's
+     * joining, or the sweep) named since the last drain are looked up, not every waiter's. A passing failure leaves
+     * the waiter in line, its key looked up again on a later wake-up; any other (the 409 of a claim made for another
+     * request) ends its wait with it.
      */
     private void replayClaimedMeanwhile(String kind) {
-        List<Waiter> waiters;
+        List<Waiter> waiters = new java.util.ArrayList<>();
         synchronized (this) {
-            ArrayDeque<Waiter> q = queues.get(kind);
-            waiters = q == null ? List.of() : List.copyOf(q);
+            java.util.Set<String> keys = claimsToCheck.remove(kind);
+            if (keys == null) {
+                return;
+            }
+            for (String key : keys) {
+                Waiter w = byKey.get(key);
+                if (w != null && w.kind.equals(kind)) {
+                    waiters.add(w);
+                }
+            }
         }
         for (Waiter w : waiters) {
             if (!allocator.knowsStandingClaim(w.cmd.keyHash())) {
@@ -596,7 +651,13 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
                 if (isClosed()) {
                     return;
                 }
-                if (!passing(e) && remove(w)) {
+                if (passing(e)) {
+                    synchronized (this) {
+                        if (byKey.get(w.cmd.keyHash()) == w) {
+                            toCheck(w);
+                        }
+                    }
+                } else if (remove(w)) {
                     finish(w, "failed");
                     w.result.completeExceptionally(e);
                 }
@@ -673,6 +734,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
             queues.clear();
             anyWaiting = false;
             byKey.clear();
+            claimsToCheck.clear();
         }
     }
 }

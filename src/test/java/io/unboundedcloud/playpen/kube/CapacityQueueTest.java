@@ -468,6 +468,84 @@ class CapacityQueueTest {
         assertThat(outcomes).containsExactly(prefix("claimed-elsewhere") + " served");
     }
 
+    /**
+     * A waiter behind a head whose key another request claims meanwhile with another body (a client that reused its
+     * key, here or on another replica) is answered the 409 as soon as the claim shows: no pod turns idle meanwhile
+     * and the backstop sweep is off, so the claim's own pod event is what has its key looked up.
+     */
+    @Test
+    void aWaiterWhoseKeyIsClaimedWithAnotherRequestGetsThe409AsTheClaimShows() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket head = q.await(waiting("head", 30), "owner-a");
+        AllocCommand key = waiting("reused", 30);
+        CapacityQueue.Ticket behind = q.await(key, "owner-b");
+        String pod = r.cluster.create(TestCluster.readyRunner("amd64", 51820, ScriptedReplica.NODE).editStatus()
+                .withPhase("Pending").endStatus()).getMetadata().getName();
+        r.claimElsewhere(pod, ScriptedReplica.otherRequest(key), "owner-b");
+        ApiException e = failure(behind);
+        assertThat(e.code()).isEqualTo(409);
+        assertThat(e.getMessage()).isEqualTo(Allocator.CONFLICT_MESSAGE);
+        assertThat(head.result()).isNotDone();
+        assertThat(q.waiting()).isEqualTo(1);
+        assertThat(q.waitingRequests("owner-b")).isZero();
+        assertThat(outcomes).containsExactly(prefix("reused") + " failed");
+    }
+
+    /**
+     * The claim of a waiter's key shows, but answering it fails for a passing reason (the API server refuses the
+     * write that makes it safe to hand out with a 500): the waiter stays in line, and its key is looked up again on
+     * the next wake-up, which answers it once the API server does, with no new pod event for the key.
+     */
+    @Test
+    void aWaiterWhoseClaimedKeyCouldNotBeAnsweredYetIsAnsweredOnTheNextWakeUp() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket head = q.await(waiting("head", 30), "owner-a");
+        AllocCommand key = waiting("refused-once", 30);
+        CapacityQueue.Ticket behind = q.await(key, "owner-b");
+        String pod = r.cluster.create(TestCluster.readyRunner("amd64", 51820, ScriptedReplica.NODE).editStatus()
+                .withPhase("Pending").endStatus()).getMetadata().getName();
+        OperatorHarness.awaitTrue(() -> r.pods.get(pod).isPresent(), SOON, "the new pod cached");
+        String patch = "PATCH " + ScriptedReplica.podPath(pod);
+        r.watch.hold();
+        r.claimElsewhere(pod, key, "owner-b");
+        int before = r.cluster.requestCount(patch::equals);
+        r.cluster.failBeforeWrite = patch::equals;
+        r.watch.release();
+        // the write and the client's one retry of it (KubeClients), both refused
+        OperatorHarness.awaitTrue(() -> r.cluster.requestCount(patch::equals) >= before + 2, SOON,
+                "the refused writes of the answer");
+        assertThat(behind.result()).as("a waiter whose answer met a 500").isNotDone();
+        r.cluster.failBeforeWrite = k -> false;
+        q.requestDrain();
+        Allocator.Allocation a = served(behind);
+        assertThat(a.replay()).isTrue();
+        assertThat(a.pod().getMetadata().getName()).isEqualTo(pod);
+        assertThat(head.result()).isNotDone();
+        assertThat(outcomes).containsExactly(prefix("refused-once") + " served");
+    }
+
+    /**
+     * Should the queue miss the pod event of a claim of a waiter's key, its backstop sweep still looks the key up:
+     * here the queue hears of no pod event at all, and the waiter behind a head is answered the claim by the sweep.
+     */
+    @Test
+    void theSweepAnswersAWaiterWhoseKeysClaimNoEventShowedTheQueue() throws Exception {
+        r = new ScriptedReplica(0, 0);
+        q = new CapacityQueue(r.allocator, CapacityQueue.Limits.NONE, Duration.ofMillis(200));
+        q.addObserver((cmd, waited, outcome) -> outcomes.add(cmd.keyHashPrefix() + " " + outcome));
+        CapacityQueue.Ticket head = q.await(waiting("head", 60), "owner-a");
+        AllocCommand key = waiting("unheard", 60);
+        CapacityQueue.Ticket behind = q.await(key, "owner-b");
+        String pod = r.cluster.create(TestCluster.readyRunner("amd64", 51820, ScriptedReplica.NODE).editStatus()
+                .withPhase("Pending").endStatus()).getMetadata().getName();
+        r.claimElsewhere(pod, key, "owner-b");
+        Allocator.Allocation a = served(behind);
+        assertThat(a.replay()).isTrue();
+        assertThat(a.pod().getMetadata().getName()).isEqualTo(pod);
+        assertThat(head.result()).isNotDone();
+        assertThat(outcomes).containsExactly(prefix("unheard") + " served");
+    }
+
     @Test
     void aDeallocEndsTheWaitWith410AndNothingIsClaimedForIt() throws Exception {
         start(0, 0, CapacityQueue.Limits.NONE);
