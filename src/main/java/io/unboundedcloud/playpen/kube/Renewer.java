@@ -176,9 +176,9 @@ public final class Renewer {
         }
         Instant next = policy.renewedExpiry(pod, now, ttl);
         Instant max = policy.maxExpiresAt(pod).orElse(null);
-        String written = ManagedPods.annotations(pod).get(PlaypenKeys.EXPIRES_AT);
-        if (TtlPolicy.formatClaimedAt(next).equals(written)) {
-            // already there (a twin request, or asking for less than is left): nothing to write
+        if (TtlPolicy.formatClaimedAt(next).equals(TtlPolicy.formatClaimedAt(policy.expiresAt(pod).orElseThrow()))) {
+            // already there (a twin request, or asking for less than is left), written or, for a claim without
+            // expires-at (the Go operator's), claimed-at + --playpen-ttl: the expiry does not move, nothing to write
             return pinned(pod, settle).map(p -> new Renewal(p, next, max, false));
         }
         try {

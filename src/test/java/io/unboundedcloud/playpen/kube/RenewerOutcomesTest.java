@@ -103,6 +103,33 @@ class RenewerOutcomesTest {
         }
     }
 
+    /**
+     * A claim the Go operator made carries no expires-at: it ends at claimed-at + --playpen-ttl. A renewal asking
+     * for less than is left does not move that expiry, so it writes nothing and is told as unchanged (no Renewed
+     * Event saying the expiry moved), as for a claim that carries its expiry.
+     */
+    @Test
+    void aRenewalOfAClaimWithoutExpiresAtThatWouldNotMoveItsExpiryWritesNothing() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            Pod pod = cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a").editMetadata()
+                    .addToAnnotations(java.util.Map.of(PlaypenKeys.IDEMPOTENCY_KEY_HASH, KEY, PlaypenKeys.CLAIMED_AT,
+                            "2026-01-01T00:00:00Z", PlaypenKeys.CLAIM_SETTLED, "true")).endMetadata());
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            ApiCallCounter calls = new ApiCallCounter();
+            List<Told> told = new CopyOnWriteArrayList<>();
+            Renewer renewer = renewer(cluster, pods, Instant.parse("2026-01-01T00:30:00Z"),
+                    new TtlPolicy(Duration.ofHours(1)), calls, told);
+
+            // 10 minutes asked, 30 minutes left of claimed-at + 1 h
+            Renewer.Renewal r = renewer.renew(pod, KEY, Duration.ofMinutes(10));
+
+            assertThat(r.expiresAt()).isEqualTo(Instant.parse("2026-01-01T01:00:00Z"));
+            assertThat(r.written()).as("nothing moved, so nothing is written").isFalse();
+            assertThat(cluster.requestCount(PATCH_POD::equals)).isZero();
+            assertThat(told).containsExactly(new Told("unchanged", r));
+        }
+    }
+
     @Test
     void aKeyWithNoAllocationIs404() throws Exception {
         try (TestCluster cluster = TestCluster.start()) {
