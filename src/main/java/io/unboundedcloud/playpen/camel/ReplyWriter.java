@@ -133,8 +133,9 @@ public final class ReplyWriter implements Processor {
         if (root instanceof KubernetesClientException kce) {
             LOG.warn("Kubernetes API call failed route={} code={} message={}", exchange.getFromRouteId(), kce.getCode(),
                     kce.getMessage());
-            return HttpReply.status(ApiException.unavailable("the Kubernetes API server could not complete the request",
-                    retryAfterSeconds));
+            // sending the request again is safe (an alloc replays, a dealloc or renewal does what is left to do)
+            return HttpReply.status(ApiException.unavailable("the Kubernetes API server could not complete the request;"
+                    + " try again", retryAfterSeconds));
         }
         LOG.error("request failed route={}", exchange.getFromRouteId(), t);
         return HttpReply.status(ApiException.internal("internal error"));

@@ -89,8 +89,9 @@ class ReplyWriterFailuresTest {
         assertThat(e.getMessage().getHeader("Retry-After")).isEqualTo("7");
         JsonNode s = status(e);
         assertThat(s.get("reason").asText()).isEqualTo("ServiceUnavailable");
-        assertThat(s.get("message").asText()).isEqualTo("the Kubernetes API server could not complete the request")
-                .doesNotContain("etcd");
+        // what to do: the same request again (alloc, dealloc and renewal are safe to send again), after Retry-After
+        assertThat(s.get("message").asText()).isEqualTo("the Kubernetes API server could not complete the request;"
+                + " try again").doesNotContain("etcd");
         assertThat(lines(Level.WARN)).singleElement().satisfies(l ->
                 assertThat(l.getFormattedMessage()).contains("Kubernetes API call failed").contains("code=500"));
 
@@ -99,7 +100,7 @@ class ReplyWriterFailuresTest {
                 new java.net.ConnectException("Connection refused")));
         assertThat(unreachable.getMessage().getHeader(Exchange.HTTP_RESPONSE_CODE)).isEqualTo(503);
         assertThat(status(unreachable).get("message").asText())
-                .isEqualTo("the Kubernetes API server could not complete the request");
+                .isEqualTo("the Kubernetes API server could not complete the request; try again");
     }
 
     @Test
