@@ -309,7 +309,8 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         finish(w, "deallocated");
         LOG.info("left queue key={} kind={} outcome=deallocated", w.cmd.keyHashPrefix(), w.kind);
         w.result.completeExceptionally(new ApiException(410, "Gone",
-                "the allocation was deallocated while it waited for capacity"));
+                "the allocation was deallocated while it waited for capacity: nothing was allocated for this request;"
+                        + " send it again should you still need an allocation"));
         return true;
     }
 

@@ -371,7 +371,8 @@ class WaitingRouteTest {
         assertThat(audit.lines()).extracting(ch.qos.logback.classic.spi.ILoggingEvent::getFormattedMessage)
                 .filteredOn(l -> l.contains(prefix) && l.contains("\"verb\":\"deallocate\""))
                 .singleElement().asString().contains("\"outcome\":\"wait-cancelled\"");
-        assertThat(r.body()).contains("\"message\":\"the allocation was deallocated while it waited for capacity\"");
+        assertThat(r.body()).contains("\"message\":\"the allocation was deallocated while it waited for capacity:"
+                + " nothing was allocated for this request; send it again should you still need an allocation\"");
         assertThat(queue().waiting()).isZero();
         cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
         op.awaitCache(c -> c.size() == 1);

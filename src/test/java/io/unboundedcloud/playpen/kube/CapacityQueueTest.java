@@ -555,7 +555,9 @@ class CapacityQueueTest {
         ApiException e = failure(t);
         assertThat(e.code()).isEqualTo(410);
         assertThat(e.reason()).isEqualTo("Gone");
-        assertThat(e.getMessage()).isEqualTo("the allocation was deallocated while it waited for capacity");
+        // what happened to this request, and what to do should the caller still need an allocation
+        assertThat(e.getMessage()).isEqualTo("the allocation was deallocated while it waited for capacity: nothing"
+                + " was allocated for this request; send it again should you still need an allocation");
         assertThat(q.cancel(ScriptedReplica.cmd("gone").keyHash())).isFalse();
         assertNothingWaits();
         addRunner(51820);
