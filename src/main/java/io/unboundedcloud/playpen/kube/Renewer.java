@@ -59,6 +59,7 @@ public final class Renewer {
     private final ApiCallCounter calls;
     private final List<Observer> observers = new CopyOnWriteArrayList<>();
     private final ClaimResolver resolver;
+    private final ClaimWriter writer;
     private final int retryAfterSeconds;
 
     public Renewer(KubernetesClient client, PodCache pods, TtlPolicy policy, Clock clock, ApiCallCounter calls) {
@@ -74,7 +75,8 @@ public final class Renewer {
         this.clock = clock;
         this.calls = calls;
         this.retryAfterSeconds = retryAfterSeconds;
-        this.resolver = new ClaimResolver(pods, new ClaimWriter(client, clock, calls), retryAfterSeconds);
+        this.writer = new ClaimWriter(client, clock, calls);
+        this.resolver = new ClaimResolver(pods, writer, retryAfterSeconds);
     }
 
     public void addObserver(Observer o) {
@@ -120,7 +122,7 @@ public final class Renewer {
             // the key's standing claim as the API server has it now, whichever replica made it
             Optional<ClaimResolver.Standing> standing = resolver.standing(keyHash, true, deadline);
             if (standing.isEmpty()) {
-                if (pods.claimsOf(keyHash).stream().anyMatch(ClaimLedger.Claim::terminating)) {
+                if (beingDeleted(keyHash)) {
                     throw gone(); // held until now, and being deleted
                 }
                 throw ApiException.notFound(NOT_FOUND);
@@ -134,6 +136,18 @@ public final class Renewer {
             }
         }
         throw keptChanging();
+    }
+
+    /**
+     * A pod of the key is being deleted: as this replica's watch has it, or else as the API server has it now (a
+     * consistent LIST by the key's label), since the watch may not have delivered a delete made elsewhere (the TTL on
+     * the leader, a dealloc through another replica) while the pod is still there.
+     */
+    private boolean beingDeleted(String keyHash) {
+        if (pods.claimsOf(keyHash).stream().anyMatch(ClaimLedger.Claim::terminating)) {
+            return true;
+        }
+        return writer.claimedWith(pods.namespace(), keyHash, List.of()).stream().anyMatch(ManagedPods::isTerminating);
     }
 
     private Renewal renewPod(Pod cached, String keyHash, Duration ttl) {

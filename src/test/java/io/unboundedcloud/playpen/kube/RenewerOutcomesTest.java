@@ -158,6 +158,37 @@ class RenewerOutcomesTest {
         }
     }
 
+    /**
+     * The allocation is being deleted (by the TTL or a dealloc through another replica) and this replica's watch has
+     * not delivered that pod yet: the API server still has the pod, so the renewal is 410 as the docs say, not the
+     * 404 of a key that holds nothing; nothing is written.
+     */
+    @Test
+    void aClaimBeingDeletedThatThisReplicasWatchHasNotSeenIs410() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            Pod pod = cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a").editMetadata()
+                    .addToLabels(PlaypenKeys.KEY_HASH_LABEL, ClaimWriter.labelValue(KEY))
+                    .addToAnnotations(java.util.Map.of(PlaypenKeys.IDEMPOTENCY_KEY_HASH, KEY, PlaypenKeys.CLAIMED_AT,
+                            "2026-01-01T00:00:00Z", PlaypenKeys.EXPIRES_AT, "2026-01-01T01:00:00Z")).endMetadata());
+            // the API server has it being deleted (graceful deletion: the pod is still there)
+            Pod terminating = new PodBuilder(pod).editMetadata().withDeletionTimestamp("2026-01-01T00:20:00Z")
+                    .endMetadata().build();
+            cluster.server.expect().get().withPath("/api/v1/namespaces/" + TestCluster.NS + "/pods?labelSelector="
+                    + java.net.URLEncoder.encode(PlaypenKeys.KEY_HASH_LABEL + "=" + ClaimWriter.labelValue(KEY),
+                            java.nio.charset.StandardCharsets.UTF_8))
+                    .andReturn(200, new io.fabric8.kubernetes.api.model.PodListBuilder().withNewMetadata()
+                            .withResourceVersion(pod.getMetadata().getResourceVersion()).endMetadata()
+                            .addToItems(terminating).build()).always();
+            // a watch that has delivered nothing of it: the cache is empty
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            List<Told> told = new CopyOnWriteArrayList<>();
+            Renewer renewer = renewer(cluster, pods, Instant.parse("2026-01-01T00:30:00Z"),
+                    new TtlPolicy(Duration.ofHours(1)), new ApiCallCounter(), told);
+            assertRefusedUnwritten(cluster, () -> renewer.renew(KEY, Duration.ofHours(1)), 410, Renewer.GONE, told,
+                    "gone");
+        }
+    }
+
     @Test
     void aClaimDeletedBetweenTheReadAndTheWriteIs410AndLeavesTheCache() throws Exception {
         try (TestCluster cluster = TestCluster.start()) {
