@@ -291,7 +291,7 @@ public record OperatorConfig(
                 v.intIn(Flag.DEV_OPERATORS, 0, 1), v.operatorAddrs(Flag.DEV_OPERATOR_ADDRS),
                 v.intIn(Flag.MAX_ALLOCS_PER_USER, 0, 1_000_000),
                 servingCertRenewal(v),
-                new LeaseLimits(maxTtl(v, ttl), v.duration(Flag.PLAYPEN_MAX_LIFETIME),
+                new LeaseLimits(maxTtl(v, ttl), maxLifetime(v),
                         v.intIn(Flag.MAX_WAIT, 0, 3600)),
                 waitingLimits(v), health[0], Integer.parseInt(health[1]),
                 v.origins(Flag.MANAGEMENT_ALLOWED_ORIGINS), v.hostNames(Flag.MANAGEMENT_ALLOWED_HOSTS),
@@ -397,6 +397,9 @@ public record OperatorConfig(
      */
     private static Duration maxTtl(Values v, Duration ttl) {
         Duration max = positive(v, Flag.PLAYPEN_MAX_TTL);
+        if (max.compareTo(Duration.ofSeconds(1)) < 0) {
+            throw v.bad(Flag.PLAYPEN_MAX_TTL, "must be at least 1s, the shortest ttl an alloc or renewal may ask for");
+        }
         if (ttl.compareTo(max) <= 0) {
             return max;
         }
@@ -405,6 +408,16 @@ public record OperatorConfig(
         }
         throw v.bad(Flag.PLAYPEN_MAX_TTL, "must not be less than --playpen-ttl (" + v.str(Flag.PLAYPEN_TTL).trim()
                 + "), the ttl of an alloc or renewal that asks for none; raise it or lower --playpen-ttl");
+    }
+
+    /** --playpen-max-lifetime: 0 (no cap) or at least 1s (expiry is kept in whole seconds). */
+    private static Duration maxLifetime(Values v) {
+        Duration cap = v.duration(Flag.PLAYPEN_MAX_LIFETIME);
+        if (!cap.isZero() && cap.compareTo(Duration.ofSeconds(1)) < 0) {
+            throw v.bad(Flag.PLAYPEN_MAX_LIFETIME, "must be 0 (no cap) or at least 1s: expiry is kept in whole seconds,"
+                    + " so a shorter cap would end every allocation at its claim");
+        }
+        return cap;
     }
 
     private static Duration positive(Values v, Flag f) {

@@ -460,6 +460,26 @@ public class OperatorConfigTest {
                     .hasMessageContaining("--dev-operator");
         }
     }
+    /**
+     * Expiry is kept in whole seconds and a ttl is at least 1s: a lifetime cap under a second would end every
+     * allocation at its claim, and a longest ttl under a second would refuse every ttl asked for. Refused at startup.
+     */
+    @Test
+    void aLifetimeCapOrLongestTtlUnderASecondIsRefusedAtStartup() {
+        assertThatThrownBy(() -> OperatorConfig.parse("--playpen-max-lifetime=500ms"))
+                .isInstanceOf(ConfigException.class)
+                .hasMessage("invalid value \"500ms\" for flag --playpen-max-lifetime: must be 0 (no cap) or at least 1s:"
+                        + " expiry is kept in whole seconds, so a shorter cap would end every allocation at its claim");
+        assertThatThrownBy(() -> OperatorConfig.parse("--playpen-ttl=0", "--playpen-max-ttl=999ms"))
+                .isInstanceOf(ConfigException.class)
+                .hasMessage("invalid value \"999ms\" for flag --playpen-max-ttl: must be at least 1s, the shortest ttl an"
+                        + " alloc or renewal may ask for");
+        assertThat(OperatorConfig.parse("--playpen-max-lifetime=1s").leases().maxLifetime()).isEqualTo(Duration.ofSeconds(1));
+        assertThat(OperatorConfig.parse("--playpen-max-lifetime=0").leases().maxLifetime()).isZero();
+        assertThat(OperatorConfig.parse("--playpen-ttl=0", "--playpen-max-ttl=1s").leases().maxTtl())
+                .isEqualTo(Duration.ofSeconds(1));
+    }
+
     @Test
     void theDefaultTtlIsNeverAboveTheLongestTtlAnAllocMayAskFor() {
         // the Go operator's flag alone: allocations last as long as they did under it, and asking for that ttl
