@@ -283,13 +283,19 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
             releaseSlot.run();
         });
         return new Ticket(result, () -> {
-            releaseSlot.run();
-            if (left.compareAndSet(false, true) && !w.result.isDone() && w.clients.decrementAndGet() == 0) {
-                if (remove(w)) {
-                    LOG.info("left queue key={} kind={} outcome=client-gone", w.cmd.keyHashPrefix(), w.kind);
-                    finish(w, "left");
-                    w.result.completeExceptionally(new ApiException(499, "ClientClosedRequest", "client left"));
-                }
+            // counted out and (the last client) the wait ended in one step under this lock, which a retry of the
+            // key joins under (await), as when a client's time is up: one that joins meanwhile keeps the wait, and
+            // is not answered this client's 499
+            boolean ended;
+            synchronized (this) {
+                releaseSlot.run();
+                ended = left.compareAndSet(false, true) && !w.result.isDone() && w.clients.decrementAndGet() == 0
+                        && remove(w);
+            }
+            if (ended) {
+                LOG.info("left queue key={} kind={} outcome=client-gone", w.cmd.keyHashPrefix(), w.kind);
+                finish(w, "left");
+                w.result.completeExceptionally(new ApiException(499, "ClientClosedRequest", "client left"));
             }
         });
     }

@@ -876,4 +876,31 @@ class CapacityQueueTest {
         q.requestDrain();
         q.onPodEvent(PodCache.Change.UPDATED, null);
     }
+
+    /**
+     * A request sent again with its key just as the only client of the wait leaves joins the wait and keeps waiting:
+     * it is not answered the leaving client's 499. The leaving counts the client out and ends the wait in one step
+     * under the queue's lock, which a retry joins under; the test holds that lock while the leaving is under way
+     * (its thread waits for the lock inside the queue), and sends the retry then.
+     */
+    @Test
+    void aRetryThatJoinsAsTheOnlyClientLeavesKeepsWaiting() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket first = q.await(waiting("edge", 30), "owner-a");
+        Thread leaving = new Thread(() -> first.subscription().leave(), "client-leaving");
+        CapacityQueue.Ticket retry;
+        synchronized (q) {
+            leaving.start();
+            OperatorHarness.awaitTrue(() -> blockedInQueue("client-leaving"), SOON,
+                    "the client's leaving waiting for the queue");
+            retry = q.await(waiting("edge", 30), "owner-a");
+        }
+        leaving.join();
+        assertThat(retry.result()).as("the retry's answer").isNotDone();
+        assertThat(q.waiting()).as("waits").isEqualTo(1);
+        assertThat(q.waitingRequests("owner-a")).isEqualTo(1);
+        String pod = addRunner(51820);
+        assertThat(served(retry).pod().getMetadata().getName()).isEqualTo(pod);
+        assertThat(outcomes).containsExactly(prefix("edge") + " served");
+    }
 }
