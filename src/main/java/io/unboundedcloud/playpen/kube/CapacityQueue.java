@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
@@ -263,6 +264,8 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     private Ticket subscribe(Waiter w, AllocCommand cmd, String ownerHash) {
         w.clients.incrementAndGet();
         AtomicBoolean left = new AtomicBoolean();
+        // set when this client leaves (its connection closed) before its time is up
+        AtomicBoolean gone = new AtomicBoolean();
         w.arrived(left);
         AtomicBoolean released = new AtomicBoolean();
         Runnable releaseSlot = () -> {
@@ -271,9 +274,16 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
             }
         };
         // at most one client is answered the claim as new (the one a client gone before its answer takes back, see
-        // ApiFlows#allocate), and only when no other client is answered it; the others get it as a replay
-        CompletableFuture<Allocator.Allocation> result = w.result.thenApply(a -> a.replay() || w.claimant(left) ? a
-                : new Allocator.Allocation(a.pod(), a.externalIp(), true));
+        // ApiFlows#allocate), and only when no other client is answered it; the others get it as a replay. A client
+        // that left is answered 499 when the wait ends without a pod: the wait's 503 "no idle" would count it as
+        // demand for the pool (ApiFlows), and it waits for nothing any more.
+        CompletableFuture<Allocator.Allocation> result = w.result.handle((a, e) -> {
+            if (e == null) {
+                return a.replay() || w.claimant(left) ? a : new Allocator.Allocation(a.pod(), a.externalIp(), true);
+            }
+            throw gone.get() ? new CompletionException(new ApiException(499, "ClientClosedRequest", "client left"))
+                    : e instanceof CompletionException c ? c : new CompletionException(e);
+        });
         // each client waits as long as it asked: a retry of the key need not ask for the first request's time
         ScheduledFuture<?> timer = timers.schedule(() -> timeUp(w, cmd, left, result), cmd.waitSeconds(),
                 TimeUnit.SECONDS);
@@ -289,8 +299,8 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
             boolean ended;
             synchronized (this) {
                 releaseSlot.run();
-                ended = left.compareAndSet(false, true) && !w.result.isDone() && w.clients.decrementAndGet() == 0
-                        && remove(w);
+                ended = left.compareAndSet(false, true) && gone.compareAndSet(false, true) && !w.result.isDone()
+                        && w.clients.decrementAndGet() == 0 && remove(w);
             }
             if (ended) {
                 LOG.info("left queue key={} kind={} outcome=client-gone", w.cmd.keyHashPrefix(), w.kind);

@@ -903,4 +903,24 @@ class CapacityQueueTest {
         assertThat(served(retry).pod().getMetadata().getName()).isEqualTo(pod);
         assertThat(outcomes).containsExactly(prefix("edge") + " served");
     }
+
+    /**
+     * A client of a shared wait that left before the wait ended in vain is answered 499, not the wait's 503 "no
+     * idle": that 503 is counted as demand for the pool, and a client that left waits for no pod.
+     */
+    @Test
+    void aClientThatLeftASharedWaitIsNotAnsweredItsWaitInVain() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket first = q.await(waiting("twin", 1), "owner-a");
+        CapacityQueue.Ticket retry = q.await(waiting("twin", 1), "owner-a");
+        first.subscription().leave();
+        ApiException stayed = failure(retry);
+        assertThat(stayed.code()).isEqualTo(503);
+        assertThat(stayed.getMessage()).startsWith("no idle");
+        ApiException left = failure(first);
+        assertThat(left.code()).as("the answer of the client that left: " + left.getMessage()).isEqualTo(499);
+        OperatorHarness.awaitTrue(() -> q.waitingRequests() == 0, SOON, "every slot freed");
+        assertNothingWaits();
+        assertThat(outcomes).containsExactly(prefix("twin") + " timeout");
+    }
 }
