@@ -419,9 +419,33 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         } catch (RuntimeException e) {
             unavailable = ApiException.unavailable("no idle playpen pods are available", 1);
         }
-        unavailable = unavailable.withAdvice(waitedAdvice(cmd.waitSeconds()) + afterWait.apply(cmd));
-        int retryAfter = afterWaitRetryAfter.applyAsInt(cmd);
+        unavailable = unavailable.withAdvice(waitedAdvice(cmd.waitSeconds()) + afterWaitAdvice(cmd));
+        int retryAfter = afterWaitRetryAfter(cmd);
         return retryAfter > 0 ? unavailable.withRetryAfter(retryAfter) : unavailable;
+    }
+
+    /**
+     * {@link #afterWait}'s advice for {@code cmd}; {@link #POOLS_ADVICE} if it fails (logged): this runs on the
+     * timer thread, which would swallow the error and leave the client unanswered.
+     */
+    private String afterWaitAdvice(AllocCommand cmd) {
+        try {
+            return afterWait.apply(cmd);
+        } catch (RuntimeException e) {
+            LOG.warn("after-wait advice failed key={} outcome=default-advice error={}", cmd.keyHashPrefix(), describe(e));
+            return POOLS_ADVICE;
+        }
+    }
+
+    /** {@link #afterWaitRetryAfter} for {@code cmd}; 0 (the default Retry-After) if it fails (logged). */
+    private int afterWaitRetryAfter(AllocCommand cmd) {
+        try {
+            return afterWaitRetryAfter.applyAsInt(cmd);
+        } catch (RuntimeException e) {
+            LOG.warn("after-wait Retry-After failed key={} outcome=default-retry-after error={}", cmd.keyHashPrefix(),
+                    describe(e));
+            return 0;
+        }
     }
 
     /** What a request whose claims failed for a passing reason is told when its time is up. */

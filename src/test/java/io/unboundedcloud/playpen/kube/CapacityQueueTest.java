@@ -923,4 +923,40 @@ class CapacityQueueTest {
         assertNothingWaits();
         assertThat(outcomes).containsExactly(prefix("twin") + " timeout");
     }
+
+    /**
+     * The operator's after-wait advice and Retry-After fail: a request that waited in vain is answered its 503 all
+     * the same, with the default advice and Retry-After, as the last client of its wait and as one that leaves a
+     * wait others go on with; the failure is logged.
+     */
+    @Test
+    void aWaitInVainIsAnsweredAlsoWhenTheAfterWaitHooksFail() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        q.afterWait(cmd -> {
+            throw new IllegalStateException("advice broken");
+        }, cmd -> {
+            throw new IllegalStateException("retry-after broken");
+        });
+        CapacityQueue.Ticket patient = q.await(waiting("patient", 30), "owner-a");
+        CapacityQueue.Ticket hurried = q.await(waiting("patient", 1), "owner-a");
+        CapacityQueue.Ticket late = q.await(waiting("late", 1), "owner-b");
+        for (CapacityQueue.Ticket t : List.of(hurried, late)) {
+            ApiException e = failure(t);
+            assertThat(e.code()).isEqualTo(503);
+            assertThat(e.headers()).containsEntry("Retry-After", "1");
+            assertThat(e.getMessage()).isEqualTo("no idle amd64 playpen runner pods are available; none became idle"
+                    + " in the 1 second this request waited" + CapacityQueue.POOLS_ADVICE);
+        }
+        assertThat(patient.result()).isNotDone();
+        assertThat(outcomes).containsExactly(prefix("late") + " timeout");
+        assertThat(logs.lines()).anySatisfy(l -> {
+            assertThat(l.getLevel()).isEqualTo(ch.qos.logback.classic.Level.WARN);
+            assertThat(l.getFormattedMessage()).startsWith("after-wait advice failed").contains("advice broken");
+        });
+        assertThat(logs.lines()).anySatisfy(l -> {
+            assertThat(l.getLevel()).isEqualTo(ch.qos.logback.classic.Level.WARN);
+            assertThat(l.getFormattedMessage()).startsWith("after-wait Retry-After failed")
+                    .contains("retry-after broken");
+        });
+    }
 }
