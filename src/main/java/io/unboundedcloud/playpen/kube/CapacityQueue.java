@@ -417,7 +417,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         try {
             unavailable = allocator.unavailable(cmd);
         } catch (RuntimeException e) {
-            unavailable = ApiException.unavailable("no idle playpen pods are available", 1);
+            unavailable = ApiException.unavailable("no idle playpen pods are available", allocator.retryAfterSeconds());
         }
         unavailable = unavailable.withAdvice(waitedAdvice(cmd.waitSeconds()) + afterWaitAdvice(cmd));
         int retryAfter = afterWaitRetryAfter(cmd);

@@ -959,4 +959,28 @@ class CapacityQueueTest {
                     .contains("retry-after broken");
         });
     }
+
+    /**
+     * A wait in vain whose reasons cannot be read (the pods' hand-out policy fails as its 503 is built) is answered
+     * the plain "no idle" 503 with the configured Retry-After (--retry-after-seconds), not 1 second.
+     */
+    @Test
+    void aWaitInVainWhoseReasonsFailCarriesTheConfiguredRetryAfter() throws Exception {
+        start(1, 0, CapacityQueue.Limits.NONE);
+        // the one idle pod is held back from the claims, and the policy fails when the 503 is built (timer thread)
+        io.unboundedcloud.playpen.model.Candidates failing = new io.unboundedcloud.playpen.model.Candidates(
+                io.unboundedcloud.playpen.model.LabelSelector.equality(java.util.Map.of()), (kind, pod, ip) -> {
+                    if (Thread.currentThread().getName().equals("capacity-timeouts")) {
+                        throw new IllegalStateException("policy broken");
+                    }
+                    return "held back";
+                });
+        Allocator allocator = new Allocator(r.pods, r.nodes, r.writer, failing, 7);
+        try (CapacityQueue queue = new CapacityQueue(allocator, CapacityQueue.Limits.NONE, Duration.ofHours(1))) {
+            ApiException e = failure(queue.await(waiting("late", 1), "owner-a"));
+            assertThat(e.code()).isEqualTo(503);
+            assertThat(e.getMessage()).startsWith("no idle playpen pods are available; none became idle in the 1");
+            assertThat(e.headers()).containsEntry("Retry-After", "7");
+        }
+    }
 }
