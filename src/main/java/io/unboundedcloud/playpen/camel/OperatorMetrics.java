@@ -121,10 +121,7 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
                 .description("Kubernetes events the API server refused for another reason than RBAC").register(registry);
     }
 
-    /**
-     * playpen_waiting_requests{resource_type,variant}: allocs waiting for capacity now, per runner architecture and
-     * configured control-plane version.
-     */
+    /** playpen_claims_rolled_back: claims this replica wrote and took back. */
     public void bindAllocator(io.unboundedcloud.playpen.kube.Allocator allocator) {
         FunctionCounter.builder("playpen_claims_rolled_back", allocator, io.unboundedcloud.playpen.kube.Allocator::rollbacks)
                 .description("claims this replica wrote and took back: they lost to an earlier claim of their key or "
@@ -132,6 +129,10 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
                 .register(registry);
     }
 
+    /**
+     * playpen_waiting_requests{resource_type,variant}: allocs waiting for capacity now, per runner architecture and
+     * configured control-plane version.
+     */
     public void bindWaiting(OperatorConfig config, PodTemplates templates,
             io.unboundedcloud.playpen.kube.CapacityQueue queue) {
         for (PoolTarget t : new PoolPlanner(config, templates).desired().keySet()) {
