@@ -15,6 +15,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -143,7 +144,23 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         final AtomicBoolean pending = new AtomicBoolean();
         final ExecutorService thread = Executors.newSingleThreadExecutor(DaemonThreads.named("capacity-dispatch"));
     }
-    private final ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("capacity-timeouts"));
+    /** The 503 of a request that would wait, or still waits, while this replica shuts down. */
+    static final String SHUTTING_DOWN = "the operator is shutting down; send the request again: another replica"
+            + " answers it";
+    private final ScheduledExecutorService timers = timers();
+
+    /** The clients' timers; a timer cancelled (its client answered first) is dropped at once, not kept until due. */
+    private static ScheduledExecutorService timers() {
+        ScheduledThreadPoolExecutor t = new ScheduledThreadPoolExecutor(1,
+                DaemonThreads.named("capacity-timeouts"));
+        t.setRemoveOnCancelPolicy(true);
+        return t;
+    }
+
+    /** Client timers not yet run nor dropped (tests: an answered client's timer is not kept). */
+    int pendingTimers() {
+        return ((ScheduledThreadPoolExecutor) timers).getQueue().size();
+    }
 
     /** Set by {@link #close}: a request that would wait is answered 503 at once. Guarded by this. */
     private boolean closed;
@@ -189,7 +206,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         allocator.requireQuota(cmd, ownerHash);
         synchronized (this) {
             if (closed) {
-                throw ApiException.unavailable("the operator is shutting down", 1);
+                throw ApiException.unavailable(SHUTTING_DOWN, 1);
             }
             Waiter twin = byKey.get(cmd.keyHash());
             if (twin != null) {
@@ -769,7 +786,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
                     Waiter w = it.next();
                     counter(w.cmd).decrementAndGet();
                     finish(w, "shutdown");
-                    w.result.completeExceptionally(ApiException.unavailable("the operator is shutting down", 1));
+                    w.result.completeExceptionally(ApiException.unavailable(SHUTTING_DOWN, 1));
                 }
             }
             queues.clear();

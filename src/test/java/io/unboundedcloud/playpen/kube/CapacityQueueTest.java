@@ -134,6 +134,22 @@ class CapacityQueueTest {
         assertThat(outcomes).hasSize(1);
     }
 
+    /**
+     * A client answered before its time is up leaves no timer behind: with the longest wait allowed and hundreds of
+     * clients waiting, each answered one's timer would otherwise stay in memory until its whole wait had passed.
+     */
+    @Test
+    void anAnsweredClientsTimerIsDroppedAtOnce() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        // the backstop sweep's timer (an hour here, so it never runs within the test) is there from the start
+        int before = q.pendingTimers();
+        CapacityQueue.Ticket t = q.await(waiting("answered", 3600), "owner-a");
+        assertThat(q.pendingTimers()).isEqualTo(before + 1);
+        addRunner(51820);
+        assertThat(served(t).replay()).isFalse();
+        OperatorHarness.awaitTrue(() -> q.pendingTimers() == before, SOON, "the answered client's timer dropped");
+    }
+
     @Test
     void waitersAreServedInArrivalOrderAsPodsTurnIdle() throws Exception {
         start(0, 0, CapacityQueue.Limits.NONE);
@@ -822,7 +838,7 @@ class CapacityQueueTest {
         for (CapacityQueue.Ticket t : List.of(head, behind)) {
             ApiException e = failure(t);
             assertThat(e.code()).isEqualTo(503);
-            assertThat(e.getMessage()).isEqualTo("the operator is shutting down");
+            assertThat(e.getMessage()).isEqualTo(CapacityQueue.SHUTTING_DOWN);
         }
         assertThat(outcomes).containsExactlyInAnyOrder(prefix("head") + " shutdown", prefix("behind") + " shutdown");
         OperatorHarness.awaitTrue(() -> !ManagedPods.isClaimed(r.inApi(pod)), SOON, "the head's claim taken back");
@@ -867,7 +883,7 @@ class CapacityQueueTest {
         for (CapacityQueue.Ticket t : List.of(a, b)) {
             ApiException e = failure(t);
             assertThat(e.code()).isEqualTo(503);
-            assertThat(e.getMessage()).isEqualTo("the operator is shutting down");
+            assertThat(e.getMessage()).isEqualTo(CapacityQueue.SHUTTING_DOWN);
         }
         // the wait metric hears of both waits as ended by the shutdown
         assertThat(outcomes).containsExactlyInAnyOrder(prefix("a") + " shutdown", prefix("b") + " shutdown");
