@@ -69,19 +69,30 @@ final class StandInK3s implements AutoCloseable {
         return server.port();
     }
 
-    /** Written whole (temp file, then rename), so the helper never publishes half a kubeconfig. */
+    /**
+     * Written whole (temp file, then rename), so the helper never publishes half a kubeconfig. The temp file is a new
+     * file with a name of its own, readable by its owner only from its creation: a file or link planted beside the
+     * kubeconfig is never written through, and nobody else can open the admin credentials while they are written.
+     * The requested mode is applied before the rename.
+     */
     static void writeKubeconfig(Path file, String mode, String content) throws IOException {
-        if (file.getParent() != null) {
-            Files.createDirectories(file.getParent());
-        }
-        Path tmp = file.resolveSibling("." + file.getFileName() + ".tmp");
-        Files.writeString(tmp, content, StandardCharsets.UTF_8);
+        Set<PosixFilePermission> wanted = permissions(mode == null || mode.isBlank() ? "0600" : mode);
+        Path dir = file.toAbsolutePath().getParent();
+        Files.createDirectories(dir);
+        boolean posix = dir.getFileSystem().supportedFileAttributeViews().contains("posix");
+        Path tmp = posix
+                ? Files.createTempFile(dir, "." + file.getFileName() + ".", ".tmp",
+                        PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")))
+                : Files.createTempFile(dir, "." + file.getFileName() + ".", ".tmp");
         try {
-            Files.setPosixFilePermissions(tmp, permissions(mode == null || mode.isBlank() ? "0600" : mode));
-        } catch (UnsupportedOperationException e) {
-            // not a POSIX file system: keep the default permissions
+            Files.writeString(tmp, content, StandardCharsets.UTF_8);
+            if (posix) {
+                Files.setPosixFilePermissions(tmp, wanted);
+            }
+            Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        } finally {
+            Files.deleteIfExists(tmp);
         }
-        Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
     }
 
     /** An octal mode such as 0644 as POSIX permissions; anything else is an error naming the flag. */
