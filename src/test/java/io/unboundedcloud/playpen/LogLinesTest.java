@@ -34,4 +34,32 @@ class LogLinesTest {
                 .contains("user=mallory?2026-01-01T00:00:00Z INFO forged");
         ctx.stop();
     }
+
+    /**
+     * An exception's message can quote a client too: its stack trace is written on the event's line, with the same
+     * replacement of control characters and line breaks, so it cannot start a line of its own either.
+     */
+    @Test
+    void aStackTraceCannotStartALineOfItsOwn() throws Exception {
+        LoggerContext ctx = new LoggerContext();
+        JoranConfigurator jc = new JoranConfigurator();
+        jc.setContext(ctx);
+        jc.doConfigure(LogLinesTest.class.getResource("/logback.xml"));
+        ch.qos.logback.classic.Logger root = ctx.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
+        @SuppressWarnings("unchecked")
+        OutputStreamAppender<ch.qos.logback.classic.spi.ILoggingEvent> out =
+                (OutputStreamAppender<ch.qos.logback.classic.spi.ILoggingEvent>) root.getAppender("OUT");
+        IllegalStateException thrown = new IllegalStateException("bad name mallory\n2026-01-01T00:00:00Z INFO forged"
+                + "\u0085\u2028\u2029\r\u000b\u001b[31m", new IllegalArgumentException("cause\nINFO forged cause"));
+        LoggingEvent e = new LoggingEvent("x", root, Level.WARN, "request failed", thrown, null);
+        String line = new String(out.getEncoder().encode(e), StandardCharsets.UTF_8);
+        assertThat(line).endsWith("\n");
+        String body = line.substring(0, line.length() - 1);
+        assertThat(body).doesNotContain("\n").doesNotContain("\r").doesNotContain("\u0085").doesNotContain("\u2028")
+                .doesNotContain("\u2029").doesNotContain("\u000b").doesNotContain("\u001b")
+                .contains("request failed").contains("java.lang.IllegalStateException: bad name mallory")
+                .contains("2026-01-01T00:00:00Z INFO forged").contains("Caused by: java.lang.IllegalArgumentException")
+                .contains("at io.unboundedcloud.playpen.LogLinesTest.aStackTraceCannotStartALineOfItsOwn");
+        ctx.stop();
+    }
 }
