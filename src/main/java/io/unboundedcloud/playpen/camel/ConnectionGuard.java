@@ -281,12 +281,29 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                 // first byte of the next request on a kept-alive connection: its head gets the deadline
                 phase = Phase.HEAD;
                 headBytes = 0;
+                if (trusted) {
+                    stillTrusted(ctx);
+                }
                 arm(ctx, limits.headerTimeout(), "request head");
             }
             if (phase == Phase.HEAD) {
                 headBytes += n;
             }
             return true;
+        }
+
+        /**
+         * At the start of each later request head: a connection whose certificate the trust bundle no longer trusts
+         * (its CA removed or expired) is from now on one without a trusted certificate, with that head budget, body
+         * budget and cap on such connections.
+         */
+        private void stillTrusted(ChannelHandlerContext ctx) {
+            try {
+                authenticator.verifyPeer(peerChain(ctx));
+            } catch (ApiException e) {
+                trusted = false;
+                addUnauthenticated(ctx.channel());
+            }
         }
 
         /** After the decoder ran on those bytes: a head still incomplete beyond the budget is refused. */

@@ -151,6 +151,42 @@ class ConnectionBoundsRouteTest {
         }
     }
 
+    /**
+     * Once the trust bundle no longer trusts a connection's certificate, its next request head gets the budget of a
+     * client without a trusted certificate (8 KiB), not the 1 MiB a trusted one may send: a head past it is a 431
+     * Status as soon as the budget is spent, not held until the head deadline.
+     */
+    @Test
+    void aConnectionWhoseCertificateIsNoLongerTrustedGetsTheUnauthenticatedHeadBudget() throws Exception {
+        Pki.Issued otherCa = Pki.selfSigned(Pki.Subject.cn("front-proxy-ca"), Pki.Usage.CA,
+                java.time.Instant.now().minusSeconds(60), Duration.ofDays(30));
+        try (SSLSocket s = tls(cluster.frontProxyClient)) {
+            OutputStream out = s.getOutputStream();
+            out.write("GET /apis/playpen.unbounded-cloud.io HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            assertThat(readOne(s)).as("trusted at first").startsWith("HTTP/1.1 200 ");
+
+            cluster.setTrust(otherCa.certificatePem(), "[\"front-proxy-client\"]");
+            OperatorHarness.awaitTrue(() -> freshDiscovery(cluster.frontProxyClient).startsWith("HTTP/1.1 403 "),
+                    Duration.ofSeconds(60), "the old front-proxy CA to be refused");
+
+            // 64 KiB of head, never finished: only the head budget can answer it before the head deadline closes
+            StringBuilder head = new StringBuilder("POST " + ALLOCS + " HTTP/1.1\r\nHost: x\r\n");
+            while (head.length() < 65_536) {
+                head.append("X-Remote-Group: ").append("g".repeat(1000)).append("\r\n");
+            }
+            out.write(head.toString().getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            String r = readAll(s);
+            assertThat(r).startsWith("HTTP/1.1 431 ").contains("\"kind\":\"Status\"").contains("\"code\":431")
+                    .contains("without a trusted client certificate");
+        } finally {
+            cluster.setTrust(cluster.frontProxyCa.certificatePem(), "[\"front-proxy-client\"]");
+            OperatorHarness.awaitTrue(() -> freshDiscovery(cluster.frontProxyClient).startsWith("HTTP/1.1 200 "),
+                    Duration.ofSeconds(60), "the front-proxy CA to be trusted again");
+        }
+    }
+
     @Test
     void usersInThousandsOfGroupsFitInTheHead() throws Exception {
         // ~2000 X-Remote-Group lines (Entra ID group ids), ~110 KiB of head: Netty's old 8 KiB limit refused 155+
