@@ -69,6 +69,12 @@ public final class FrontProxyAuthenticator {
     /** Keyed by the whole chain as presented: the intermediates decide the verdict as much as the leaf does. */
     private final Map<List<X509Certificate>, Verdict> verdicts = new ConcurrentHashMap<>();
     private final LongSupplier nanoTime;
+    /** Guards the refusal log's state: whether a line was written, the monotonic time of the last, refusals since. */
+    private final Object refusalLog = new Object();
+    private boolean refusalLogged;
+    private long lastRefusalLine;
+    private long refusalsLeftOut;
+    private static final long LOG_INTERVAL_NANOS = 10_000_000_000L;
 
     public FrontProxyAuthenticator(Supplier<TrustBundle> bundle, Clock clock) {
         this(bundle, clock, System::nanoTime);
@@ -113,15 +119,40 @@ public final class FrontProxyAuthenticator {
             }
             verdicts.put(presented, v);
             if (v.failure() != null) {
-                // once per certificate and cache period: the wire only says "forbidden"
-                LOG.info("front-proxy client certificate refused cn={} reason={}",
-                        loggable(commonName(leaf.getSubjectX500Principal())), v.failure());
+                // the wire only says "forbidden"
+                logRefusal(leaf, v.failure(), now);
             }
         }
         if (v.failure() != null) {
             throw refused(v.failure());
         }
         return tb;
+    }
+
+    /**
+     * At most one INFO line per {@link #LOG_INTERVAL_NANOS} of the monotonic clock for all refused certificates
+     * together (a client can present a new self-signed certificate on every handshake): the first refusal is
+     * written at once, and the next line written says how many were left out since the one before.
+     */
+    private void logRefusal(X509Certificate leaf, String failure, long now) {
+        long skipped;
+        synchronized (refusalLog) {
+            if (refusalLogged && now - lastRefusalLine < LOG_INTERVAL_NANOS) {
+                refusalsLeftOut++;
+                return;
+            }
+            skipped = refusalsLeftOut;
+            refusalLogged = true;
+            lastRefusalLine = now;
+            refusalsLeftOut = 0;
+        }
+        String cn = loggable(commonName(leaf.getSubjectX500Principal()));
+        if (skipped == 0) {
+            LOG.info("front-proxy client certificate refused cn={} reason={}", cn, failure);
+        } else {
+            LOG.info("front-proxy client certificate refused cn={} reason={} ({} more refused certificates not logged"
+                    + " since the line before)", cn, failure, skipped);
+        }
     }
 
     private static Refused refused(String reason) {

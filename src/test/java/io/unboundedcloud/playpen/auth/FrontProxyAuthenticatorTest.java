@@ -24,6 +24,9 @@ import org.junit.jupiter.api.Test;
 
 /** The front-proxy certificate checks with certificates issued by {@link Pki}. */
 class FrontProxyAuthenticatorTest {
+    @org.junit.jupiter.api.extension.RegisterExtension
+    final io.unboundedcloud.playpen.support.CapturedLogs logs =
+            io.unboundedcloud.playpen.support.CapturedLogs.of(FrontProxyAuthenticator.class);
     static final Instant NOW = Instant.parse("2026-03-01T12:00:00Z");
     static final Clock CLOCK = Clock.fixed(NOW, ZoneOffset.UTC);
     static final Instant YESTERDAY = NOW.minus(Duration.ofDays(1));
@@ -427,5 +430,37 @@ class FrontProxyAuthenticatorTest {
         assertUnauthorized(auth, chain(CLIENT), "client certificate is not signed by the front-proxy CA");
         assertUnauthorized(auth, chain(leaves.get(0)),
                 "client certificate is not signed by the front-proxy CA");
+    }
+
+    /** The INFO lines about refused certificates written so far. */
+    List<String> refusalLines() {
+        return logs.lines().stream().filter(e -> e.getLevel() == ch.qos.logback.classic.Level.INFO)
+                .map(ch.qos.logback.classic.spi.ILoggingEvent::getFormattedMessage).toList();
+    }
+
+    /**
+     * A client with a new certificate on every handshake gets one refusal line per ten seconds of the monotonic
+     * clock, not one per certificate: the first refusal is written at once, the next line says how many were left
+     * out meanwhile.
+     */
+    @Test
+    void refusedCertificatesAreLoggedAtMostOncePerTenSecondsWithACountOfTheOthers() {
+        Pki.Issued otherCa = Pki.selfSigned(Subject.cn("front-proxy-ca"), Usage.CA, YESTERDAY, Duration.ofDays(365));
+        AtomicLong nanos = new AtomicLong(123_000_000_000L);
+        FrontProxyAuthenticator auth = new FrontProxyAuthenticator(() -> bundle(1, Set.of(), otherCa), CLOCK,
+                nanos::get);
+        List<Pki.Issued> leaves = ManyLeaves.LEAVES;
+        for (int i = 0; i < 50; i++) {
+            assertUnauthorized(auth, chain(leaves.get(i)), "client certificate is not signed by the front-proxy CA");
+            nanos.addAndGet(100_000_000L); // a handshake every 100 ms: 5 s in all
+        }
+        assertThat(refusalLines()).as("the first refusal, and nothing more within ten seconds").singleElement()
+                .asString().contains("cn=\"front-proxy-client\"")
+                .contains("reason=client certificate is not signed by the front-proxy CA");
+
+        nanos.set(123_000_000_000L + 10_000_000_000L);
+        assertUnauthorized(auth, chain(leaves.get(50)), "client certificate is not signed by the front-proxy CA");
+        assertThat(refusalLines()).hasSize(2);
+        assertThat(refusalLines().get(1)).contains("49 more refused");
     }
 }
