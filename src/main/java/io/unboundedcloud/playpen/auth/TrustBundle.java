@@ -2,6 +2,8 @@ package io.unboundedcloud.playpen.auth;
 
 import java.security.cert.TrustAnchor;
 import java.security.cert.X509Certificate;
+import java.time.Instant;
+import java.util.Date;
 import java.util.List;
 import java.util.Set;
 import java.util.stream.Collectors;
@@ -23,8 +25,21 @@ public record TrustBundle(List<X509Certificate> cas, Set<String> allowedNames, S
         return new TrustBundle(List.of(), Set.of(), reason, generation);
     }
 
+    /** Parsed and usable: CAs and allowed names were read. Whether any CA vouches for anyone now: {@link #validAt}. */
     public boolean valid() {
         return invalidReason == null && !cas.isEmpty();
+    }
+
+    /**
+     * Valid, and at least one of its CAs is within its validity period at {@code now}: with every CA expired (or not
+     * valid yet) every request is refused, as with no bundle at all.
+     */
+    public boolean validAt(Instant now) {
+        if (!valid()) {
+            return false;
+        }
+        Date at = Date.from(now);
+        return cas.stream().anyMatch(ca -> !at.before(ca.getNotBefore()) && !at.after(ca.getNotAfter()));
     }
 
     public Set<TrustAnchor> anchors() {

@@ -426,7 +426,7 @@ public final class ApiFlows {
     /** /healthz and /readyz: 204 with no body, like the reference; /readyz is 503 while not ready (ours only). */
     public HttpReply health(@ExchangeProperty(FrontDoor.FLOW) String flow) {
         if ("readyz".equals(flow) && !ready.getAsBoolean()) {
-            throw ApiException.unavailable("not ready: caches not synced or front-proxy trust bundle not loaded",
+            throw ApiException.unavailable("not ready: caches not synced, or no front-proxy trust bundle with a CA valid now",
                     retryAfterSeconds);
         }
         return HttpReply.noContent("ok");

@@ -180,7 +180,7 @@ public final class HealthServer implements AutoCloseable {
                 response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.NO_CONTENT);
             } else {
                 ApiException e = "/readyz".equals(path)
-                        ? ApiException.unavailable("not ready: caches not synced or front-proxy trust bundle not loaded",
+                        ? ApiException.unavailable("not ready: caches not synced, or no front-proxy trust bundle with a CA valid now",
                                 retryAfterSeconds)
                         : ApiException.notFound("the probe listener serves /healthz and /readyz only");
                 response = status(e, HttpMethod.HEAD.equals(r.method()));

@@ -319,9 +319,10 @@ public final class OperatorApp implements AutoCloseable {
                 routesPattern());
         leader.start();
         Gauge.builder("playpen_ready", this, app -> app.ready() ? 1 : 0)
-                .description("1 while this replica is ready: caches synced and a valid trust bundle").register(metrics.registry());
-        Gauge.builder("playpen_trust_bundle_valid", trust, t -> t.get().valid() ? 1 : 0)
-                .description("1 while a valid front-proxy trust bundle is loaded").register(metrics.registry());
+                .description("1 while this replica is ready: caches synced and a valid trust bundle with a CA valid now").register(metrics.registry());
+        Gauge.builder("playpen_trust_bundle_valid", trust, t -> t.get().validAt(clock.instant()) ? 1 : 0)
+                .description("1 while a valid front-proxy trust bundle is loaded with a CA valid now")
+                .register(metrics.registry());
         if (config.healthPort() >= 0) {
             probes = new HealthServer(config.healthHost(), config.healthPort(), this::ready, config.retryAfterSeconds());
             probes.start();
@@ -426,11 +427,12 @@ public final class OperatorApp implements AutoCloseable {
     }
 
     /**
-     * Ready when the caches are synced and watching, and a valid trust bundle is loaded. A watch that is being
+     * Ready when the caches are synced and watching, and a valid trust bundle is loaded with at least one CA valid
+     * now (with all of them expired or not valid yet, every request would be refused). A watch that is being
      * reopened (the informers do that every 5 to 10 minutes) keeps the replica ready for {@link WatchContinuity#GRACE}.
      */
     public boolean ready() {
-        return pods != null && pods.hasSynced() && nodes.hasSynced() && trust.get().valid()
+        return pods != null && pods.hasSynced() && nodes.hasSynced() && trust.get().validAt(clock.instant())
                 && watches.connected(pods.isWatching() && nodes.isWatching());
     }
 

@@ -30,7 +30,7 @@ final class ReadinessHealthCheck extends AbstractHealthCheck {
         if (ready.getAsBoolean()) {
             builder.up();
         } else {
-            builder.message("not ready: caches not synced or front-proxy trust bundle not loaded").down();
+            builder.message("not ready: caches not synced, or no front-proxy trust bundle with a CA valid now").down();
         }
     }
 }

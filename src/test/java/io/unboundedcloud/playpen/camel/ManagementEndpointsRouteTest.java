@@ -73,6 +73,47 @@ class ManagementEndpointsRouteTest {
         assertThat(scrape).contains("playpen_ready 0.0").contains("playpen_trust_bundle_valid 0.0");
     }
 
+    /**
+     * A trust bundle whose CAs have all expired, or are not valid yet, refuses every request as a missing one does:
+     * the replica is not ready and {@code playpen_trust_bundle_valid} is 0; a CA valid now makes both 1 again.
+     */
+    @Test
+    void aTrustBundleWithNoCaValidNowIsNotValid() throws Exception {
+        cluster = TestCluster.start();
+        op = new OperatorHarness(cluster, "--management-addr=127.0.0.1:0");
+        port = op.app.managementAddress().getPort();
+        assertThat(send("GET", "/observe/metrics").body()).contains("playpen_trust_bundle_valid 1.0");
+
+        java.time.Instant now = java.time.Instant.now();
+        io.unboundedcloud.playpen.tls.Pki.Issued expired = io.unboundedcloud.playpen.tls.Pki.selfSigned(
+                io.unboundedcloud.playpen.tls.Pki.Subject.cn("front-proxy-ca"), io.unboundedcloud.playpen.tls.Pki.Usage.CA,
+                now.minus(Duration.ofDays(30)), Duration.ofDays(1));
+        io.unboundedcloud.playpen.tls.Pki.Issued notYet = io.unboundedcloud.playpen.tls.Pki.selfSigned(
+                io.unboundedcloud.playpen.tls.Pki.Subject.cn("front-proxy-ca"), io.unboundedcloud.playpen.tls.Pki.Usage.CA,
+                now.plus(Duration.ofDays(1)), Duration.ofDays(30));
+        cluster.setTrust(expired.certificatePem() + notYet.certificatePem(), "[\"front-proxy-client\"]");
+        OperatorHarness.awaitTrue(() -> {
+            try {
+                return send("GET", "/observe/metrics").body().contains("playpen_trust_bundle_valid 0.0");
+            } catch (Exception e) {
+                return false;
+            }
+        }, Duration.ofSeconds(60), "playpen_trust_bundle_valid 0 with no CA valid now");
+        assertThat(send("GET", "/observe/metrics").body()).contains("playpen_ready 0.0");
+        assertThat(send("GET", "/observe/health/ready").statusCode()).isEqualTo(503);
+        assertThat(op.app.ready()).isFalse();
+
+        cluster.setTrust(expired.certificatePem() + cluster.frontProxyCa.certificatePem(), "[\"front-proxy-client\"]");
+        OperatorHarness.awaitTrue(() -> {
+            try {
+                return send("GET", "/observe/metrics").body().contains("playpen_trust_bundle_valid 1.0");
+            } catch (Exception e) {
+                return false;
+            }
+        }, Duration.ofSeconds(60), "playpen_trust_bundle_valid 1 with one CA valid now");
+        OperatorHarness.awaitTrue(op.app::ready, Duration.ofSeconds(60), "ready with one CA valid now");
+    }
+
     /** Hawtio is told ".../jolokia" (no slash); Jolokia's own context is "/jolokia/". Both serve, restrictions included. */
     @Test
     void jolokiaAnswersWithAndWithoutTheTrailingSlash() throws Exception {

@@ -27,7 +27,7 @@ class ReadinessHealthCheckTest {
             HealthCheck.Result down = check.call();
             assertThat(down.getState()).isEqualTo(HealthCheck.State.DOWN);
             assertThat(down.getMessage()).hasValue(
-                    "not ready: caches not synced or front-proxy trust bundle not loaded");
+                    "not ready: caches not synced, or no front-proxy trust bundle with a CA valid now");
 
             ready.set(true);
             HealthCheck.Result up = check.call();
