@@ -28,7 +28,9 @@ import io.unboundedcloud.playpen.model.ManagedPods;
  * <li>{@value #ALLOCATION_ID}: the pod name(s), comma separated (optional)</li>
  * <li>{@value #KEY_HASH_PREFIX}: the first 8 hex characters of the key hash (optional; never the key)</li>
  * <li>{@value #USER}: who (optional; default: the authenticated {@code playpenIdentity}'s user, else
- * {@value #OPERATOR_USER})</li>
+ * {@value #OPERATOR_USER}); {@value #UNAUTHENTICATED_USER} when nobody was authenticated</li>
+ * <li>{@value #REASON}: why a request was refused before any flow took it (optional; the line's {@code reason}
+ * field is written only when it is set)</li>
  * </ul>
  */
 public final class AuditLog {
@@ -38,6 +40,9 @@ public final class AuditLog {
     public static final String KEY_HASH_PREFIX = "playpenKeyHashPrefix";
     public static final String USER = "playpenAuditUser";
     public static final String OPERATOR_USER = "system:playpen-operator";
+    public static final String REASON = "playpenAuditReason";
+    /** Who a refused request came from when nobody was authenticated (no, or an untrusted, certificate; no user). */
+    public static final String UNAUTHENTICATED_USER = "system:anonymous";
 
     private final Clock clock;
 
@@ -54,7 +59,38 @@ public final class AuditLog {
         line.put("allocation", exchange.getProperty(ALLOCATION_ID, "", String.class));
         line.put("keyHashPrefix", Hashes.keyHashPrefix(exchange.getProperty(KEY_HASH_PREFIX, "", String.class)));
         line.put("outcome", outcome(exchange));
+        String reason = exchange.getProperty(REASON, String.class);
+        if (reason != null) {
+            line.put("reason", reason);
+        }
         return write(line);
+    }
+
+    /**
+     * The audit verb of a request from its method and path alone, for a refusal before any flow took it: the verb
+     * its flow audits with, else the Kubernetes verb of the read ({@code get}, {@code list}), else {@code unknown}.
+     */
+    public static String verb(io.unboundedcloud.playpen.api.ApiPaths.Flow flow) {
+        if (flow == null) {
+            return "unknown";
+        }
+        return switch (flow) {
+            case ALLOC -> "allocate";
+            case DEALLOC -> "deallocate";
+            case RENEWAL -> "renew";
+            case ALLOCS_DELETE -> "delete";
+            case ALLOCS_LIST, POOLS_LIST -> "list";
+            case DISCOVERY_GROUP, DISCOVERY_VERSION, ALLOCS_GET, POOLS_GET, OPENAPI_V2, OPENAPI_V3, OPENAPI_V3_GROUP ->
+                "get";
+            default -> "unknown";
+        };
+    }
+
+    /** Marks {@code exchange} as refused before any flow took it: the errors configuration writes its audit line. */
+    static void refusedAtTheDoor(Exchange exchange, io.unboundedcloud.playpen.api.ApiPaths.Flow flow, String why) {
+        exchange.setProperty(VERB, verb(flow));
+        exchange.setProperty(USER, UNAUTHENTICATED_USER);
+        exchange.setProperty(REASON, why);
     }
 
     /** One audit line's JSON: every character that could end or disguise a line is a {@code \\uXXXX} escape. */

@@ -106,6 +106,26 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
         this.limits = limits;
     }
 
+    /** Told of every /apis request refused from its head for its client certificate (for the audit log). */
+    public interface Refusals {
+        /** {@code flow}: what the request's method and path name; {@code refusal}: the answer it gets. */
+        void refused(ApiPaths.Flow flow, ApiException refusal);
+    }
+
+    private volatile Refusals refusals = (flow, refusal) -> { };
+
+    public void onRefusal(Refusals listener) {
+        this.refusals = listener;
+    }
+
+    private void tellRefused(ApiPaths.Flow flow, ApiException refusal) {
+        try {
+            refusals.refused(flow, refusal);
+        } catch (RuntimeException e) {
+            LOG.warn("cannot audit a refused request: {}", e.toString());
+        }
+    }
+
     @Override
     public ChannelHandler newChannelHandler() {
         return new PerConnection();
@@ -490,8 +510,9 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                 if (HttpMethod.HEAD.equals(request.method())) {
                     return null; // no route takes HEAD: the front door answers 405/404 without a body
                 }
+                ApiPaths.Flow flow;
                 try {
-                    ApiPaths.route(request.method().name(), uri);
+                    flow = ApiPaths.route(request.method().name(), uri);
                 } catch (ApiException e) {
                     return e;
                 }
@@ -500,6 +521,7 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                 try {
                     authenticator.verifyPeer(peerChain(ctx));
                 } catch (ApiException e) {
+                    tellRefused(flow, e);
                     return e;
                 }
             }

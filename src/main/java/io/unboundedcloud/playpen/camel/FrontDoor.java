@@ -12,6 +12,7 @@ import org.apache.camel.Message;
 import org.apache.camel.component.netty.NettyConstants;
 import org.apache.camel.component.netty.http.NettyHttpMessage;
 
+import io.unboundedcloud.playpen.api.ApiException;
 import io.unboundedcloud.playpen.api.ApiPaths;
 import io.unboundedcloud.playpen.auth.FrontProxyAuthenticator;
 import io.unboundedcloud.playpen.auth.Identity;
@@ -47,11 +48,23 @@ public final class FrontDoor {
         exchange.setProperty(TARGET, target);
         TrustBundle trust = null;
         if (flow.authenticated()) {
-            trust = authenticator.verifyPeer(peerChain(in));
+            try {
+                trust = authenticator.verifyPeer(peerChain(in));
+            } catch (FrontProxyAuthenticator.Refused e) {
+                // audited by the errors configuration: nobody was authenticated, the reason is the log's
+                AuditLog.refusedAtTheDoor(exchange, flow, e.why());
+                throw e;
+            }
         }
         if (flow.forUser()) {
             // every flow for a user is authenticated; the uid only where kube-apiserver vouches for it
-            exchange.setProperty(IDENTITY, identity(in, trust != null && trust.sendsUid()));
+            try {
+                exchange.setProperty(IDENTITY, identity(in, trust != null && trust.sendsUid()));
+            } catch (ApiException e) {
+                // no user, or identity headers that cannot be read: the front proxy vouched for nobody usable
+                AuditLog.refusedAtTheDoor(exchange, flow, e.getMessage());
+                throw e;
+            }
         }
     }
 

@@ -310,6 +310,13 @@ public final class OperatorApp implements AutoCloseable {
         main.configure().health().setConsumersEnabled(false);
         main.configure().health().setProducersEnabled(false);
         main.start();
+        // requests the connection guard refuses from their head never reach a flow: their audit line is sent here
+        org.apache.camel.ProducerTemplate refusalAudits = main.getCamelContext().createProducerTemplate();
+        connections.onRefusal((flow, refusal) -> refusalAudits.send("direct:audit", exchange -> {
+            AuditLog.refusedAtTheDoor(exchange, flow,
+                    refusal instanceof FrontProxyAuthenticator.Refused r ? r.why() : refusal.getMessage());
+            exchange.setProperty(AuditLog.OUTCOME, refusal.result());
+        }));
         bridge.start(main.getCamelContext());
         org.apache.camel.health.HealthCheckRegistry health = org.apache.camel.health.HealthCheckRegistry.get(main.getCamelContext());
         if (health != null) {
