@@ -1,16 +1,17 @@
 package io.unboundedcloud.playpen.config;
 
 import java.time.Duration;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /** Parses and prints Go's {@code time.Duration} syntax ("90s", "1h30m", "250ms", "0"). */
 public final class GoDuration {
-    private static final Pattern PART = Pattern.compile("(\\d+(?:\\.\\d*)?|\\.\\d+)(ns|us|µs|ms|s|m|h)");
-
     private GoDuration() {
     }
 
+    /**
+     * Parses like Go's time.ParseDuration: a fraction is truncated to whole nanoseconds (never rounded up), and a
+     * value beyond what a Go Duration holds (about 292 years) is refused, not capped. Surrounding white space is
+     * ignored.
+     */
     public static Duration parse(String text) {
         String s = text == null ? "" : text.trim();
         if (s.isEmpty()) {
@@ -21,37 +22,118 @@ public final class GoDuration {
             negative = s.startsWith("-");
             s = s.substring(1);
         }
-        // a bare sign is not a duration (Go: invalid duration "-"); without this check it parsed as zero
-        if (s.isEmpty()) {
-            throw new IllegalArgumentException("invalid duration \"" + text + "\"");
-        }
         if (s.equals("0")) {
             return Duration.ZERO;
         }
-        Matcher m = PART.matcher(s);
-        int pos = 0;
-        double nanos = 0;
-        while (pos < s.length()) {
-            if (!m.find(pos) || m.start() != pos) {
-                throw new IllegalArgumentException("invalid duration \"" + text + "\"");
-            }
-            double value = Double.parseDouble(m.group(1));
-            nanos += value * unitNanos(m.group(2));
-            pos = m.end();
+        // a bare sign is not a duration (Go: invalid duration "-")
+        if (s.isEmpty()) {
+            throw invalid(text);
         }
-        Duration d = Duration.ofNanos(Math.round(nanos));
-        return negative ? d.negated() : d;
+        long total = 0; // unsigned, at most 1 << 63
+        int pos = 0;
+        while (pos < s.length()) {
+            char c = s.charAt(pos);
+            if (c != '.' && !isDigit(c)) {
+                throw invalid(text);
+            }
+            // the integer part, exactly (unsigned, refused beyond 1 << 63)
+            int intStart = pos;
+            long v = 0;
+            while (pos < s.length() && isDigit(s.charAt(pos))) {
+                if (Long.compareUnsigned(v, Long.divideUnsigned(Long.MIN_VALUE, 10)) > 0) {
+                    throw invalid(text);
+                }
+                v = v * 10 + (s.charAt(pos) - '0');
+                if (Long.compareUnsigned(v, Long.MIN_VALUE) > 0) {
+                    throw invalid(text);
+                }
+                pos++;
+            }
+            boolean pre = pos != intStart;
+            // the fraction: digits past what 63 bits hold only stop adding precision
+            long f = 0;
+            double scale = 1;
+            boolean post = false;
+            if (pos < s.length() && s.charAt(pos) == '.') {
+                pos++;
+                int fracStart = pos;
+                boolean overflow = false;
+                while (pos < s.length() && isDigit(s.charAt(pos))) {
+                    if (!overflow) {
+                        if (Long.compareUnsigned(f, Long.MAX_VALUE / 10) > 0) {
+                            overflow = true;
+                        } else {
+                            long y = f * 10 + (s.charAt(pos) - '0'); // unsigned, as Go's uint64
+                            if (Long.compareUnsigned(y, Long.MIN_VALUE) > 0) {
+                                overflow = true;
+                            } else {
+                                f = y;
+                                scale *= 10;
+                            }
+                        }
+                    }
+                    pos++;
+                }
+                post = pos != fracStart;
+            }
+            if (!pre && !post) {
+                throw invalid(text);
+            }
+            int unitStart = pos;
+            while (pos < s.length() && s.charAt(pos) != '.' && !isDigit(s.charAt(pos))) {
+                pos++;
+            }
+            if (pos == unitStart) {
+                throw new IllegalArgumentException("missing unit in duration \"" + text + "\"");
+            }
+            long unit = unitNanos(s.substring(unitStart, pos), text);
+            if (Long.compareUnsigned(v, Long.divideUnsigned(Long.MIN_VALUE, unit)) > 0) {
+                throw invalid(text);
+            }
+            v *= unit;
+            if (f > 0) {
+                // as Go: in float64, truncated to whole nanoseconds
+                double fraction = f < 0 ? 0x1p63 : (double) f;
+                v += (long) (fraction * ((double) unit / scale));
+                if (Long.compareUnsigned(v, Long.MIN_VALUE) > 0) {
+                    throw invalid(text);
+                }
+            }
+            total += v;
+            if (Long.compareUnsigned(total, Long.MIN_VALUE) > 0 || Long.compareUnsigned(total, v) < 0) {
+                throw invalid(text);
+            }
+        }
+        if (negative) {
+            return Duration.ofNanos(-total); // 1 << 63 negated is the smallest long, as in Go
+        }
+        if (total < 0) {
+            throw invalid(text);
+        }
+        return Duration.ofNanos(total);
     }
 
-    private static double unitNanos(String unit) {
+    private static boolean isDigit(char c) {
+        return c >= '0' && c <= '9';
+    }
+
+    private static IllegalArgumentException invalid(String text) {
+        return new IllegalArgumentException("invalid duration \"" + text + "\"");
+    }
+
+    private static long unitNanos(String unit, String text) {
         switch (unit) {
             case "ns": return 1;
             case "us":
-            case "µs": return 1_000;
+            case "\u00b5s": // micro sign
+            case "\u03bcs": // Greek small letter mu
+                return 1_000;
             case "ms": return 1_000_000;
-            case "s": return 1_000_000_000d;
-            case "m": return 60 * 1_000_000_000d;
-            default: return 3600 * 1_000_000_000d;
+            case "s": return 1_000_000_000L;
+            case "m": return 60 * 1_000_000_000L;
+            case "h": return 3600 * 1_000_000_000L;
+            default:
+                throw new IllegalArgumentException("unknown unit \"" + unit + "\" in duration \"" + text + "\"");
         }
     }
 

@@ -39,6 +39,31 @@ class GoDurationTest {
         assertThatThrownBy(() -> GoDuration.parse(text)).isInstanceOf(IllegalArgumentException.class);
     }
 
+    /** Go truncates a fraction to whole nanoseconds (it never rounds one up) and knows both spellings of micro. */
+    @ParameterizedTest(name = "{0} = {1} ns")
+    @CsvSource({
+            "0.9999999999s,            999999999",
+            "1.0000000009s,            1000000000",
+            "0.0000000019s,            1",
+            "1.00000000000000000001h,  3600000000000",
+            "10μs,                     10000",
+            "2562047h,                 9223369200000000000",
+            "9223372036854775807ns,    9223372036854775807",
+            "-9223372036854775808ns,   -9223372036854775808",
+    })
+    void truncatesFractionsLikeGo(String text, long nanos) {
+        assertThat(GoDuration.parse(text)).isEqualTo(Duration.ofNanos(nanos));
+    }
+
+    /** Beyond what a Go Duration holds (about 292 years) Go refuses the text: it is not capped. */
+    @ParameterizedTest
+    @ValueSource(strings = {"9223372036854775808ns", "2562048h", "300000000h", "9999999999999999999999s",
+            "2562047h47m17s", "-9223372036854775809ns"})
+    void refusesWhatGoRefuses(String text) {
+        assertThatThrownBy(() -> GoDuration.parse(text)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("invalid duration");
+    }
+
     @ParameterizedTest(name = "{0} → {1}")
     @CsvSource({
             "0,             0s",
