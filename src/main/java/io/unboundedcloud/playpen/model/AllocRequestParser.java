@@ -47,7 +47,8 @@ public final class AllocRequestParser {
     /** This implementation's additions: validated after the reference's fields, with their own messages. */
     private static final List<String> LEASE_FIELDS = List.of("ttl", "waitSeconds");
     public static final String BAD_TTL = "ttl must be a duration string such as \"30m\" or \"2h\"";
-    public static final String TTL_NOT_POSITIVE = "ttl must be greater than 0";
+    public static final String TTL_NOT_POSITIVE = "ttl must be greater than 0: send how long the allocation should"
+            + " last, such as \"30m\" or \"2h\" (at least 1s)";
     /** Expiry is written in whole seconds (RFC 3339 without a fraction): a shorter ttl would end at the claim. */
     public static final String TTL_UNDER_A_SECOND = "ttl must be at least 1s (expiry is kept in whole seconds)";
 

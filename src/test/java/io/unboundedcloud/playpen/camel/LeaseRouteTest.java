@@ -80,7 +80,8 @@ class LeaseRouteTest {
         Map<String, String> cases = Map.of(
                 ",\"ttl\":\"3h0m1s\"", "ttl must not exceed 3h0m0s (--playpen-max-ttl): ask for 3h0m0s or less, and renew"
                         + " the allocation (POST .../renewals) before it expires to keep it longer",
-                ",\"ttl\":\"-1h\"", "ttl must be greater than 0",
+                ",\"ttl\":\"-1h\"", "ttl must be greater than 0: send how long the"
+                        + " allocation should last, such as \\\"30m\\\" or \\\"2h\\\" (at least 1s)",
                 ",\"ttl\":60", "ttl must be a duration string such as \\\"30m\\\" or \\\"2h\\\"",
                 ",\"waitSeconds\":31", "waitSeconds must be an integer from 0 to 30 (--max-wait)",
                 ",\"waitSeconds\":\"10\"", "waitSeconds must be an integer from 0 to 30 (--max-wait)");

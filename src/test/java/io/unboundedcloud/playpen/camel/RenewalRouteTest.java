@@ -214,7 +214,8 @@ class RenewalRouteTest {
                 "{\"idempotencyKey\":\"mine\",\"ttl\":\"3h\"}", "ttl must not exceed 2h0m0s (--playpen-max-ttl): ask for 2h0m0s"
                         + " or less, and renew the allocation (POST .../renewals) before it expires to keep it longer",
                 "{\"idempotencyKey\":\"mine\",\"ttl\":0}", "ttl must be a duration string such as \\\"30m\\\" or \\\"2h\\\"",
-                "{\"idempotencyKey\":\"mine\",\"ttl\":\"-1s\"}", "ttl must be greater than 0",
+                "{\"idempotencyKey\":\"mine\",\"ttl\":\"-1s\"}", "ttl must be greater than 0: send how long the"
+                        + " allocation should last, such as \\\"30m\\\" or \\\"2h\\\" (at least 1s)",
                 "{\"idempotencyKey\":\"mine\"}", "ttl is required: expiry has no default (--playpen-ttl is 0); send how"
                         + " long the allocation should last from now, such as {\\\"idempotencyKey\\\":\\\"job-42\\\","
                         + "\\\"ttl\\\":\\\"1h\\\"}",

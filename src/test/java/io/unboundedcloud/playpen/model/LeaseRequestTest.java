@@ -76,7 +76,9 @@ class LeaseRequestTest {
     @ParameterizedTest
     @ValueSource(strings = {",\"ttl\":\"0s\"", ",\"ttl\":\"0\"", ",\"ttl\":\"-5m\""})
     void zeroOrNegativeTtlIs400(String extra) {
-        assertThat(error(extra)).isEqualTo("ttl must be greater than 0");
+        // what to send instead, as every 400 says
+        assertThat(error(extra)).isEqualTo("ttl must be greater than 0: send how long the allocation should last,"
+                + " such as \"30m\" or \"2h\" (at least 1s)");
     }
 
     @ParameterizedTest
