@@ -52,6 +52,16 @@ public final class ClaimResolver {
      * earlier one). Waits while the key's claims are being decided, until {@code deadlineNanos} (then 503).
      */
     public Optional<Standing> standing(String keyHash, boolean askApi, long deadlineNanos) {
+        return standing(keyHash, askApi, deadlineNanos, pod -> { });
+    }
+
+    /**
+     * As {@link #standing(String, boolean, long)}, and {@code beforeSettle} sees an undecided claim's pod (as just
+     * read from the API server) before it is settled: it may throw to refuse the request with nothing written (a
+     * renewal of a claim that has expired).
+     */
+    public Optional<Standing> standing(String keyHash, boolean askApi, long deadlineNanos,
+            java.util.function.Consumer<Pod> beforeSettle) {
         boolean asked = false;
         while (true) {
             List<ClaimLedger.Claim> live = live(pods.claimsOf(keyHash));
@@ -108,7 +118,7 @@ public final class ClaimResolver {
                 continue;
             }
             if (live.stream().anyMatch(c -> c.standing() == ClaimLedger.Standing.UNKNOWN)) {
-                settle(keyHash, live, deadlineNanos);
+                settle(keyHash, live, deadlineNanos, beforeSettle);
                 continue;
             }
             // only claims that lost: their writers are taking them back
@@ -121,7 +131,8 @@ public final class ClaimResolver {
      * it was made under: a conditional write marks it standing (it wins against a concurrent rollback by its own
      * writer, or loses to it, never both). Otherwise waits for the key's claims to change.
      */
-    private void settle(String keyHash, List<ClaimLedger.Claim> known, long deadlineNanos) {
+    private void settle(String keyHash, List<ClaimLedger.Claim> known, long deadlineNanos,
+            java.util.function.Consumer<Pod> beforeSettle) {
         // one settling per key at a time in this replica (a burst of replays after a restart settles once)
         CompletableFuture<Void> mine = new CompletableFuture<>();
         CompletableFuture<Void> running = settling.putIfAbsent(keyHash, mine);
@@ -130,18 +141,20 @@ public final class ClaimResolver {
             return;
         }
         try {
-            settleOnce(keyHash, known, deadlineNanos);
+            settleOnce(keyHash, known, deadlineNanos, beforeSettle);
         } finally {
             settling.remove(keyHash, mine);
             mine.complete(null);
         }
     }
 
-    private void settleOnce(String keyHash, List<ClaimLedger.Claim> known, long deadlineNanos) {
+    private void settleOnce(String keyHash, List<ClaimLedger.Claim> known, long deadlineNanos,
+            java.util.function.Consumer<Pod> beforeSettle) {
         List<String> names = known.stream().map(ClaimLedger.Claim::pod).toList();
         List<Pod> carriers = liveCarriers(writer.claimedWith(pods.namespace(), keyHash, names));
         if (carriers.size() == 1 && withinQuota(carriers.get(0))) {
             Pod sole = carriers.get(0);
+            beforeSettle.accept(sole);
             try {
                 Pod settled = writer.settle(sole);
                 pods.observe(settled);

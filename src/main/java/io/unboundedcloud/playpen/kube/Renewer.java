@@ -120,7 +120,12 @@ public final class Renewer {
         long deadline = System.nanoTime() + Allocator.DECIDE_TIMEOUT_NANOS;
         for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
             // the key's standing claim as the API server has it now, whichever replica made it
-            Optional<ClaimResolver.Standing> standing = resolver.standing(keyHash, true, deadline);
+            // an expired claim is refused before it would be settled: a refused renewal writes nothing
+            Optional<ClaimResolver.Standing> standing = resolver.standing(keyHash, true, deadline, pod -> {
+                if (policy.isExpired(pod, clock.instant())) {
+                    throw gone();
+                }
+            });
             if (standing.isEmpty()) {
                 if (beingDeleted(keyHash)) {
                     throw gone(); // held until now, and being deleted

@@ -189,6 +189,28 @@ class RenewerOutcomesTest {
         }
     }
 
+    /**
+     * An expired claim this replica cannot judge yet (made before its watch started, never settled): the renewal is
+     * 410 and writes nothing, not even the settled mark a renewal of a live claim writes with it.
+     */
+    @Test
+    void anExpiredClaimOfUnknownStandingIs410AndStaysUnsettled() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            RenewerTest.claimed(cluster, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z");
+            try (PodCache pods = cluster.syncedPodCache()) {
+                assertThat(pods.claimOn(NAME).map(ClaimLedger.Claim::standing)).contains(ClaimLedger.Standing.UNKNOWN);
+                List<Told> told = new CopyOnWriteArrayList<>();
+                Renewer renewer = renewer(cluster, pods, Instant.parse("2026-01-01T01:30:00Z"),
+                        new TtlPolicy(Duration.ofHours(1)), new ApiCallCounter(), told);
+
+                assertRefusedUnwritten(cluster, () -> renewer.renew(KEY, Duration.ofHours(1)), 410, Renewer.GONE, told,
+                        "gone");
+                assertThat(cluster.client.pods().inNamespace(TestCluster.NS).withName(NAME).get().getMetadata()
+                        .getAnnotations()).doesNotContainKey(PlaypenKeys.CLAIM_SETTLED);
+            }
+        }
+    }
+
     @Test
     void aClaimDeletedBetweenTheReadAndTheWriteIs410AndLeavesTheCache() throws Exception {
         try (TestCluster cluster = TestCluster.start()) {
