@@ -278,7 +278,8 @@ public final class AllocsApi {
 
     private void requireSynced() {
         if (!pods.hasSynced() || !nodes.hasSynced()) {
-            throw ApiException.unavailable("the operator's pod and node caches are not synced yet", retryAfterSeconds);
+            throw ApiException.unavailable("the operator's pod and node caches are not synced yet; nothing was done,"
+                    + " try again", retryAfterSeconds);
         }
     }
 

@@ -349,6 +349,8 @@ public final class ApiFlows {
     public List<Pod> deleteClaimed(@Body String keyHash,
             @ExchangeProperty(AllocsApi.DELETE_GUARD) java.util.function.Predicate<Pod> guard, Exchange exchange) {
         exchange.setProperty(AuditLog.KEY_HASH_PREFIX, Hashes.keyHashPrefix(keyHash));
+        // refused before anything changes: a dealloc that cannot run leaves a waiting request of its key waiting
+        allocator.requirePodsSynced();
         // a key still waiting for capacity must not be handed a pod after its dealloc; a delete by id releases that
         // one allocation only, and a request of its key that waits is none (the key was released and sent again)
         boolean waitCancelled = guard == null && waiting.cancel(keyHash);

@@ -685,7 +685,7 @@ public final class Allocator {
      * pods were deleted is a {@link PartlyReleased} that carries them.
      */
     public List<Pod> deallocate(String keyHash, java.util.function.Predicate<Pod> still) {
-        requireSynced();
+        requirePodsSynced();
         CompletableFuture<Allocation> running = inFlight.get(keyHash);
         if (running != null) {
             running.handle((a, e) -> null).join();
@@ -768,7 +768,19 @@ public final class Allocator {
 
     private void requireSynced() {
         if (!pods.hasSynced() || !nodes.hasSynced()) {
-            throw ApiException.unavailable("the operator's pod and node caches are not synced yet", retryAfterSeconds);
+            throw ApiException.unavailable("the operator's pod and node caches are not synced yet; nothing was done,"
+                    + " try again", retryAfterSeconds);
+        }
+    }
+
+    /**
+     * A dealloc needs the pods alone (nodes only shape an allocation's answer): a 503 saying to try again while the
+     * pod cache has not synced. Checked before a dealloc changes anything, such as ending a wait of its key.
+     */
+    public void requirePodsSynced() {
+        if (!pods.hasSynced()) {
+            throw ApiException.unavailable("the operator's pod cache is not synced yet; nothing was released, try"
+                    + " again", retryAfterSeconds);
         }
     }
 }

@@ -24,7 +24,8 @@ class AllocsApiUnsyncedTest {
             ApiException e = catchThrowableOfType(ApiException.class, () -> api.select(read));
             assertThat(e).as(String.valueOf(name)).isNotNull();
             assertThat(e.code()).isEqualTo(503);
-            assertThat(e.getMessage()).isEqualTo("the operator's pod and node caches are not synced yet");
+            assertThat(e.getMessage()).isEqualTo("the operator's pod and node caches are not synced yet; nothing was"
+                    + " done, try again");
             assertThat(e.headers()).containsEntry("Retry-After", "3");
         }
     }

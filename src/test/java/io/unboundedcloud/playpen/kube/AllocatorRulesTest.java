@@ -847,14 +847,22 @@ class AllocatorRulesTest {
         Allocator nodesBehind = new Allocator(r.pods, unstarted, r.writer, r.candidates, 4);
         for (Allocator a : List.of(podsBehind, nodesBehind)) {
             for (Runnable call : List.<Runnable>of(() -> a.allocate(cmd("early")), () -> a.replay(cmd("early")),
-                    () -> a.deallocate(cmd("early").keyHash()), () -> a.tryAllocate(cmd("early"), null))) {
+                    () -> a.tryAllocate(cmd("early"), null))) {
                 ApiException e = catchThrowableOfType(ApiException.class, call::run);
                 assertThat(e.code()).isEqualTo(503);
-                assertThat(e.getMessage()).isEqualTo("the operator's pod and node caches are not synced yet");
+                assertThat(e.getMessage()).isEqualTo("the operator's pod and node caches are not synced yet; nothing"
+                        + " was done, try again");
                 assertThat(e.headers()).containsEntry("Retry-After", "4");
             }
         }
+        // a dealloc needs the pods alone
+        ApiException e = catchThrowableOfType(ApiException.class, () -> podsBehind.deallocate(cmd("early").keyHash()));
+        assertThat(e.code()).isEqualTo(503);
+        assertThat(e.getMessage()).isEqualTo("the operator's pod cache is not synced yet; nothing was released, try"
+                + " again");
+        assertThat(e.headers()).containsEntry("Retry-After", "4");
         assertThat(calls(KubeApiCall.PODS_PATCH) + calls(KubeApiCall.PODS_LIST)).isZero();
+        assertThat(nodesBehind.deallocate(cmd("early").keyHash())).as("nothing held, nothing deleted").isEmpty();
         assertThat(r.allocator.resolver().standing(cmd("early").keyHash(), true, System.nanoTime() + 1_000_000_000L))
                 .isEmpty();
     }

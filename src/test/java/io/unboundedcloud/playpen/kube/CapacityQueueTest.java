@@ -582,6 +582,27 @@ class CapacityQueueTest {
         assertThat(outcomes).containsExactly(prefix("gone") + " deallocated");
     }
 
+    /** A dealloc refused because the pod cache is not synced changes nothing: a request of its key keeps waiting. */
+    @Test
+    void aDeallocRefusedBeforeThePodCacheSyncedLeavesTheWaitAlone() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket t = q.await(waiting("kept", 30), "owner-a");
+        Allocator unsynced = new Allocator(new PodCache(null, TestCluster.NS, p -> null), r.nodes, r.writer,
+                r.candidates, 4);
+        io.unboundedcloud.playpen.camel.ApiFlows flows = new io.unboundedcloud.playpen.camel.ApiFlows(null, null,
+                unsynced, null, () -> true, 4, q);
+        org.apache.camel.Exchange exchange = new org.apache.camel.support.DefaultExchange(
+                new org.apache.camel.impl.DefaultCamelContext());
+
+        ApiException e = org.assertj.core.api.Assertions.catchThrowableOfType(ApiException.class,
+                () -> flows.deleteClaimed(ScriptedReplica.cmd("kept").keyHash(), null, exchange));
+
+        assertThat(e.code()).isEqualTo(503);
+        assertThat(t.result()).as("the request of the key still waits").isNotDone();
+        assertThat(q.waiting()).isEqualTo(1);
+        assertThat(outcomes).isEmpty();
+    }
+
     @Test
     void anErrorOfOneWaiterEndsThatWaitAndTheNextIsServed() throws Exception {
         // quota 1: owner-a's two requests both wait (owner-a holds nothing yet), and once the first is served the
