@@ -151,7 +151,7 @@ public final class OperatorApp implements AutoCloseable {
         pool = new PoolReconciler(client, config, pods, nodes, planner, signals, leader::isLeader, calls, clock);
         poolStatuses = new PoolStatuses(pods, pool, clock);
         Candidates candidates = new Candidates(config.runnerLabelSelector(), new PoolHandOut(planner, nodes, pods));
-        ttl = new TtlExpirer(pods, writer, leases, clock, leader::isLeader);
+        ttl = new TtlExpirer(pods, writer, leases, clock, leader::isLeader, config.reconcileInterval());
         pods.addListener(signals);
         pods.addListener(pool);
         pods.addListener(ttl);

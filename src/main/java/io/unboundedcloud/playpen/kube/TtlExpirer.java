@@ -42,10 +42,23 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
     private final Clock clock;
     private final BooleanSupplier leader;
     private final Map<String, Scheduled> timers = new ConcurrentHashMap<>();
+    /** The last back-off of each claim whose delete failed (its next try waits twice as long, up to the cap). */
+    private final Map<String, Duration> backOffs = new ConcurrentHashMap<>();
+    private final Duration maxBackOff;
     private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("ttl-expiry"));
     private final java.util.List<Observer> observers = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     public TtlExpirer(PodCache pods, ClaimWriter writer, TtlPolicy policy, Clock clock, BooleanSupplier leader) {
+        this(pods, writer, policy, clock, leader, Duration.ofSeconds(30));
+    }
+
+    /**
+     * {@code maxBackOff}: the longest wait before a claim whose delete failed is tried again (--reconcile-interval,
+     * the sweep's period: waiting longer would leave it to the sweep anyway).
+     */
+    public TtlExpirer(PodCache pods, ClaimWriter writer, TtlPolicy policy, Clock clock, BooleanSupplier leader,
+            Duration maxBackOff) {
+        this.maxBackOff = maxBackOff;
         this.pods = pods;
         this.writer = writer;
         this.policy = policy;
@@ -79,6 +92,9 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
         if (existing != null && existing.at().equals(at.get()) && !existing.future().isDone()) {
             return;
         }
+        if (existing != null && !existing.at().equals(at.get())) {
+            backOffs.remove(name); // renewed: a failure of the earlier expiry says nothing about this one
+        }
         // round up: a timer that fires a hair before the instant would find the claim not yet expired
         long delayMs = Math.max(0, ceilMillis(Duration.between(clock.instant(), at.get())));
         ScheduledFuture<?> f = scheduler.schedule(() -> expire(name), delayMs, TimeUnit.MILLISECONDS);
@@ -89,6 +105,7 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
     }
 
     private void cancel(String name) {
+        backOffs.remove(name);
         Scheduled s = timers.remove(name);
         if (s != null) {
             s.future().cancel(false);
@@ -105,13 +122,47 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
             // (or the reverse after a clock step), and the timer would be dropped with the claim left to the sweep
             Instant now = clock.instant();
             if (policy.isExpired(pod, now)) {
-                deleteIfExpired(pod, now);
+                if (deleteIfExpired(pod, now) == Outcome.FAILED) {
+                    retry(pod);
+                } else {
+                    backOffs.remove(name);
+                }
             } else {
                 // fired before the expiry instant by the clock (timer granularity, clock adjustments): try again
+                backOffs.remove(name);
                 schedule(pod);
             }
         });
     }
+
+    /**
+     * The delete failed (an API server error, or the pod kept changing): the claim is tried again after a back-off
+     * of its own (1 s, doubling up to {@link #maxBackOff}), so neither the sweep's period nor a failing API server
+     * decides how late it ends. A watch event of the pod that keeps its expiry keeps this timer; one that moves the
+     * expiry (a renewal) replaces it.
+     */
+    private void retry(Pod pod) {
+        String name = ManagedPods.name(pod);
+        Optional<Instant> at = policy.expiresAt(pod);
+        if (at.isEmpty()) {
+            return;
+        }
+        Duration wait = backOffs.compute(name, (n, previous) -> nextBackOff(previous, maxBackOff));
+        ScheduledFuture<?> f = scheduler.schedule(() -> expire(name), wait.toMillis(), TimeUnit.MILLISECONDS);
+        Scheduled prev = timers.putIfAbsent(name, new Scheduled(at.get(), f));
+        if (prev != null) {
+            // a watch event scheduled the claim meanwhile: that timer stands
+            f.cancel(false);
+        }
+    }
+
+    /** The wait before the next try of a claim whose delete failed: 1 s, doubling, at most {@code max}. */
+    static Duration nextBackOff(Duration previous, Duration max) {
+        Duration next = previous == null ? FIRST_BACK_OFF : previous.multipliedBy(2);
+        return next.compareTo(max) > 0 ? max : next;
+    }
+
+    private static final Duration FIRST_BACK_OFF = Duration.ofSeconds(1);
 
     private static long ceilMillis(Duration d) {
         long ms = d.toMillis();
@@ -123,7 +174,7 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
         int n = 0;
         Instant now = clock.instant();
         for (Pod p : policy.expired(pods.pods(), now)) {
-            if (ManagedPods.isManaged(p) && deleteIfExpired(p, now)) {
+            if (ManagedPods.isManaged(p) && deleteIfExpired(p, now) == Outcome.DELETED) {
                 n++;
             }
         }
@@ -137,10 +188,20 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
         }
     }
 
-    private boolean deleteIfExpired(Pod pod, Instant now) {
+    /** What one try to delete an expired claim came to. */
+    private enum Outcome {
+        /** Deleted by this try. */
+        DELETED,
+        /** Nothing to do: not leading, not (or no longer) an expired claim, or gone already. */
+        NOTHING,
+        /** Not deleted although it may still be due: an API server error, or the pod kept changing. */
+        FAILED
+    }
+
+    private Outcome deleteIfExpired(Pod pod, Instant now) {
         if (!leader.getAsBoolean() || !ManagedPods.isClaimed(pod) || ManagedPods.isTerminating(pod)
                 || !policy.isExpired(pod, now)) {
-            return false;
+            return Outcome.NOTHING;
         }
         String ns = pod.getMetadata().getNamespace();
         String name = pod.getMetadata().getName();
@@ -150,15 +211,17 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
             outcome = writer.delete(pod, keyHash, fresh -> policy.isExpired(fresh, now));
         } catch (RuntimeException e) {
             LOG.warn("ttl delete failed pod={}/{}: {}", ns, name, e.toString());
-            return false;
+            return Outcome.FAILED;
         }
         if (outcome == ClaimWriter.Deletion.NOT_OURS) {
-            return false;
+            // renewed, claimed again, or kept changing (three conflicts): the next try reads the cache again, and
+            // a renewal's watch event replaces its timer anyway
+            return Outcome.FAILED;
         }
         pods.observeDeleted(name);
         if (outcome == ClaimWriter.Deletion.GONE) {
             // the timer and the sweep can both reach one expired pod: only the delete that landed counts
-            return false;
+            return Outcome.NOTHING;
         }
         // lateness against the expiry instant; a claim without a usable claimed-at has none, so it is never late
         Instant deletedAt = clock.instant();
@@ -169,7 +232,7 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
         for (Observer o : observers) {
             o.expired(pod, late);
         }
-        return true;
+        return Outcome.DELETED;
     }
 
     @Override

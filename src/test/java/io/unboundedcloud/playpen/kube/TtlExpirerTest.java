@@ -113,4 +113,43 @@ class TtlExpirerTest {
             }
         }
     }
+
+    /**
+     * The timer's delete fails (an API server error): the claim is tried again by itself after a back-off, not left
+     * to the sweep (none runs here).
+     */
+    @Test
+    void aTimerWhoseDeleteFailsTriesAgainAfterABackOff() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            MutableClock clock = new MutableClock(Instant.parse("2026-01-01T01:00:00Z"));
+            Pod pod = claimedRunner(cluster, "ab");
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            pods.observe(pod);
+            java.util.concurrent.atomic.AtomicInteger failed = new java.util.concurrent.atomic.AtomicInteger();
+            // the first try is refused with a 500 (its request, and the one retry of the client, KubeClients)
+            cluster.failBeforeWrite = k -> k.startsWith("DELETE ") && failed.getAndIncrement() < 2;
+            try (TtlExpirer ttl = expirer(cluster, pods, clock, () -> true)) {
+                ttl.onPodEvent(PodCache.Change.UPDATED, pod);
+                OperatorHarness.awaitTrue(() -> deletes(cluster) == 3, Duration.ofSeconds(60),
+                        "the expired claim deleted by a second try of its timer");
+                assertThat(cluster.pods()).isEmpty();
+                assertThat(failed.get()).isEqualTo(3);
+            }
+        }
+    }
+
+    /** The back-off between tries of one claim: 1 s, doubling, never above --reconcile-interval. */
+    @Test
+    void theBackOffDoublesFromOneSecondUpToTheReconcileInterval() {
+        Duration max = Duration.ofSeconds(30);
+        Duration d = TtlExpirer.nextBackOff(null, max);
+        List<Duration> seen = new java.util.ArrayList<>();
+        for (int i = 0; i < 7; i++) {
+            seen.add(d);
+            d = TtlExpirer.nextBackOff(d, max);
+        }
+        assertThat(seen).containsExactly(Duration.ofSeconds(1), Duration.ofSeconds(2), Duration.ofSeconds(4),
+                Duration.ofSeconds(8), Duration.ofSeconds(16), max, max);
+        assertThat(TtlExpirer.nextBackOff(null, Duration.ofMillis(500))).isEqualTo(Duration.ofMillis(500));
+    }
 }
