@@ -97,19 +97,23 @@ public final class TtlPolicy {
     }
 
     /**
-     * claimed-at + maxLifetime, the latest expiry a renewal may set; empty without a cap. A claim whose claimed-at
-     * is missing or unusable (edited by hand) has no lifetime to measure: its current expiry is its latest, so
-     * renewing it again and again cannot keep it past the cap.
+     * The latest expiry the allocation can reach: claimed-at + maxLifetime, or its current expiry when that is later
+     * (written before the cap was set or lowered: the cap applies to renewals from then on, and a renewal never
+     * shortens an expiry, so that one stays); empty without a cap. A claim whose claimed-at is missing or unusable
+     * (edited by hand) has no lifetime to measure: its current expiry is its latest, so renewing it again and again
+     * cannot keep it past the cap.
      */
     public Optional<Instant> maxExpiresAt(Pod pod) {
         if (maxLifetime.isZero()) {
             return Optional.empty();
         }
+        Optional<Instant> current = expiresAt(pod).filter(at -> !at.equals(ALREADY_EXPIRED));
         Optional<Instant> claimed = claimedAt(pod);
         if (claimed.isPresent()) {
-            return Optional.of(claimed.get().plus(maxLifetime));
+            Instant cap = claimed.get().plus(maxLifetime);
+            return Optional.of(current.filter(at -> at.isAfter(cap)).orElse(cap));
         }
-        return expiresAt(pod).filter(at -> !at.equals(ALREADY_EXPIRED));
+        return current;
     }
 
     /**

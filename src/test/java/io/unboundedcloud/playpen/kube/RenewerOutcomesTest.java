@@ -82,6 +82,30 @@ class RenewerOutcomesTest {
         }
     }
 
+    /**
+     * A claim written before --playpen-max-lifetime was set (or lowered) may already expire past the cap: a renewal
+     * keeps that expiry (it never shortens one) and answers it as the latest the allocation can reach, so the answer
+     * never has expiresAt after maxExpiresAt.
+     */
+    @Test
+    void anExpiryPastALaterCapStaysAndIsTheAnswersMaximum() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            Pod pod = RenewerTest.claimed(cluster, "2026-01-01T00:00:00Z", "2026-01-01T06:00:00Z");
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            List<Told> told = new CopyOnWriteArrayList<>();
+            // a cap of 4 h from the claim, set after this claim was written with 6 h
+            Renewer renewer = renewer(cluster, pods, Instant.parse("2026-01-01T00:30:00Z"),
+                    new TtlPolicy(Duration.ofHours(1), Duration.ofHours(4)), new ApiCallCounter(), told);
+
+            Renewer.Renewal r = renewer.renew(pod, KEY, Duration.ofHours(2));
+
+            assertThat(r.expiresAt()).isEqualTo(Instant.parse("2026-01-01T06:00:00Z"));
+            assertThat(r.maxExpiresAt()).isEqualTo(Instant.parse("2026-01-01T06:00:00Z"));
+            assertThat(r.written()).isFalse();
+            assertThat(RenewerTest.expiresAt(cluster)).isEqualTo("2026-01-01T06:00:00Z");
+        }
+    }
+
     @Test
     void aRenewalThatWouldNotMoveTheExpiryWritesNothing() throws Exception {
         try (TestCluster cluster = TestCluster.start()) {
