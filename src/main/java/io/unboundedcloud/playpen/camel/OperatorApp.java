@@ -135,7 +135,7 @@ public final class OperatorApp implements AutoCloseable {
         podWatchClient = KubeClients.forWatch(client);
         pods = new PodCache(podWatchClient, config.runnerNamespace(), kinds::kindKey);
         nodes = new NodeCache(client);
-        trust = new TrustBundleSource(client, calls);
+        trust = new TrustBundleSource(client, calls, clock);
 
         events = new EventRecorder(client, clock, calls, 1000, config.eventBurst(), config.eventRateInterval());
         leader = new LeaderElection(client, config.leaderElect(), config.leaderElectionNamespace(),

@@ -1,5 +1,6 @@
 package io.unboundedcloud.playpen.kube;
 
+import java.time.Clock;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
@@ -22,24 +23,39 @@ import io.unboundedcloud.playpen.auth.TrustBundleParser;
 public final class TrustBundleSource implements Supplier<TrustBundle>, AutoCloseable {
     public static final String NAMESPACE = "kube-system";
     private static final Logger LOG = LoggerFactory.getLogger(TrustBundleSource.class);
+    /** What the listener is told when a loaded bundle has no CA within its validity period at the clock. */
+    static final String NO_CA_VALID_NOW = "none of its CAs is valid now (all expired or not yet valid)";
 
     private final KubernetesClient client;
     private final ApiCallCounter calls;
+    private final Clock clock;
     private final AtomicLong generation = new AtomicLong();
     private final AtomicReference<TrustBundle> current =
             new AtomicReference<>(TrustBundle.invalid("trust bundle not loaded yet", 0));
     private volatile Consumer<String> onInvalid = reason -> { };
     private volatile String lastData = null;
+    /** The loaded bundle's lack of a CA valid now was told: not again until it has one again or another is loaded. */
+    private boolean toldNoCaValidNow;
     /** Watch events applied so far: a backstop GET answered after a watch event is older than that event. */
     private long watchEvents;
     private SharedIndexInformer<ConfigMap> informer;
 
     public TrustBundleSource(KubernetesClient client, ApiCallCounter calls) {
-        this.client = client;
-        this.calls = calls;
+        this(client, calls, Clock.systemUTC());
     }
 
-    /** Called with the reason whenever a new bundle turns out invalid (for events and metrics). */
+    /** {@code clock}: the time at which the bundle's CAs are judged valid (tests move it). */
+    public TrustBundleSource(KubernetesClient client, ApiCallCounter calls, Clock clock) {
+        this.client = client;
+        this.calls = calls;
+        this.clock = clock;
+    }
+
+    /**
+     * Called with the reason whenever a new bundle turns out invalid (for events and metrics), and once when the
+     * loaded bundle has no CA valid now: when it is loaded so, or at the first {@link #refresh()} after its last CA
+     * valid expired.
+     */
     public void onInvalid(Consumer<String> listener) {
         this.onInvalid = listener;
     }
@@ -79,6 +95,7 @@ public final class TrustBundleSource implements Supplier<TrustBundle>, AutoClose
         } catch (RuntimeException e) {
             LOG.warn("cannot read {}/{}: {}", NAMESPACE, KubeApiCall.TRUST_CONFIGMAP_NAME, e.toString());
         }
+        checkValidNow();
         return current.get().valid();
     }
 
@@ -112,12 +129,35 @@ public final class TrustBundleSource implements Supplier<TrustBundle>, AutoClose
         lastData = data;
         TrustBundle tb = TrustBundleParser.parse(cm == null ? null : cm.getData(), generation.incrementAndGet());
         current.set(tb);
+        toldNoCaValidNow = false;
         if (tb.valid()) {
             LOG.info("trust bundle loaded cas={} allowedNames={}", tb.cas().size(), tb.allowedNames());
+            checkValidNow();
         } else {
             LOG.warn("trust bundle invalid: {}; every /apis request is refused until it is fixed", tb.invalidReason());
             onInvalid.accept(tb.invalidReason());
         }
+    }
+
+    /**
+     * A valid bundle none of whose CAs is valid at the clock refuses every request as an invalid one does: the listener
+     * is told once, and again only after the bundle had a CA valid now meanwhile or another bundle was loaded.
+     */
+    private synchronized void checkValidNow() {
+        TrustBundle tb = current.get();
+        if (!tb.valid()) {
+            return; // told when it was loaded
+        }
+        if (tb.validAt(clock.instant())) {
+            toldNoCaValidNow = false;
+            return;
+        }
+        if (toldNoCaValidNow) {
+            return;
+        }
+        toldNoCaValidNow = true;
+        LOG.warn("trust bundle invalid: {}; every /apis request is refused until it is fixed", NO_CA_VALID_NOW);
+        onInvalid.accept(NO_CA_VALID_NOW);
     }
 
     @Override

@@ -12,6 +12,7 @@ import org.junit.jupiter.api.Test;
 
 import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.ConfigMapBuilder;
+import io.unboundedcloud.playpen.support.MutableClock;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 import io.unboundedcloud.playpen.tls.Pki;
@@ -19,7 +20,8 @@ import io.unboundedcloud.playpen.tls.Pki;
 /**
  * The front-proxy trust bundle as the API server has it: the watch applies each change at once, the backstop GET
  * reads it again, and a GET must never undo what the watch delivered after the GET started; a watch refused at
- * start keeps trying. A bundle that turns invalid is told to the listener with its reason.
+ * start keeps trying. A bundle that turns invalid, or whose CAs all stop being valid, is told to the listener with
+ * its reason.
  */
 class TrustBundleSourceTest {
     private static final String NAME = "extension-apiserver-authentication";
@@ -179,6 +181,56 @@ class TrustBundleSourceTest {
         assertThat(caOf(source)).isEqualTo("CN=old-front-proxy-ca");
         source.applyFromWatch(null);
         assertThat(source.refresh()).isFalse();
+    }
+
+    /**
+     * A bundle whose CAs all expire while it is loaded refuses every request from then on: the listener (the
+     * TrustBundleInvalid Event) is told once, at the first refresh after, not at every refresh; a bundle loaded with
+     * no CA valid now is told at once; a new bundle valid now is told again when it expires in turn.
+     */
+    @Test
+    void aBundleWhoseCasAllExpireIsToldOnceWhenItStopsBeingValidNow() {
+        try (TestCluster cluster = TestCluster.start()) {
+            MutableClock clock = new MutableClock(Instant.now());
+            cluster.setTrust(OLD_CA.certificatePem(), ALLOWED);
+            TrustBundleSource source = new TrustBundleSource(cluster.client, new ApiCallCounter(), clock);
+            List<String> told = new CopyOnWriteArrayList<>();
+            source.onInvalid(told::add);
+            String noneValidNow = "none of its CAs is valid now (all expired or not yet valid)";
+
+            assertThat(source.refresh()).isTrue();
+            assertThat(told).isEmpty();
+
+            Instant afterOld = OLD_CA.certificate().getNotAfter().toInstant().plusSeconds(1);
+            clock.now = afterOld;
+            source.refresh();
+            assertThat(source.get().validAt(clock.instant())).isFalse();
+            assertThat(told).as("told when its last CA expired").containsExactly(noneValidNow);
+            source.refresh();
+            source.refresh();
+            assertThat(told).as("told once, not at every refresh").containsExactly(noneValidNow);
+
+            // a CA valid at the moved clock is rotated in: valid, nothing told; once it expires too, told again
+            Pki.Issued later = Pki.selfSigned(Pki.Subject.cn("later-front-proxy-ca"), Pki.Usage.CA,
+                    afterOld.minusSeconds(60), Duration.ofDays(1));
+            cluster.setTrust(later.certificatePem(), ALLOWED);
+            source.refresh();
+            assertThat(source.get().validAt(clock.instant())).isTrue();
+            assertThat(told).containsExactly(noneValidNow);
+            clock.now = later.certificate().getNotAfter().toInstant().plusSeconds(1);
+            source.refresh();
+            source.refresh();
+            assertThat(told).containsExactly(noneValidNow, noneValidNow);
+
+            // a bundle loaded with no CA valid now is told when it is loaded
+            TrustBundleSource fresh = new TrustBundleSource(null, new ApiCallCounter(), clock);
+            List<String> freshTold = new CopyOnWriteArrayList<>();
+            fresh.onInvalid(freshTold::add);
+            fresh.applyFromWatch(trust(OLD_CA));
+            assertThat(freshTold).containsExactly(noneValidNow);
+            fresh.applyFromWatch(trust(OLD_CA));
+            assertThat(freshTold).containsExactly(noneValidNow);
+        }
     }
 
     @Test
