@@ -74,6 +74,8 @@ public final class FrontProxyAuthenticator {
     private boolean refusalLogged;
     private long lastRefusalLine;
     private long refusalsLeftOut;
+    /** Refusals were left out of the log and their count is not written yet (read without the lock). */
+    private volatile boolean refusalsPending;
     private static final long LOG_INTERVAL_NANOS = 10_000_000_000L;
 
     public FrontProxyAuthenticator(Supplier<TrustBundle> bundle, Clock clock) {
@@ -92,6 +94,15 @@ public final class FrontProxyAuthenticator {
      * ApiException ("forbidden") when it is not trusted.
      */
     public TrustBundle verifyPeer(X509Certificate[] chain) {
+        try {
+            return verify(chain);
+        } finally {
+            // any verdict writes the count of refusals left out once their ten seconds have passed
+            logRefusalsLeftOut();
+        }
+    }
+
+    private TrustBundle verify(X509Certificate[] chain) {
         if (chain == null || chain.length == 0) {
             throw refused("no client certificate");
         }
@@ -132,19 +143,22 @@ public final class FrontProxyAuthenticator {
     /**
      * At most one INFO line per {@link #LOG_INTERVAL_NANOS} of the monotonic clock for all refused certificates
      * together (a client can present a new self-signed certificate on every handshake): the first refusal is
-     * written at once, and the next line written says how many were left out since the one before.
+     * written at once, and the next line written says how many were left out since the one before (that line is
+     * written by {@link #logRefusalsLeftOut} when no refusal comes to write it).
      */
     private void logRefusal(X509Certificate leaf, String failure, long now) {
         long skipped;
         synchronized (refusalLog) {
             if (refusalLogged && now - lastRefusalLine < LOG_INTERVAL_NANOS) {
                 refusalsLeftOut++;
+                refusalsPending = true;
                 return;
             }
             skipped = refusalsLeftOut;
             refusalLogged = true;
             lastRefusalLine = now;
             refusalsLeftOut = 0;
+            refusalsPending = false;
         }
         String cn = loggable(commonName(leaf.getSubjectX500Principal()));
         if (skipped == 0) {
@@ -153,6 +167,32 @@ public final class FrontProxyAuthenticator {
             LOG.info("front-proxy client certificate refused cn={} reason={} ({} more refused certificates not logged"
                     + " since the line before)", cn, failure, skipped);
         }
+    }
+
+    /**
+     * Writes the count of refusals left out of the log since the last line, once {@link #LOG_INTERVAL_NANOS} have
+     * passed since it: called by every verdict and by a periodic check (the trust refresh), so the count reaches the
+     * log when refusals stop too.
+     */
+    public void logRefusalsLeftOut() {
+        if (refusalsPending) {
+            logRefusalsLeftOut(nanoTime.getAsLong());
+        }
+    }
+
+    private void logRefusalsLeftOut(long now) {
+        long skipped;
+        synchronized (refusalLog) {
+            if (refusalsLeftOut == 0 || now - lastRefusalLine < LOG_INTERVAL_NANOS) {
+                return;
+            }
+            skipped = refusalsLeftOut;
+            refusalsLeftOut = 0;
+            refusalsPending = false;
+            lastRefusalLine = now;
+        }
+        LOG.info("{} more front-proxy client certificates refused since the line before, not logged one by one",
+                skipped);
     }
 
     private static Refused refused(String reason) {

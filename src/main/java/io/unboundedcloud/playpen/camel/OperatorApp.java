@@ -274,6 +274,9 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("idleCloser", new NettyTls.IdleCloser(config.idleTimeout()));
         main.bind("playpenHttpBinding", new PlaypenHttpBinding());
         FrontProxyAuthenticator authenticator = new FrontProxyAuthenticator(trust, clock);
+        // the count of refused certificates left out of the log is written by the next verdict or, when none
+        // comes, by the periodic trust refresh
+        trust.afterRefresh(authenticator::logRefusalsLeftOut);
         connections = new ConnectionGuard(authenticator, new ConnectionGuard.Limits(config.maxConnections(),
                 config.maxUnauthenticatedConnections(), config.requestHeaderTimeout(), config.requestBodyTimeout(),
                 ConnectionGuard.UNAUTHENTICATED_HEAD_BYTES, ConnectionGuard.UNAUTHENTICATED_BODY_BYTES,

@@ -33,6 +33,7 @@ public final class TrustBundleSource implements Supplier<TrustBundle>, AutoClose
     private final AtomicReference<TrustBundle> current =
             new AtomicReference<>(TrustBundle.invalid("trust bundle not loaded yet", 0));
     private volatile Consumer<String> onInvalid = reason -> { };
+    private volatile Runnable afterRefresh = () -> { };
     private volatile String lastData = null;
     /** The loaded bundle's lack of a CA valid now was told: not again until it has one again or another is loaded. */
     private boolean toldNoCaValidNow;
@@ -58,6 +59,11 @@ public final class TrustBundleSource implements Supplier<TrustBundle>, AutoClose
      */
     public void onInvalid(Consumer<String> listener) {
         this.onInvalid = listener;
+    }
+
+    /** Run after every {@link #refresh()}: a periodic check that needs no thread of its own rides along. */
+    public void afterRefresh(Runnable check) {
+        this.afterRefresh = check;
     }
 
     public synchronized void start() {
@@ -96,6 +102,11 @@ public final class TrustBundleSource implements Supplier<TrustBundle>, AutoClose
             LOG.warn("cannot read {}/{}: {}", NAMESPACE, KubeApiCall.TRUST_CONFIGMAP_NAME, e.toString());
         }
         checkValidNow();
+        try {
+            afterRefresh.run();
+        } catch (RuntimeException e) {
+            LOG.warn("check after the trust refresh failed: {}", e.toString());
+        }
         return current.get().valid();
     }
 

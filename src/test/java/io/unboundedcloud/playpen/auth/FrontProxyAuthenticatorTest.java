@@ -463,4 +463,68 @@ class FrontProxyAuthenticatorTest {
         assertThat(refusalLines()).hasSize(2);
         assertThat(refusalLines().get(1)).contains("49 more refused");
     }
+
+    /**
+     * When refusals stop, the count of those left out since the last line still reaches the log: on the next verdict
+     * of any kind (here an accepted certificate) once ten seconds have passed, and not before.
+     */
+    @Test
+    void theCountLeftOutIsLoggedByTheNextVerdictOnceTenSecondsHavePassed() {
+        Pki.Issued otherCa = Pki.selfSigned(Subject.cn("front-proxy-ca"), Usage.CA, YESTERDAY, Duration.ofDays(365));
+        Pki.Issued trusted = Pki.issue(otherCa, Subject.cn("front-proxy-client"), Usage.CLIENT, YESTERDAY,
+                Duration.ofDays(30));
+        AtomicLong nanos = new AtomicLong(5_000_000_000L);
+        FrontProxyAuthenticator auth = new FrontProxyAuthenticator(() -> bundle(1, Set.of(), otherCa), CLOCK,
+                nanos::get);
+        for (int i = 0; i < 4; i++) {
+            assertUnauthorized(auth, chain(ManyLeaves.LEAVES.get(i)),
+                    "client certificate is not signed by the front-proxy CA");
+        }
+        assertThat(refusalLines()).hasSize(1);
+        nanos.addAndGet(9_999_999_999L);
+        assertThatCode(() -> auth.verifyPeer(chain(trusted))).doesNotThrowAnyException();
+        assertThat(refusalLines()).as("within ten seconds of the last line: nothing more").hasSize(1);
+
+        nanos.addAndGet(1);
+        assertThatCode(() -> auth.verifyPeer(chain(trusted))).doesNotThrowAnyException();
+        assertThat(refusalLines()).hasSize(2);
+        assertThat(refusalLines().get(1)).contains("3 more front-proxy client certificates refused");
+        assertThatCode(() -> auth.verifyPeer(chain(trusted))).doesNotThrowAnyException();
+        nanos.addAndGet(60_000_000_000L);
+        assertThatCode(() -> auth.verifyPeer(chain(trusted))).doesNotThrowAnyException();
+        assertThat(refusalLines()).as("the count is written once").hasSize(2);
+    }
+
+    /**
+     * With no request at all after the refusals, the periodic check (the trust refresh calls it) writes the count
+     * once ten seconds have passed since the last line, and only once.
+     */
+    @Test
+    void theCountLeftOutIsLoggedByThePeriodicCheckWhenNoRequestComes() {
+        Pki.Issued otherCa = Pki.selfSigned(Subject.cn("front-proxy-ca"), Usage.CA, YESTERDAY, Duration.ofDays(365));
+        AtomicLong nanos = new AtomicLong(-7_000_000_000L);
+        FrontProxyAuthenticator auth = new FrontProxyAuthenticator(() -> bundle(1, Set.of(), otherCa), CLOCK,
+                nanos::get);
+        auth.logRefusalsLeftOut();
+        assertThat(refusalLines()).as("nothing refused, nothing written").isEmpty();
+        for (int i = 0; i < 6; i++) {
+            assertUnauthorized(auth, chain(ManyLeaves.LEAVES.get(i)),
+                    "client certificate is not signed by the front-proxy CA");
+        }
+        nanos.addAndGet(5_000_000_000L);
+        auth.logRefusalsLeftOut();
+        assertThat(refusalLines()).hasSize(1);
+        nanos.addAndGet(5_000_000_000L);
+        auth.logRefusalsLeftOut();
+        assertThat(refusalLines()).hasSize(2);
+        assertThat(refusalLines().get(1)).contains("5 more front-proxy client certificates refused");
+        nanos.addAndGet(60_000_000_000L);
+        auth.logRefusalsLeftOut();
+        assertThat(refusalLines()).hasSize(2);
+
+        // a refusal long after that line is written at once, with no count
+        assertUnauthorized(auth, chain(ManyLeaves.LEAVES.get(6)), "client certificate is not signed by the front-proxy CA");
+        assertThat(refusalLines()).as("more than ten seconds after the last line: written at once").hasSize(3);
+        assertThat(refusalLines().get(2)).doesNotContain("more");
+    }
 }

@@ -233,6 +233,20 @@ class TrustBundleSourceTest {
         }
     }
 
+    /** The check that rides along (the refused certificates' log count) runs after every refresh, failed GET too. */
+    @Test
+    void theCheckAfterARefreshRunsEvenWhenTheGetFails() {
+        TestCluster cluster = TestCluster.start();
+        TrustBundleSource source = new TrustBundleSource(cluster.client, new ApiCallCounter());
+        java.util.concurrent.atomic.AtomicInteger checks = new java.util.concurrent.atomic.AtomicInteger();
+        source.afterRefresh(checks::incrementAndGet);
+        source.refresh();
+        assertThat(checks).hasValue(1);
+        cluster.close();
+        source.refresh();
+        assertThat(checks).hasValue(2);
+    }
+
     @Test
     void theSameValidDataIsParsedOnce() {
         TrustBundleSource source = new TrustBundleSource(null, new ApiCallCounter());
