@@ -130,14 +130,15 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
     }
 
     /**
-     * playpen_waiting_requests{resource_type,variant}: allocs waiting for capacity now, per runner architecture and
-     * configured control-plane version.
+     * playpen_waiting_requests{resource_type,variant}: alloc requests waiting for capacity now, per runner
+     * architecture and configured control-plane version; each client counts, a retry of a key that joined its wait
+     * too, as --max-waiting and --max-waiting-per-user count them.
      */
     public void bindWaiting(OperatorConfig config, PodTemplates templates,
             io.unboundedcloud.playpen.kube.CapacityQueue queue) {
         for (PoolTarget t : new PoolPlanner(config, templates).desired().keySet()) {
-            Gauge.builder("playpen_waiting_requests", queue, q -> q.waiting(t.type(), t.variant()))
-                    .description("alloc requests waiting for capacity (waitSeconds)")
+            Gauge.builder("playpen_waiting_requests", queue, q -> q.waitingClients(t.type(), t.variant()))
+                    .description("alloc requests waiting for capacity (waitSeconds), each client counted")
                     .tag("resource_type", t.type().wire()).tag("variant", t.variant()).register(registry);
         }
     }

@@ -353,6 +353,20 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         return n == null ? 0 : n.get();
     }
 
+    /**
+     * Clients waiting now for this kind of pod: each request, a retry of a key that joined its wait included, as
+     * the {@link Limits} count them ({@link #waiting(ResourceType, String)} counts each key once).
+     */
+    public synchronized int waitingClients(ResourceType type, String variant) {
+        int n = 0;
+        for (Waiter w : byKey.values()) {
+            if (w.cmd.resourceType() == type && variant(w.cmd).equals(variant)) {
+                n += w.clients.get();
+            }
+        }
+        return n;
+    }
+
     /** Every request waiting now. */
     public synchronized int waiting() {
         return byKey.size();

@@ -266,7 +266,7 @@ class WaitingRouteTest {
 
     @Test
     void aRetriedKeyJoinsItsWaitAndADifferentRequestWithItIs409() throws Exception {
-        op = new OperatorHarness(cluster);
+        op = new OperatorHarness(cluster, "--management-addr=127.0.0.1:0");
         HttpClient http = op.frontProxy();
         CompletableFuture<HttpResponse<String>> first = allocAsync(http, body("twice", 30));
         OperatorHarness.awaitTrue(() -> queue().waiting() == 1, Duration.ofSeconds(60), "first queued");
@@ -278,6 +278,9 @@ class WaitingRouteTest {
         // the retry is in (a loaded machine may take a while to bring it): two requests wait, for one place in line
         OperatorHarness.awaitTrue(() -> queue().waitingRequests() == 2, Duration.ofSeconds(60), "the retry waiting");
         assertThat(queue().waiting()).as("joined, not queued twice").isEqualTo(1);
+        // the metric counts the requests waiting, as --max-waiting and --max-waiting-per-user do: each client
+        assertThat(metrics()).containsPattern(
+                "playpen_waiting_requests\\{resource_type=\"runner\",variant=\"amd64\",?\\} 2\\.0");
         cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
         HttpResponse<String> a = first.get(60, TimeUnit.SECONDS);
         HttpResponse<String> b = retry.get(60, TimeUnit.SECONDS);
