@@ -120,13 +120,17 @@ class ConnectionBoundsRouteTest {
         }
     }
 
+    /** What a test sends on a connection, and reads from it, once its certificate is no longer trusted. */
+    interface OnDistrustedConnection {
+        void run(SSLSocket s, OutputStream out) throws Exception;
+    }
+
     /**
-     * A connection keeps the certificate it shook hands with, not the verdict on it: once the trust bundle no longer
-     * trusts that certificate, an /apis request on the connection is refused from its head, before its body, as one
-     * without a certificate is.
+     * Opens a connection with the front proxy's certificate, sees one request on it answered, has the trust bundle
+     * stop trusting that certificate (another CA in its place), runs {@code then} on the still open connection, and
+     * trusts the front proxy's CA again.
      */
-    @Test
-    void aConnectionWhoseCertificateIsNoLongerTrustedGets403BeforeTheBody() throws Exception {
+    private void afterItsCertificateIsNoLongerTrusted(OnDistrustedConnection then) throws Exception {
         Pki.Issued otherCa = Pki.selfSigned(Pki.Subject.cn("front-proxy-ca"), Pki.Usage.CA,
                 java.time.Instant.now().minusSeconds(60), Duration.ofDays(30));
         try (SSLSocket s = tls(cluster.frontProxyClient)) {
@@ -138,17 +142,28 @@ class ConnectionBoundsRouteTest {
             cluster.setTrust(otherCa.certificatePem(), "[\"front-proxy-client\"]");
             OperatorHarness.awaitTrue(() -> freshDiscovery(cluster.frontProxyClient).startsWith("HTTP/1.1 403 "),
                     Duration.ofSeconds(60), "the old front-proxy CA to be refused");
-
-            out.write(("POST " + ALLOCS + " HTTP/1.1\r\nHost: x\r\nX-Remote-User: alice\r\nContent-Length: 100\r\n\r\n")
-                    .getBytes(StandardCharsets.US_ASCII));
-            out.flush();
-            String r = readAll(s);
-            assertThat(r).startsWith("HTTP/1.1 403 ").contains("\"kind\":\"Status\"").contains("\"code\":403");
+            then.run(s, out);
         } finally {
             cluster.setTrust(cluster.frontProxyCa.certificatePem(), "[\"front-proxy-client\"]");
             OperatorHarness.awaitTrue(() -> freshDiscovery(cluster.frontProxyClient).startsWith("HTTP/1.1 200 "),
                     Duration.ofSeconds(60), "the front-proxy CA to be trusted again");
         }
+    }
+
+    /**
+     * A connection keeps the certificate it shook hands with, not the verdict on it: once the trust bundle no longer
+     * trusts that certificate, an /apis request on the connection is refused from its head, before its body, as one
+     * without a certificate is.
+     */
+    @Test
+    void aConnectionWhoseCertificateIsNoLongerTrustedGets403BeforeTheBody() throws Exception {
+        afterItsCertificateIsNoLongerTrusted((s, out) -> {
+            out.write(("POST " + ALLOCS + " HTTP/1.1\r\nHost: x\r\nX-Remote-User: alice\r\nContent-Length: 100\r\n\r\n")
+                    .getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            String r = readAll(s);
+            assertThat(r).startsWith("HTTP/1.1 403 ").contains("\"kind\":\"Status\"").contains("\"code\":403");
+        });
     }
 
     /**
@@ -158,18 +173,7 @@ class ConnectionBoundsRouteTest {
      */
     @Test
     void aConnectionWhoseCertificateIsNoLongerTrustedGetsTheUnauthenticatedHeadBudget() throws Exception {
-        Pki.Issued otherCa = Pki.selfSigned(Pki.Subject.cn("front-proxy-ca"), Pki.Usage.CA,
-                java.time.Instant.now().minusSeconds(60), Duration.ofDays(30));
-        try (SSLSocket s = tls(cluster.frontProxyClient)) {
-            OutputStream out = s.getOutputStream();
-            out.write("GET /apis/playpen.unbounded-cloud.io HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
-            out.flush();
-            assertThat(readOne(s)).as("trusted at first").startsWith("HTTP/1.1 200 ");
-
-            cluster.setTrust(otherCa.certificatePem(), "[\"front-proxy-client\"]");
-            OperatorHarness.awaitTrue(() -> freshDiscovery(cluster.frontProxyClient).startsWith("HTTP/1.1 403 "),
-                    Duration.ofSeconds(60), "the old front-proxy CA to be refused");
-
+        afterItsCertificateIsNoLongerTrusted((s, out) -> {
             // 64 KiB of head, never finished: only the head budget can answer it before the head deadline closes
             StringBuilder head = new StringBuilder("POST " + ALLOCS + " HTTP/1.1\r\nHost: x\r\n");
             while (head.length() < 65_536) {
@@ -180,11 +184,7 @@ class ConnectionBoundsRouteTest {
             String r = readAll(s);
             assertThat(r).startsWith("HTTP/1.1 431 ").contains("\"kind\":\"Status\"").contains("\"code\":431")
                     .contains("without a trusted client certificate");
-        } finally {
-            cluster.setTrust(cluster.frontProxyCa.certificatePem(), "[\"front-proxy-client\"]");
-            OperatorHarness.awaitTrue(() -> freshDiscovery(cluster.frontProxyClient).startsWith("HTTP/1.1 200 "),
-                    Duration.ofSeconds(60), "the front-proxy CA to be trusted again");
-        }
+        });
     }
 
     @Test
