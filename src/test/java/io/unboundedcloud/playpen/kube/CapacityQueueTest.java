@@ -80,6 +80,12 @@ class CapacityQueueTest {
         return p.getMetadata().getName();
     }
 
+    /** A runner still starting on the replica's node: a pod this replica cannot hand out, which a claim may carry. */
+    String pendingPod(int port) {
+        return r.cluster.create(TestCluster.readyRunner("amd64", port, ScriptedReplica.NODE).editStatus()
+                .withPhase("Pending").endStatus()).getMetadata().getName();
+    }
+
     static Allocator.Allocation served(CapacityQueue.Ticket t) throws Exception {
         return t.result().get(SOON.toSeconds(), TimeUnit.SECONDS);
     }
@@ -472,8 +478,7 @@ class CapacityQueueTest {
         AllocCommand key = waiting("claimed-elsewhere", 30);
         CapacityQueue.Ticket behind = q.await(key, "owner-b");
         // a pod this replica cannot hand out (still starting), claimed for the key behind the head elsewhere
-        String pod = r.cluster.create(TestCluster.readyRunner("amd64", 51820, ScriptedReplica.NODE).editStatus()
-                .withPhase("Pending").endStatus()).getMetadata().getName();
+        String pod = pendingPod(51820);
         r.claimElsewhere(pod, key, "owner-b");
         Allocator.Allocation a = served(behind);
         assertThat(a.replay()).isTrue();
@@ -495,8 +500,7 @@ class CapacityQueueTest {
         CapacityQueue.Ticket head = q.await(waiting("head", 30), "owner-a");
         AllocCommand key = waiting("reused", 30);
         CapacityQueue.Ticket behind = q.await(key, "owner-b");
-        String pod = r.cluster.create(TestCluster.readyRunner("amd64", 51820, ScriptedReplica.NODE).editStatus()
-                .withPhase("Pending").endStatus()).getMetadata().getName();
+        String pod = pendingPod(51820);
         r.claimElsewhere(pod, ScriptedReplica.otherRequest(key), "owner-b");
         ApiException e = failure(behind);
         assertThat(e.code()).isEqualTo(409);
@@ -518,8 +522,7 @@ class CapacityQueueTest {
         CapacityQueue.Ticket head = q.await(waiting("head", 30), "owner-a");
         AllocCommand key = waiting("refused-once", 30);
         CapacityQueue.Ticket behind = q.await(key, "owner-b");
-        String pod = r.cluster.create(TestCluster.readyRunner("amd64", 51820, ScriptedReplica.NODE).editStatus()
-                .withPhase("Pending").endStatus()).getMetadata().getName();
+        String pod = pendingPod(51820);
         OperatorHarness.awaitTrue(() -> r.pods.get(pod).isPresent(), SOON, "the new pod cached");
         String patch = "PATCH " + ScriptedReplica.podPath(pod);
         r.watch.hold();
@@ -552,8 +555,7 @@ class CapacityQueueTest {
         CapacityQueue.Ticket head = q.await(waiting("head", 60), "owner-a");
         AllocCommand key = waiting("unheard", 60);
         CapacityQueue.Ticket behind = q.await(key, "owner-b");
-        String pod = r.cluster.create(TestCluster.readyRunner("amd64", 51820, ScriptedReplica.NODE).editStatus()
-                .withPhase("Pending").endStatus()).getMetadata().getName();
+        String pod = pendingPod(51820);
         r.claimElsewhere(pod, key, "owner-b");
         Allocator.Allocation a = served(behind);
         assertThat(a.replay()).isTrue();
