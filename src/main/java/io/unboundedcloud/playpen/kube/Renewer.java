@@ -34,6 +34,8 @@ public final class Renewer {
     private static final int ATTEMPTS = 5;
     public static final String NOT_FOUND = "no allocation is held with this idempotency key (released already,"
             + " expired, or never made): nothing was renewed; send your alloc request again for a new allocation";
+    public static final String NOT_SYNCED = "the operator's pod cache is not synced yet; nothing was renewed, try"
+            + " again";
     public static final String GONE = "the allocation held with this idempotency key has expired or is being deleted:"
             + " it cannot be renewed; once it is gone, send your alloc request again for a new allocation";
 
@@ -83,7 +85,10 @@ public final class Renewer {
         observers.add(o);
     }
 
-    /** Renews the allocation held with {@code keyHash} for {@code ttl}; 404 when there is none, 410 when it ended. */
+    /**
+     * Renews the allocation held with {@code keyHash} for {@code ttl}; 404 when there is none, 410 when it ended, 503
+     * (nothing written) while the pod cache has not synced.
+     */
     public Renewal renew(String keyHash, Duration ttl) {
         return told(() -> renewKey(keyHash, ttl));
     }
@@ -117,6 +122,10 @@ public final class Renewer {
     }
 
     private Renewal renewKey(String keyHash, Duration ttl) {
+        // before the initial list a claim the cache has not listed yet would be a 404 for a live allocation
+        if (!pods.hasSynced()) {
+            throw ApiException.unavailable(NOT_SYNCED, retryAfterSeconds);
+        }
         long deadline = System.nanoTime() + Allocator.DECIDE_TIMEOUT_NANOS;
         for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
             // the key's standing claim as the API server has it now, whichever replica made it

@@ -167,6 +167,27 @@ class RenewerOutcomesTest {
         }
     }
 
+    /**
+     * Before this replica's pod cache has synced, a renewal of a claim the cache has not listed yet is a 503 saying
+     * to try again, with nothing written: not the 404 that would tell the client its live allocation is gone.
+     */
+    @Test
+    void aRenewalBeforeThePodCacheSyncedIs503AndNothingIsWritten() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            RenewerTest.claimed(cluster, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z");
+            try (PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null)) {
+                List<Told> told = new CopyOnWriteArrayList<>();
+                Renewer renewer = renewer(cluster, pods, Instant.parse("2026-01-01T00:30:00Z"),
+                        new TtlPolicy(Duration.ofHours(1)), new ApiCallCounter(), told);
+                assertRefusedUnwritten(cluster, () -> renewer.renew(KEY, Duration.ofHours(2)), 503,
+                        "the operator's pod cache is not synced yet; nothing was renewed, try again", told, "failed");
+                assertThatThrownBy(() -> renewer.renew(KEY, Duration.ofHours(2))).isInstanceOfSatisfying(
+                        ApiException.class, e -> assertThat(e.headers()).containsEntry("Retry-After", "1"));
+                assertThat(RenewerTest.expiresAt(cluster)).isEqualTo("2026-01-01T01:00:00Z");
+            }
+        }
+    }
+
     @Test
     void aClaimBeingDeletedIs410() throws Exception {
         try (TestCluster cluster = TestCluster.start()) {
@@ -203,13 +224,19 @@ class RenewerOutcomesTest {
                     .andReturn(200, new io.fabric8.kubernetes.api.model.PodListBuilder().withNewMetadata()
                             .withResourceVersion(pod.getMetadata().getResourceVersion()).endMetadata()
                             .addToItems(terminating).build()).always();
-            // a watch that has delivered nothing of it: the cache is empty
-            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
-            List<Told> told = new CopyOnWriteArrayList<>();
-            Renewer renewer = renewer(cluster, pods, Instant.parse("2026-01-01T00:30:00Z"),
-                    new TtlPolicy(Duration.ofHours(1)), new ApiCallCounter(), told);
-            assertRefusedUnwritten(cluster, () -> renewer.renew(KEY, Duration.ofHours(1)), 410, Renewer.GONE, told,
-                    "gone");
+            // a synced cache whose watch has delivered nothing of it: the cache is empty
+            io.unboundedcloud.playpen.support.ScriptedWatch watch = new io.unboundedcloud.playpen.support.ScriptedWatch(
+                    TestCluster.NS);
+            try (PodCache pods = new PodCache(watch.client(), TestCluster.NS, p -> null)) {
+                pods.start();
+                watch.awaitWatching();
+                OperatorHarness.awaitTrue(pods::hasSynced, Duration.ofSeconds(60), "the empty cache synced");
+                List<Told> told = new CopyOnWriteArrayList<>();
+                Renewer renewer = renewer(cluster, pods, Instant.parse("2026-01-01T00:30:00Z"),
+                        new TtlPolicy(Duration.ofHours(1)), new ApiCallCounter(), told);
+                assertRefusedUnwritten(cluster, () -> renewer.renew(KEY, Duration.ofHours(1)), 410, Renewer.GONE, told,
+                        "gone");
+            }
         }
     }
 
