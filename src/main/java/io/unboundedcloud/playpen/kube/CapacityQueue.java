@@ -333,11 +333,13 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
      */
     public boolean cancel(String keyHash) {
         Waiter w;
+        // looked up and removed in one step under this lock: a wait of the key that ends and another that starts
+        // between the two would leave the new wait in line, the dealloc having ended nothing
         synchronized (this) {
             w = byKey.get(keyHash);
-        }
-        if (w == null || !remove(w)) {
-            return false;
+            if (w == null || !remove(w)) {
+                return false;
+            }
         }
         finish(w, "deallocated");
         LOG.info("left queue key={} kind={} outcome=deallocated", w.cmd.keyHashPrefix(), w.kind);
