@@ -796,19 +796,25 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         }
         running.forEach(d -> d.thread.shutdownNow());
         timers.shutdownNow();
+        List<Waiter> ended = new java.util.ArrayList<>();
         synchronized (this) {
             for (ArrayDeque<Waiter> q : queues.values()) {
                 for (Iterator<Waiter> it = q.iterator(); it.hasNext();) {
                     Waiter w = it.next();
                     counter(w.cmd).decrementAndGet();
-                    finish(w, "shutdown");
-                    w.result.completeExceptionally(ApiException.unavailable(SHUTTING_DOWN, 1));
+                    ended.add(w);
                 }
             }
             queues.clear();
             anyWaiting = false;
             byKey.clear();
             claimsToCheck.clear();
+        }
+        // answered once the lock is let go: the observers and the callbacks on the answers run on this thread, and
+        // one that needs this lock from another thread would otherwise wait for this one forever
+        for (Waiter w : ended) {
+            finish(w, "shutdown");
+            w.result.completeExceptionally(ApiException.unavailable(SHUTTING_DOWN, 1));
         }
     }
 }

@@ -917,6 +917,43 @@ class CapacityQueueTest {
     }
 
     /**
+     * Closing answers the waiters once it has let go of the queue's lock: a callback on an answer that needs that lock
+     * from another thread (here it waits for that thread) gets it, instead of waiting for the thread that closes.
+     */
+    @Test
+    void closingAnswersTheWaitersOutsideTheQueuesLock() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket t = q.await(waiting("closing", 30), "owner-a");
+        java.util.concurrent.atomic.AtomicReference<String> seen = new java.util.concurrent.atomic.AtomicReference<>();
+        CompletableFuture<Void> callback = t.result().handle((a, e) -> {
+            Thread closing = Thread.currentThread();
+            Thread other = new Thread(q::waiting, "needs-the-queue");
+            other.start();
+            try {
+                OperatorHarness.awaitTrue(() -> !other.isAlive() || heldBy(other, q, closing), SOON,
+                        "the other thread to get the queue's lock or wait for the closing thread");
+            } catch (InterruptedException ie) {
+                Thread.currentThread().interrupt();
+            }
+            seen.set(other.isAlive() ? "the other thread waits for the queue's lock the closing thread holds"
+                    : "the other thread got the queue's lock");
+            return null;
+        });
+        q.close();
+        callback.get(SOON.toSeconds(), TimeUnit.SECONDS);
+        assertThat(seen.get()).isEqualTo("the other thread got the queue's lock");
+        assertThat(failure(t).code()).isEqualTo(503);
+        assertThat(outcomes).containsExactly(prefix("closing") + " shutdown");
+    }
+
+    /** Whether the thread waits to enter this object's monitor, held by {@code owner}, now. */
+    static boolean heldBy(Thread t, Object monitor, Thread owner) {
+        java.lang.management.ThreadInfo info = java.lang.management.ManagementFactory.getThreadMXBean()
+                .getThreadInfo(t.getId());
+        return blockedOn(t, monitor) && info != null && info.getLockOwnerId() == owner.getId();
+    }
+
+    /**
      * A request sent again with its key just as the only client of the wait leaves joins the wait and keeps waiting:
      * it is not answered the leaving client's 499. The leaving counts the client out and ends the wait in one step
      * under the queue's lock, which a retry joins under; the test holds that lock while the leaving is under way
