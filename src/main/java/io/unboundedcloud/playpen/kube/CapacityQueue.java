@@ -119,6 +119,8 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     private int waitingRequests;
 
     private final Allocator allocator;
+    /** {@link Allocator#knowsStandingClaim}, looked up for the waiters' keys a drain checks. */
+    private final java.util.function.Predicate<String> standingClaim;
     private final Map<String, ArrayDeque<Waiter>> queues = new HashMap<>();
     /**
      * {@code !queues.isEmpty()}: written under this lock each time {@link #queues} gains its first kind or loses its
@@ -175,8 +177,15 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
 
     /** {@code sweep}: how often the queue wakes itself besides the pod events (a test turns it down to see those). */
     CapacityQueue(Allocator allocator, Limits limits, Duration sweep) {
+        this(allocator, limits, sweep, allocator::knowsStandingClaim);
+    }
+
+    /** {@code standingClaim}: whether this replica knows of a standing claim of a key (a test makes it fail). */
+    CapacityQueue(Allocator allocator, Limits limits, Duration sweep,
+            java.util.function.Predicate<String> standingClaim) {
         this.allocator = allocator;
         this.limits = limits;
+        this.standingClaim = standingClaim;
         timers.scheduleWithFixedDelay(this::sweep, sweep.toMillis(), sweep.toMillis(), TimeUnit.MILLISECONDS);
     }
 
@@ -698,7 +707,8 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
      * of waiting behind a head no pod comes for until their time is up. Only the keys a pod event (or the waiter's
      * joining, or the sweep) named since the last drain are looked up, not every waiter's. A passing failure leaves
      * the waiter in line, its key looked up again on a later wake-up; any other (the 409 of a claim made for another
-     * request) ends its wait with it.
+     * request) ends its wait with it. A look-up in the ledger that fails ends the pass, its key and those not looked
+     * up yet named again for the next drain.
      */
     private void replayClaimedMeanwhile(String kind) {
         List<Waiter> waiters = new java.util.ArrayList<>();
@@ -714,8 +724,26 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
                 }
             }
         }
-        for (Waiter w : waiters) {
-            if (!allocator.knowsStandingClaim(w.cmd.keyHash())) {
+        for (int i = 0; i < waiters.size(); i++) {
+            Waiter w = waiters.get(i);
+            boolean standing;
+            try {
+                standing = standingClaim.test(w.cmd.keyHash());
+            } catch (RuntimeException e) {
+                // this key and those not looked at yet stay named: the next drain looks them up, not only the
+                // next backstop sweep
+                LOG.warn("claim look-up failed key={} kind={} outcome=retry-later error={}", w.cmd.keyHashPrefix(),
+                        kind, describe(e));
+                synchronized (this) {
+                    for (Waiter left : waiters.subList(i, waiters.size())) {
+                        if (byKey.get(left.cmd.keyHash()) == left) {
+                            toCheck(left);
+                        }
+                    }
+                }
+                return;
+            }
+            if (!standing) {
                 continue;
             }
             Optional<Allocator.Allocation> a;
