@@ -24,6 +24,13 @@ public final class ApiPaths {
     public static final String POOLS_READ_ONLY = "pools are read-only: the operator's flags --runner-amd64-count, "
             + "--runner-arm64-count and --control-plane-count (one pool per --control-plane-versions entry) set how "
             + "many idle pods each keeps; change those and restart the operator to resize a pool";
+    /**
+     * The 405 of a write to one allocation (kubectl label, annotate, edit, patch or replace): what it takes instead.
+     */
+    public static final String ALLOC_READ_ONLY = "allocations cannot be changed: renew one for more time with "
+            + "kubectl create --raw /apis/" + PlaypenKeys.GROUP_VERSION + "/renewals -f <file> (its idempotencyKey "
+            + "and a ttl), release it with kubectl delete alloc <id>, or allocate another with kubectl create --raw "
+            + "/apis/" + PlaypenKeys.GROUP_VERSION + "/allocs -f <file>";
     public static final String MALFORMED = "malformed request path: invalid URL escape";
     public static final String OPENAPI_V2_PATH = "/openapi/v2";
     public static final String OPENAPI_V3_PATH = "/openapi/v3";
@@ -95,7 +102,7 @@ public final class ApiPaths {
             if ("DELETE".equals(method)) {
                 return Flow.ALLOCS_DELETE;
             }
-            throw ApiException.methodNotAllowed(METHOD_NOT_ALLOWED, ALLOC_ITEM_ALLOW);
+            throw ApiException.methodNotAllowed(ALLOC_READ_ONLY, ALLOC_ITEM_ALLOW);
         }
         if (path.startsWith(POOLS_PATH + "/") && path.indexOf('/', POOLS_PATH.length() + 1) < 0) {
             if ("GET".equals(method)) {

@@ -182,8 +182,6 @@ class ApiPathsTest {
             "HEAD,    " + V + "/allocs,    'GET, POST'",
             "OPTIONS, " + V + "/allocs,    'GET, POST'",
             "DELETE,  " + V + "/allocs,    'GET, POST'",
-            "POST,    " + V + "/allocs/x,  'DELETE, GET'",
-            "PUT,     " + V + "/allocs/0123456789abcdef, 'DELETE, GET'",
             "PUT,     " + V + "/deallocs,  POST",
             "DELETE,  " + V + "/deallocs,  POST",
             "TRACE,   " + V + "/deallocs,  POST",
@@ -199,5 +197,24 @@ class ApiPathsTest {
         assertThat(e.reason()).isEqualTo("MethodNotAllowed");
         assertThat(e.headers()).isEqualTo(Map.of("Allow", allow));
         assertThat(e.getMessage()).isEqualTo("method not allowed");
+    }
+
+    /**
+     * A write to one allocation (kubectl label, annotate, edit, patch or replace) is 405 with what an allocation
+     * does take instead: a renewal for more time, kubectl delete to release it, a new alloc for another one.
+     */
+    @ParameterizedTest(name = "{0} allocs/<id> → 405 that says what to do")
+    @CsvSource({"PATCH", "PUT", "POST"})
+    void aWriteToOneAllocationSaysWhatToDoInstead(String method) {
+        ApiException e = catchThrowableOfType(ApiException.class,
+                () -> ApiPaths.route(method, V + "/allocs/0123456789abcdef"));
+        assertThat(e).isNotNull();
+        assertThat(e.code()).isEqualTo(405);
+        assertThat(e.reason()).isEqualTo("MethodNotAllowed");
+        assertThat(e.headers()).isEqualTo(Map.of("Allow", "DELETE, GET"));
+        assertThat(e.getMessage()).isEqualTo(ApiPaths.ALLOC_READ_ONLY)
+                .startsWith("allocations cannot be changed: ")
+                .contains("/apis/playpen.unbounded-cloud.io/v1alpha1/renewals", "kubectl delete alloc <id>",
+                        "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs");
     }
 }

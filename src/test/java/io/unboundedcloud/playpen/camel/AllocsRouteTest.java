@@ -593,7 +593,7 @@ class AllocsRouteTest {
         assertStatus(watchOne, 405, "MethodNotAllowed", null);
         assertThat(watchOne.headers().firstValue("Allow")).hasValue("DELETE, GET");
         HttpResponse<String> put = send("PUT", ALLOCS + "/" + ids.get(0), null, "alice", "playpen-users");
-        assertStatus(put, 405, "MethodNotAllowed", "method not allowed");
+        assertStatus(put, 405, "MethodNotAllowed", io.unboundedcloud.playpen.api.ApiPaths.ALLOC_READ_ONLY);
         assertThat(put.headers().firstValue("Allow")).hasValue("DELETE, GET");
         HttpResponse<String> patch = send("PATCH", ALLOCS, null, "alice", "playpen-users");
         assertStatus(patch, 405, "MethodNotAllowed", "method not allowed");

@@ -180,4 +180,32 @@ class AllocsKubectlRouteTest {
         assertThat(ok("kubeconfig", "get", "allocs", "-o", "name").lines().toList())
                 .containsExactly("alloc.playpen.unbounded-cloud.io/" + mine2);
     }
+
+    @Test
+    void labellingOrPatchingAnAllocationIsRefusedWithWhatToDoInstead() throws Exception {
+        Path req = dir.resolve("kubectl-label-1.json");
+        Files.writeString(req, "{\"idempotencyKey\":\"kubectl-label-1\",\"architecture\":\"amd64\",\"waitSeconds\":30,"
+                + "\"wireGuardPublicKey\":\"" + TestCluster.wgKey(15) + "\"}");
+        String id = idOf(ok("kubeconfig", "create", "--raw", ALLOCS, "-f", req.toString()));
+        try {
+            String refused = "Error from server (MethodNotAllowed): allocations cannot be changed: renew one for more"
+                    + " time with kubectl create --raw /apis/playpen.unbounded-cloud.io/v1alpha1/renewals -f <file> "
+                    + "(its idempotencyKey and a ttl), release it with kubectl delete alloc <id>, or allocate another "
+                    + "with kubectl create --raw /apis/playpen.unbounded-cloud.io/v1alpha1/allocs -f <file>";
+            // kubectl reads the allocation first, then sends the PATCH that is refused (annotate and edit alike)
+            for (String[] args : List.of(new String[] {"label", "alloc", id, "team=a"}, new String[] {"patch",
+                    "alloc", id, "--type=merge", "-p", "{\"metadata\":{\"labels\":{\"team\":\"a\"}}}"})) {
+                Run r = kubectl("kubeconfig", args);
+                record("kubeconfig", args, r);
+                assertThat(r.code()).as(String.join(" ", args)).isNotZero();
+                assertThat(r.err().trim()).as(String.join(" ", args)).isEqualTo(refused);
+            }
+        } finally {
+            ok("kubeconfig", "delete", "alloc", id);
+            // the pools refill before the other test allocates without waiting
+            OperatorHarness.awaitTrue(() -> kubectl("kubeconfig", "get", "pools", "-o",
+                    "jsonpath={range .items[*]}{.status.ready}{\"\\n\"}{end}").out().lines()
+                    .mapToLong(Long::parseLong).sum() >= 3, Duration.ofSeconds(60), "three ready idle runners");
+        }
+    }
 }
