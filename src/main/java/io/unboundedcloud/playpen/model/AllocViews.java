@@ -282,7 +282,8 @@ public final class AllocViews {
             text = "";
         }
         if (!text.startsWith("alloc:") || !validName(text.substring(6))) {
-            throw new IllegalArgumentException("invalid continue token: it must be one this server returned");
+            throw new IllegalArgumentException("invalid continue token: it is not one this server returned for allocs; "
+                    + "list them again without continue (kubectl get allocs starts from the first page itself)");
         }
         return text.substring(6);
     }

@@ -125,7 +125,7 @@ class AllocViewsTest {
     @CsvSource(delimiter = '|', value = {
             "limit=-5|invalid value for limit: \"-5\": must be a non-negative 64-bit integer",
             "limit=9223372036854775808|invalid value for limit: \"9223372036854775808\": must be a non-negative 64-bit integer",
-            "continue=abc|invalid continue token: it must be one this server returned",
+            "continue=abc|invalid continue token: it is not one this server returned for allocs; list them again without continue (kubectl get allocs starts from the first page itself)",
             "fieldSelector=status.pod%3Dx|field label not supported: \"status.pod\" (allocs support metadata.name only)",
             "fieldSelector=metadata.name|invalid fieldSelector: \"metadata.name\": each term must be key=value, key==value or key!=value",
             "includeObject=Everything|invalid value for includeObject: \"Everything\": must be None, Metadata or Object",
@@ -134,6 +134,25 @@ class AllocViewsTest {
     void badOptionsAreRefusedWithTheReason(String query, String message) {
         assertThatThrownBy(() -> AllocViews.parseQuery(null, query, null)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessage(message);
+    }
+
+    /**
+     * A continue token this server never gave for allocs (kube-apiserver's, another list's, or a damaged one) is a
+     * 400 that says what to do: page again from the start.
+     */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({
+            // kube-apiserver's own form: {"v":"meta.k8s.io/v1","rv":123,"start":"x"}
+            "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTIzLCJzdGFydCI6IngifQ",
+            // a pool's name where an allocation id belongs
+            "YWxsb2M6cnVubmVyLWFtZDY0",
+            "%21%21",
+    })
+    void aForeignContinueTokenSaysToListAgainWithoutIt(String token) {
+        assertThatThrownBy(() -> AllocViews.parseQuery(null, "limit=1&continue=" + token, null))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("invalid continue token: it is not one this server returned for allocs; list them again "
+                        + "without continue (kubectl get allocs starts from the first page itself)");
     }
 
     @Test
