@@ -137,7 +137,7 @@ public final class AllocsApi {
      */
     public Preconditions deleteOptions(@ExchangeProperty(FrontDoor.TARGET) String target, @Body byte[] body) {
         if (ApiPaths.asksDryRun(target)) {
-            throw ApiException.badRequest("dry-run deletes are not supported on allocs: nothing was deleted");
+            throw ApiException.badRequest(dryRunUnsupported(target));
         }
         if (body == null || body.length == 0 || ApiFlows.jsonBlank(body)) {
             return Preconditions.NONE;
@@ -156,10 +156,10 @@ public final class AllocsApi {
         Object dryRun = options.get("dryRun");
         if (dryRun != null && !(dryRun instanceof java.util.List<?>)) {
             throw ApiException.badRequest("invalid DeleteOptions body: dryRun must be a list such as [\"All\"]; "
-                    + "dry-run deletes are not supported on allocs: nothing was deleted");
+                    + dryRunUnsupported(target));
         }
         if (dryRun instanceof java.util.List<?> dry && !dry.isEmpty()) {
-            throw ApiException.badRequest("dry-run deletes are not supported on allocs: nothing was deleted");
+            throw ApiException.badRequest(dryRunUnsupported(target));
         }
         Object pre = options.get("preconditions");
         if (pre == null) {
@@ -170,6 +170,17 @@ public final class AllocsApi {
                     + "{\"uid\":\"<the alloc's metadata.uid>\"}; nothing was deleted");
         }
         return new Preconditions(stringField(p, "uid"), stringField(p, "resourceVersion"));
+    }
+
+    /**
+     * The 400 of a dry-run delete: nothing was deleted, and reading the allocation shows what the delete would
+     * release (its id when the target names a valid one).
+     */
+    static String dryRunUnsupported(String target) {
+        String name = ApiPaths.allocName(target);
+        return "dry-run deletes are not supported on allocs: nothing was deleted; kubectl get alloc "
+                + (AllocViews.validName(name) ? name : "<id>") + " -o yaml shows the allocation this delete would "
+                + "release";
     }
 
     private static String stringField(Map<?, ?> preconditions, String field) {

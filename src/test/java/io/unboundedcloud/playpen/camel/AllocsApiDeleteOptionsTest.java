@@ -123,14 +123,19 @@ class AllocsApiDeleteOptionsTest {
     void aDryRunOrABodyThatIsNotDeleteOptionsIsA400() {
         ApiException dryQuery = refused(() -> API.deleteOptions(TARGET + "?dryRun=All", null));
         assertThat(dryQuery.code()).isEqualTo(400);
-        assertThat(dryQuery.getMessage()).isEqualTo("dry-run deletes are not supported on allocs: nothing was deleted");
+        assertThat(dryQuery.getMessage()).isEqualTo("dry-run deletes are not supported on allocs: nothing was deleted;"
+                + " kubectl get alloc 0123456789abcdef -o yaml shows the allocation this delete would release");
         assertThat(refused(() -> options("{\"dryRun\":[\"All\"]}")).getMessage())
-                .isEqualTo("dry-run deletes are not supported on allocs: nothing was deleted");
+                .isEqualTo("dry-run deletes are not supported on allocs: nothing was deleted; kubectl get alloc "
+                        + "0123456789abcdef -o yaml shows the allocation this delete would release");
+        // a name that is no allocation id is not repeated as one
+        assertThat(AllocsApi.dryRunUnsupported(TARGET.replace("0123456789abcdef", "job-42") + "?dryRun=All"))
+                .contains("kubectl get alloc <id> -o yaml");
         // a dry run that is not a list is not DeleteOptions either: kube-apiserver refuses it, and deleting would not
         // be what was asked
         assertThat(refused(() -> options("{\"dryRun\":\"All\"}")).getMessage()).isEqualTo("invalid DeleteOptions "
                 + "body: dryRun must be a list such as [\"All\"]; dry-run deletes are not supported on allocs: nothing was "
-                + "deleted");
+                + "deleted; kubectl get alloc 0123456789abcdef -o yaml shows the allocation this delete would release");
         for (String body : new String[] {"[1]", "nope", "{\"a\":"}) {
             ApiException e = refused(() -> options(body));
             assertThat(e.code()).as(body).isEqualTo(400);

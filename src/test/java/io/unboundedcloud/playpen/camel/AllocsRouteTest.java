@@ -582,7 +582,8 @@ class AllocsRouteTest {
         assertStatus(longName, 404, "NotFound", null);
         assertThat(json(longName).get("message").asText()).hasSizeLessThan(300);
         assertStatus(send("DELETE", ALLOCS + "/" + ids.get(0) + "?dryRun=All", null, "alice", "playpen-users"), 400,
-                "BadRequest", "dry-run deletes are not supported on allocs: nothing was deleted");
+                "BadRequest", "dry-run deletes are not supported on allocs: nothing was deleted; kubectl get alloc "
+                + ids.get(0) + " -o yaml shows the allocation this delete would release");
         HttpResponse<String> watch = send("GET", ALLOCS + "?watch=true", null, "alice", "playpen-users");
         assertStatus(watch, 405, "MethodNotAllowed", "watch is not supported on allocs: list them again instead"
                 + " (kubectl get allocs), for example every 2 seconds with: watch kubectl get allocs");

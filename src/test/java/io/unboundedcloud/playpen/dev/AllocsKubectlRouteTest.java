@@ -182,7 +182,7 @@ class AllocsKubectlRouteTest {
     }
 
     @Test
-    void labellingOrPatchingAnAllocationIsRefusedWithWhatToDoInstead() throws Exception {
+    void changingOrDryRunDeletingAnAllocationIsRefusedWithWhatToDoInstead() throws Exception {
         Path req = dir.resolve("kubectl-label-1.json");
         Files.writeString(req, "{\"idempotencyKey\":\"kubectl-label-1\",\"architecture\":\"amd64\",\"waitSeconds\":30,"
                 + "\"wireGuardPublicKey\":\"" + TestCluster.wgKey(15) + "\"}");
@@ -200,6 +200,16 @@ class AllocsKubectlRouteTest {
                 assertThat(r.code()).as(String.join(" ", args)).isNotZero();
                 assertThat(r.err().trim()).as(String.join(" ", args)).isEqualTo(refused);
             }
+            // a server-side dry run of the delete: refused with where to see what it would release, nothing deleted
+            String[] dry = {"delete", "alloc", id, "--dry-run=server"};
+            Run r = kubectl("kubeconfig", dry);
+            record("kubeconfig", dry, r);
+            assertThat(r.code()).isNotZero();
+            assertThat(r.err().trim()).isEqualTo("Error from server (BadRequest): dry-run deletes are not supported on "
+                    + "allocs: nothing was deleted; kubectl get alloc " + id + " -o yaml shows the allocation this "
+                    + "delete would release");
+            assertThat(ok("kubeconfig", "get", "alloc", id, "-o", "name").trim())
+                    .isEqualTo("alloc.playpen.unbounded-cloud.io/" + id);
         } finally {
             ok("kubeconfig", "delete", "alloc", id);
             // the pools refill before the other test allocates without waiting
