@@ -443,7 +443,8 @@ class DeployRbacTest {
     /**
      * playpen-user: create allocs and deallocs (the reference's) and renewals (kube-apiserver checks create on
      * renewals before it proxies a renewal), get/list/delete allocs (kubectl get/delete, the operator scopes them to
-     * the caller's own); never allocs/all, which would show everyone's.
+     * the caller's own), watch on allocs and pools (the operator's 405 for kubectl get -w, instead of kube-apiserver's
+     * 403); never allocs/all, which would show everyone's.
      */
     @Test
     void playpenUserMayCreateAllocsDeallocsAndRenewalsAndReadAndDeleteAllocs() throws Exception {
@@ -453,9 +454,11 @@ class DeployRbacTest {
                 "playpen.unbounded-cloud.io/renewals create @" + CLUSTER,
                 "playpen.unbounded-cloud.io/allocs get @" + CLUSTER,
                 "playpen.unbounded-cloud.io/allocs list @" + CLUSTER,
+                "playpen.unbounded-cloud.io/allocs watch @" + CLUSTER,
                 "playpen.unbounded-cloud.io/allocs delete @" + CLUSTER,
                 "playpen.unbounded-cloud.io/pools get @" + CLUSTER,
-                "playpen.unbounded-cloud.io/pools list @" + CLUSTER);
+                "playpen.unbounded-cloud.io/pools list @" + CLUSTER,
+                "playpen.unbounded-cloud.io/pools watch @" + CLUSTER);
         // deploy/ does not decide who the users are
         for (String kind : List.of("RoleBinding", "ClusterRoleBinding")) {
             for (ObjectNode doc : RenderedDeploy.ofKind(kind)) {
@@ -471,24 +474,27 @@ class DeployRbacTest {
         assertThat(clusterRoleGrants("playpen-admin")).containsExactlyInAnyOrder(
                 "playpen.unbounded-cloud.io/allocs get @" + CLUSTER,
                 "playpen.unbounded-cloud.io/allocs list @" + CLUSTER,
+                "playpen.unbounded-cloud.io/allocs watch @" + CLUSTER,
                 "playpen.unbounded-cloud.io/allocs delete @" + CLUSTER,
                 "playpen.unbounded-cloud.io/allocs/all get @" + CLUSTER,
                 "playpen.unbounded-cloud.io/allocs/all list @" + CLUSTER,
                 "playpen.unbounded-cloud.io/allocs/all delete @" + CLUSTER,
                 "playpen.unbounded-cloud.io/pools get @" + CLUSTER,
-                "playpen.unbounded-cloud.io/pools list @" + CLUSTER);
+                "playpen.unbounded-cloud.io/pools list @" + CLUSTER,
+                "playpen.unbounded-cloud.io/pools watch @" + CLUSTER);
         assertThat(clusterRoleGrants("playpen-admin")).noneMatch(g -> g.contains(" create "));
     }
 
     /**
-     * playpen-pool-reader: get and list pools, nothing else, aggregated into the built-in view ClusterRole (pools
+     * playpen-pool-reader: get, list and watch (answered 405) pools, nothing else, aggregated into the built-in view ClusterRole (pools
      * show counts and conditions, nothing about users), and bound to nobody by deploy/.
      */
     @Test
     void poolReaderMayOnlyReadPoolsAndIsAggregatedIntoView() throws Exception {
         assertThat(clusterRoleGrants("playpen-pool-reader")).containsExactlyInAnyOrder(
                 "playpen.unbounded-cloud.io/pools get @" + CLUSTER,
-                "playpen.unbounded-cloud.io/pools list @" + CLUSTER);
+                "playpen.unbounded-cloud.io/pools list @" + CLUSTER,
+                "playpen.unbounded-cloud.io/pools watch @" + CLUSTER);
         ObjectNode role = RenderedDeploy.ofKind("ClusterRole").stream()
                 .filter(d -> "playpen-pool-reader".equals(d.path("metadata").path("name").asText())).findFirst()
                 .orElseThrow();
