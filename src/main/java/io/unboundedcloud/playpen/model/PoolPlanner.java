@@ -187,7 +187,7 @@ public final class PoolPlanner {
             int max = m.configured && policy.demandBuffer() ? Math.max(min, policy.maxIdle()) : min;
             int want = m.configured ? Math.max(min, Math.min(max, ctx.desired().getOrDefault(target, min))) : 0;
             PoolBackoff.View remembered = ctx.backoff().getOrDefault(target, PoolBackoff.View.NONE);
-            Decision d = decide(m, want, policy.surge(want), remembered, ctx.now());
+            Decision d = decide(m, want, surge(want), remembered, ctx.now());
             PoolBackoff.View backoff = d.settled() ? PoolBackoff.View.NONE : remembered;
             m.unhealthy.forEach(u -> toDelete.add(new PoolPlan.Deletion(target, u.pod, PoolPlan.Why.UNHEALTHY, u.problem)));
             d.deletions.forEach(x -> toDelete.add(x));

@@ -584,6 +584,23 @@ class PoolRulesTest {
                 + "desired count; deleted"));
     }
 
+    /**
+     * A pool scaled to 0 keeps no pod it made, whatever number of pods --pool-max-surge says: a surge is for a rollout,
+     * and a pool that wants none rolls nothing out. The Go operator's pod of another image (no template hash) stays,
+     * as it always does, but it does not make room for pods the pool made.
+     */
+    @Test
+    void aPoolScaledToZeroKeepsNoPodItMadeBesideAGoOperatorsStalePod() {
+        PoolPlanner zero = planner("--runner-amd64-count=0", "--pool-max-surge=2",
+                "--runner-image=example.com/runner:new");
+        Pod goPod = new PodBuilder(staleReady(51820, Duration.ofHours(2)).build()).editMetadata()
+                .removeFromLabels(PlaypenKeys.TEMPLATE_HASH).endMetadata().build();
+        Pod made = ready(zero, 51821, Duration.ofHours(1)).build();
+        PoolPlan plan = plan(zero, List.of(goPod, made));
+        assertThat(deleted(plan)).containsExactly("playpen-runner-amd64-51821:Surplus");
+        assertThat(plan.toCreate()).isEmpty();
+    }
+
     // ---- demand-aware buffer ----
 
     @Test
