@@ -212,7 +212,8 @@ public final class PoolPlanner {
                     m.allocated, m.stale.size(), m.unhealthy.size() + m.reports.size(),
                     m.startingCount(), Map.copyOf(m.byReason), Map.copyOf(m.allocatedByReason), tpl.hash(),
                     tpl.sample().getSpec().getContainers().get(0).getImage(), backoff, short_, m.oldest,
-                    ctx.rates().getOrDefault(target, 0.0), ctx.readyTimes().get(target), m.onNodesWithoutExternalIp));
+                    ctx.rates().getOrDefault(target, 0.0), ctx.readyTimes().get(target), m.onNodesWithoutExternalIp,
+                    m.onNodesInDoubt));
         }
 
         Map<ResourceType, Set<Integer>> usedOut = new EnumMap<>(ResourceType.class);
@@ -312,8 +313,11 @@ public final class PoolPlanner {
     private static final Comparator<Member> OLDEST_FIRST = Comparator.comparing((Member x) -> x.created)
             .thenComparing(x -> ManagedPods.hostPort(x.pod).orElse(0)).thenComparing(x -> ManagedPods.name(x.pod));
 
-    /** One healthy idle pod as the rules see it. */
-    record Member(Pod pod, boolean ready, Instant created, boolean noExternalIp) {
+    /**
+     * One healthy idle pod as the rules see it; {@code cutOff}: ready in itself, but on a node that is gone or not
+     * Ready (not handed out, not starting either).
+     */
+    record Member(Pod pod, boolean ready, Instant created, boolean noExternalIp, boolean cutOff) {
     }
 
     record Sick(Pod pod, PoolHealth.Problem problem) {
@@ -334,6 +338,8 @@ public final class PoolPlanner {
         int idle;
         /** healthy idle pods ready but on a node without an ExternalIP: never handed out, not counted ready */
         int onNodesWithoutExternalIp;
+        /** healthy idle pods ready in themselves on a node that is gone or not Ready: neither ready nor starting */
+        int onNodesInDoubt;
         int allocated;
         Instant oldest;
 
@@ -364,7 +370,11 @@ public final class PoolPlanner {
             if (noExternalIp) {
                 onNodesWithoutExternalIp++;
             }
-            Member member = new Member(pod, ready && !noExternalIp, created, noExternalIp);
+            boolean cutOff = onNodeInDoubt && PoolHealth.ready(pod);
+            if (cutOff) {
+                onNodesInDoubt++;
+            }
+            Member member = new Member(pod, ready && !noExternalIp, created, noExternalIp, cutOff);
             if (!TemplateHashes.isCurrent(pod, tpl.hash(), tpl.sample())) {
                 stale.add(member);
             } else if (member.ready()) {
@@ -382,9 +392,12 @@ public final class PoolPlanner {
             });
         }
 
-        /** Current-template idle pods not ready yet, expected ones included (not those only lacking an ExternalIP). */
+        /**
+         * Current-template idle pods not ready yet, expected ones included (not those only lacking an ExternalIP, nor
+         * those ready in themselves on a node that is gone or not Ready).
+         */
         int startingCount() {
-            return (int) currentStarting.stream().filter(x -> !x.noExternalIp()).count() + expected;
+            return (int) currentStarting.stream().filter(x -> !x.noExternalIp() && !x.cutOff()).count() + expected;
         }
 
         int readyCount() {

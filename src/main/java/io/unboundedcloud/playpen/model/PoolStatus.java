@@ -29,13 +29,26 @@ import java.util.Map;
  * @param timeToReady     the pool's recent time-to-ready (null until one was seen)
  * @param noExternalIp    healthy idle pods ready as far as the pod goes but on a node without an ExternalIP: never
  *                        handed out, so not in {@code ready} (nor in {@code starting})
+ * @param onNodesInDoubt  healthy idle pods ready in themselves on a node that is gone or not Ready: never handed out,
+ *                        so neither in {@code ready} nor in {@code starting}; replaced after the node grace
  */
 public record PoolStatus(PoolTarget target, boolean configured, int minimum, int maximum, int desired, int ready,
         int idle, int allocated, int stale, int unhealthy, int starting, Map<String, Integer> unhealthyByReason, Map<String, Integer> unhealthyAllocatedByReason,
         String templateHash, String image, PoolBackoff.View backoff, boolean portsExhausted, Instant oldest,
-        double allocationRate, Duration timeToReady, int noExternalIp) {
+        double allocationRate, Duration timeToReady, int noExternalIp, int onNodesInDoubt) {
 
-    /** A pool with no ready pod on a node without an ExternalIP. */
+    /** A pool with no ready pod on a node that is gone or not Ready. */
+    public PoolStatus(PoolTarget target, boolean configured, int minimum, int maximum, int desired, int ready,
+            int idle, int allocated, int stale, int unhealthy, int starting, Map<String, Integer> unhealthyByReason,
+            Map<String, Integer> unhealthyAllocatedByReason, String templateHash, String image,
+            PoolBackoff.View backoff, boolean portsExhausted, Instant oldest, double allocationRate,
+            Duration timeToReady, int noExternalIp) {
+        this(target, configured, minimum, maximum, desired, ready, idle, allocated, stale, unhealthy, starting,
+                unhealthyByReason, unhealthyAllocatedByReason, templateHash, image, backoff, portsExhausted, oldest,
+                allocationRate, timeToReady, noExternalIp, 0);
+    }
+
+    /** A pool with no ready pod on a node without an ExternalIP, nor on one that is gone or not Ready. */
     public PoolStatus(PoolTarget target, boolean configured, int minimum, int maximum, int desired, int ready,
             int idle, int allocated, int stale, int unhealthy, int starting, Map<String, Integer> unhealthyByReason,
             Map<String, Integer> unhealthyAllocatedByReason, String templateHash, String image,

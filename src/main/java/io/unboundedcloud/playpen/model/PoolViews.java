@@ -110,6 +110,8 @@ public final class PoolViews {
         List<Condition> out = new ArrayList<>();
         String noIp = p.noExternalIp() > 0 ? ", " + p.noExternalIp() + " more ready on a node without an ExternalIP"
                 + " (never handed out: give the node an ExternalIP, or cordon it and delete the pod)" : "";
+        noIp += p.onNodesInDoubt() > 0 ? ", " + p.onNodesInDoubt() + " more on a node that is NotReady or gone (never"
+                + " handed out; replaced once the node has been so for --pool-node-not-ready-grace)" : "";
         out.add(p.ready() >= p.desired()
                 ? new Condition("Ready", "True", "Full", p.ready() + " of " + p.desired() + " idle pods ready" + noIp)
                 : new Condition("Ready", "False", p.noExternalIp() > 0 ? "NoExternalIP" : "Short", p.ready() + " of "

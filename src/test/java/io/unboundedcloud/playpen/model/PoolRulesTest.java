@@ -172,6 +172,28 @@ class PoolRulesTest {
         assertThat(deleted(p.plan(List.of(onGone, onNotReady), Set.of(), ctx(null, null)))).isEmpty();
     }
 
+    /**
+     * A pod ready in itself on a node that turned NotReady (within the grace) is not handed out, so it is not ready
+     * capacity; nor is it starting: the pools resource says where it is and when the pool replaces it, not that
+     * pods of the template are starting.
+     */
+    @Test
+    void aReadyPodOnANotReadyNodeIsNeitherReadyNorStarting() {
+        var lookup = nodes(node("node-a", "True", NOW.minusSeconds(3600)),
+                node("node-b", "Unknown", NOW.minus(Duration.ofMinutes(1))));
+        PoolPlanner p = planner("--runner-amd64-count=2", "--pool-node-not-ready-grace=2m");
+        Pod served = ready(p, 51820, Duration.ofHours(1)).build();
+        Pod cutOff = ready(p, 51821, Duration.ofHours(1)).editSpec().withNodeName("node-b").endSpec().build();
+        PoolStatus s = p.plan(List.of(served, cutOff), Set.of(), ctx(lookup, null)).statuses().get(AMD64);
+        assertThat(s.ready()).isEqualTo(1);
+        assertThat(s.starting()).isZero();
+        List<PoolViews.Condition> conditions = new PoolViews("25%").conditions(s, NOW);
+        assertThat(conditions.get(0).status() + " " + conditions.get(0).reason()).isEqualTo("False Short");
+        assertThat(conditions.get(0).message()).isEqualTo("1 of 2 idle pods ready, 1 more on a node that is NotReady "
+                + "or gone (never handed out; replaced once the node has been so for --pool-node-not-ready-grace)");
+        assertThat(conditions.get(1).reason()).isEqualTo("Current");
+    }
+
     @Test
     void thePoolsStatusCountsUnhealthyIdleAndAllocatedPodsAndPodsStartingOrAwaited() {
         PoolPlanner p = planner("--runner-amd64-count=4");
