@@ -10,6 +10,8 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Collectors;
 
+import io.unboundedcloud.playpen.config.Flag;
+
 /**
  * Pools as a read-only kubectl resource ({@code kind: Pool}, cluster-scoped, named runner-amd64, runner-arm64,
  * control-plane-&lt;version&gt;): the objects, the list and the server-side Table kubectl prints, with the conditions
@@ -148,14 +150,24 @@ public final class PoolViews {
             p.unhealthyAllocatedByReason().forEach((k, v) -> all.merge(k, v, Integer::sum));
             out.add(new Condition("Degraded", "True", "UnhealthyPods", p.unhealthy() + " unhealthy pod(s): "
                     + all.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue()).collect(Collectors.joining(", "))
-                    + " (idle ones are replaced, allocated ones left to their allocation)"));
+                    + " (idle ones are replaced, allocated ones left to their allocation)"
+                    + (p.portsExhausted() ? "; the hostPort range has no free port for the pods the pool wants: "
+                            + widenRange(p.target()) : "")));
         } else if (p.portsExhausted()) {
             out.add(new Condition("Degraded", "True", "HostPortsExhausted", "the pool wants more pods than its "
-                    + "hostPort range has free ports"));
+                    + "hostPort range has free ports; " + widenRange(p.target())));
         } else {
             out.add(new Condition("Degraded", "False", "Healthy", "no unhealthy pods, no back-off"));
         }
         return out;
+    }
+
+    /** What to do about a full hostPort range: the flags of the kind's range. */
+    private static String widenRange(PoolTarget target) {
+        boolean runner = target.type() == ResourceType.RUNNER;
+        Flag start = runner ? Flag.RUNNER_WIREGUARD_HOST_PORT_START : Flag.CONTROL_PLANE_APISERVER_HOST_PORT_START;
+        Flag end = runner ? Flag.RUNNER_WIREGUARD_HOST_PORT_END : Flag.CONTROL_PLANE_APISERVER_HOST_PORT_END;
+        return "widen the range (--" + start.flagName() + ", --" + end.flagName() + ") or free the ports other pods hold";
     }
 
     /** The Pool object of {@code kubectl get pool <name> -o yaml}. */

@@ -110,11 +110,31 @@ class PoolViewsTest {
         // idle and allocated counts per reason merged, by reason
         assertThat(shown(v.conditions(degraded(p, 5, Map.of("not-ready", 1, "crash-loop", 2),
                 Map.of("crash-loop", 1, "evicted", 1), PoolBackoff.View.NONE, true), NOW)).get(2))
-                .isEqualTo("Degraded True UnhealthyPods: 5 unhealthy pod(s): crash-loop=3, evicted=1, not-ready=1 "
-                        + "(idle ones are replaced, allocated ones left to their allocation)");
+                .startsWith("Degraded True UnhealthyPods: 5 unhealthy pod(s): crash-loop=3, evicted=1, not-ready=1 "
+                        + "(idle ones are replaced, allocated ones left to their allocation); the hostPort range has "
+                        + "no free port");
         assertThat(shown(v.conditions(degraded(p, 0, Map.of(), Map.of(), PoolBackoff.View.NONE, true), NOW)).get(2))
                 .isEqualTo("Degraded True HostPortsExhausted: the pool wants more pods than its hostPort range has "
-                        + "free ports");
+                        + "free ports; widen the range (--runner-wireguard-host-port-start, "
+                        + "--runner-wireguard-host-port-end) or free the ports other pods hold");
+    }
+
+    /**
+     * Host ports running out is a thing to act on: the condition names the flags of the kind's range, and unhealthy
+     * pods shown instead of it do not claim they are replaced when no port is free for their replacements.
+     */
+    @Test
+    void aFullHostPortRangeSaysWhatToDoAndIsNotHiddenByUnhealthyPods() {
+        PoolViews v = new PoolViews("1");
+        PoolStatus cp = degraded(pool(CP), 0, Map.of(), Map.of(), PoolBackoff.View.NONE, true);
+        assertThat(v.conditions(cp, NOW).get(2).message()).endsWith("; widen the range "
+                + "(--control-plane-apiserver-host-port-start, --control-plane-apiserver-host-port-end) or free the "
+                + "ports other pods hold");
+        PoolStatus both = degraded(pool(AMD), 1, Map.of("Evicted", 1), Map.of(), PoolBackoff.View.NONE, true);
+        assertThat(shown(v.conditions(both, NOW)).get(2)).isEqualTo("Degraded True UnhealthyPods: 1 unhealthy pod(s): "
+                + "Evicted=1 (idle ones are replaced, allocated ones left to their allocation); the hostPort range has "
+                + "no free port for the pods the pool wants: widen the range (--runner-wireguard-host-port-start, "
+                + "--runner-wireguard-host-port-end) or free the ports other pods hold");
     }
 
     @Test
