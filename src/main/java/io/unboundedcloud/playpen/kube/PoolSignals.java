@@ -126,11 +126,13 @@ public final class PoolSignals implements PodCache.Listener {
 
     /**
      * The pool deleted an unhealthy idle pod: when it was never ready, that is a failed replacement (counted once
-     * per pod, whether this call or the watch's DELETED event comes first).
+     * per pod, whether this call or the watch's DELETED event comes first). Not when its node was lost (gone, or
+     * NotReady past the grace): the node failed the pod, not the template, and the next pods go to other nodes.
      */
     public void deletedUnhealthy(PoolTarget target, Pod pod, PoolHealth.Problem problem) {
         String uid = pod.getMetadata().getUid();
-        if (uid == null || seenReady.contains(uid) || !ofCurrentTemplate(target, pod) || !failed.add(uid)) {
+        if (uid == null || problem.forceDelete() || seenReady.contains(uid) || !ofCurrentTemplate(target, pod)
+                || !failed.add(uid)) {
             return;
         }
         // the failure dates from when the pod's delete began (the leader's pass deleted it then), not from when a

@@ -4,7 +4,7 @@ import java.time.Duration;
 import java.time.Instant;
 
 /**
- * One pool's back-off: each replacement that fails (deleted as unhealthy without ever having been ready) doubles
+ * One pool's back-off: each replacement that fails (deleted as unhealthy, its node not lost, without ever having been ready) doubles
  * the pause before the pool creates again, from {@code base} up to {@code max}; the first pod of the pool's current
  * template that becomes ready ends it. While a pool is backing off it creates nothing; once the pause is over it
  * creates one pod at a time until one becomes ready, so a broken image or a node that rejects every pod costs a bounded number of

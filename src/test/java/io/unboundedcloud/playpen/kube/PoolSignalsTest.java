@@ -77,6 +77,26 @@ class PoolSignalsTest {
         assertThat(changes.get(1).message()).contains("runner-amd64", "2 replacement(s)", "NotReadyInTime", "20 s");
     }
 
+    /**
+     * A pod still starting on a node that was lost (gone, or NotReady past the grace) is deleted as the node's, not
+     * as a replacement that never became ready: the node failed it, and the pool's next pods go to other nodes, so
+     * a spot node reclaimed with a few pods starting on it does not pause the pool.
+     */
+    @Test
+    void aStartingPodOnALostNodeIsNoFailedReplacement() {
+        for (PoolHealth.Problem lost : List.of(PoolHealth.Problem.NODE_NOT_READY, PoolHealth.Problem.NODE_GONE)) {
+            Pod a = starting("a-" + lost, clock.now.minusSeconds(30));
+            signals.onPodEvent(PodCache.Change.ADDED, a);
+            signals.deletedUnhealthy(AMD64, a, lost);
+            // deleted with grace period 0: the watch shows it gone at once
+            signals.onPodEvent(PodCache.Change.DELETED, new PodBuilder(a).editMetadata()
+                    .withDeletionTimestamp(clock.now.toString()).withDeletionGracePeriodSeconds(0L).endMetadata()
+                    .build());
+        }
+        assertThat(signals.backoff(AMD64).view().failures()).isZero();
+        assertThat(changes).isEmpty();
+    }
+
     @Test
     void aPodThatWasReadyIsNoFailureEvenWhenItsDeleteIsSeenFirst() {
         Pod a = starting("a", T0);
