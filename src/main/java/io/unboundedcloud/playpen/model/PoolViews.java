@@ -120,8 +120,12 @@ public final class PoolViews {
                         + p.desired() + " idle pods ready" + (p.starting() > 0 ? ", " + p.starting() + " starting" : "")
                         + noIp));
         if (!p.configured()) {
-            out.add(new Condition("Progressing", "True", "Draining", "no flag asks for this pool any more: its idle "
-                    + "pods are deleted, allocated ones stay until released"));
+            // healthy pods without a template hash are never surplus (PoolPlanner), and this operator hands out no
+            // pod of a version it does not offer: only the Go operator or a person removes them
+            out.add(new Condition("Progressing", "True", "Draining", "no flag asks for this pool any more: idle pods "
+                    + "this operator made are deleted; healthy idle pods without a template hash (made by the Go "
+                    + "operator) are never deleted: they stay until the Go operator hands them out or you delete them "
+                    + "(kubectl delete pod); allocated ones stay until released"));
         } else if (p.stale() > 0 && p.desired() == 0) {
             // a pool that wants none rolls nothing out (its surge is 0 whatever the flag says)
             out.add(new Condition("Progressing", "True", "StaleInUse", p.stale() + " idle pod(s) run an older "

@@ -63,9 +63,12 @@ class PoolViewsTest {
         assertThat(shown(v.conditions(with(full, 2, 1, 1, true), NOW)).get(1)).isEqualTo("Progressing True "
                 + "RollingOut: 1 idle pod(s) run an older template; each is deleted once a current pod is ready "
                 + "(surge 25%)");
-        // a pool no flag asks for drains, whatever else it has
+        // a pool no flag asks for drains, whatever else it has; healthy pods the Go operator made (no template hash)
+        // are never deleted as surplus, so the message does not promise that every idle pod goes
         assertThat(shown(v.conditions(with(full, 2, 1, 1, false), NOW)).get(1)).isEqualTo("Progressing True "
-                + "Draining: no flag asks for this pool any more: its idle pods are deleted, allocated ones stay until "
+                + "Draining: no flag asks for this pool any more: idle pods this operator made are deleted; healthy "
+                + "idle pods without a template hash (made by the Go operator) are never deleted: they stay until "
+                + "the Go operator hands them out or you delete them (kubectl delete pod); allocated ones stay until "
                 + "released");
         for (String off : List.of("0", "0%", " 00 ", "000%")) {
             assertThat(new PoolViews(off).conditions(with(full, 2, 2, 0, true), NOW).get(1).reason()).as(off)
