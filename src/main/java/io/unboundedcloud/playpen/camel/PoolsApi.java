@@ -77,7 +77,8 @@ public final class PoolsApi {
     /** The pools that match, as this replica sees them now; 404 for a name that is no pool. */
     public Selection select(@Body PoolViews.Query query) {
         if (!statuses.synced()) {
-            throw ApiException.unavailable("the operator's pod cache is not synced yet", retryAfterSeconds);
+            throw ApiException.unavailable("the operator's pod cache is not synced yet; nothing was read, try again",
+                    retryAfterSeconds);
         }
         List<PoolStatus> pools = PoolViews.select(statuses.fresh().values(), query);
         if (query.name() != null && pools.isEmpty()) {
