@@ -185,8 +185,8 @@ public final class AccessReviewer {
             answer = client.authorization().v1().subjectAccessReview().create(sar);
         } catch (RuntimeException e) {
             LOG.warn("SubjectAccessReview failed user={} error={}", io.unboundedcloud.playpen.api.LogText.quote(who.user()), e.toString());
-            throw ApiException.unavailable("authorization check failed: SubjectAccessReview could not be created",
-                    retryAfterSeconds);
+            throw ApiException.unavailable("authorization check failed: SubjectAccessReview could not be created;"
+                    + " nothing was done, try again", retryAfterSeconds);
         }
         var status = answer == null ? null : answer.getStatus();
         boolean allowed = status != null && Boolean.TRUE.equals(status.getAllowed()) && !Boolean.TRUE.equals(status.getDenied());

@@ -211,7 +211,8 @@ class AccessReviewerDecisionsTest {
             assertThatThrownBy(() -> reviewer.authorize(ALICE)).isInstanceOfSatisfying(ApiException.class, e -> {
                 assertThat(e.code()).isEqualTo(503);
                 assertThat(e.headers()).containsEntry("Retry-After", "7");
-                assertThat(e.getMessage()).contains("SubjectAccessReview could not be created");
+                assertThat(e.getMessage()).isEqualTo("authorization check failed: SubjectAccessReview could not be"
+                        + " created; nothing was done, try again");
             });
             assertThat(reviewer.allowedForAllUsers(ALICE, "list")).as("a failed review is a no").isFalse();
 
