@@ -68,6 +68,12 @@ final class FlowBridge implements PoolReconciler.Observer, TtlExpirer.Observer {
         }
     }
 
+    /** A refused create's Event, recorded directly (it has no route of its own). */
+    @Override
+    public void createRefused(PoolReconciler.CreateRefusal refusal) {
+        fallback.createRefused(refusal);
+    }
+
     @Override
     public void pass(PoolReconciler.Result result, long nanos, boolean failed) {
     }

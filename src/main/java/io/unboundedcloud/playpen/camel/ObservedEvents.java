@@ -21,7 +21,7 @@ import io.unboundedcloud.playpen.model.PoolPlan;
 /**
  * The Kubernetes Events of the flows (bean {@code kubeEvents}): builds them (Allocated, Deallocated, Expired,
  * Renewed, Created, pool deletions (Stale, Surplus, or the problem of an unhealthy pod), Unhealthy&lt;problem&gt;
- * on allocated pods and BackOffEnded on pods; BackOff, HostPortRangeExhausted and TrustBundleInvalid on the
+ * on allocated pods and BackOffEnded on pods; BackOff, CreateRefused, HostPortRangeExhausted and TrustBundleInvalid on the
  * operator's pod or the APIService) and records them through {@link EventRecorder} (queued, never blocking the
  * caller; 403 suspends recording). The routes call {@link #record} from the {@code kube-event} route; as an
  * observer it is the fallback the {@link FlowBridge} uses while Camel is not running.
@@ -120,6 +120,16 @@ public final class ObservedEvents implements PoolReconciler.Observer, TtlExpirer
     @Override
     public void created(Pod pod) {
         createdEvents(pod).forEach(this::record);
+    }
+
+    /** A pod create the API server refused: a Warning CreateRefused on the operator (once per refusal). */
+    public List<KubeEvent> createRefusedEvents(@Body PoolReconciler.CreateRefusal r) {
+        return List.of(KubeEvent.warning(operatorRef, operatorNamespace, "CreateRefused", r.message()));
+    }
+
+    @Override
+    public void createRefused(PoolReconciler.CreateRefusal r) {
+        createRefusedEvents(r).forEach(this::record);
     }
 
     @Override

@@ -44,6 +44,7 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
     private final Counter rangeExhausted;
     private final Map<String, Counter> requestCounters = new ConcurrentHashMap<>();
     private final Map<String, Counter> deletedCounters = new ConcurrentHashMap<>();
+    private final Map<String, Counter> refusedCounters = new ConcurrentHashMap<>();
 
     public OperatorMetrics() {
         allocLatency = Timer.builder("playpen_alloc_latency").description("alloc request latency, front door to reply")
@@ -215,6 +216,16 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
     @Override
     public void deleted(PoolPlan.Deletion d) {
         deletedCounter(d.target(), d.reason()).increment();
+    }
+
+    /** playpen_pool_create_refused_total{resource_type,variant}: pod creates the API server refused (a 4xx). */
+    @Override
+    public void createRefused(PoolReconciler.CreateRefusal r) {
+        refusedCounters.computeIfAbsent(r.target().key(), k -> Counter.builder("playpen_pool_create_refused")
+                .description("pod creates of the pool the API server refused (a 4xx other than 409 and 429: a "
+                        + "ResourceQuota, an admission webhook, a bad template); the pool's creates pause")
+                .tag("resource_type", r.target().type().wire()).tag("variant", r.target().variant())
+                .register(registry)).increment();
     }
 
     private Counter deletedCounter(PoolTarget t, String reason) {

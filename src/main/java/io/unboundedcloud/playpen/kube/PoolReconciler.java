@@ -89,6 +89,30 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         /** An allocated pod found unhealthy (once per pod and problem). */
         default void unhealthyAllocated(PoolPlan.Unhealthy report) {
         }
+
+        /** A create the API server refused (a 4xx other than 409 and 429): the pool's creates pause. */
+        default void createRefused(CreateRefusal refusal) {
+        }
+    }
+
+    /** The first create pause after a refusal; each further refusal in a row doubles it, up to --reconcile-interval. */
+    static final Duration REFUSAL_FIRST_PAUSE = Duration.ofSeconds(1);
+    private static final int REFUSAL_MESSAGE_MAX = 200;
+
+    /**
+     * A create of {@code target} the API server refused with {@code code}: its creates pause for {@code pause}.
+     * {@code serverMessage} is the message of the API server's Status, trimmed.
+     */
+    public record CreateRefusal(PoolTarget target, int code, String serverMessage, Duration pause) {
+        public String message() {
+            return "pool " + target.key() + ": the API server refused a pod create with HTTP " + code + " ("
+                    + serverMessage + "); the pool creates no pod for " + pause.toMillis() / 1000.0
+                    + " s; check ResourceQuota and admission webhooks in the namespace, and the pod template flags";
+        }
+    }
+
+    /** A pool's creates paused after refusals: until when, and the pause it started. */
+    private record RefusalPause(Instant until, Duration pause) {
     }
 
     /**
@@ -210,6 +234,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      */
     private final java.util.concurrent.atomic.AtomicReference<Instant> wakeAt =
             new java.util.concurrent.atomic.AtomicReference<>();
+    /** Pools whose creates the API server refused, on this leader: no create until the pause ends. */
+    private final Map<PoolTarget, RefusalPause> refused = new ConcurrentHashMap<>();
     private final ReentrantLock passLock = new ReentrantLock();
     private final LongAdder passes = new LongAdder();
     private final java.util.List<Observer> observers = new java.util.concurrent.CopyOnWriteArrayList<>();
@@ -274,6 +300,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      */
     public Pass assess() {
         if (!leader.getAsBoolean()) {
+            refused.clear(); // a refusal pause is the leader's own: a replica that leads again starts afresh
             return null;
         }
         if (!pods.listenersCaughtUp()) {
@@ -452,7 +479,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     /**
      * The create step: the planned pods, on the lowest free hostPorts (AlreadyExists moves on to the next one). A
      * pool whose create fails tries no more this pass; the other pools go on, and the step ends with the first
-     * failure.
+     * failure. A create the API server refused (a 4xx other than 409 and 429) also pauses the pool's creates on
+     * this leader, 1 s doubling per refusal in a row up to --reconcile-interval, until a create succeeds.
      */
     public Pass create(Pass pass) {
         return step(pass, () -> {
@@ -468,10 +496,20 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                 if (failedPools.contains(planned.target())) {
                     continue;
                 }
+                RefusalPause paused = refused.get(planned.target());
+                if (paused != null && pass.now.isBefore(paused.until())) {
+                    continue; // the API server refused this pool's last create: it waits out the pause
+                }
                 Attempt a;
                 try {
                     a = create(planned, pass.used.computeIfAbsent(planned.target().type(), pass.plan::portsInUse));
+                    if (a.created()) {
+                        refused.remove(planned.target());
+                    }
                 } catch (KubernetesClientException e) {
+                    if (isRefusal(e)) {
+                        refusedCreate(planned.target(), e, pass.now);
+                    }
                     // refused (an admission rule, a quota) or unknown: this pool's next pods would most likely
                     // meet the same, but another pool's need not, so one pool cannot keep the others empty
                     failedPools.add(planned.target());
@@ -499,6 +537,33 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                 throw firstFailure;
             }
         });
+    }
+
+    /** A 4xx answer other than 409 (AlreadyExists, handled) and 429 (throttling, which the client retries). */
+    private static boolean isRefusal(KubernetesClientException e) {
+        int code = e.getCode();
+        return code >= 400 && code < 500 && code != 409 && code != 429;
+    }
+
+    /** A refused create: the pool's creates pause (1 s, doubling per refusal in a row, up to the interval); told. */
+    private void refusedCreate(PoolTarget target, KubernetesClientException e, Instant now) {
+        Duration max = config.reconcileInterval().compareTo(REFUSAL_FIRST_PAUSE) > 0 ? config.reconcileInterval()
+                : REFUSAL_FIRST_PAUSE;
+        RefusalPause was = refused.get(target);
+        Duration pause = was == null ? REFUSAL_FIRST_PAUSE : was.pause().multipliedBy(2);
+        if (pause.compareTo(max) > 0) {
+            pause = max;
+        }
+        refused.put(target, new RefusalPause(now.plus(pause), pause));
+        String text = e.getStatus() != null && e.getStatus().getMessage() != null ? e.getStatus().getMessage()
+                : "no message";
+        text = text.replaceAll("\\s+", " ").strip();
+        if (text.length() > REFUSAL_MESSAGE_MAX) {
+            text = text.substring(0, REFUSAL_MESSAGE_MAX) + "...";
+        }
+        CreateRefusal refusal = new CreateRefusal(target, e.getCode(), text, pause);
+        LOG.warn("pool={} outcome=create-refused code={} {}", target.key(), e.getCode(), refusal.message());
+        observers.forEach(o -> o.createRefused(refusal));
     }
 
     /**
@@ -597,6 +662,12 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                     : s.backoff();
             if (b.pausedAt(pass.now) && (next == null || b.nextCreateAt().isBefore(next))) {
                 next = b.nextCreateAt();
+            }
+        }
+        for (RefusalPause r : refused.values()) {
+            // a refused create leaves no pod event behind to ask for a pass when its pause ends
+            if (r.until().isAfter(pass.now) && (next == null || r.until().isBefore(next))) {
+                next = r.until();
             }
         }
         if (next != null) {
@@ -769,6 +840,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      * the second pass waits for the first (passes never overlap) and finds the pods it created expected.
      */
     public void onLeadership() {
+        refused.clear(); // a refusal pause of an earlier term is forgotten: the new leader tries at once
         schedulePromptPass();
     }
 

@@ -44,4 +44,30 @@ class OperatorEventNamespaceTest {
                     .isIn("default", "");
         }
     }
+
+    /** A refused pod create is told as a Warning CreateRefused on the operator's pod, saying what to check. */
+    @Test
+    void aRefusedCreateIsAWarningOnTheOperator() throws Exception {
+        try (TestCluster cluster = TestCluster.start();
+                EventRecorder recorder = new EventRecorder(cluster.client, Clock.systemUTC(), new ApiCallCounter(), 100,
+                        100, Duration.ofSeconds(1))) {
+            OperatorConfig config = OperatorConfig.parse("--namespace=" + TestCluster.NS);
+            ObservedEvents observed = new ObservedEvents(recorder, config,
+                    Map.of("POD_NAME", "playpen-0", "POD_NAMESPACE", TestCluster.NS));
+
+            observed.createRefused(new io.unboundedcloud.playpen.kube.PoolReconciler.CreateRefusal(
+                    io.unboundedcloud.playpen.model.PoolTarget.runner("amd64"), 403, "exceeded quota: pods",
+                    Duration.ofSeconds(1)));
+
+            OperatorHarness.awaitTrue(() -> recorder.written() == 1, Duration.ofSeconds(60), "event written");
+            List<Event> all = cluster.client.v1().events().inAnyNamespace().list().getItems();
+            assertThat(all).singleElement().satisfies(e -> {
+                assertThat(e.getType()).isEqualTo("Warning");
+                assertThat(e.getReason()).isEqualTo("CreateRefused");
+                assertThat(e.getInvolvedObject().getName()).isEqualTo("playpen-0");
+                assertThat(e.getMessage()).contains("runner/amd64").contains("HTTP 403").contains("exceeded quota")
+                        .contains("check ResourceQuota and admission webhooks in the namespace, and the pod template flags");
+            });
+        }
+    }
 }

@@ -67,6 +67,15 @@ class OperatorMetricsCountersTest {
     }
 
     @Test
+    void refusedCreatesCountOneEachByPool() {
+        PoolTarget amd64 = PoolTarget.runner("amd64");
+        metrics.createRefused(new PoolReconciler.CreateRefusal(amd64, 403, "exceeded quota", Duration.ofSeconds(1)));
+        metrics.createRefused(new PoolReconciler.CreateRefusal(amd64, 422, "invalid", Duration.ofSeconds(2)));
+        assertThat(samples("playpen_pool_create_refused_total{")).containsExactly(Map.entry(
+                "playpen_pool_create_refused_total{resource_type=\"runner\",variant=\"amd64\"}", 2.0));
+    }
+
+    @Test
     void poolEventsCountOneEachUnderTheirOwnLabels() {
         PoolTarget amd64 = PoolTarget.runner("amd64");
         Pod pod = new Pod();

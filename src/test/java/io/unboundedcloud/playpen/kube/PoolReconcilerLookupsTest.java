@@ -199,6 +199,84 @@ class PoolReconcilerLookupsTest {
         }
     }
 
+    /**
+     * A create the API server refuses (a quota's 403, a 422) pauses the pool's creates, 1 s doubling per refusal in a
+     * row, and each refusal is told once; a create that succeeds ends the pause.
+     */
+    @Test
+    void aRefusedCreatePausesThePoolsCreatesAndIsToldOnce() throws Exception {
+        MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:00:00Z"));
+        try (TestCluster cluster = TestCluster.start();
+                Wired w = Wired.of(cluster, true, true, clock, "--runner-amd64-count=1", "--runner-arm64-count=0")) {
+            List<PoolReconciler.CreateRefusal> told = new CopyOnWriteArrayList<>();
+            w.pool().addObserver(new PoolReconciler.Observer() {
+                @Override
+                public void createRefused(PoolReconciler.CreateRefusal refusal) {
+                    told.add(refusal);
+                }
+            });
+            cluster.server.expect().post().withPath(POST_PODS).andReturn(403, "{\"kind\":\"Status\",\"apiVersion\":"
+                    + "\"v1\",\"status\":\"Failure\",\"reason\":\"Forbidden\",\"code\":403,\"message\":\"pods "
+                    + "is forbidden: exceeded quota: pods, requested: pods=1, used: pods=10, limited: pods=10\"}").once();
+            assertThatThrownBy(() -> w.pool().reconcile()).isInstanceOf(KubernetesClientException.class);
+            assertThat(w.calls().get(KubeApiCall.PODS_CREATE)).isEqualTo(1);
+            assertThat(told).singleElement().satisfies(r -> {
+                assertThat(r.code()).isEqualTo(403);
+                assertThat(r.pause()).isEqualTo(Duration.ofSeconds(1));
+                assertThat(r.message()).contains("runner/amd64").contains("HTTP 403").contains("exceeded quota")
+                        .contains("check ResourceQuota and admission webhooks");
+            });
+            assertThat(logs.lines()).map(ILoggingEvent::getFormattedMessage)
+                    .filteredOn(m -> m.contains("outcome=create-refused")).hasSize(1);
+
+            // within the pause: no create, nothing told again
+            assertThat(w.pool().reconcile().created()).isZero();
+            assertThat(w.calls().get(KubeApiCall.PODS_CREATE)).isEqualTo(1);
+            assertThat(told).hasSize(1);
+
+            // after it: tried again; refused again (422), the pause doubles
+            clock.now = clock.now.plusSeconds(1);
+            cluster.server.expect().post().withPath(POST_PODS).andReturn(422, failure(422, "Invalid")).once();
+            assertThatThrownBy(() -> w.pool().reconcile()).isInstanceOf(KubernetesClientException.class);
+            assertThat(w.calls().get(KubeApiCall.PODS_CREATE)).isEqualTo(2);
+            assertThat(told).hasSize(2).last().satisfies(r -> {
+                assertThat(r.code()).isEqualTo(422);
+                assertThat(r.pause()).isEqualTo(Duration.ofSeconds(2));
+            });
+            clock.now = clock.now.plusSeconds(1);
+            assertThat(w.pool().reconcile().created()).as("1 s into a 2 s pause").isZero();
+            assertThat(w.calls().get(KubeApiCall.PODS_CREATE)).isEqualTo(2);
+
+            // the pause over, the create succeeds: that ends it, a later refusal pauses 1 s again
+            clock.now = clock.now.plusSeconds(1);
+            assertThat(w.pool().reconcile().created()).isEqualTo(1);
+            deleteOnceThePoolHasHeardOf(cluster, w, "playpen-runner-amd64-51820");
+            cluster.server.expect().post().withPath(POST_PODS).andReturn(403, failure(403, "Forbidden")).once();
+            assertThatThrownBy(() -> w.pool().reconcile()).isInstanceOf(KubernetesClientException.class);
+            assertThat(told).hasSize(3).last().satisfies(r -> assertThat(r.pause()).isEqualTo(Duration.ofSeconds(1)));
+        }
+    }
+
+    /** A 500 is no refusal: nothing paused or told, the next pass tries again. */
+    @Test
+    void aServerErrorDoesNotPauseCreates() throws Exception {
+        MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:00:00Z"));
+        try (TestCluster cluster = TestCluster.start();
+                Wired w = Wired.of(cluster, true, true, clock, "--runner-amd64-count=1", "--runner-arm64-count=0")) {
+            List<PoolReconciler.CreateRefusal> told = new CopyOnWriteArrayList<>();
+            w.pool().addObserver(new PoolReconciler.Observer() {
+                @Override
+                public void createRefused(PoolReconciler.CreateRefusal refusal) {
+                    told.add(refusal);
+                }
+            });
+            cluster.server.expect().post().withPath(POST_PODS).andReturn(500, STATUS_500).times(2);
+            assertThatThrownBy(() -> w.pool().reconcile()).isInstanceOf(KubernetesClientException.class);
+            assertThat(w.pool().reconcile().created()).isEqualTo(1);
+            assertThat(told).isEmpty();
+        }
+    }
+
     @Test
     void aPassGivesUpOnAPodAfterSeventeenAlreadyExistsInARowWithoutCallingTheRangeFull() throws Exception {
         try (TestCluster cluster = TestCluster.start();
