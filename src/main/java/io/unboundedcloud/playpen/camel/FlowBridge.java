@@ -18,7 +18,8 @@ import io.unboundedcloud.playpen.model.PoolPlan;
  * re-wire: an expired claim to {@code direct:ttl-expired} (ttl-expiry.camel.yaml), a pod created for the pool to
  * {@code direct:pool-created}, a pool pod deleted to {@code direct:pool-deleted}, an unhealthy allocated pod to
  * {@code direct:pool-unhealthy-allocated}, a pool backing off or recovering to {@code direct:pool-backoff} and a full
- * hostPort range to {@code direct:pool-exhausted} (pool-events.camel.yaml); and refill passes to
+ * hostPort range to {@code direct:pool-exhausted}, a pod create the API server refused to
+ * {@code direct:pool-create-refused} (pool-events.camel.yaml); and refill passes to
  * {@code direct:pool-pass} (pool-reconcile.camel.yaml).
  * Sent on the bean's own thread, like the observer calls it replaces. While Camel is not running (startup,
  * shutdown) or a route is missing, the {@code fallback} records the Event directly, so none is lost that was not
@@ -32,6 +33,7 @@ final class FlowBridge implements PoolReconciler.Observer, TtlExpirer.Observer {
     static final String POOL_DELETED = "pool-deleted";
     static final String POOL_UNHEALTHY_ALLOCATED = "pool-unhealthy-allocated";
     static final String POOL_BACKOFF = "pool-backoff";
+    static final String POOL_CREATE_REFUSED = "pool-create-refused";
     static final String POOL_PASS = "pool-pass";
 
     private final ObservedEvents fallback;
@@ -68,10 +70,11 @@ final class FlowBridge implements PoolReconciler.Observer, TtlExpirer.Observer {
         }
     }
 
-    /** A refused create's Event, recorded directly (it has no route of its own). */
     @Override
     public void createRefused(PoolReconciler.CreateRefusal refusal) {
-        fallback.createRefused(refusal);
+        if (!send(POOL_CREATE_REFUSED, refusal)) {
+            fallback.createRefused(refusal);
+        }
     }
 
     @Override

@@ -176,7 +176,8 @@ public final class OperatorApp implements AutoCloseable {
         });
         ObservedEvents observed = new ObservedEvents(events, config, env);
         // Events and audit lines of expiries and the pools' side effects go through their routes (ttl-expired,
-        // pool-created, pool-deleted, pool-unhealthy-allocated, pool-backoff, pool-exhausted) and passes through
+        // pool-created, pool-deleted, pool-unhealthy-allocated, pool-backoff, pool-exhausted,
+        // pool-create-refused) and passes through
         // pool-pass; the bridge records the Events directly while Camel is not running
         FlowBridge bridge = new FlowBridge(observed);
         pool.addObserver(bridge);

@@ -106,8 +106,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     public record CreateRefusal(PoolTarget target, int code, String serverMessage, Duration pause) {
         public String message() {
             return "pool " + target.key() + ": the API server refused a pod create with HTTP " + code + " ("
-                    + serverMessage + "); the pool creates no pod for " + pause.toMillis() / 1000.0
-                    + " s; check ResourceQuota and admission webhooks in the namespace, and the pod template flags";
+                    + serverMessage + "); the pool creates no pod for " + (pause.toMillis() % 1000 == 0
+                            ? pause.toMillis() / 1000 + " s" : pause.toMillis() + " ms") + "; check ResourceQuota and admission webhooks in the namespace, and the pod template flags";
         }
     }
 

@@ -260,7 +260,7 @@ class PoolsRouteTest {
         var ctx = op.app.camelContext();
         for (String id : List.of("pool-pass-now", "pool-assess", "pool-plan", "pool-delete", "pool-create", "pool-finish",
                 "pool-deleted-to-event", "pool-created-to-event", "pool-backoff-to-event",
-                "pool-unhealthy-allocated-to-event", "pool-exhausted-to-event")) {
+                "pool-unhealthy-allocated-to-event", "pool-exhausted-to-event", "pool-create-refused-to-event")) {
             assertThat(ctx.getProcessor(id)).as("node %s", id).isNotNull();
         }
         long passes = op.app.poolReconciler().passes();
