@@ -199,6 +199,18 @@ class PoolReconcilerLookupsTest {
         }
     }
 
+    /** The refused creates the pool tells its observers of, from now on. */
+    private static List<PoolReconciler.CreateRefusal> refusalsTold(Wired w) {
+        List<PoolReconciler.CreateRefusal> told = new CopyOnWriteArrayList<>();
+        w.pool().addObserver(new PoolReconciler.Observer() {
+            @Override
+            public void createRefused(PoolReconciler.CreateRefusal refusal) {
+                told.add(refusal);
+            }
+        });
+        return told;
+    }
+
     /**
      * A create the API server refuses (a quota's 403, a 422) pauses the pool's creates, 1 s doubling per refusal in a
      * row, and each refusal is told once; a create that succeeds ends the pause.
@@ -208,13 +220,7 @@ class PoolReconcilerLookupsTest {
         MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:00:00Z"));
         try (TestCluster cluster = TestCluster.start();
                 Wired w = Wired.of(cluster, true, true, clock, "--runner-amd64-count=1", "--runner-arm64-count=0")) {
-            List<PoolReconciler.CreateRefusal> told = new CopyOnWriteArrayList<>();
-            w.pool().addObserver(new PoolReconciler.Observer() {
-                @Override
-                public void createRefused(PoolReconciler.CreateRefusal refusal) {
-                    told.add(refusal);
-                }
-            });
+            List<PoolReconciler.CreateRefusal> told = refusalsTold(w);
             cluster.server.expect().post().withPath(POST_PODS).andReturn(403, "{\"kind\":\"Status\",\"apiVersion\":"
                     + "\"v1\",\"status\":\"Failure\",\"reason\":\"Forbidden\",\"code\":403,\"message\":\"pods "
                     + "is forbidden: exceeded quota: pods, requested: pods=1, used: pods=10, limited: pods=10\"}").once();
@@ -263,13 +269,7 @@ class PoolReconcilerLookupsTest {
         MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:00:00Z"));
         try (TestCluster cluster = TestCluster.start();
                 Wired w = Wired.of(cluster, true, true, clock, "--runner-amd64-count=1", "--runner-arm64-count=0")) {
-            List<PoolReconciler.CreateRefusal> told = new CopyOnWriteArrayList<>();
-            w.pool().addObserver(new PoolReconciler.Observer() {
-                @Override
-                public void createRefused(PoolReconciler.CreateRefusal refusal) {
-                    told.add(refusal);
-                }
-            });
+            List<PoolReconciler.CreateRefusal> told = refusalsTold(w);
             cluster.server.expect().post().withPath(POST_PODS).andReturn(500, STATUS_500).times(2);
             assertThatThrownBy(() -> w.pool().reconcile()).isInstanceOf(KubernetesClientException.class);
             assertThat(w.pool().reconcile().created()).isEqualTo(1);
