@@ -516,13 +516,16 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                 } catch (ApiException e) {
                     return e;
                 }
-                // every request, also on a connection trusted at its handshake: the bundle may have changed since
-                // (a CA removed or expired); the authenticator's verdict cache keeps this cheap
-                try {
-                    authenticator.verifyPeer(peerChain(ctx));
-                } catch (ApiException e) {
-                    tellRefused(flow, e);
-                    return e;
+                // a connection still trusted was checked against the bundle as it is now, at its handshake or at
+                // this head's first byte (stillTrusted: a certificate the bundle no longer trusts is untrusted
+                // from there on); any other is checked here
+                if (!trusted) {
+                    try {
+                        authenticator.verifyPeer(peerChain(ctx));
+                    } catch (ApiException e) {
+                        tellRefused(flow, e);
+                        return e;
+                    }
                 }
             }
             bodyLimit = trusted ? limits.maxBodyBytes() : limits.unauthenticatedBodyBytes();
