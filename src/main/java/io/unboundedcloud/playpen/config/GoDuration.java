@@ -156,14 +156,23 @@ public final class GoDuration {
         }
         long h = d.toHours();
         long m = d.toMinutesPart();
-        double sec = d.toSecondsPart() + d.toNanosPart() / 1e9;
         if (h > 0) {
             sb.append(h).append('h');
         }
         if (h > 0 || m > 0) {
             sb.append(m).append('m');
         }
-        String secText = sec == Math.floor(sec) ? String.valueOf((long) sec) : String.valueOf(sec);
-        return sb.append(secText).append('s').toString();
+        sb.append(d.toSecondsPart());
+        int nanos = d.toNanosPart();
+        if (nanos != 0) {
+            // the fraction's exact decimal digits, as Go prints them (a double would print 10.351 as 10.350999999999999)
+            String digits = String.format("%09d", nanos);
+            int end = digits.length();
+            while (digits.charAt(end - 1) == '0') {
+                end--;
+            }
+            sb.append('.').append(digits, 0, end);
+        }
+        return sb.append('s').toString();
     }
 }

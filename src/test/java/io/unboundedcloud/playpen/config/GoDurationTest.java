@@ -74,6 +74,9 @@ class GoDurationTest {
             "5400000000000, 1h30m0s",
             "250000000,     250ms",
             "1500000000,    1.5s",
+            "10351000000,   10.351s",
+            "70351000000,   1m10.351s",
+            "1000000001,    1.000000001s",
             "-90000000000,  -1m30s",
     })
     void formatsLikeGo(long nanos, String expected) {
@@ -81,7 +84,7 @@ class GoDurationTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"90s", "30m", "1h30m", "250ms", "1.5h", "0"})
+    @ValueSource(strings = {"90s", "30m", "1h30m", "250ms", "1.5h", "0", "10.351s", "1m10.351s", "2h0m0.123456789s"})
     void formatParsesBack(String text) {
         Duration d = GoDuration.parse(text);
         assertThat(GoDuration.parse(GoDuration.format(d))).isEqualTo(d);
