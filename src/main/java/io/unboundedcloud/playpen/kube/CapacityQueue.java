@@ -74,6 +74,11 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
          * that no pod became idle.
          */
         volatile RuntimeException unclaimed;
+        /**
+         * Set while the dispatcher claims for this wait (null: it does not), completed when that attempt is over,
+         * its claim handed out or given back; guarded by the queue.
+         */
+        CompletableFuture<Void> attempt;
 
         Waiter(AllocCommand cmd, String ownerHash, String kind) {
             this.cmd = cmd;
@@ -163,6 +168,11 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     int pendingTimers() {
         return ((ScheduledThreadPoolExecutor) timers).getQueue().size();
     }
+
+    /** How long a dealloc waits for the dispatcher's claim for its key's wait to end (a few bounded API calls). */
+    private static final long ATTEMPT_WAIT_SECONDS = 60;
+    private final AtomicInteger cancelsAwaitingAClaim = new AtomicInteger();
+    private volatile java.util.function.Consumer<AllocCommand> beforeClaim = cmd -> { };
 
     /** Set by {@link #close}: a request that would wait is answered 503 at once. Guarded by this. */
     private boolean closed;
@@ -342,6 +352,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
      */
     public boolean cancel(String keyHash) {
         Waiter w;
+        CompletableFuture<Void> claiming;
         // looked up and removed in one step under this lock: a wait of the key that ends and another that starts
         // between the two would leave the new wait in line, the dealloc having ended nothing
         synchronized (this) {
@@ -349,13 +360,45 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
             if (w == null || !remove(w)) {
                 return false;
             }
+            claiming = w.attempt;
         }
         finish(w, "deallocated");
         LOG.info("left queue key={} kind={} outcome=deallocated", w.cmd.keyHashPrefix(), w.kind);
         w.result.completeExceptionally(new ApiException(410, "Gone",
                 "the allocation was deallocated while it waited for capacity: nothing was allocated for this request;"
                         + " send it again should you still need an allocation"));
+        if (claiming != null) {
+            // the dispatcher is claiming for this very wait: the claim it may be writing is given back, as for a wait
+            // every client left. The dealloc that follows must come after that, or it could answer "released" with
+            // nothing to delete yet and the claim landing a moment later
+            awaitAttempt(claiming, w);
+        }
         return true;
+    }
+
+    private void awaitAttempt(CompletableFuture<Void> claiming, Waiter w) {
+        cancelsAwaitingAClaim.incrementAndGet();
+        try {
+            claiming.get(ATTEMPT_WAIT_SECONDS, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            // a claim still not written by now goes on; its give-back still follows it (the dealloc below reads the
+            // pods as the API server has them and deletes whatever of the key landed before that read)
+            LOG.warn("dealloc went on before the claim for its wait ended key={} kind={}", w.cmd.keyHashPrefix(), w.kind);
+        } finally {
+            cancelsAwaitingAClaim.decrementAndGet();
+        }
+    }
+
+    /** Deallocs waiting now for the dispatcher's claim for their key's wait to end (tests). */
+    int cancelsAwaitingAClaim() {
+        return cancelsAwaitingAClaim.get();
+    }
+
+    /** Runs on the dispatcher with each wait's command right before the claim for it (tests; default nothing). */
+    void beforeClaim(java.util.function.Consumer<AllocCommand> hook) {
+        beforeClaim = hook;
     }
 
     /** Requests waiting now for this kind of pod (resource type and architecture or Kubernetes version). */
@@ -657,48 +700,69 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     private void serveHeads(String kind) {
         while (true) {
             Waiter head;
+            CompletableFuture<Void> attempt = new CompletableFuture<>();
             synchronized (this) {
                 ArrayDeque<Waiter> q = queues.get(kind);
                 head = q == null ? null : q.peekFirst();
+                if (head != null) {
+                    // a dealloc of the key from now on waits for this attempt's end (cancel)
+                    head.attempt = attempt;
+                }
             }
             if (head == null) {
                 break;
             }
-            Optional<Allocator.Allocation> a;
             try {
-                a = allocator.tryAllocate(head.cmd, head.ownerHash);
-            } catch (RuntimeException e) {
-                if (isClosed()) {
-                    // the operator is stopping (and interrupted this claim): close() answers the waiter
-                    return;
-                }
-                if (passing(e)) {
-                    // this replica's watch lagging, the API server overloaded or an answer lost: the waiter
-                    // keeps its place until its own time is up, and is tried again on the next wake-up
-                    LOG.info("claim not made key={} kind={} outcome=retry-later error={}", head.cmd.keyHashPrefix(),
-                            kind, describe(e));
-                    head.unclaimed = e;
+                if (!serveHead(head, kind)) {
                     break;
                 }
-                if (remove(head)) {
-                    finish(head, "failed");
-                    head.result.completeExceptionally(e);
+            } finally {
+                synchronized (this) {
+                    head.attempt = null;
                 }
-                continue;
+                attempt.complete(null);
             }
-            if (a.isEmpty()) {
-                break;
-            }
-            if (!remove(head)) {
-                // every client of this wait left while its claim was being written: nobody will get the
-                // answer, so the claim goes back (unless another request was handed it meanwhile)
-                giveBack(a.get(), head);
-                continue;
-            }
-            finish(head, "served");
-            LOG.debug("served from queue key={} kind={}", head.cmd.keyHashPrefix(), kind);
-            head.result.complete(a.get());
         }
+    }
+
+    /** One claim for the head of a kind's queue; false: the pass over this kind ends. */
+    private boolean serveHead(Waiter head, String kind) {
+        Optional<Allocator.Allocation> a;
+        try {
+            beforeClaim.accept(head.cmd);
+            a = allocator.tryAllocate(head.cmd, head.ownerHash);
+        } catch (RuntimeException e) {
+            if (isClosed()) {
+                // the operator is stopping (and interrupted this claim): close() answers the waiter
+                return false;
+            }
+            if (passing(e)) {
+                // this replica's watch lagging, the API server overloaded or an answer lost: the waiter
+                // keeps its place until its own time is up, and is tried again on the next wake-up
+                LOG.info("claim not made key={} kind={} outcome=retry-later error={}", head.cmd.keyHashPrefix(),
+                        kind, describe(e));
+                head.unclaimed = e;
+                return false;
+            }
+            if (remove(head)) {
+                finish(head, "failed");
+                head.result.completeExceptionally(e);
+            }
+            return true;
+        }
+        if (a.isEmpty()) {
+            return false;
+        }
+        if (!remove(head)) {
+            // every client of this wait left (or a dealloc of its key ended it) while its claim was being written:
+            // nobody will get the answer, so the claim goes back (unless another request was handed it meanwhile)
+            giveBack(a.get(), head);
+            return true;
+        }
+        finish(head, "served");
+        LOG.debug("served from queue key={} kind={}", head.cmd.keyHashPrefix(), kind);
+        head.result.complete(a.get());
+        return true;
     }
 
     /**

@@ -631,6 +631,61 @@ class CapacityQueueTest {
         assertThat(outcomes).containsExactly(prefix("gone") + " deallocated");
     }
 
+    /**
+     * A dealloc that ends a wait while the dispatcher is about to claim for it (it took the wait as its head, the
+     * claim not written yet) answers only once that claim is over: its give-back, or its delete by the dealloc,
+     * comes before the dealloc's answer. Before, the dealloc found nothing to delete and answered at once, and the
+     * claim landed on a pod after the key was said to be released.
+     */
+    @Test
+    void aDeallocDuringTheClaimForItsWaitAnswersAfterThatClaimIsOver() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        java.util.concurrent.CountDownLatch atClaim = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+        q.beforeClaim(cmd -> {
+            atClaim.countDown();
+            try {
+                go.await(60, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        String key = ScriptedReplica.cmd("gone").keyHash();
+        CapacityQueue.Ticket t = q.await(waiting("gone", 30), "owner-a");
+        String pod = addRunner(51820);
+        assertThat(atClaim.await(SOON.toSeconds(), TimeUnit.SECONDS)).as("the dispatcher at the claim").isTrue();
+
+        // pod writes from the moment the dealloc has answered
+        java.util.concurrent.atomic.AtomicBoolean answered = new java.util.concurrent.atomic.AtomicBoolean();
+        List<String> writesAfter = new CopyOnWriteArrayList<>();
+        List<String> patches = new CopyOnWriteArrayList<>();
+        r.cluster.addRequestListener(k -> {
+            if (k.startsWith("PATCH ")) {
+                patches.add(k);
+            }
+            if (answered.get() && (k.startsWith("PATCH ") || k.startsWith("PUT ") || k.startsWith("DELETE "))) {
+                writesAfter.add(k);
+            }
+        });
+        // the dealloc as the API runs it: the key's wait ended, then the key's pods deleted
+        CompletableFuture<List<Pod>> dealloc = CompletableFuture.supplyAsync(() -> {
+            assertThat(q.cancel(key)).isTrue();
+            List<Pod> deleted = r.allocator.deallocate(key);
+            answered.set(true);
+            return deleted;
+        });
+        OperatorHarness.awaitTrue(() -> dealloc.isDone() || q.cancelsAwaitingAClaim() > 0, SOON,
+                "the dealloc answered or waiting for the claim");
+        assertThat(failure(t).code()).isEqualTo(410);
+        go.countDown();
+        dealloc.get(SOON.toSeconds(), TimeUnit.SECONDS);
+        // the dispatcher's claim and its give-back (the wait it was for has ended), whenever they come
+        OperatorHarness.awaitTrue(() -> patches.size() >= 2, SOON, "the claim and its give-back");
+        assertThat(r.cluster.pods()).as("no pod carries the key once the dealloc answered").noneMatch(ManagedPods::isClaimed);
+        assertThat(writesAfter).as("nothing written for the key after the dealloc answered").isEmpty();
+        assertThat(r.cluster.pods()).extracting(p -> p.getMetadata().getName()).contains(pod);
+    }
+
     /** A dealloc refused because the pod cache is not synced changes nothing: a request of its key keeps waiting. */
     @Test
     void aDeallocRefusedBeforeThePodCacheSyncedLeavesTheWaitAlone() throws Exception {
