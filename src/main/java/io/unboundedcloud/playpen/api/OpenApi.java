@@ -74,7 +74,9 @@ public final class OpenApi {
                         + "value of the pod's playpen.unbounded-cloud.io/allocated label."),
                 "uid", str("The UID of the pod serving the allocation."),
                 "resourceVersion", str("The resourceVersion of the pod serving the allocation."),
-                "creationTimestamp", str("When the allocation was made (the claimed-at annotation).")));
+                "creationTimestamp", str("When the allocation was made (the claimed-at annotation)."),
+                "deletionTimestamp", str("When the delete of the pod serving the allocation was asked; only while "
+                        + "that pod is being deleted and still there.")));
     }
 
     /** The Alloc schema; {@code ref} builds a reference to another schema of the same document. */

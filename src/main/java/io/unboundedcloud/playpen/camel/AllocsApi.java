@@ -255,9 +255,10 @@ public final class AllocsApi {
     }
 
     /**
-     * The visible allocations that match, as the API server has them now (whichever replica allocated them); for
-     * one name, 404 when it is missing or not the caller's (the same answer, so ids of other users' allocations
-     * cannot be probed).
+     * The visible allocations that match, as the API server has them now (whichever replica allocated them), those
+     * whose pod is being deleted included (with their deletionTimestamp) while the pod is still there; for one name,
+     * 404 when it is missing or not the caller's (the same answer, so ids of other users' allocations cannot be
+     * probed).
      */
     public Selection select(@Body Read read) {
         requireSynced();
@@ -351,16 +352,26 @@ public final class AllocsApi {
     /**
      * After the dealloc step (the pods it deleted): the deleted Alloc (200, what kubectl delete expects), or 404 when
      * its pod was already gone or re-claimed by then, as for any missing name (without the dealloc's warning about an
-     * idempotency key, which the caller never sent).
+     * idempotency key, which the caller never sent). An allocation whose pod was being deleted when it was read
+     * (its deletionTimestamp set) is answered as kube-apiserver answers a delete of an object already being deleted:
+     * 200 with the object as read, its deletionTimestamp in it; nothing more is deleted (outcome
+     * {@code being-deleted}).
      */
     public HttpReply deleted(@Body java.util.List<io.fabric8.kubernetes.api.model.Pod> deleted,
-            @ExchangeProperty("playpenAlloc") Selection s) {
+            @ExchangeProperty("playpenAlloc") Selection s, org.apache.camel.Exchange exchange) {
         AllocViews.Alloc a = s.page().items().get(0);
+        if (deleted.isEmpty() && a.deletionTimestamp() != null) {
+            exchange.setProperty(AuditLog.OUTCOME, BEING_DELETED);
+            return HttpReply.json(Json.write(AllocViews.object(a)), BEING_DELETED);
+        }
         if (deleted.isEmpty()) {
             throw notFound(a.name());
         }
         return HttpReply.json(Json.write(AllocViews.object(a)), "deallocated");
     }
+
+    /** The outcome of a delete of an allocation whose pod was already being deleted. */
+    static final String BEING_DELETED = "being-deleted";
 
     /** /openapi/v2, /openapi/v3 and the group's v3 document. */
     public HttpReply openapi(@ExchangeProperty(FrontDoor.FLOW) String flow) {

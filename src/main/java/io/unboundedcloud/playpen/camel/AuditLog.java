@@ -22,8 +22,8 @@ import io.unboundedcloud.playpen.model.ManagedPods;
  * <p>A flow audits with one step, {@code - to: direct:audit}, after setting:
  * <ul>
  * <li>{@value #VERB}: allocate, deallocate, expire, ... (every auditing flow sets it; a line without one says {@code "verb":""} rather than being lost)</li>
- * <li>{@value #OUTCOME}: allocated, replayed, deallocated, wait-cancelled, unknown-key, expired, ...; when the
- * exchange failed, the answer's result (forbidden, conflict, serviceUnavailable, ...) that {@link ReplyWriter} leaves in
+ * <li>{@value #OUTCOME}: allocated, replayed, deallocated, wait-cancelled, unknown-key, being-deleted, expired, ...;
+ * when the exchange failed, the answer's result (forbidden, conflict, serviceUnavailable, ...) that {@link ReplyWriter} leaves in
  * {@value ReplyWriter#RESULT} is used instead</li>
  * <li>{@value #ALLOCATION_ID}: the pod name(s), comma separated (optional)</li>
  * <li>{@value #KEY_HASH_PREFIX}: the first 8 hex characters of the key hash (optional; never the key)</li>

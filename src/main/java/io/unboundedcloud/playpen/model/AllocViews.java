@@ -19,7 +19,7 @@ import java.util.regex.Pattern;
 import io.fabric8.kubernetes.api.model.Pod;
 
 /**
- * Allocations as a read-only kubectl resource ({@code kind: Alloc}): one per claimed, live managed pod, named by the
+ * Allocations as a read-only kubectl resource ({@code kind: Alloc}): one per claimed managed pod, named by the
  * allocation id of its {@code allocated} label. Builds the objects, lists and server-side Tables kubectl prints, and
  * parses the list options (limit, continue, fieldSelector, labelSelector). Never exposes the idempotency key or its
  * hash.
@@ -34,10 +34,13 @@ public final class AllocViews {
     private AllocViews() {
     }
 
-    /** One allocation as its owner sees it. {@code expiresAt} is null when it never expires. */
+    /**
+     * One allocation as its owner sees it. {@code expiresAt} is null when it never expires; {@code deletionTimestamp}
+     * is null unless its pod is being deleted.
+     */
     public record Alloc(String name, String uid, String resourceVersion, Instant claimedAt, String resourceType,
             String architecture, String kubernetesVersion, String pod, String node, String endpoint, Instant expiresAt,
-            String ownerHash, String keyHash) {
+            String ownerHash, String keyHash, Instant deletionTimestamp) {
     }
 
     /** The options of one read: a name (get/delete) or none (list), and how to render. */
@@ -66,13 +69,14 @@ public final class AllocViews {
     }
 
     /**
-     * The allocation of a pod: claimed (key hash and {@code allocated} label), managed and not being deleted;
-     * empty otherwise. {@code externalIp} maps a node name to its ExternalIP; {@code leases} give the allocation its
+     * The allocation of a pod: claimed (key hash and {@code allocated} label) and managed; empty otherwise. A pod being
+     * deleted (a deletionTimestamp, still there) is still its allocation, with that deletionTimestamp, as
+     * kube-apiserver shows an object being deleted. {@code externalIp} maps a node name to its ExternalIP; {@code leases} give the allocation its
      * expiry (none when it never expires, and none shown for a claim already expired for want of a usable
      * claimed-at).
      */
     public static Optional<Alloc> of(Pod pod, Function<String, Optional<String>> externalIp, TtlPolicy leases) {
-        if (!ManagedPods.isManaged(pod) || !ManagedPods.isClaimed(pod) || ManagedPods.isTerminating(pod)) {
+        if (!ManagedPods.isManaged(pod) || !ManagedPods.isClaimed(pod)) {
             return Optional.empty();
         }
         String id = ManagedPods.labels(pod).get(PlaypenKeys.ALLOCATED);
@@ -91,7 +95,19 @@ public final class AllocViews {
         return Optional.of(new Alloc(id, uid, nullToEmpty(pod.getMetadata().getResourceVersion()), claimed, type,
                 ManagedPods.architecture(pod), ManagedPods.kubernetesVersion(pod), ManagedPods.name(pod), node,
                 endpoint, leases.expiresAt(pod).filter(at -> !at.equals(TtlPolicy.ALREADY_EXPIRED)).orElse(null),
-                ManagedPods.ownerHash(pod), ManagedPods.keyHash(pod)));
+                ManagedPods.ownerHash(pod), ManagedPods.keyHash(pod), deletionTimestamp(pod)));
+    }
+
+    /** When the pod's delete was asked, in whole seconds as kube-apiserver writes it; null when it is not being deleted. */
+    private static Instant deletionTimestamp(Pod pod) {
+        if (!ManagedPods.isTerminating(pod)) {
+            return null;
+        }
+        try {
+            return Instant.parse(pod.getMetadata().getDeletionTimestamp()).truncatedTo(java.time.temporal.ChronoUnit.SECONDS);
+        } catch (java.time.format.DateTimeParseException e) {
+            return null;
+        }
     }
 
     /**
@@ -333,6 +349,9 @@ public final class AllocViews {
         metadata.put("uid", a.uid());
         metadata.put("resourceVersion", a.resourceVersion());
         metadata.put("creationTimestamp", a.claimedAt() == null ? null : a.claimedAt().toString());
+        if (a.deletionTimestamp() != null) {
+            metadata.put("deletionTimestamp", a.deletionTimestamp().toString());
+        }
         Map<String, Object> spec = new LinkedHashMap<>();
         spec.put("resourceType", a.resourceType());
         spec.put("architecture", a.architecture());

@@ -26,7 +26,7 @@ class AllocsApiDeleteOptionsTest {
     static final AllocsApi API = new AllocsApi(null, null, null, null, null, 1, null, null, null);
     static final String TARGET = "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs/0123456789abcdef";
     static final AllocViews.Alloc ALLOC = new AllocViews.Alloc("0123456789abcdef", "uid-now", "42", null, "runner",
-            "amd64", "", "playpen-runner-amd64-51820", "node-a", "203.0.113.10:51820", null, "owner", "key");
+            "amd64", "", "playpen-runner-amd64-51820", "node-a", "203.0.113.10:51820", null, "owner", "key", null);
     static final AllocsApi.Selection SELECTED = new AllocsApi.Selection(null, new AllocViews.Page(List.of(ALLOC), null));
 
     static AllocsApi.Preconditions options(String body) {

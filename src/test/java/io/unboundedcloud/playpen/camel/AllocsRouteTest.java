@@ -794,6 +794,53 @@ class AllocsRouteTest {
     }
 
     /**
+     * An allocation whose pod is being deleted (deletionTimestamp set, a finalizer keeps it) is still there, as
+     * kube-apiserver shows an object being deleted: get and list show it with its {@code metadata.deletionTimestamp},
+     * and a delete of it answers it again (200), deletes nothing more and writes no Deallocated Event.
+     */
+    @Test
+    void anAllocationBeingDeletedIsShownWithItsDeletionTimestampAndADeleteAnswersIt() throws Exception {
+        op = new OperatorHarness(cluster, "--playpen-ttl=1h", "--reconcile-interval=10m");
+        http = op.frontProxy();
+        runners(1);
+        assertThat(alloc(op, "leaving", "alice", "playpen-users").statusCode()).isEqualTo(200);
+        Pod claimed = podOf("leaving");
+        String pod = claimed.getMetadata().getName();
+        String id = idOf(claimed);
+        cluster.client.pods().inNamespace("playpen").withName(pod).edit(p -> new io.fabric8.kubernetes.api.model
+                .PodBuilder(p).editMetadata().addToFinalizers("example.com/hold").endMetadata().build());
+        cluster.client.pods().inNamespace("playpen").withName(pod).delete();
+        Pod leaving = cluster.client.pods().inNamespace("playpen").withName(pod).get();
+        assertThat(leaving.getMetadata().getDeletionTimestamp()).isNotNull();
+        String deletionTimestamp = Instant.parse(leaving.getMetadata().getDeletionTimestamp())
+                .truncatedTo(java.time.temporal.ChronoUnit.SECONDS).toString();
+
+        HttpResponse<String> get = send("GET", ALLOCS + "/" + id, "application/json", "alice", "playpen-users");
+        assertThat(get.statusCode()).as(get.body()).isEqualTo(200);
+        assertThat(json(get).at("/metadata/deletionTimestamp").asText()).isEqualTo(deletionTimestamp);
+        JsonNode items = json(send("GET", ALLOCS, "application/json", "alice", "playpen-users")).get("items");
+        assertThat(items).hasSize(1);
+        assertThat(items.get(0).at("/metadata/name").asText()).isEqualTo(id);
+        assertThat(items.get(0).at("/metadata/deletionTimestamp").asText()).isEqualTo(deletionTimestamp);
+
+        Map<String, String> before = podState();
+        HttpResponse<String> del = send("DELETE", ALLOCS + "/" + id, null, "alice", "playpen-users");
+        assertThat(del.statusCode()).as(del.body()).isEqualTo(200);
+        assertThat(json(del).at("/metadata/name").asText()).isEqualTo(id);
+        assertThat(json(del).at("/metadata/deletionTimestamp").asText()).isEqualTo(deletionTimestamp);
+        assertThat(podState()).isEqualTo(before);
+        OperatorHarness.awaitTrue(() -> CapturedLogs.snapshot(AUDIT).stream().map(ILoggingEvent::getFormattedMessage)
+                .anyMatch(l -> l.contains("\"verb\":\"delete\"") && l.contains("\"outcome\":\"being-deleted\"")
+                        && l.contains("\"user\":\"alice\"")), Duration.ofSeconds(60), "the delete's audit line");
+        assertThat(cluster.client.v1().events().inNamespace("playpen").list().getItems())
+                .noneMatch(e -> "Deallocated".equals(e.getReason()));
+        // a renewal of it stays 410: it is ending
+        HttpResponse<String> renew = op.kubectlPost(http, "/apis/playpen.unbounded-cloud.io/v1alpha1/renewals",
+                "{\"idempotencyKey\":\"leaving\",\"ttl\":\"1h\"}", "alice", "playpen-users");
+        assertThat(renew.statusCode()).as(renew.body()).isEqualTo(410);
+    }
+
+    /**
      * A delete by id whose allocation is gone by the time it deletes answers 404 and writes one audit line for that
      * decision, its outcome the answer's (notFound); not a second one saying the key held nothing.
      */

@@ -87,16 +87,33 @@ class AllocViewsTest {
     }
 
     @Test
-    void idleTerminatingAndUnlabelledPodsAreNoAllocations() {
+    void idleAndUnlabelledPodsAreNoAllocations() {
         Pod idle = new PodBuilder(claimed("p1", "a", null)).editMetadata().removeFromAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH)
-                .endMetadata().build();
-        Pod terminating = new PodBuilder(claimed("p2", "a", null)).editMetadata().withDeletionTimestamp("2026-01-02T05:00:00Z")
                 .endMetadata().build();
         Pod noLabel = new PodBuilder(claimed("p3", "a", null)).editMetadata().removeFromLabels(PlaypenKeys.ALLOCATED)
                 .endMetadata().build();
-        for (Pod p : List.of(idle, terminating, noLabel)) {
+        for (Pod p : List.of(idle, noLabel)) {
             assertThat(AllocViews.of(p, IP, NO_TTL)).as(p.getMetadata().getName()).isEmpty();
         }
+    }
+
+    /**
+     * A claimed pod being deleted is still its allocation until it is gone, with the deletionTimestamp in whole
+     * seconds, as kube-apiserver shows an object being deleted; one not being deleted has none.
+     */
+    @Test
+    void aPodBeingDeletedIsAnAllocationWithItsDeletionTimestamp() {
+        Pod terminating = new PodBuilder(claimed("p2", "a", null)).editMetadata()
+                .withDeletionTimestamp("2026-01-02T05:00:00.250Z").endMetadata().build();
+        AllocViews.Alloc a = AllocViews.of(terminating, IP, NO_TTL).orElseThrow();
+        assertThat(a.deletionTimestamp()).isEqualTo(Instant.parse("2026-01-02T05:00:00Z"));
+        assertThat(AllocViews.object(a)).extractingByKey("metadata").asInstanceOf(
+                org.assertj.core.api.InstanceOfAssertFactories.MAP).containsEntry("deletionTimestamp",
+                        "2026-01-02T05:00:00Z");
+        AllocViews.Alloc live = AllocViews.of(claimed("p1", "a", null), IP, NO_TTL).orElseThrow();
+        assertThat(live.deletionTimestamp()).isNull();
+        assertThat(AllocViews.object(live)).extractingByKey("metadata").asInstanceOf(
+                org.assertj.core.api.InstanceOfAssertFactories.MAP).doesNotContainKey("deletionTimestamp");
     }
 
     @Test

@@ -125,6 +125,10 @@ class OpenApiMatchesObjectsTest {
                 AllocViewsTest.HOUR_TTL).orElseThrow());
         AllocViews.withKubeconfig(one, "apiVersion: v1\nkind: Config\n");
         assertThat(mismatches(OpenApi.ALLOC_SCHEMA, one)).isEmpty();
+        Pod leaving = new io.fabric8.kubernetes.api.model.PodBuilder(pods.get(1)).editMetadata()
+                .withDeletionTimestamp("2026-01-02T05:00:00Z").endMetadata().build();
+        assertThat(mismatches(OpenApi.ALLOC_SCHEMA, AllocViews.object(AllocViews.of(leaving, AllocViewsTest.IP,
+                AllocViewsTest.HOUR_TTL).orElseThrow()))).isEmpty();
         assertThat(mismatches(OpenApi.ALLOC_LIST_SCHEMA, AllocViews.list(page))).isEmpty();
     }
 }
