@@ -92,7 +92,10 @@ public final class TrustBundleSource implements Supplier<TrustBundle>, AutoClose
         refresh();
     }
 
-    /** Re-reads the ConfigMap; returns whether the bundle is valid. */
+    /**
+     * Re-reads the ConfigMap; returns whether the bundle can vouch for anyone now: valid, with a CA valid at the
+     * clock (as readiness and the trust-bundle metric judge it).
+     */
     public boolean refresh() {
         try {
             long seen = watchEventsSoFar();
@@ -107,7 +110,7 @@ public final class TrustBundleSource implements Supplier<TrustBundle>, AutoClose
         } catch (RuntimeException e) {
             LOG.warn("check after the trust refresh failed: {}", e.toString());
         }
-        return current.get().valid();
+        return current.get().validAt(clock.instant());
     }
 
     synchronized long watchEventsSoFar() {

@@ -233,6 +233,22 @@ class TrustBundleSourceTest {
         }
     }
 
+    /**
+     * A refresh says whether the bundle can vouch for anyone now, as readiness and the trust-bundle metric judge it:
+     * a bundle whose CAs have all expired is not valid, though it parsed.
+     */
+    @Test
+    void aRefreshOfABundleWhoseCasAllExpiredReportsItNotValid() {
+        try (TestCluster cluster = TestCluster.start()) {
+            MutableClock clock = new MutableClock(Instant.now());
+            cluster.setTrust(OLD_CA.certificatePem(), ALLOWED);
+            TrustBundleSource source = new TrustBundleSource(cluster.client, new ApiCallCounter(), clock);
+            assertThat(source.refresh()).isTrue();
+            clock.now = OLD_CA.certificate().getNotAfter().toInstant().plusSeconds(1);
+            assertThat(source.refresh()).as("every CA of the bundle has expired").isFalse();
+        }
+    }
+
     /** The check that rides along (the refused certificates' log count) runs after every refresh, failed GET too. */
     @Test
     void theCheckAfterARefreshRunsEvenWhenTheGetFails() {
