@@ -38,6 +38,10 @@ public final class DevMode implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(DevMode.class);
     /** How long the playground waits for its operators before it says what is missing. */
     private static final Duration READY_WITHIN = Duration.ofSeconds(120);
+    /** The line's start once kubectl is served: the sample alloc works. */
+    public static final String PLAYGROUND_READY = "dev playground ready";
+    /** The line's start once the cluster alone is up ({@code --dev-operators=0}): kubectl waits for a replica. */
+    public static final String CLUSTER_ALONE_READY = "dev cluster ready";
 
     private final DevCluster cluster;
     private final OperatorApp operator;
@@ -156,11 +160,11 @@ public final class DevMode implements AutoCloseable {
             cluster.writeEndpointsEnv(extra);
             DevMode dev = new DevMode(cluster, operator, replicas, watcher);
             if (inProcess || replicas != null) {
-                LOG.info("dev playground ready in {} ms: kubeconfig {}", (System.nanoTime() - t0) / 1_000_000,
+                LOG.info(PLAYGROUND_READY + " in {} ms: kubeconfig {}", (System.nanoTime() - t0) / 1_000_000,
                         cluster.kubeconfigPath());
                 cluster.printTryIt(System.out, more);
             } else {
-                LOG.info("dev cluster ready in {} ms with no operator: start replicas with --kubeconfig {} and"
+                LOG.info(CLUSTER_ALONE_READY + " in {} ms with no operator: start replicas with --kubeconfig {} and"
                         + " --listen-addr set to one of {}; kubectl is served once one answers /readyz",
                         (System.nanoTime() - t0) / 1_000_000, cluster.operatorKubeconfigPath(),
                         cluster.replicas().stream().map(URI::getAuthority).toList());
