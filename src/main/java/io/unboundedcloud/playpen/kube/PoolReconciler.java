@@ -25,6 +25,7 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.unboundedcloud.playpen.config.OperatorConfig;
+import io.unboundedcloud.playpen.model.Backoff;
 import io.unboundedcloud.playpen.model.DemandBuffer;
 import io.unboundedcloud.playpen.model.HostPortPlanner;
 import io.unboundedcloud.playpen.model.ManagedPods;
@@ -111,8 +112,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         }
     }
 
-    /** A pool's creates paused after refusals: until when, and the pause it started. */
-    private record RefusalPause(Instant until, Duration pause) {
+    /** A pool's creates paused after refusals: until when, and how many refusals in a row started it. */
+    private record RefusalPause(Instant until, int refusals) {
     }
 
     /**
@@ -547,14 +548,13 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
 
     /** A refused create: the pool's creates pause (1 s, doubling per refusal in a row, up to the interval); told. */
     private void refusedCreate(PoolTarget target, KubernetesClientException e, Instant now) {
+        // capped by the interval, but never below the first pause (unlike a TTL delete's retries)
         Duration max = config.reconcileInterval().compareTo(REFUSAL_FIRST_PAUSE) > 0 ? config.reconcileInterval()
                 : REFUSAL_FIRST_PAUSE;
         RefusalPause was = refused.get(target);
-        Duration pause = was == null ? REFUSAL_FIRST_PAUSE : was.pause().multipliedBy(2);
-        if (pause.compareTo(max) > 0) {
-            pause = max;
-        }
-        refused.put(target, new RefusalPause(now.plus(pause), pause));
+        int refusals = was == null ? 1 : was.refusals() + 1;
+        Duration pause = new Backoff(REFUSAL_FIRST_PAUSE, max).after(refusals);
+        refused.put(target, new RefusalPause(now.plus(pause), refusals));
         String text = e.getStatus() != null && e.getStatus().getMessage() != null ? e.getStatus().getMessage()
                 : "no message";
         text = text.replaceAll("\\s+", " ").strip();

@@ -16,6 +16,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.model.Backoff;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.TtlPolicy;
@@ -42,9 +43,9 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
     private final Clock clock;
     private final BooleanSupplier leader;
     private final Map<String, Scheduled> timers = new ConcurrentHashMap<>();
-    /** The last back-off of each claim whose delete failed (its next try waits twice as long, up to the cap). */
-    private final Map<String, Duration> backOffs = new ConcurrentHashMap<>();
-    private final Duration maxBackOff;
+    /** Failed deletes in a row of each claim whose delete failed (its next try waits twice as long, up to the cap). */
+    private final Map<String, Integer> backOffs = new ConcurrentHashMap<>();
+    private final Backoff backOff;
     private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("ttl-expiry"));
     private final java.util.List<Observer> observers = new java.util.concurrent.CopyOnWriteArrayList<>();
 
@@ -58,7 +59,7 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
      */
     public TtlExpirer(PodCache pods, ClaimWriter writer, TtlPolicy policy, Clock clock, BooleanSupplier leader,
             Duration maxBackOff) {
-        this.maxBackOff = maxBackOff;
+        this.backOff = retryBackOff(maxBackOff);
         this.pods = pods;
         this.writer = writer;
         this.policy = policy;
@@ -137,7 +138,7 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
 
     /**
      * The delete failed (an API server error, or the pod kept changing): the claim is tried again after a back-off
-     * of its own (1 s, doubling up to {@link #maxBackOff}), so neither the sweep's period nor a failing API server
+     * of its own ({@link #retryBackOff}), so neither the sweep's period nor a failing API server
      * decides how late it ends. A watch event of the pod that keeps its expiry keeps this timer; one that moves the
      * expiry (a renewal) replaces it.
      */
@@ -147,7 +148,7 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
         if (at.isEmpty()) {
             return;
         }
-        Duration wait = backOffs.compute(name, (n, previous) -> nextBackOff(previous, maxBackOff));
+        Duration wait = backOff.after(backOffs.merge(name, 1, Integer::sum));
         ScheduledFuture<?> f = scheduler.schedule(() -> expire(name), wait.toMillis(), TimeUnit.MILLISECONDS);
         Scheduled prev = timers.putIfAbsent(name, new Scheduled(at.get(), f));
         if (prev != null) {
@@ -156,13 +157,13 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
         }
     }
 
-    /** The wait before the next try of a claim whose delete failed: 1 s, doubling, at most {@code max}. */
-    static Duration nextBackOff(Duration previous, Duration max) {
-        Duration next = previous == null ? FIRST_BACK_OFF : previous.multipliedBy(2);
-        return next.compareTo(max) > 0 ? max : next;
+    /**
+     * The waits before the next try of a claim whose delete failed: 1 s, doubling per failed try, at most {@code max}
+     * (even when that is below 1 s); they start again from 1 s once the claim is deleted, renewed or gone.
+     */
+    static Backoff retryBackOff(Duration max) {
+        return new Backoff(Duration.ofSeconds(1), max);
     }
-
-    private static final Duration FIRST_BACK_OFF = Duration.ofSeconds(1);
 
     private static long ceilMillis(Duration d) {
         long ms = d.toMillis();

@@ -12,14 +12,12 @@ import java.time.Instant;
  * back-off ({@link PoolPlanner}); its failures are kept until a pod becomes ready. Thread-safe.
  */
 public final class PoolBackoff {
-    private final Duration base;
-    private final Duration max;
+    private final Backoff pause;
     private int failures;
     private Instant lastFailure;
 
     public PoolBackoff(Duration base, Duration max) {
-        this.base = base;
-        this.max = max;
+        this.pause = new Backoff(base, max);
     }
 
     /** What a pass, the API and the metrics read. {@code nextCreateAt} is null when the pool is not backing off. */
@@ -63,22 +61,7 @@ public final class PoolBackoff {
         if (failures == 0) {
             return View.NONE;
         }
-        Duration delay = delay(failures, base, max);
+        Duration delay = pause.after(failures);
         return new View(failures, delay, lastFailure.plus(delay));
-    }
-
-    /** base x 2^(failures-1), at most max. */
-    static Duration delay(int failures, Duration base, Duration max) {
-        if (failures <= 0) {
-            return Duration.ZERO;
-        }
-        Duration d = base;
-        for (int i = 1; i < failures; i++) {
-            d = d.multipliedBy(2);
-            if (d.compareTo(max) >= 0) {
-                return max;
-            }
-        }
-        return d.compareTo(max) > 0 ? max : d;
     }
 }

@@ -142,14 +142,12 @@ class TtlExpirerTest {
     @Test
     void theBackOffDoublesFromOneSecondUpToTheReconcileInterval() {
         Duration max = Duration.ofSeconds(30);
-        Duration d = TtlExpirer.nextBackOff(null, max);
         List<Duration> seen = new java.util.ArrayList<>();
-        for (int i = 0; i < 7; i++) {
-            seen.add(d);
-            d = TtlExpirer.nextBackOff(d, max);
+        for (int failures = 1; failures <= 7; failures++) {
+            seen.add(TtlExpirer.retryBackOff(max).after(failures));
         }
         assertThat(seen).containsExactly(Duration.ofSeconds(1), Duration.ofSeconds(2), Duration.ofSeconds(4),
                 Duration.ofSeconds(8), Duration.ofSeconds(16), max, max);
-        assertThat(TtlExpirer.nextBackOff(null, Duration.ofMillis(500))).isEqualTo(Duration.ofMillis(500));
+        assertThat(TtlExpirer.retryBackOff(Duration.ofMillis(500)).after(1)).isEqualTo(Duration.ofMillis(500));
     }
 }
