@@ -37,28 +37,6 @@ public record PoolStatus(PoolTarget target, boolean configured, int minimum, int
         String templateHash, String image, PoolBackoff.View backoff, boolean portsExhausted, Instant oldest,
         double allocationRate, Duration timeToReady, int noExternalIp, int onNodesInDoubt) {
 
-    /** A pool with no ready pod on a node that is gone or not Ready. */
-    public PoolStatus(PoolTarget target, boolean configured, int minimum, int maximum, int desired, int ready,
-            int idle, int allocated, int stale, int unhealthy, int starting, Map<String, Integer> unhealthyByReason,
-            Map<String, Integer> unhealthyAllocatedByReason, String templateHash, String image,
-            PoolBackoff.View backoff, boolean portsExhausted, Instant oldest, double allocationRate,
-            Duration timeToReady, int noExternalIp) {
-        this(target, configured, minimum, maximum, desired, ready, idle, allocated, stale, unhealthy, starting,
-                unhealthyByReason, unhealthyAllocatedByReason, templateHash, image, backoff, portsExhausted, oldest,
-                allocationRate, timeToReady, noExternalIp, 0);
-    }
-
-    /** A pool with no ready pod on a node without an ExternalIP, nor on one that is gone or not Ready. */
-    public PoolStatus(PoolTarget target, boolean configured, int minimum, int maximum, int desired, int ready,
-            int idle, int allocated, int stale, int unhealthy, int starting, Map<String, Integer> unhealthyByReason,
-            Map<String, Integer> unhealthyAllocatedByReason, String templateHash, String image,
-            PoolBackoff.View backoff, boolean portsExhausted, Instant oldest, double allocationRate,
-            Duration timeToReady) {
-        this(target, configured, minimum, maximum, desired, ready, idle, allocated, stale, unhealthy, starting,
-                unhealthyByReason, unhealthyAllocatedByReason, templateHash, image, backoff, portsExhausted, oldest,
-                allocationRate, timeToReady, 0);
-    }
-
     /** The pool's name in the {@code pools} resource: runner-amd64, control-plane-v1.33.0. */
     public String name() {
         return name(target);

@@ -30,7 +30,7 @@ class NamedReadIgnoresListOptionsTest {
     @Test
     void aPoolReadByNameIgnoresTheListOptions() {
         PoolStatus pool = new PoolStatus(PoolTarget.runner("amd64"), true, 1, 1, 1, 1, 1, 0, 0, 0, 0, Map.of(),
-                Map.of(), "h1", "runner:1", PoolBackoff.View.NONE, false, null, 0, null);
+                Map.of(), "h1", "runner:1", PoolBackoff.View.NONE, false, null, 0, null, 0, 0);
         PoolViews.Query q = PoolViews.parseQuery("runner-amd64", LIST_OPTIONS.replace("NAME", "runner-amd64"), null);
         assertThat(PoolViews.select(List.of(pool), q)).extracting(PoolStatus::name).containsExactly("runner-amd64");
     }

@@ -105,7 +105,7 @@ class OpenApiMatchesObjectsTest {
         return new PoolStatus(PoolTarget.controlPlane("1.33.0"), true, 2, 4, 2, 1, 3, 1, 0, 2, 0,
                 Map.of("CrashLoop", 1), Map.of("NotReady", 1), "h1", "k3s:1",
                 new PoolBackoff.View(2, Duration.ofSeconds(40), NOW.plusSeconds(30)), false,
-                NOW.minus(Duration.ofMinutes(90)), 0.5, Duration.ofMillis(12_345));
+                NOW.minus(Duration.ofMinutes(90)), 0.5, Duration.ofMillis(12_345), 0, 0);
     }
 
     @Test

@@ -24,21 +24,22 @@ class PoolViewsTest {
     /** A full, healthy, current pool of 2 with 1 allocated pod, its oldest pod 90 minutes old. */
     private static PoolStatus pool(PoolTarget target) {
         return new PoolStatus(target, true, 2, 4, 2, 2, 2, 1, 0, 0, 0, Map.of(), Map.of(), "h1", "runner:1",
-                PoolBackoff.View.NONE, false, NOW.minus(Duration.ofMinutes(90)), 0.256, Duration.ofMillis(12_345));
+                PoolBackoff.View.NONE, false, NOW.minus(Duration.ofMinutes(90)), 0.256, Duration.ofMillis(12_345), 0, 0);
     }
 
     private static PoolStatus with(PoolStatus p, int ready, int stale, int starting, boolean configured) {
         return new PoolStatus(p.target(), configured, p.minimum(), p.maximum(), p.desired(), ready, p.idle(),
                 p.allocated(), stale, p.unhealthy(), starting, p.unhealthyByReason(), p.unhealthyAllocatedByReason(),
                 p.templateHash(), p.image(), p.backoff(), p.portsExhausted(), p.oldest(), p.allocationRate(),
-                p.timeToReady());
+                p.timeToReady(), p.noExternalIp(), p.onNodesInDoubt());
     }
 
     private static PoolStatus degraded(PoolStatus p, int unhealthy, Map<String, Integer> idle,
             Map<String, Integer> allocated, PoolBackoff.View backoff, boolean portsExhausted) {
         return new PoolStatus(p.target(), p.configured(), p.minimum(), p.maximum(), p.desired(), p.ready(), p.idle(),
                 p.allocated(), p.stale(), unhealthy, p.starting(), idle, allocated, p.templateHash(), p.image(),
-                backoff, portsExhausted, p.oldest(), p.allocationRate(), p.timeToReady());
+                backoff, portsExhausted, p.oldest(), p.allocationRate(), p.timeToReady(), p.noExternalIp(),
+                p.onNodesInDoubt());
     }
 
     private static List<String> shown(List<PoolViews.Condition> cs) {
@@ -91,7 +92,7 @@ class PoolViewsTest {
     @Test
     void aPoolThatWantsNoPodsDoesNotSayItRollsOut() {
         PoolStatus none = new PoolStatus(AMD, true, 0, 0, 0, 1, 1, 0, 1, 0, 0, Map.of(), Map.of(), "h1", "runner:1",
-                PoolBackoff.View.NONE, false, NOW.minus(Duration.ofMinutes(90)), 0, null);
+                PoolBackoff.View.NONE, false, NOW.minus(Duration.ofMinutes(90)), 0, null, 0, 0);
         assertThat(shown(new PoolViews("25%").conditions(none, NOW)).get(1)).isEqualTo(
                 "Progressing True StaleInUse: 1 idle pod(s) run an older template; the pool wants no idle pods, so "
                         + "none is replaced: those the pool made go as surplus, others are handed out until none is "
@@ -165,7 +166,7 @@ class PoolViewsTest {
         PoolStatus bad = degraded(with(pool(CP), 0, 0, 0, true), 3, Map.of("b", 1, "a", 1), Map.of("c", 1),
                 new PoolBackoff.View(2, Duration.ofSeconds(40), NOW.plusSeconds(30)), false);
         bad = new PoolStatus(bad.target(), true, 2, 2, 2, 0, 0, 0, 0, 3, 0, bad.unhealthyByReason(),
-                bad.unhealthyAllocatedByReason(), "h2", "k3s:1", bad.backoff(), false, null, 0, null);
+                bad.unhealthyAllocatedByReason(), "h2", "k3s:1", bad.backoff(), false, null, 0, null, 0, 0);
         Map<String, Object> c = v.object(bad, NOW);
         assertThat(c.get("metadata")).isEqualTo(Map.of("name", "control-plane-v1.33.0", "resourceVersion", "",
                 "labels", Map.of("playpen.unbounded-cloud.io/resource-type", "controlPlane",
@@ -276,7 +277,7 @@ class PoolViewsTest {
     void theTableHasACellPerColumnAndTheObjectAsAsked() {
         PoolViews v = new PoolViews("1");
         PoolStatus young = new PoolStatus(CP, true, 1, 1, 1, 0, 1, 0, 0, 0, 1, Map.of(), Map.of(), "h2", "k3s:1",
-                PoolBackoff.View.NONE, false, null, 0, null);
+                PoolBackoff.View.NONE, false, null, 0, null, 0, 0);
         Map<String, Object> t = v.table(List.of(pool(AMD), young), PoolViews.parseQuery(null, "", TABLE), NOW);
         assertThat(t).containsEntry("kind", "Table").containsEntry("apiVersion", "meta.k8s.io/v1")
                 .containsEntry("metadata", Map.of("resourceVersion", ""));
