@@ -38,7 +38,7 @@ final class ManagementChildJvm implements AutoCloseable {
             }
             PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
             registry.counter(args[0]).increment();
-            ManagementServer server = new ManagementServer("127.0.0.1", 0, registry, () -> true, ManagementAccess.NONE);
+            ManagementServer server = new ManagementServer("127.0.0.1", 0, registry::scrape, () -> true, ManagementAccess.NONE);
             server.start();
             System.out.println("MANAGEMENT_PORT=" + server.address().getPort() + " MAX_CONNECTIONS="
                     + System.getProperty("jdk.httpserver.maxConnections"));

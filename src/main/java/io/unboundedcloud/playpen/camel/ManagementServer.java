@@ -20,7 +20,6 @@ import com.sun.net.httpserver.HttpContext;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 
-import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 
 /**
  * The plain-HTTP management listener (--management-addr, loopback by default): Jolokia at /jolokia for
@@ -46,7 +45,8 @@ public final class ManagementServer implements AutoCloseable {
     private final ManagementAccess access;
     private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
 
-    public ManagementServer(String host, int port, PrometheusMeterRegistry registry, BooleanSupplier ready,
+    /** {@code metrics}: the text of one Prometheus scrape. */
+    public ManagementServer(String host, int port, java.util.function.Supplier<String> metrics, BooleanSupplier ready,
             ManagementAccess access) throws IOException {
         this.access = access;
         http = HttpServer.create(new InetSocketAddress(host, port), 16);
@@ -55,7 +55,7 @@ public final class ManagementServer implements AutoCloseable {
         for (String path : new String[] {"/metrics", "/observe/metrics"}) {
             // /observe/*: the paths camel-observability-services serves, which Camel users and their tooling expect
             guarded(http.createContext(path, exchange -> reply(exchange, path, 200,
-                    "text/plain; version=0.0.4; charset=utf-8", registry.scrape())));
+                    "text/plain; version=0.0.4; charset=utf-8", metrics.get())));
         }
         guarded(http.createContext("/observe/health", exchange -> health(exchange, "/observe/health", ready.getAsBoolean())));
         guarded(http.createContext("/observe/health/ready",

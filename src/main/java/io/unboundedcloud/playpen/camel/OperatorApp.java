@@ -243,7 +243,7 @@ public final class OperatorApp implements AutoCloseable {
         metrics.bind(config, pods, templates, reviewer, calls, leader, events);
         metrics.bindWaiting(config, templates, waiting);
         metrics.bindAllocator(allocator);
-        metrics.bindPools(planner, poolStatuses);
+        metrics.bindPools(planner, poolStatuses::current);
 
         main = new Main();
         main.configure().withName("playpen-operator");
@@ -339,7 +339,7 @@ public final class OperatorApp implements AutoCloseable {
             probes.start();
         }
         if (!config.managementHost().isEmpty() && config.managementPort() >= 0) {
-            management = new ManagementServer(config.managementHost(), config.managementPort(), metrics.registry(),
+            management = new ManagementServer(config.managementHost(), config.managementPort(), metrics::scrape,
                     this::camelReady, ManagementAccess.of(config.managementAllowedOrigins(), config.managementAllowedHosts()));
             management.start();
         }

@@ -26,6 +26,7 @@ import io.unboundedcloud.playpen.kube.TtlExpirer;
 import io.unboundedcloud.playpen.model.HostPortPlanner;
 import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.PoolPlan;
+import io.unboundedcloud.playpen.model.PoolStatus;
 import io.unboundedcloud.playpen.model.PoolTarget;
 import io.unboundedcloud.playpen.model.PoolPlanner;
 import io.unboundedcloud.playpen.model.PodTemplates;
@@ -61,6 +62,11 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
 
     public PrometheusMeterRegistry registry() {
         return registry;
+    }
+
+    /** The text of one Prometheus scrape (the management server's /metrics). */
+    public String scrape() {
+        return registry.scrape();
     }
 
     /** One HTTP answer of a flow (alloc, dealloc, ...), with its result and code. */
@@ -162,7 +168,7 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
      * The pools' health, rollout and back-off, read from {@code statuses} at scrape: desired, ready, stale and
      * starting pods, the rollout's surge, unhealthy pods by reason and state (idle: being replaced; allocated: reported), and the back-off.
      */
-    public void bindPools(PoolPlanner planner, io.unboundedcloud.playpen.kube.PoolStatuses statuses) {
+    public void bindPools(PoolPlanner planner, Supplier<Map<PoolTarget, PoolStatus>> statuses) {
         for (PoolTarget t : planner.desired().keySet()) {
             poolGauge("playpen_pool_desired_pods", "idle pods the pool wants now (the count flag, or the demand-aware "
                     + "buffer's size)", statuses, t, s -> s.desired());
@@ -189,13 +195,13 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
                     : io.unboundedcloud.playpen.model.PoolHealth.Problem.values()) {
                 deletedCounter(t, p.reason());
                 Gauge.builder("playpen_pool_unhealthy_pods", () -> {
-                    io.unboundedcloud.playpen.model.PoolStatus s = statuses.current().get(t);
+                    PoolStatus s = statuses.get().get(t);
                     return s == null ? 0 : s.unhealthyByReason().getOrDefault(p.reason(), 0);
                 }).description("unhealthy pool pods by reason; idle ones are deleted and replaced, allocated ones reported")
                         .tag("resource_type", t.type().wire()).tag("variant", t.variant()).tag("reason", p.reason())
                         .tag("state", "idle").register(registry);
                 Gauge.builder("playpen_pool_unhealthy_pods", () -> {
-                    io.unboundedcloud.playpen.model.PoolStatus s = statuses.current().get(t);
+                    PoolStatus s = statuses.get().get(t);
                     return s == null ? 0 : s.unhealthyAllocatedByReason().getOrDefault(p.reason(), 0);
                 }).description("unhealthy pool pods by reason; idle ones are deleted and replaced, allocated ones reported")
                         .tag("resource_type", t.type().wire()).tag("variant", t.variant()).tag("reason", p.reason())
@@ -204,10 +210,10 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
         }
     }
 
-    private void poolGauge(String name, String help, io.unboundedcloud.playpen.kube.PoolStatuses statuses, PoolTarget t,
-            java.util.function.ToDoubleFunction<io.unboundedcloud.playpen.model.PoolStatus> value) {
+    private void poolGauge(String name, String help, Supplier<Map<PoolTarget, PoolStatus>> statuses, PoolTarget t,
+            java.util.function.ToDoubleFunction<PoolStatus> value) {
         Gauge.builder(name, () -> {
-            io.unboundedcloud.playpen.model.PoolStatus s = statuses.current().get(t);
+            PoolStatus s = statuses.get().get(t);
             return s == null ? 0 : value.applyAsDouble(s);
         }).description(help).tag("resource_type", t.type().wire()).tag("variant", t.variant()).register(registry);
     }

@@ -47,7 +47,7 @@ class ManagementServerTest {
 
     @BeforeEach
     void up() throws Exception {
-        server = new ManagementServer("127.0.0.1", 0, new PrometheusMeterRegistry(PrometheusConfig.DEFAULT), ready::get,
+        server = new ManagementServer("127.0.0.1", 0, new PrometheusMeterRegistry(PrometheusConfig.DEFAULT)::scrape, ready::get,
                 ManagementAccess.NONE);
         server.start();
         port = server.address().getPort();

@@ -30,7 +30,7 @@ class OperatorMetricsCountersTest {
     /** Every sample of the scrape whose name starts with {@code prefix}: the sample line's name and labels, its value. */
     Map<String, Double> samples(String prefix) {
         Map<String, Double> out = new TreeMap<>();
-        for (String line : metrics.registry().scrape().split("\n")) {
+        for (String line : metrics.scrape().split("\n")) {
             if (line.startsWith(prefix)) {
                 int space = line.lastIndexOf(' ');
                 out.put(line.substring(0, space), Double.parseDouble(line.substring(space + 1)));
