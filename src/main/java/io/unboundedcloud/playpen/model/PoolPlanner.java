@@ -289,11 +289,16 @@ public final class PoolPlanner {
         }
         int currentLeft = total - stale;
         int creates = Math.max(0, Math.min(want - currentLeft, want + (stale > 0 ? surge : 0) - total));
+        // starting as the status counts it: not a pod only lacking an ExternalIP, nor one ready in itself on a node
+        // that is gone or not Ready (it never becomes ready there: the node grace replaces it)
         boolean starting = m.expected > 0 || m.currentStarting.stream()
-                .anyMatch(x -> !x.noExternalIp() && out.stream().noneMatch(d -> d.pod() == x.pod));
+                .anyMatch(x -> !x.noExternalIp() && !x.cutOff() && out.stream().noneMatch(d -> d.pod() == x.pod));
+        boolean cutOffKept = m.currentStarting.stream()
+                .anyMatch(x -> x.cutOff() && out.stream().noneMatch(d -> d.pod() == x.pod));
         // a pool that needs no new pod, every idle pod it keeps ready and none being replaced, has nothing to back
-        // off from: its back-off is not shown (nor does it wake a pass); a pod still starting may yet fail
-        boolean settled = creates == 0 && !starting && m.unhealthy.isEmpty() && m.stale.stream()
+        // off from: its back-off is not shown (nor does it wake a pass); a pod still starting may yet fail, and a pod
+        // on a node in doubt is replaced once the grace is over
+        boolean settled = creates == 0 && !starting && !cutOffKept && m.unhealthy.isEmpty() && m.stale.stream()
                 .allMatch(x -> x.ready || out.stream().anyMatch(d -> d.pod() == x.pod));
         if (creates > 0 && backoff.backingOff()) {
             // paused: nothing; after the pause one pod at a time, and none while one is still starting

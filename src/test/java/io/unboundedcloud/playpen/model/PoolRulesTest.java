@@ -194,6 +194,30 @@ class PoolRulesTest {
         assertThat(conditions.get(1).reason()).isEqualTo("Current");
     }
 
+    /**
+     * A pool backing off creates one pod at a time once its pause is over, and none while one is still starting. A pod
+     * ready in itself on a node that turned NotReady is not starting: it never becomes ready capacity there, so it
+     * holds back no create until the node grace replaces it. It still keeps the back-off shown: the pool is short.
+     */
+    @Test
+    void aReadyPodOnANotReadyNodeDoesNotHoldBackTheCreatesOfAPoolBackingOff() {
+        var lookup = nodes(node("node-a", "True", NOW.minusSeconds(3600)),
+                node("node-b", "Unknown", NOW.minus(Duration.ofMinutes(1))));
+        PoolPlanner p = planner("--runner-amd64-count=3", "--pool-node-not-ready-grace=2m");
+        PoolBackoff.View over = new PoolBackoff.View(2, Duration.ofSeconds(20), NOW.minusSeconds(1));
+        Pod served = ready(p, 51820, Duration.ofHours(1)).build();
+        Pod cutOff = ready(p, 51821, Duration.ofHours(1)).editSpec().withNodeName("node-b").endSpec().build();
+        PoolPlan plan = p.plan(List.of(served, cutOff), Set.of(), ctx(lookup, over));
+        assertThat(plan.toCreate()).as("the one create after the pause").hasSize(1);
+        assertThat(plan.statuses().get(AMD64).starting()).isZero();
+        assertThat(plan.statuses().get(AMD64).backoff()).isEqualTo(over);
+        // a pool at its count with such a pod is not settled either: the grace replaces it, one pod at a time
+        PoolPlanner two = planner("--runner-amd64-count=2", "--pool-node-not-ready-grace=2m");
+        PoolPlan atCount = two.plan(List.of(served, cutOff), Set.of(), ctx(lookup, over));
+        assertThat(atCount.toCreate()).isEmpty();
+        assertThat(atCount.statuses().get(AMD64).backoff()).isEqualTo(over);
+    }
+
     @Test
     void thePoolsStatusCountsUnhealthyIdleAndAllocatedPodsAndPodsStartingOrAwaited() {
         PoolPlanner p = planner("--runner-amd64-count=4");
