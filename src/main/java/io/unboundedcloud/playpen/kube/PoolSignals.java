@@ -23,8 +23,9 @@ import io.unboundedcloud.playpen.model.TemplateHashes;
 /**
  * What every replica learns about the pools from the pod watch, so that each one (not only the leader) knows it and
  * a new leader starts with it: per pool, its back-off (a pod of the current template deleted while unhealthy without
- * ever having been ready is a failed replacement; the first pod of that template that becomes ready ends the
- * back-off), its time-to-ready and its allocation rate (claims seen by the watch, whichever replica made them).
+ * ever having been ready is a failed replacement; a pod of that template that becomes ready, a new one or one ready
+ * again after it was not, ends the back-off), its time-to-ready and its allocation rate (claims seen by the watch,
+ * whichever replica made them).
  */
 public final class PoolSignals implements PodCache.Listener {
 
@@ -70,6 +71,8 @@ public final class PoolSignals implements PodCache.Listener {
     private final Set<String> failed = recent();
     /** uids first seen not ready: their time-to-ready is measured (pods already ready when first seen are not). */
     private final Set<String> starting = ConcurrentHashMap.newKeySet();
+    /** uids seen ready and then not ready: becoming ready again ends a back-off as a first ready does. */
+    private final Set<String> unreadyAgain = ConcurrentHashMap.newKeySet();
     /** uid -> claimed as last seen, so a claim is counted when it happens, not when a list shows it. */
     private final Map<String, Boolean> claimed = new ConcurrentHashMap<>();
     /**
@@ -155,6 +158,7 @@ public final class PoolSignals implements PodCache.Listener {
             Boolean wasClaimed = claimed.remove(uid);
             boolean wasReady = seenReady.contains(uid);
             starting.remove(uid);
+            unreadyAgain.remove(uid);
             Optional<PoolHealth.Problem> whenDeleteBegan = atDelete.remove(uid);
             if (!wasReady && !ManagedPods.isClaimed(pod) && (wasClaimed == null || !wasClaimed)) {
                 (whenDeleteBegan != null ? whenDeleteBegan : problemAtDelete(pod))
@@ -177,12 +181,20 @@ public final class PoolSignals implements PodCache.Listener {
         if (!ready && !seenReady.contains(uid) && starting.size() < MAX_TRACKED) {
             starting.add(uid);
         }
-        if (ready && seenReady.add(uid)) {
+        if (!ready && seenReady.contains(uid) && unreadyAgain.size() < MAX_TRACKED) {
+            unreadyAgain.add(uid);
+        }
+        boolean firstReady = ready && seenReady.add(uid);
+        if (firstReady) {
             Instant made = createdHere.remove(ManagedPods.name(pod));
             Instant from = made != null ? made : created(pod);
             if (starting.remove(uid) && from != null) {
                 demand(target.get()).readyAfter(Duration.between(from, clock.instant()));
             }
+        }
+        // a pod that becomes ready, for the first time or again after it was not: an update of a pod that stays
+        // ready (a claim, a renewal) tells nothing new
+        if (firstReady || ready && unreadyAgain.remove(uid)) {
             // only a pod of the current template tells that the pods the pool creates now can get ready
             if (ofCurrentTemplate(target.get(), pod) && backoff(target.get()).succeeded()) {
                 BackoffChange c = new BackoffChange(target.get(), PoolBackoff.View.NONE, null, pod);

@@ -5,8 +5,8 @@ import java.time.Instant;
 
 /**
  * One pool's back-off: each replacement that fails (deleted as unhealthy, its node not lost, without ever having been ready) doubles
- * the pause before the pool creates again, from {@code base} up to {@code max}; the first pod of the pool's current
- * template that becomes ready ends it. While a pool is backing off it creates nothing; once the pause is over it
+ * the pause before the pool creates again, from {@code base} up to {@code max}; a pod of the pool's current
+ * template that becomes ready (a new one, or one ready again after it was not) ends it. While a pool is backing off it creates nothing; once the pause is over it
  * creates one pod at a time until one becomes ready, so a broken image or a node that rejects every pod costs a bounded number of
  * creates per minute instead of a hot loop. A pool that needs no new pod, every idle pod it keeps ready, shows no
  * back-off ({@link PoolPlanner}); its failures are kept until a pod becomes ready. Thread-safe.

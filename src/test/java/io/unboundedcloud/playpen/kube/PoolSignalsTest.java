@@ -264,6 +264,40 @@ class PoolSignalsTest {
         assertThat(changes).last().satisfies(c -> assertThat(c.recovered()).isTrue());
     }
 
+    /**
+     * A pod of the current template that was ready, went unready (a readiness probe failing for a while) and became
+     * ready again shows, as a pod ready for the first time does, that the template's pods get ready: it ends a
+     * back-off that began meanwhile. An update of a pod that stays ready (a claim, a renewal) ends none.
+     */
+    @Test
+    void aPodReadyAgainAfterBeingUnreadyEndsTheBackOff() {
+        Pod a = starting("a", T0);
+        signals.onPodEvent(PodCache.Change.ADDED, a);
+        signals.onPodEvent(PodCache.Change.UPDATED, ready(a));
+        signals.onPodEvent(PodCache.Change.UPDATED, a);
+        Pod failed = new PodBuilder(planner.podFor(AMD64, 51821)).editMetadata().withUid("failed")
+                .withCreationTimestamp(T0.toString()).endMetadata().build();
+        signals.onPodEvent(PodCache.Change.ADDED, failed);
+        clock.now = T0.plus(Duration.ofMinutes(2));
+        signals.deletedUnhealthy(AMD64, failed, PoolHealth.Problem.NOT_READY_IN_TIME);
+        assertThat(signals.backoff(AMD64).view().backingOff()).isTrue();
+        signals.onPodEvent(PodCache.Change.UPDATED, ready(a));
+        assertThat(signals.backoff(AMD64).view().backingOff()).as("after the pod became ready again").isFalse();
+        assertThat(changes).last().satisfies(c -> {
+            assertThat(c.recovered()).isTrue();
+            assertThat(c.pod().getMetadata().getUid()).isEqualTo("a");
+        });
+
+        // a pod that stays ready: its updates end no back-off that began while it was ready
+        Pod b = ready(new PodBuilder(starting("b", T0)).editMetadata().withName("playpen-runner-amd64-51822")
+                .endMetadata().build());
+        signals.onPodEvent(PodCache.Change.ADDED, b);
+        Pod failedAgain = new PodBuilder(failed).editMetadata().withUid("failed-again").endMetadata().build();
+        signals.deletedUnhealthy(AMD64, failedAgain, PoolHealth.Problem.NOT_READY_IN_TIME);
+        signals.onPodEvent(PodCache.Change.UPDATED, claimed(b, "cd"));
+        assertThat(signals.backoff(AMD64).view().backingOff()).as("after a ready pod was claimed").isTrue();
+    }
+
     /** {@code p} stopped at {@code at} in {@code phase}: its container terminated then. */
     static Pod stoppedAt(Pod p, String phase, Instant at) {
         return new PodBuilder(p).editStatus().withPhase(phase).editFirstContainerStatus().withNewState()
