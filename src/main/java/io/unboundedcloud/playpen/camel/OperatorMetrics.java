@@ -1,7 +1,9 @@
 package io.unboundedcloud.playpen.camel;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Collection;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Predicate;
@@ -11,6 +13,7 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -64,8 +67,12 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
         return registry;
     }
 
-    /** The text of one Prometheus scrape (the management server's /metrics). */
+    /**
+     * The text of one Prometheus scrape (the management server's /metrics): first the gauges of draining pools are
+     * brought up to date ({@link #bindDrainingPools}).
+     */
     public String scrape() {
+        bindDrainingPools();
         return registry.scrape();
     }
 
@@ -166,53 +173,107 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
 
     /**
      * The pools' health, rollout and back-off, read from {@code statuses} at scrape: desired, ready, stale and
-     * starting pods, the rollout's surge, unhealthy pods by reason and state (idle: being replaced; allocated: reported), and the back-off.
+     * starting pods, the rollout's surge, unhealthy pods by reason and state (idle: being replaced; allocated: reported), and the back-off. These are the configured pools'; a draining pool gets the same at a scrape
+     * ({@link #bindDrainingPools}).
      */
     public void bindPools(PoolPlanner planner, Supplier<Map<PoolTarget, PoolStatus>> statuses) {
+        synchronized (draining) {
+            this.poolPlanner = planner;
+            this.poolStatuses = statuses;
+        }
         for (PoolTarget t : planner.desired().keySet()) {
-            poolGauge("playpen_pool_desired_pods", "idle pods the pool wants now (the count flag, or the demand-aware "
-                    + "buffer's size)", statuses, t, s -> s.desired());
-            poolGauge("playpen_pool_ready_pods", "idle pods ready to be handed out", statuses, t, s -> s.ready());
-            poolGauge("playpen_pool_no_external_ip_pods", "idle pods ready as far as the pod goes on a node without an "
-                    + "ExternalIP: never handed out, not in playpen_pool_ready_pods", statuses, t,
-                    s -> s.noExternalIp());
-            poolGauge("playpen_pool_stale_pods", "idle pods of an older template, replaced surge-first", statuses, t,
-                    s -> s.stale());
-            poolGauge("playpen_pool_max_surge_pods", "pods a rollout may create beyond the desired ones "
-                    + "(--pool-max-surge; 0: no rollout, with rolling replacement off or a pool that wants no pod)", statuses, t,
-                    s -> planner.surge(s.desired()));
-            poolGauge("playpen_pool_starting_pods", "idle pods of the current template not ready yet", statuses, t,
-                    s -> s.starting());
-            poolGauge("playpen_pool_backoff_seconds", "pause between creates of a pool whose replacements keep "
-                    + "failing (0: not backing off)", statuses, t, s -> s.backoff().delay().toSeconds());
-            poolGauge("playpen_pool_backoff_failures", "replacements in a row that never became ready (0: none)",
-                    statuses, t, s -> s.backoff().failures());
-            poolGauge("playpen_pool_time_to_ready_seconds", "slowest of the pool's last five pods from create to ready",
-                    statuses, t, s -> s.timeToReady() == null ? Double.NaN : s.timeToReady().toMillis() / 1000.0);
+            poolGauges(planner, statuses, t);
             deletedCounter(t, "Stale");
             deletedCounter(t, "Surplus");
             for (io.unboundedcloud.playpen.model.PoolHealth.Problem p
                     : io.unboundedcloud.playpen.model.PoolHealth.Problem.values()) {
                 deletedCounter(t, p.reason());
-                Gauge.builder("playpen_pool_unhealthy_pods", () -> {
-                    PoolStatus s = statuses.get().get(t);
-                    return s == null ? 0 : s.unhealthyByReason().getOrDefault(p.reason(), 0);
-                }).description("unhealthy pool pods by reason; idle ones are deleted and replaced, allocated ones reported")
-                        .tag("resource_type", t.type().wire()).tag("variant", t.variant()).tag("reason", p.reason())
-                        .tag("state", "idle").register(registry);
-                Gauge.builder("playpen_pool_unhealthy_pods", () -> {
-                    PoolStatus s = statuses.get().get(t);
-                    return s == null ? 0 : s.unhealthyAllocatedByReason().getOrDefault(p.reason(), 0);
-                }).description("unhealthy pool pods by reason; idle ones are deleted and replaced, allocated ones reported")
-                        .tag("resource_type", t.type().wire()).tag("variant", t.variant()).tag("reason", p.reason())
-                        .tag("state", "allocated").register(registry);
             }
         }
     }
 
-    private void poolGauge(String name, String help, Supplier<Map<PoolTarget, PoolStatus>> statuses, PoolTarget t,
+    /** The planner and statuses the pool gauges read (null until bound), and the pods playpen_pods counts. */
+    private PoolPlanner poolPlanner;
+    private Supplier<Map<PoolTarget, PoolStatus>> poolStatuses;
+    private PoolPlanner podsPlanner;
+    private Supplier<Collection<Pod>> poolPods;
+    /** Per draining pool (one no flag asks for, with pods), its gauges; guards the fields above too. */
+    private final Map<PoolTarget, List<Meter>> draining = new java.util.HashMap<>();
+
+    /**
+     * A pool no flag asks for any more (a removed control-plane version) drains: while the statuses show it (it has
+     * pods) it has the gauges of a configured pool, playpen_pods included; once it is gone they are removed.
+     */
+    void bindDrainingPools() {
+        synchronized (draining) {
+            if (poolStatuses == null) {
+                return;
+            }
+            Map<PoolTarget, PoolStatus> now = poolStatuses.get();
+            for (PoolStatus s : now.values()) {
+                PoolTarget t = s.target();
+                if (s.configured() || poolPlanner.desired().containsKey(t) || draining.containsKey(t)) {
+                    continue;
+                }
+                List<Meter> meters = new ArrayList<>(poolGauges(poolPlanner, poolStatuses, t));
+                if (poolPods != null) {
+                    meters.addAll(podGauges(podsPlanner, poolPods, t));
+                }
+                draining.put(t, meters);
+            }
+            draining.entrySet().removeIf(e -> {
+                if (now.containsKey(e.getKey())) {
+                    return false;
+                }
+                e.getValue().forEach(registry::remove);
+                return true;
+            });
+        }
+    }
+
+    /** One pool's gauges, read from {@code statuses} at scrape (0 while the pool is not there). */
+    private List<Meter> poolGauges(PoolPlanner planner, Supplier<Map<PoolTarget, PoolStatus>> statuses, PoolTarget t) {
+        List<Meter> out = new ArrayList<>();
+        out.add(poolGauge("playpen_pool_desired_pods", "idle pods the pool wants now (the count flag, or the "
+                + "demand-aware buffer's size)", statuses, t, s -> s.desired()));
+        out.add(poolGauge("playpen_pool_ready_pods", "idle pods ready to be handed out", statuses, t, s -> s.ready()));
+        out.add(poolGauge("playpen_pool_no_external_ip_pods", "idle pods ready as far as the pod goes on a node without "
+                + "an ExternalIP: never handed out, not in playpen_pool_ready_pods", statuses, t,
+                s -> s.noExternalIp()));
+        out.add(poolGauge("playpen_pool_stale_pods", "idle pods of an older template, replaced surge-first", statuses, t,
+                s -> s.stale()));
+        out.add(poolGauge("playpen_pool_max_surge_pods", "pods a rollout may create beyond the desired ones "
+                + "(--pool-max-surge; 0: no rollout, with rolling replacement off or a pool that wants no pod)",
+                statuses, t, s -> planner.surge(s.desired())));
+        out.add(poolGauge("playpen_pool_starting_pods", "idle pods of the current template not ready yet", statuses, t,
+                s -> s.starting()));
+        out.add(poolGauge("playpen_pool_backoff_seconds", "pause between creates of a pool whose replacements keep "
+                + "failing (0: not backing off)", statuses, t, s -> s.backoff().delay().toSeconds()));
+        out.add(poolGauge("playpen_pool_backoff_failures", "replacements in a row that never became ready (0: none)",
+                statuses, t, s -> s.backoff().failures()));
+        out.add(poolGauge("playpen_pool_time_to_ready_seconds", "slowest of the pool's last five pods from create to "
+                + "ready", statuses, t, s -> s.timeToReady() == null ? Double.NaN : s.timeToReady().toMillis() / 1000.0));
+        for (io.unboundedcloud.playpen.model.PoolHealth.Problem p
+                : io.unboundedcloud.playpen.model.PoolHealth.Problem.values()) {
+            out.add(Gauge.builder("playpen_pool_unhealthy_pods", () -> {
+                PoolStatus s = statuses.get().get(t);
+                return s == null ? 0 : s.unhealthyByReason().getOrDefault(p.reason(), 0);
+            }).description("unhealthy pool pods by reason; idle ones are deleted and replaced, allocated ones reported")
+                    .tag("resource_type", t.type().wire()).tag("variant", t.variant()).tag("reason", p.reason())
+                    .tag("state", "idle").register(registry));
+            out.add(Gauge.builder("playpen_pool_unhealthy_pods", () -> {
+                PoolStatus s = statuses.get().get(t);
+                return s == null ? 0 : s.unhealthyAllocatedByReason().getOrDefault(p.reason(), 0);
+            }).description("unhealthy pool pods by reason; idle ones are deleted and replaced, allocated ones reported")
+                    .tag("resource_type", t.type().wire()).tag("variant", t.variant()).tag("reason", p.reason())
+                    .tag("state", "allocated").register(registry));
+        }
+        return out;
+    }
+
+    private Meter poolGauge(String name, String help, Supplier<Map<PoolTarget, PoolStatus>> statuses, PoolTarget t,
             java.util.function.ToDoubleFunction<PoolStatus> value) {
-        Gauge.builder(name, () -> {
+        return Gauge.builder(name, () -> {
             PoolStatus s = statuses.get().get(t);
             return s == null ? 0 : value.applyAsDouble(s);
         }).description(help).tag("resource_type", t.type().wire()).tag("variant", t.variant()).register(registry);
@@ -246,18 +307,27 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
      * belongs to a pool as the pools see it: a version's pods carry its label form (v1.33.0+k3s1 as v1.33.0-k3s1).
      */
     void bindPods(PoolPlanner planner, Supplier<Collection<Pod>> pods) {
+        synchronized (draining) {
+            this.podsPlanner = planner;
+            this.poolPods = pods;
+        }
         for (PoolTarget t : planner.desired().keySet()) {
-            Predicate<Pod> isTarget = p -> planner.poolOf(p).filter(t::equals).isPresent();
-            gauge("playpen_pods", "pods by resource type, variant and state", pods, isTarget.and(ManagedPods::isIdle),
-                    "idle", t);
-            gauge("playpen_pods", "pods by resource type, variant and state", pods,
-                    isTarget.and(ManagedPods::isClaimed).and(p -> !ManagedPods.isTerminating(p)), "claimed", t);
+            podGauges(planner, pods, t);
         }
     }
 
-    private void gauge(String name, String help, Supplier<Collection<Pod>> pods, Predicate<Pod> which, String state,
+    /** playpen_pods{state} of one pool: its idle and its claimed pods. */
+    private List<Meter> podGauges(PoolPlanner planner, Supplier<Collection<Pod>> pods, PoolTarget t) {
+        Predicate<Pod> isTarget = p -> planner.poolOf(p).filter(t::equals).isPresent();
+        return List.of(gauge("playpen_pods", "pods by resource type, variant and state", pods,
+                isTarget.and(ManagedPods::isIdle), "idle", t),
+                gauge("playpen_pods", "pods by resource type, variant and state", pods,
+                        isTarget.and(ManagedPods::isClaimed).and(p -> !ManagedPods.isTerminating(p)), "claimed", t));
+    }
+
+    private Meter gauge(String name, String help, Supplier<Collection<Pod>> pods, Predicate<Pod> which, String state,
             PoolTarget t) {
-        Gauge.builder(name, () -> pods.get().stream().filter(which).count()).description(help)
+        return Gauge.builder(name, () -> pods.get().stream().filter(which).count()).description(help)
                 .tag("resource_type", t.type().wire()).tag("variant", t.variant()).tag("state", state).register(registry);
     }
 

@@ -66,6 +66,51 @@ class OperatorMetricsCountersTest {
                 Map.entry("playpen_pods{resource_type=\"runner\",state=\"idle\",variant=\"arm64\"}", 0.0));
     }
 
+    /**
+     * A pool no flag asks for any more (a removed control-plane version) drains: while it has pods it has the gauges
+     * of a configured pool, so its drain can be watched, and none once its last pod is gone.
+     */
+    @Test
+    void aDrainingPoolHasThePoolGaugesWhileItHasPods() {
+        OperatorConfig before = OperatorConfig.parse("--control-plane-count=1",
+                "--control-plane-versions=v1.33.0,v1.34.1");
+        OperatorConfig config = OperatorConfig.parse("--control-plane-count=1", "--control-plane-versions=v1.34.1");
+        PoolPlanner old = new PoolPlanner(before, new PodTemplates(before, Map.of()));
+        PoolPlanner planner = new PoolPlanner(config, new PodTemplates(config, Map.of()));
+        PoolTarget removed = PoolTarget.controlPlane("v1.33.0");
+        Pod idle = old.podFor(removed, 16443);
+        Pod claimed = new PodBuilder(old.podFor(removed, 16444)).editMetadata()
+                .addToAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH, "ab".repeat(32)).endMetadata().build();
+        java.util.concurrent.atomic.AtomicReference<List<Pod>> pods = new java.util.concurrent.atomic.AtomicReference<>(
+                List.of(idle, claimed, planner.podFor(PoolTarget.controlPlane("v1.34.1"), 16445)));
+        metrics.bindPods(planner, pods::get);
+        metrics.bindPools(planner, () -> planner.plan(pods.get(), java.util.Set.of()).statuses());
+
+        Map<String, Double> seen = samples("playpen_");
+        assertThat(seen).containsEntry(
+                "playpen_pods{resource_type=\"controlPlane\",state=\"idle\",variant=\"v1.33.0\"}", 1.0)
+                .containsEntry("playpen_pods{resource_type=\"controlPlane\",state=\"claimed\",variant=\"v1.33.0\"}",
+                        1.0)
+                .containsEntry("playpen_pool_desired_pods{resource_type=\"controlPlane\",variant=\"v1.33.0\"}", 0.0)
+                .containsEntry("playpen_pool_starting_pods{resource_type=\"controlPlane\",variant=\"v1.33.0\"}", 1.0);
+        assertThat(gauges(seen, "v1.33.0")).as("the draining pool's gauges").isNotEmpty()
+                .isEqualTo(gauges(seen, "v1.34.1"));
+
+        pods.set(List.of(planner.podFor(PoolTarget.controlPlane("v1.34.1"), 16445)));
+        assertThat(gauges(samples("playpen_"), "v1.33.0")).as("once the pool's last pod is gone").isEmpty();
+    }
+
+    /** The gauges (not the counters) of a pool's variant, with the variant left out. */
+    static java.util.Set<String> gauges(Map<String, Double> samples, String variant) {
+        java.util.Set<String> out = new java.util.TreeSet<>();
+        for (String name : samples.keySet()) {
+            if (name.contains("variant=\"" + variant + "\"") && !name.contains("_total{")) {
+                out.add(name.replace("variant=\"" + variant + "\"", "variant"));
+            }
+        }
+        return out;
+    }
+
     @Test
     void refusedCreatesCountOneEachByPool() {
         PoolTarget amd64 = PoolTarget.runner("amd64");
