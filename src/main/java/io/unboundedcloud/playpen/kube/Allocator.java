@@ -36,6 +36,8 @@ import io.unboundedcloud.playpen.model.ManagedPods;
 public final class Allocator {
     private static final Logger LOG = LoggerFactory.getLogger(Allocator.class);
     private static final int SAME_POD_RETRIES = 3;
+    /** Fence writes tried on one pod before a claim whose outcome is unknown is answered 503 (see fenceLostClaim). */
+    private static final int FENCE_ATTEMPTS = 3;
     private static final long RESERVATION_WAIT_SECONDS = 30;
     /** How long a request may wait for this replica's watch to judge the claims of its key. */
     static final long DECIDE_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(30);
@@ -617,8 +619,9 @@ public final class Allocator {
         String rv = current.getMetadata().getResourceVersion();
         for (int attempt = 0; attempt < SAME_POD_RETRIES; attempt++) {
             KubernetesClientException unknown = null;
+            String claimId = ClaimWriter.newClaimId();
             try {
-                Pod claimed = writer.claim(current, rv, cmd, ownerHash, ownerHash == null ? 0 : maxPerOwner);
+                Pod claimed = writer.claim(current, rv, cmd, ownerHash, ownerHash == null ? 0 : maxPerOwner, claimId);
                 pods.observe(claimed);
                 LOG.debug("claim written pod={}/{} key={} rv={}", ns, name, cmd.keyHashPrefix(),
                         claimed.getMetadata().getResourceVersion());
@@ -647,8 +650,9 @@ public final class Allocator {
                 return cmd.keyHash().equals(ManagedPods.keyHash(fresh)) ? Claimed.met(fresh) : null;
             }
             if (unknown != null) {
-                // the write did not land: the API server's failure is the answer (another write would meet it too)
-                throw unknown;
+                // the write has not landed yet; but the API server may still commit it after this read (it runs a
+                // request on after answering 504, or after the client gave up): fence it off before answering
+                return fenceLostClaim(fresh, rv, claimId, cmd, unknown);
             }
             if (candidates.classify(cmd, fresh, nodes::externalIp) != Candidates.Verdict.USABLE) {
                 return null;
@@ -657,6 +661,58 @@ public final class Allocator {
             rv = fresh.getMetadata().getResourceVersion();
         }
         return null;
+    }
+
+    /**
+     * A claim written on {@code rv} whose answer was lost, with the pod read back idle ({@code fresh}): the failure
+     * is answered only once that claim can never commit. At another version than {@code rv} it cannot (it was
+     * conditional on {@code rv}); at {@code rv} a fence write on that version ({@link ClaimWriter#fence}) makes sure
+     * of it. A fence that meets a change, or whose outcome is unknown too, reads the pod again: the late claim of
+     * this key is judged and replayed like any claim of it met on a pod; a pod claimed by another key is lost like
+     * any other (null); an idle pod past {@code rv} means the claim can no longer land. Still undecided after a few
+     * rounds: 503, send the same request again (the same key replays whatever was allocated).
+     */
+    private Claimed fenceLostClaim(Pod fresh, String rv, String claimId, AllocCommand cmd,
+            KubernetesClientException unknown) {
+        String ns = fresh.getMetadata().getNamespace();
+        String name = fresh.getMetadata().getName();
+        Pod current = fresh;
+        for (int attempt = 0; attempt < FENCE_ATTEMPTS; attempt++) {
+            if (!rv.equals(current.getMetadata().getResourceVersion())) {
+                throw unknown; // the claim was conditional on rv: it can never commit now
+            }
+            Pod fenced = null;
+            try {
+                fenced = writer.fence(current, rv, claimId);
+            } catch (KubernetesClientException e) {
+                LOG.info("fence of a claim with unknown outcome not confirmed pod={}/{} key={}: {}", ns, name,
+                        cmd.keyHashPrefix(), e.getMessage());
+            }
+            if (fenced != null) {
+                pods.observe(fenced);
+                // a write that changed nothing would leave the version as it was, and hold nothing off: read again
+                if (!rv.equals(fenced.getMetadata().getResourceVersion())) {
+                    LOG.info("claim outcome unknown, pod fenced so that the claim cannot land later pod={}/{} key={}",
+                            ns, name, cmd.keyHashPrefix());
+                    throw unknown;
+                }
+            }
+            current = writer.read(ns, name);
+            if (current == null) {
+                pods.observeDeleted(name);
+                throw unknown; // gone: the claim cannot land on it
+            }
+            pods.observe(current);
+            if (ManagedPods.isClaimed(current)) {
+                // the late claim landed (this key: judged and replayed), or another key's claim did (ours cannot)
+                return cmd.keyHash().equals(ManagedPods.keyHash(current)) ? Claimed.met(current) : null;
+            }
+        }
+        throw ApiException.unavailable("the Kubernetes API server gave no clear answer to the claim of pod " + name
+                + (unknown.getCode() > 0 ? " (it answered " + unknown.getCode() + ")" : "")
+                + ", and whether it was made could not be learnt: nothing may have been allocated, and the same"
+                + " request sent again with the same idempotency key answers with the allocation if there is one;"
+                + " try again", retryAfterSeconds);
     }
 
     private Allocation replayOrConflict(Pod pod, AllocCommand cmd) {

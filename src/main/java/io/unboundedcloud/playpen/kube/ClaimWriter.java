@@ -79,10 +79,41 @@ public final class ClaimWriter {
      * ({@code ownerQuota} &gt; 0 with an owner), so that every replica judges it against the same quota.
      */
     public Pod claim(Pod pod, String resourceVersion, AllocCommand cmd, String ownerHash, int ownerQuota) {
+        return claim(pod, resourceVersion, cmd, ownerHash, ownerQuota, newClaimId());
+    }
+
+    /**
+     * {@link #claim(Pod, String, AllocCommand, String, int)} carrying {@code claimId} ({@link #newClaimId}), which the
+     * caller keeps: a write whose answer is lost is fenced off with it ({@link #fence}).
+     */
+    public Pod claim(Pod pod, String resourceVersion, AllocCommand cmd, String ownerHash, int ownerQuota,
+            String claimId) {
         calls.count(KubeApiCall.PODS_PATCH);
         String ns = pod.getMetadata().getNamespace();
         String name = pod.getMetadata().getName();
-        return mergePatch(client, ns, name, claimPatch(ns, name, resourceVersion, cmd, ownerHash, ownerQuota));
+        return mergePatch(client, ns, name,
+                claimPatch(ns, name, resourceVersion, cmd, ownerHash, ownerQuota, claimId));
+    }
+
+    /** A new claim's claim-id: a random value of that one claim. */
+    public static String newClaimId() {
+        return Long.toHexString(java.util.concurrent.ThreadLocalRandom.current().nextLong());
+    }
+
+    /**
+     * Makes a claim whose write failed without an answer unable to commit later: a write on the same version
+     * ({@code resourceVersion}, the claim's precondition) that really changes the pod, recording the lost claim's
+     * {@code claimId} as {@link PlaypenKeys#FENCED_CLAIM_ID}. Once it is in, the pod is at a newer version and the
+     * claim's precondition can never hold again. A KubernetesClientException with code 409 means the pod changed
+     * since (the claim may be what changed it; 404: gone).
+     */
+    public Pod fence(Pod pod, String resourceVersion, String claimId) {
+        calls.count(KubeApiCall.PODS_PATCH);
+        Map<String, Object> metadata = new LinkedHashMap<>();
+        metadata.put("resourceVersion", resourceVersion);
+        metadata.put("annotations", Map.of(PlaypenKeys.FENCED_CLAIM_ID, claimId));
+        return mergePatch(client, pod.getMetadata().getNamespace(), pod.getMetadata().getName(),
+                Json.write(Map.of("metadata", metadata)));
     }
 
     /**
@@ -165,14 +196,20 @@ public final class ClaimWriter {
 
     String claimPatch(String namespace, String name, String resourceVersion, AllocCommand cmd, String ownerHash,
             int ownerQuota) {
+        return claimPatch(namespace, name, resourceVersion, cmd, ownerHash, ownerQuota, newClaimId());
+    }
+
+    String claimPatch(String namespace, String name, String resourceVersion, AllocCommand cmd, String ownerHash,
+            int ownerQuota, String claimId) {
         Map<String, Object> annotations = new LinkedHashMap<>();
         annotations.put(PlaypenKeys.IDEMPOTENCY_KEY_HASH, cmd.keyHash());
         annotations.put(PlaypenKeys.REQUEST_HASH, cmd.requestHash());
         annotations.put(PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY, cmd.wireGuardPublicKey());
         Instant now = clock.instant();
         annotations.put(PlaypenKeys.CLAIMED_AT, TtlPolicy.formatClaimedAt(now));
-        annotations.put(PlaypenKeys.CLAIM_ID,
-                Long.toHexString(java.util.concurrent.ThreadLocalRandom.current().nextLong()));
+        annotations.put(PlaypenKeys.CLAIM_ID, claimId);
+        // a fence left by an earlier lost claim (see fence) is for idle pods only: the claim takes it off
+        annotations.put(PlaypenKeys.FENCED_CLAIM_ID, null);
         if (leases != null) {
             // the expiry goes in the same single write as the claim: there is never a claim without its lease
             leases.claimExpiry(now, cmd.ttl())

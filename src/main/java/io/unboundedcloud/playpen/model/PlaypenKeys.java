@@ -39,6 +39,12 @@ public final class PlaypenKeys {
      * same key on the same pod made in the same second (claimed-at has whole seconds), after the first was taken back.
      */
     public static final String CLAIM_ID = P + "claim-id";
+    /**
+     * On an idle pod only (ours only): the claim-id of a claim whose write failed without an answer (a timeout, a
+     * 500 or 504), written on the version that claim was conditional on so that the claim can never commit later.
+     * Every claim removes it, so a claimed pod never carries it.
+     */
+    public static final String FENCED_CLAIM_ID = P + "fenced-claim-id";
     public static final String CONTROL_PLANE_KUBECONFIG = P + "control-plane-kubeconfig";
     public static final String CONTROL_PLANE_GUEST_SERVER = P + "control-plane-guest-server";
     public static final String SET_KUBE_SERVICE_HOST_FQDN = "kubernetes.azure.com/set-kube-service-host-fqdn";

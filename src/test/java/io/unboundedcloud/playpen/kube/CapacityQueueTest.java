@@ -790,8 +790,12 @@ class CapacityQueueTest {
         ApiException e = failure(t);
         assertThat(e.code()).isEqualTo(503);
         assertThat(e.headers()).containsEntry("Retry-After", "1");
+        // a claim answered 500 may still be committed later: with its fence refused too, nothing tells whether it was
         assertThat(e.getMessage()).isEqualTo("no amd64 playpen runner pod could be claimed in the 2 seconds this"
-                + " request waited: a claim failed because the Kubernetes API server answered 500; try again");
+                + " request waited: a claim failed because the Kubernetes API server gave no clear answer to the claim"
+                + " of pod " + ScriptedReplica.runner(0) + " (it answered 500), and whether it was made could not be"
+                + " learnt: nothing may have been allocated, and the same request sent again with the same"
+                + " idempotency key answers with the allocation if there is one; try again");
         assertThat(outcomes).containsExactly(prefix("refused") + " timeout");
         assertNothingWaits();
     }

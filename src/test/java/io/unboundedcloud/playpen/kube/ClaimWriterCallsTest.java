@@ -116,14 +116,15 @@ class ClaimWriterCallsTest {
                 + q(PlaypenKeys.IDEMPOTENCY_KEY_HASH) + ":" + q(CMD.keyHash()) + ","
                 + q(PlaypenKeys.REQUEST_HASH) + ":" + q(CMD.requestHash()) + ","
                 + q(PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY) + ":" + q(CMD.wireGuardPublicKey()) + ","
-                + q(PlaypenKeys.CLAIMED_AT) + ":\"2026-01-02T03:04:05Z\"}}}"));
+                + q(PlaypenKeys.CLAIMED_AT) + ":\"2026-01-02T03:04:05Z\","
+                + q(PlaypenKeys.FENCED_CLAIM_ID) + ":null}}}"));
 
         JsonNode owned = JSON.readTree(plain.claimPatch("playpen", "p", "12", CMD, OWNER, 3));
         withoutClaimId(owned);
         assertThat(owned.at("/metadata/labels").size()).isEqualTo(3);
         assertThat(owned.at("/metadata/labels").get(PlaypenKeys.OWNER_HASH_LABEL).asText())
                 .isEqualTo(OWNER.substring(0, 63));
-        assertThat(owned.at("/metadata/annotations").size()).isEqualTo(6);
+        assertThat(owned.at("/metadata/annotations").size()).isEqualTo(7);
         assertThat(owned.at("/metadata/annotations").get(PlaypenKeys.OWNER_HASH).asText()).isEqualTo(OWNER);
         assertThat(owned.at("/metadata/annotations").get(PlaypenKeys.OWNER_QUOTA).asText()).isEqualTo("3");
         // an owner without a quota records no quota; a quota without an owner records neither

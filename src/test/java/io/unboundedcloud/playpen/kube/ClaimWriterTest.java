@@ -97,13 +97,45 @@ class ClaimWriterTest {
         var withOwner = json.readTree(w.claimPatch("playpen", "p", "12", cmd,
                 io.unboundedcloud.playpen.model.Hashes.ownerHash("alice")));
         assertThat(withOwner.at("/metadata/resourceVersion").asText()).isEqualTo("12");
-        // key hash, request hash, WireGuard key, claimed-at, claim-id and the owner hash
-        assertThat(withOwner.at("/metadata/annotations").size()).isEqualTo(6);
+        // key hash, request hash, WireGuard key, claimed-at, claim-id, the owner hash and the fence's removal
+        assertThat(withOwner.at("/metadata/annotations").size()).isEqualTo(7);
         assertThat(withOwner.at("/metadata/annotations").get(io.unboundedcloud.playpen.model.PlaypenKeys.OWNER_HASH)
                 .asText()).isEqualTo(io.unboundedcloud.playpen.model.Hashes.sha256Hex("alice"));
         assertThat(withOwner.toString()).doesNotContain("\"alice\"");
         var without = json.readTree(w.claimPatch("playpen", "p", "12", cmd));
-        assertThat(without.at("/metadata/annotations").size()).isEqualTo(5);
+        // and the removal of a fence (fenced-claim-id: null)
+        assertThat(without.at("/metadata/annotations").size()).isEqualTo(6);
         assertThat(without.at("/metadata/annotations").has(io.unboundedcloud.playpen.model.PlaypenKeys.OWNER_HASH)).isFalse();
+    }
+
+    /**
+     * A fence (the claim-id of a claim whose answer was lost, on an idle pod) leaves the pod an idle, usable
+     * candidate that the pools see as unchanged; the claim's patch takes it off (merge-patch null), so claimed pods
+     * never carry it.
+     */
+    @Test
+    void aFencedIdlePodIsStillUsableAndItsClaimTakesTheFenceOff() throws Exception {
+        Pod plain = TestCluster.readyRunner("amd64", 51820, "n").build();
+        Pod fenced = new PodBuilder(plain).editMetadata().addToAnnotations(PlaypenKeys.FENCED_CLAIM_ID, "5eed")
+                .endMetadata().build();
+        var cmd = new io.unboundedcloud.playpen.model.AllocCommand("ab".repeat(32),
+                io.unboundedcloud.playpen.model.ResourceType.RUNNER, "", TestCluster.wgKey(3), "amd64");
+        var candidates = new io.unboundedcloud.playpen.model.Candidates(java.util.Map.of());
+        java.util.function.Function<String, java.util.Optional<String>> ips = node -> java.util.Optional.of("203.0.113.10");
+        assertThat(candidates.classify(cmd, plain, ips))
+                .isEqualTo(io.unboundedcloud.playpen.model.Candidates.Verdict.USABLE);
+        assertThat(candidates.classify(cmd, fenced, ips))
+                .isEqualTo(io.unboundedcloud.playpen.model.Candidates.Verdict.USABLE);
+        assertThat(candidates.classify(cmd, SlimPods.slim(fenced), ips))
+                .isEqualTo(io.unboundedcloud.playpen.model.Candidates.Verdict.USABLE);
+        assertThat(ManagedPods.isIdle(fenced)).isTrue();
+        assertThat(ManagedPods.isClaimed(fenced)).isFalse();
+        assertThat(PoolReconciler.state(fenced)).isEqualTo(PoolReconciler.state(plain));
+
+        ClaimWriter w = new ClaimWriter(null, Clock.systemUTC(), new ApiCallCounter());
+        var annotations = new com.fasterxml.jackson.databind.ObjectMapper()
+                .readTree(w.claimPatch("playpen", "p", "12", cmd)).at("/metadata/annotations");
+        assertThat(annotations.has(PlaypenKeys.FENCED_CLAIM_ID)).isTrue();
+        assertThat(annotations.get(PlaypenKeys.FENCED_CLAIM_ID).isNull()).isTrue();
     }
 }

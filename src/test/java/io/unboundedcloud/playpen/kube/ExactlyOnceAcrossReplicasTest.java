@@ -647,23 +647,39 @@ class ExactlyOnceAcrossReplicasTest {
     }
 
     /**
-     * A claim the API server refused with a 500 before writing anything (and again on the client's own retry):
-     * the read-back finds the pod idle, so that failure is the answer; the request writes no more claims (on this
-     * pod or the next), and no pod is left carrying the key.
+     * A claim the API server refused with a 500 before writing anything (and again on the client's own retry), and
+     * every write to the pod after it too: the read-back finds the pod idle at the claim's version, but nothing
+     * tells a refusal from a claim the API server may still commit, and the fence that would rule it out is refused
+     * as well. The answer is a 503 that says to send the same request again; the request writes no more claims (on
+     * this pod or the next), and no pod is left carrying the key.
      */
     @Test
-    void aClaimRefusedWithA500BeforeTheWriteIsThatErrorWithNoFurtherClaims() throws Exception {
+    void aClaimRefusedWithA500WhoseFenceIsRefusedTooIsA503WithNoFurtherClaims() throws Exception {
         runners(0, 3);
         Replica a = replica(0);
         AllocCommand key = cmd("refused-before-write");
-        java.util.function.Predicate<String> claims = k -> k.startsWith("PATCH /api/v1/namespaces/" + TestCluster.NS
+        java.util.function.Predicate<String> patches = k -> k.startsWith("PATCH /api/v1/namespaces/" + TestCluster.NS
                 + "/pods/");
-        cluster.failBeforeWrite = claims;
-        int before = cluster.requestCount(claims);
+        java.util.concurrent.atomic.AtomicInteger claims = new java.util.concurrent.atomic.AtomicInteger();
+        cluster.addRequestListener(new TestCluster.RequestListener() {
+            @Override
+            public void onRequest(String k) {
+            }
+
+            @Override
+            public void onRequest(String k, java.util.function.Supplier<String> body) {
+                if (patches.test(k) && body.get().contains(key.keyHash())) {
+                    claims.incrementAndGet();
+                }
+            }
+        });
+        cluster.failBeforeWrite = patches;
         assertThatThrownBy(() -> a.allocator.allocate(key))
-                .isInstanceOfSatisfying(io.fabric8.kubernetes.client.KubernetesClientException.class,
-                        e -> assertThat(e.getCode()).isEqualTo(500));
-        assertThat(cluster.requestCount(claims) - before).as("the claim and the client's one retry").isEqualTo(2);
+                .isInstanceOfSatisfying(ApiException.class, e -> {
+                    assertThat(e.code()).isEqualTo(503);
+                    assertThat(e.getMessage()).contains("same idempotency key");
+                });
+        assertThat(claims.get()).as("the claim and the client's one retry").isEqualTo(2);
         assertThat(carrying(key)).isEmpty();
     }
 }

@@ -79,6 +79,24 @@ public final class TestCluster implements AutoCloseable {
     public volatile Predicate<String> failAfterWrite = key -> false;
     /** Requests ("METHOD path") answered 500 without reaching the store: refused, nothing written. */
     public volatile Predicate<String> failBeforeWrite = key -> false;
+    /**
+     * Writes ("METHOD path" and body) answered 504 without reaching the store and held: kube-apiserver runs a request
+     * on after it has answered 504 (or after the client gave up), so it may still commit it. {@link #applyHeld} (or
+     * {@link #applyHeldBefore}) commits the held writes later, each with its own precondition judged then.
+     */
+    public volatile java.util.function.BiPredicate<String, String> holdWrite = (key, body) -> false;
+    /**
+     * Requests ("METHOD path") before which the held writes are committed: when one arrives (and is not held
+     * itself), the held writes go to the store first, in the order they came, then it is served.
+     */
+    public volatile Predicate<String> applyHeldBefore = key -> false;
+    /**
+     * Told (on the server's thread) of each write as it is held, before its 504 is sent. Changes made here go
+     * straight to the store ({@link #patchInStore}), never through a client: the server's thread would wait on itself.
+     */
+    public volatile java.util.function.Consumer<String> onHold = key -> { };
+    private final List<RecordedRequest> held = new ArrayList<>();
+    private final Dispatcher store;
 
     /** Told about each request as it reaches the mock API, before it is served (the benchmark timestamps creates and deletes). */
     @FunctionalInterface
@@ -108,7 +126,7 @@ public final class TestCluster implements AutoCloseable {
     private TestCluster(int watchHistory) {
         Map<ServerRequest, Queue<ServerResponse>> responses = new HashMap<>();
         crud = new ResumableCrudDispatcher(watchHistory);
-        Dispatcher store = ResumableCrudDispatcher.mixed(responses, crud);
+        store = ResumableCrudDispatcher.mixed(responses, crud);
         Dispatcher dispatcher = new Dispatcher() {
             @Override
             public MockResponse dispatch(RecordedRequest request) {
@@ -125,6 +143,18 @@ public final class TestCluster implements AutoCloseable {
                 if (failBeforeWrite.test(key)) {
                     return new MockResponse().setResponseCode(500).setBody(
                             "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":500}");
+                }
+                if (!"GET".equals(request.getMethod()) && holdWrite.test(key, request.getBody() == null ? ""
+                        : new String(request.getBody().getBytes(), java.nio.charset.StandardCharsets.UTF_8))) {
+                    synchronized (held) {
+                        held.add(request);
+                    }
+                    onHold.accept(key);
+                    return new MockResponse().setResponseCode(504).setBody("{\"kind\":\"Status\",\"apiVersion\":"
+                            + "\"v1\",\"status\":\"Failure\",\"reason\":\"Timeout\",\"code\":504}");
+                }
+                if (applyHeldBefore.test(key)) {
+                    applyHeld();
                 }
                 if (failAfterWrite.test(key)) {
                     MockResponse landed = store.dispatch(request);
@@ -193,6 +223,47 @@ public final class TestCluster implements AutoCloseable {
         int q = path.indexOf('?');
         String p = q >= 0 ? path.substring(0, q) : path;
         return r.getMethod() + (watch ? " WATCH " : " ") + p;
+    }
+
+    /** Commits the held writes ({@link #holdWrite}) now, in the order they came: the codes they are answered with. */
+    public List<Integer> applyHeld() {
+        List<RecordedRequest> now;
+        synchronized (held) {
+            now = new ArrayList<>(held);
+            held.clear();
+        }
+        List<Integer> codes = new ArrayList<>();
+        for (RecordedRequest r : now) {
+            codes.add(commit(r).code());
+        }
+        return codes;
+    }
+
+    /** Writes held and not committed yet. */
+    public int heldWrites() {
+        synchronized (held) {
+            return held.size();
+        }
+    }
+
+    /**
+     * A JSON merge patch of the object at {@code path} committed straight in the store (another writer's, which no
+     * request counter or listener sees): its answer's code.
+     */
+    public int patchInStore(String path, String mergePatch) {
+        io.fabric8.mockwebserver.http.Headers headers = io.fabric8.mockwebserver.http.Headers.builder()
+                .add("Content-Type", "application/merge-patch+json").build();
+        return commit(new RecordedRequest("HTTP/1.1", io.fabric8.mockwebserver.dsl.HttpMethod.PATCH, path, headers,
+                new io.fabric8.mockwebserver.http.Buffer(mergePatch.getBytes(java.nio.charset.StandardCharsets.UTF_8))))
+                .code();
+    }
+
+    private MockResponse commit(RecordedRequest r) {
+        MockResponse answer = store.dispatch(r);
+        for (AnswerListener l : answerListeners) {
+            l.onAnswer(r.getMethod(), r.getPath(), answer);
+        }
+        return answer;
     }
 
     public void addRequestListener(RequestListener listener) {
