@@ -32,6 +32,8 @@ class ClaimCommittedLateTest {
     private static final String NODE = "node-a";
     private static final String POD = "playpen-runner-amd64-51820";
     private static final String POD_PATH = "/api/v1/namespaces/" + TestCluster.NS + "/pods/" + POD;
+    /** A fence write's body (a claim's patch carries the annotation too, as null). */
+    private static final String FENCE = PlaypenKeys.FENCED_CLAIM_ID + "\":\"";
 
     private TestCluster cluster;
     private Replica replica;
@@ -98,6 +100,8 @@ class ClaimCommittedLateTest {
         assertThat(answer.pod().getMetadata().getName()).isEqualTo(POD);
         assertThat(carrying(key)).extracting(ManagedPods::name).containsExactly(POD);
         assertThat(cluster.heldWrites()).isZero();
+        assertThat(patches).as("the fence that met the late claim").anyMatch(b -> b.contains(FENCE));
+        assertThat(ManagedPods.annotations(pod())).doesNotContainKey(PlaypenKeys.FENCED_CLAIM_ID);
     }
 
     /**
@@ -120,7 +124,10 @@ class ClaimCommittedLateTest {
         assertThat(late).containsOnly(409);
         Pod idle = pod();
         assertThat(ManagedPods.isClaimed(idle)).isFalse();
-        assertThat(ManagedPods.annotations(idle)).containsKey(PlaypenKeys.FENCED_CLAIM_ID);
+        // the fence records the claim-id of the claim whose answer was lost
+        String lostClaimId = new com.fasterxml.jackson.databind.ObjectMapper().readTree(patches.get(0))
+                .at("/metadata/annotations").get(PlaypenKeys.CLAIM_ID).asText();
+        assertThat(ManagedPods.annotations(idle)).containsEntry(PlaypenKeys.FENCED_CLAIM_ID, lostClaimId);
 
         // the fenced pod is idle and serves the next key; its claim takes the fence off
         AllocCommand next = cmd("next-key");
@@ -157,7 +164,7 @@ class ClaimCommittedLateTest {
         // (the mock answers a PATCH it applied with 202)
         assertThat(touches).as("the other write, between the claim and its read-back").singleElement()
                 .satisfies(code -> assertThat(code).isBetween(200, 299));
-        assertThat(patches).noneMatch(b -> b.contains(PlaypenKeys.FENCED_CLAIM_ID + "\":\""));
+        assertThat(patches).noneMatch(b -> b.contains(FENCE));
         assertThat(replica.calls.get(KubeApiCall.PODS_PATCH) - claimsBefore).as("the claim, no fence").isEqualTo(1);
         cluster.holdWrite = (k, body) -> false;
         assertThat(cluster.applyHeld()).containsOnly(409);
