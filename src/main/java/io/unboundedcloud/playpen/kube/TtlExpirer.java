@@ -7,6 +7,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -33,8 +34,38 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
         void expired(Pod pod, Duration lateness);
     }
 
-    /** A timer and the expiry instant it was set for: a renewal moves the instant, and the timer with it. */
-    private record Scheduled(Instant at, ScheduledFuture<?> future) {
+    /**
+     * A timer and the expiry instant it was set for: a renewal moves the instant, and the timer with it. It is
+     * recorded in {@link #timers} before it is handed to the scheduler, so that a timer due at once, which may run
+     * before the scheduling call returns, finds its own record (and a retry it stores is never overwritten by it).
+     * While it is recorded, it has not started: a timer takes its record out before it does anything.
+     */
+    private static final class Scheduled {
+        private final Instant at;
+        private ScheduledFuture<?> future;
+        private boolean cancelled;
+
+        Scheduled(Instant at) {
+            this.at = at;
+        }
+
+        Instant at() {
+            return at;
+        }
+
+        synchronized void started(ScheduledFuture<?> f) {
+            future = f;
+            if (cancelled) {
+                f.cancel(false);
+            }
+        }
+
+        synchronized void cancel() {
+            cancelled = true;
+            if (future != null) {
+                future.cancel(false);
+            }
+        }
     }
 
     private final PodCache pods;
@@ -46,7 +77,7 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
     /** Failed deletes in a row of each claim whose delete failed (its next try waits twice as long, up to the cap). */
     private final Map<String, Integer> backOffs = new ConcurrentHashMap<>();
     private final Backoff backOff;
-    private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("ttl-expiry"));
+    private final ScheduledExecutorService scheduler;
     private final java.util.List<Observer> observers = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     public TtlExpirer(PodCache pods, ClaimWriter writer, TtlPolicy policy, Clock clock, BooleanSupplier leader) {
@@ -59,6 +90,14 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
      */
     public TtlExpirer(PodCache pods, ClaimWriter writer, TtlPolicy policy, Clock clock, BooleanSupplier leader,
             Duration maxBackOff) {
+        this(pods, writer, policy, clock, leader, maxBackOff,
+                Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("ttl-expiry")));
+    }
+
+    /** {@code scheduler}: runs the timers (tests: one that runs a timer due now before its scheduling returns). */
+    TtlExpirer(PodCache pods, ClaimWriter writer, TtlPolicy policy, Clock clock, BooleanSupplier leader,
+            Duration maxBackOff, ScheduledExecutorService scheduler) {
+        this.scheduler = scheduler;
         this.backOff = retryBackOff(maxBackOff);
         this.pods = pods;
         this.writer = writer;
@@ -90,18 +129,29 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
             return;
         }
         Scheduled existing = timers.get(name);
-        if (existing != null && existing.at().equals(at.get()) && !existing.future().isDone()) {
-            return;
+        if (existing != null && existing.at().equals(at.get())) {
+            return; // recorded, so not started yet: it stands
         }
-        if (existing != null && !existing.at().equals(at.get())) {
+        if (existing != null) {
             backOffs.remove(name); // renewed: a failure of the earlier expiry says nothing about this one
         }
         // round up: a timer that fires a hair before the instant would find the claim not yet expired
         long delayMs = Math.max(0, ceilMillis(Duration.between(clock.instant(), at.get())));
-        ScheduledFuture<?> f = scheduler.schedule(() -> expire(name), delayMs, TimeUnit.MILLISECONDS);
-        Scheduled prev = timers.put(name, new Scheduled(at.get(), f));
+        Scheduled timer = new Scheduled(at.get());
+        Scheduled prev = timers.put(name, timer);
         if (prev != null) {
-            prev.future().cancel(false);
+            prev.cancel();
+        }
+        start(name, timer, delayMs);
+    }
+
+    /** Hands a recorded timer to the scheduler (after it was recorded: it may run before this returns). */
+    private void start(String name, Scheduled timer, long delayMs) {
+        try {
+            timer.started(scheduler.schedule(() -> expire(name, timer), delayMs, TimeUnit.MILLISECONDS));
+        } catch (RejectedExecutionException e) {
+            // closed: no timer runs any more
+            timers.remove(name, timer);
         }
     }
 
@@ -109,12 +159,14 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
         backOffs.remove(name);
         Scheduled s = timers.remove(name);
         if (s != null) {
-            s.future().cancel(false);
+            s.cancel();
         }
     }
 
-    private void expire(String name) {
-        timers.remove(name);
+    private void expire(String name, Scheduled timer) {
+        if (!timers.remove(name, timer)) {
+            return; // replaced (a renewal: the new timer decides) or cancelled (deleted, no longer claimed) meanwhile
+        }
         pods.get(name).ifPresent(pod -> {
             if (!ManagedPods.isClaimed(pod)) {
                 return;
@@ -149,12 +201,11 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
             return;
         }
         Duration wait = backOff.after(backOffs.merge(name, 1, Integer::sum));
-        ScheduledFuture<?> f = scheduler.schedule(() -> expire(name), wait.toMillis(), TimeUnit.MILLISECONDS);
-        Scheduled prev = timers.putIfAbsent(name, new Scheduled(at.get(), f));
-        if (prev != null) {
-            // a watch event scheduled the claim meanwhile: that timer stands
-            f.cancel(false);
+        Scheduled timer = new Scheduled(at.get());
+        if (timers.putIfAbsent(name, timer) != null) {
+            return; // a watch event scheduled the claim meanwhile: that timer stands
         }
+        start(name, timer, wait.toMillis());
     }
 
     /**

@@ -138,6 +138,51 @@ class TtlExpirerTest {
         }
     }
 
+    /**
+     * A timer due at once may run before the call that scheduled it returns (the scheduling thread paused between
+     * the two). If its delete fails, the retry it stores must stand, not be overwritten (and cancelled) by the
+     * record of the timer that already ran. The scheduler here runs a timer due now on the scheduling thread,
+     * before its scheduling call returns.
+     */
+    @Test
+    void aTimerThatRunsBeforeItsSchedulingReturnsKeepsTheRetryItsFailedDeleteSet() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            MutableClock clock = new MutableClock(Instant.parse("2026-01-01T01:00:00Z"));
+            Pod pod = claimedRunner(cluster, "ab");
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            pods.observe(pod);
+            java.util.concurrent.atomic.AtomicInteger failed = new java.util.concurrent.atomic.AtomicInteger();
+            // the first try is refused with a 500 (its request, and the one retry of the client, KubeClients)
+            cluster.failBeforeWrite = k -> k.startsWith("DELETE ") && failed.getAndIncrement() < 2;
+            try (TtlExpirer ttl = new TtlExpirer(pods, new ClaimWriter(cluster.client, clock, new ApiCallCounter()),
+                    new TtlPolicy(Duration.ofSeconds(2)), clock, () -> true, Duration.ofSeconds(30),
+                    new DueNowRunsAtOnce())) {
+                ttl.onPodEvent(PodCache.Change.UPDATED, pod);
+                assertThat(deletes(cluster)).as("the first try ran before its scheduling returned").isEqualTo(2);
+                OperatorHarness.awaitTrue(() -> deletes(cluster) == 3, Duration.ofSeconds(60),
+                        "the expired claim deleted by the retry of its timer");
+                assertThat(cluster.pods()).isEmpty();
+            }
+        }
+    }
+
+    /** Runs a task due now on the calling thread, before {@code schedule} returns; later ones on its own thread. */
+    private static final class DueNowRunsAtOnce extends java.util.concurrent.ScheduledThreadPoolExecutor {
+        DueNowRunsAtOnce() {
+            super(1);
+        }
+
+        @Override
+        public java.util.concurrent.ScheduledFuture<?> schedule(Runnable task, long delay,
+                java.util.concurrent.TimeUnit unit) {
+            if (delay > 0) {
+                return super.schedule(task, delay, unit);
+            }
+            task.run();
+            return super.schedule(() -> { }, 0, unit);
+        }
+    }
+
     /** The back-off between tries of one claim: 1 s, doubling, never above --reconcile-interval. */
     @Test
     void theBackOffDoublesFromOneSecondUpToTheReconcileInterval() {
