@@ -109,7 +109,12 @@ public final class PodCache implements AutoCloseable {
     private volatile RingStore store;
     /** Pods the listeners have been told of (added less deleted), counted after they were told. */
     private final java.util.concurrent.atomic.AtomicLong toldPods = new java.util.concurrent.atomic.AtomicLong();
-    /** Counts the changes of {@link #pods()}: watch events and this process's own writes. */
+    /**
+     * Counts the changes of {@link #pods()}: watch events and this process's own writes. Counted under the store's
+     * lock, in the same step as the change (the watch store's {@link RingStore}, the overlay's writes), never
+     * after it: a reader that reads this count, then the pods, has pods at least as new as the count (see
+     * {@link #changes()}). The listeners hear of a watch event later, on their own thread.
+     */
     private final java.util.concurrent.atomic.AtomicLong changes = new java.util.concurrent.atomic.AtomicLong();
     /** Set once the listeners have been told of every pod of the initial list ({@link #listenersCaughtUp}). */
     private volatile boolean listenersSynced;
@@ -172,7 +177,6 @@ public final class PodCache implements AutoCloseable {
             @Override
             public void onAdd(Pod pod) {
                 caughtUp(pod, false);
-                changes.incrementAndGet();
                 fire(Change.ADDED, pod);
                 toldPods.incrementAndGet();
             }
@@ -180,14 +184,12 @@ public final class PodCache implements AutoCloseable {
             @Override
             public void onUpdate(Pod oldPod, Pod newPod) {
                 caughtUp(newPod, false);
-                changes.incrementAndGet();
                 fire(Change.UPDATED, newPod);
             }
 
             @Override
             public void onDelete(Pod pod, boolean finalStateUnknown) {
                 caughtUp(pod, true);
-                changes.incrementAndGet();
                 fire(Change.DELETED, pod);
                 toldPods.decrementAndGet();
             }
@@ -236,7 +238,10 @@ public final class PodCache implements AutoCloseable {
 
     /**
      * A number that changes whenever a watch event or one of this process's writes changes {@link #pods()} (an
-     * overlay entry that outlives its wait only falls back to the watch's copy without it).
+     * overlay entry that outlives its wait only falls back to the watch's copy without it). It moves in the same
+     * step as the pods do, so what is computed from {@link #pods()} read after this number shows every change up
+     * to it (perhaps later ones too): a result kept under the number read first is at worst computed again, never
+     * older than the pods a read could see.
      */
     public long changes() {
         return changes.get();
@@ -360,8 +365,8 @@ public final class PodCache implements AutoCloseable {
     }
 
     /**
-     * The watch store's item store: keeps the rings and the claim ledger in step with every put and remove, under
-     * the store's lock, in the order the store applies them.
+     * The watch store's item store: keeps the rings, the claim ledger and the count of {@link #changes()} in step
+     * with every put and remove, under the store's lock, in the order the store applies them.
      */
     private final class RingStore implements ItemStore<Pod> {
         private final BasicItemStore<Pod> items = new BasicItemStore<>(Cache::metaNamespaceKeyFunc);
@@ -375,6 +380,7 @@ public final class PodCache implements AutoCloseable {
         public Pod put(String key, Pod pod) {
             boolean exact = inCommitOrder();
             Pod old = items.put(key, pod);
+            changes.incrementAndGet();
             ringPut(pod);
             ledger.put(pod, exact);
             wake(pod.getMetadata().getName(), ClaimLedger.resourceVersion(pod), false);
@@ -386,6 +392,7 @@ public final class PodCache implements AutoCloseable {
             inCommitOrder();
             Pod old = items.remove(key);
             if (old != null) {
+                changes.incrementAndGet();
                 String name = old.getMetadata().getName();
                 ringRemove(name);
                 ledger.remove(name);

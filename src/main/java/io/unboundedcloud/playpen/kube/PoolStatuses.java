@@ -52,6 +52,7 @@ public final class PoolStatuses {
      */
     public Map<PoolTarget, PoolStatus> fresh() {
         long now = System.nanoTime();
+        // read before the pods: a plan kept under this count shows every change up to it (see PodCache.changes)
         long changes = pods.changes();
         Snapshot s = last;
         if (s != null && s.changes() == changes && now - s.atNanos() < MAX_AGE_NANOS) {

@@ -6,6 +6,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 
 import org.junit.jupiter.api.Test;
 
@@ -79,6 +80,54 @@ class PoolStatusesTest {
                         "a new snapshot");
                 assertThat(pools.current().get(amd64).idle()).isEqualTo(1);
             } finally {
+                cache.close();
+            }
+        }
+    }
+
+    /**
+     * The cache's store holds a new pod before its listeners hear of it (they run on their own thread, and may be
+     * busy with an earlier event): a read of the pools resource once the cache shows the pod shows it too, rather
+     * than a snapshot planned before it came. The listener here holds the listeners' thread on the first pod's
+     * event until the end of the test.
+     */
+    @Test
+    void aReadOfThePoolsOnceTheCacheShowsAPodShowsItWhileTheListenersAreBehind() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            cluster.addNode("node-a", "amd64", "203.0.113.10");
+            cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+            OperatorConfig config = OperatorConfig.parse("--runner-amd64-count=2", "--runner-arm64-count=1");
+            CountDownLatch busy = new CountDownLatch(1);
+            CountDownLatch release = new CountDownLatch(1);
+            PodCache cache = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            cache.addListener((change, pod) -> {
+                if (busy.getCount() > 0) {
+                    busy.countDown();
+                    try {
+                        release.await();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+            });
+            cache.start();
+            try (PoolReconciler reconciler = new PoolReconciler(cluster.client, config, cache,
+                    new PodTemplates(config, Map.of()), () -> false, new ApiCallCounter())) {
+                OperatorHarness.awaitTrue(() -> busy.getCount() == 0 && cache.pods().size() == 1,
+                        Duration.ofSeconds(60), "the first pod cached and its event being handled");
+                PoolStatuses pools = new PoolStatuses(cache, reconciler, Clock.systemUTC());
+                PoolTarget amd64 = PoolTarget.runner("amd64");
+                assertThat(pools.fresh().get(amd64).idle()).isEqualTo(1);
+                long before = cache.changes();
+
+                cluster.create(TestCluster.readyRunner("amd64", 51821, "node-a"));
+                OperatorHarness.awaitTrue(() -> cache.pods().size() == 2, Duration.ofSeconds(60), "the pod cached");
+                assertThat(pools.fresh().get(amd64).idle()).as("the pools resource once the cache shows the pod")
+                        .isEqualTo(2);
+                assertThat(cache.changes()).as("the cache's change count once it shows the pod")
+                        .isGreaterThan(before);
+            } finally {
+                release.countDown();
                 cache.close();
             }
         }
