@@ -237,6 +237,12 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             new java.util.concurrent.atomic.AtomicReference<>();
     /** Pools whose creates the API server refused, on this leader: no create until the pause ends. */
     private final Map<PoolTarget, RefusalPause> refused = new ConcurrentHashMap<>();
+    /**
+     * Written on every pod this process creates ({@link io.unboundedcloud.playpen.model.PlaypenKeys#CREATE_ID}): a
+     * create met by a pod carrying it met this process's own earlier try, one met by a pod without it met a pod
+     * another leader (or an earlier run) created, which that one counted and reported.
+     */
+    private final String createId = java.util.UUID.randomUUID().toString();
     private final ReentrantLock passLock = new ReentrantLock();
     private final LongAdder passes = new LongAdder();
     private final java.util.List<Observer> observers = new java.util.concurrent.CopyOnWriteArrayList<>();
@@ -699,7 +705,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      */
     private Attempt create(PoolPlan.PlannedPod planned, Set<Integer> used) {
         HostPortPlanner ports = HostPortPlanner.forKind(config, planned.target().type());
-        Pod pod = planned.pod();
+        Pod pod = withCreateId(planned.pod());
         int port = planned.hostPort();
         for (int conflicts = 0; ; conflicts++) {
             String name = pod.getMetadata().getName();
@@ -728,6 +734,14 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                                 config.runnerNamespace(), name, planned.target().key(), port);
                         throw e;
                     }
+                    if (!createdHere(pending.get())) {
+                        // another leader created it (two leaders for a moment, neither watch showing the other's
+                        // pod yet), or a run of this operator before a restart: the pool has its pod, and the one
+                        // that created it counted and reported it; it stays expected until the watch shows it
+                        LOG.info("pod={}/{} pool={} hostPort={} outcome=created-elsewhere", config.runnerNamespace(),
+                                name, planned.target().key(), port);
+                        return new Attempt(true, conflicts, false, false);
+                    }
                     // a pod whose create this process never saw answered (the lost answer) is reported now, as any
                     // created pod is (counted, Created Event); one reported already (the watch lags) is not again
                     if (reportCreated(pending.get(), planned, port, "created-answer-lost")) {
@@ -748,8 +762,21 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             }
             port = next.getAsInt();
             used.add(port);
-            pod = planner.podFor(planned.target(), port);
+            pod = withCreateId(planner.podFor(planned.target(), port));
         }
+    }
+
+    /** Whether {@code pod} carries this process's create id (it was created by one of this process's creates). */
+    private boolean createdHere(Pod pod) {
+        Map<String, String> annotations = pod.getMetadata() == null ? null : pod.getMetadata().getAnnotations();
+        return annotations != null
+                && createId.equals(annotations.get(io.unboundedcloud.playpen.model.PlaypenKeys.CREATE_ID));
+    }
+
+    /** {@code pod} (a copy) carrying this process's create id. */
+    private Pod withCreateId(Pod pod) {
+        return new io.fabric8.kubernetes.api.model.PodBuilder(pod).editMetadata()
+                .addToAnnotations(io.unboundedcloud.playpen.model.PlaypenKeys.CREATE_ID, createId).endMetadata().build();
     }
 
     /**

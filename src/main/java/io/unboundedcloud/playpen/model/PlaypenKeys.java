@@ -45,6 +45,11 @@ public final class PlaypenKeys {
      * Every claim removes it, so a claimed pod never carries it.
      */
     public static final String FENCED_CLAIM_ID = P + "fenced-claim-id";
+    /**
+     * A random value of the process that created a pool pod: a create answered AlreadyExists by a pod carrying its
+     * own value met its own earlier try (an answer lost), one carrying another's met a pod another leader created.
+     */
+    public static final String CREATE_ID = P + "create-id";
     public static final String CONTROL_PLANE_KUBECONFIG = P + "control-plane-kubeconfig";
     public static final String CONTROL_PLANE_GUEST_SERVER = P + "control-plane-guest-server";
     public static final String SET_KUBE_SERVICE_HOST_FQDN = "kubernetes.azure.com/set-kube-service-host-fqdn";

@@ -167,4 +167,58 @@ class PoolReconcilerUnknownOutcomeTest {
             }
         }
     }
+
+    /**
+     * Two leaders for a moment (the old one has not noticed it lost the Lease), neither watch showing the other's
+     * pod yet: both plan the same lowest free hostPort, one creates the pod and the other's create meets it
+     * (AlreadyExists). That pod is not the second leader's: it must not count it or tell its observers (the Created
+     * Event, the created metric) a second time.
+     */
+    @Test
+    void aPodAnotherLeaderCreatedIsNotReportedAgainWhenACreateMeetsIt() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            OperatorConfig config = OperatorConfig.parse("--runner-amd64-count=1", "--runner-arm64-count=0");
+            Candidates candidates = new Candidates(config.runnerLabelSelector());
+            CountDownLatch release = new CountDownLatch(1);
+            Thread test = Thread.currentThread();
+            PodCache cache = new PodCache(cluster.client, TestCluster.NS, pod -> {
+                if (Thread.currentThread() != test && pod.getMetadata().getName().startsWith("playpen-runner-amd64-")) {
+                    try {
+                        release.await(30, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+                return candidates.idleKindKey(pod);
+            });
+            cache.start();
+            try {
+                OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(60), "cache synced");
+                PodTemplates templates = new PodTemplates(config, Map.of());
+                PoolReconciler oldLeader = new PoolReconciler(cluster.client, config, cache, templates, () -> true,
+                        new ApiCallCounter());
+                PoolReconciler newLeader = new PoolReconciler(cluster.client, config, cache, templates, () -> true,
+                        new ApiCallCounter());
+                PoolReconcilerPassTest.Seen seenOld = new PoolReconcilerPassTest.Seen();
+                PoolReconcilerPassTest.Seen seenNew = new PoolReconcilerPassTest.Seen();
+                oldLeader.addObserver(seenOld);
+                newLeader.addObserver(seenNew);
+
+                assertThat(oldLeader.reconcile().created()).isEqualTo(1);
+                assertThat(seenOld.created).containsExactly("playpen-runner-amd64-51820");
+
+                PoolReconciler.Result second = newLeader.reconcile();
+                assertThat(cluster.requestCount("POST /api/v1/namespaces/playpen/pods"::equals))
+                        .as("the second leader's create met the first one's pod").isEqualTo(2);
+                assertThat(cluster.pods()).as("one pod for the pool, not a second one").hasSize(1);
+                assertThat(second.created()).as("created by the other leader, counted there").isZero();
+                assertThat(seenNew.created).as("the other leader's pod is not reported here again").isEmpty();
+                oldLeader.close();
+                newLeader.close();
+            } finally {
+                release.countDown();
+                cache.close();
+            }
+        }
+    }
 }
