@@ -352,7 +352,9 @@ public final class ServingCertificate {
                 return;
             }
             Instant now = clock.instant();
-            if (b64(bundle(m, now)).equals(caBundleOf(svc))) {
+            // what the APIService trusts now (published by whichever leader, this process or one before it)
+            List<X509Certificate> published = certificates(caBundleOf(svc));
+            if (b64(bundle(m, now, published)).equals(caBundleOf(svc))) {
                 retireReplaced(m.certificatePem(), now);
                 return;
             }
@@ -363,7 +365,7 @@ public final class ServingCertificate {
             }
             retireReplaced(m.certificatePem(), now);
             try {
-                write(apiServiceName, svc, bundle(m, now));
+                write(apiServiceName, svc, bundle(m, now, published));
                 return;
             } catch (KubernetesClientException e) {
                 if (e.getCode() != 409) {
@@ -378,14 +380,20 @@ public final class ServingCertificate {
         }
     }
 
-    /** The serving certificate, then the replaced and retired ones until they expire, as one PEM. */
-    private String bundle(Material m, Instant now) {
+    /**
+     * The serving certificate, then the replaced and retired ones until they expire, then those of {@code published}
+     * (the bundle the APIService holds) until they expire, as one PEM. A certificate published before stays until it
+     * expires whichever replica published it: a leader that restarted or lost the Lease takes its record of the
+     * certificates it retired with it, while replicas may still serve one of them.
+     */
+    private String bundle(Material m, Instant now, List<X509Certificate> published) {
         StringBuilder bundle = new StringBuilder(m.certificatePem());
         List<X509Certificate> keep = new ArrayList<>();
         if (!m.previousCertificatePem().isBlank()) {
             keep.addAll(Pki.parseCertificates(m.previousCertificatePem()));
         }
         keep.addAll(retiredAfter(m.certificatePem(), now).values());
+        keep.addAll(published);
         List<X509Certificate> added = new ArrayList<>(Pki.parseCertificates(m.certificatePem()));
         for (X509Certificate c : keep) {
             if (c.getNotAfter().toInstant().isAfter(now) && !added.contains(c)) {

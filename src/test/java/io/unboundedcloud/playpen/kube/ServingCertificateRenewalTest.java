@@ -173,6 +173,35 @@ class ServingCertificateRenewalTest {
         assertThat(bundle()).containsExactly(corp.certificate());
     }
 
+    /**
+     * The leader that published a Secret replaced by someone else, together with the certificate replicas may still
+     * serve, loses the Lease (or restarts) before that one expires: the next leader's publish keeps it too. It is
+     * what the APIService holds that tells, not a record of the process that published it.
+     */
+    @Test
+    void aCertificateAnotherLeaderKeptPublishedStaysWhenTheNextLeaderPublishes() {
+        Served served = publishedAndServed();
+        X509Certificate c0 = served.certificate();
+        ServingTls tls = served.tls();
+        ServingCertificateReload reload = served.reload();
+        Pki.Issued corp = corpCertificate(corpCa());
+        writeExternal(corp);
+        leader.publishCaBundle(APISERVICE);
+        assertThat(bundle()).containsExactly(corp.certificate(), c0);
+        assertThat(reload.check()).isEqualTo(Outcome.WAITING_FOR_CA_BUNDLE);
+        assertThat(tls.certificate()).as("the replica serves the old certificate during the grace").isEqualTo(c0);
+
+        ServingCertificate newLeader = new ServingCertificate(cluster.client, TestCluster.NS, SECRET, "playpen-operator",
+                clock, new ApiCallCounter(), RENEWAL);
+        newLeader.publishCaBundle(APISERVICE);
+        assertThat(bundle()).as("the certificate the replica still serves stays trusted")
+                .containsExactly(corp.certificate(), c0);
+
+        advance(Duration.ofDays(9)); // c0 expired
+        newLeader.publishCaBundle(APISERVICE);
+        assertThat(bundle()).containsExactly(corp.certificate());
+    }
+
     /** A replica serving the leader's first certificate, which the published caBundle trusts. */
     record Served(X509Certificate certificate, ServingTls tls, ServingCertificateReload reload) {
     }
