@@ -23,24 +23,32 @@ import io.unboundedcloud.playpen.support.TestCluster;
  */
 class PoolReconcilerUnknownOutcomeTest {
 
+    /**
+     * A pod cache whose watch stalls on the first amd64 runner pod it sees until {@code release}, so that it lags
+     * behind the API server (reads on the test's thread are not held).
+     */
+    static PodCache stallingOnTheFirstRunner(TestCluster cluster, CountDownLatch release,
+            java.util.function.Function<io.fabric8.kubernetes.api.model.Pod, String> kind) {
+        Thread test = Thread.currentThread();
+        return new PodCache(cluster.client, TestCluster.NS, pod -> {
+            if (Thread.currentThread() != test && pod.getMetadata().getName().startsWith("playpen-runner-amd64-")) {
+                try {
+                    release.await(30, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return kind.apply(pod);
+        });
+    }
+
     @Test
     void aCreateThatLandedWithoutAnAnswerIsNotCreatedAgainUnderAnotherPort() throws Exception {
         try (TestCluster cluster = TestCluster.start()) {
             OperatorConfig config = OperatorConfig.parse("--runner-amd64-count=1", "--runner-arm64-count=0");
             Candidates candidates = new Candidates(config.runnerLabelSelector());
             CountDownLatch release = new CountDownLatch(1);
-            Thread test = Thread.currentThread();
-            // the watch stalls on the first runner pod it sees, so the cache lags behind the API server
-            PodCache cache = new PodCache(cluster.client, TestCluster.NS, pod -> {
-                if (Thread.currentThread() != test && pod.getMetadata().getName().startsWith("playpen-runner-amd64-")) {
-                    try {
-                        release.await(30, TimeUnit.SECONDS);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                }
-                return candidates.kindKey(pod);
-            });
+            PodCache cache = stallingOnTheFirstRunner(cluster, release, candidates::kindKey);
             cache.start();
             try {
                 OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(60), "cache synced");
@@ -86,17 +94,7 @@ class PoolReconcilerUnknownOutcomeTest {
             OperatorConfig config = OperatorConfig.parse("--runner-amd64-count=1", "--runner-arm64-count=0");
             Candidates candidates = new Candidates(config.runnerLabelSelector());
             CountDownLatch release = new CountDownLatch(1);
-            Thread test = Thread.currentThread();
-            PodCache cache = new PodCache(cluster.client, TestCluster.NS, pod -> {
-                if (Thread.currentThread() != test && pod.getMetadata().getName().startsWith("playpen-runner-amd64-")) {
-                    try {
-                        release.await(30, TimeUnit.SECONDS);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                }
-                return candidates.idleKindKey(pod);
-            });
+            PodCache cache = stallingOnTheFirstRunner(cluster, release, candidates::idleKindKey);
             cache.start();
             try {
                 OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(60), "cache synced");
@@ -130,17 +128,7 @@ class PoolReconcilerUnknownOutcomeTest {
             OperatorConfig config = OperatorConfig.parse("--runner-amd64-count=1", "--runner-arm64-count=0");
             Candidates candidates = new Candidates(config.runnerLabelSelector());
             CountDownLatch release = new CountDownLatch(1);
-            Thread test = Thread.currentThread();
-            PodCache cache = new PodCache(cluster.client, TestCluster.NS, pod -> {
-                if (Thread.currentThread() != test && pod.getMetadata().getName().startsWith("playpen-runner-amd64-")) {
-                    try {
-                        release.await(30, TimeUnit.SECONDS);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                }
-                return candidates.idleKindKey(pod);
-            });
+            PodCache cache = stallingOnTheFirstRunner(cluster, release, candidates::idleKindKey);
             cache.start();
             try {
                 OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(60), "cache synced");
@@ -180,17 +168,7 @@ class PoolReconcilerUnknownOutcomeTest {
             OperatorConfig config = OperatorConfig.parse("--runner-amd64-count=1", "--runner-arm64-count=0");
             Candidates candidates = new Candidates(config.runnerLabelSelector());
             CountDownLatch release = new CountDownLatch(1);
-            Thread test = Thread.currentThread();
-            PodCache cache = new PodCache(cluster.client, TestCluster.NS, pod -> {
-                if (Thread.currentThread() != test && pod.getMetadata().getName().startsWith("playpen-runner-amd64-")) {
-                    try {
-                        release.await(30, TimeUnit.SECONDS);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                }
-                return candidates.idleKindKey(pod);
-            });
+            PodCache cache = stallingOnTheFirstRunner(cluster, release, candidates::idleKindKey);
             cache.start();
             try {
                 OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(60), "cache synced");
