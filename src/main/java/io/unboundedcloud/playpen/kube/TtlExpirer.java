@@ -155,6 +155,11 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
         }
     }
 
+    /** Claims with a count of failed deletes kept (tests). */
+    int failedTriesKept() {
+        return backOffs.size();
+    }
+
     private void cancel(String name) {
         backOffs.remove(name);
         Scheduled s = timers.remove(name);
@@ -167,25 +172,28 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
         if (!timers.remove(name, timer)) {
             return; // replaced (a renewal: the new timer decides) or cancelled (deleted, no longer claimed) meanwhile
         }
-        pods.get(name).ifPresent(pod -> {
-            if (!ManagedPods.isClaimed(pod)) {
-                return;
-            }
-            // judge against one reading of the clock: reading it twice could see "not yet" and then "already"
-            // (or the reverse after a clock step), and the timer would be dropped with the claim left to the sweep
-            Instant now = clock.instant();
-            if (policy.isExpired(pod, now)) {
-                if (deleteIfExpired(pod, now) == Outcome.FAILED) {
-                    retry(pod);
-                } else {
-                    backOffs.remove(name);
-                }
+        Optional<Pod> current = pods.get(name);
+        if (current.isEmpty() || !ManagedPods.isClaimed(current.get())) {
+            // gone or released (its DELETED event may have come while a failed delete of it ran, which then counted
+            // a failed try after the event dropped the count): a later claim of a pod of that name starts afresh
+            backOffs.remove(name);
+            return;
+        }
+        Pod pod = current.get();
+        // judge against one reading of the clock: reading it twice could see "not yet" and then "already"
+        // (or the reverse after a clock step), and the timer would be dropped with the claim left to the sweep
+        Instant now = clock.instant();
+        if (policy.isExpired(pod, now)) {
+            if (deleteIfExpired(pod, now) == Outcome.FAILED) {
+                retry(pod);
             } else {
-                // fired before the expiry instant by the clock (timer granularity, clock adjustments): try again
                 backOffs.remove(name);
-                schedule(pod);
             }
-        });
+        } else {
+            // fired before the expiry instant by the clock (timer granularity, clock adjustments): try again
+            backOffs.remove(name);
+            schedule(pod);
+        }
     }
 
     /**

@@ -139,6 +139,50 @@ class TtlExpirerTest {
     }
 
     /**
+     * The pod is deleted (by someone else) while its timer's delete runs, and that delete fails: the retry finds the
+     * pod gone and keeps no count of failed tries for its name, so a later claim of a pod of that name (the pools
+     * reuse names) starts its back-off at the first pause again.
+     */
+    @Test
+    void aRetryThatFindsThePodGoneKeepsNoCountOfFailedTries() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            MutableClock clock = new MutableClock(Instant.parse("2026-01-01T01:00:00Z"));
+            Pod pod = claimedRunner(cluster, "ab");
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+            pods.observe(pod);
+            java.util.concurrent.atomic.AtomicReference<TtlExpirer> expirer = new java.util.concurrent.atomic.AtomicReference<>();
+            java.util.concurrent.atomic.AtomicInteger failed = new java.util.concurrent.atomic.AtomicInteger();
+            // every delete is refused with a 500; the first one, while it runs, meets the pod's delete by another
+            cluster.failBeforeWrite = k -> {
+                if (!k.startsWith("DELETE ")) {
+                    return false;
+                }
+                if (failed.getAndIncrement() == 0) {
+                    pods.observeDeleted(pod.getMetadata().getName());
+                    expirer.get().onPodEvent(PodCache.Change.DELETED, pod);
+                }
+                return true;
+            };
+            // counts the timers that have run: the first try, then the retry
+            java.util.concurrent.atomic.AtomicInteger ran = new java.util.concurrent.atomic.AtomicInteger();
+            java.util.concurrent.ScheduledThreadPoolExecutor scheduler = new java.util.concurrent.ScheduledThreadPoolExecutor(1) {
+                @Override
+                protected void afterExecute(Runnable r, Throwable t) {
+                    ran.incrementAndGet();
+                }
+            };
+            try (TtlExpirer ttl = new TtlExpirer(pods, new ClaimWriter(cluster.client, clock, new ApiCallCounter()),
+                    new TtlPolicy(Duration.ofSeconds(2)), clock, () -> true, Duration.ofSeconds(30), scheduler)) {
+                expirer.set(ttl);
+                ttl.onPodEvent(PodCache.Change.UPDATED, pod);
+                OperatorHarness.awaitTrue(() -> ran.get() >= 2, Duration.ofSeconds(60), "the first try and its retry run");
+                assertThat(failed.get()).as("the first try's delete, and the client's one retry of it").isEqualTo(2);
+                assertThat(ttl.failedTriesKept()).as("failed tries counted for a pod that is gone").isZero();
+            }
+        }
+    }
+
+    /**
      * A timer due at once may run before the call that scheduled it returns (the scheduling thread paused between
      * the two). If its delete fails, the retry it stores must stand, not be overwritten (and cancelled) by the
      * record of the timer that already ran. The scheduler here runs a timer due now on the scheduling thread,
