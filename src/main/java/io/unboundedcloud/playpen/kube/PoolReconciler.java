@@ -130,6 +130,11 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         private final Set<PoolTarget> deletedUnhealthy = new HashSet<>();
         /** Names of the pods this pass deleted. */
         private final Set<String> deletedNames = new HashSet<>();
+        /**
+         * Per pool, its unallocated pods as the API server listed them for this pass's first stale or surplus delete
+         * that counts on other ready idle pods staying (by name; empty when the read failed): one read per pool.
+         */
+        private final Map<PoolTarget, Map<String, Pod>> listedUnallocated = new java.util.HashMap<>();
         private int created;
         private int existed;
         private int deleted;
@@ -375,7 +380,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      * The delete step: unhealthy idle pods, stale ones a ready current pod has replaced, surplus ones. Each delete
      * carries the resourceVersion the plan judged as precondition, so a pod claimed (or otherwise changed) meanwhile
      * is never deleted; a stale or surplus one the plan let go because other ready idle pods stay goes only while
-     * enough of them still do ({@link #enoughReadyLeft}).
+     * enough of them still do, in the cache ({@link #enoughReadyLeft}) and then in the API server
+     * ({@link #enoughReadyLeftInApiServer}: one read per pool that deletes such a pod, none on a pass that does not).
      */
     public Pass delete(Pass pass) {
         return step(pass, () -> {
@@ -383,7 +389,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                 if (!leader.getAsBoolean()) {
                     return;
                 }
-                if (!enoughReadyLeft(d, pass.deletedNames)) {
+                if (!enoughReadyLeft(d, pass.deletedNames) || !enoughReadyLeftInApiServer(d, pass)) {
                     continue;
                 }
                 if (deleteIdle(d)) {
@@ -425,6 +431,68 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         LOG.info("pod={}/{} pool={} reason={} outcome=too-few-ready-left ready={} needed={}", config.runnerNamespace(),
                 ManagedPods.name(d.pod()), d.target().key(), d.reason(), left, d.keepReady());
         return false;
+    }
+
+    /**
+     * {@link #enoughReadyLeft} confirmed from the API server: the cache of this leader may not show yet that the
+     * pods the delete counts on were claimed through another replica. The pool's unallocated pods are listed once
+     * per pass (the first delete of the pool that counts on others; a pass that deletes no such pod reads nothing),
+     * and the plan's ready pods are counted in that list: still there (same uid), idle and ready, and not deleted
+     * by this pass. A read that fails keeps the pod; the next pass judges it again.
+     */
+    private boolean enoughReadyLeftInApiServer(PoolPlan.Deletion d, Pass pass) {
+        if (d.keepReady() <= 0) {
+            return true;
+        }
+        Map<String, Pod> listed = pass.listedUnallocated.computeIfAbsent(d.target(), t -> listUnallocated(d));
+        int left = 0;
+        for (Pod other : d.ready()) {
+            String name = ManagedPods.name(other);
+            if (other == d.pod() || pass.deletedNames.contains(name)) {
+                continue;
+            }
+            Pod now = listed.get(name);
+            if (now != null && ManagedPods.isIdle(now) && PoolHealth.ready(now)
+                    && java.util.Objects.equals(now.getMetadata().getUid(), other.getMetadata().getUid())
+                    && ++left >= d.keepReady()) {
+                return true;
+            }
+        }
+        LOG.info("pod={}/{} pool={} reason={} outcome=too-few-ready-left ready={} needed={} source=api-server",
+                config.runnerNamespace(), ManagedPods.name(d.pod()), d.target().key(), d.reason(), left,
+                d.keepReady());
+        return false;
+    }
+
+    /**
+     * The pods of the runner namespace that carry every label the plan's ready pods of {@code d} have in common
+     * (their pool's labels) and no allocation label, from the API server, by name; empty when the read fails.
+     */
+    private Map<String, Pod> listUnallocated(PoolPlan.Deletion d) {
+        Map<String, String> common = null;
+        for (Pod p : d.ready()) {
+            Map<String, String> labels = ManagedPods.labels(p);
+            if (common == null) {
+                common = new java.util.HashMap<>(labels);
+            } else {
+                common.entrySet().removeIf(e -> !java.util.Objects.equals(e.getValue(), labels.get(e.getKey())));
+            }
+        }
+        try {
+            calls.count(KubeApiCall.PODS_LIST);
+            List<Pod> items = client.pods().inNamespace(config.runnerNamespace())
+                    .withLabels(common == null ? Map.of() : common)
+                    .withoutLabel(io.unboundedcloud.playpen.model.PlaypenKeys.ALLOCATED).list().getItems();
+            Map<String, Pod> byName = new java.util.HashMap<>();
+            for (Pod p : items) {
+                byName.put(ManagedPods.name(p), p);
+            }
+            return byName;
+        } catch (KubernetesClientException e) {
+            LOG.warn("pool={} outcome=ready-count-unread the pool's pods could not be listed ({}); its stale and "
+                    + "surplus pods stay this pass", d.target().key(), e.getMessage());
+            return Map.of();
+        }
     }
 
     /** Deletes one idle pod if it is still the version the plan saw; false when it changed or someone else won. */
