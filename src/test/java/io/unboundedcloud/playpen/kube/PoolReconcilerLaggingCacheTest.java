@@ -51,23 +51,8 @@ class PoolReconcilerLaggingCacheTest {
                 LagProxy lag = new LagProxy(java.net.URI.create(cluster.server.url("/")));
                 KubernetesClient viaLag = KubeClients.create(new ConfigBuilder().withMasterUrl(lag.url().toString())
                         .withNamespace(TestCluster.NS).withTrustCerts(true).build())) {
-            OperatorConfig config = OperatorConfig.parse(flags);
-            PodCache cache = new PodCache(viaLag, TestCluster.NS,
-                    new Candidates(config.runnerLabelSelector())::idleKindKey);
-            PoolReconcilerPassTest.Seen seen = new PoolReconcilerPassTest.Seen();
-            try (PoolReconciler pool = new PoolReconciler(viaLag, config, cache, new PodTemplates(config, Map.of()),
-                    () -> true, seen.calls)) {
-                pool.runPassesWith(() -> { });
-                cache.addListener(pool);
-                seen.follow(cache);
-                cache.start();
-                OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(60), "cache synced");
-                pool.addObserver(seen);
-                body.run(cluster, lag, pool, cache, seen);
-            } finally {
-                lag.releaseWatches();
-                cache.close();
-            }
+            PoolReconcilerPassTest.withFollowingPool(cluster, viaLag, lag::releaseWatches,
+                    (c, pool, cache, seen) -> body.run(c, lag, pool, cache, seen), flags);
         }
     }
 

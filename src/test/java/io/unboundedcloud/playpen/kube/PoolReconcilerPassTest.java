@@ -109,22 +109,31 @@ class PoolReconcilerPassTest {
      */
     static void withFollowingPool(Body body, String... flags) throws Exception {
         try (TestCluster cluster = TestCluster.start()) {
-            OperatorConfig config = OperatorConfig.parse(flags);
-            PodCache cache = new PodCache(cluster.client, TestCluster.NS,
-                    new Candidates(config.runnerLabelSelector())::idleKindKey);
-            Seen seen = new Seen();
-            try (PoolReconciler pool = new PoolReconciler(cluster.client, config, cache,
-                    new PodTemplates(config, Map.of()), () -> true, seen.calls)) {
-                pool.runPassesWith(() -> { });
-                cache.addListener(pool);
-                seen.follow(cache);
-                cache.start();
-                OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(60), "cache synced");
-                pool.addObserver(seen);
-                body.run(cluster, pool, cache, seen);
-            } finally {
-                cache.close();
-            }
+            withFollowingPool(cluster, cluster.client, () -> { }, body, flags);
+        }
+    }
+
+    /**
+     * {@link #withFollowingPool(Body, String...)} on {@code cluster} whose reconciler and pod cache talk through
+     * {@code client} (a proxy that lags, say); {@code beforeClose} runs before the cache is closed.
+     */
+    static void withFollowingPool(TestCluster cluster, io.fabric8.kubernetes.client.KubernetesClient client,
+            Runnable beforeClose, Body body, String... flags) throws Exception {
+        OperatorConfig config = OperatorConfig.parse(flags);
+        PodCache cache = new PodCache(client, TestCluster.NS, new Candidates(config.runnerLabelSelector())::idleKindKey);
+        Seen seen = new Seen();
+        try (PoolReconciler pool = new PoolReconciler(client, config, cache, new PodTemplates(config, Map.of()),
+                () -> true, seen.calls)) {
+            pool.runPassesWith(() -> { });
+            cache.addListener(pool);
+            seen.follow(cache);
+            cache.start();
+            OperatorHarness.awaitTrue(cache::hasSynced, Duration.ofSeconds(60), "cache synced");
+            pool.addObserver(seen);
+            body.run(cluster, pool, cache, seen);
+        } finally {
+            beforeClose.run();
+            cache.close();
         }
     }
 
