@@ -53,7 +53,9 @@ public final class ObservedEvents implements PoolReconciler.Observer, TtlExpirer
             return;
         }
         if (e.about() != null) {
-            if (KubeEvent.WARNING.equals(e.type())) {
+            if (KubeEvent.WARNING.equals(e.type()) && e.once() != null) {
+                events.warningOnce(e.about(), e.reason(), e.message(), e.once());
+            } else if (KubeEvent.WARNING.equals(e.type())) {
                 events.warning(e.about(), e.reason(), e.message());
             } else {
                 events.normal(e.about(), e.reason(), e.message());
@@ -88,9 +90,12 @@ public final class ObservedEvents implements PoolReconciler.Observer, TtlExpirer
                 : KubeEvent.normal(d.pod(), d.reason(), d.message()));
     }
 
-    /** An allocated pod that is unhealthy: a Warning on it (the pool leaves it to its allocation). */
+    /**
+     * An allocated pod that is unhealthy: a Warning on it (the pool leaves it to its allocation), recorded once for
+     * the pod, its problem and when that began, by whichever leader finds it first.
+     */
     public List<KubeEvent> unhealthyAllocatedEvents(@Body PoolPlan.Unhealthy u) {
-        return List.of(KubeEvent.warning(u.pod(), "Unhealthy" + u.problem().reason(), u.message()));
+        return List.of(KubeEvent.warningOnce(u.pod(), "Unhealthy" + u.problem().reason(), u.message(), u.key()));
     }
 
     /** A pool backing off (Warning BackOff on the operator) or recovering (Normal BackOffEnded on the ready pod). */

@@ -26,7 +26,9 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
  * background thread; when the queue is full (API slow or refusing) new events are dropped and counted. A
  * namespace whose events the API server forbids (403, e.g. the Go operator's RBAC) is warned about once, and
  * after a few refusals its events are dropped without asking, except one probe per interval. Events still queued or
- * aggregated when it closes, and those recorded after, are lost and counted in {@link #lostAtClose()}.
+ * aggregated when it closes, and those recorded after, are lost and counted in {@link #lostAtClose()}. A Warning
+ * recorded once ({@link #warningOnce}) has a name made from what it reports, so that another leader's create of it
+ * meets 409 AlreadyExists; it keeps that name when it is combined with others.
  *
  * <p>Rate limiting and aggregation, after client-go's EventCorrelator: per namespace, type, reason and kind of the
  * object, a token bucket of {@code burst} Events refilled by one per {@code interval}. An event over the limit is not
@@ -46,7 +48,9 @@ public final class EventRecorder implements AutoCloseable {
     /** While suspended, one event per interval is still sent, so an RBAC fix is noticed. */
     static final Duration FORBIDDEN_PROBE_INTERVAL = Duration.ofMinutes(1);
 
-    private record Pending(ObjectReference regarding, String namespace, String type, String reason, String message) {
+    /** {@code name}: the Event's name when it is to be recorded once (null: a new name of its own). */
+    private record Pending(ObjectReference regarding, String namespace, String type, String reason, String message,
+            String name) {
     }
 
     /** One rate-limited key: its tokens and the events aggregated while it had none (writer thread only). */
@@ -71,6 +75,7 @@ public final class EventRecorder implements AutoCloseable {
     private final LongAdder lostAtClose = new LongAdder();
     private final LongAdder failed = new LongAdder();
     private final LongAdder forbidden = new LongAdder();
+    private final LongAdder recordedElsewhere = new LongAdder();
     private final Duration probeInterval;
     /** Per event namespace, written by the writer thread only. */
     private final Map<String, Refusal> refusals = new HashMap<>();
@@ -126,12 +131,40 @@ public final class EventRecorder implements AutoCloseable {
         offer(about, eventNamespace, "Warning", reason, message);
     }
 
+    /**
+     * A Warning recorded once for {@code once} (what it reports, the same for every replica: a pod's uid, its problem
+     * and when that began), whichever replica records it: its name is made from {@code once}, so that a create
+     * another leader made already is answered 409 AlreadyExists, which counts as recorded (in
+     * {@link #recordedElsewhere()}), not as a failure. Only {@code create} on events is needed.
+     */
+    public void warningOnce(HasMetadata about, String reason, String message, String once) {
+        ObjectReference regarding = ref(about);
+        offer(regarding, about.getMetadata().getNamespace(), "Warning", reason, message,
+                onceName(regarding.getName(), "Warning", reason, once));
+    }
+
+    /** {@code <object>.<16 hex digits>}, as kube-apiserver's Events are named, the digits from what is reported. */
+    static String onceName(String object, String type, String reason, String once) {
+        try {
+            byte[] digest = java.security.MessageDigest.getInstance("SHA-256").digest(
+                    (type + "\u0000" + reason + "\u0000" + once).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            return object + "." + java.util.HexFormat.of().formatHex(digest, 0, 8);
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     private void offer(ObjectReference regarding, String namespace, String type, String reason, String message) {
+        offer(regarding, namespace, type, reason, message, null);
+    }
+
+    private void offer(ObjectReference regarding, String namespace, String type, String reason, String message,
+            String name) {
         if (!running) {
             lostAtClose.increment();
             return;
         }
-        if (!queue.offer(new Pending(regarding, namespace, type, reason, message))) {
+        if (!queue.offer(new Pending(regarding, namespace, type, reason, message, name))) {
             dropped.increment();
             return;
         }
@@ -288,7 +321,8 @@ public final class EventRecorder implements AutoCloseable {
         String now = clock.instant().toString();
         boolean combined = carried > 0 || flushed;
         Event e = new EventBuilder().withNewMetadata()
-                .withName(p.regarding().getName() + "." + UUID.randomUUID().toString().substring(0, 8))
+                .withName(p.name() != null ? p.name()
+                        : p.regarding().getName() + "." + UUID.randomUUID().toString().substring(0, 8))
                 .withNamespace(p.namespace()).endMetadata()
                 .withInvolvedObject(p.regarding()).withType(p.type()).withReason(p.reason())
                 .withMessage(combined ? "(combined from similar events): " + p.message() : p.message())
@@ -306,6 +340,12 @@ public final class EventRecorder implements AutoCloseable {
         } catch (KubernetesClientException ex) {
             if (ex.getCode() == 403) {
                 refused(p, ex);
+            } else if (ex.getCode() == 409 && p.name() != null) {
+                // recorded once, and it was: another leader (or this one before a restart) wrote it
+                recordedElsewhere.increment();
+                if (refusals.remove(p.namespace()) != null) {
+                    LOG.info("events in namespace {} are accepted again", p.namespace());
+                }
             } else {
                 failed(p, ex);
             }
@@ -359,6 +399,14 @@ public final class EventRecorder implements AutoCloseable {
      */
     public long lostAtClose() {
         return lostAtClose.sum();
+    }
+
+    /**
+     * Events recorded once ({@link #warningOnce}) that were there already, written by another leader: the API server
+     * answered their create with 409 AlreadyExists. Neither written nor failed.
+     */
+    public long recordedElsewhere() {
+        return recordedElsewhere.sum();
     }
 
     /** Events the API server refused for another reason than RBAC (5xx, invalid, unreachable). */

@@ -87,7 +87,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         default void deleted(PoolPlan.Deletion deletion) {
         }
 
-        /** An allocated pod found unhealthy (once per pod and problem). */
+        /** An allocated pod found unhealthy (once per pod, problem and spell, per process). */
         default void unhealthyAllocated(PoolPlan.Unhealthy report) {
         }
 
@@ -224,7 +224,10 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                 }
             }));
     private static final int REPORTED_CREATED_MAX = 50_000;
-    /** uid + problem of allocated pods already reported unhealthy. */
+    /**
+     * uid + problem + its start of allocated pods already reported unhealthy: spares the API server a create per
+     * pass; the Event's name, made from the same, keeps a new leader from recording it again.
+     */
     private final Set<String> reported = ConcurrentHashMap.newKeySet();
     private final java.util.concurrent.ScheduledThreadPoolExecutor refill =
             new java.util.concurrent.ScheduledThreadPoolExecutor(1, DaemonThreads.named("pool-refill"));
@@ -713,7 +716,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     private void reportUnhealthyAllocated(PoolPlan plan) {
         Set<String> live = new HashSet<>();
         for (PoolPlan.Unhealthy u : plan.unhealthyAllocated()) {
-            String key = u.pod().getMetadata().getUid() + "/" + u.problem().reason();
+            String key = u.key();
             live.add(key);
             if (reported.add(key)) {
                 LOG.warn("pod={}/{} pool={} outcome=unhealthy-allocated reason={}", config.runnerNamespace(),

@@ -102,6 +102,23 @@ public final class PoolHealth {
         return Optional.empty();
     }
 
+    /**
+     * When {@code problem} of {@code pod} began, as the API server holds it (so that every replica reads the same):
+     * for a node that is NotReady, when its Ready condition turned; for a node that is gone, nothing (the pod never
+     * leaves it); else since when the pod has not been ready ({@link #unreadySince}). Empty when unknown.
+     */
+    public static Optional<Instant> problemSince(Pod pod, Problem problem, Function<String, Optional<Node>> nodes) {
+        return switch (problem) {
+            case NODE_GONE -> Optional.empty();
+            case NODE_NOT_READY -> {
+                String nodeName = pod.getSpec() == null ? null : pod.getSpec().getNodeName();
+                yield nodes == null || nodeName == null || nodeName.isEmpty() ? Optional.empty()
+                        : nodes.apply(nodeName).flatMap(PoolHealth::nodeNotReadySince);
+            }
+            default -> unreadySince(pod);
+        };
+    }
+
     /** A container waits in CrashLoopBackOff after at least {@link #CRASH_LOOP_RESTARTS} restarts. */
     static boolean crashLooping(Pod pod) {
         if (pod.getStatus() == null || pod.getStatus().getContainerStatuses() == null) {

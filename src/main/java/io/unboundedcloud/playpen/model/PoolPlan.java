@@ -76,8 +76,23 @@ public record PoolPlan(List<PlannedPod> toCreate, List<Exhaustion> exhausted,
         }
     }
 
-    /** An allocated pod that is unhealthy: its allocation is the user's (TTL and dealloc own it), so it is reported. */
-    public record Unhealthy(PoolTarget target, Pod pod, PoolHealth.Problem problem) {
+    /**
+     * An allocated pod that is unhealthy: its allocation is the user's (TTL and dealloc own it), so it is reported.
+     * {@code since}: when the problem began ({@link PoolHealth#problemSince}; null when unknown).
+     */
+    public record Unhealthy(PoolTarget target, Pod pod, PoolHealth.Problem problem, java.time.Instant since) {
+        public Unhealthy(PoolTarget target, Pod pod, PoolHealth.Problem problem) {
+            this(target, pod, problem, null);
+        }
+
+        /**
+         * The same for every replica while the problem lasts, and new when it comes back after the pod was well:
+         * the pod's uid, the problem and when it began.
+         */
+        public String key() {
+            return pod.getMetadata().getUid() + "/" + problem.reason() + "/" + (since == null ? "" : since.toString());
+        }
+
         public String message() {
             return "allocated pod of pool " + PoolStatus.name(target) + " is unhealthy (" + problem.reason()
                     + "); left to its allocation (dealloc or TTL deletes it)";

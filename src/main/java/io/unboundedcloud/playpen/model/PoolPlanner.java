@@ -392,7 +392,8 @@ public final class PoolPlanner {
         /** An allocated pod of the pool (already counted) that may be unhealthy: reported when it is. */
         void judgeAllocated(Pod pod, Context ctx) {
             problem(pod, ctx).ifPresent(p -> {
-                reports.add(new PoolPlan.Unhealthy(target, pod, p));
+                reports.add(new PoolPlan.Unhealthy(target, pod, p,
+                        PoolHealth.problemSince(pod, p, ctx.nodes()).orElse(null)));
                 allocatedByReason.merge(p.reason(), 1, Integer::sum);
             });
         }

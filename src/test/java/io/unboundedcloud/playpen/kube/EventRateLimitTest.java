@@ -50,6 +50,42 @@ class EventRateLimitTest {
         }
     }
 
+    /**
+     * A Warning recorded once that waited for its rate and went out combined keeps its name: the next leader, which
+     * finds the same pods unhealthy, creates neither again.
+     */
+    @Test
+    void aWarningRecordedOnceThatWasCombinedIsNotRecordedAgainByTheNextLeader() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            try (EventRecorder first = new EventRecorder(cluster.client, Clock.systemUTC(), new ApiCallCounter(), 1000,
+                    1, Duration.ofMillis(700))) {
+                AtomicLong nanos = new AtomicLong();
+                first.refillTokensWith(nanos::get);
+                first.warningOnce(EventRecorderWritesTest.pod("sick-a"), "UnhealthyFailed", "a failed", "uid-sick-a/F");
+                first.warningOnce(EventRecorderWritesTest.pod("sick-b"), "UnhealthyFailed", "b failed", "uid-sick-b/F");
+                OperatorHarness.awaitTrue(() -> first.written() == 1 && first.aggregated() == 1,
+                        Duration.ofSeconds(60), "one written, one held back");
+                nanos.addAndGet(Duration.ofMillis(700).toNanos());
+                OperatorHarness.awaitTrue(() -> first.written() == 2, Duration.ofSeconds(60), "the held one written");
+            }
+            try (EventRecorder next = new EventRecorder(cluster.client, Clock.systemUTC(), new ApiCallCounter(), 1000,
+                    100, Duration.ofMillis(700))) {
+                next.warningOnce(EventRecorderWritesTest.pod("sick-a"), "UnhealthyFailed", "a failed", "uid-sick-a/F");
+                next.warningOnce(EventRecorderWritesTest.pod("sick-b"), "UnhealthyFailed", "b failed", "uid-sick-b/F");
+                OperatorHarness.awaitTrue(() -> next.recordedElsewhere() + next.written() + next.failed() == 2,
+                        Duration.ofSeconds(60), "both answered");
+                assertThat(next.recordedElsewhere()).isEqualTo(2);
+                assertThat(next.written()).isZero();
+                assertThat(next.failed()).isZero();
+            }
+            List<Event> written = cluster.client.v1().events().inNamespace(TestCluster.NS).list().getItems();
+            assertThat(written).extracting(Event::getMessage)
+                    .containsExactlyInAnyOrder("a failed", "(combined from similar events): b failed");
+            assertThat(written).allSatisfy(e -> assertThat(e.getMetadata().getName())
+                    .matches(e.getInvolvedObject().getName().replace(".", "\\.") + "\\.[0-9a-f]{16}"));
+        }
+    }
+
     @Test
     void lowRateEventsAreEachWrittenOnTheirOwn() throws Exception {
         try (TestCluster cluster = TestCluster.start();
