@@ -30,4 +30,10 @@ public record KubeEvent(HasMetadata about, ObjectReference reference, String nam
     public static KubeEvent warning(ObjectReference reference, String namespace, String reason, String message) {
         return new KubeEvent(null, reference, namespace, WARNING, reason, message, null);
     }
+
+    /** A Warning on {@code reference} recorded once for {@code once}, whichever leader records it. */
+    public static KubeEvent warningOnce(ObjectReference reference, String namespace, String reason, String message,
+            String once) {
+        return new KubeEvent(null, reference, namespace, WARNING, reason, message, once);
+    }
 }

@@ -60,6 +60,8 @@ public final class ObservedEvents implements PoolReconciler.Observer, TtlExpirer
             } else {
                 events.normal(e.about(), e.reason(), e.message());
             }
+        } else if (e.once() != null) {
+            events.warningOnce(e.reference(), e.namespace(), e.reason(), e.message(), e.once());
         } else {
             events.warning(e.reference(), e.namespace(), e.reason(), e.message());
         }
@@ -98,10 +100,18 @@ public final class ObservedEvents implements PoolReconciler.Observer, TtlExpirer
         return List.of(KubeEvent.warningOnce(u.pod(), "Unhealthy" + u.problem().reason(), u.message(), u.key()));
     }
 
-    /** A pool backing off (Warning BackOff on the operator) or recovering (Normal BackOffEnded on the ready pod). */
+    /**
+     * A pool backing off (Warning BackOff on the operator) or recovering (Normal BackOffEnded on the ready pod). A
+     * BackOff is recorded once for the failed pod: a replica that became leader before its watch saw that pod gone
+     * learns the same failure, and finds the Event the leader that deleted the pod recorded.
+     */
     public List<KubeEvent> backoffEvents(@Body io.unboundedcloud.playpen.kube.PoolSignals.BackoffChange c) {
-        return List.of(c.recovered() ? KubeEvent.normal(c.pod(), "BackOffEnded", c.message())
-                : KubeEvent.warning(operatorRef, operatorNamespace, "BackOff", c.message()));
+        if (c.recovered()) {
+            return List.of(KubeEvent.normal(c.pod(), "BackOffEnded", c.message()));
+        }
+        String uid = c.pod() == null || c.pod().getMetadata() == null ? null : c.pod().getMetadata().getUid();
+        return List.of(uid == null ? KubeEvent.warning(operatorRef, operatorNamespace, "BackOff", c.message())
+                : KubeEvent.warningOnce(operatorRef, operatorNamespace, "BackOff", c.message(), uid));
     }
 
     public List<KubeEvent> exhaustedEvents(@Body PoolPlan.Exhaustion x) {

@@ -143,6 +143,16 @@ public final class EventRecorder implements AutoCloseable {
                 onceName(regarding.getName(), "Warning", reason, once));
     }
 
+    /**
+     * The same about an object given by reference whose name differs by replica (the operator's own pod): named
+     * {@code playpen-operator.<16 hex digits>}, after the operator rather than the replica, so that every replica
+     * gives it the same name.
+     */
+    public void warningOnce(ObjectReference about, String eventNamespace, String reason, String message,
+            String once) {
+        offer(about, eventNamespace, "Warning", reason, message, onceName(COMPONENT, "Warning", reason, once));
+    }
+
     /** {@code <object>.<16 hex digits>}, as kube-apiserver's Events are named, the digits from what is reported. */
     static String onceName(String object, String type, String reason, String once) {
         try {
