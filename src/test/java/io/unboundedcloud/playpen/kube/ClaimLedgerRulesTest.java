@@ -124,7 +124,14 @@ class ClaimLedgerRulesTest {
             } else {
                 boolean deleting = s.terminating() || ledger.on(s.pod()).filter(c -> c.terminating()
                         && c.uid().equals(s.uid())).isPresent();
-                ledger.put(new Step(false, s.pod(), s.uid(), s.key(), s.claimId(), s.owner(), quota, false, deleting,
+                // a later version of the same claim (pod, uid, key and claim-id) keeps the owner its writer recorded:
+                // nobody else changes it (moving an owner's older hash form to the current one is another matter,
+                // judged by the claim's writer when it was made, and not covered here)
+                String owner = s.claimId().isEmpty() ? s.owner() : ledger.on(s.pod())
+                        .filter(c -> c.uid().equals(s.uid()) && c.keyHash().equals(s.key())
+                                && c.claimId().equals(s.claimId()))
+                        .map(ClaimLedger.Claim::ownerHash).orElse(s.owner());
+                ledger.put(new Step(false, s.pod(), s.uid(), s.key(), s.claimId(), owner, quota, false, deleting,
                         s.managed(), s.rv(), true).toPod(), true);
             }
             for (String o : OWNERS) {
