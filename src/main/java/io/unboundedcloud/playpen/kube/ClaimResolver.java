@@ -16,6 +16,7 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.unboundedcloud.playpen.api.ApiException;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
 
 /**
  * Finds the pod that holds a key's standing claim, as the API server has it now, whichever replica made the claim
@@ -214,7 +215,9 @@ public final class ClaimResolver {
     /**
      * The owner's live claims, read from the API server (a consistent LIST, after this claim's commit), carry no
      * more distinct keys than the quota this claim was made under: what the ledger counts at a commit (see
-     * {@link ClaimLedger}), so a claim settled here keeps at most that many of the owner's claims standing.
+     * {@link ClaimLedger}), so a claim settled here keeps at most that many of the owner's claims standing. The
+     * ledger counts claims by their owner annotation, so claims that predate the owner label (which the LIST cannot
+     * find) are counted too, from the cache, as the allocator's count before a 429 does.
      */
     private boolean withinQuota(Pod claim) {
         int quota = ClaimLedger.ownerQuota(claim);
@@ -222,8 +225,17 @@ public final class ClaimResolver {
         if (quota <= 0 || owner.isEmpty()) {
             return true;
         }
-        return writer.liveClaimsOf(pods.namespace(), owner).stream().map(ManagedPods::keyHash).distinct()
-                .count() <= quota;
+        java.util.Set<String> keys = new java.util.HashSet<>();
+        for (Pod p : writer.liveClaimsOf(pods.namespace(), owner)) {
+            keys.add(ManagedPods.keyHash(p));
+        }
+        for (Pod p : pods.byOwnerHash(owner)) {
+            if (!ManagedPods.labels(p).containsKey(PlaypenKeys.OWNER_HASH_LABEL) && ManagedPods.isManaged(p)
+                    && ManagedPods.isClaimed(p) && !ManagedPods.isTerminating(p)) {
+                keys.add(ManagedPods.keyHash(p));
+            }
+        }
+        return keys.size() <= quota;
     }
 
     /** The pod carries this very claim (uid, key and claim-id), live. */

@@ -214,6 +214,26 @@ class ClaimResolverTest {
     }
 
     @Test
+    void anUndecidedClaimIsNotSettledOverAQuotaFilledByAClaimThatPredatesTheOwnerLabel() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        String owner = Hashes.ownerHash("dave");
+        // an allocation the owner holds from before claims carried the owner label: the annotation alone
+        r.claimElsewhere(runner(2), cmd("dave-old"), owner);
+        r.edit(runner(2), b -> b.editMetadata().removeFromLabels(PlaypenKeys.OWNER_HASH_LABEL).endMetadata());
+        AllocCommand key = cmd("dave-new");
+        relistedClaims(key, owner, 0);
+        r.edit(runner(0), b -> b.editMetadata().addToAnnotations(PlaypenKeys.OWNER_QUOTA, "1").endMetadata());
+        long patches = calls(KubeApiCall.PODS_PATCH);
+        ApiException e = catchThrowableOfType(ApiException.class,
+                () -> resolver().standing(key.keyHash(), false, deadline(TimeUnit.MILLISECONDS.toNanos(300))));
+        assertThat(ClaimLedger.isSettled(r.inApi(runner(0))))
+                .as("two allocations of an owner whose quota is 1 would stand").isFalse();
+        assertThat(e).isNotNull();
+        assertThat(e.code()).isEqualTo(503);
+        assertThat(calls(KubeApiCall.PODS_PATCH)).isEqualTo(patches);
+    }
+
+    @Test
     void theQuotaCountsOnlyTheOwnersLiveClaims() throws Exception {
         r = new ScriptedReplica(5, 0);
         String owner = Hashes.ownerHash("carol");
