@@ -351,7 +351,8 @@ public final class Allocator {
             return Optional.empty(); // another replica settled it first: it stands, and is replayed
         }
         if (verdict.reason() == ClaimLedger.Reason.QUOTA) {
-            throw quotaExceeded(cmd, ownedBy(ownerHashOf(mine.pod())));
+            // taken back (or gone): not one the owner holds, though this replica's watch may not show it yet
+            throw quotaExceeded(cmd, ownedBy(ownerHashOf(mine.pod()), mine.pod()));
         }
         return Optional.empty();
     }
@@ -412,9 +413,23 @@ public final class Allocator {
      * sees the cluster now: a lost second claim of a key, about to be taken back, is not a second allocation.
      */
     public long ownedBy(String ownerHash) {
+        return ownedBy(ownerHash, null);
+    }
+
+    /**
+     * {@link #ownedBy(String)} without the claim {@code except} (its pod carrying its claim-id; null: none left out),
+     * not another claim made on that pod since.
+     */
+    private long ownedBy(String ownerHash, Pod except) {
         return pods.byOwnerHash(ownerHash).stream()
-                .filter(p -> ManagedPods.isClaimed(p) && !ManagedPods.isTerminating(p))
+                .filter(p -> ManagedPods.isClaimed(p) && !ManagedPods.isTerminating(p) && !sameClaim(p, except))
                 .map(ManagedPods::keyHash).distinct().count();
+    }
+
+    private static boolean sameClaim(Pod p, Pod claim) {
+        return claim != null && ManagedPods.name(p).equals(ManagedPods.name(claim))
+                && ClaimLedger.uid(p).equals(ClaimLedger.uid(claim))
+                && ClaimLedger.claimId(p).equals(ClaimLedger.claimId(claim));
     }
 
     /** An owner's allocations (distinct keys) as counted now, and the pod carrying the key asked for (null: none). */

@@ -411,6 +411,26 @@ class AllocatorRulesTest {
     }
 
     @Test
+    void the429OfAClaimOverTheQuotaDoesNotCountThatClaimBeforeTheWatchDeliversItsRollback() throws Exception {
+        r = new ScriptedReplica(6, 1);
+        String owner = Hashes.ownerHash("quota-owner-lagging");
+        AllocCommand key = cmd("second-of-one-lagging");
+        List<String> order = ring(Hashes.seed(key.keyHash()));
+        r.watch.hold();
+        r.claimElsewhere(order.get(2), cmd("first-of-one-lagging"), owner);
+        // the watch delivers the claim's commit, then falls behind: the rollback's event comes later
+        r.watch.whenRelayed(e -> isClaimOf(e, key, order.get(0)), e -> {
+            r.watch.release();
+            r.watch.hold();
+        });
+        ApiException e = catchThrowableOfType(ApiException.class, () -> r.allocator.allocate(key, owner));
+        assertThat(e.code()).isEqualTo(429);
+        assertThat(r.carriers(key.keyHash())).isEmpty();
+        assertThat(e.getMessage()).isEqualTo("allocation quota exceeded: you hold 1 of at most 1 allocations "
+                + "(--max-allocs-per-user); deallocate one first");
+    }
+
+    @Test
     void aLostDuplicateOfAKeyTheOwnerHoldsCountsAsNoSecondAllocation() throws Exception {
         r = new ScriptedReplica(6, 2);
         String owner = Hashes.ownerHash("duplicate-owner");
