@@ -247,6 +247,36 @@ public final class ClaimLedger {
         return out;
     }
 
+    /**
+     * Claims seen in a LIST and not settled since, still live (undecided here), of owners that also have a live
+     * standing claim of another key: the only undecided claims a LIST can show lost to their owner's quota (see
+     * LostClaimSweeper). Walks the owners' claims.
+     */
+    public List<Claim> undecidedBesideOwnersStanding() {
+        List<Claim> out = new ArrayList<>();
+        for (Set<String> owned : byOwner.values()) {
+            Set<String> standingKeys = new HashSet<>();
+            List<Claim> undecided = new ArrayList<>();
+            for (String p : owned) {
+                Claim c = byPod.get(p);
+                if (c.terminating()) {
+                    continue;
+                }
+                if (c.standing() == Standing.WON) {
+                    standingKeys.add(c.keyHash());
+                } else if (c.standing() == Standing.UNKNOWN) {
+                    undecided.add(c);
+                }
+            }
+            for (Claim c : undecided) {
+                if (standingKeys.stream().anyMatch(k -> !k.equals(c.keyHash()))) {
+                    out.add(c);
+                }
+            }
+        }
+        return out;
+    }
+
     public int size() {
         return byPod.size();
     }

@@ -86,13 +86,14 @@ public final class LostClaimSweeper {
     }
 
     /**
-     * One pass over the claims this replica first saw in a LIST beside a standing claim of their key: see
-     * {@link #sweepBesideSettled}. Returns how many went back.
+     * One pass over the claims this replica first saw in a LIST beside a standing claim of their key, or beside
+     * standing claims that fill their owner's quota: see {@link #sweepBesideSettled} and
+     * {@link #sweepOverOwnersQuota}. Returns how many went back.
      */
     public int sweepListed() {
         long now = nanoTime.getAsLong();
         Set<String> current = new HashSet<>();
-        int released = sweepBesideSettled(now, current);
+        int released = sweepBesideSettled(now, current) + sweepOverOwnersQuota(now, current);
         firstSeenListed.keySet().retainAll(current);
         return released;
     }
@@ -153,5 +154,89 @@ public final class LostClaimSweeper {
             }
         }
         return released;
+    }
+
+    /**
+     * Claims this replica first saw in a LIST (undecided here) that a LIST of their owner's live claims from the API
+     * server shows beside standing claims of other keys that fill the quota the undecided claim records: they lost.
+     * A claim stands if it is settled, or if this replica's watch judged that very claim (its claim-id) standing at
+     * its commit; a standing claim is never rolled back. Of the owner's claims that stand at one moment, the one
+     * committed last records a quota of at least their number (see ClaimLedger), so with q standing claims of other
+     * keys that record at most q, a claim recording q cannot stand beside them. Unsettled claims of other keys are
+     * not counted: the LIST cannot tell which of them was committed last, and they may have been answered; when
+     * they fill the quota nothing is taken back (a request for one of those keys settles nothing either, until the
+     * owner deallocates one). Claims that predate the owner label (which the LIST cannot find) are counted from the
+     * cache, as the settle of a claim does. The cache is asked first: no LIST unless the standing claims it knows
+     * fill the quota.
+     */
+    private int sweepOverOwnersQuota(long now, Set<String> current) {
+        Map<String, List<ClaimLedger.Claim>> due = new HashMap<>();
+        for (ClaimLedger.Claim c : pods.undecidedClaimsBesideOwnersStanding()) {
+            if (pastGrace(firstSeenListed, c, now, current)) {
+                int quota = pods.get(c.pod()).map(ClaimLedger::ownerQuota).orElse(0);
+                if (quota > 0 && standingKeys(pods.byOwnerHash(c.ownerHash()), c, quota).size() >= quota) {
+                    due.computeIfAbsent(c.ownerHash(), k -> new ArrayList<>()).add(c);
+                }
+            }
+        }
+        int released = 0;
+        for (Map.Entry<String, List<ClaimLedger.Claim>> e : due.entrySet()) {
+            String owner = e.getKey();
+            List<Pod> live = new ArrayList<>(writer.liveClaimsOf(pods.namespace(), owner));
+            for (Pod p : pods.byOwnerHash(owner)) {
+                if (!ManagedPods.labels(p).containsKey(PlaypenKeys.OWNER_HASH_LABEL)) {
+                    live.add(p);
+                }
+            }
+            for (ClaimLedger.Claim c : e.getValue()) {
+                // the very claim held undecided here, unsettled, on the version listed
+                Pod p = live.stream().filter(x -> c.pod().equals(ManagedPods.name(x))
+                        && c.uid().equals(ClaimLedger.uid(x)) && c.keyHash().equals(ManagedPods.keyHash(x))
+                        && c.claimId().equals(ClaimLedger.claimId(x)) && ManagedPods.isManaged(x)
+                        && !ManagedPods.isTerminating(x)).findFirst()
+                        .orElse(null);
+                int quota = p == null ? 0 : ClaimLedger.ownerQuota(p);
+                if (p == null || quota <= 0 || ClaimLedger.isSettled(p)
+                        || standingKeys(live, c, quota).size() < quota) {
+                    continue;
+                }
+                ClaimWriter.Rollback r = writer.rollbackAsOf(p, c.keyHash());
+                LOG.info("swept pod={}/{} key={} outcome=lost-to-owner-quota result={}", pods.namespace(), c.pod(),
+                        Hashes.keyHashPrefix(c.keyHash()), r.name().toLowerCase(java.util.Locale.ROOT));
+                if (r == ClaimWriter.Rollback.ROLLED_BACK) {
+                    released++;
+                }
+            }
+        }
+        return released;
+    }
+
+    /**
+     * The keys other than {@code c}'s of the live claims among {@code owned} that stand (settled, or judged standing
+     * here at their commit: that very claim) and record a quota from 1 to {@code quota}.
+     */
+    private Set<String> standingKeys(List<Pod> owned, ClaimLedger.Claim c, int quota) {
+        Set<String> keys = new HashSet<>();
+        for (Pod p : owned) {
+            String key = ManagedPods.keyHash(p);
+            int q = ClaimLedger.ownerQuota(p);
+            if (key.isEmpty() || key.equals(c.keyHash()) || !ManagedPods.isManaged(p) || !ManagedPods.isClaimed(p)
+                    || ManagedPods.isTerminating(p) || !c.ownerHash().equals(ManagedPods.ownerHash(p)) || q <= 0
+                    || q > quota) {
+                continue;
+            }
+            if (ClaimLedger.isSettled(p) || judgedStanding(p)) {
+                keys.add(key);
+            }
+        }
+        return keys;
+    }
+
+    /** This replica's watch judged the claim the pod carries (the very claim: its claim-id) standing at its commit. */
+    private boolean judgedStanding(Pod p) {
+        String claimId = ClaimLedger.claimId(p);
+        return !claimId.isEmpty() && pods.claimOn(ManagedPods.name(p)).filter(k -> k.stands()
+                && k.uid().equals(ClaimLedger.uid(p)) && k.claimId().equals(claimId)
+                && k.keyHash().equals(ManagedPods.keyHash(p))).isPresent();
     }
 }

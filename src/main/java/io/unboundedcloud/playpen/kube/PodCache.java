@@ -696,6 +696,16 @@ public final class PodCache implements AutoCloseable {
         }
     }
 
+    /**
+     * Claims seen in a LIST that no write has settled since (undecided here), of owners that also have a standing
+     * claim of another key: see {@link ClaimLedger#undecidedBesideOwnersStanding}.
+     */
+    public List<ClaimLedger.Claim> undecidedClaimsBesideOwnersStanding() {
+        synchronized (storeLock) {
+            return ledger.undecidedBesideOwnersStanding();
+        }
+    }
+
     /** Managed pods that carry this idempotency-key hash. */
     public List<Pod> byKeyHash(String keyHash) {
         synchronized (storeLock) {

@@ -170,6 +170,94 @@ class LostClaimsAndReadsTest {
         r.watch.release();
     }
 
+    /** {@code pod} claimed for {@code key} by {@code owner} under a quota of {@code quota}, as another replica would. */
+    private void claimUnderQuota(int pod, AllocCommand key, String owner, int quota) {
+        r.claimElsewhere(runner(pod), key, owner);
+        r.edit(runner(pod), b -> b.editMetadata().addToAnnotations(PlaypenKeys.OWNER_QUOTA, String.valueOf(quota))
+                .endMetadata());
+    }
+
+    /** The watch relists: every unsettled claim is undecided here, as after a restart. */
+    private void relisted(int... undecided) throws Exception {
+        r.watch.gone();
+        OperatorHarness.awaitTrue(() -> java.util.Arrays.stream(undecided).allMatch(n -> r.pods.claimOn(runner(n))
+                .map(c -> c.standing() == ClaimLedger.Standing.UNKNOWN).orElse(false)),
+                java.time.Duration.ofSeconds(60), "the relist: the unsettled claims are undecided");
+    }
+
+    /**
+     * A claim that lost to its owner's quota, left behind by a writer that died, and undecided on this replica (it
+     * relisted, as after a restart): the owner's settled claims already fill the quota it records, and a settled
+     * claim stands, so it cannot have stood; the listed sweep takes it back, and leaves the settled one.
+     */
+    @Test
+    void anUndecidedClaimBesideSettledClaimsThatFillItsOwnersQuotaIsTakenBack() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        String owner = Hashes.ownerHash("hana");
+        AllocCommand held = cmd("hana-1");
+        AllocCommand over = cmd("hana-2");
+        claimUnderQuota(0, held, owner, 1);
+        r.writer.settle(r.inApi(runner(0)));
+        claimUnderQuota(1, over, owner, 1);
+        relisted(1);
+        assertThat(r.pods.claimOn(runner(0)).orElseThrow().stands()).isTrue();
+        long lists = r.calls.get(KubeApiCall.PODS_LIST);
+        assertThat(new LostClaimSweeper(r.pods, r.writer, 0).sweepListed()).isEqualTo(1);
+        assertThat(r.calls.get(KubeApiCall.PODS_LIST)).as("one LIST of the owner's claims").isEqualTo(lists + 1);
+        assertThat(ManagedPods.isClaimed(r.inApi(runner(1)))).isFalse();
+        assertThat(r.carriers(over.keyHash())).isEmpty();
+        assertThat(r.carriers(held.keyHash())).containsExactly(runner(0));
+    }
+
+    /**
+     * A settled claim that records a larger quota than the undecided one may have been committed after it, under
+     * the larger quota, while the undecided one stood: both may stand, so nothing is taken back.
+     */
+    @Test
+    void aSettledClaimUnderALargerQuotaDoesNotProveTheUndecidedOneLost() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        String owner = Hashes.ownerHash("kai");
+        claimUnderQuota(0, cmd("kai-1"), owner, 1);
+        claimUnderQuota(1, cmd("kai-2"), owner, 2);
+        r.writer.settle(r.inApi(runner(1)));
+        relisted(0);
+        long patches = r.calls.get(KubeApiCall.PODS_PATCH);
+        assertThat(new LostClaimSweeper(r.pods, r.writer, 0).sweepListed()).isZero();
+        assertThat(r.calls.get(KubeApiCall.PODS_PATCH)).isEqualTo(patches);
+        assertThat(r.carriers(cmd("kai-1").keyHash())).containsExactly(runner(0));
+    }
+
+    /**
+     * Over the quota, but the owner's other claims are unsettled and undecided too: the LIST cannot tell which one
+     * was committed last (the one that lost), and the others may have been answered, so none is taken back. Nor is
+     * a claim whose owner's settled claims leave room under its quota, and a sweep with nothing undecided to judge
+     * asks the API server nothing.
+     */
+    @Test
+    void undecidedClaimsOfAnOwnerAreLeftWhenTheSettledOnesDoNotProveWhichLost() throws Exception {
+        r = new ScriptedReplica(6, 0);
+        String ivy = Hashes.ownerHash("ivy");
+        claimUnderQuota(0, cmd("ivy-1"), ivy, 1);
+        claimUnderQuota(1, cmd("ivy-2"), ivy, 1);
+        String jo = Hashes.ownerHash("jo");
+        claimUnderQuota(2, cmd("jo-1"), jo, 2);
+        r.writer.settle(r.inApi(runner(2)));
+        claimUnderQuota(3, cmd("jo-2"), jo, 2);
+        LostClaimSweeper sweeper = new LostClaimSweeper(r.pods, r.writer, 0);
+        long lists = r.calls.get(KubeApiCall.PODS_LIST);
+        long patches = r.calls.get(KubeApiCall.PODS_PATCH);
+        assertThat(sweeper.sweepListed()).as("nothing undecided here yet").isZero();
+        assertThat(r.calls.get(KubeApiCall.PODS_LIST)).isEqualTo(lists);
+        relisted(0, 1, 3);
+        assertThat(sweeper.sweepListed()).isZero();
+        assertThat(r.calls.get(KubeApiCall.PODS_PATCH)).isEqualTo(patches);
+        assertThat(r.calls.get(KubeApiCall.PODS_LIST)).as("the cache shows no quota filled by standing claims")
+                .isEqualTo(lists);
+        assertThat(r.carriers(cmd("ivy-1").keyHash())).containsExactly(runner(0));
+        assertThat(r.carriers(cmd("ivy-2").keyHash())).containsExactly(runner(1));
+        assertThat(r.carriers(cmd("jo-2").keyHash())).containsExactly(runner(3));
+    }
+
     // ---- reads
 
     private ClaimReads reads() {
