@@ -126,8 +126,10 @@ class ClaimLedgerRulesTest {
                         && c.uid().equals(s.uid())).isPresent();
                 // a later version of the same claim (pod, uid, key and claim-id) keeps the owner its writer recorded:
                 // nobody else changes it (moving an owner's older hash form to the current one is another matter,
-                // judged by the claim's writer when it was made, and not covered here)
-                String owner = s.claimId().isEmpty() ? s.owner() : ledger.on(s.pod())
+                // judged by the claim's writer when it was made, and not covered here). That holds for a claim
+                // written without a claim-id too: in commit order a claim of the key made again on the pod comes
+                // after a version without the key, and no write gives an owner to a claim written without one
+                String owner = ledger.on(s.pod())
                         .filter(c -> c.uid().equals(s.uid()) && c.keyHash().equals(s.key())
                                 && c.claimId().equals(s.claimId()))
                         .map(ClaimLedger.Claim::ownerHash).orElse(s.owner());
