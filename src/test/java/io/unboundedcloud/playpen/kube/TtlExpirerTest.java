@@ -35,6 +35,20 @@ class TtlExpirerTest {
                 new TtlPolicy(Duration.ofSeconds(2)), clock, leader);
     }
 
+    /** As a leader with a back-off cap of 30 s whose timers run on {@code scheduler}. */
+    private static TtlExpirer expirer(TestCluster cluster, PodCache pods, Clock clock,
+            java.util.concurrent.ScheduledExecutorService scheduler) {
+        return new TtlExpirer(pods, new ClaimWriter(cluster.client, clock, new ApiCallCounter()),
+                new TtlPolicy(Duration.ofSeconds(2)), clock, () -> true, Duration.ofSeconds(30), scheduler);
+    }
+
+    /** A pod cache, not started, that holds {@code pod} (as this replica's own write would put it there). */
+    private static PodCache holding(TestCluster cluster, Pod pod) {
+        PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+        pods.observe(pod);
+        return pods;
+    }
+
     private static int deletes(TestCluster cluster) {
         return cluster.requestCount(k -> k.startsWith("DELETE "));
     }
@@ -44,8 +58,7 @@ class TtlExpirerTest {
         try (TestCluster cluster = TestCluster.start()) {
             MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:00:01.900Z"));
             Pod pod = claimedRunner(cluster, "ab");
-            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
-            pods.observe(pod);
+            PodCache pods = holding(cluster, pod);
             try (TtlExpirer ttl = expirer(cluster, pods, clock, () -> true)) {
                 // expires at 00:00:02; the clock says 00:00:01.900, so the timer fires in about 100 ms ...
                 ttl.onPodEvent(PodCache.Change.UPDATED, pod);
@@ -79,8 +92,7 @@ class TtlExpirerTest {
                 }
             };
             Pod pod = claimedRunner(cluster, "cd");
-            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
-            pods.observe(pod);
+            PodCache pods = holding(cluster, pod);
             try (TtlExpirer ttl = expirer(cluster, pods, stepping, () -> true)) {
                 // reading 1 schedules the timer (50 ms), reading 2 is the timer's "not yet", reading 3 is past expiry
                 ttl.onPodEvent(PodCache.Change.UPDATED, pod);
@@ -123,8 +135,7 @@ class TtlExpirerTest {
         try (TestCluster cluster = TestCluster.start()) {
             MutableClock clock = new MutableClock(Instant.parse("2026-01-01T01:00:00Z"));
             Pod pod = claimedRunner(cluster, "ab");
-            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
-            pods.observe(pod);
+            PodCache pods = holding(cluster, pod);
             java.util.concurrent.atomic.AtomicInteger failed = new java.util.concurrent.atomic.AtomicInteger();
             // the first try is refused with a 500 (its request, and the one retry of the client, KubeClients)
             cluster.failBeforeWrite = k -> k.startsWith("DELETE ") && failed.getAndIncrement() < 2;
@@ -148,8 +159,7 @@ class TtlExpirerTest {
         try (TestCluster cluster = TestCluster.start()) {
             MutableClock clock = new MutableClock(Instant.parse("2026-01-01T01:00:00Z"));
             Pod pod = claimedRunner(cluster, "ab");
-            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
-            pods.observe(pod);
+            PodCache pods = holding(cluster, pod);
             java.util.concurrent.atomic.AtomicReference<TtlExpirer> expirer = new java.util.concurrent.atomic.AtomicReference<>();
             java.util.concurrent.atomic.AtomicInteger failed = new java.util.concurrent.atomic.AtomicInteger();
             // every delete is refused with a 500; the first one, while it runs, meets the pod's delete by another
@@ -171,8 +181,7 @@ class TtlExpirerTest {
                     ran.incrementAndGet();
                 }
             };
-            try (TtlExpirer ttl = new TtlExpirer(pods, new ClaimWriter(cluster.client, clock, new ApiCallCounter()),
-                    new TtlPolicy(Duration.ofSeconds(2)), clock, () -> true, Duration.ofSeconds(30), scheduler)) {
+            try (TtlExpirer ttl = expirer(cluster, pods, clock, scheduler)) {
                 expirer.set(ttl);
                 ttl.onPodEvent(PodCache.Change.UPDATED, pod);
                 OperatorHarness.awaitTrue(() -> ran.get() >= 2, Duration.ofSeconds(60), "the first try and its retry run");
@@ -193,14 +202,11 @@ class TtlExpirerTest {
         try (TestCluster cluster = TestCluster.start()) {
             MutableClock clock = new MutableClock(Instant.parse("2026-01-01T01:00:00Z"));
             Pod pod = claimedRunner(cluster, "ab");
-            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
-            pods.observe(pod);
+            PodCache pods = holding(cluster, pod);
             java.util.concurrent.atomic.AtomicInteger failed = new java.util.concurrent.atomic.AtomicInteger();
             // the first try is refused with a 500 (its request, and the one retry of the client, KubeClients)
             cluster.failBeforeWrite = k -> k.startsWith("DELETE ") && failed.getAndIncrement() < 2;
-            try (TtlExpirer ttl = new TtlExpirer(pods, new ClaimWriter(cluster.client, clock, new ApiCallCounter()),
-                    new TtlPolicy(Duration.ofSeconds(2)), clock, () -> true, Duration.ofSeconds(30),
-                    new DueNowRunsAtOnce())) {
+            try (TtlExpirer ttl = expirer(cluster, pods, clock, new DueNowRunsAtOnce())) {
                 ttl.onPodEvent(PodCache.Change.UPDATED, pod);
                 assertThat(deletes(cluster)).as("the first try ran before its scheduling returned").isEqualTo(2);
                 OperatorHarness.awaitTrue(() -> deletes(cluster) == 3, Duration.ofSeconds(60),
