@@ -225,17 +225,22 @@ public final class ClaimResolver {
         if (quota <= 0 || owner.isEmpty()) {
             return true;
         }
-        java.util.Set<String> keys = new java.util.HashSet<>();
-        for (Pod p : writer.liveClaimsOf(pods.namespace(), owner)) {
-            keys.add(ManagedPods.keyHash(p));
-        }
+        return ownersLiveClaims(writer, pods, owner).stream().map(ManagedPods::keyHash).distinct().count() <= quota;
+    }
+
+    /**
+     * An owner's live claims as the quota counts them: a consistent LIST from the API server by the owner label,
+     * and, from the cache, the owner's live claims that predate that label (the LIST cannot find them).
+     */
+    static java.util.List<Pod> ownersLiveClaims(ClaimWriter writer, PodCache pods, String owner) {
+        java.util.List<Pod> live = new java.util.ArrayList<>(writer.liveClaimsOf(pods.namespace(), owner));
         for (Pod p : pods.byOwnerHash(owner)) {
             if (!ManagedPods.labels(p).containsKey(PlaypenKeys.OWNER_HASH_LABEL) && ManagedPods.isManaged(p)
                     && ManagedPods.isClaimed(p) && !ManagedPods.isTerminating(p)) {
-                keys.add(ManagedPods.keyHash(p));
+                live.add(p);
             }
         }
-        return keys.size() <= quota;
+        return live;
     }
 
     /** The pod carries this very claim (uid, key and claim-id), live. */

@@ -182,12 +182,7 @@ public final class LostClaimSweeper {
         int released = 0;
         for (Map.Entry<String, List<ClaimLedger.Claim>> e : due.entrySet()) {
             String owner = e.getKey();
-            List<Pod> live = new ArrayList<>(writer.liveClaimsOf(pods.namespace(), owner));
-            for (Pod p : pods.byOwnerHash(owner)) {
-                if (!ManagedPods.labels(p).containsKey(PlaypenKeys.OWNER_HASH_LABEL)) {
-                    live.add(p);
-                }
-            }
+            List<Pod> live = ClaimResolver.ownersLiveClaims(writer, pods, owner);
             for (ClaimLedger.Claim c : e.getValue()) {
                 // the very claim held undecided here, unsettled, on the version listed
                 Pod p = live.stream().filter(x -> c.pod().equals(ManagedPods.name(x))
