@@ -340,21 +340,54 @@ public final class Allocator {
             // no longer on the pod when the watch got there (deleted by a dealloc, say): judge the key again
             return Optional.empty();
         }
-        if (verdict.stands()) {
+        boolean overLegacy = verdict.stands() && overQuotaWithLegacyClaims(mine.pod(), verdict);
+        if (verdict.stands() && !overLegacy) {
             LOG.info("claimed pod={}/{} key={} outcome=allocated", mine.pod().getMetadata().getNamespace(), name,
                     cmd.keyHashPrefix());
             return Optional.of(new Allocation(mine.pod(), mine.externalIp(), false));
         }
-        ClaimWriter.Rollback undone = rollBack(mine.pod(), cmd, verdict.standing() == ClaimLedger.Standing.LOST
+        ClaimWriter.Rollback undone = rollBack(mine.pod(), cmd, overLegacy ? "over-quota-with-legacy-claims"
+                : verdict.standing() == ClaimLedger.Standing.LOST
                 ? verdict.reason().name().toLowerCase(java.util.Locale.ROOT).replace('_', '-') : "undecided");
         if (undone == ClaimWriter.Rollback.SETTLED) {
             return Optional.empty(); // another replica settled it first: it stands, and is replayed
         }
-        if (verdict.reason() == ClaimLedger.Reason.QUOTA) {
+        if (verdict.reason() == ClaimLedger.Reason.QUOTA || overLegacy) {
             // taken back (or gone): not one the owner holds, though this replica's watch may not show it yet
             throw quotaExceeded(cmd, ownedBy(ownerHashOf(mine.pod()), mine.pod()));
         }
         return Optional.empty();
+    }
+
+    /**
+     * Whether this replica's own claim, which the ledger judged standing at its commit, was over the quota it records
+     * once the owner's claims that carry the legacy (unkeyed) owner hash are counted too. The ledger cannot count
+     * them: nothing on a pod links the two hashes of one user, only the request does (recorded by
+     * {@link LegacyOwnerClaims#adopt}, which also moved the legacy claims this cache held before the claim). Legacy
+     * claims the cache had not delivered then, written by a replica of the previous version, are in it now: the
+     * watch has delivered this claim's commit, so every claim committed before it. Counted as the ledger counts at
+     * the commit: the keys of the owner's live claims (either hash) whose claim the watch holds from a version
+     * before this claim's (live now and then, so live at its commit), this one's included. The writer then takes
+     * its claim back as it does one whose client left before the answer (a conditional write that fails once
+     * another request was handed the claim), so only a claim nobody was answered with goes.
+     */
+    private boolean overQuotaWithLegacyClaims(Pod claim, ClaimLedger.Claim verdict) {
+        int quota = ClaimLedger.ownerQuota(claim);
+        String owner = ManagedPods.ownerHash(claim);
+        Optional<String> legacy = pods.legacyOwnerHashOf(owner);
+        if (quota <= 0 || owner.isEmpty() || legacy.isEmpty()) {
+            return false;
+        }
+        java.util.Set<String> keys = new java.util.HashSet<>();
+        keys.add(verdict.keyHash());
+        for (String hash : List.of(owner, legacy.get())) {
+            for (ClaimLedger.Claim c : pods.claimsOfOwner(hash)) {
+                if (!c.terminating() && c.claimRv() < verdict.claimRv()) {
+                    keys.add(c.keyHash());
+                }
+            }
+        }
+        return keys.size() > quota;
     }
 
     /**
@@ -421,8 +454,13 @@ public final class Allocator {
      * not another claim made on that pod since.
      */
     private long ownedBy(String ownerHash, Pod except) {
-        return pods.byOwnerHash(ownerHash).stream()
-                .filter(p -> ManagedPods.isClaimed(p) && !ManagedPods.isTerminating(p) && !sameClaim(p, except))
+        java.util.stream.Stream<Pod> owned = pods.byOwnerHash(ownerHash).stream();
+        // and the owner's claims still under the legacy owner hash, when this process knows it
+        Optional<String> legacy = pods.legacyOwnerHashOf(ownerHash);
+        if (legacy.isPresent()) {
+            owned = java.util.stream.Stream.concat(owned, pods.byOwnerHash(legacy.get()).stream());
+        }
+        return owned.filter(p -> ManagedPods.isClaimed(p) && !ManagedPods.isTerminating(p) && !sameClaim(p, except))
                 .map(ManagedPods::keyHash).distinct().count();
     }
 

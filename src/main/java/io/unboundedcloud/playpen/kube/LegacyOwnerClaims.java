@@ -41,6 +41,9 @@ public final class LegacyOwnerClaims {
         if (owner == null || owner.legacy().equals(owner.current())) {
             return 0;
         }
+        // the owner's claims this cache has not delivered yet are not moved here: the writer of the owner's next
+        // claim counts them once its watch has delivered that claim (Allocator), by this link
+        pods.recordLegacyOwnerHash(owner.current(), owner.legacy());
         List<Pod> legacy = pods.byOwnerHash(owner.legacy());
         int moved = 0;
         for (Pod pod : legacy) {

@@ -116,6 +116,11 @@ public final class PodCache implements AutoCloseable {
      * {@link #changes()}). The listeners hear of a watch event later, on their own thread.
      */
     private final java.util.concurrent.atomic.AtomicLong changes = new java.util.concurrent.atomic.AtomicLong();
+    /**
+     * The legacy (unkeyed) owner hash of each keyed owner hash this process has served a request for: only the
+     * request knows the user, and the two hashes cannot be linked from the pods (see {@link LegacyOwnerClaims}).
+     */
+    private final Map<String, String> legacyOwnerHashes = new ConcurrentHashMap<>();
     /** Set once the listeners have been told of every pod of the initial list ({@link #listenersCaughtUp}). */
     private volatile boolean listenersSynced;
     /** The watch store's own lock once started (its writes hold it), so a read sees no half-applied event. */
@@ -202,6 +207,21 @@ public final class PodCache implements AutoCloseable {
 
     public String namespace() {
         return namespace;
+    }
+
+    /** Records that claims with {@code legacy} as their owner hash are the owner's whose keyed hash is {@code keyed}. */
+    public void recordLegacyOwnerHash(String keyed, String legacy) {
+        if (!keyed.equals(legacy)) {
+            legacyOwnerHashes.put(keyed, legacy);
+        }
+    }
+
+    /**
+     * The legacy owner hash of the owner whose keyed hash is {@code keyed}, when this process has served that owner
+     * since it started (empty: unknown here, or none).
+     */
+    public Optional<String> legacyOwnerHashOf(String keyed) {
+        return keyed == null ? Optional.empty() : Optional.ofNullable(legacyOwnerHashes.get(keyed));
     }
 
     /** Synced and the watch is connected now: false while the API server is unreachable (readiness). */
