@@ -116,4 +116,29 @@ class LegacyOwnerClaimsQuotaTest {
         assertThat(cluster.pods()).filteredOn(p -> ALICE.matches(ManagedPods.ownerHash(p)) && ManagedPods.isClaimed(p))
                 .extracting(ManagedPods::name).containsExactly("playpen-runner-amd64-51823");
     }
+
+    /**
+     * The other order: alice's new claim is committed first, while she holds nothing, and the previous version's
+     * legacy claim after it (its writer judges it by its own count). The new claim stood at its commit: it is
+     * answered, whether or not the watch has delivered the later legacy claim by the time its writer counts.
+     */
+    @Test
+    void aLegacyClaimCommittedAfterTheNewClaimDoesNotCountAgainstIt() throws Exception {
+        LegacyOwnerClaims legacy = new LegacyOwnerClaims(replica.client, replica.pods, replica.calls);
+        assertThat(legacy.adopt(ALICE)).isZero();
+        replica.proxy.holdWatches();
+        AllocCommand next = cmd("first");
+        CompletableFuture<Allocator.Allocation> answer = CompletableFuture.supplyAsync(
+                () -> replica.allocator.allocate(next, ALICE.current()), threads);
+        OperatorHarness.awaitTrue(() -> alicesClaims() == 1, Duration.ofSeconds(60), "the new claim written");
+        String claimed = cluster.pods().stream().filter(p -> ALICE.current().equals(ManagedPods.ownerHash(p)))
+                .map(ManagedPods::name).findFirst().orElseThrow();
+        String other = java.util.stream.IntStream.range(0, 4).mapToObj(i -> "playpen-runner-amd64-" + (51820 + i))
+                .filter(n -> !n.equals(claimed)).findFirst().orElseThrow();
+        legacyClaim(other, cmd("written-by-the-previous-version"));
+        replica.proxy.releaseWatches();
+
+        assertThat(ManagedPods.name(answer.get(60, TimeUnit.SECONDS).pod())).isEqualTo(claimed);
+        assertThat(alicesClaims()).isEqualTo(2);
+    }
 }
