@@ -217,7 +217,9 @@ public final class ClaimResolver {
      * more distinct keys than the quota this claim was made under: what the ledger counts at a commit (see
      * {@link ClaimLedger}), so a claim settled here keeps at most that many of the owner's claims standing. The
      * ledger counts claims by their owner annotation, so claims that predate the owner label (which the LIST cannot
-     * find) are counted too, from the cache, as the allocator's count before a 429 does.
+     * find) are counted too, from the cache, as the allocator's count before a 429 does. So are the owner's claims
+     * that still carry the legacy (unkeyed) owner hash, listed from the API server by that hash's label, when this
+     * process knows it (the owner asked it for an allocation: only the request links the two hashes).
      */
     private boolean withinQuota(Pod claim) {
         int quota = ClaimLedger.ownerQuota(claim);
@@ -225,7 +227,9 @@ public final class ClaimResolver {
         if (quota <= 0 || owner.isEmpty()) {
             return true;
         }
-        return ownersLiveClaims(writer, pods, owner).stream().map(ManagedPods::keyHash).distinct().count() <= quota;
+        List<Pod> live = new ArrayList<>(ownersLiveClaims(writer, pods, owner));
+        pods.legacyOwnerHashOf(owner).ifPresent(legacy -> live.addAll(writer.liveClaimsOf(pods.namespace(), legacy)));
+        return live.stream().map(ManagedPods::keyHash).distinct().count() <= quota;
     }
 
     /**

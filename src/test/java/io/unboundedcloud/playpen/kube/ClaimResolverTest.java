@@ -21,6 +21,7 @@ import io.unboundedcloud.playpen.kube.ClaimLedger.Standing;
 import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.model.OwnerHashes;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.support.TestCluster;
 
@@ -223,6 +224,31 @@ class ClaimResolverTest {
         AllocCommand key = cmd("dave-new");
         relistedClaims(key, owner, 0);
         r.edit(runner(0), b -> b.editMetadata().addToAnnotations(PlaypenKeys.OWNER_QUOTA, "1").endMetadata());
+        long patches = calls(KubeApiCall.PODS_PATCH);
+        ApiException e = catchThrowableOfType(ApiException.class,
+                () -> resolver().standing(key.keyHash(), false, deadline(TimeUnit.MILLISECONDS.toNanos(300))));
+        assertThat(ClaimLedger.isSettled(r.inApi(runner(0))))
+                .as("two allocations of an owner whose quota is 1 would stand").isFalse();
+        assertThat(e).isNotNull();
+        assertThat(e.code()).isEqualTo(503);
+        assertThat(calls(KubeApiCall.PODS_PATCH)).isEqualTo(patches);
+    }
+
+    /**
+     * The owner holds a claim written with the legacy (unkeyed) owner hash by a replica of the previous version, not
+     * moved to the keyed hash (its move met a change three times); the owner asked this replica, so it knows the
+     * owner's two hashes. An undecided claim of the owner made after it, under a quota of 1, is not settled: the
+     * settle's count from the API server lists the legacy hash too.
+     */
+    @Test
+    void anUndecidedClaimIsNotSettledOverAQuotaFilledByAClaimUnderTheLegacyOwnerHash() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        OwnerHashes.Owner erin = LegacyOwnerClaimsTest.OWNERS.of("erin");
+        r.claimElsewhere(runner(2), cmd("erin-old"), erin.legacy());
+        AllocCommand key = cmd("erin-new");
+        relistedClaims(key, erin.current(), 0);
+        r.edit(runner(0), b -> b.editMetadata().addToAnnotations(PlaypenKeys.OWNER_QUOTA, "1").endMetadata());
+        r.pods.recordLegacyOwnerHash(erin.current(), erin.legacy());
         long patches = calls(KubeApiCall.PODS_PATCH);
         ApiException e = catchThrowableOfType(ApiException.class,
                 () -> resolver().standing(key.keyHash(), false, deadline(TimeUnit.MILLISECONDS.toNanos(300))));
