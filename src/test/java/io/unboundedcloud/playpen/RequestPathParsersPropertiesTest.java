@@ -281,7 +281,9 @@ class RequestPathParsersPropertiesTest {
                 Arbitraries.of("9223372036854775807", "9223372036854775808", "99999999999999999999", "0.0000000001", "."));
         Arbitrary<String> part = Combinators.combine(number, unit).as((n, u) -> n + u);
         Arbitrary<String> sign = Arbitraries.of("", "-", "+", "--", " ");
-        return Arbitraries.oneOf(Combinators.combine(sign, part.list().ofMaxSize(5)).as((s, p) -> s + String.join("", p)),
+        Arbitrary<String> after = Arbitraries.of("", "", "", " ", "\t", "\n");
+        return Arbitraries.oneOf(Combinators.combine(sign, part.list().ofMaxSize(5), after)
+                        .as((s, p, a) -> s + String.join("", p) + a),
                 Arbitraries.strings().ofMaxLength(20));
     }
 
@@ -289,6 +291,8 @@ class RequestPathParsersPropertiesTest {
     void goDurationsParseOrFailWithTheirOwnError(@ForAll("goDurations") String text) {
         try {
             Duration d = GoDuration.parse(text);
+            // as Go's time.ParseDuration, no white space around a duration
+            assertThat(text).isEqualTo(text.strip());
             // what it prints, it reads back
             assertThat(GoDuration.parse(GoDuration.format(d))).isEqualTo(d);
         } catch (IllegalArgumentException e) {

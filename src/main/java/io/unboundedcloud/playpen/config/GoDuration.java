@@ -9,11 +9,11 @@ public final class GoDuration {
 
     /**
      * Parses like Go's time.ParseDuration: a fraction is truncated to whole nanoseconds (never rounded up), and a
-     * value beyond what a Go Duration holds (about 292 years) is refused, not capped. Surrounding white space is
-     * ignored.
+     * value beyond what a Go Duration holds (about 292 years) is refused, not capped. White space around the text is
+     * refused too, as Go refuses " 5s": a caller that means to ignore it trims first.
      */
     public static Duration parse(String text) {
-        String s = text == null ? "" : text.trim();
+        String s = text == null ? "" : text;
         if (s.isEmpty()) {
             throw new IllegalArgumentException("empty duration");
         }

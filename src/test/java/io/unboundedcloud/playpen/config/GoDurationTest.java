@@ -39,6 +39,14 @@ class GoDurationTest {
         assertThatThrownBy(() -> GoDuration.parse(text)).isInstanceOf(IllegalArgumentException.class);
     }
 
+    /** Go's time.ParseDuration takes no white space around a duration: " 5s" is as invalid as "5 s". */
+    @ParameterizedTest
+    @ValueSource(strings = {" 5s", "5s ", "\t5s", "5s\n", " 0", "0 ", " -5s", "\u00a05s"})
+    void refusesWhiteSpaceAroundADuration(String text) {
+        assertThatThrownBy(() -> GoDuration.parse(text)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageEndingWith("duration \"" + text + "\"");
+    }
+
     /** Go truncates a fraction to whole nanoseconds (it never rounds one up) and knows both spellings of micro. */
     @ParameterizedTest(name = "{0} = {1} ns")
     @CsvSource({

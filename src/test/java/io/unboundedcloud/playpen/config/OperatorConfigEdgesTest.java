@@ -25,6 +25,14 @@ class OperatorConfigEdgesTest {
                 .isEqualTo(Duration.ofSeconds(11));
     }
 
+    /** pflag reads a duration flag with time.ParseDuration, which takes no white space around the value. */
+    @Test
+    void aDurationFlagWithWhiteSpaceAroundItIsRefused() {
+        refused("--playpen-ttl= 5s", "invalid value \" 5s\" for flag --playpen-ttl: must be a duration such as 90s");
+        refused("--reconcile-interval=30s ", "invalid value \"30s \" for flag --reconcile-interval: must be a duration");
+        assertThat(OperatorConfig.parse("--playpen-ttl=5s").playpenTtl()).isEqualTo(Duration.ofSeconds(5));
+    }
+
     @Test
     void aServingCertificateLivesAtLeastTwoSeconds() {
         assertThat(OperatorConfig.parse("--serving-cert-validity=2s").servingCertRenewal().validity())
