@@ -17,10 +17,17 @@ import io.unboundedcloud.playpen.config.NetworkProfile;
 
 /**
  * Builds the alloc answer from a claimed pod and its node's ExternalIP with the reference's rules;
- * replays rebuild the same body, and a pod that can no longer be described is a 503 in the reference's words.
+ * replays rebuild the same body, and a pod that can no longer be described is a 503 in the reference's words,
+ * followed by what to do.
  */
 public final class AllocResponses {
     private static final String HOST_PORT_POLICY = "HostPort";
+    /**
+     * What to do, after the Go operator's reason, when a claimed pod's answer cannot be built now (its node has no
+     * ExternalIP yet, a hostPort or annotation is missing): the claim stays with the key either way.
+     */
+    public static final String STANDS_ADVICE = "; the allocation stands: send the same request again with the same"
+            + " idempotency key after the Retry-After for its answer, or release it with POST .../deallocs and that key";
 
     private final NetworkProfile net;
     private final String redfishBaseUrl;
@@ -119,6 +126,6 @@ public final class AllocResponses {
     }
 
     private ApiException unavailable(String message) {
-        return ApiException.unavailable(message, retryAfterSeconds);
+        return ApiException.unavailable(message + STANDS_ADVICE, retryAfterSeconds);
     }
 }

@@ -32,6 +32,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.unboundedcloud.playpen.support.CapturedLogs;
+import io.unboundedcloud.playpen.model.AllocResponses;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.support.OperatorHarness;
@@ -890,6 +891,9 @@ class AllocsRouteTest {
                 "the node watch has the node without its ExternalIP");
         HttpResponse<String> replay = alloc(op, "no-address-later", "alice", "playpen-users");
         assertThat(replay.statusCode()).as(replay.body()).isEqualTo(503);
+        // the Go operator's reason, then what to do: the allocation stands for the key
+        assertThat(json(replay).path("message").asText())
+                .endsWith(" is on node node-a with no ExternalIP" + AllocResponses.STANDS_ADVICE);
         // a later request's line marks the end: the audit writer writes lines in the order they came
         assertStatus(send("DELETE", ALLOCS + "/" + "0123456789abcdef", null, "carol", "playpen-users"), 404,
                 "NotFound", null);

@@ -51,28 +51,46 @@ class AllocResponsesUnavailableTest {
 
     @Test
     void aPodWithoutANodeIsUnavailable() {
-        assertThat(unavailable(runnerOn(null), AllocResponsesGoldenTest.IP)).hasMessage("runner pod is not scheduled");
-        assertThat(unavailable(controlPlaneOn(""), AllocResponsesGoldenTest.IP)).hasMessage("runner pod is not scheduled");
+        assertThat(unavailable(runnerOn(null), AllocResponsesGoldenTest.IP)).hasMessage("runner pod is not scheduled" + AllocResponses.STANDS_ADVICE);
+        assertThat(unavailable(controlPlaneOn(""), AllocResponsesGoldenTest.IP)).hasMessage("runner pod is not scheduled" + AllocResponses.STANDS_ADVICE);
     }
 
     @Test
     void aPodOnANodeWithoutExternalIpIsUnavailable() {
         Pod runner = runnerOn("node-a");
         assertThat(unavailable(runner, "")).hasMessage("runner pod " + runner.getMetadata().getNamespace() + "/"
-                + runner.getMetadata().getName() + " is on node node-a with no ExternalIP");
+                + runner.getMetadata().getName() + " is on node node-a with no ExternalIP" + AllocResponses.STANDS_ADVICE);
         Pod cp = controlPlaneOn("node-b");
-        assertThat(unavailable(cp, null)).hasMessageEndingWith(" is on node node-b with no ExternalIP");
+        assertThat(unavailable(cp, null)).hasMessageEndingWith(" is on node node-b with no ExternalIP" + AllocResponses.STANDS_ADVICE);
     }
 
     @Test
     void aPodWithoutAHostPortIsUnavailable() {
         Pod runner = withHostPort(runnerOn("node-a"), 0);
-        assertThat(unavailable(runner, AllocResponsesGoldenTest.IP)).hasMessageEndingWith(" has no WireGuard hostPort");
+        assertThat(unavailable(runner, AllocResponsesGoldenTest.IP)).hasMessageEndingWith(" has no WireGuard hostPort" + AllocResponses.STANDS_ADVICE);
         Pod cp = withHostPort(controlPlaneOn("node-a"), 0);
-        assertThat(unavailable(cp, AllocResponsesGoldenTest.IP)).hasMessageEndingWith(" has no API server hostPort");
+        assertThat(unavailable(cp, AllocResponsesGoldenTest.IP)).hasMessageEndingWith(" has no API server hostPort"
+                + AllocResponses.STANDS_ADVICE);
         // one is enough
         assertThat(RESPONSES.build(withHostPort(runnerOn("node-a"), 1), AllocResponsesGoldenTest.IP).endpoint().wireGuardUDPPort())
                 .isEqualTo(1);
+    }
+
+    /**
+     * The Go operator's reason comes first, word for word (clients may match on it), then what to do: the claim
+     * stands for the key, so the same request sent again answers it once the pod can be described, and a dealloc
+     * of the key gives it up.
+     */
+    @Test
+    void anAnswerThatCannotBeBuiltSaysTheAllocationStandsAndWhatToDo() {
+        Pod runner = runnerOn("node-a");
+        String reason = "runner pod " + runner.getMetadata().getNamespace() + "/" + runner.getMetadata().getName()
+                + " is on node node-a with no ExternalIP";
+        assertThat(unavailable(runner, "")).hasMessage(reason + AllocResponses.STANDS_ADVICE);
+        assertThat(AllocResponses.STANDS_ADVICE).startsWith("; the allocation stands")
+                .contains("send the same request again with the same idempotency key").contains("deallocs");
+        assertThat(unavailable(withHostPort(controlPlaneOn("node-a"), 0), AllocResponsesGoldenTest.IP))
+                .hasMessageEndingWith(" has no API server hostPort" + AllocResponses.STANDS_ADVICE);
     }
 
     @Test
