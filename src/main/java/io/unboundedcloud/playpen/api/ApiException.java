@@ -154,6 +154,15 @@ public class ApiException extends RuntimeException {
         return new ApiException(503, "ServiceUnavailable", message, Map.of("Retry-After", String.valueOf(retryAfterSeconds)));
     }
 
+    /**
+     * The 503 of a request whose thread was interrupted while it waited (the replica is stopping): every wait that
+     * ends so comes before any change, so the same request sent again is safe.
+     */
+    public static ApiException interrupted(int retryAfterSeconds) {
+        return unavailable("interrupted: this operator replica is stopping; send the same request again, which is"
+                + " safe: another replica answers it", retryAfterSeconds);
+    }
+
     public static ApiException internal(String message) {
         return new ApiException(500, "InternalError", message);
     }

@@ -628,7 +628,7 @@ public final class Allocator {
             held.get(RESERVATION_WAIT_SECONDS, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw ApiException.unavailable("interrupted", 1);
+            throw ApiException.interrupted(1);
         } catch (ExecutionException | TimeoutException e) {
             // judge the pod afresh
         }

@@ -94,7 +94,7 @@ public final class ClaimReads {
             return true; // undecided here, shown like a claim seen in a relist
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw io.unboundedcloud.playpen.api.ApiException.unavailable("interrupted", 1);
+            throw io.unboundedcloud.playpen.api.ApiException.interrupted(1);
         }
     }
 

@@ -283,7 +283,7 @@ public final class ClaimResolver {
             return Optional.empty();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw ApiException.unavailable("interrupted", retryAfterSeconds);
+            throw ApiException.interrupted(retryAfterSeconds);
         } catch (ExecutionException e) {
             return Optional.empty();
         }

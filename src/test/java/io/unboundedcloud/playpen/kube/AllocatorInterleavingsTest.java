@@ -481,7 +481,8 @@ class AllocatorInterleavingsTest {
         two.thread.interrupt();
         ApiException e = (ApiException) two.failure();
         assertThat(e.code()).isEqualTo(503);
-        assertThat(e.getMessage()).isEqualTo("interrupted");
+        assertThat(e.getMessage()).isEqualTo("interrupted: this operator replica is stopping; send the same request"
+                + " again, which is safe: another replica answers it");
         assertThat(stillInterrupted).isTrue();
         release.countDown();
         assertThat(one.get().pod().getMetadata().getName()).isEqualTo(target);

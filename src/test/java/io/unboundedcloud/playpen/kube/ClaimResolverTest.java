@@ -411,7 +411,9 @@ class ClaimResolverTest {
             ApiException e = catchThrowableOfType(ApiException.class,
                     () -> resolver.await(new CompletableFuture<String>(), System.nanoTime() + FAR));
             assertThat(e.code()).isEqualTo(503);
-            assertThat(e.getMessage()).isEqualTo("interrupted");
+            // what to do: the replica is stopping, and sending the request again is safe
+            assertThat(e.getMessage()).isEqualTo("interrupted: this operator replica is stopping; send the same request"
+                    + " again, which is safe: another replica answers it");
             assertThat(e.headers()).containsEntry("Retry-After", "3");
             assertThat(Thread.currentThread().isInterrupted()).isTrue();
         } finally {
