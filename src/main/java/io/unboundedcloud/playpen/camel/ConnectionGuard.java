@@ -303,6 +303,8 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                 headBytes = 0;
                 if (trusted) {
                     stillTrusted(ctx);
+                } else if (peerChain(ctx) != null) {
+                    nowTrusted(ctx);
                 }
                 arm(ctx, limits.headerTimeout(), "request head");
             }
@@ -324,6 +326,22 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                 trusted = false;
                 addUnauthenticated(ctx.channel());
             }
+        }
+
+        /**
+         * At the start of each later request head, and when an /apis request's certificate is checked: a connection
+         * whose certificate the trust bundle did not trust at its handshake and trusts now (its CA or its CN added
+         * since) is from now on one with a trusted certificate, with those budgets, and no longer among the
+         * unauthenticated connections the oldest of which is closed to make room.
+         */
+        private void nowTrusted(ChannelHandlerContext ctx) {
+            try {
+                authenticator.verifyPeer(peerChain(ctx));
+            } catch (ApiException e) {
+                return;
+            }
+            trusted = true;
+            removeUnauthenticated(ctx.channel());
         }
 
         /** After the decoder ran on those bytes: a head still incomplete beyond the budget is refused. */
@@ -518,7 +536,7 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                 }
                 // a connection still trusted was checked against the bundle as it is now, at its handshake or at
                 // this head's first byte (stillTrusted: a certificate the bundle no longer trusts is untrusted
-                // from there on); any other is checked here
+                // from there on); any other is checked here, and trusted from here on when it passes
                 if (!trusted) {
                     try {
                         authenticator.verifyPeer(peerChain(ctx));
@@ -526,6 +544,8 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                         tellRefused(flow, e);
                         return e;
                     }
+                    trusted = true;
+                    removeUnauthenticated(ctx.channel());
                 }
             }
             bodyLimit = trusted ? limits.maxBodyBytes() : limits.unauthenticatedBodyBytes();

@@ -187,6 +187,54 @@ class ConnectionBoundsRouteTest {
         });
     }
 
+    /**
+     * The other way round: a connection whose certificate the trust bundle did not accept at its handshake (here its
+     * CN was not an allowed name yet) and accepts later is, from its next request on, one with a trusted
+     * certificate: the 64 KiB body and 1 MiB head budgets, and no longer among the unauthenticated connections the
+     * oldest of which is closed to make room.
+     */
+    @Test
+    void aConnectionWhoseCertificateBecomesTrustedGetsTheAuthenticatedBudgets() throws Exception {
+        cluster.setTrust(cluster.frontProxyCa.certificatePem(), "[\"someone-else\"]");
+        try {
+            OperatorHarness.awaitTrue(() -> freshDiscovery(cluster.frontProxyClient).startsWith("HTTP/1.1 403 "),
+                    Duration.ofSeconds(60), "the front-proxy client's CN to be refused");
+            try (SSLSocket s = tls(cluster.frontProxyClient)) {
+                OutputStream out = s.getOutputStream();
+                out.write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+                out.flush();
+                assertThat(readOne(s)).as("a probe on the untrusted connection").startsWith("HTTP/1.1 204 ");
+
+                cluster.setTrust(cluster.frontProxyCa.certificatePem(), "[\"front-proxy-client\"]");
+                OperatorHarness.awaitTrue(() -> freshDiscovery(cluster.frontProxyClient).startsWith("HTTP/1.1 200 "),
+                        Duration.ofSeconds(60), "the front-proxy client's CN to be allowed");
+
+                // a body past the 4 KiB of a client without a trusted certificate
+                byte[] body = ("{\"idempotencyKey\":\"trusted-later\"}" + " ".repeat(6000))
+                        .getBytes(StandardCharsets.US_ASCII);
+                out.write(("POST /apis/playpen.unbounded-cloud.io/v1alpha1/deallocs HTTP/1.1\r\nHost: x\r\n"
+                        + "X-Remote-User: alice\r\nX-Remote-Group: playpen-users\r\nContent-Type: application/json\r\n"
+                        + "Content-Length: " + body.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+                out.write(body);
+                out.flush();
+                assertThat(readOne(s)).as("a 6 KiB body once trusted").startsWith("HTTP/1.1 204 ");
+
+                // a head past the 8 KiB of a client without a trusted certificate
+                StringBuilder head = new StringBuilder("GET /apis/playpen.unbounded-cloud.io HTTP/1.1\r\nHost: x\r\n");
+                while (head.length() < 20_000) {
+                    head.append("X-Remote-Group: ").append("g".repeat(1000)).append("\r\n");
+                }
+                out.write(head.append("\r\n").toString().getBytes(StandardCharsets.US_ASCII));
+                out.flush();
+                assertThat(readOne(s)).as("a 20 KiB head once trusted").startsWith("HTTP/1.1 200 ");
+            }
+        } finally {
+            cluster.setTrust(cluster.frontProxyCa.certificatePem(), "[\"front-proxy-client\"]");
+            OperatorHarness.awaitTrue(() -> freshDiscovery(cluster.frontProxyClient).startsWith("HTTP/1.1 200 "),
+                    Duration.ofSeconds(60), "the front-proxy CA to be trusted again");
+        }
+    }
+
     @Test
     void usersInThousandsOfGroupsFitInTheHead() throws Exception {
         // ~2000 X-Remote-Group lines (Entra ID group ids), ~110 KiB of head: Netty's old 8 KiB limit refused 155+
