@@ -22,9 +22,20 @@ public final class RequestBodies {
             throw ApiException.unsupportedMediaType("charset \"" + charset + "\" is not supported; send UTF-8");
         }
         if (body != null && body.length > MAX_BODY_BYTES) {
-            throw ApiException.tooLarge("request body is larger than " + MAX_BODY_BYTES + " bytes");
+            throw tooLarge(MAX_BODY_BYTES, false);
         }
         return body == null ? new byte[0] : body;
+    }
+
+    /**
+     * The 413 of a body over {@code limit} bytes, saying what to send: a request's small JSON object, or for a probe
+     * (the one kind of request a client without a trusted certificate gets to send a body with) none.
+     */
+    public static ApiException tooLarge(long limit, boolean probe) {
+        return ApiException.tooLarge("request body is larger than " + limit + " bytes: " + (probe
+                ? "/healthz and /readyz take no body; send the probe without one"
+                : "send the request's JSON object alone, such as {\"idempotencyKey\":\"job-42\"} (an alloc, dealloc"
+                        + " or renewal body is a few hundred bytes)"));
     }
 
     /** The charset parameter of a Content-Type value (unquoted), or null when there is none. */

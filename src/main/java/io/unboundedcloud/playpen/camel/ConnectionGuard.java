@@ -395,7 +395,7 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                 bodyBytes += content.content().readableBytes();
                 if (bodyBytes > bodyLimit) {
                     ReferenceCountUtil.release(msg);
-                    reject(ApiException.tooLarge("request body is larger than " + bodyLimit + " bytes"));
+                    reject(tooLarge());
                     return;
                 }
                 if (msg instanceof LastHttpContent) {
@@ -558,9 +558,14 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
             }
             long declared = HttpUtil.getContentLength(request, -1L);
             if (declared > bodyLimit) {
-                return ApiException.tooLarge("request body is larger than " + bodyLimit + " bytes");
+                return tooLarge();
             }
             return null;
+        }
+
+        /** The 413 of a body over this request's budget: without a trusted certificate only a probe gets this far. */
+        private ApiException tooLarge() {
+            return io.unboundedcloud.playpen.api.RequestBodies.tooLarge(bodyLimit, !trusted);
         }
 
         private static boolean isDeallocWithHeaderKey(HttpRequest request) {

@@ -56,6 +56,9 @@ class RequestBodiesTest {
         ApiException e = catchThrowableOfType(ApiException.class, () -> RequestBodies.admit(null, new byte[max.length + 1]));
         assertThat(e.code()).isEqualTo(413);
         assertThat(e.reason()).isEqualTo("RequestEntityTooLarge");
-        assertThat(e.getMessage()).isEqualTo("request body is larger than 65536 bytes");
+        // what is wrong, then what to send
+        assertThat(e.getMessage()).isEqualTo("request body is larger than 65536 bytes: send the request's JSON object"
+                + " alone, such as {\"idempotencyKey\":\"job-42\"} (an alloc, dealloc or renewal body is a few hundred"
+                + " bytes)");
     }
 }

@@ -115,10 +115,12 @@ class BadInputRouteTest {
         java.util.Arrays.fill(big, (byte) ' ');
         big[0] = '{';
         big[big.length - 1] = '}';
-        expect(send("POST", ALLOCS, "application/json", big), 413, "RequestEntityTooLarge", null);
+        String tooLarge = "request body is larger than 65536 bytes: send the request's JSON object alone, such as"
+                + " {\"idempotencyKey\":\"job-42\"} (an alloc, dealloc or renewal body is a few hundred bytes)";
+        expect(send("POST", ALLOCS, "application/json", big), 413, "RequestEntityTooLarge", tooLarge);
         // chunked (no Content-Length) like kubectl, still limited
         HttpResponse<String> chunked = op.kubectlPost(op.frontProxy(), ALLOCS, new String(big), "alice", "playpen-users");
-        expect(chunked, 413, "RequestEntityTooLarge", null);
+        expect(chunked, 413, "RequestEntityTooLarge", tooLarge);
         // any media type is read as JSON like the reference; only a charset other than UTF-8 is refused
         expect(send("POST", ALLOCS, "application/x-www-form-urlencoded", "idempotencyKey=a".getBytes()), 400,
                 "BadRequest", badAlloc("the body is not valid JSON near line 1, column 1"));

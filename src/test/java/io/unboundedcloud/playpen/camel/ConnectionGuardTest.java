@@ -128,7 +128,8 @@ class ConnectionGuardTest {
         EmbeddedChannel ch = channel(guard(10, 10), sink);
         send(ch, "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n");
         assertThat(response(ch)).startsWith("HTTP/1.1 413 ").contains("\"code\":413")
-                .contains("request body is larger than 4096 bytes");
+                .contains("request body is larger than 4096 bytes: /healthz and /readyz take no body; send the probe"
+                        + " without one");
         assertThat(closedAfterLinger(ch)).isTrue();
 
         // chunked: counted as it arrives, refused once over the budget
