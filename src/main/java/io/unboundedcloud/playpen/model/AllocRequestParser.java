@@ -50,7 +50,8 @@ public final class AllocRequestParser {
     public static final String TTL_NOT_POSITIVE = "ttl must be greater than 0: send how long the allocation should"
             + " last, such as \"30m\" or \"2h\" (at least 1s)";
     /** Expiry is written in whole seconds (RFC 3339 without a fraction): a shorter ttl would end at the claim. */
-    public static final String TTL_UNDER_A_SECOND = "ttl must be at least 1s (expiry is kept in whole seconds)";
+    public static final String TTL_UNDER_A_SECOND = "ttl must be at least 1s (expiry is kept in whole seconds): send"
+            + " how long the allocation should last, such as \"30m\" or \"2h\"";
 
     private final List<String> controlPlaneVersions;
     private final LeaseLimits limits;

@@ -85,7 +85,9 @@ class LeaseRequestTest {
     @ValueSource(strings = {",\"ttl\":\"500ms\"", ",\"ttl\":\"1ns\"", ",\"ttl\":\"999ms\"", ",\"ttl\":\"0.5s\""})
     void ttlUnderOneSecondIs400(String extra) {
         // expiry is kept in whole seconds: a shorter ttl would expire at the claim itself
-        assertThat(error(extra)).isEqualTo("ttl must be at least 1s (expiry is kept in whole seconds)");
+        // what is wrong, then what to send
+        assertThat(error(extra)).isEqualTo("ttl must be at least 1s (expiry is kept in whole seconds): send how long"
+                + " the allocation should last, such as \"30m\" or \"2h\"");
     }
 
     @Test
