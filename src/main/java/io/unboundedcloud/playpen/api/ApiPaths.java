@@ -31,7 +31,10 @@ public final class ApiPaths {
             + "kubectl create --raw /apis/" + PlaypenKeys.GROUP_VERSION + "/renewals -f <file> (its idempotencyKey "
             + "and a ttl), release it with kubectl delete alloc <id>, or allocate another with kubectl create --raw "
             + "/apis/" + PlaypenKeys.GROUP_VERSION + "/allocs -f <file>";
-    public static final String MALFORMED = "malformed request path: invalid URL escape";
+    /** What a bad %-escape is, and how to write a % that is meant (the paths served hold none). */
+    public static final String BAD_ESCAPE = "invalid URL escape (a % not followed by two hexadecimal digits); write %"
+            + " itself as %25";
+    public static final String MALFORMED = "malformed request path: " + BAD_ESCAPE;
     public static final String OPENAPI_V2_PATH = "/openapi/v2";
     public static final String OPENAPI_V3_PATH = "/openapi/v3";
     public static final String OPENAPI_V3_GROUP_PATH = OPENAPI_V3_PATH + "/apis/" + PlaypenKeys.GROUP_VERSION;

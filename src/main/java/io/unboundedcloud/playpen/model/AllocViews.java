@@ -330,7 +330,7 @@ public final class AllocViews {
         try {
             return java.net.URLDecoder.decode(s, StandardCharsets.UTF_8);
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("malformed query: invalid URL escape");
+            throw new IllegalArgumentException("malformed query: " + io.unboundedcloud.playpen.api.ApiPaths.BAD_ESCAPE);
         }
     }
 

@@ -173,7 +173,8 @@ class ApiPathsTest {
         ApiException e = catchThrowableOfType(ApiException.class, () -> ApiPaths.route("POST", path));
         assertThat(e).isNotNull();
         assertThat(e.code()).isEqualTo(400);
-        assertThat(e.getMessage()).isEqualTo("malformed request path: invalid URL escape");
+        assertThat(e.getMessage()).isEqualTo("malformed request path: invalid URL escape (a % not followed by two"
+                + " hexadecimal digits); write % itself as %25");
     }
 
     @ParameterizedTest(name = "{0} {1} → 405 Allow {2}")

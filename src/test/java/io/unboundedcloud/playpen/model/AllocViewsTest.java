@@ -146,7 +146,7 @@ class AllocViewsTest {
             "fieldSelector=status.pod%3Dx|field label not supported: \"status.pod\" (allocs support metadata.name only)",
             "fieldSelector=metadata.name|invalid fieldSelector: \"metadata.name\": each term must be key=value, key==value or key!=value",
             "includeObject=Everything|invalid value for includeObject: \"Everything\": must be None, Metadata or Object",
-            "limit=%zz|malformed query: invalid URL escape",
+            "limit=%zz|malformed query: invalid URL escape (a % not followed by two hexadecimal digits); write % itself as %25",
     })
     void badOptionsAreRefusedWithTheReason(String query, String message) {
         assertThatThrownBy(() -> AllocViews.parseQuery(null, query, null)).isInstanceOf(IllegalArgumentException.class)
