@@ -555,7 +555,8 @@ public record OperatorConfig(
         int intIn(Flag f, int min, int max) {
             long n;
             try {
-                n = goInt(str(f).trim());
+                // as strconv.ParseInt, which pflag uses: no white space around the value
+                n = goInt(str(f));
             } catch (NumberFormatException e) {
                 throw bad(f, "must be an integer");
             }

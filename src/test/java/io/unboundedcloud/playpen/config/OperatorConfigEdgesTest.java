@@ -33,6 +33,15 @@ class OperatorConfigEdgesTest {
         assertThat(OperatorConfig.parse("--playpen-ttl=5s").playpenTtl()).isEqualTo(Duration.ofSeconds(5));
     }
 
+    /** pflag reads an integer flag with strconv.ParseInt, which takes no white space around the value either. */
+    @Test
+    void anIntegerFlagWithWhiteSpaceAroundItIsRefused() {
+        refused("--runner-amd64-count= 2", "invalid value \" 2\" for flag --runner-amd64-count: must be an integer");
+        refused("--runner-wireguard-listen-port=51820 ", "invalid value \"51820 \" for flag --runner-wireguard-listen-port:"
+                + " must be an integer");
+        assertThat(OperatorConfig.parse("--runner-amd64-count=2").runnerAmd64Count()).isEqualTo(2);
+    }
+
     @Test
     void aServingCertificateLivesAtLeastTwoSeconds() {
         assertThat(OperatorConfig.parse("--serving-cert-validity=2s").servingCertRenewal().validity())
