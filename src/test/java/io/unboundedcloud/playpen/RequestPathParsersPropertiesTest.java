@@ -305,6 +305,20 @@ class RequestPathParsersPropertiesTest {
         apiOnly(() -> PARSER.checkTtl(text));
     }
 
+    /** A requested ttl is trimmed before it is read as a duration (docs/api.md), unlike a duration flag. */
+    @Property(tries = 1000)
+    void aRequestedTtlIsReadTrimmed(@ForAll("goDurations") String text) {
+        assertThat(ttlOutcome(" \t" + text + "\n ")).isEqualTo(ttlOutcome(text));
+    }
+
+    private static String ttlOutcome(String text) {
+        try {
+            return "ttl " + PARSER.checkTtl(text);
+        } catch (ApiException e) {
+            return e.code() + " " + e.getMessage();
+        }
+    }
+
     // ------------------------------------------------------------------ the management listener and certificates
 
     @Property(tries = 2000)
