@@ -188,7 +188,7 @@ class ConnectionBoundsRouteTest {
     }
 
     /**
-     * The other way round: a connection whose certificate the trust bundle did not accept at its handshake (here its
+     * The reverse: a connection whose certificate the trust bundle did not accept at its handshake (here its
      * CN was not an allowed name yet) and accepts later is, from its next request on, one with a trusted
      * certificate: the 64 KiB body and 1 MiB head budgets, and no longer among the unauthenticated connections the
      * oldest of which is closed to make room.
