@@ -477,22 +477,31 @@ public final class Allocator {
     /**
      * Allocations of this owner (the distinct keys of its live claims) as the API server has them now (a
      * consistent LIST by the owner label), plus claims the cache knows that predate the label; and a claim among
-     * them that carries {@code keyHash}, if any.
+     * them that carries {@code keyHash}, if any. When this process knows the owner's legacy (unkeyed) owner hash,
+     * the claims that still carry it count too, found the same way (a second LIST, by that hash's label), as the
+     * cache's count ({@link #ownedBy}) counts them.
      */
     private OwnedNow ownedNow(String ownerHash, String keyHash) {
+        List<String> hashes = new java.util.ArrayList<>(2);
+        hashes.add(ownerHash);
+        pods.legacyOwnerHashOf(ownerHash).ifPresent(hashes::add);
         java.util.Set<String> live = new java.util.HashSet<>();
         Pod carrier = null;
-        for (Pod p : writer.liveClaimsOf(pods.namespace(), ownerHash)) {
-            if (ManagedPods.isManaged(p)) {
-                live.add(ManagedPods.keyHash(p));
-                carrier = keyHash.equals(ManagedPods.keyHash(p)) ? p : carrier;
+        for (String hash : hashes) {
+            for (Pod p : writer.liveClaimsOf(pods.namespace(), hash)) {
+                if (ManagedPods.isManaged(p)) {
+                    live.add(ManagedPods.keyHash(p));
+                    carrier = keyHash.equals(ManagedPods.keyHash(p)) ? p : carrier;
+                }
             }
         }
-        for (Pod p : pods.byOwnerHash(ownerHash)) {
-            if (!ManagedPods.labels(p).containsKey(PlaypenKeys.OWNER_HASH_LABEL) && ManagedPods.isClaimed(p)
-                    && !ManagedPods.isTerminating(p)) {
-                live.add(ManagedPods.keyHash(p));
-                carrier = carrier == null && keyHash.equals(ManagedPods.keyHash(p)) ? p : carrier;
+        for (String hash : hashes) {
+            for (Pod p : pods.byOwnerHash(hash)) {
+                if (!ManagedPods.labels(p).containsKey(PlaypenKeys.OWNER_HASH_LABEL) && ManagedPods.isClaimed(p)
+                        && !ManagedPods.isTerminating(p)) {
+                    live.add(ManagedPods.keyHash(p));
+                    carrier = carrier == null && keyHash.equals(ManagedPods.keyHash(p)) ? p : carrier;
+                }
             }
         }
         return new OwnedNow(live.size(), carrier);

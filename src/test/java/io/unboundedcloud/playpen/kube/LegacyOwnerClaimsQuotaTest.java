@@ -118,6 +118,46 @@ class LegacyOwnerClaimsQuotaTest {
     }
 
     /**
+     * --max-allocs-per-user=1. Alice holds one claim under the legacy hash that this replica's watch has delivered,
+     * but its move to the keyed hash met a change three times and was left for later; the replica knows her two
+     * hashes. Her next key is refused 429 at once, by the count from the API server taken before a claim: no claim
+     * is written and taken back. Before, that count listed the keyed hash only, found room, and the claim was
+     * written, then rolled back by its writer. The check of a request that would wait for capacity refuses too.
+     */
+    @Test
+    void anUnmovedLegacyClaimTheWatchDeliveredIsRefusedWithoutAClaimWrite() throws Exception {
+        LegacyOwnerClaims legacy = new LegacyOwnerClaims(replica.client, replica.pods, replica.calls);
+        String pod = "playpen-runner-amd64-51823";
+        legacyClaim(pod, cmd("written-by-the-previous-version"));
+        OperatorHarness.awaitTrue(() -> replica.pods.byOwnerHash(ALICE.legacy()).stream()
+                .anyMatch(ManagedPods::isClaimed), Duration.ofSeconds(60), "the legacy claim in the cache");
+        String status = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":409}";
+        cluster.server.expect().patch().withPath("/api/v1/namespaces/" + TestCluster.NS + "/pods/" + pod)
+                .andReturn(409, status).times(LegacyOwnerClaims.MAX_ATTEMPTS);
+        assertThat(legacy.adopt(ALICE)).as("the move met a change every time").isZero();
+        assertThat(ManagedPods.ownerHash(cluster.client.pods().inNamespace(TestCluster.NS).withName(pod).get()))
+                .isEqualTo(ALICE.legacy());
+        long patches = replica.calls.get(KubeApiCall.PODS_PATCH);
+
+        AllocCommand next = cmd("one-more");
+        Throwable refused = org.assertj.core.api.Assertions.catchThrowable(
+                () -> replica.allocator.allocate(next, ALICE.current()));
+        assertThat(refused).as("a second allocation under a quota of one").isInstanceOfSatisfying(ApiException.class,
+                e -> {
+                    assertThat(e.code()).isEqualTo(429);
+                    assertThat(e.getMessage()).contains("you hold 1 of at most 1");
+                });
+        assertThat(replica.calls.get(KubeApiCall.PODS_PATCH)).as("no claim written (and none taken back)")
+                .isEqualTo(patches);
+        assertThat(alicesClaims()).isEqualTo(1);
+
+        Throwable beforeWaiting = org.assertj.core.api.Assertions.catchThrowable(
+                () -> replica.allocator.requireQuota(next, ALICE.current()));
+        assertThat(beforeWaiting).as("a request that would wait for capacity").isInstanceOfSatisfying(
+                ApiException.class, e -> assertThat(e.code()).isEqualTo(429));
+    }
+
+    /**
      * The other order: alice's new claim is committed first, while she holds nothing, and the previous version's
      * legacy claim after it (its writer judges it by its own count). The new claim stood at its commit: it is
      * answered, whether or not the watch has delivered the later legacy claim by the time its writer counts.
