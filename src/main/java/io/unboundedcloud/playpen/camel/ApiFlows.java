@@ -122,11 +122,21 @@ public final class ApiFlows {
 
     /**
      * The caller's claims that still carry the legacy (unkeyed) owner hash are rewritten to the keyed one, before
-     * the quota counts the caller's claims (step of the alloc route; nothing to do once they are all moved).
+     * the quota counts the caller's claims (step of the alloc route; nothing to do once they are all moved). The
+     * link of the caller's two hashes is held until the exchange is done (answered or failed, also after a wait
+     * for capacity), so the allocation's counts have it.
      */
-    public void adoptLegacyClaims(@ExchangeProperty(FrontDoor.IDENTITY) Identity who) {
+    public void adoptLegacyClaims(@ExchangeProperty(FrontDoor.IDENTITY) Identity who, Exchange exchange) {
         if (who != null && legacyClaims != null) {
-            legacyClaims.adopt(owners.of(who.user()));
+            OwnerHashes.Owner owner = owners.of(who.user());
+            LegacyOwnerClaims claims = legacyClaims;
+            exchange.getExchangeExtension().addOnCompletion(new org.apache.camel.support.SynchronizationAdapter() {
+                @Override
+                public void onDone(Exchange done) {
+                    claims.release(owner);
+                }
+            });
+            claims.adopt(owner);
         }
     }
 

@@ -36,9 +36,12 @@ public final class LegacyOwnerClaims {
         this.calls = calls;
     }
 
-    /** Rewrites this owner's live claims that carry the legacy hash; returns how many were rewritten now. */
+    /**
+     * Rewrites this owner's live claims that carry the legacy hash; returns how many were rewritten now. The link of
+     * the owner's two hashes is held for the request from here on: call {@link #release} once it is done.
+     */
     public int adopt(OwnerHashes.Owner owner) {
-        if (owner == null || owner.legacy().equals(owner.current())) {
+        if (!linked(owner)) {
             return 0;
         }
         // the owner's claims this cache has not delivered yet are not moved here: the writer of the owner's next
@@ -73,6 +76,22 @@ public final class LegacyOwnerClaims {
             }
         }
         return moved;
+    }
+
+    /**
+     * The request that called {@link #adopt} for {@code owner} is done (answered or failed): it no longer holds the
+     * link of the owner's two hashes, which the cache keeps only while it still matters
+     * ({@link PodCache#releaseLegacyOwnerHash}).
+     */
+    public void release(OwnerHashes.Owner owner) {
+        if (linked(owner)) {
+            pods.releaseLegacyOwnerHash(owner.current());
+        }
+    }
+
+    /** The owner has two hashes to link (the same test in adopt and release, so each hold is released once). */
+    private static boolean linked(OwnerHashes.Owner owner) {
+        return owner != null && !owner.legacy().equals(owner.current());
     }
 
     /** Writes tried per claim before it is left for a later request (reads accept it meanwhile). */

@@ -117,10 +117,26 @@ public final class PodCache implements AutoCloseable {
      */
     private final java.util.concurrent.atomic.AtomicLong changes = new java.util.concurrent.atomic.AtomicLong();
     /**
-     * The legacy (unkeyed) owner hash of each keyed owner hash this process has served a request for: only the
-     * request knows the user, and the two hashes cannot be linked from the pods (see {@link LegacyOwnerClaims}).
+     * The legacy (unkeyed) owner hash of keyed owner hashes this process serves a request for: only the request
+     * knows the user, and the two hashes cannot be linked from the pods (see {@link LegacyOwnerClaims}). Kept while
+     * a request of the owner holds it, and afterwards while this cache holds a live claim under the legacy hash
+     * (see {@link #releaseLegacyOwnerHash}): so it does not grow with every user served.
      */
-    private final Map<String, String> legacyOwnerHashes = new ConcurrentHashMap<>();
+    private final Map<String, LegacyLink> legacyOwnerHashes = new ConcurrentHashMap<>();
+
+    /**
+     * A link of an owner's two hashes and how many requests hold it now. Replaced, never changed, on every hold and
+     * release; compared by identity, so a link dropped is the very one found unheld (see releaseLegacyOwnerHash).
+     */
+    private static final class LegacyLink {
+        final String legacy;
+        final int holds;
+
+        LegacyLink(String legacy, int holds) {
+            this.legacy = legacy;
+            this.holds = holds;
+        }
+    }
     /** Set once the listeners have been told of every pod of the initial list ({@link #listenersCaughtUp}). */
     private volatile boolean listenersSynced;
     /** The watch store's own lock once started (its writes hold it), so a read sees no half-applied event. */
@@ -209,19 +225,46 @@ public final class PodCache implements AutoCloseable {
         return namespace;
     }
 
-    /** Records that claims with {@code legacy} as their owner hash are the owner's whose keyed hash is {@code keyed}. */
+    /**
+     * Records that claims with {@code legacy} as their owner hash are the owner's whose keyed hash is {@code keyed},
+     * for a request of that owner: the link is held until {@link #releaseLegacyOwnerHash} is called for it.
+     */
     public void recordLegacyOwnerHash(String keyed, String legacy) {
         if (!keyed.equals(legacy)) {
-            legacyOwnerHashes.put(keyed, legacy);
+            legacyOwnerHashes.merge(keyed, new LegacyLink(legacy, 1),
+                    (had, one) -> new LegacyLink(legacy, had.holds + 1));
         }
     }
 
     /**
-     * The legacy owner hash of the owner whose keyed hash is {@code keyed}, when this process has served that owner
-     * since it started (empty: unknown here, or none).
+     * The request that recorded the link of {@code keyed} is done. A link no request holds is dropped once this
+     * cache holds no live claim under its legacy hash: the owner's next request records it again before it counts
+     * the owner's claims, and until then nothing here needs it. Links of other owners that have come to that too
+     * (their legacy claims moved, released or expired since their last request) are dropped with it, so the links
+     * kept are those of owners with a request in flight or a legacy claim in the cache.
+     */
+    public void releaseLegacyOwnerHash(String keyed) {
+        legacyOwnerHashes.computeIfPresent(keyed, (k, link) -> new LegacyLink(link.legacy, Math.max(0, link.holds - 1)));
+        for (Map.Entry<String, LegacyLink> e : legacyOwnerHashes.entrySet()) {
+            LegacyLink link = e.getValue();
+            if (link.holds == 0 && !holdsLiveClaimOf(link.legacy)) {
+                // only the link found unheld: a request that recorded it meanwhile replaced it, and keeps it
+                legacyOwnerHashes.remove(e.getKey(), link);
+            }
+        }
+    }
+
+    private boolean holdsLiveClaimOf(String ownerHash) {
+        return byOwnerHash(ownerHash).stream().anyMatch(p -> ManagedPods.isClaimed(p) && !ManagedPods.isTerminating(p));
+    }
+
+    /**
+     * The legacy owner hash of the owner whose keyed hash is {@code keyed}, while a request of that owner holds the
+     * link or this cache holds a live claim of the owner under the legacy hash (empty: unknown here, or none).
      */
     public Optional<String> legacyOwnerHashOf(String keyed) {
-        return keyed == null ? Optional.empty() : Optional.ofNullable(legacyOwnerHashes.get(keyed));
+        LegacyLink link = keyed == null ? null : legacyOwnerHashes.get(keyed);
+        return link == null ? Optional.empty() : Optional.of(link.legacy);
     }
 
     /** Synced and the watch is connected now: false while the API server is unreachable (readiness). */

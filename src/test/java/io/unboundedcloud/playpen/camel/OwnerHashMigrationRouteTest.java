@@ -150,6 +150,23 @@ class OwnerHashMigrationRouteTest {
         assertThat(alloc(op, "bobs", "bob").statusCode()).isEqualTo(200);
     }
 
+    /**
+     * The replica links a user's two owner hashes while an allocation of theirs is in flight, and afterwards only
+     * while its cache holds a claim of theirs under the legacy hash: bob holds none, so once his allocation is done
+     * the link is dropped (before, every user served added a link for good).
+     */
+    @Test
+    void theLinkOfAUsersTwoHashesIsDroppedOnceTheirAllocationIsDoneAndNoLegacyClaimIsLeft() throws Exception {
+        op = new OperatorHarness(cluster);
+        http = op.frontProxy();
+        cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+        op.awaitCache(c -> c.size() == 1);
+        assertThat(alloc(op, "bobs", "bob").statusCode()).isEqualTo(200);
+        String bob = op.app.ownerHashes().of("bob").current();
+        OperatorHarness.awaitTrue(() -> op.app.podCache().legacyOwnerHashOf(bob).isEmpty(), Duration.ofSeconds(60),
+                "bob's link dropped");
+    }
+
     @Test
     void aLegacyClaimCanBeDeletedByItsOwnerOnly() throws Exception {
         op = new OperatorHarness(cluster);

@@ -105,6 +105,43 @@ class LegacyOwnerClaimsTest {
     }
 
     /**
+     * The link of an owner's two hashes is kept while a request of the owner holds it, and afterwards while the cache
+     * holds a live claim under the legacy hash: bob has none, so his link goes when his last request is done; alice's
+     * legacy claim, whose move met a change every time, keeps hers until the claim is gone, and then the next request
+     * done (bob's) drops it, though alice does not ask again.
+     */
+    @Test
+    void theLinkOfAnOwnersTwoHashesIsKeptWhileARequestHoldsItOrALegacyClaimIsInTheCache() throws Exception {
+        withCache(cluster -> runner(cluster, 51820, "a1", ALICE.legacy()), (cluster, pods, legacy, calls) -> {
+            legacy.adopt(BOB);
+            legacy.adopt(BOB);
+            legacy.release(BOB);
+            assertThat(pods.legacyOwnerHashOf(BOB.current())).as("one of bob's two requests is in flight")
+                    .contains(BOB.legacy());
+            legacy.release(BOB);
+            assertThat(pods.legacyOwnerHashOf(BOB.current())).as("bob's requests are done, no legacy claim").isEmpty();
+
+            String path = "/api/v1/namespaces/" + TestCluster.NS + "/pods/playpen-runner-amd64-51820";
+            String status = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":409}";
+            cluster.server.expect().patch().withPath(path).andReturn(409, status).times(LegacyOwnerClaims.MAX_ATTEMPTS);
+            assertThat(legacy.adopt(ALICE)).as("the move met a change every time").isZero();
+            legacy.release(ALICE);
+            assertThat(pods.legacyOwnerHashOf(ALICE.current())).as("alice's legacy claim is in the cache")
+                    .contains(ALICE.legacy());
+
+            cluster.client.pods().inNamespace(TestCluster.NS).withName("playpen-runner-amd64-51820").delete();
+            OperatorHarness.awaitTrue(() -> pods.byOwnerHash(ALICE.legacy()).stream()
+                    .noneMatch(p -> ManagedPods.isClaimed(p) && !ManagedPods.isTerminating(p)), Duration.ofSeconds(60),
+                    "alice's legacy claim gone from the cache");
+            assertThat(pods.legacyOwnerHashOf(ALICE.current())).as("until a request is done").isPresent();
+            legacy.adopt(BOB);
+            legacy.release(BOB);
+            assertThat(pods.legacyOwnerHashOf(ALICE.current())).isEmpty();
+            assertThat(pods.legacyOwnerHashOf(BOB.current())).isEmpty();
+        });
+    }
+
+    /**
      * A legacy claim whose version moved on after the cache read it (a renewal by another replica, the watch not
      * there yet) is still its owner's: the rewrite reads it again and moves it, so the quota, which counts the keyed
      * hash only, counts it before the next claim. Left behind, the owner could claim one more than the quota.
