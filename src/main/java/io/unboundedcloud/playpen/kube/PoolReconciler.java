@@ -87,7 +87,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         default void deleted(PoolPlan.Deletion deletion) {
         }
 
-        /** An allocated pod found unhealthy (once per pod, problem and spell, per process). */
+        /** An allocated pod found unhealthy (once per pod, problem and spell, per term as leader). */
         default void unhealthyAllocated(PoolPlan.Unhealthy report) {
         }
 
@@ -225,8 +225,11 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             }));
     private static final int REPORTED_CREATED_MAX = 50_000;
     /**
-     * uid + problem + its start of allocated pods already reported unhealthy: spares the API server a create per
-     * pass; the Event's name, made from the same, keeps a new leader from recording it again.
+     * uid + problem + its start of allocated pods already reported unhealthy in this term as leader: spares the API
+     * server a create per pass; the Event's name, made from the same, keeps a new leader from recording it again
+     * while the Event is there. Forgotten when the term ends ({@link #forgetTerm}): by a later term the API server may
+     * have deleted the Event (after its --event-ttl, an hour by default), and that term records it again as a replica
+     * that never led would.
      */
     private final Set<String> reported = ConcurrentHashMap.newKeySet();
     private final java.util.concurrent.ScheduledThreadPoolExecutor refill =
@@ -315,7 +318,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      */
     public Pass assess() {
         if (!leader.getAsBoolean()) {
-            refused.clear(); // a refusal pause is the leader's own: a replica that leads again starts afresh
+            forgetTerm();
             return null;
         }
         if (!pods.listenersCaughtUp()) {
@@ -938,8 +941,20 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      * the second pass waits for the first (passes never overlap) and finds the pods it created expected.
      */
     public void onLeadership() {
-        refused.clear(); // a refusal pause of an earlier term is forgotten: the new leader tries at once
+        forgetTerm();
         schedulePromptPass();
+    }
+
+    /**
+     * Forgets what is the leader's own and holds for one term only: a refusal pause (a replica that leads again
+     * tries at once) and the allocated pods reported unhealthy (a replica that leads again reports those still
+     * unhealthy again: their Events carry names of their own, so one still there is not recorded twice, and one the
+     * API server has deleted since is recorded again). The pods reported created are not forgotten: a pod is created
+     * once, and a later term that meets one an earlier term created does not tell it as created again.
+     */
+    private void forgetTerm() {
+        refused.clear();
+        reported.clear();
     }
 
     /** A new leader's first pass: in {@link #SYNC_RECHECK_MILLIS}, or after the refill wait if that is shorter. */

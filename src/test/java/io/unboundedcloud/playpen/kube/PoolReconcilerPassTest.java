@@ -119,11 +119,18 @@ class PoolReconcilerPassTest {
      */
     static void withFollowingPool(TestCluster cluster, io.fabric8.kubernetes.client.KubernetesClient client,
             Runnable beforeClose, Body body, String... flags) throws Exception {
+        withFollowingPool(cluster, client, () -> true, beforeClose, body, flags);
+    }
+
+    /** The same on a replica that leads while {@code leader} says so. */
+    static void withFollowingPool(TestCluster cluster, io.fabric8.kubernetes.client.KubernetesClient client,
+            java.util.function.BooleanSupplier leader, Runnable beforeClose, Body body, String... flags)
+            throws Exception {
         OperatorConfig config = OperatorConfig.parse(flags);
         PodCache cache = new PodCache(client, TestCluster.NS, new Candidates(config.runnerLabelSelector())::idleKindKey);
         Seen seen = new Seen();
         try (PoolReconciler pool = new PoolReconciler(client, config, cache, new PodTemplates(config, Map.of()),
-                () -> true, seen.calls)) {
+                leader, seen.calls)) {
             pool.runPassesWith(() -> { });
             cache.addListener(pool);
             seen.follow(cache);
@@ -319,6 +326,40 @@ class PoolReconcilerPassTest {
             assertThat(seen.unhealthy).hasSize(2);
             assertThat(podNames(cluster)).contains(name);
         }, "--runner-amd64-count=1", "--runner-arm64-count=0");
+    }
+
+    /**
+     * A replica that leads, steps down and leads again reports an allocated pod still unhealthy again in its new
+     * term, as a replica that never led would: its Event may be gone by then (the API server deletes Events after
+     * an hour), and when it is not, its name makes the create meet the one there.
+     */
+    @Test
+    void aReplicaThatLeadsAgainReportsAnAllocatedPodStillUnhealthyAgain() throws Exception {
+        java.util.concurrent.atomic.AtomicBoolean leads = new java.util.concurrent.atomic.AtomicBoolean(true);
+        try (TestCluster cluster = TestCluster.start()) {
+            withFollowingPool(cluster, cluster.client, leads::get, () -> { }, (c, pool, cache, seen) -> {
+                String name = firstPoolPod(pool, seen);
+                Pod pod = cache.get(name).orElseThrow();
+                new ClaimWriter(cluster.client, Clock.systemUTC(), new ApiCallCounter()).claim(pod,
+                        pod.getMetadata().getResourceVersion(), new AllocCommand(Hashes.keyHash("leads-again"),
+                                ResourceType.RUNNER, "", TestCluster.wgKey(1), "amd64"));
+                seen.awaitTold(name, p -> p.map(ManagedPods::isClaimed).orElse(false), "the claim told to the pools");
+                setPhase(cluster, seen, name, "Failed");
+                pool.reconcile();
+                assertThat(seen.unhealthy).hasSize(1);
+
+                leads.set(false);
+                assertThat(pool.reconcile().skipped()).as("a replica that does not lead runs no pass").isTrue();
+                leads.set(true);
+                pool.onLeadership();
+                pool.reconcile();
+
+                assertThat(seen.unhealthy).as("reports of the pod, the second in the new term").hasSize(2)
+                        .allSatisfy(u -> assertThat(ManagedPods.name(u.pod())).isEqualTo(name));
+                pool.reconcile();
+                assertThat(seen.unhealthy).as("once per term").hasSize(2);
+            }, "--runner-amd64-count=1", "--runner-arm64-count=0");
+        }
     }
 
     /**
