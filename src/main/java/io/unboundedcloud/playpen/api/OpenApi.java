@@ -123,7 +123,8 @@ public final class OpenApi {
     private static Map<String, Object> pool() {
         Map<String, Object> conditions = new LinkedHashMap<>();
         conditions.put("description", "Ready (enough ready idle pods), Progressing (a rollout or pods starting), "
-                + "Degraded (back-off, unhealthy pods, hostPort range full), each with status, reason and message.");
+                + "Degraded (pod creates refused, back-off, unhealthy pods, hostPort range full), each with status, "
+                + "reason and message.");
         conditions.put("type", "array");
         conditions.put("items", obj("A condition.", props("type", str("Ready, Progressing or Degraded."),
                 "status", str("True or False."), "lastTransitionTime", str("When the answering replica first saw "

@@ -244,6 +244,7 @@ public final class OperatorApp implements AutoCloseable {
         metrics.bindWaiting(config, templates, waiting);
         metrics.bindAllocator(allocator);
         metrics.bindPools(planner, poolStatuses::current);
+        metrics.bindCreateRefusals(planner, pool);
 
         main = new Main();
         main.configure().withName("playpen-operator");

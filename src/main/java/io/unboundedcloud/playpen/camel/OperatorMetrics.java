@@ -288,11 +288,30 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
     /** playpen_pool_create_refused_total{resource_type,variant}: pod creates the API server refused (a 4xx). */
     @Override
     public void createRefused(PoolReconciler.CreateRefusal r) {
-        refusedCounters.computeIfAbsent(r.target().key(), k -> Counter.builder("playpen_pool_create_refused")
+        refusedCounter(r.target()).increment();
+    }
+
+    private Counter refusedCounter(PoolTarget t) {
+        return refusedCounters.computeIfAbsent(t.key(), k -> Counter.builder("playpen_pool_create_refused")
                 .description("pod creates of the pool the API server refused (a 4xx other than 409 and 429: a "
                         + "ResourceQuota, an admission webhook, a bad template); the pool's creates pause")
-                .tag("resource_type", r.target().type().wire()).tag("variant", r.target().variant())
-                .register(registry)).increment();
+                .tag("resource_type", t.type().wire()).tag("variant", t.variant())
+                .register(registry));
+    }
+
+    /**
+     * playpen_pool_creates_refused{resource_type,variant}: 1 while the API server refuses the pool's pod creates (it
+     * refused the last one and none has succeeded since, while the pool needs pods), on the leader; 0 otherwise and on
+     * the other replicas. The counter playpen_pool_create_refused_total of each configured pool starts at 0.
+     */
+    public void bindCreateRefusals(PoolPlanner planner, PoolReconciler pool) {
+        for (PoolTarget t : planner.desired().keySet()) {
+            refusedCounter(t);
+            Gauge.builder("playpen_pool_creates_refused", pool, r -> r.createsRefused(t) ? 1 : 0)
+                    .description("1 while the API server refuses the pool's pod creates (the last one refused, none "
+                            + "succeeded since; the leader's, 0 on the other replicas): see its condition Degraded")
+                    .tag("resource_type", t.type().wire()).tag("variant", t.variant()).register(registry);
+        }
     }
 
     private Counter deletedCounter(PoolTarget t, String reason) {

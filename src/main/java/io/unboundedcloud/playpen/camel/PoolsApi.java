@@ -42,7 +42,7 @@ public final class PoolsApi {
         this.statuses = statuses;
         this.clock = clock;
         this.retryAfterSeconds = retryAfterSeconds;
-        this.views = new PoolViews(maxSurge);
+        this.views = new PoolViews(maxSurge, statuses::createRefused);
     }
 
     /**

@@ -112,8 +112,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         }
     }
 
-    /** A pool's creates paused after refusals: until when, and how many refusals in a row started it. */
-    private record RefusalPause(Instant until, int refusals) {
+    /** A pool's creates paused after refusals: until when, how many refusals in a row started it, the last one. */
+    private record RefusalPause(Instant until, int refusals, CreateRefusal last) {
     }
 
     /**
@@ -561,7 +561,9 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      * The create step: the planned pods, on the lowest free hostPorts (AlreadyExists moves on to the next one). A
      * pool whose create fails tries no more this pass; the other pools go on, and the step ends with the first
      * failure. A create the API server refused (a 4xx other than 409 and 429) also pauses the pool's creates on
-     * this leader, 1 s doubling per refusal in a row up to --reconcile-interval, until a create succeeds.
+     * this leader, 1 s doubling per refusal in a row up to --reconcile-interval, until a create succeeds or a pass
+     * needs no new pod of the pool; while it lasts the pool's Degraded condition says so
+     * ({@link #createRefusedCondition}).
      */
     public Pass create(Pass pass) {
         return step(pass, () -> {
@@ -614,10 +616,41 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                             a.alreadyExisted());
                 }
             }
+            // a pool that needs no new pod now has no create being refused (its pause, if any, ends)
+            refused.keySet().removeIf(t -> pass.plan.toCreate().stream().noneMatch(p -> p.target().equals(t)));
             if (firstFailure != null) {
                 throw firstFailure;
             }
         });
+    }
+
+    /**
+     * Whether the API server refused {@code target}'s last pod create and none has succeeded since, while it needs
+     * pods (false on a replica that does not lead: the refusals are the leader's own).
+     */
+    public boolean createsRefused(PoolTarget target) {
+        return refused.containsKey(target) && leader.getAsBoolean();
+    }
+
+    /**
+     * Why {@code target}'s pods cannot be created, for its {@code Degraded} condition: the API server refused its
+     * last create and none has succeeded since, while it needs pods. Null when that is not so, and on a replica that
+     * does not lead (the refusals are the leader's own).
+     */
+    public String createRefusedCondition(PoolTarget target, Instant now) {
+        RefusalPause r = refused.get(target);
+        if (r == null || !leader.getAsBoolean()) {
+            return null;
+        }
+        CreateRefusal last = r.last();
+        long seconds = Math.max(0, (Duration.between(now, r.until()).toMillis() + 999) / 1000);
+        return "the API server refused " + (r.refusals() == 1 ? "the last pod create"
+                : "the last " + r.refusals() + " pod creates in a row") + " of pool "
+                + io.unboundedcloud.playpen.model.PoolStatus.name(target) + " with HTTP " + last.code() + " ("
+                + last.serverMessage() + "); the pool creates no pod until one succeeds, trying again "
+                + (seconds > 0 ? "in " + seconds + " s" : "at its next pass")
+                + "; check ResourceQuota and admission webhooks in namespace " + config.runnerNamespace()
+                + ", and the pod template flags (each refusal is a Warning Event CreateRefused on the operator)";
     }
 
     /** A 4xx answer other than 409 (AlreadyExists, handled) and 429 (throttling, which the client retries). */
@@ -634,7 +667,6 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         RefusalPause was = refused.get(target);
         int refusals = was == null ? 1 : was.refusals() + 1;
         Duration pause = new Backoff(REFUSAL_FIRST_PAUSE, max).after(refusals);
-        refused.put(target, new RefusalPause(now.plus(pause), refusals));
         String text = e.getStatus() != null && e.getStatus().getMessage() != null ? e.getStatus().getMessage()
                 : "no message";
         text = text.replaceAll("\\s+", " ").strip();
@@ -642,6 +674,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             text = text.substring(0, REFUSAL_MESSAGE_MAX) + "...";
         }
         CreateRefusal refusal = new CreateRefusal(target, e.getCode(), text, pause);
+        refused.put(target, new RefusalPause(now.plus(pause), refusals, refusal));
         LOG.warn("pool={} outcome=create-refused code={} {}", target.key(), e.getCode(), refusal.message());
         observers.forEach(o -> o.createRefused(refusal));
     }

@@ -66,6 +66,14 @@ public final class PoolStatuses {
         return statuses;
     }
 
+    /**
+     * The message of {@code target}'s {@code Degraded} condition {@code CreateRefused}: the API server refuses its pod
+     * creates (null: it does not, or this replica does not lead and cannot tell).
+     */
+    public String createRefused(PoolTarget target) {
+        return reconciler == null ? null : reconciler.createRefusedCondition(target, clock.instant());
+    }
+
     /** How many times the pools were planned for a read (each plan walks every pod of the cache). */
     public long plans() {
         return plans.sum();

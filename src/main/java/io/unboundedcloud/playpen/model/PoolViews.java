@@ -23,11 +23,21 @@ public final class PoolViews {
     public static final String LIST_KIND = "PoolList";
 
     private final String maxSurge;
+    private final java.util.function.Function<PoolTarget, String> createRefused;
     private final Map<String, Instant> transitions = new ConcurrentHashMap<>();
 
     /** {@code maxSurge} is --pool-max-surge as given (shown in each pool's spec). */
     public PoolViews(String maxSurge) {
+        this(maxSurge, t -> null);
+    }
+
+    /**
+     * {@code createRefused}: why a pool's pod creates are refused by the API server (null: they are not, or this
+     * replica cannot tell), shown as its {@code Degraded} condition {@code CreateRefused}.
+     */
+    public PoolViews(String maxSurge, java.util.function.Function<PoolTarget, String> createRefused) {
         this.maxSurge = maxSurge;
+        this.createRefused = createRefused;
     }
 
     /** The options of one read: a name (get) or none (list), and how to render. */
@@ -145,7 +155,10 @@ public final class PoolViews {
             out.add(new Condition("Progressing", "False", "Current", "every idle pod runs template " + p.templateHash()));
         }
         PoolBackoff.View b = p.backoff();
-        if (b.backingOff()) {
+        String refused = createRefused.apply(p.target());
+        if (refused != null) {
+            out.add(new Condition("Degraded", "True", "CreateRefused", refused));
+        } else if (b.backingOff()) {
             out.add(new Condition("Degraded", "True", "BackOff", b.failures() + " replacement(s) in a row never became "
                     + "ready; " + (b.pausedAt(now) ? "the pool creates again in " + b.remainingSeconds(now) + " s"
                             : "the pool creates one pod at a time") + " until one is ready"));

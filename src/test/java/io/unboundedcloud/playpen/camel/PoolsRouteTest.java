@@ -137,6 +137,58 @@ class PoolsRouteTest {
         assertThat(list.path("items")).hasSize(3);
     }
 
+    /**
+     * A pool whose pod creates the API server refuses (RBAC here; a quota or an admission webhook alike) says so in its
+     * Degraded condition: the refusal, the API server's message and what to check. A create that succeeds ends it.
+     */
+    @Test
+    void aPoolWhoseCreatesAreRefusedShowsItInItsDegradedCondition() throws Exception {
+        String postPods = "POST /api/v1/namespaces/playpen/pods";
+        cluster = TestCluster.start();
+        cluster.forbidden = key -> key.equals(postPods);
+        cluster.addNode("node-a", "amd64", "203.0.113.10");
+        op = new OperatorHarness(cluster, "--runner-amd64-count=1", "--runner-arm64-count=0",
+                "--reconcile-interval=10m");
+        http = op.frontProxy();
+        OperatorHarness.awaitTrue(() -> cluster.requestCount(postPods::equals) > 0, Duration.ofSeconds(60),
+                "a pod create refused");
+        JsonNode degraded = awaitCondition("runner-amd64", "Degraded", "CreateRefused");
+        assertThat(degraded.path("status").asText()).isEqualTo("True");
+        assertThat(degraded.path("message").asText()).contains("of pool runner-amd64", "HTTP 403",
+                "forbidden by the test's RBAC", "ResourceQuota", "admission webhooks");
+
+        cluster.forbidden = key -> false;
+        OperatorHarness.awaitTrue(() -> cluster.pods().size() == 1, Duration.ofSeconds(60),
+                "the pod created once the refusals end");
+        awaitCondition("runner-amd64", "Degraded", "Healthy");
+    }
+
+    /** The pool's condition of {@code type} once its reason is {@code reason}. */
+    JsonNode awaitCondition(String pool, String type, String reason) throws Exception {
+        java.util.concurrent.atomic.AtomicReference<JsonNode> found = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.atomic.AtomicReference<String> last = new java.util.concurrent.atomic.AtomicReference<>();
+        try {
+            OperatorHarness.awaitTrue(() -> {
+                try {
+                    JsonNode p = M.readTree(get(POOLS + "/" + pool, "application/json").body());
+                    last.set(p.at("/status/conditions").toString());
+                    for (JsonNode c : p.at("/status/conditions")) {
+                        if (type.equals(c.path("type").asText()) && reason.equals(c.path("reason").asText())) {
+                            found.set(c);
+                            return true;
+                        }
+                    }
+                    return false;
+                } catch (Exception e) {
+                    return false;
+                }
+            }, Duration.ofSeconds(60), type + " " + reason + " on " + pool);
+        } catch (AssertionError e) {
+            throw new AssertionError(e.getMessage() + "; the conditions last shown: " + last.get(), e);
+        }
+        return found.get();
+    }
+
     @Test
     void onePoolShowsItsSpecStatusAndConditions() throws Exception {
         start("--runner-amd64-count=2", "--runner-arm64-count=0", "--reconcile-interval=10m");

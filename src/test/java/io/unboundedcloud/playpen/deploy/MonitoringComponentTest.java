@@ -121,7 +121,7 @@ class MonitoringComponentTest {
         }));
         assertThat(alerts).contains("PlaypenNoIdlePods", "PlaypenAllocErrorRatioHigh", "PlaypenReconcileErrors",
                 "PlaypenNoLeader", "PlaypenHostPortRangeExhausted", "PlaypenTrustBundleInvalid", "PlaypenPoolBackingOff",
-                "PlaypenPoolUnhealthyPods", "PlaypenPoolRolloutStuck");
+                "PlaypenPoolUnhealthyPods", "PlaypenPoolRolloutStuck", "PlaypenPoolCreatesRefused");
         assertThat(queried).hasSizeGreaterThanOrEqualTo(12);
 
         Set<String> exported = new TreeSet<>();

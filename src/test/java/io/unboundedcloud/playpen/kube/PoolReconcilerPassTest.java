@@ -262,6 +262,43 @@ class PoolReconcilerPassTest {
     }
 
     /**
+     * A pool whose creates the API server refuses shows it (its Degraded condition, the gauge) while it needs pods:
+     * on a pass that waits out the pause or tries again and is refused again alike; once it needs no new pod (one
+     * made elsewhere fills it) nothing is being refused, though creates are still refused.
+     */
+    @Test
+    void aPoolWhoseCreatesAreRefusedShowsItWhileItNeedsPods() throws Exception {
+        withFollowingPool((cluster, pool, cache, seen) -> {
+            io.unboundedcloud.playpen.model.PoolTarget amd64 = io.unboundedcloud.playpen.model.PoolTarget.runner("amd64");
+            java.util.function.Predicate<String> refuse = key -> key.equals(POST_PODS);
+            cluster.forbidden = refuse;
+            assertThatThrownBy(pool::reconcile).isInstanceOf(KubernetesClientException.class);
+            assertThat(pool.createsRefused(amd64)).isTrue();
+            assertThat(pool.createRefusedCondition(amd64, java.time.Instant.now())).contains(
+                    "the last pod create of pool runner-amd64 with HTTP 403", "forbidden by the test's RBAC",
+                    "check ResourceQuota and admission webhooks in namespace " + TestCluster.NS);
+            try {
+                pool.reconcile();
+            } catch (KubernetesClientException e) {
+                assertThat(e.getCode()).as("refused again after the pause").isEqualTo(403);
+            }
+            assertThat(pool.createsRefused(amd64)).as("still short, still refused").isTrue();
+
+            cluster.forbidden = key -> false;
+            String name = ManagedPods.name(cluster.client.pods().inNamespace(TestCluster.NS)
+                    .resource(pool.planner().podFor(amd64, 51820)).create());
+            cluster.forbidden = refuse;
+            seen.awaitTold(name, java.util.Optional::isPresent, "the pod made elsewhere told to the pools");
+            long creates = cluster.requestCount(POST_PODS::equals);
+            pool.reconcile();
+
+            assertThat(cluster.requestCount(POST_PODS::equals)).as("no create sent").isEqualTo(creates);
+            assertThat(pool.createsRefused(amd64)).as("the pool needs no new pod").isFalse();
+            assertThat(pool.createRefusedCondition(amd64, java.time.Instant.now())).isNull();
+        }, "--runner-amd64-count=1", "--runner-arm64-count=0");
+    }
+
+    /**
      * One pool whose creates are refused (here an admission rule that turns away its pods, and only its) stops
      * trying for this pass, but the other pools are still healed and filled; the pass ends with the refusal.
      */
