@@ -28,7 +28,9 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
  * after a few refusals its events are dropped without asking, except one probe per interval. Events still queued or
  * aggregated when it closes, and those recorded after, are lost and counted in {@link #lostAtClose()}. A Warning
  * recorded once ({@link #warningOnce}) has a name made from what it reports, so that another leader's create of it
- * meets 409 AlreadyExists; it keeps that name when it is combined with others.
+ * meets 409 AlreadyExists: it goes out alone under that name, and when it was held back by the rate limit alone too.
+ * One folded with others into a combined Event (written under a name of its own, so that a 409 cannot lose the
+ * others) has no Event of its own name: a new leader that reports it again records it.
  *
  * <p>Rate limiting and aggregation, after client-go's EventCorrelator: per namespace, type, reason and kind of the
  * object, a token bucket of {@code burst} Events refilled by one per {@code interval}. An event over the limit is not
@@ -257,6 +259,13 @@ public final class EventRecorder implements AutoCloseable {
             buckets.put(key, b);
         }
         refill(b, now);
+        if (b.tokens >= 1 && p.name() != null && b.aggregated > 0) {
+            // recorded once: it goes out alone under its name (a 409 then means only it was recorded elsewhere); what
+            // was aggregated waits for the next token
+            b.tokens -= 1;
+            write(p, 0, null);
+            return;
+        }
         if (b.tokens >= 1) {
             b.tokens -= 1;
             int carried = b.aggregated;
@@ -330,8 +339,11 @@ public final class EventRecorder implements AutoCloseable {
         }
         String now = clock.instant().toString();
         boolean combined = carried > 0 || flushed;
+        // an Event that stands for others too has a name of its own: under the name of one recorded once, a 409
+        // (that one recorded elsewhere) would lose the others with it
+        String once = carried == 0 ? p.name() : null;
         Event e = new EventBuilder().withNewMetadata()
-                .withName(p.name() != null ? p.name()
+                .withName(once != null ? once
                         : p.regarding().getName() + "." + UUID.randomUUID().toString().substring(0, 8))
                 .withNamespace(p.namespace()).endMetadata()
                 .withInvolvedObject(p.regarding()).withType(p.type()).withReason(p.reason())
@@ -350,7 +362,7 @@ public final class EventRecorder implements AutoCloseable {
         } catch (KubernetesClientException ex) {
             if (ex.getCode() == 403) {
                 refused(p, ex);
-            } else if (ex.getCode() == 409 && p.name() != null) {
+            } else if (ex.getCode() == 409 && once != null) {
                 // recorded once, and it was: another leader (or this one before a restart) wrote it
                 recordedElsewhere.increment();
                 if (refusals.remove(p.namespace()) != null) {

@@ -86,6 +86,38 @@ class EventRateLimitTest {
         }
     }
 
+    /**
+     * A new leader's Warning recorded once that the leader before recorded already (its create meets 409) stands for
+     * itself only: the Warnings folded into it while it waited for its rate still get their Event, combined.
+     */
+    @Test
+    void warningsFoldedIntoOneAnotherLeaderRecordedAreNotLost() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            try (EventRecorder first = new EventRecorder(cluster.client, Clock.systemUTC(), new ApiCallCounter(), 1000,
+                    100, Duration.ofMillis(700))) {
+                first.warningOnce(EventRecorderWritesTest.pod("sick-a"), "UnhealthyFailed", "a failed", "uid-sick-a/F");
+                OperatorHarness.awaitTrue(() -> first.written() == 1, Duration.ofSeconds(60), "a recorded");
+            }
+            try (EventRecorder next = new EventRecorder(cluster.client, Clock.systemUTC(), new ApiCallCounter(), 1000,
+                    1, Duration.ofMillis(700))) {
+                AtomicLong nanos = new AtomicLong();
+                next.refillTokensWith(nanos::get);
+                next.warningOnce(EventRecorderWritesTest.pod("sick-x"), "UnhealthyFailed", "x failed", "uid-sick-x/F");
+                next.warningOnce(EventRecorderWritesTest.pod("sick-y"), "UnhealthyFailed", "y failed", "uid-sick-y/F");
+                next.warningOnce(EventRecorderWritesTest.pod("sick-a"), "UnhealthyFailed", "a failed", "uid-sick-a/F");
+                OperatorHarness.awaitTrue(() -> next.written() == 1 && next.aggregated() == 2,
+                        Duration.ofSeconds(60), "x written, y and a held back");
+                nanos.addAndGet(Duration.ofMillis(700).toNanos());
+                OperatorHarness.awaitTrue(() -> next.written() + next.recordedElsewhere() + next.failed() >= 2,
+                        Duration.ofSeconds(60), "the held ones answered");
+                assertThat(next.failed()).isZero();
+            }
+            List<Event> written = cluster.client.v1().events().inNamespace(TestCluster.NS).list().getItems();
+            assertThat(written).as("Events: x, a (by the leader before), and y's among the combined ones")
+                    .extracting(Event::getCount).containsExactlyInAnyOrder(1, 1, 2);
+        }
+    }
+
     @Test
     void lowRateEventsAreEachWrittenOnTheirOwn() throws Exception {
         try (TestCluster cluster = TestCluster.start();
