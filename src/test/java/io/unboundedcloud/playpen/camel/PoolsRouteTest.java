@@ -72,6 +72,15 @@ class PoolsRouteTest {
         return get(path, accept, "alice", "playpen-users");
     }
 
+    /** The idle pods the operator's answer for the pool shows now. */
+    private int idleShown(String pool) {
+        try {
+            return M.readTree(get(POOLS + "/" + pool, "application/json").body()).at("/status/idle").asInt();
+        } catch (Exception e) {
+            throw new AssertionError("reading pool " + pool, e);
+        }
+    }
+
     /** Marks the pool's pods as the kubelet and runner would: scheduled, running, ready, key published. */
     void makeReady(String name) {
         Pod p = cluster.client.pods().inNamespace("playpen").withName(name).get();
@@ -194,6 +203,9 @@ class PoolsRouteTest {
         start("--runner-amd64-count=2", "--runner-arm64-count=0", "--reconcile-interval=10m");
         OperatorHarness.awaitTrue(() -> cluster.pods().size() == 2, Duration.ofSeconds(60), "2 pool pods");
         String hash = cluster.pods().get(0).getMetadata().getLabels().get(PlaypenKeys.TEMPLATE_HASH);
+        // the pool's status is the operator's watch's: wait until it has delivered both pods too
+        OperatorHarness.awaitTrue(() -> idleShown("runner-amd64") == 2, Duration.ofSeconds(60),
+                "the pool's status shows 2 idle pods");
         JsonNode pool = M.readTree(get(POOLS + "/runner-amd64", "application/json").body());
         assertThat(pool.path("kind").asText()).isEqualTo("Pool");
         assertThat(pool.path("apiVersion").asText()).isEqualTo("playpen.unbounded-cloud.io/v1alpha1");
