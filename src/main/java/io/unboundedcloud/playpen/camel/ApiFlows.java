@@ -2,7 +2,6 @@ package io.unboundedcloud.playpen.camel;
 
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
 
 import org.apache.camel.Body;
@@ -63,19 +62,20 @@ public final class ApiFlows {
     private final AllocRequestParser parser;
     private final Allocator allocator;
     private final AllocResponses responses;
-    private final BooleanSupplier ready;
+    /** Why the replica is not ready, or null while it is. */
+    private final java.util.function.Supplier<String> notReady;
     private final int retryAfterSeconds;
     private final CapacityQueue waiting;
 
     /** An alloc with waitSeconds waits in {@code waiting} for capacity instead of a 503. */
     public ApiFlows(AccessReviewer reviewer, AllocRequestParser parser, Allocator allocator, AllocResponses responses,
-            BooleanSupplier ready, int retryAfterSeconds, CapacityQueue waiting) {
+            java.util.function.Supplier<String> notReady, int retryAfterSeconds, CapacityQueue waiting) {
         this.waiting = waiting;
         this.reviewer = reviewer;
         this.parser = parser;
         this.allocator = allocator;
         this.responses = responses;
-        this.ready = ready;
+        this.notReady = notReady;
         this.retryAfterSeconds = retryAfterSeconds;
     }
 
@@ -435,11 +435,14 @@ public final class ApiFlows {
         return HttpReply.json("discovery_group".equals(flow) ? Discovery.API_GROUP : Discovery.API_RESOURCE_LIST);
     }
 
-    /** /healthz and /readyz: 204 with no body, like the reference; /readyz is 503 while not ready (ours only). */
+    /**
+     * /healthz and /readyz: 204 with no body, like the reference; /readyz is 503 while not ready (ours only), saying
+     * what is missing and what to check.
+     */
     public HttpReply health(@ExchangeProperty(FrontDoor.FLOW) String flow) {
-        if ("readyz".equals(flow) && !ready.getAsBoolean()) {
-            throw ApiException.unavailable("not ready: caches not synced, or no front-proxy trust bundle with a CA valid now",
-                    retryAfterSeconds);
+        String why = "readyz".equals(flow) ? notReady.get() : null;
+        if (why != null) {
+            throw ApiException.unavailable(why, retryAfterSeconds);
         }
         return HttpReply.noContent("ok");
     }

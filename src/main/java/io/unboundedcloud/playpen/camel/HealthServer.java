@@ -6,7 +6,7 @@ import java.time.Duration;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -43,7 +43,7 @@ import io.unboundedcloud.playpen.kube.DaemonThreads;
 
 /**
  * The probe listener (--health-addr, plain HTTP): {@code /healthz} and {@code /readyz} answered as on the HTTPS port
- * (204, or 503 with a Status while not ready), and nothing else. It has its own socket and event loop, so however
+ * (204, or 503 with a Status saying why while not ready), and nothing else. It has its own socket and event loop, so however
  * many connections API clients hold or open on the HTTPS port, kubelet's probes are still answered. Its I/O never
  * blocks a thread: a connection that sends part of a request and then nothing holds no thread the probes need. A
  * request must arrive in full within the read deadline of the connection's opening or of the previous answer
@@ -61,15 +61,16 @@ public final class HealthServer implements AutoCloseable {
     private final Channel listener;
     private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
 
-    public HealthServer(String host, int port, BooleanSupplier ready, int retryAfterSeconds) {
-        this(host, port, ready, retryAfterSeconds, READ_DEADLINE);
+    /** {@code notReady}: why the replica is not ready, or null while it is. */
+    public HealthServer(String host, int port, Supplier<String> notReady, int retryAfterSeconds) {
+        this(host, port, notReady, retryAfterSeconds, READ_DEADLINE);
     }
 
-    HealthServer(String host, int port, BooleanSupplier ready, int retryAfterSeconds, Duration readDeadline) {
-        this(host, port, ready, retryAfterSeconds, readDeadline, MAX_CONNECTIONS);
+    HealthServer(String host, int port, Supplier<String> notReady, int retryAfterSeconds, Duration readDeadline) {
+        this(host, port, notReady, retryAfterSeconds, readDeadline, MAX_CONNECTIONS);
     }
 
-    HealthServer(String host, int port, BooleanSupplier ready, int retryAfterSeconds, Duration readDeadline,
+    HealthServer(String host, int port, Supplier<String> notReady, int retryAfterSeconds, Duration readDeadline,
             int maxConnections) {
         group = new NioEventLoopGroup(1, DaemonThreads.named("health-http"));
         long deadlineMillis = Math.max(1, readDeadline.toMillis());
@@ -86,7 +87,7 @@ public final class HealthServer implements AutoCloseable {
                                 return;
                             }
                             ch.pipeline().addLast(new HttpServerCodec(4096, 8192, 8192),
-                                    new HttpServerExpectContinueHandler(), new Probe(ready, retryAfterSeconds, deadlineMillis));
+                                    new HttpServerExpectContinueHandler(), new Probe(notReady, retryAfterSeconds, deadlineMillis));
                         }
                     })
                     .bind(new InetSocketAddress(host.isEmpty() ? "0.0.0.0" : host, port)).syncUninterruptibly()
@@ -99,15 +100,15 @@ public final class HealthServer implements AutoCloseable {
 
     /** Answers each request once its body (ignored, never buffered) has arrived. */
     private static final class Probe extends SimpleChannelInboundHandler<HttpObject> {
-        private final BooleanSupplier ready;
+        private final Supplier<String> notReady;
         private final int retryAfterSeconds;
         private final long deadlineMillis;
         private HttpRequest request;
         private ScheduledFuture<?> deadline;
 
-        Probe(BooleanSupplier ready, int retryAfterSeconds, long deadlineMillis) {
+        Probe(Supplier<String> notReady, int retryAfterSeconds, long deadlineMillis) {
             super(false);
-            this.ready = ready;
+            this.notReady = notReady;
             this.retryAfterSeconds = retryAfterSeconds;
             this.deadlineMillis = deadlineMillis;
         }
@@ -176,12 +177,11 @@ public final class HealthServer implements AutoCloseable {
         private void answer(ChannelHandlerContext ctx, HttpRequest r) {
             String path = io.unboundedcloud.playpen.api.ApiPaths.rawPath(r.uri());
             FullHttpResponse response;
-            if ("/healthz".equals(path) || ("/readyz".equals(path) && ready.getAsBoolean())) {
+            String why = "/readyz".equals(path) ? notReady.get() : null;
+            if ("/healthz".equals(path) || ("/readyz".equals(path) && why == null)) {
                 response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.NO_CONTENT);
             } else {
-                ApiException e = "/readyz".equals(path)
-                        ? ApiException.unavailable("not ready: caches not synced, or no front-proxy trust bundle with a CA valid now",
-                                retryAfterSeconds)
+                ApiException e = why != null ? ApiException.unavailable(why, retryAfterSeconds)
                         : ApiException.notFound("the probe listener serves /healthz and /readyz only");
                 response = status(e, HttpMethod.HEAD.equals(r.method()));
             }

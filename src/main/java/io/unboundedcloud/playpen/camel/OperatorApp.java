@@ -218,7 +218,7 @@ public final class OperatorApp implements AutoCloseable {
                 io.unboundedcloud.playpen.kube.OwnerHashKey.ensure(client, config.namespace(), config.ownerHashSecretName(), calls));
         this.owners = owners;
         ApiFlows flows = new ApiFlows(reviewer, new AllocRequestParser(config.controlPlaneVersions(), config.leases()),
-                allocator, responses, this::ready, config.retryAfterSeconds(), waiting);
+                allocator, responses, this::notReady, config.retryAfterSeconds(), waiting);
         flows.events(observed);
         flows.owners(owners, new io.unboundedcloud.playpen.kube.LegacyOwnerClaims(client, pods, calls));
         // allocs turned away for lack of a pod are demand too (the demand-aware buffer); the pass that grows a pool
@@ -325,7 +325,7 @@ public final class OperatorApp implements AutoCloseable {
         bridge.start(main.getCamelContext());
         org.apache.camel.health.HealthCheckRegistry health = org.apache.camel.health.HealthCheckRegistry.get(main.getCamelContext());
         if (health != null) {
-            health.register(new ReadinessHealthCheck(this::ready));
+            health.register(new ReadinessHealthCheck(this::notReady));
         }
         LOG.info("playpen-operator serving https on {}:{} routes={}", config.listenHost(), config.listenPort(),
                 routesPattern());
@@ -336,7 +336,7 @@ public final class OperatorApp implements AutoCloseable {
                 .description("1 while a valid front-proxy trust bundle is loaded with a CA valid now")
                 .register(metrics.registry());
         if (config.healthPort() >= 0) {
-            probes = new HealthServer(config.healthHost(), config.healthPort(), this::ready, config.retryAfterSeconds());
+            probes = new HealthServer(config.healthHost(), config.healthPort(), this::notReady, config.retryAfterSeconds());
             probes.start();
         }
         if (!config.managementHost().isEmpty() && config.managementPort() >= 0) {
@@ -444,8 +444,25 @@ public final class OperatorApp implements AutoCloseable {
      * reopened (the informers do that every 5 to 10 minutes) keeps the replica ready for {@link WatchContinuity#GRACE}.
      */
     public boolean ready() {
-        return pods != null && pods.hasSynced() && nodes.hasSynced() && trust.get().validAt(clock.instant())
-                && watches.connected(pods.isWatching() && nodes.isWatching());
+        return notReady() == null;
+    }
+
+    /**
+     * Why this replica is not {@link #ready()}: what is missing and what to check, as {@code /readyz} answers it;
+     * null while it is ready.
+     */
+    public String notReady() {
+        if (pods == null || !pods.hasSynced() || !nodes.hasSynced()) {
+            return Readiness.CACHES_NOT_SYNCED;
+        }
+        io.unboundedcloud.playpen.auth.TrustBundle bundle = trust.get();
+        if (!bundle.validAt(clock.instant())) {
+            return Readiness.noTrustBundle(bundle.valid() ? TrustBundleSource.NO_CA_VALID_NOW : bundle.invalidReason());
+        }
+        if (!watches.connected(pods.isWatching() && nodes.isWatching())) {
+            return Readiness.WATCHES_DOWN;
+        }
+        return null;
     }
 
     public CamelContext camelContext() {

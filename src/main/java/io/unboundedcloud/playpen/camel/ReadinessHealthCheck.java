@@ -1,7 +1,7 @@
 package io.unboundedcloud.playpen.camel;
 
 import java.util.Map;
-import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 
 import org.apache.camel.health.HealthCheckResultBuilder;
 import org.apache.camel.impl.health.AbstractHealthCheck;
@@ -13,11 +13,12 @@ import org.apache.camel.impl.health.AbstractHealthCheck;
  * trust bundle is alive (it must not be restarted for it), just not serving.
  */
 final class ReadinessHealthCheck extends AbstractHealthCheck {
-    private final BooleanSupplier ready;
+    /** Why the replica is not ready, or null while it is. */
+    private final Supplier<String> notReady;
 
-    ReadinessHealthCheck(BooleanSupplier ready) {
+    ReadinessHealthCheck(Supplier<String> notReady) {
         super("playpen", "playpen-ready");
-        this.ready = ready;
+        this.notReady = notReady;
     }
 
     @Override
@@ -27,10 +28,11 @@ final class ReadinessHealthCheck extends AbstractHealthCheck {
 
     @Override
     protected void doCall(HealthCheckResultBuilder builder, Map<String, Object> options) {
-        if (ready.getAsBoolean()) {
+        String why = notReady.get();
+        if (why == null) {
             builder.up();
         } else {
-            builder.message("not ready: caches not synced, or no front-proxy trust bundle with a CA valid now").down();
+            builder.message(why).down();
         }
     }
 }

@@ -24,7 +24,7 @@ public final class TrustBundleSource implements Supplier<TrustBundle>, AutoClose
     public static final String NAMESPACE = "kube-system";
     private static final Logger LOG = LoggerFactory.getLogger(TrustBundleSource.class);
     /** What the listener is told when a loaded bundle has no CA within its validity period at the clock. */
-    static final String NO_CA_VALID_NOW = "none of its CAs is valid now (all expired or not yet valid)";
+    public static final String NO_CA_VALID_NOW = "none of its CAs is valid now (all expired or not yet valid)";
 
     private final KubernetesClient client;
     private final ApiCallCounter calls;

@@ -99,6 +99,39 @@ class ProbeListenerRouteTest {
         assertThat(status.get("reason").asText()).isEqualTo("ServiceUnavailable");
         assertThat(r.headers().firstValue("Retry-After")).isPresent();
         assertThat(probe("/healthz").statusCode()).as("alive while not ready").isEqualTo(204);
+        // the answer names what is missing (not the caches), where the bundle is read from and what to check
+        String message = status.get("message").asText();
+        assertThat(message).startsWith("not ready: no usable front-proxy trust bundle (ConfigMap"
+                + " kube-system/extension-apiserver-authentication not found)")
+                .contains("read from the ConfigMap kube-system/extension-apiserver-authentication (key"
+                        + " requestheader-client-ca-file)", "check that the ConfigMap exists")
+                .doesNotContain("caches");
+        HttpResponse<String> https = OperatorHarness.client(null).send(HttpRequest.newBuilder(URI.create(op.url("/readyz")))
+                .timeout(Duration.ofSeconds(60)).build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(https.statusCode()).isEqualTo(503);
+        assertThat(Json.MAPPER.readTree(https.body()).get("message").asText()).as("the HTTPS port says the same")
+                .isEqualTo(message);
+    }
+
+    @Test
+    void aBundleWhoseCasAreAllExpiredIsNamedAsSuchWithoutItsContent() throws Exception {
+        op = new OperatorHarness(cluster, "--health-addr=127.0.0.1:0");
+        java.time.Instant now = java.time.Instant.now();
+        io.unboundedcloud.playpen.tls.Pki.Issued expired = io.unboundedcloud.playpen.tls.Pki.selfSigned(
+                io.unboundedcloud.playpen.tls.Pki.Subject.cn("front-proxy-ca-expired"), io.unboundedcloud.playpen.tls.Pki.Usage.CA,
+                now.minus(Duration.ofDays(2)), Duration.ofDays(1));
+        cluster.setTrust(expired.certificatePem(), "[\"front-proxy-client\"]");
+        OperatorHarness.awaitTrue(() -> {
+            try {
+                return probe("/readyz").statusCode() == 503;
+            } catch (Exception e) {
+                return false;
+            }
+        }, Duration.ofSeconds(60), "not ready with only an expired CA");
+        String message = Json.MAPPER.readTree(probe("/readyz").body()).get("message").asText();
+        assertThat(message).startsWith("not ready: no usable front-proxy trust bundle (none of its CAs is valid now"
+                + " (all expired or not yet valid))").contains("holds a CA valid now")
+                .doesNotContain("BEGIN", "front-proxy-ca-expired", "caches");
     }
 
     @Test

@@ -694,7 +694,7 @@ class CapacityQueueTest {
         Allocator unsynced = new Allocator(new PodCache(null, TestCluster.NS, p -> null), r.nodes, r.writer,
                 r.candidates, 4);
         io.unboundedcloud.playpen.camel.ApiFlows flows = new io.unboundedcloud.playpen.camel.ApiFlows(null, null,
-                unsynced, null, () -> true, 4, q);
+                unsynced, null, () -> null, 4, q);
         org.apache.camel.Exchange exchange = new org.apache.camel.support.DefaultExchange(
                 new org.apache.camel.impl.DefaultCamelContext());
 
