@@ -176,9 +176,9 @@ public record OperatorConfig(
         return new Scan(values, help, version, java.util.Collections.unmodifiableSet(given.keySet()));
     }
 
-    /** Go's strconv.ParseBool, which pflag uses for boolean flags. */
+    /** Go's strconv.ParseBool, which pflag uses for boolean flags: no white space around the value. */
     private static boolean goBool(String s, String flagName) {
-        switch (s.trim()) {
+        switch (s) {
             case "1", "t", "T", "TRUE", "true", "True":
                 return true;
             case "0", "f", "F", "FALSE", "false", "False":
@@ -349,14 +349,14 @@ public record OperatorConfig(
 
     /** Lifetime and renewal point of the self-signed serving certificate, and how replicas pick up a new one. */
     private static io.unboundedcloud.playpen.tls.CertificateRenewal servingCertRenewal(Values v) {
-        double fraction;
-        try {
-            fraction = Double.parseDouble(v.str(Flag.SERVING_CERT_RENEW_FRACTION).trim());
-        } catch (NumberFormatException e) {
-            throw v.bad(Flag.SERVING_CERT_RENEW_FRACTION, "must be a number between 0 and 1, e.g. 0.667");
-        }
+        // this operator's own flag: a plain decimal number (an exponent allowed), nothing Java's parser alone would
+        // take (white space, a d or f suffix, a hexadecimal float, NaN, Infinity), strictly between 0 and 1
+        String share = v.str(Flag.SERVING_CERT_RENEW_FRACTION);
+        double fraction = share.matches("[+]?(\\d+(\\.\\d*)?|\\.\\d+)([eE][-+]?\\d+)?") ? Double.parseDouble(share)
+                : Double.NaN;
         if (!(fraction > 0 && fraction < 1)) {
-            throw v.bad(Flag.SERVING_CERT_RENEW_FRACTION, "must be greater than 0 and less than 1");
+            throw v.bad(Flag.SERVING_CERT_RENEW_FRACTION, "must be a decimal number greater than 0 and less than 1,"
+                    + " such as 0.667 (renewal after two thirds of the certificate's lifetime)");
         }
         Duration validity = positive(v, Flag.SERVING_CERT_VALIDITY);
         if (validity.compareTo(Duration.ofSeconds(2)) < 0) {

@@ -42,6 +42,39 @@ class OperatorConfigEdgesTest {
         assertThat(OperatorConfig.parse("--runner-amd64-count=2").runnerAmd64Count()).isEqualTo(2);
     }
 
+    /** pflag reads a boolean flag with strconv.ParseBool, which takes no white space around the value either. */
+    @Test
+    void aBooleanFlagWithWhiteSpaceAroundItIsRefused() {
+        refused("--leader-elect= false", "invalid value \" false\" for flag --leader-elect: must be true or false");
+        refused("--runner-require-kvm=true ", "invalid value \"true \" for flag --runner-require-kvm: must be true or false");
+        assertThatThrownBy(() -> OperatorConfig.request("--help= true")).isInstanceOf(ConfigException.class)
+                .hasMessageContaining("--help: must be true or false");
+        assertThat(OperatorConfig.parse("--leader-elect=false").leaderElect()).isFalse();
+    }
+
+    /**
+     * The renewal share is this operator's own flag: only a decimal number strictly between 0 and 1 is taken. White
+     * space, a Java type suffix, a hexadecimal float, NaN, Infinity and any value outside the range are refused at
+     * startup, each saying what is allowed.
+     */
+    @Test
+    void aRenewFractionIsADecimalNumberBetweenZeroAndOne() {
+        for (String bad : new String[] {" 0.5", "0.5 ", "0.5d", "0.5f", "0.5D", "0x1p-1", "0x0.8p0", "NaN", "Infinity",
+                "-Infinity", "0", "1", "1.0", "-0.5", "1.5", "1e-400", "0.99999999999999999999", "", ".", "0.5.1",
+                "0_5", "5e-1x"}) {
+            assertThatThrownBy(() -> OperatorConfig.parse("--serving-cert-renew-fraction=" + bad)).as("[%s]", bad)
+                    .isInstanceOf(ConfigException.class).hasMessage("invalid value \"" + bad + "\" for flag"
+                            + " --serving-cert-renew-fraction: must be a decimal number greater than 0 and less than 1,"
+                            + " such as 0.667 (renewal after two thirds of the certificate's lifetime)");
+        }
+        assertThat(OperatorConfig.parse("--serving-cert-renew-fraction=0.5").servingCertRenewal().renewFraction())
+                .isEqualTo(0.5);
+        assertThat(OperatorConfig.parse("--serving-cert-renew-fraction=.25").servingCertRenewal().renewFraction())
+                .isEqualTo(0.25);
+        assertThat(OperatorConfig.parse("--serving-cert-renew-fraction=7.5e-1").servingCertRenewal().renewFraction())
+                .isEqualTo(0.75);
+    }
+
     @Test
     void aServingCertificateLivesAtLeastTwoSeconds() {
         assertThat(OperatorConfig.parse("--serving-cert-validity=2s").servingCertRenewal().validity())
