@@ -21,7 +21,8 @@ import io.unboundedcloud.playpen.api.ApiException;
  * percent-decoded (kept as sent when the escape is malformed); the first {@code X-Remote-Uid} line is the uid, when
  * kube-apiserver lists that header in {@code requestheader-uid-headers} (else the caller may have sent it).
  * Values are taken as sent, never trimmed, and decoded as UTF-8. A value that is not UTF-8, or that holds a
- * control character other than tab (which Go's HTTP server refuses), is a 400 naming the header.
+ * control character other than tab (which Go's HTTP server refuses), is a 400 naming the header, saying why and
+ * that kube-apiserver's aggregator sent it, and never repeating the value (it may be hostile).
  */
 public final class IdentityHeaders {
     public static final String USER = "X-Remote-User";
@@ -93,7 +94,7 @@ public final class IdentityHeaders {
             text = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
                     .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(bytes)).toString();
         } catch (CharacterCodingException e) {
-            throw ApiException.badRequest("the " + printableName(header) + " header is not valid UTF-8");
+            throw ApiException.badRequest(printableName(header) + " is not valid UTF-8" + SENT_BY_THE_FRONT_PROXY);
         }
         return checked(header, text);
     }
@@ -102,7 +103,8 @@ public final class IdentityHeaders {
         for (int i = 0; i < text.length(); i++) {
             char c = text.charAt(i);
             if ((c < 0x20 && c != '\t') || c == 0x7f) {
-                throw ApiException.badRequest("the " + printableName(header) + " header holds a control character");
+                throw ApiException.badRequest(printableName(header) + " holds a control character (only tab is allowed)"
+                        + SENT_BY_THE_FRONT_PROXY);
             }
         }
         return text;
@@ -145,7 +147,21 @@ public final class IdentityHeaders {
         return -1;
     }
 
+    /**
+     * The header as a refusal names it: "the X-Remote-User header"; a name too long or not printable is not quoted
+     * (only an extra's name can be: the others are fixed).
+     */
     private static String printableName(String header) {
-        return header.length() > 80 || !header.matches("[!-~]*") ? "identity" : header;
+        return header.length() > 80 || !header.matches("[!-~]*") ? "an " + EXTRA_PREFIX + "* header (its name not shown)"
+                : "the " + header + " header";
     }
+
+    /**
+     * What a refusal adds after why: who sent the header, that the value is not repeated, and what to check. The
+     * reader runs the cluster: the aggregator fills these headers from the caller's identity.
+     */
+    static final String SENT_BY_THE_FRONT_PROXY = ": the front proxy (kube-apiserver's aggregator) sent it, filled from"
+            + " the caller's identity, so the request was refused (the value is not repeated here); check the user name,"
+            + " uid, groups and extra values the cluster's authenticator (client certificate, token, OIDC or webhook)"
+            + " gives this caller";
 }

@@ -134,22 +134,50 @@ class IdentityHeadersTest {
         assertThat(IdentityHeaders.extraKey("k\u20ac%41")).isEqualTo("k\u20acA");
     }
 
+    /**
+     * A refused identity header is named, with why it was refused and that kube-apiserver's aggregator sent it (the
+     * reader runs the cluster), and its value is never repeated: it may be hostile.
+     */
+    @Test
+    void aRefusedHeaderIsNamedWithWhyAndWhoSentItButNotItsValue() {
+        String from = ": the front proxy (kube-apiserver's aggregator) sent it, filled from the caller's identity, so the"
+                + " request was refused (the value is not repeated here); check the user name, uid, groups and extra"
+                + " values the cluster's authenticator (client certificate, token, OIDC or webhook) gives this caller";
+        ApiException utf8 = catchThrowableOfType(ApiException.class, () -> IdentityHeaders.parse(List.of(
+                Map.entry("X-Remote-User", "mal\u00ff\u00felory"))));
+        assertThat(utf8.code()).isEqualTo(400);
+        assertThat(utf8.getMessage()).isEqualTo("the X-Remote-User header is not valid UTF-8" + from)
+                .doesNotContain("mal", "lory");
+        ApiException control = refused(lines("X-Remote-User", "a", "X-Remote-Group", "evil\u0007group"));
+        assertThat(control.code()).isEqualTo(400);
+        assertThat(control.getMessage()).isEqualTo(
+                "the X-Remote-Group header holds a control character (only tab is allowed)" + from)
+                .doesNotContain("evil");
+        ApiException extra = refused(lines("X-Remote-User", "a", "X-Remote-Extra-Scopes", "s\u001b[2J"));
+        assertThat(extra.getMessage()).isEqualTo(
+                "the X-Remote-Extra-Scopes header holds a control character (only tab is allowed)" + from);
+    }
+
     @Test
     void aValueIsOneBytePerCharUnlessItIsTextAlready() {
         // U+00FF as one byte is not UTF-8; from U+0100 on the value is taken as decoded text
         assertThat(catchThrowableOfType(ApiException.class, () -> IdentityHeaders.value("X-Remote-User", "\u00ff"))
-                .getMessage()).isEqualTo("the X-Remote-User header is not valid UTF-8");
+                .getMessage()).isEqualTo("the X-Remote-User header is not valid UTF-8" + IdentityHeaders.SENT_BY_THE_FRONT_PROXY);
         assertThat(IdentityHeaders.value("X-Remote-User", "\u0100\u00ff")).isEqualTo("\u0100\u00ff");
         assertThat(IdentityHeaders.value("X-Remote-User", "\u00c3\u00a9")).isEqualTo("\u00e9");
         assertThat(catchThrowableOfType(ApiException.class, () -> IdentityHeaders.value("X-Remote-User", "\u0100\u0007"))
-                .getMessage()).isEqualTo("the X-Remote-User header holds a control character");
-        // a header's name is quoted in the message only when it is short and printable
+                .getMessage()).isEqualTo("the X-Remote-User header holds a control character (only tab is allowed)"
+                        + IdentityHeaders.SENT_BY_THE_FRONT_PROXY);
+        // a header's name is quoted in the message only when it is short and printable (only an extra's name can be not)
         String eighty = "X-Remote-Extra-" + "k".repeat(65);
         assertThat(catchThrowableOfType(ApiException.class, () -> IdentityHeaders.value(eighty, "\u0007"))
-                .getMessage()).isEqualTo("the " + eighty + " header holds a control character");
+                .getMessage()).isEqualTo("the " + eighty + " header holds a control character (only tab is allowed)"
+                        + IdentityHeaders.SENT_BY_THE_FRONT_PROXY);
         assertThat(catchThrowableOfType(ApiException.class, () -> IdentityHeaders.value(eighty + "k", "\u0007"))
-                .getMessage()).isEqualTo("the identity header holds a control character");
+                .getMessage()).isEqualTo("an X-Remote-Extra-* header (its name not shown) holds a control character"
+                        + " (only tab is allowed)" + IdentityHeaders.SENT_BY_THE_FRONT_PROXY);
         assertThat(catchThrowableOfType(ApiException.class, () -> IdentityHeaders.value("X-Remote-Extra-\u00e9", "\u0007"))
-                .getMessage()).isEqualTo("the identity header holds a control character");
+                .getMessage()).isEqualTo("an X-Remote-Extra-* header (its name not shown) holds a control character"
+                        + " (only tab is allowed)" + IdentityHeaders.SENT_BY_THE_FRONT_PROXY);
     }
 }
