@@ -35,4 +35,16 @@ class ReadinessHealthCheckTest {
             assertThat(up.getMessage()).isEmpty();
         }
     }
+
+    /** A replica whose caches have not synced says so, and what to check if that lasts; no trust bundle is blamed. */
+    @Test
+    void aReplicaWhoseCachesHaveNotSyncedSaysSoAndWhatToCheck() {
+        OperatorApp app = new OperatorApp(io.unboundedcloud.playpen.config.OperatorConfig.parse(), null,
+                java.time.Clock.systemUTC(), java.util.Map.of());
+        assertThat(app.ready()).isFalse();
+        assertThat(app.notReady()).startsWith("not ready: the pod and node caches are not synced yet")
+                .contains("check that the API server is reachable from this pod",
+                        "may list and watch pods and nodes")
+                .doesNotContain("trust bundle");
+    }
 }
