@@ -223,6 +223,9 @@ public record OperatorConfig(
         if (d.matches("[0-9.]+(ns|us|ms|s|m|h)([0-9.]+(ns|us|ms|s|m|h))*")) {
             return "duration";
         }
+        if (d.matches("\\d*\\.\\d+")) {
+            return "float64";
+        }
         return "string";
     }
 

@@ -338,7 +338,7 @@ public class OperatorConfigTest {
         String usage = OperatorConfig.usage();
         assertThat(usage).startsWith("Aggregated Kubernetes API allocator for playpen runner pods\n\nUsage:\n  playpen-operator [flags]\n");
         for (Flag f : Flag.values()) {
-            assertThat(usage).as(f.flagName()).containsPattern("(?m)^      --" + Pattern.quote(f.flagName()) + "[ a-z]*   "
+            assertThat(usage).as(f.flagName()).containsPattern("(?m)^      --" + Pattern.quote(f.flagName()) + "[ a-z0-9]*   "
                     + Pattern.quote(f.help()));
         }
         assertThat(usage).contains("  -h, --help ").contains("  -v, --version ")

@@ -31,6 +31,13 @@ class ServingCertFlagsTest {
     }
 
     @Test
+    void theHelpShowsTheRenewFractionAsANumber() {
+        // pflag's name for a float flag, and its default unquoted, as Go's --help shows one
+        assertThat(OperatorConfig.usage()).containsPattern(
+                "--serving-cert-renew-fraction float64 +share of its lifetime .*\\(default 0\\.667\\)\n");
+    }
+
+    @Test
     void badValuesNameTheFlag() {
         assertThatThrownBy(() -> OperatorConfig.parse("--serving-cert-renew-fraction=1")).isInstanceOf(ConfigException.class)
                 .hasMessageContaining("--serving-cert-renew-fraction");
