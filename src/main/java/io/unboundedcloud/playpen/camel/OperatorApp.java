@@ -220,7 +220,9 @@ public final class OperatorApp implements AutoCloseable {
         ApiFlows flows = new ApiFlows(reviewer, new AllocRequestParser(config.controlPlaneVersions(), config.leases()),
                 allocator, responses, this::notReady, config.retryAfterSeconds(), waiting);
         flows.events(observed);
-        flows.owners(owners, new io.unboundedcloud.playpen.kube.LegacyOwnerClaims(client, pods, calls));
+        io.unboundedcloud.playpen.kube.LegacyOwnerClaims legacyClaims =
+                new io.unboundedcloud.playpen.kube.LegacyOwnerClaims(client, pods, calls);
+        flows.owners(owners, legacyClaims);
         // allocs turned away for lack of a pod are demand too (the demand-aware buffer); the pass that grows a pool
         // for it comes now, not at the next interval (a pool with no pod has no claim that would ask for one)
         flows.onUnserved(cmd -> {
@@ -299,6 +301,7 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("poolReconciler", pool);
         main.bind("ttlExpirer", ttl);
         main.bind("lostClaims", new io.unboundedcloud.playpen.kube.LostClaimSweeper(pods, writer));
+        main.bind("legacyOwnerClaims", legacyClaims);
         main.bind("caBundle", (CaBundlePublisher) known -> publishCaBundle(serving, known));
         main.bind("servingCertificate", serving);
         servingReload = new ServingCertificateReload(serving, tls, KubeApiCall.API_SERVICE_NAME, clock,

@@ -89,6 +89,14 @@ public final class LegacyOwnerClaims {
         }
     }
 
+    /**
+     * Drops the links of owners no request holds and whose legacy claims have left the cache (moved, released or
+     * expired) since: run periodically ({@link PodCache#pruneLegacyOwnerHashes}); returns how many went.
+     */
+    public int prune() {
+        return pods.pruneLegacyOwnerHashes();
+    }
+
     /** The owner has two hashes to link (the same test in adopt and release, so each hold is released once). */
     private static boolean linked(OwnerHashes.Owner owner) {
         return owner != null && !owner.legacy().equals(owner.current());

@@ -120,13 +120,15 @@ public final class PodCache implements AutoCloseable {
      * The legacy (unkeyed) owner hash of keyed owner hashes this process serves a request for: only the request
      * knows the user, and the two hashes cannot be linked from the pods (see {@link LegacyOwnerClaims}). Kept while
      * a request of the owner holds it, and afterwards while this cache holds a live claim under the legacy hash
-     * (see {@link #releaseLegacyOwnerHash}): so it does not grow with every user served.
+     * (see {@link #releaseLegacyOwnerHash} and {@link #pruneLegacyOwnerHashes}): so it does not grow with every user
+     * served.
      */
     private final Map<String, LegacyLink> legacyOwnerHashes = new ConcurrentHashMap<>();
 
     /**
      * A link of an owner's two hashes and how many requests hold it now. Replaced, never changed, on every hold and
-     * release; compared by identity, so a link dropped is the very one found unheld (see releaseLegacyOwnerHash).
+     * release; compared by identity, so a link dropped is the very one found unheld (see releaseLegacyOwnerHash and
+     * pruneLegacyOwnerHashes).
      */
     private static final class LegacyLink {
         final String legacy;
@@ -237,21 +239,38 @@ public final class PodCache implements AutoCloseable {
     }
 
     /**
-     * The request that recorded the link of {@code keyed} is done. A link no request holds is dropped once this
-     * cache holds no live claim under its legacy hash: the owner's next request records it again before it counts
-     * the owner's claims, and until then nothing here needs it. Links of other owners that have come to that too
-     * (their legacy claims moved, released or expired since their last request) are dropped with it, so the links
-     * kept are those of owners with a request in flight or a legacy claim in the cache.
+     * The request that recorded the link of {@code keyed} is done. Its link, once no request holds it, is dropped
+     * when this cache holds no live claim under its legacy hash: the owner's next request records it again before it
+     * counts the owner's claims, and until then nothing here needs it. Only this owner's link is looked at (one
+     * lookup in the owner index): the links of other owners that have come to that (their legacy claims moved,
+     * released or expired since their last request) are dropped by {@link #pruneLegacyOwnerHashes}, which runs
+     * periodically, not once per request.
      */
     public void releaseLegacyOwnerHash(String keyed) {
-        legacyOwnerHashes.computeIfPresent(keyed, (k, link) -> new LegacyLink(link.legacy, Math.max(0, link.holds - 1)));
+        LegacyLink link = legacyOwnerHashes.computeIfPresent(keyed,
+                (k, had) -> new LegacyLink(had.legacy, Math.max(0, had.holds - 1)));
+        if (link != null && link.holds == 0 && !holdsLiveClaimOf(link.legacy)) {
+            // only the link found unheld: a request that recorded it meanwhile replaced it, and keeps it
+            legacyOwnerHashes.remove(keyed, link);
+        }
+    }
+
+    /**
+     * Drops every link that no request holds and whose legacy hash has no live claim in this cache (one lookup in
+     * the owner index per link kept): so the links kept are those of owners with a request in flight or a legacy
+     * claim in the cache, though such an owner does not ask again. Run periodically on every replica (the
+     * lost-claims-listed route); returns how many links went.
+     */
+    public int pruneLegacyOwnerHashes() {
+        int dropped = 0;
         for (Map.Entry<String, LegacyLink> e : legacyOwnerHashes.entrySet()) {
             LegacyLink link = e.getValue();
-            if (link.holds == 0 && !holdsLiveClaimOf(link.legacy)) {
-                // only the link found unheld: a request that recorded it meanwhile replaced it, and keeps it
-                legacyOwnerHashes.remove(e.getKey(), link);
+            // only the link found unheld: a request that recorded it meanwhile replaced it, and keeps it
+            if (link.holds == 0 && !holdsLiveClaimOf(link.legacy) && legacyOwnerHashes.remove(e.getKey(), link)) {
+                dropped++;
             }
         }
+        return dropped;
     }
 
     private boolean holdsLiveClaimOf(String ownerHash) {

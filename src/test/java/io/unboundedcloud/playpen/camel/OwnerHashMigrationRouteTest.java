@@ -167,6 +167,37 @@ class OwnerHashMigrationRouteTest {
                 "bob's link dropped");
     }
 
+    /**
+     * A user whose legacy claim could not be moved keeps the link of their two hashes after their allocation is done
+     * (the quota must count that claim); once the claim is gone, the replica drops the link on its own, at a tick of
+     * the --reconcile-interval timer, though neither that user nor anyone else asks again.
+     */
+    @Test
+    void theLinkOfAUserWhoseLegacyClaimIsGoneIsDroppedWithoutAnotherRequest() throws Exception {
+        op = new OperatorHarness(cluster, "--reconcile-interval=1s");
+        http = op.frontProxy();
+        for (int i = 0; i < 2; i++) {
+            cluster.create(TestCluster.readyRunner("amd64", 51820 + i, "node-a"));
+        }
+        op.awaitCache(c -> c.size() == 2);
+        assertThat(alloc(op, "old", "alice").statusCode()).isEqualTo(200);
+        Pod claimed = podOf("old");
+        makeLegacy(claimed, "alice");
+        // the move of the legacy claim meets a change every time: it stays under the legacy hash
+        cluster.server.expect().patch().withPath("/api/v1/namespaces/" + TestCluster.NS + "/pods/"
+                + claimed.getMetadata().getName()).andReturn(409, "{\"kind\":\"Status\",\"apiVersion\":\"v1\","
+                        + "\"status\":\"Failure\",\"code\":409}").always();
+        assertThat(alloc(op, "new", "alice").statusCode()).isEqualTo(200);
+        String alice = op.app.ownerHashes().of("alice").current();
+        assertThat(ownerOf(podOf("old"))).as("not moved").isEqualTo(Hashes.sha256Hex("alice"));
+        assertThat(op.app.podCache().legacyOwnerHashOf(alice)).as("alice's legacy claim is in the cache")
+                .contains(Hashes.sha256Hex("alice"));
+
+        cluster.client.pods().inNamespace(TestCluster.NS).withName(claimed.getMetadata().getName()).delete();
+        OperatorHarness.awaitTrue(() -> op.app.podCache().legacyOwnerHashOf(alice).isEmpty(), Duration.ofSeconds(60),
+                "alice's link dropped with no request");
+    }
+
     @Test
     void aLegacyClaimCanBeDeletedByItsOwnerOnly() throws Exception {
         op = new OperatorHarness(cluster);

@@ -107,8 +107,9 @@ class LegacyOwnerClaimsTest {
     /**
      * The link of an owner's two hashes is kept while a request of the owner holds it, and afterwards while the cache
      * holds a live claim under the legacy hash: bob has none, so his link goes when his last request is done; alice's
-     * legacy claim, whose move met a change every time, keeps hers until the claim is gone, and then the next request
-     * done (bob's) drops it, though alice does not ask again.
+     * legacy claim, whose move met a change every time, keeps hers until the claim is gone; then another owner's
+     * request done (bob's) leaves it (a request looks at its own owner's link only), and the periodic prune drops it,
+     * though alice does not ask again.
      */
     @Test
     void theLinkOfAnOwnersTwoHashesIsKeptWhileARequestHoldsItOrALegacyClaimIsInTheCache() throws Exception {
@@ -128,16 +129,25 @@ class LegacyOwnerClaimsTest {
             legacy.release(ALICE);
             assertThat(pods.legacyOwnerHashOf(ALICE.current())).as("alice's legacy claim is in the cache")
                     .contains(ALICE.legacy());
+            assertThat(legacy.prune()).as("the prune keeps it too").isZero();
+            assertThat(pods.legacyOwnerHashOf(ALICE.current())).contains(ALICE.legacy());
 
             cluster.client.pods().inNamespace(TestCluster.NS).withName("playpen-runner-amd64-51820").delete();
             OperatorHarness.awaitTrue(() -> pods.byOwnerHash(ALICE.legacy()).stream()
                     .noneMatch(p -> ManagedPods.isClaimed(p) && !ManagedPods.isTerminating(p)), Duration.ofSeconds(60),
                     "alice's legacy claim gone from the cache");
-            assertThat(pods.legacyOwnerHashOf(ALICE.current())).as("until a request is done").isPresent();
+            assertThat(pods.legacyOwnerHashOf(ALICE.current())).as("until the prune").isPresent();
+            legacy.adopt(BOB);
             legacy.adopt(BOB);
             legacy.release(BOB);
+            assertThat(pods.legacyOwnerHashOf(ALICE.current())).as("another owner's request done leaves it")
+                    .isPresent();
+            assertThat(legacy.prune()).as("alice's link only: bob's is held").isEqualTo(1);
             assertThat(pods.legacyOwnerHashOf(ALICE.current())).isEmpty();
+            assertThat(pods.legacyOwnerHashOf(BOB.current())).as("a request of bob's holds it").contains(BOB.legacy());
+            legacy.release(BOB);
             assertThat(pods.legacyOwnerHashOf(BOB.current())).isEmpty();
+            assertThat(legacy.prune()).as("nothing left to prune").isZero();
         });
     }
 
