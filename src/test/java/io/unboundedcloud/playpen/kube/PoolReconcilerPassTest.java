@@ -24,6 +24,7 @@ import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.PodTemplates;
 import io.unboundedcloud.playpen.model.PoolPlan;
+import io.unboundedcloud.playpen.model.PoolPlanner;
 import io.unboundedcloud.playpen.model.ResourceType;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
@@ -126,11 +127,24 @@ class PoolReconcilerPassTest {
     static void withFollowingPool(TestCluster cluster, io.fabric8.kubernetes.client.KubernetesClient client,
             java.util.function.BooleanSupplier leader, Runnable beforeClose, Body body, String... flags)
             throws Exception {
+        withFollowingPool(cluster, client, leader, Clock.systemUTC(), beforeClose, body, flags);
+    }
+
+    /** {@link #withFollowingPool(Body, String...)} whose passes read the time from {@code clock}. */
+    static void withFollowingPool(Clock clock, Body body, String... flags) throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            withFollowingPool(cluster, cluster.client, () -> true, clock, () -> { }, body, flags);
+        }
+    }
+
+    static void withFollowingPool(TestCluster cluster, io.fabric8.kubernetes.client.KubernetesClient client,
+            java.util.function.BooleanSupplier leader, Clock clock, Runnable beforeClose, Body body, String... flags)
+            throws Exception {
         OperatorConfig config = OperatorConfig.parse(flags);
         PodCache cache = new PodCache(client, TestCluster.NS, new Candidates(config.runnerLabelSelector())::idleKindKey);
         Seen seen = new Seen();
-        try (PoolReconciler pool = new PoolReconciler(client, config, cache, new PodTemplates(config, Map.of()),
-                leader, seen.calls)) {
+        try (PoolReconciler pool = new PoolReconciler(client, config, cache, null,
+                new PoolPlanner(config, new PodTemplates(config, Map.of())), null, leader, seen.calls, clock)) {
             pool.runPassesWith(() -> { });
             cache.addListener(pool);
             seen.follow(cache);
@@ -263,26 +277,37 @@ class PoolReconcilerPassTest {
 
     /**
      * A pool whose creates the API server refuses shows it (its Degraded condition, the gauge) while it needs pods:
-     * on a pass that waits out the pause or tries again and is refused again alike; once it needs no new pod (one
-     * made elsewhere fills it) nothing is being refused, though creates are still refused.
+     * a pass during the pause tries no create and still shows it, a pass after the pause tries again and is refused
+     * again; once it needs no new pod (one made elsewhere fills it) nothing is being refused, though creates are
+     * still refused.
      */
     @Test
     void aPoolWhoseCreatesAreRefusedShowsItWhileItNeedsPods() throws Exception {
-        withFollowingPool((cluster, pool, cache, seen) -> {
+        io.unboundedcloud.playpen.support.MutableClock clock =
+                new io.unboundedcloud.playpen.support.MutableClock(java.time.Instant.now());
+        withFollowingPool(clock, (cluster, pool, cache, seen) -> {
             io.unboundedcloud.playpen.model.PoolTarget amd64 = io.unboundedcloud.playpen.model.PoolTarget.runner("amd64");
             java.util.function.Predicate<String> refuse = key -> key.equals(POST_PODS);
             cluster.forbidden = refuse;
             assertThatThrownBy(pool::reconcile).isInstanceOf(KubernetesClientException.class);
             assertThat(pool.createsRefused(amd64)).isTrue();
-            assertThat(pool.createRefusedCondition(amd64, java.time.Instant.now())).contains(
+            assertThat(pool.createRefusedCondition(amd64, clock.instant())).contains(
                     "the last pod create of pool runner-amd64 with HTTP 403", "forbidden by the test's RBAC",
-                    "check ResourceQuota and admission webhooks in namespace " + TestCluster.NS);
-            try {
-                pool.reconcile();
-            } catch (KubernetesClientException e) {
-                assertThat(e.getCode()).as("refused again after the pause").isEqualTo(403);
-            }
+                    "trying again in 1 s", "check ResourceQuota and admission webhooks in namespace " + TestCluster.NS);
+
+            long refusedOnce = cluster.requestCount(POST_PODS::equals);
+            pool.reconcile();
+            assertThat(cluster.requestCount(POST_PODS::equals)).as("no create during the pause").isEqualTo(refusedOnce);
             assertThat(pool.createsRefused(amd64)).as("still short, still refused").isTrue();
+
+            clock.now = clock.now.plus(PoolReconciler.REFUSAL_FIRST_PAUSE);
+            assertThatThrownBy(pool::reconcile).as("refused again after the pause").isInstanceOfSatisfying(
+                    KubernetesClientException.class, e -> assertThat(e.getCode()).isEqualTo(403));
+            assertThat(cluster.requestCount(POST_PODS::equals)).as("one create after the pause")
+                    .isEqualTo(refusedOnce + 1);
+            assertThat(pool.createsRefused(amd64)).as("still short, still refused").isTrue();
+            assertThat(pool.createRefusedCondition(amd64, clock.instant())).contains(
+                    "the last 2 pod creates in a row of pool runner-amd64", "trying again in 2 s");
 
             cluster.forbidden = key -> false;
             String name = ManagedPods.name(cluster.client.pods().inNamespace(TestCluster.NS)
@@ -294,7 +319,7 @@ class PoolReconcilerPassTest {
 
             assertThat(cluster.requestCount(POST_PODS::equals)).as("no create sent").isEqualTo(creates);
             assertThat(pool.createsRefused(amd64)).as("the pool needs no new pod").isFalse();
-            assertThat(pool.createRefusedCondition(amd64, java.time.Instant.now())).isNull();
+            assertThat(pool.createRefusedCondition(amd64, clock.instant())).isNull();
         }, "--runner-amd64-count=1", "--runner-arm64-count=0");
     }
 
