@@ -287,10 +287,14 @@ class PoolReconcilerPassTest {
                 new io.unboundedcloud.playpen.support.MutableClock(java.time.Instant.now());
         withFollowingPool(clock, (cluster, pool, cache, seen) -> {
             io.unboundedcloud.playpen.model.PoolTarget amd64 = io.unboundedcloud.playpen.model.PoolTarget.runner("amd64");
+            io.unboundedcloud.playpen.camel.OperatorMetrics metrics = new io.unboundedcloud.playpen.camel.OperatorMetrics();
+            metrics.bindCreateRefusals(pool.planner(), pool);
+            assertThat(createsRefusedGauge(metrics)).as("nothing refused yet").isZero();
             java.util.function.Predicate<String> refuse = key -> key.equals(POST_PODS);
             cluster.forbidden = refuse;
             assertThatThrownBy(pool::reconcile).isInstanceOf(KubernetesClientException.class);
             assertThat(pool.createsRefused(amd64)).isTrue();
+            assertThat(createsRefusedGauge(metrics)).as("the gauge while refused").isEqualTo(1.0);
             assertThat(pool.createRefusedCondition(amd64, clock.instant())).contains(
                     "the last pod create of pool runner-amd64 with HTTP 403", "forbidden by the test's RBAC",
                     "trying again in 1 s", "check ResourceQuota and admission webhooks in namespace " + TestCluster.NS);
@@ -299,6 +303,7 @@ class PoolReconcilerPassTest {
             pool.reconcile();
             assertThat(cluster.requestCount(POST_PODS::equals)).as("no create during the pause").isEqualTo(refusedOnce);
             assertThat(pool.createsRefused(amd64)).as("still short, still refused").isTrue();
+            assertThat(createsRefusedGauge(metrics)).as("the gauge during the pause").isEqualTo(1.0);
 
             clock.now = clock.now.plus(PoolReconciler.REFUSAL_FIRST_PAUSE);
             assertThatThrownBy(pool::reconcile).as("refused again after the pause").isInstanceOfSatisfying(
@@ -320,7 +325,16 @@ class PoolReconcilerPassTest {
             assertThat(cluster.requestCount(POST_PODS::equals)).as("no create sent").isEqualTo(creates);
             assertThat(pool.createsRefused(amd64)).as("the pool needs no new pod").isFalse();
             assertThat(pool.createRefusedCondition(amd64, clock.instant())).isNull();
+            assertThat(createsRefusedGauge(metrics)).as("the gauge once the pool needs no new pod").isZero();
         }, "--runner-amd64-count=1", "--runner-arm64-count=0");
+    }
+
+    /** playpen_pool_creates_refused of the amd64 runner pool, as a scrape of {@code metrics} has it. */
+    static double createsRefusedGauge(io.unboundedcloud.playpen.camel.OperatorMetrics metrics) {
+        String series = "playpen_pool_creates_refused{resource_type=\"runner\",variant=\"amd64\"} ";
+        return java.util.Arrays.stream(metrics.scrape().split("\n")).filter(l -> l.startsWith(series))
+                .mapToDouble(l -> Double.parseDouble(l.substring(series.length()).strip())).findFirst()
+                .orElseThrow(() -> new AssertionError("no series " + series + "in the scrape"));
     }
 
     /**
