@@ -84,7 +84,7 @@ public final class OperatorApp implements AutoCloseable {
     private io.unboundedcloud.playpen.kube.CapacityQueue waiting;
     private io.unboundedcloud.playpen.kube.ReplicaLanes lanes;
     private final WaitingWake waitingWake = new WaitingWake();
-    private final WatchContinuity watches = new WatchContinuity();
+    private volatile WatchContinuity watches = new WatchContinuity();
 
     /**
      * Forwards pod and node events to the waiting queue once it exists (listeners must be added before the caches
@@ -466,6 +466,11 @@ public final class OperatorApp implements AutoCloseable {
             return Readiness.WATCHES_DOWN;
         }
         return null;
+    }
+
+    /** Tests: the clock ({@link System#nanoTime} by default) by which a gap in the watches is timed for readiness. */
+    void timeWatchesWith(java.util.function.LongSupplier nanoTime) {
+        watches = new WatchContinuity(nanoTime, WatchContinuity.GRACE);
     }
 
     public CamelContext camelContext() {

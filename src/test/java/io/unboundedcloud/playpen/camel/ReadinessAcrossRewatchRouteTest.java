@@ -14,6 +14,7 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.unboundedcloud.playpen.chaos.ChaosProxy;
 import io.unboundedcloud.playpen.config.OperatorConfig;
 import io.unboundedcloud.playpen.kube.KubeClients;
+import io.unboundedcloud.playpen.kube.WatchContinuity;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
@@ -53,6 +54,42 @@ class ReadinessAcrossRewatchRouteTest {
                 OperatorHarness.awaitTrue(() -> app.podCache().isWatching() && app.nodeCache().isWatching(),
                         Duration.ofSeconds(60), "watching again");
             }
+        }
+    }
+
+    /**
+     * Watches that stay down (every connection to the API server reset) keep the replica ready for the grace, then
+     * make it not ready, saying that the watches have been down and what to check; once they are back it is ready
+     * again. The grace is timed on a clock the test moves, not waited out.
+     */
+    @Test
+    void watchesDownForLongerThanTheGraceMakeTheReplicaNotReadyAndSaySo() throws Exception {
+        java.util.concurrent.atomic.AtomicLong nanos = new java.util.concurrent.atomic.AtomicLong();
+        try (TestCluster cluster = TestCluster.start();
+                ChaosProxy proxy = new ChaosProxy(URI.create(cluster.server.url("/")), 1);
+                KubernetesClient client = KubeClients.create(new ConfigBuilder().withMasterUrl(proxy.url().toString())
+                        .withNamespace(TestCluster.NS).withTrustCerts(true).build());
+                OperatorApp app = OperatorHarness.startOnFreePort(port -> {
+                    OperatorApp made = new OperatorApp(OperatorConfig.parse("--listen-addr=127.0.0.1:" + port,
+                            "--leader-elect=false", "--management-addr=", "--runner-amd64-count=0",
+                            "--runner-arm64-count=0"), client, Clock.systemUTC(), Map.of());
+                    made.timeWatchesWith(nanos::get);
+                    return made;
+                }).app()) {
+            OperatorHarness.awaitTrue(app::ready, Duration.ofSeconds(60), "ready");
+            proxy.rate(ChaosProxy.Fault.RESET_BEFORE, 1);
+            assertThat(proxy.closeWatches()).as("watches cut").isPositive();
+            OperatorHarness.awaitTrue(() -> !app.podCache().isWatching() || !app.nodeCache().isWatching(),
+                    Duration.ofSeconds(60), "a watch down");
+            assertThat(app.notReady()).as("ready within the grace").isNull();
+
+            nanos.addAndGet(WatchContinuity.GRACE.toNanos());
+            assertThat(app.notReady()).as("down for the grace").isEqualTo(Readiness.WATCHES_DOWN)
+                    .contains("have been down for more than 10 s", "check that the API server is reachable");
+            assertThat(app.ready()).isFalse();
+
+            proxy.clear();
+            OperatorHarness.awaitTrue(app::ready, Duration.ofSeconds(60), "ready once the watches are back");
         }
     }
 }
