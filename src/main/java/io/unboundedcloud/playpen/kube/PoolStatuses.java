@@ -71,7 +71,7 @@ public final class PoolStatuses {
      * creates (null: it does not, or this replica does not lead and cannot tell).
      */
     public String createRefused(PoolTarget target) {
-        return reconciler == null ? null : reconciler.createRefusedCondition(target, clock.instant());
+        return reconciler.createRefusedCondition(target, clock.instant());
     }
 
     /** How many times the pools were planned for a read (each plan walks every pod of the cache). */
