@@ -27,7 +27,8 @@ public final class AllocResponses {
      * ExternalIP yet, a hostPort or annotation is missing): the claim stays with the key either way.
      */
     public static final String STANDS_ADVICE = "; the allocation stands: send the same request again with the same"
-            + " idempotency key after the Retry-After for its answer, or release it with POST .../deallocs and that key";
+            + " idempotency key after the Retry-After for its answer, or release it with kubectl create --raw "
+            + io.unboundedcloud.playpen.api.ApiPaths.DEALLOCS_PATH + " -f <file> (its idempotencyKey)";
 
     private final NetworkProfile net;
     private final String redfishBaseUrl;

@@ -88,7 +88,9 @@ class AllocResponsesUnavailableTest {
                 + " is on node node-a with no ExternalIP";
         assertThat(unavailable(runner, "")).hasMessage(reason + AllocResponses.STANDS_ADVICE);
         assertThat(AllocResponses.STANDS_ADVICE).startsWith("; the allocation stands")
-                .contains("send the same request again with the same idempotency key").contains("deallocs");
+                .contains("send the same request again with the same idempotency key")
+                .endsWith(", or release it with kubectl create --raw "
+                        + "/apis/playpen.unbounded-cloud.io/v1alpha1/deallocs -f <file> (its idempotencyKey)");
         assertThat(unavailable(withHostPort(controlPlaneOn("node-a"), 0), AllocResponsesGoldenTest.IP))
                 .hasMessageEndingWith(" has no API server hostPort" + AllocResponses.STANDS_ADVICE);
     }
