@@ -38,6 +38,12 @@ public final class RequestBodies {
                         + " or renewal body is a few hundred bytes)"));
     }
 
+    /** The 413 of a HEAD request's body over {@code limit} bytes: a HEAD takes none. */
+    public static ApiException headTooLarge(long limit) {
+        return ApiException.tooLarge("request body is larger than " + limit + " bytes: a HEAD request takes no body;"
+                + " send it without one");
+    }
+
     /** The charset parameter of a Content-Type value (unquoted), or null when there is none. */
     static String charset(String contentType) {
         if (contentType == null) {

@@ -219,6 +219,8 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
         private long bodyLimit;
         /** A dealloc that carries its key in the header: its body is never read (the reference's rule), only drained. */
         private boolean discardBody;
+        /** The request being read is a HEAD, which takes no body. */
+        private boolean headRequest;
         private ScheduledFuture<?> deadline;
         /** Answers are kept in request order (an AnswerSeen handler tells when each answer is written). */
         private boolean ordered;
@@ -521,13 +523,12 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                 return new ApiException(417, "ExpectationFailed", "expectation failed");
             }
             String uri = request.uri();
-            if (!isProbe(uri)) {
+            headRequest = HttpMethod.HEAD.equals(request.method());
+            // HEAD goes on to the front door, which answers it without a body (no route takes HEAD: 405/404), with
+            // the body budget of the connection as it is
+            if (!isProbe(uri) && !headRequest) {
                 // the reference's order: method and exact path first (400/404/405 even without a certificate),
                 // then the certificate; either verdict is given from the head, before a byte of the body is read.
-                // HEAD goes on to the front door, which answers it without a body.
-                if (HttpMethod.HEAD.equals(request.method())) {
-                    return null; // no route takes HEAD: the front door answers 405/404 without a body
-                }
                 ApiPaths.Flow flow;
                 try {
                     flow = ApiPaths.route(request.method().name(), uri);
@@ -563,9 +564,13 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
             return null;
         }
 
-        /** The 413 of a body over this request's budget: without a trusted certificate only a probe gets this far. */
+        /**
+         * The 413 of a body over this request's budget: a HEAD takes none; otherwise without a trusted certificate
+         * only a probe gets this far.
+         */
         private ApiException tooLarge() {
-            return io.unboundedcloud.playpen.api.RequestBodies.tooLarge(bodyLimit, !trusted);
+            return headRequest ? io.unboundedcloud.playpen.api.RequestBodies.headTooLarge(bodyLimit)
+                    : io.unboundedcloud.playpen.api.RequestBodies.tooLarge(bodyLimit, !trusted);
         }
 
         private static boolean isDeallocWithHeaderKey(HttpRequest request) {

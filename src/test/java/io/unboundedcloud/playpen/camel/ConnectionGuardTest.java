@@ -165,6 +165,37 @@ class ConnectionGuardTest {
         assertThat(response(longLine)).startsWith("HTTP/1.1 414 ").contains("\"code\":414");
     }
 
+    /**
+     * A HEAD to an API path skips the certificate check (the front door answers it without a body), so without a
+     * trusted certificate it has the 4 KiB budget of that connection; its 413 says that a HEAD takes no body, not
+     * what a probe takes.
+     */
+    @Test
+    void headBodyBeyondTheUnauthenticatedBudgetIs413SayingAHeadTakesNoBody() {
+        Sink sink = new Sink();
+        EmbeddedChannel ch = channel(guard(10, 10), sink);
+        send(ch, "HEAD " + ALLOCS + " HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n");
+        send(ch, "a".repeat(5000));
+        String r = response(ch);
+        assertThat(r).startsWith("HTTP/1.1 413 ").contains("\"code\":413")
+                .contains("request body is larger than 4096 bytes: a HEAD request takes no body; send it without one")
+                .doesNotContain("/healthz");
+        assertThat(closedAfterLinger(ch)).isTrue();
+
+        // chunked, after a probe on the same connection: counted as it arrives against the same budget
+        Sink sink2 = new Sink();
+        EmbeddedChannel ch2 = channel(guard(10, 10), sink2);
+        send(ch2, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+        assertThat(sink2.seen).containsExactly("GET /healthz", "last");
+        send(ch2, "HEAD " + ALLOCS + " HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+        send(ch2, "1000\r\n" + "a".repeat(4096) + "\r\n");
+        assertThat(response(ch2)).isEmpty();
+        send(ch2, "10\r\n" + "a".repeat(16) + "\r\n");
+        assertThat(response(ch2)).startsWith("HTTP/1.1 413 ")
+                .contains("request body is larger than 4096 bytes: a HEAD request takes no body; send it without one");
+        assertThat(closedAfterLinger(ch2)).isTrue();
+    }
+
     @Test
     void versionsHostsAndExpectationsAreJudgedAsGoJudgesThem() {
         EmbeddedChannel two = channel(guard(10, 10), new Sink());
