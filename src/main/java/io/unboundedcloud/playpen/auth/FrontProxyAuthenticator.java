@@ -42,9 +42,11 @@ public final class FrontProxyAuthenticator {
     /**
      * A verdict for one chain: made against bundle {@code generation}, reused until {@code untilNanos} of the monotonic
      * clock, and, when it let the chain in, no later than {@code notAfter}, the earliest end of validity of the CAs it
-     * rests on (the presented intermediates and the trusted CA).
+     * rests on (the presented intermediates and the trusted CA). A refusal is logged once, by the first request it
+     * refuses ({@code logged}).
      */
-    private record Verdict(long generation, String failure, long untilNanos, Date notAfter) {
+    private record Verdict(long generation, String failure, long untilNanos, Date notAfter,
+            java.util.concurrent.atomic.AtomicBoolean logged) {
         boolean outlivedBy(Date now) {
             return notAfter != null && now.after(notAfter);
         }
@@ -95,28 +97,44 @@ public final class FrontProxyAuthenticator {
      */
     public TrustBundle verifyPeer(X509Certificate[] chain) {
         try {
-            return verify(chain);
+            return verify(chain, true);
         } finally {
             // any verdict writes the count of refusals left out once their ten seconds have passed
             logRefusalsLeftOut();
         }
     }
 
-    private TrustBundle verify(X509Certificate[] chain) {
+    /**
+     * Whether the trust bundle trusts the TLS peer chain now, as {@link #verifyPeer} decides it, for what a
+     * connection may cost: nothing is refused by asking (a client without a trusted certificate may still call the
+     * probes), so an untrusted chain writes no refusal line; the first request refused for it writes it.
+     */
+    public boolean trusts(X509Certificate[] chain) {
+        try {
+            verify(chain, false);
+            return true;
+        } catch (Refused e) {
+            return false;
+        } finally {
+            logRefusalsLeftOut();
+        }
+    }
+
+    private TrustBundle verify(X509Certificate[] chain, boolean refusing) {
         if (chain == null || chain.length == 0) {
-            throw refused("no client certificate");
+            throw refused("no client certificate", refusing);
         }
         TrustBundle tb = bundle.get();
         if (!tb.valid()) {
             throw refused("front-proxy trust bundle is not usable: "
-                    + (tb.invalidReason() == null ? "empty" : tb.invalidReason()));
+                    + (tb.invalidReason() == null ? "empty" : tb.invalidReason()), refusing);
         }
         X509Certificate leaf = chain[0];
         // Validity is checked on every request against the injected clock: a cached verdict must not let a
         // certificate through after its notAfter. The cache only spares the path validation.
         String invalid = validityFailure(leaf);
         if (invalid != null) {
-            throw refused(invalid);
+            throw refused(invalid, refusing);
         }
         long now = nanoTime.getAsLong();
         List<X509Certificate> presented = List.of(chain);
@@ -124,18 +142,19 @@ public final class FrontProxyAuthenticator {
         if (v == null || v.generation() != tb.generation() || now - v.untilNanos() > 0
                 || v.outlivedBy(Date.from(clock.instant()))) {
             Checked checked = check(chain, tb);
-            v = new Verdict(tb.generation(), checked.failure(), now + CACHE_NANOS, checked.notAfter());
+            v = new Verdict(tb.generation(), checked.failure(), now + CACHE_NANOS, checked.notAfter(),
+                    new java.util.concurrent.atomic.AtomicBoolean());
             if (verdicts.size() > 1024) {
                 verdicts.clear();
             }
             verdicts.put(presented, v);
-            if (v.failure() != null) {
+        }
+        if (v.failure() != null) {
+            if (refusing && v.logged().compareAndSet(false, true)) {
                 // the wire only says "forbidden"
                 logRefusal(leaf, v.failure(), now);
             }
-        }
-        if (v.failure() != null) {
-            throw refused(v.failure());
+            throw refused(v.failure(), refusing);
         }
         return tb;
     }
@@ -195,8 +214,10 @@ public final class FrontProxyAuthenticator {
                 skipped);
     }
 
-    private static Refused refused(String reason) {
-        LOG.debug("front-proxy client refused: {}", reason);
+    private static Refused refused(String reason, boolean refusing) {
+        if (refusing) {
+            LOG.debug("front-proxy client refused: {}", reason);
+        }
         return new Refused(reason);
     }
 

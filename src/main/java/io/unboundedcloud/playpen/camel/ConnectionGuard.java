@@ -281,14 +281,11 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
         public void userEventTriggered(ChannelHandlerContext ctx, Object evt) throws Exception {
             if (evt instanceof SslHandshakeCompletionEvent done && done.isSuccess()) {
                 X509Certificate[] chain = peerChain(ctx);
-                if (chain != null) {
-                    try {
-                        authenticator.verifyPeer(chain);
-                        trusted = true;
-                        removeUnauthenticated(ctx.channel());
-                    } catch (ApiException e) {
-                        // stays unauthenticated: it may still call the probes
-                    }
+                // stays unauthenticated when not trusted: it may still call the probes, so nothing is refused (and
+                // logged as refused) before an /apis request is
+                if (chain != null && authenticator.trusts(chain)) {
+                    trusted = true;
+                    removeUnauthenticated(ctx.channel());
                 }
             }
             super.userEventTriggered(ctx, evt);
@@ -322,9 +319,7 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
          * budget and cap on such connections.
          */
         private void stillTrusted(ChannelHandlerContext ctx) {
-            try {
-                authenticator.verifyPeer(peerChain(ctx));
-            } catch (ApiException e) {
+            if (!authenticator.trusts(peerChain(ctx))) {
                 trusted = false;
                 addUnauthenticated(ctx.channel());
             }
@@ -337,13 +332,10 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
          * unauthenticated connections the oldest of which is closed to make room.
          */
         private void nowTrusted(ChannelHandlerContext ctx) {
-            try {
-                authenticator.verifyPeer(peerChain(ctx));
-            } catch (ApiException e) {
-                return;
+            if (authenticator.trusts(peerChain(ctx))) {
+                trusted = true;
+                removeUnauthenticated(ctx.channel());
             }
-            trusted = true;
-            removeUnauthenticated(ctx.channel());
         }
 
         /** After the decoder ran on those bytes: a head still incomplete beyond the budget is refused. */

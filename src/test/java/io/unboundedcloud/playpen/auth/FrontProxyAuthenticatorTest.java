@@ -527,4 +527,28 @@ class FrontProxyAuthenticatorTest {
         assertThat(refusalLines()).as("more than ten seconds after the last line: written at once").hasSize(3);
         assertThat(refusalLines().get(2)).doesNotContain("more");
     }
+
+    /**
+     * Asking whether a chain is trusted refuses nothing: an untrusted chain gives false and writes no refusal line,
+     * and the verdict it leaves in the cache is logged by the first request it refuses, once.
+     */
+    @Test
+    void askingWhetherAChainIsTrustedLogsNoRefusal() {
+        Pki.Issued otherCa = Pki.selfSigned(Subject.cn("front-proxy-ca"), Usage.CA, YESTERDAY, Duration.ofDays(365));
+        Pki.Issued stranger = Pki.issue(otherCa, Subject.cn("front-proxy-client"), Usage.CLIENT, YESTERDAY,
+                Duration.ofDays(30));
+        FrontProxyAuthenticator auth = new FrontProxyAuthenticator(() -> bundle(1, Set.of(), CA), CLOCK, () -> 0L);
+        assertThat(auth.trusts(chain(CLIENT))).isTrue();
+        assertThat(auth.trusts(chain(stranger))).isFalse();
+        assertThat(auth.trusts(chain(stranger))).isFalse();
+        assertThat(auth.trusts(null)).isFalse();
+        assertThat(refusalLines()).as("nothing refused").isEmpty();
+
+        assertUnauthorized(auth, chain(stranger), "client certificate is not signed by the front-proxy CA");
+        assertThat(refusalLines()).singleElement().asString().contains("cn=\"front-proxy-client\"")
+                .contains("reason=client certificate is not signed by the front-proxy CA");
+        assertUnauthorized(auth, chain(stranger), "client certificate is not signed by the front-proxy CA");
+        assertThat(auth.trusts(chain(stranger))).isFalse();
+        assertThat(refusalLines()).as("one line per verdict").hasSize(1);
+    }
 }

@@ -6,9 +6,14 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import javax.net.ssl.SSLEngine;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -23,7 +28,12 @@ import io.netty.handler.codec.http.HttpRequestDecoder;
 import io.netty.handler.codec.http.HttpResponseEncoder;
 import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.util.ReferenceCountUtil;
+import io.netty.handler.ssl.SslHandler;
 import io.unboundedcloud.playpen.auth.FrontProxyAuthenticator;
+import io.unboundedcloud.playpen.auth.TrustBundle;
+import io.unboundedcloud.playpen.support.CapturedLogs;
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.tls.Pki;
 
 /**
  * The connection guard in a Netty pipeline shaped like camel-netty-http's (decoder, guard, encoder, handler), without
@@ -33,6 +43,9 @@ class ConnectionGuardTest {
     static final String ALLOCS = "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs";
 
     final FrontProxyAuthenticator authenticator = withoutCertificates();
+
+    @RegisterExtension
+    final CapturedLogs authenticatorLogs = CapturedLogs.of(FrontProxyAuthenticator.class);
 
     /** For connections without a client certificate: the authenticator refuses them before consulting the bundle. */
     static FrontProxyAuthenticator withoutCertificates() {
@@ -289,6 +302,98 @@ class ConnectionGuardTest {
         x.close();
         assertThat(total.openConnections()).isEqualTo(1);
         assertThat(channel(total, new Sink()).isOpen()).isTrue();
+    }
+
+    /**
+     * A client whose certificate the trust bundle does not trust may still call the probes. Asking whether its
+     * connection is trusted (at the handshake, and at each later request head, here with a verdict made against a
+     * new bundle generation each time) refuses nothing, so it writes no refusal line; the /apis request refused for
+     * that certificate does, once.
+     */
+    @Test
+    void probesOverAConnectionWithAnUntrustedCertificateLogNoRefusal() throws Exception {
+        java.time.Instant now = java.time.Instant.now();
+        Pki.Issued otherCa = Pki.selfSigned(Pki.Subject.cn("other-ca"), Pki.Usage.CA, now.minusSeconds(3600),
+                Duration.ofDays(1));
+        Pki.Issued client = Pki.issue(otherCa, Pki.Subject.cn("front-proxy-client"), Pki.Usage.CLIENT,
+                now.minusSeconds(3600), Duration.ofDays(1));
+        Pki.Issued frontProxyCa = Pki.selfSigned(Pki.Subject.cn("front-proxy-ca"), Pki.Usage.CA,
+                now.minusSeconds(3600), Duration.ofDays(1));
+        Pki.Issued server = Pki.selfSigned(Pki.Subject.cn("server"), Pki.Usage.SERVER, now.minusSeconds(3600),
+                Duration.ofDays(1));
+        AtomicLong generation = new AtomicLong(1);
+        FrontProxyAuthenticator auth = new FrontProxyAuthenticator(() -> new TrustBundle(
+                List.of(frontProxyCa.certificate()), Set.of(), null, generation.get()), java.time.Clock.systemUTC());
+        ConnectionGuard guard = new ConnectionGuard(auth, new ConnectionGuard.Limits(10, 10, Duration.ofSeconds(10),
+                Duration.ofSeconds(30), 8192, 4096, 65536));
+
+        SSLEngine serverEngine = OperatorHarness.sslContext(server).createSSLEngine();
+        serverEngine.setUseClientMode(false);
+        serverEngine.setWantClientAuth(true);
+        SSLEngine clientEngine = OperatorHarness.sslContext(client).createSSLEngine();
+        clientEngine.setUseClientMode(true);
+        Sink sink = new Sink();
+        EmbeddedChannel srv = new EmbeddedChannel(new ChannelInitializer<Channel>() {
+            @Override
+            protected void initChannel(Channel c) {
+                c.pipeline().addLast("ssl", new SslHandler(serverEngine));
+                c.pipeline().addLast("decoder", new HttpRequestDecoder(4096, 1 << 20, 8192));
+                c.pipeline().addLast("decoder-0", guard.newChannelHandler());
+                c.pipeline().addLast("encoder", new HttpResponseEncoder());
+                c.pipeline().addLast("handler", sink);
+            }
+        });
+        EmbeddedChannel cli = new EmbeddedChannel(new SslHandler(clientEngine));
+        pump(cli, srv);
+
+        for (int i = 0; i < 3; i++) {
+            generation.incrementAndGet(); // a verdict made before does not stand for this head
+            cli.writeOutbound(Unpooled.copiedBuffer("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+                    StandardCharsets.ISO_8859_1));
+            pump(cli, srv);
+        }
+        assertThat(sink.seen).containsExactly("GET /healthz", "last", "GET /healthz", "last", "GET /healthz",
+                "last");
+        assertThat(srv.isOpen()).isTrue();
+        assertThat(refusalLines()).as("nothing was refused").isEmpty();
+
+        cli.writeOutbound(Unpooled.copiedBuffer("POST " + ALLOCS + " HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+                + "\r\n", StandardCharsets.ISO_8859_1));
+        pump(cli, srv);
+        StringBuilder answer = new StringBuilder();
+        Object in;
+        while ((in = cli.readInbound()) != null) {
+            answer.append(((ByteBuf) in).toString(StandardCharsets.UTF_8));
+            ((ByteBuf) in).release();
+        }
+        assertThat(answer.toString()).startsWith("HTTP/1.1 403 ");
+        assertThat(refusalLines()).as("the /apis request refused").singleElement().asString()
+                .contains("front-proxy client certificate refused cn=\"front-proxy-client\"");
+    }
+
+    /** The refusal lines (INFO) the authenticator wrote. */
+    List<String> refusalLines() {
+        return authenticatorLogs.lines().stream().filter(e -> e.getLevel() == ch.qos.logback.classic.Level.INFO)
+                .map(ch.qos.logback.classic.spi.ILoggingEvent::getFormattedMessage).toList();
+    }
+
+    /** Moves the bytes each side wrote to the other until neither has more. */
+    static void pump(EmbeddedChannel a, EmbeddedChannel b) {
+        boolean moved = true;
+        while (moved) {
+            moved = false;
+            a.runPendingTasks();
+            b.runPendingTasks();
+            Object o;
+            while ((o = a.readOutbound()) != null) {
+                b.writeInbound(o);
+                moved = true;
+            }
+            while ((o = b.readOutbound()) != null) {
+                a.writeInbound(o);
+                moved = true;
+            }
+        }
     }
 
     /** A refused connection drains for {@link ConnectionGuard#LINGER_MILLIS}, then closes. */
