@@ -488,19 +488,15 @@ public final class Allocator {
         java.util.Set<String> live = new java.util.HashSet<>();
         Pod carrier = null;
         for (String hash : hashes) {
-            for (Pod p : writer.liveClaimsOf(pods.namespace(), hash)) {
-                if (ManagedPods.isManaged(p)) {
-                    live.add(ManagedPods.keyHash(p));
-                    carrier = keyHash.equals(ManagedPods.keyHash(p)) ? p : carrier;
+            for (Pod p : ClaimResolver.ownersLiveClaims(writer, pods, hash)) {
+                boolean listed = ManagedPods.labels(p).containsKey(PlaypenKeys.OWNER_HASH_LABEL);
+                if (listed && !ManagedPods.isManaged(p)) {
+                    continue;
                 }
-            }
-        }
-        for (String hash : hashes) {
-            for (Pod p : pods.byOwnerHash(hash)) {
-                if (!ManagedPods.labels(p).containsKey(PlaypenKeys.OWNER_HASH_LABEL) && ManagedPods.isClaimed(p)
-                        && !ManagedPods.isTerminating(p)) {
-                    live.add(ManagedPods.keyHash(p));
-                    carrier = carrier == null && keyHash.equals(ManagedPods.keyHash(p)) ? p : carrier;
+                live.add(ManagedPods.keyHash(p));
+                if (keyHash.equals(ManagedPods.keyHash(p)) && (listed || carrier == null)) {
+                    // the API server's copy wins over a cached claim that predates the owner label
+                    carrier = p;
                 }
             }
         }
