@@ -249,9 +249,8 @@ public final class PodCache implements AutoCloseable {
     public void releaseLegacyOwnerHash(String keyed) {
         LegacyLink link = legacyOwnerHashes.computeIfPresent(keyed,
                 (k, had) -> new LegacyLink(had.legacy, Math.max(0, had.holds - 1)));
-        if (link != null && link.holds == 0 && !holdsLiveClaimOf(link.legacy)) {
-            // only the link found unheld: a request that recorded it meanwhile replaced it, and keeps it
-            legacyOwnerHashes.remove(keyed, link);
+        if (link != null) {
+            dropIfUnneeded(keyed, link);
         }
     }
 
@@ -264,13 +263,19 @@ public final class PodCache implements AutoCloseable {
     public int pruneLegacyOwnerHashes() {
         int dropped = 0;
         for (Map.Entry<String, LegacyLink> e : legacyOwnerHashes.entrySet()) {
-            LegacyLink link = e.getValue();
-            // only the link found unheld: a request that recorded it meanwhile replaced it, and keeps it
-            if (link.holds == 0 && !holdsLiveClaimOf(link.legacy) && legacyOwnerHashes.remove(e.getKey(), link)) {
+            if (dropIfUnneeded(e.getKey(), e.getValue())) {
                 dropped++;
             }
         }
         return dropped;
+    }
+
+    /**
+     * Drops {@code link} when no request holds it and this cache holds no live claim under its legacy hash; only that
+     * very link: a request that recorded it meanwhile replaced it, and keeps it. Returns whether it went.
+     */
+    private boolean dropIfUnneeded(String keyed, LegacyLink link) {
+        return link.holds == 0 && !holdsLiveClaimOf(link.legacy) && legacyOwnerHashes.remove(keyed, link);
     }
 
     private boolean holdsLiveClaimOf(String ownerHash) {
