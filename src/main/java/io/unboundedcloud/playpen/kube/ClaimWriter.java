@@ -32,7 +32,7 @@ import io.unboundedcloud.playpen.model.TtlPolicy;
 /** The single conditional write that claims a pod: a JSON merge patch carrying the resourceVersion precondition. */
 public final class ClaimWriter {
     private static final String MERGE_PATCH_JSON = "application/merge-patch+json";
-    /** The pod that answers a PATCH, read as its slim copy ({@link PodWatchEvents#slimPodReader}). */
+    /** The pod that answers a PATCH or a GET, read as its slim copy ({@link PodWatchEvents#slimPodReader}). */
     private static final ObjectReader SLIM_ANSWERS = PodWatchEvents.slimPodReader();
 
     private final KubernetesClient client;
@@ -125,29 +125,48 @@ public final class ClaimWriter {
      * are the DSL's: a KubernetesClientException with the answer's code and Status.
      */
     static Pod mergePatch(KubernetesClient client, String ns, String name, String patch) {
+        return slimPod(client, ns, name, "PATCH", send(client, ns, name, patch));
+    }
+
+    /**
+     * One request for a pod through the client's own HTTP client: its merge PATCH with {@code mergePatch}, a GET
+     * without. Fails only when no answer came (a KubernetesClientException without a code).
+     */
+    private static HttpResponse<byte[]> send(KubernetesClient client, String ns, String name, String mergePatch) {
+        String method = mergePatch == null ? "GET" : "PATCH";
         HttpClient http = client.getHttpClient();
-        HttpRequest request = http.newHttpRequestBuilder()
+        HttpRequest.Builder request = http.newHttpRequestBuilder()
                 .uri(podUrl(client, ns, name))
-                .method("PATCH", MERGE_PATCH_JSON, patch)
-                .timeout(client.getConfiguration().getRequestTimeout(), TimeUnit.MILLISECONDS)
-                .build();
-        HttpResponse<byte[]> response;
+                .timeout(client.getConfiguration().getRequestTimeout(), TimeUnit.MILLISECONDS);
+        if (mergePatch != null) {
+            request.method(method, MERGE_PATCH_JSON, mergePatch);
+        }
         try {
             // a thread already interrupted sends nothing: get() on an answer that is in by then would not notice
             if (Thread.interrupted()) {
                 throw new InterruptedException();
             }
-            response = http.sendAsync(request, byte[].class).get();
+            return http.sendAsync(request.build(), byte[].class).get();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new KubernetesClientException("interrupted while patching pod " + ns + "/" + name, e);
+            throw new KubernetesClientException("interrupted while " + (mergePatch == null ? "reading" : "patching")
+                    + " pod " + ns + "/" + name, e);
         } catch (ExecutionException e) {
             Throwable cause = e.getCause() == null ? e : e.getCause();
             if (cause instanceof KubernetesClientException k) {
                 throw k;
             }
-            throw new KubernetesClientException("PATCH of pod " + ns + "/" + name + " failed: " + cause, cause);
+            throw new KubernetesClientException(method + " of pod " + ns + "/" + name + " failed: " + cause, cause);
         }
+    }
+
+    /**
+     * The pod a successful answer carries, read as its slim copy; any other answer is the DSL's failure: a
+     * KubernetesClientException with the answer's code and Status (one made of the code and body when the body is
+     * no Status with a code, such as a proxy's error page).
+     */
+    private static Pod slimPod(KubernetesClient client, String ns, String name, String method,
+            HttpResponse<byte[]> response) {
         byte[] body = response.body() == null ? new byte[0] : response.body();
         if (response.isSuccessful()) {
             try {
@@ -167,8 +186,8 @@ public final class ClaimWriter {
             status = new StatusBuilder().withCode(response.code()).withStatus("Failure")
                     .withMessage(new String(body, StandardCharsets.UTF_8)).build();
         }
-        throw new KubernetesClientException("PATCH of pod " + ns + "/" + name + " answered " + response.code() + ": "
-                + status.getMessage(), response.code(), status);
+        throw new KubernetesClientException(method + " of pod " + ns + "/" + name + " answered " + response.code()
+                + ": " + status.getMessage(), response.code(), status);
     }
 
     /**
@@ -396,10 +415,15 @@ public final class ClaimWriter {
         return client.pods().inNamespace(namespace).withLabel(label).list().getItems();
     }
 
-    /** A fresh read after a conflict (null when gone). */
+    /**
+     * The pod as the API server has it now (a consistent GET; null when gone, as the DSL's {@code get()} answers a
+     * 404), read as its slim copy like a PATCH's answer ({@link #mergePatch}), with the same failures: every caller
+     * (a replay, a read after a conflict or an unknown outcome) uses only what the cache keeps of a pod.
+     */
     public Pod read(String namespace, String name) {
         calls.count(KubeApiCall.PODS_GET);
-        return client.pods().inNamespace(namespace).withName(name).get();
+        HttpResponse<byte[]> response = send(client, namespace, name, null);
+        return response.code() == 404 ? null : slimPod(client, namespace, name, "GET", response);
     }
 
     /**

@@ -33,8 +33,8 @@ import io.unboundedcloud.playpen.model.SlimPodList;
  * begin with its {@code kind} and {@code apiVersion}) is decoded by the client as before, from a copy of the tokens
  * read so far. The API server writes those two first; a pod that came otherwise would still be decoded, only the
  * slower way. Fields of the event other than {@code type} and {@code object}, which nobody reads, are not kept.
- * Pods are slim only in watch events, the cache's LIST pages and the answers to the operator's own pod PATCHes
- * ({@link #slimPodReader}): a pod read or listed by a request is decoded whole, as before.
+ * Pods are slim only in watch events, the cache's LIST pages, the answers to the operator's own pod PATCHes and its
+ * GETs of one pod ({@link #slimPodReader}): a pod listed by a request is decoded whole, as before.
  */
 final class PodWatchEvents extends DelegatingDeserializer {
     private static final long serialVersionUID = 1L;
@@ -61,10 +61,11 @@ final class PodWatchEvents extends DelegatingDeserializer {
     }
 
     /**
-     * How the pod that answers one of the operator's own writes is read: fabric8's JSON, configured as the client's
-     * own, with the Pod read straight into its slim copy. Whatever the operator does with the answer it does with
-     * that copy (the pod cache keeps nothing else), and a real API server's answer carries managedFields and the
-     * whole spec and status, which the client's own decoding would build only for the slim copy to drop them.
+     * How the pod that answers one of the operator's own writes, or its GET of one pod, is read: fabric8's JSON,
+     * configured as the client's own, with the Pod read straight into its slim copy. Whatever the operator does with
+     * the answer it does with that copy (the pod cache keeps nothing else), and a real API server's answer carries
+     * managedFields and the whole spec and status, which the client's own decoding would build only for the slim
+     * copy to drop them.
      */
     static ObjectReader slimPodReader() {
         ObjectMapper mapper = new ObjectMapper().registerModule(new SimpleModule("playpen-slim-answers")

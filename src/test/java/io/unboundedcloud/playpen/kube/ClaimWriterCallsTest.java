@@ -28,6 +28,7 @@ import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.model.ResourceType;
+import io.unboundedcloud.playpen.model.SlimPods;
 import io.unboundedcloud.playpen.model.TtlPolicy;
 import io.unboundedcloud.playpen.support.TestCluster;
 
@@ -517,6 +518,74 @@ class ClaimWriterCallsTest {
         assertThat(writer.read(TestCluster.NS, POD)).isNotNull();
         assertThat(writer.read(TestCluster.NS, "gone")).isNull();
         assertThat(count(KubeApiCall.PODS_GET)).isEqualTo(2);
+    }
+
+    /**
+     * A read is one GET whose answer is read as the slim pod the cache keeps (the environment, which the operator
+     * never reads, is not built): the slim copy of the pod read whole, and its own slim copy.
+     */
+    @Test
+    void aReadIsOneGetAnsweredAsTheSlimPod() {
+        cluster.create(new PodBuilder(TestCluster.readyRunner("amd64", 51820, "node-a").build()).editSpec()
+                .editFirstContainer().addNewEnv().withName("A").withValue("1").endEnv().endContainer().endSpec());
+        Pod read = writer.read(TestCluster.NS, POD);
+        Pod whole = inApi();
+        assertThat(whole.getSpec().getContainers().get(0).getEnv()).extracting("name").containsExactly("A");
+        assertThat(read.getSpec().getContainers().get(0).getEnv()).isEmpty();
+        assertThat(read).isEqualTo(SlimPods.slim(whole));
+        assertThat(SlimPods.slim(read)).isSameAs(read);
+        assertThat(count(KubeApiCall.PODS_GET)).isEqualTo(1);
+        assertThat(cluster.requestCount(k -> k.equals("GET " + PATH))).isEqualTo(2); // the read and inApi()
+    }
+
+    @Test
+    void aReadAnswered404IsNull() {
+        idle();
+        cluster.server.expect().get().withPath(PATH).andReturn(404, status(404, "pods \"" + POD + "\" not found"))
+                .once();
+        assertThat(writer.read(TestCluster.NS, POD)).isNull();
+        assertThat(count(KubeApiCall.PODS_GET)).isEqualTo(1);
+    }
+
+    @Test
+    void aReadTheApiServerRefusesIsAnErrorWithItsCodeAndMessage() {
+        idle();
+        cluster.forbidden = k -> k.equals("GET " + PATH);
+        KubernetesClientException forbidden = catchThrowableOfType(KubernetesClientException.class,
+                () -> writer.read(TestCluster.NS, POD));
+        assertThat(forbidden.getCode()).isEqualTo(403);
+        assertThat(forbidden.getStatus().getReason()).isEqualTo("Forbidden");
+        assertThat(forbidden.getStatus().getMessage()).isEqualTo("forbidden by the test's RBAC: GET " + PATH);
+        assertThat(forbidden.getMessage())
+                .isEqualTo("GET of pod playpen/" + POD + " answered 403: forbidden by the test's RBAC: GET " + PATH);
+        cluster.forbidden = k -> false;
+
+        // (the client retries a server error once: both answers are scripted)
+        cluster.server.expect().get().withPath(PATH).andReturn(500, status(500, "etcdserver: request timed out"))
+                .times(2);
+        KubernetesClientException failed = catchThrowableOfType(KubernetesClientException.class,
+                () -> writer.read(TestCluster.NS, POD));
+        assertThat(failed.getCode()).isEqualTo(500);
+        assertThat(failed.getStatus().getMessage()).isEqualTo("etcdserver: request timed out");
+        assertThat(failed.getMessage())
+                .isEqualTo("GET of pod playpen/" + POD + " answered 500: etcdserver: request timed out");
+        assertThat(count(KubeApiCall.PODS_GET)).isEqualTo(2);
+    }
+
+    @Test
+    void anInterruptedReadSaysSoAndKeepsTheInterrupt() {
+        idle();
+        Thread.currentThread().interrupt();
+        try {
+            assertThatThrownBy(() -> writer.read(TestCluster.NS, POD))
+                    .isInstanceOf(KubernetesClientException.class)
+                    .hasMessage("interrupted while reading pod playpen/" + POD)
+                    .hasCauseInstanceOf(InterruptedException.class);
+            assertThat(Thread.currentThread().isInterrupted()).isTrue();
+        } finally {
+            Thread.interrupted();
+        }
+        assertThat(cluster.requestCount(k -> k.equals("GET " + PATH))).isZero();
     }
 
     private Pod claimed2() {
