@@ -280,11 +280,15 @@ class ClaimWriterCallsTest {
     @Test
     void anInterruptedClaimSaysSoAndKeepsTheInterrupt() {
         Pod pod = idle();
+        assertInterrupted(() -> writer.claim(pod, pod.getMetadata().getResourceVersion(), CMD),
+                "interrupted while patching pod playpen/" + POD);
+    }
+
+    /** {@code call} made on an interrupted thread fails with {@code message} and leaves the thread interrupted. */
+    private static void assertInterrupted(org.assertj.core.api.ThrowableAssert.ThrowingCallable call, String message) {
         Thread.currentThread().interrupt();
         try {
-            assertThatThrownBy(() -> writer.claim(pod, pod.getMetadata().getResourceVersion(), CMD))
-                    .isInstanceOf(KubernetesClientException.class)
-                    .hasMessage("interrupted while patching pod playpen/" + POD)
+            assertThatThrownBy(call).isInstanceOf(KubernetesClientException.class).hasMessage(message)
                     .hasCauseInstanceOf(InterruptedException.class);
             assertThat(Thread.currentThread().isInterrupted()).isTrue();
         } finally {
@@ -575,16 +579,7 @@ class ClaimWriterCallsTest {
     @Test
     void anInterruptedReadSaysSoAndKeepsTheInterrupt() {
         idle();
-        Thread.currentThread().interrupt();
-        try {
-            assertThatThrownBy(() -> writer.read(TestCluster.NS, POD))
-                    .isInstanceOf(KubernetesClientException.class)
-                    .hasMessage("interrupted while reading pod playpen/" + POD)
-                    .hasCauseInstanceOf(InterruptedException.class);
-            assertThat(Thread.currentThread().isInterrupted()).isTrue();
-        } finally {
-            Thread.interrupted();
-        }
+        assertInterrupted(() -> writer.read(TestCluster.NS, POD), "interrupted while reading pod playpen/" + POD);
         assertThat(cluster.requestCount(k -> k.equals("GET " + PATH))).isZero();
     }
 
