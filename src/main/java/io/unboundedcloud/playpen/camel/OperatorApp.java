@@ -149,7 +149,13 @@ public final class OperatorApp implements AutoCloseable {
         // every replica learns back-off, time-to-ready and demand from the watch; the leader acts on them
         PoolSignals signals = new PoolSignals(planner, nodes, clock, config.pools());
         pool = new PoolReconciler(client, config, pods, nodes, planner, signals, leader::isLeader, calls, clock);
-        poolStatuses = new PoolStatuses(pods, pool, clock);
+        // the leader's refused creates ride on its Lease writes, where the replicas that do not lead read them
+        io.unboundedcloud.playpen.kube.LeaseRefusals leaseRefusals = new io.unboundedcloud.playpen.kube.LeaseRefusals(
+                client, config.leaderElectionNamespace(), config.leaderElectionLeaseName(), config.runnerNamespace(),
+                calls);
+        leader.annotateLeaseWith(() -> Map.of(io.unboundedcloud.playpen.kube.LeaseRefusals.ANNOTATION,
+                io.unboundedcloud.playpen.kube.LeaseRefusals.encode(leader.identity(), pool.publishedRefusals())));
+        poolStatuses = new PoolStatuses(pods, pool, clock, leaseRefusals);
         Candidates candidates = new Candidates(config.runnerLabelSelector(), new PoolHandOut(planner, nodes, pods));
         ttl = new TtlExpirer(pods, writer, leases, clock, leader::isLeader, config.reconcileInterval());
         pods.addListener(signals);

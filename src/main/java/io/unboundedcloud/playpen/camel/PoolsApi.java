@@ -26,8 +26,15 @@ import io.unboundedcloud.playpen.model.PoolViews;
  */
 public final class PoolsApi {
 
-    /** What a read found. */
-    public record Selection(PoolViews.Query query, List<PoolStatus> pools) {
+    /**
+     * What a read found; {@code refusals}: why each pool's pod creates are refused (null for a pool whose are not;
+     * the function itself null before the create-refusals step).
+     */
+    public record Selection(PoolViews.Query query, List<PoolStatus> pools,
+            java.util.function.Function<io.unboundedcloud.playpen.model.PoolTarget, String> refusals) {
+        public Selection(PoolViews.Query query, List<PoolStatus> pools) {
+            this(query, pools, null);
+        }
     }
 
     private final AccessReviewer reviewer;
@@ -88,16 +95,26 @@ public final class PoolsApi {
         return new Selection(query, pools);
     }
 
+    /**
+     * Why the selected pools' pod creates are refused: the leader knows its own; a replica that does not lead reads
+     * what the leader publishes on its Lease (one GET per read).
+     */
+    public Selection createRefusals(@Body Selection s) {
+        return new Selection(s.query(), s.pools(), statuses.createRefusals());
+    }
+
     /** Table when kubectl asked for one (get), else the Pool or PoolList JSON (-o json|yaml|name). */
     public HttpReply render(@Body Selection s) {
         PoolViews.Query q = s.query();
+        var refusals = s.refusals() != null ? s.refusals() : statuses.createRefusals();
         if (q.table()) {
             String type = "application/json;as=Table;g=meta.k8s.io;v=" + q.tableVersion();
-            return new HttpReply(200, type, Json.write(views.table(s.pools(), q, clock.instant())), Map.of(), "ok");
+            return new HttpReply(200, type, Json.write(views.table(s.pools(), q, clock.instant(), refusals)), Map.of(),
+                    "ok");
         }
         if (q.name() == null) {
-            return HttpReply.json(Json.write(views.list(s.pools(), clock.instant())));
+            return HttpReply.json(Json.write(views.list(s.pools(), clock.instant(), refusals)));
         }
-        return HttpReply.json(Json.write(views.object(s.pools().get(0), clock.instant())));
+        return HttpReply.json(Json.write(views.object(s.pools().get(0), clock.instant(), refusals)));
     }
 }

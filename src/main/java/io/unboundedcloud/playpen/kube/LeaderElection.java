@@ -68,6 +68,7 @@ public final class LeaderElection implements AutoCloseable {
     /** Its own thread: the restarter's tasks (a GET of the Lease, a cancelled round's release) may hang on the API. */
     private final ScheduledExecutorService renewalWatch =
             Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("leader-renewal-watch"));
+    private volatile java.util.function.Supplier<java.util.Map<String, String>> leaseAnnotations = java.util.Map::of;
     /** When the last Lease write of this replica that succeeded was sent (System.nanoTime). */
     private volatile long renewalSentNanos;
 
@@ -91,7 +92,16 @@ public final class LeaderElection implements AutoCloseable {
         this.retryPeriod = retryPeriod;
         this.probeInterval = probeInterval;
         this.warnInterval = warnInterval;
-        this.lock = new ObservedLock(new LeaseLock(namespace, leaseName, identity));
+        this.lock = new ObservedLock(new AnnotatedLeaseLock(namespace, leaseName, identity));
+    }
+
+    /**
+     * Annotations this replica writes on the Lease with each of its writes as holder (taking it, every renewal), so
+     * that they are there exactly while it leads and cost no write of their own; what a replica that does not lead
+     * may read there (see {@link LeaseRefusals}). Read on the elector's thread at each write.
+     */
+    public void annotateLeaseWith(java.util.function.Supplier<java.util.Map<String, String>> annotations) {
+        this.leaseAnnotations = annotations;
     }
 
     public void addListener(Listener l) {
@@ -343,6 +353,30 @@ public final class LeaderElection implements AutoCloseable {
             round.cancel(true);
         }
         set(false);
+    }
+
+    /** fabric8's Lease lock whose writes (a create, a takeover, a renewal) carry {@link #annotateLeaseWith}'s annotations. */
+    private final class AnnotatedLeaseLock extends LeaseLock {
+        AnnotatedLeaseLock(String namespace, String name, String identity) {
+            super(namespace, name, identity);
+        }
+
+        @Override
+        protected io.fabric8.kubernetes.api.model.coordination.v1.Lease toResource(LeaderElectionRecord record,
+                io.fabric8.kubernetes.api.model.ObjectMetaBuilder meta) {
+            java.util.Map<String, String> annotations;
+            try {
+                annotations = leaseAnnotations.get();
+            } catch (RuntimeException e) {
+                // never at the cost of the write itself: the Lease is renewed without them
+                LOG.warn("Lease {}/{} written without its annotations: {}", namespace, leaseName, e.toString());
+                annotations = java.util.Map.of();
+            }
+            if (!annotations.isEmpty()) {
+                meta.addToAnnotations(annotations);
+            }
+            return super.toResource(record, meta);
+        }
     }
 
     /** The Lease lock as fabric8 uses it, reporting 403 answers and what each successful GET shows. */

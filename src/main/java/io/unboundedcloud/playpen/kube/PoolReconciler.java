@@ -624,6 +624,11 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         });
     }
 
+    /** Whether this replica leads (runs the passes). */
+    public boolean leads() {
+        return leader.getAsBoolean();
+    }
+
     /**
      * Whether the API server refused {@code target}'s last pod create and none has succeeded since, while it needs
      * pods (false on a replica that does not lead: the refusals are the leader's own).
@@ -642,15 +647,24 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         if (r == null || !leader.getAsBoolean()) {
             return null;
         }
-        CreateRefusal last = r.last();
-        long seconds = Math.max(0, (Duration.between(now, r.until()).toMillis() + 999) / 1000);
-        return "the API server refused " + (r.refusals() == 1 ? "the last pod create"
-                : "the last " + r.refusals() + " pod creates in a row") + " of pool "
-                + io.unboundedcloud.playpen.model.PoolStatus.name(target) + " with HTTP " + last.code() + " ("
-                + last.serverMessage() + "); the pool creates no pod until one succeeds, trying again "
-                + (seconds > 0 ? "in " + seconds + " s" : "at its next pass")
-                + "; check ResourceQuota and admission webhooks in namespace " + config.runnerNamespace()
-                + ", and the pod template flags (each refusal is a Warning Event CreateRefused on the operator)";
+        return published(r).condition(io.unboundedcloud.playpen.model.PoolStatus.name(target), config.runnerNamespace(),
+                now);
+    }
+
+    /**
+     * The pools whose creates the API server refuses now, by pool name, as this leader publishes them on its Lease
+     * ({@link LeaseRefusals}): empty on a replica that does not lead.
+     */
+    public Map<String, LeaseRefusals.Refusal> publishedRefusals() {
+        Map<String, LeaseRefusals.Refusal> out = new java.util.TreeMap<>();
+        if (leader.getAsBoolean()) {
+            refused.forEach((t, r) -> out.put(io.unboundedcloud.playpen.model.PoolStatus.name(t), published(r)));
+        }
+        return out;
+    }
+
+    private static LeaseRefusals.Refusal published(RefusalPause r) {
+        return new LeaseRefusals.Refusal(r.refusals(), r.last().code(), r.last().serverMessage(), r.until());
     }
 
     /** A 4xx answer other than 409 (AlreadyExists, handled) and 429 (throttling, which the client retries). */

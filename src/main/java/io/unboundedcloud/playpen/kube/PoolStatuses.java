@@ -19,6 +19,7 @@ public final class PoolStatuses {
     private final PodCache pods;
     private final PoolReconciler reconciler;
     private final Clock clock;
+    private final LeaseRefusals leaseRefusals;
     private volatile Snapshot last;
     private final java.util.concurrent.atomic.LongAdder plans = new java.util.concurrent.atomic.LongAdder();
 
@@ -27,9 +28,15 @@ public final class PoolStatuses {
     }
 
     public PoolStatuses(PodCache pods, PoolReconciler reconciler, Clock clock) {
+        this(pods, reconciler, clock, null);
+    }
+
+    /** {@code leaseRefusals}: where a replica that does not lead reads the leader's refused creates (null: nowhere). */
+    public PoolStatuses(PodCache pods, PoolReconciler reconciler, Clock clock, LeaseRefusals leaseRefusals) {
         this.pods = pods;
         this.reconciler = reconciler;
         this.clock = clock;
+        this.leaseRefusals = leaseRefusals;
     }
 
     /**
@@ -72,6 +79,20 @@ public final class PoolStatuses {
      */
     public String createRefused(PoolTarget target) {
         return reconciler.createRefusedCondition(target, clock.instant());
+    }
+
+    /**
+     * For one read of the pools, the message of each pool's {@code Degraded} condition {@code CreateRefused} (null:
+     * its creates are not refused): the leader's own refusals on the leader; on a replica that does not lead, what the
+     * leader publishes on its Lease, read now (one GET per read: {@link LeaseRefusals}).
+     */
+    public java.util.function.Function<PoolTarget, String> createRefusals() {
+        Instant now = clock.instant();
+        if (leaseRefusals == null || reconciler.leads()) {
+            return t -> reconciler.createRefusedCondition(t, now);
+        }
+        LeaseRefusals.Published published = leaseRefusals.read(now);
+        return t -> leaseRefusals.condition(published, io.unboundedcloud.playpen.model.PoolStatus.name(t), now);
     }
 
     /** How many times the pools were planned for a read (each plan walks every pod of the cache). */

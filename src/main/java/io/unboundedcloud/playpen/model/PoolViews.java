@@ -8,6 +8,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
 import java.util.stream.Collectors;
 
 import io.unboundedcloud.playpen.config.Flag;
@@ -23,7 +24,7 @@ public final class PoolViews {
     public static final String LIST_KIND = "PoolList";
 
     private final String maxSurge;
-    private final java.util.function.Function<PoolTarget, String> createRefused;
+    private final Function<PoolTarget, String> createRefused;
     private final Map<String, Instant> transitions = new ConcurrentHashMap<>();
 
     /** {@code maxSurge} is --pool-max-surge as given (shown in each pool's spec). */
@@ -35,7 +36,7 @@ public final class PoolViews {
      * {@code createRefused}: why a pool's pod creates are refused by the API server (null: they are not, or this
      * replica cannot tell), shown as its {@code Degraded} condition {@code CreateRefused}.
      */
-    public PoolViews(String maxSurge, java.util.function.Function<PoolTarget, String> createRefused) {
+    public PoolViews(String maxSurge, Function<PoolTarget, String> createRefused) {
         this.maxSurge = maxSurge;
         this.createRefused = createRefused;
     }
@@ -119,6 +120,14 @@ public final class PoolViews {
 
     /** Ready, Progressing and Degraded of a pool at {@code now}. */
     public List<Condition> conditions(PoolStatus p, Instant now) {
+        return conditions(p, now, createRefused);
+    }
+
+    /**
+     * The same, with {@code refusals} saying why a pool's pod creates are refused (null: they are not) for this
+     * read, in place of the function the views were made with.
+     */
+    public List<Condition> conditions(PoolStatus p, Instant now, Function<PoolTarget, String> refusals) {
         List<Condition> out = new ArrayList<>();
         String noIp = p.noExternalIp() > 0 ? ", " + p.noExternalIp() + " more ready on a node without an ExternalIP"
                 + " (never handed out: give the node an ExternalIP, or cordon it and delete the pod)" : "";
@@ -155,7 +164,7 @@ public final class PoolViews {
             out.add(new Condition("Progressing", "False", "Current", "every idle pod runs template " + p.templateHash()));
         }
         PoolBackoff.View b = p.backoff();
-        String refused = createRefused.apply(p.target());
+        String refused = refusals.apply(p.target());
         if (refused != null) {
             out.add(new Condition("Degraded", "True", "CreateRefused", refused));
         } else if (b.backingOff()) {
@@ -189,6 +198,11 @@ public final class PoolViews {
 
     /** The Pool object of {@code kubectl get pool <name> -o yaml}. */
     public Map<String, Object> object(PoolStatus p, Instant now) {
+        return object(p, now, createRefused);
+    }
+
+    /** The same, its CreateRefused condition from {@code refusals}. */
+    public Map<String, Object> object(PoolStatus p, Instant now, Function<PoolTarget, String> refusals) {
         Map<String, Object> metadata = new LinkedHashMap<>();
         metadata.put("name", p.name());
         metadata.put("resourceVersion", "");
@@ -237,7 +251,7 @@ public final class PoolViews {
             status.put("timeToReadySeconds", Math.round(p.timeToReady().toMillis() / 10.0) / 100.0);
         }
         List<Object> conditions = new ArrayList<>();
-        for (Condition c : conditions(p, now)) {
+        for (Condition c : conditions(p, now, refusals)) {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("type", c.type());
             m.put("status", c.status());
@@ -262,8 +276,13 @@ public final class PoolViews {
 
     /** The PoolList of {@code kubectl get pools -o yaml}. */
     public Map<String, Object> list(List<PoolStatus> pools, Instant now) {
-        return KubeObjects.list(LIST_KIND, Map.of("resourceVersion", ""), pools.stream().map(p -> object(p, now))
-                .toList());
+        return list(pools, now, createRefused);
+    }
+
+    /** The same, the CreateRefused conditions from {@code refusals}. */
+    public Map<String, Object> list(List<PoolStatus> pools, Instant now, Function<PoolTarget, String> refusals) {
+        return KubeObjects.list(LIST_KIND, Map.of("resourceVersion", ""), pools.stream()
+                .map(p -> object(p, now, refusals)).toList());
     }
 
     /** The columns, in order; priority 1 ones show with -o wide only. */
@@ -284,13 +303,19 @@ public final class PoolViews {
 
     /** A meta.k8s.io Table as kubectl get prints it. */
     public Map<String, Object> table(List<PoolStatus> pools, Query q, Instant now) {
+        return table(pools, q, now, createRefused);
+    }
+
+    /** The same, the objects it includes with their CreateRefused conditions from {@code refusals}. */
+    public Map<String, Object> table(List<PoolStatus> pools, Query q, Instant now,
+            Function<PoolTarget, String> refusals) {
         List<Object> rows = new ArrayList<>();
         for (PoolStatus p : pools) {
             List<Object> cells = List.of(p.name(), p.target().type().wire(), p.target().variant(), p.desired(),
                     p.ready(), p.idle(), p.allocated(), p.stale(), p.unhealthy(),
                     p.oldest() == null ? "<none>" : AllocViews.humanDuration(Duration.between(p.oldest(), now)),
                     p.templateHash(), p.image());
-            rows.add(KubeObjects.row(cells, q.includeObject(), q.tableVersion(), () -> object(p, now)));
+            rows.add(KubeObjects.row(cells, q.includeObject(), q.tableVersion(), () -> object(p, now, refusals)));
         }
         return KubeObjects.table(q.tableVersion(), Map.of("resourceVersion", ""), COLUMNS, rows);
     }
