@@ -95,7 +95,8 @@ final class FlowBridge implements PoolReconciler.Observer, TtlExpirer.Observer {
         }
     }
 
-    void backoffChanged(io.unboundedcloud.playpen.kube.PoolSignals.BackoffChange change) {
+    @Override
+    public void backoffChanged(io.unboundedcloud.playpen.kube.PoolSignals.BackoffChange change) {
         if (!send(POOL_BACKOFF, change)) {
             fallback.backoffChanged(change);
         }

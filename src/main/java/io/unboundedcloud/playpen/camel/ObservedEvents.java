@@ -162,7 +162,8 @@ public final class ObservedEvents implements PoolReconciler.Observer, TtlExpirer
         unhealthyAllocatedEvents(u).forEach(this::record);
     }
 
-    void backoffChanged(io.unboundedcloud.playpen.kube.PoolSignals.BackoffChange c) {
+    @Override
+    public void backoffChanged(io.unboundedcloud.playpen.kube.PoolSignals.BackoffChange c) {
         backoffEvents(c).forEach(this::record);
     }
 

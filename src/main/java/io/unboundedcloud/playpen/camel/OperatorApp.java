@@ -188,12 +188,6 @@ public final class OperatorApp implements AutoCloseable {
         FlowBridge bridge = new FlowBridge(observed);
         pool.addObserver(bridge);
         ttl.addObserver(bridge);
-        // every replica sees a pool back off; the leader, which acts on it, tells
-        signals.addObserver(change -> {
-            if (leader.isLeader()) {
-                bridge.backoffChanged(change);
-            }
-        });
         // refills run the pool-pass route once Camel runs, so its steps are the same for every pass
         pool.runPassesWith(() -> bridge.poolPass(pool));
         pool.addObserver(metrics);

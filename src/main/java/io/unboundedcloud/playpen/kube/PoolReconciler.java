@@ -94,6 +94,10 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         /** A create the API server refused (a 4xx other than 409 and 429): the pool's creates pause. */
         default void createRefused(CreateRefusal refusal) {
         }
+
+        /** A pool started or went on backing off, or recovered, as the pod watch told it while this replica leads. */
+        default void backoffChanged(PoolSignals.BackoffChange change) {
+        }
     }
 
     /** The first create pause after a refusal; each further refusal in a row doubles it, up to --reconcile-interval. */
@@ -232,6 +236,11 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      * that never led would.
      */
     private final Set<String> reported = ConcurrentHashMap.newKeySet();
+    /**
+     * uids of the failed replacements whose BackOff this term as leader has told (see {@link #reportBackoffs});
+     * forgotten when the term ends, as {@link #reported}.
+     */
+    private final Set<String> reportedBackoffs = ConcurrentHashMap.newKeySet();
     private final java.util.concurrent.ScheduledThreadPoolExecutor refill =
             new java.util.concurrent.ScheduledThreadPoolExecutor(1, DaemonThreads.named("pool-refill"));
     private final AtomicBoolean refillScheduled = new AtomicBoolean();
@@ -284,6 +293,10 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         }
         this.signals = signals;
         this.leader = leader;
+        if (signals != null) {
+            // every replica learns the back-off from its watch; the leader, which acts on it, tells
+            signals.addObserver(this::backoffSignalled);
+        }
         this.calls = calls;
         this.clock = clock;
         this.debounceMillis = Math.max(0, config.refillDebounce().toMillis());
@@ -291,6 +304,44 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
 
     public void addObserver(Observer observer) {
         observers.add(observer);
+    }
+
+    /** A pool's back-off changed (the watch told it, on every replica): told to the observers while this one leads. */
+    private void backoffSignalled(PoolSignals.BackoffChange change) {
+        if (!leader.getAsBoolean()) {
+            return;
+        }
+        if (!change.recovered()) {
+            reportedBackoffs.add(change.pod().getMetadata().getUid());
+        }
+        observers.forEach(o -> o.backoffChanged(change));
+    }
+
+    /**
+     * A pool the plan finds backing off whose last failed replacement this term has not told yet is told now: a
+     * replica that led when the failure happened told it then, but the API server deletes Events after its
+     * --event-ttl, and a replica that followed then never told it. Its BackOff Event is named after the failed pod,
+     * so the create itself tells whether the API server still has it (AlreadyExists: nothing more is written).
+     */
+    private void reportBackoffs(PoolPlan plan) {
+        if (signals == null) {
+            return;
+        }
+        Set<String> live = new HashSet<>();
+        for (var s : plan.statuses().values()) {
+            Optional<PoolSignals.BackoffChange> last = signals.lastFailure(s.target());
+            if (last.isEmpty()) {
+                continue;
+            }
+            String uid = last.get().pod().getMetadata().getUid();
+            live.add(uid);
+            if (s.backoff().backingOff() && reportedBackoffs.add(uid)) {
+                LOG.info("pool={} outcome=backoff-told-again pod={} the pool is still backing off",
+                        s.target().key(), ManagedPods.name(last.get().pod()));
+                observers.forEach(o -> o.backoffChanged(last.get()));
+            }
+        }
+        reportedBackoffs.retainAll(live);
     }
 
     /** How refills run a pass: through the pool-reconcile route once Camel runs (default: {@link #reconcile}). */
@@ -725,6 +776,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                     observers.forEach(o -> o.exhausted(x));
                 }
                 reportUnhealthyAllocated(pass.plan);
+                reportBackoffs(pass.plan);
                 wakeAfterPause(pass);
             }
             if (pass.failure != null) {
@@ -996,12 +1048,14 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      * Forgets what is the leader's own and holds for one term only: a refusal pause (a replica that leads again
      * tries at once) and the allocated pods reported unhealthy (a replica that leads again reports those still
      * unhealthy again: their Events carry names of their own, so one still there is not recorded twice, and one the
-     * API server has deleted since is recorded again). The pods reported created are not forgotten: a pod is created
+     * API server has deleted since is recorded again), and the BackOff told of each pool still backing off (the same:
+     * a later term tells it again under its name). The pods reported created are not forgotten: a pod is created
      * once, and a later term that meets one an earlier term created does not tell it as created again.
      */
     private void forgetTerm() {
         refused.clear();
         reported.clear();
+        reportedBackoffs.clear();
     }
 
     /** A new leader's first pass: in {@link #SYNC_RECHECK_MILLIS}, or after the refill wait if that is shorter. */

@@ -82,6 +82,8 @@ public final class PoolSignals implements PodCache.Listener {
      * timeout, so a pod scaled down or retired by a rollout while it started would otherwise end as a failure.
      */
     private final Map<String, Optional<PoolHealth.Problem>> atDelete = new ConcurrentHashMap<>();
+    /** Per pool backing off, its last failed replacement as told (a later term as leader tells it again). */
+    private final Map<PoolTarget, BackoffChange> lastFailure = new ConcurrentHashMap<>();
     /** pod name -> when this process created it (time-to-ready measured from the create call). */
     private final Map<String, Instant> createdHere = new ConcurrentHashMap<>();
     private final java.util.List<Observer> observers = new CopyOnWriteArrayList<>();
@@ -143,7 +145,13 @@ public final class PoolSignals implements PodCache.Listener {
         Instant now = clock.instant();
         PoolBackoff.View v = backoff(target).failed(deleteBegan(pod).filter(t -> t.isBefore(now)).orElse(now));
         BackoffChange c = new BackoffChange(target, v, problem, pod);
+        lastFailure.put(target, c);
         observers.forEach(o -> o.backoffChanged(c));
+    }
+
+    /** The last failed replacement of {@code target} since its back-off began (empty: it is not backing off). */
+    public Optional<BackoffChange> lastFailure(PoolTarget target) {
+        return Optional.ofNullable(lastFailure.get(target));
     }
 
     @Override
@@ -197,6 +205,7 @@ public final class PoolSignals implements PodCache.Listener {
         if (firstReady || ready && unreadyAgain.remove(uid)) {
             // only a pod of the current template tells that the pods the pool creates now can get ready
             if (ofCurrentTemplate(target.get(), pod) && backoff(target.get()).succeeded()) {
+                lastFailure.remove(target.get());
                 BackoffChange c = new BackoffChange(target.get(), PoolBackoff.View.NONE, null, pod);
                 observers.forEach(o -> o.backoffChanged(c));
             }

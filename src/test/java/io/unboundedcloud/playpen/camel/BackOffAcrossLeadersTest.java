@@ -16,9 +16,15 @@ import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.unboundedcloud.playpen.config.OperatorConfig;
 import io.unboundedcloud.playpen.kube.ApiCallCounter;
 import io.unboundedcloud.playpen.kube.EventRecorder;
+import io.unboundedcloud.playpen.kube.NodeCache;
+import io.unboundedcloud.playpen.kube.PodCache;
+import io.unboundedcloud.playpen.kube.PoolReconciler;
 import io.unboundedcloud.playpen.kube.PoolSignals;
+import io.unboundedcloud.playpen.model.Candidates;
+import io.unboundedcloud.playpen.model.PodTemplates;
 import io.unboundedcloud.playpen.model.PoolBackoff;
 import io.unboundedcloud.playpen.model.PoolHealth;
+import io.unboundedcloud.playpen.model.PoolPlanner;
 import io.unboundedcloud.playpen.model.PoolTarget;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
@@ -56,5 +62,73 @@ class BackOffAcrossLeadersTest {
             assertThat(backOffs).as("BackOff Events").hasSize(1);
             assertThat(backOffs.get(0).getInvolvedObject().getName()).isEqualTo("playpen-operator-old");
         }
+    }
+
+    /**
+     * The BackOff Warning of a pool that is still backing off is recorded again in a later term as leader when the API
+     * server no longer has it (kube-apiserver deletes Events after its --event-ttl): the create under the failed pod's
+     * Event name tells, AlreadyExists while it is there. Within one term it is recorded once.
+     */
+    @Test
+    void aLaterTermRecordsTheBackOffAgainWhenTheApiServerNoLongerHasIt() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            OperatorConfig config = OperatorConfig.parse("--namespace=" + TestCluster.NS, "--runner-amd64-count=1",
+                    "--runner-arm64-count=0", "--pool-backoff-base=5m");
+            java.util.concurrent.atomic.AtomicBoolean leads = new java.util.concurrent.atomic.AtomicBoolean(true);
+            PodCache cache = new PodCache(cluster.client, TestCluster.NS,
+                    new Candidates(config.runnerLabelSelector())::idleKindKey);
+            PoolPlanner planner = new PoolPlanner(config, new PodTemplates(config, Map.of()));
+            PoolSignals signals = new PoolSignals(planner, new NodeCache(null), Clock.systemUTC(), config.pools());
+            try (EventRecorder recorder = new EventRecorder(cluster.client, Clock.systemUTC(), new ApiCallCounter(),
+                    100, 100, Duration.ofSeconds(1));
+                    PoolReconciler pool = new PoolReconciler(cluster.client, config, cache, null, planner, signals,
+                            leads::get, new ApiCallCounter(), Clock.systemUTC())) {
+                ObservedEvents observed = new ObservedEvents(recorder, config,
+                        Map.of("POD_NAME", "playpen-operator-a", "POD_NAMESPACE", TestCluster.NS));
+                pool.runPassesWith(() -> { });
+                pool.addObserver(new PoolReconciler.Observer() {
+                    @Override
+                    public void backoffChanged(PoolSignals.BackoffChange change) {
+                        observed.backoffChanged(change);
+                    }
+                });
+                cache.addListener(signals);
+                cache.addListener(pool);
+                cache.start();
+                OperatorHarness.awaitTrue(cache::listenersCaughtUp, Duration.ofSeconds(60), "pod cache synced");
+                PoolTarget amd64 = PoolTarget.runner("amd64");
+                Pod failed = new PodBuilder(planner.podFor(amd64, 51821)).editMetadata()
+                        .withUid("uid-playpen-runner-amd64-51821").endMetadata().build();
+                signals.deletedUnhealthy(amd64, failed, PoolHealth.Problem.NOT_READY_IN_TIME);
+                OperatorHarness.awaitTrue(() -> recorder.written() == 1, Duration.ofSeconds(60), "BackOff recorded");
+                pool.reconcile();
+                pool.reconcile();
+
+                // the Event expires; the replica loses the Lease and leads again, the pool still backing off
+                cluster.client.v1().events().inNamespace(TestCluster.NS).delete();
+                OperatorHarness.awaitTrue(() -> backOffs(cluster).isEmpty(), Duration.ofSeconds(60), "Event gone");
+                leads.set(false);
+                pool.reconcile();
+                leads.set(true);
+                pool.reconcile();
+                OperatorHarness.awaitTrue(() -> recorder.written() + recorder.failed() + recorder.recordedElsewhere()
+                        == 2, Duration.ofSeconds(60), "the later term's Event answered");
+                assertThat(recorder.written()).as("written: the first term's and the later one's").isEqualTo(2);
+                List<Event> again = backOffs(cluster);
+                assertThat(again).as("BackOff Events").hasSize(1);
+                assertThat(again.get(0).getMessage()).contains("pool runner-amd64",
+                        "last: pod playpen-runner-amd64-51821, NotReadyInTime");
+                pool.reconcile();
+                assertThat(recorder.written() + recorder.failed() + recorder.recordedElsewhere())
+                        .as("once per term: no second create in the same term").isEqualTo(2);
+            } finally {
+                cache.close();
+            }
+        }
+    }
+
+    private static List<Event> backOffs(TestCluster cluster) {
+        return cluster.client.v1().events().inNamespace(TestCluster.NS).list().getItems().stream()
+                .filter(e -> "BackOff".equals(e.getReason())).toList();
     }
 }
