@@ -2,18 +2,12 @@ package io.unboundedcloud.playpen.camel;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
-import java.util.concurrent.atomic.AtomicReference;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
@@ -24,8 +18,6 @@ import io.unboundedcloud.playpen.support.TestCluster;
  * leader publishes on its Lease, and stops showing it once a create succeeds.
  */
 class CreateRefusedAcrossReplicasTest {
-    static final ObjectMapper M = new ObjectMapper();
-    static final String POOL = "/apis/playpen.unbounded-cloud.io/v1alpha1/pools/runner-amd64";
     static final String POST_PODS = "POST /api/v1/namespaces/playpen/pods";
     TestCluster cluster;
     OperatorHarness a;
@@ -78,33 +70,6 @@ class CreateRefusedAcrossReplicasTest {
 
     /** The Degraded condition of runner-amd64 in {@code replica}'s answer, once its reason is {@code reason}. */
     static JsonNode awaitDegraded(OperatorHarness replica, String reason) throws Exception {
-        HttpClient http = replica.frontProxy();
-        AtomicReference<JsonNode> found = new AtomicReference<>();
-        AtomicReference<String> last = new AtomicReference<>();
-        try {
-            OperatorHarness.awaitTrue(() -> {
-                try {
-                    HttpResponse<String> r = http.send(OperatorHarness.asUser(HttpRequest.newBuilder(
-                            URI.create(replica.url(POOL))).header("Accept", "application/json")
-                            .timeout(Duration.ofSeconds(20)).GET(), "alice", "playpen-users").build(),
-                            HttpResponse.BodyHandlers.ofString());
-                    JsonNode conditions = M.readTree(r.body()).at("/status/conditions");
-                    last.set(conditions.toString());
-                    for (JsonNode c : conditions) {
-                        if ("Degraded".equals(c.path("type").asText()) && reason.equals(c.path("reason").asText())) {
-                            found.set(c);
-                            return true;
-                        }
-                    }
-                    return false;
-                } catch (Exception e) {
-                    return false;
-                }
-            }, Duration.ofSeconds(60), "Degraded " + reason + " in the answer of " + replica.app.leaderElection()
-                    .identity());
-        } catch (AssertionError e) {
-            throw new AssertionError(e.getMessage() + "; the conditions last shown: " + last.get(), e);
-        }
-        return found.get();
+        return PoolsRouteTest.awaitCondition(replica, replica.frontProxy(), "runner-amd64", "Degraded", reason);
     }
 }

@@ -174,12 +174,24 @@ class PoolsRouteTest {
 
     /** The pool's condition of {@code type} once its reason is {@code reason}. */
     JsonNode awaitCondition(String pool, String type, String reason) throws Exception {
+        return awaitCondition(op, http, pool, type, reason);
+    }
+
+    /**
+     * The pool's condition of {@code type} in {@code replica}'s answer (asked through {@code http}), once its reason
+     * is {@code reason}.
+     */
+    static JsonNode awaitCondition(OperatorHarness replica, HttpClient http, String pool, String type, String reason)
+            throws Exception {
         java.util.concurrent.atomic.AtomicReference<JsonNode> found = new java.util.concurrent.atomic.AtomicReference<>();
         java.util.concurrent.atomic.AtomicReference<String> last = new java.util.concurrent.atomic.AtomicReference<>();
         try {
             OperatorHarness.awaitTrue(() -> {
                 try {
-                    JsonNode p = M.readTree(get(POOLS + "/" + pool, "application/json").body());
+                    JsonNode p = M.readTree(http.send(OperatorHarness.asUser(HttpRequest.newBuilder(
+                            URI.create(replica.url(POOLS + "/" + pool))).timeout(Duration.ofSeconds(20))
+                            .header("Accept", "application/json").GET(), "alice", "playpen-users").build(),
+                            HttpResponse.BodyHandlers.ofString()).body());
                     last.set(p.at("/status/conditions").toString());
                     for (JsonNode c : p.at("/status/conditions")) {
                         if (type.equals(c.path("type").asText()) && reason.equals(c.path("reason").asText())) {
