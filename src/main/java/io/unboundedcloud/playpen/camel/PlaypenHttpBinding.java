@@ -3,9 +3,13 @@ package io.unboundedcloud.playpen.camel;
 import java.net.URISyntaxException;
 import java.util.Map;
 
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpRequest;
 import org.apache.camel.Exchange;
+import org.apache.camel.Message;
 import org.apache.camel.component.netty.http.DefaultNettyHttpBinding;
 import org.apache.camel.component.netty.http.NettyHttpConfiguration;
 
@@ -51,6 +55,21 @@ public class PlaypenHttpBinding extends DefaultNettyHttpBinding {
             return delegate.applyFilterToExternalHeaders(name, value, exchange);
         }
     }
+
+    /**
+     * The request's body as the bytes it holds (the flows read it as {@code byte[]}): camel-netty-http hands it on as
+     * a stream, which Camel's converter copies to an array through one or two 8 KiB buffers of its own per request.
+     */
+    @Override
+    public Message toCamelMessage(FullHttpRequest request, Exchange exchange, NettyHttpConfiguration configuration)
+            throws Exception {
+        Message message = super.toCamelMessage(request, exchange, configuration);
+        ByteBuf content = request.content();
+        message.setBody(content.isReadable() ? ByteBufUtil.getBytes(content) : NO_BYTES);
+        return message;
+    }
+
+    private static final byte[] NO_BYTES = new byte[0];
 
     @Override
     public void populateCamelHeaders(HttpRequest request, Map<String, Object> headers, Exchange exchange,
