@@ -7,6 +7,18 @@ import java.util.HexFormat;
 
 /** The hashes and ids shared bit-for-bit with the reference operator. */
 public final class Hashes {
+    /**
+     * One SHA-256 digest per thread, kept: looking one up costs a provider search and fresh state on every call,
+     * and a request hashes several times.
+     */
+    private static final ThreadLocal<MessageDigest> SHA256 = ThreadLocal.withInitial(() -> {
+        try {
+            return MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    });
+
     private Hashes() {
     }
 
@@ -55,12 +67,8 @@ public final class Hashes {
     }
 
     public static String sha256Hex(byte[] bytes) {
-        try {
-            MessageDigest md = MessageDigest.getInstance("SHA-256");
-            return HexFormat.of().formatHex(md.digest(bytes));
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException(e);
-        }
+        // digest() leaves the digest reset for the next call
+        return HexFormat.of().formatHex(SHA256.get().digest(bytes));
     }
 
     /**

@@ -20,6 +20,8 @@ public final class OwnerHashes {
     private static final String HMAC = "HmacSHA256";
 
     private final SecretKeySpec key;
+    /** One MAC with this key per thread, kept: looking one up and keying it costs more than the hash itself. */
+    private final ThreadLocal<Mac> macs = ThreadLocal.withInitial(this::newMac);
 
     public OwnerHashes(byte[] key) {
         if (key == null || key.length < MIN_KEY_BYTES) {
@@ -41,10 +43,15 @@ public final class OwnerHashes {
     }
 
     String keyed(String user) {
+        // doFinal leaves the MAC reset for the next call, with the same key
+        return HexFormat.of().formatHex(macs.get().doFinal(user.getBytes(StandardCharsets.UTF_8)));
+    }
+
+    private Mac newMac() {
         try {
             Mac mac = Mac.getInstance(HMAC);
             mac.init(key);
-            return HexFormat.of().formatHex(mac.doFinal(user.getBytes(StandardCharsets.UTF_8)));
+            return mac;
         } catch (GeneralSecurityException e) {
             throw new IllegalStateException("HMAC-SHA256 is not available", e);
         }

@@ -34,6 +34,18 @@ class OwnerHashesTest {
     }
 
     @Test
+    void oneInstanceHashesEveryNameAfterAnotherAsAFreshOneDoes() throws Exception {
+        OwnerHashes h = new OwnerHashes(KEY);
+        for (String name : new String[] {"alice", "Jos\u00e9", "alice", "bob"}) {
+            Mac mac = Mac.getInstance("HmacSHA256");
+            mac.init(new SecretKeySpec(KEY, "HmacSHA256"));
+            String expected = HexFormat.of().formatHex(mac.doFinal(name.getBytes(StandardCharsets.UTF_8)));
+            assertThat(h.of(name).current()).as(name).isEqualTo(expected);
+            assertThat(h.of(name).legacy()).as(name).isEqualTo(Hashes.sha256Hex(name));
+        }
+    }
+
+    @Test
     void anotherInstallationsKeyGivesAnotherHash() {
         assertThat(new OwnerHashes(KEY).of("alice").current()).isEqualTo(new OwnerHashes(KEY.clone()).of("alice").current())
                 .isNotEqualTo(new OwnerHashes(OTHER_KEY).of("alice").current());
