@@ -316,13 +316,14 @@ public final class PoolPlanner {
     }
 
     private static final Comparator<Member> OLDEST_FIRST = Comparator.comparing((Member x) -> x.created)
-            .thenComparing(x -> ManagedPods.hostPort(x.pod).orElse(0)).thenComparing(x -> ManagedPods.name(x.pod));
+            .thenComparingInt(Member::hostPort).thenComparing(x -> ManagedPods.name(x.pod));
 
     /**
      * One healthy idle pod as the rules see it; {@code cutOff}: ready in itself, but on a node that is gone or not
-     * Ready (not handed out, not starting either).
+     * Ready (not handed out, not starting either); {@code hostPort}: its host port (0 if none), read once for the
+     * sorts, which compare pods created in the same second by it.
      */
-    record Member(Pod pod, boolean ready, Instant created, boolean noExternalIp, boolean cutOff) {
+    record Member(Pod pod, boolean ready, Instant created, boolean noExternalIp, boolean cutOff, int hostPort) {
     }
 
     record Sick(Pod pod, PoolHealth.Problem problem) {
@@ -379,7 +380,8 @@ public final class PoolPlanner {
             if (cutOff) {
                 onNodesInDoubt++;
             }
-            Member member = new Member(pod, ready && !noExternalIp, created, noExternalIp, cutOff);
+            Member member = new Member(pod, ready && !noExternalIp, created, noExternalIp, cutOff,
+                    ManagedPods.hostPort(pod).orElse(0));
             if (!TemplateHashes.isCurrent(pod, tpl.hash(), tpl.sample())) {
                 stale.add(member);
             } else if (member.ready()) {
