@@ -207,14 +207,18 @@ public final class ApiPaths {
     /** The decoded path when every segment is a plain name; 404 for anything a clean, exact path cannot be. */
     static String path(String rawTarget) {
         String raw = rawPath(rawTarget);
-        String lower = raw.toLowerCase(java.util.Locale.ROOT);
-        if (lower.startsWith("http://") || lower.startsWith("https://")) {
+        if (raw.regionMatches(true, 0, "http://", 0, 7) || raw.regionMatches(true, 0, "https://", 0, 8)) {
             // absolute-form request target: the path starts after the authority
-            int slash = raw.indexOf('/', lower.indexOf("//") + 2);
+            int slash = raw.indexOf('/', raw.indexOf("//") + 2);
             raw = slash < 0 ? "" : raw.substring(slash);
         }
         if (!raw.startsWith("/") || raw.length() == 1) {
             throw ApiException.notFound(NOT_FOUND);
+        }
+        if (raw.indexOf('%') < 0 && raw.indexOf("//") < 0 && raw.indexOf("/.") < 0 && !raw.endsWith("/")) {
+            // every segment a plain name already (none empty, none starting with a dot, nothing escaped): the path
+            // decodes to itself, as every request the aggregator forwards does
+            return raw;
         }
         StringBuilder out = new StringBuilder(raw.length());
         for (String segment : raw.substring(1).split("/", -1)) {
