@@ -90,19 +90,10 @@ public final class Renewer {
      * (nothing written) while the pod cache has not synced.
      */
     public Renewal renew(String keyHash, Duration ttl) {
-        return told(() -> renewKey(keyHash, ttl));
-    }
-
-    /** Renews starting from {@code pod} as last read (possibly stale by now: the write is conditional). */
-    Renewal renew(Pod cached, String keyHash, Duration ttl) {
-        return told(() -> renewPod(cached, keyHash, ttl));
-    }
-
-    /** Runs one renewal and tells the observers its outcome, whichever way it ends. */
-    private Renewal told(java.util.function.Supplier<Renewal> renewal) {
+        // the observers hear the outcome, whichever way it ends
         Renewal r;
         try {
-            r = renewal.get();
+            r = renewKey(keyHash, ttl);
         } catch (RuntimeException e) {
             notify(refused(e), null);
             throw e;
@@ -144,7 +135,7 @@ public final class Renewer {
             // the claim is judged standing as of this very version: the answer pins it (settles it in the same
             // conditional write), so its writer can no longer take it back once a renewal was answered. Changed
             // meanwhile: judge the key again (the pod may carry another claim of the key by now)
-            Optional<Renewal> r = renewOnce(standing.get().pod(), keyHash, ttl, true);
+            Optional<Renewal> r = renewOnce(standing.get().pod(), keyHash, ttl);
             if (r.isPresent()) {
                 return r.get();
             }
@@ -164,39 +155,20 @@ public final class Renewer {
         return writer.claimedWith(pods.namespace(), keyHash, List.of()).stream().anyMatch(ManagedPods::isTerminating);
     }
 
-    private Renewal renewPod(Pod cached, String keyHash, Duration ttl) {
-        Pod pod = cached;
-        String ns = pod.getMetadata().getNamespace();
-        String name = pod.getMetadata().getName();
-        for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
-            Optional<Renewal> r = renewOnce(pod, keyHash, ttl, false);
-            if (r.isPresent()) {
-                return r.get();
-            }
-            // someone wrote the pod meanwhile (another renewal, the kubelet, a delete): decide again on its state
-            calls.count(KubeApiCall.PODS_GET);
-            pod = client.pods().inNamespace(ns).withName(name).get();
-            if (pod != null) {
-                pods.observe(pod);
-            }
-        }
-        throw keptChanging();
-    }
-
     /**
-     * One decision on {@code pod} and at most one conditional write: the renewal, or empty when the pod changed
-     * since that version (409). With {@code pin} (the pod is its key's standing claim at exactly this version), an
-     * unsettled claim is settled by the same write, or by a write of its own when the expiry need not move.
+     * One decision on {@code pod}, its key's standing claim at exactly this version as just read from the API server
+     * (live, carrying the key), and at most one conditional write: the renewal, or empty when the pod changed since
+     * that version (409). An unsettled claim is settled by the same write, or by a write of its own when the expiry
+     * need not move.
      */
-    private Optional<Renewal> renewOnce(Pod pod, String keyHash, Duration ttl, boolean pin) {
+    private Optional<Renewal> renewOnce(Pod pod, String keyHash, Duration ttl) {
         Instant now = clock.instant();
-        if (pod == null || !keyHash.equals(ManagedPods.keyHash(pod)) || ManagedPods.isTerminating(pod)
-                || policy.isExpired(pod, now)) {
+        if (policy.isExpired(pod, now)) {
             throw gone();
         }
         String ns = pod.getMetadata().getNamespace();
         String name = pod.getMetadata().getName();
-        boolean settle = pin && !ClaimLedger.isSettled(pod);
+        boolean settle = !ClaimLedger.isSettled(pod);
         if (policy.expiresAt(pod).isEmpty()) {
             // never expires (no expires-at, --playpen-ttl=0): a renewal only ever extends, so it writes nothing
             // (an expiry now + ttl would end the allocation then)

@@ -114,37 +114,52 @@ class RenewerTest {
         }
     }
 
+    /**
+     * Another replica renewed the claim to 05:00 and this replica's watch has not delivered that yet: the renewal
+     * reads the claim from the API server and waits for its watch to get there, then decides on 05:00, which stays.
+     */
     @Test
     void aStaleCacheDoesNotTurnARenewalIntoALostUpdate() throws Exception {
-        try (TestCluster cluster = TestCluster.start()) {
-            Pod stale = claimed(cluster, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z");
-            // another replica renewed to 05:00 after this replica's cache copy
+        try (ScriptedReplica replica = RenewerOutcomesTest.watching(
+                RenewerOutcomesTest.claim(true, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z"))) {
+            TestCluster cluster = replica.cluster;
+            replica.watch.hold();
             cluster.client.pods().inNamespace("playpen").withName(NAME).edit(p -> new PodBuilder(p).editMetadata()
                     .addToAnnotations(PlaypenKeys.EXPIRES_AT, "2026-01-01T05:00:00Z").endMetadata().build());
-            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
-            TtlPolicy policy = new TtlPolicy(Duration.ofHours(1));
+            int before = cluster.requestCount(k -> k.startsWith("PATCH "));
             MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:30:00Z"));
-            Renewer renewer = new Renewer(cluster.client, pods, policy, clock, new ApiCallCounter());
-            Renewer.Renewal r = renewer.renew(stale, KEY, Duration.ofHours(2));
-            // the conditional write met the newer version: 05:00 stays, and the answer says so
+            Renewer renewer = new Renewer(cluster.client, replica.pods, new TtlPolicy(Duration.ofHours(1)), clock,
+                    new ApiCallCounter());
+
+            java.util.concurrent.CompletableFuture<Renewer.Renewal> renewal = ScriptedReplica.waitingForTheWatch(
+                    () -> renewer.renew(KEY, Duration.ofHours(2)));
+            assertThat(replica.watch.held()).as("the other replica's renewal, not delivered yet").hasSize(1);
+            replica.watch.release();
+            Renewer.Renewal r = renewal.join();
+
+            // 05:00 stays, and the answer says so
             assertThat(expiresAt(cluster)).isEqualTo("2026-01-01T05:00:00Z");
             assertThat(r.expiresAt()).isEqualTo(Instant.parse("2026-01-01T05:00:00Z"));
+            assertThat(r.written()).isFalse();
+            assertThat(cluster.requestCount(k -> k.startsWith("PATCH "))).isEqualTo(before);
         }
     }
 
+    /** A standing claim past its expiry, not settled: nothing is written, not even the settle a renewal writes. */
     @Test
-    void anExpiredClaimIs410AndNothingIsWritten() {
-        try (TestCluster cluster = TestCluster.start()) {
-            Pod pod = claimed(cluster, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z");
-            PodCache pods = new PodCache(cluster.client, TestCluster.NS, p -> null);
+    void anExpiredClaimIs410AndNothingIsWritten() throws Exception {
+        try (ScriptedReplica replica = RenewerOutcomesTest.watching(
+                RenewerOutcomesTest.claim(false, "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z"))) {
+            TestCluster cluster = replica.cluster;
             MutableClock clock = new MutableClock(Instant.parse("2026-01-01T01:00:00Z"));
-            Renewer renewer = new Renewer(cluster.client, pods, new TtlPolicy(Duration.ofHours(1)), clock,
+            Renewer renewer = new Renewer(cluster.client, replica.pods, new TtlPolicy(Duration.ofHours(1)), clock,
                     new ApiCallCounter());
             int before = cluster.requestCount(k -> k.startsWith("PATCH "));
-            assertThatThrownBy(() -> renewer.renew(pod, KEY, Duration.ofHours(1))).isInstanceOf(ApiException.class)
+            assertThatThrownBy(() -> renewer.renew(KEY, Duration.ofHours(1))).isInstanceOf(ApiException.class)
                     .satisfies(e -> assertThat(((ApiException) e).code()).isEqualTo(410));
             assertThat(cluster.requestCount(k -> k.startsWith("PATCH "))).isEqualTo(before);
             assertThat(expiresAt(cluster)).isEqualTo("2026-01-01T01:00:00Z");
+            assertThat(cluster.pods().get(0).getMetadata().getAnnotations()).doesNotContainKey(PlaypenKeys.CLAIM_SETTLED);
         }
     }
 }
