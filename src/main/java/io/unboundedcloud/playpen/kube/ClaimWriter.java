@@ -422,6 +422,11 @@ public final class ClaimWriter {
      */
     public Pod read(String namespace, String name) {
         calls.count(KubeApiCall.PODS_GET);
+        return read(client, namespace, name);
+    }
+
+    /** {@link #read(String, String)} through {@code client}, not counted (the caller counts it, as for mergePatch). */
+    static Pod read(KubernetesClient client, String namespace, String name) {
         HttpResponse<byte[]> response = send(client, namespace, name, null);
         return response.code() == 404 ? null : slimPod(client, namespace, name, "GET", response);
     }

@@ -105,10 +105,14 @@ public final class LegacyOwnerClaims {
     /** Writes tried per claim before it is left for a later request (reads accept it meanwhile). */
     static final int MAX_ATTEMPTS = 3;
 
-    /** The resourceVersion of the pod as the API server has it when it is still this owner's live legacy claim. */
+    /**
+     * The resourceVersion of the pod as the API server has it when it is still this owner's live legacy claim (a
+     * consistent GET, read as the slim pod: its labels, annotations, deletionTimestamp and resourceVersion are all
+     * this looks at).
+     */
     private String stillLegacy(String ns, String name, OwnerHashes.Owner owner) {
         calls.count(KubeApiCall.PODS_GET);
-        Pod now = client.pods().inNamespace(ns).withName(name).get();
+        Pod now = ClaimWriter.read(client, ns, name);
         if (now == null || !ManagedPods.isManaged(now) || !ManagedPods.isClaimed(now) || ManagedPods.isTerminating(now)
                 || !owner.legacy().equals(ManagedPods.ownerHash(now))) {
             return null;

@@ -164,6 +164,8 @@ class LegacyOwnerClaimsTest {
             cluster.server.expect().patch().withPath(path).andReturn(409, status + "409}").once();
 
             assertThat(legacy.adopt(ALICE)).as("moved after reading it again").isEqualTo(1);
+            assertThat(calls.get(KubeApiCall.PODS_GET)).as("the read after the conflict").isEqualTo(1);
+            assertThat(calls.get(KubeApiCall.PODS_PATCH)).isEqualTo(2);
             assertThat(ownerHashOf(cluster, 51820)).isEqualTo(ALICE.current());
             Allocator allocator = new Allocator(pods, null, null, null, 1, 1);
             assertThat(allocator.ownedBy(ALICE.current())).as("the quota counts it").isEqualTo(1);
