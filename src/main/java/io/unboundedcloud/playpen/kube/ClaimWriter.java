@@ -227,8 +227,10 @@ public final class ClaimWriter {
         Instant now = clock.instant();
         annotations.put(PlaypenKeys.CLAIMED_AT, TtlPolicy.formatClaimedAt(now));
         annotations.put(PlaypenKeys.CLAIM_ID, claimId);
-        // a fence left by an earlier lost claim (see fence) is for idle pods only: the claim takes it off
+        // a fence left by an earlier lost claim (see fence) is for idle pods only: the claim takes it off, and the
+        // mark of a moved owner hash, which is about an earlier claim of the pod (rollbacks take it off already)
         annotations.put(PlaypenKeys.FENCED_CLAIM_ID, null);
+        annotations.put(PlaypenKeys.OWNER_HASH_MOVED, null);
         if (leases != null) {
             // the expiry goes in the same single write as the claim: there is never a claim without its lease
             leases.claimExpiry(now, cmd.ttl())
@@ -341,7 +343,8 @@ public final class ClaimWriter {
         Map<String, Object> annotations = new LinkedHashMap<>();
         for (String a : List.of(PlaypenKeys.IDEMPOTENCY_KEY_HASH, PlaypenKeys.REQUEST_HASH,
                 PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY, PlaypenKeys.CLAIMED_AT, PlaypenKeys.CLAIM_ID,
-                PlaypenKeys.EXPIRES_AT, PlaypenKeys.OWNER_HASH, PlaypenKeys.OWNER_QUOTA, PlaypenKeys.CLAIMED_BY)) {
+                PlaypenKeys.EXPIRES_AT, PlaypenKeys.OWNER_HASH, PlaypenKeys.OWNER_QUOTA, PlaypenKeys.OWNER_HASH_MOVED,
+                PlaypenKeys.CLAIMED_BY)) {
             annotations.put(a, null);
         }
         Map<String, Object> labels = new LinkedHashMap<>();

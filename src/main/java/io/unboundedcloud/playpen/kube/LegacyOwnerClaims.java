@@ -13,6 +13,7 @@ import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.unboundedcloud.playpen.api.Json;
 import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.OwnerHashes;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
 
 /**
  * Moves claims written before the owner-hash key existed (legacy owner hash, unkeyed) to the keyed hash, the first
@@ -21,7 +22,10 @@ import io.unboundedcloud.playpen.model.OwnerHashes;
  * owner's live legacy claim, a few times at most, else left for the next time), and the written pod goes into the
  * cache at once. The owner index, and with it the per-user quota, then count those claims too; the unkeyed hash
  * leaves the pod (annotation and owner label). Reads (lists, gets, deletes) accept both forms anyway, so nothing
- * depends on this happening.
+ * depends on this happening. The same write marks the claim as moved ({@link PlaypenKeys#OWNER_HASH_MOVED}): its
+ * writer counted the owner's legacy claims only, so the owner's claims under the keyed hash were never counted
+ * against it, nor it against them, and what was proven by counting one hash's claims says nothing across the two
+ * (see LostClaimSweeper and ClaimResolver).
  */
 public final class LegacyOwnerClaims {
     private static final Logger LOG = LoggerFactory.getLogger(LegacyOwnerClaims.class);
@@ -123,8 +127,9 @@ public final class LegacyOwnerClaims {
     static String patch(String resourceVersion, String ownerHash) {
         Map<String, Object> annotations = new LinkedHashMap<>();
         Map<String, Object> labels = new LinkedHashMap<>();
-        // annotation and owner label move together, as a claim writes them
+        // annotation and owner label move together, as a claim writes them, with the mark of the move
         ClaimWriter.putOwner(annotations, labels, ownerHash);
+        annotations.put(PlaypenKeys.OWNER_HASH_MOVED, "true");
         Map<String, Object> metadata = new LinkedHashMap<>();
         metadata.put("resourceVersion", resourceVersion);
         metadata.put("annotations", annotations);

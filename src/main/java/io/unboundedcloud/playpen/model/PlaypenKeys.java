@@ -19,6 +19,13 @@ public final class PlaypenKeys {
      * hex(HMAC-SHA256(installation key, user name)), or hex(sha256(user name)) on claims older than the key.
      */
     public static final String OWNER_HASH = P + "owner-hash";
+    /**
+     * "true" on a claim whose owner hash was moved from the legacy (unkeyed) form to the keyed one (ours only): its
+     * writer, of a version before the keyed hash, counted the owner's claims under the legacy hash only when it
+     * judged the claim against the owner's quota. Written with the move, in the same write; a claim or the rollback
+     * of one takes it off.
+     */
+    public static final String OWNER_HASH_MOVED = P + "owner-hash-moved";
     public static final String CLAIMED_AT = P + "claimed-at";
     /** When the allocation expires (RFC 3339 UTC); written by the claim and moved by renewals (ours only). */
     public static final String EXPIRES_AT = P + "expires-at";

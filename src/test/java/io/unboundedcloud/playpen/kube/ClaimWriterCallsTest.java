@@ -118,14 +118,15 @@ class ClaimWriterCallsTest {
                 + q(PlaypenKeys.REQUEST_HASH) + ":" + q(CMD.requestHash()) + ","
                 + q(PlaypenKeys.CLIENT_WIREGUARD_PUBLIC_KEY) + ":" + q(CMD.wireGuardPublicKey()) + ","
                 + q(PlaypenKeys.CLAIMED_AT) + ":\"2026-01-02T03:04:05Z\","
-                + q(PlaypenKeys.FENCED_CLAIM_ID) + ":null}}}"));
+                + q(PlaypenKeys.FENCED_CLAIM_ID) + ":null,"
+                + q(PlaypenKeys.OWNER_HASH_MOVED) + ":null}}}"));
 
         JsonNode owned = JSON.readTree(plain.claimPatch("playpen", "p", "12", CMD, OWNER, 3));
         withoutClaimId(owned);
         assertThat(owned.at("/metadata/labels").size()).isEqualTo(3);
         assertThat(owned.at("/metadata/labels").get(PlaypenKeys.OWNER_HASH_LABEL).asText())
                 .isEqualTo(OWNER.substring(0, 63));
-        assertThat(owned.at("/metadata/annotations").size()).isEqualTo(7);
+        assertThat(owned.at("/metadata/annotations").size()).isEqualTo(8);
         assertThat(owned.at("/metadata/annotations").get(PlaypenKeys.OWNER_HASH).asText()).isEqualTo(OWNER);
         assertThat(owned.at("/metadata/annotations").get(PlaypenKeys.OWNER_QUOTA).asText()).isEqualTo("3");
         // an owner without a quota records no quota; a quota without an owner records neither
@@ -313,6 +314,19 @@ class ClaimWriterCallsTest {
         assertThat(after.getMetadata().getLabels()).isEqualTo(pod.getMetadata().getLabels());
         assertThat(count(KubeApiCall.PODS_PATCH)).isEqualTo(2);
         assertThat(count(KubeApiCall.PODS_GET)).isZero();
+    }
+
+    /**
+     * A claim whose owner hash was moved from the legacy form carries the mark of the move: its rollback takes that
+     * off too, so the idle pod's next claim is not taken for a moved one.
+     */
+    @Test
+    void aRollbackOfAMovedClaimTakesTheMarkOfTheMoveOffToo() {
+        Pod pod = idle();
+        writer.claim(pod, pod.getMetadata().getResourceVersion(), CMD, OWNER, 2);
+        Pod moved = edit(b -> b.editMetadata().addToAnnotations(PlaypenKeys.OWNER_HASH_MOVED, "true").endMetadata());
+        assertThat(writer.rollback(moved, CMD.keyHash())).isEqualTo(ClaimWriter.Rollback.ROLLED_BACK);
+        assertThat(inApi().getMetadata().getAnnotations()).isEqualTo(pod.getMetadata().getAnnotations());
     }
 
     @Test

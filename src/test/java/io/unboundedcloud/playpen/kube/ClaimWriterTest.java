@@ -97,14 +97,15 @@ class ClaimWriterTest {
         var withOwner = json.readTree(w.claimPatch("playpen", "p", "12", cmd,
                 io.unboundedcloud.playpen.model.Hashes.ownerHash("alice")));
         assertThat(withOwner.at("/metadata/resourceVersion").asText()).isEqualTo("12");
-        // key hash, request hash, WireGuard key, claimed-at, claim-id, the owner hash and the fence's removal
-        assertThat(withOwner.at("/metadata/annotations").size()).isEqualTo(7);
+        // key hash, request hash, WireGuard key, claimed-at, claim-id, the owner hash, and the removals of the fence
+        // and of the mark of a moved owner hash
+        assertThat(withOwner.at("/metadata/annotations").size()).isEqualTo(8);
         assertThat(withOwner.at("/metadata/annotations").get(io.unboundedcloud.playpen.model.PlaypenKeys.OWNER_HASH)
                 .asText()).isEqualTo(io.unboundedcloud.playpen.model.Hashes.sha256Hex("alice"));
         assertThat(withOwner.toString()).doesNotContain("\"alice\"");
         var without = json.readTree(w.claimPatch("playpen", "p", "12", cmd));
-        // and the removal of a fence (fenced-claim-id: null)
-        assertThat(without.at("/metadata/annotations").size()).isEqualTo(6);
+        // and the removals (null) of a fence and of the mark of a moved owner hash
+        assertThat(without.at("/metadata/annotations").size()).isEqualTo(7);
         assertThat(without.at("/metadata/annotations").has(io.unboundedcloud.playpen.model.PlaypenKeys.OWNER_HASH)).isFalse();
     }
 

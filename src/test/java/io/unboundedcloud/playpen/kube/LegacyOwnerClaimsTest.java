@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.List;
 
 import org.junit.jupiter.api.Test;
 
@@ -85,6 +86,10 @@ class LegacyOwnerClaimsTest {
             assertThat(ownerHashOf(cluster, 51821)).isEqualTo(ALICE.current());
             assertThat(ownerHashOf(cluster, 51823)).isEqualTo(BOB.legacy());
             assertThat(ownerHashOf(cluster, 51824)).isEqualTo(ALICE.legacy());
+            // the moved claims say so, in the same write: their writer counted the legacy hash only
+            assertThat(List.of(51820, 51821, 51822, 51823, 51824)).filteredOn(port -> "true".equals(ManagedPods
+                    .annotations(cluster.client.pods().inNamespace(TestCluster.NS).withName("playpen-runner-amd64-"
+                            + port).get()).get(PlaypenKeys.OWNER_HASH_MOVED))).containsExactly(51820, 51821);
             assertThat(calls.get(KubeApiCall.PODS_PATCH)).isEqualTo(2);
             // the cache has the rewritten claims at once: the owner index (quota, lists) counts them under the key
             assertThat(pods.byOwnerHash(ALICE.current())).extracting(ManagedPods::name).contains(
