@@ -391,6 +391,14 @@ public final class ClaimLedger {
         return "true".equals(ManagedPods.annotations(pod).get(PlaypenKeys.CLAIM_SETTLED));
     }
 
+    /**
+     * The claim's owner hash was moved from the legacy form ({@code LegacyOwnerClaims}): its writer judged it against
+     * the owner's claims under the legacy hash only.
+     */
+    public static boolean ownerHashMoved(Pod pod) {
+        return "true".equals(ManagedPods.annotations(pod).get(PlaypenKeys.OWNER_HASH_MOVED));
+    }
+
     /** The owner quota the claim was made under (0: none). */
     public static int ownerQuota(Pod pod) {
         String q = ManagedPods.annotations(pod).get(PlaypenKeys.OWNER_QUOTA);

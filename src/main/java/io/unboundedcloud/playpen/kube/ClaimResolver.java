@@ -220,6 +220,12 @@ public final class ClaimResolver {
      * find) are counted too, from the cache, as the allocator's count before a 429 does. So are the owner's claims
      * that still carry the legacy (unkeyed) owner hash, listed from the API server by that hash's label, when this
      * process knows it (the owner asked it for an allocation: only the request links the two hashes).
+     * <p>
+     * A claim moved from the legacy hash ({@link ClaimLedger#ownerHashMoved}) is counted as its writer, of a version
+     * before the keyed hash, judged it: against the owner's claims that were under the legacy hash (moved since, or
+     * not yet), not against those made under the keyed hash, which were never counted with it. Counting them would
+     * keep an answered claim from its replays on this replica (503) as long as the owner's keyed claims fill the
+     * quota; not counting the legacy ones would settle a claim its writer judged over the quota.
      */
     private boolean withinQuota(Pod claim) {
         int quota = ClaimLedger.ownerQuota(claim);
@@ -228,6 +234,9 @@ public final class ClaimResolver {
             return true;
         }
         List<Pod> live = new ArrayList<>(ownersLiveClaims(writer, pods, owner));
+        if (ClaimLedger.ownerHashMoved(claim)) {
+            live.removeIf(p -> !ClaimLedger.ownerHashMoved(p));
+        }
         pods.legacyOwnerHashOf(owner).ifPresent(legacy -> live.addAll(writer.liveClaimsOf(pods.namespace(), legacy)));
         return live.stream().map(ManagedPods::keyHash).distinct().count() <= quota;
     }

@@ -168,12 +168,21 @@ public final class LostClaimSweeper {
      * owner deallocates one). Claims that predate the owner label (which the LIST cannot find) are counted from the
      * cache, as the settle of a claim does. The cache is asked first: no LIST unless the standing claims it knows
      * fill the quota.
+     * <p>
+     * A claim moved from the legacy owner hash ({@link ClaimLedger#ownerHashMoved}) is left out on both sides: never
+     * taken back here, and never counted among the standing claims that fill a quota. The argument needs every
+     * earlier one of the standing claims to have been counted under this owner hash when the later one was judged
+     * (at its commit, or by the LIST of its settle). A moved claim was judged by a writer of a version before the
+     * keyed hash, which counted the owner's legacy claims only, and the claims judged under the keyed hash before it
+     * moved did not count it: a keyed claim and a moved one may both have stood, each within the quota, and both
+     * have been answered (the quota of a rolling upgrade, which counts each hash apart until the move).
      */
     private int sweepOverOwnersQuota(long now, Set<String> current) {
         Map<String, List<ClaimLedger.Claim>> due = new HashMap<>();
         for (ClaimLedger.Claim c : pods.undecidedClaimsBesideOwnersStanding()) {
             if (pastGrace(firstSeenListed, c, now, current)) {
-                int quota = pods.get(c.pod()).map(ClaimLedger::ownerQuota).orElse(0);
+                int quota = pods.get(c.pod()).filter(p -> !ClaimLedger.ownerHashMoved(p))
+                        .map(ClaimLedger::ownerQuota).orElse(0);
                 if (quota > 0 && standingKeys(pods.byOwnerHash(c.ownerHash()), c, quota).size() >= quota) {
                     due.computeIfAbsent(c.ownerHash(), k -> new ArrayList<>()).add(c);
                 }
@@ -191,7 +200,7 @@ public final class LostClaimSweeper {
                         && !ManagedPods.isTerminating(x)).findFirst()
                         .orElse(null);
                 int quota = p == null ? 0 : ClaimLedger.ownerQuota(p);
-                if (p == null || quota <= 0 || ClaimLedger.isSettled(p)
+                if (p == null || quota <= 0 || ClaimLedger.isSettled(p) || ClaimLedger.ownerHashMoved(p)
                         || standingKeys(live, c, quota).size() < quota) {
                     continue;
                 }
@@ -208,7 +217,8 @@ public final class LostClaimSweeper {
 
     /**
      * The keys other than {@code c}'s of the live claims among {@code owned} that stand (settled, or judged standing
-     * here at their commit: that very claim) and record a quota from 1 to {@code quota}.
+     * here at their commit: that very claim), record a quota from 1 to {@code quota} and were not moved from the
+     * legacy owner hash (judged without counting {@code c}'s hash).
      */
     private Set<String> standingKeys(List<Pod> owned, ClaimLedger.Claim c, int quota) {
         Set<String> keys = new HashSet<>();
@@ -217,7 +227,7 @@ public final class LostClaimSweeper {
             int q = ClaimLedger.ownerQuota(p);
             if (key.isEmpty() || key.equals(c.keyHash()) || !ManagedPods.isManaged(p) || !ManagedPods.isClaimed(p)
                     || ManagedPods.isTerminating(p) || !c.ownerHash().equals(ManagedPods.ownerHash(p)) || q <= 0
-                    || q > quota) {
+                    || q > quota || ClaimLedger.ownerHashMoved(p)) {
                 continue;
             }
             if (ClaimLedger.isSettled(p) || judgedStanding(p)) {

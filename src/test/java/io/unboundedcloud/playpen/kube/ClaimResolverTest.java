@@ -23,6 +23,7 @@ import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.OwnerHashes;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
 /**
@@ -243,6 +244,57 @@ class ClaimResolverTest {
         r.edit(runner(0), b -> b.editMetadata().addToAnnotations(PlaypenKeys.OWNER_QUOTA, "1").endMetadata());
         r.pods.recordLegacyOwnerHash(erin.current(), erin.legacy());
         assertUndecidedAndUnsettled(key);
+    }
+
+    /**
+     * Under a quota of 1, alice's claim under the keyed hash stands (runner 2); a replica of the previous version
+     * claimed another key for her under the legacy hash, counting that hash only, and answered it (runner 0). Her
+     * next request moved it to the keyed hash. A replay of it through a replica that first saw it in a LIST settles
+     * it and answers: its writer judged it beside the owner's legacy claims, and the keyed claim was never counted
+     * against it. Before, the settle counted the keyed claim and the replay waited until its 503, again and again.
+     */
+    @Test
+    void anUndecidedClaimMovedFromTheLegacyOwnerHashIsSettledBesideAKeyedClaimItWasNeverCountedAgainst()
+            throws Exception {
+        r = new ScriptedReplica(4, 0);
+        OwnerHashes.Owner alice = LegacyOwnerClaimsTest.ALICE;
+        r.claimElsewhere(runner(2), cmd("alice-keyed"), alice.current());
+        r.edit(runner(2), b -> b.editMetadata().addToAnnotations(PlaypenKeys.OWNER_QUOTA, "1").endMetadata());
+        AllocCommand previous = cmd("alice-by-the-previous-version");
+        relistedClaims(previous, alice.legacy(), 0);
+        r.edit(runner(0), b -> b.editMetadata().addToAnnotations(PlaypenKeys.OWNER_QUOTA, "1").endMetadata());
+        movedToTheKeyedHash(alice, 1);
+
+        ClaimResolver.Standing s = resolver().standing(previous.keyHash(), false, deadline(FAR)).orElseThrow();
+        assertThat(s.pod().getMetadata().getName()).isEqualTo(runner(0));
+        assertThat(ClaimLedger.isSettled(s.pod())).isTrue();
+        assertThat(ClaimLedger.isSettled(r.inApi(runner(0)))).isTrue();
+    }
+
+    /**
+     * Two legacy claims of alice under a quota of 1, both moved to the keyed hash: the previous version's writer
+     * judged the later one over the quota (it counted the earlier one, under the legacy hash), so it was never
+     * answered. Undecided here, it is not settled: the settle of a moved claim counts the owner's claims that were
+     * under the legacy hash, as its writer did.
+     */
+    @Test
+    void anUndecidedMovedClaimIsNotSettledOverAQuotaFilledByAnotherMovedClaim() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        OwnerHashes.Owner alice = LegacyOwnerClaimsTest.ALICE;
+        r.claimElsewhere(runner(2), cmd("alice-first"), alice.legacy());
+        r.edit(runner(2), b -> b.editMetadata().addToAnnotations(PlaypenKeys.OWNER_QUOTA, "1").endMetadata());
+        AllocCommand key = cmd("alice-second");
+        relistedClaims(key, alice.legacy(), 0);
+        r.edit(runner(0), b -> b.editMetadata().addToAnnotations(PlaypenKeys.OWNER_QUOTA, "1").endMetadata());
+        movedToTheKeyedHash(alice, 2);
+        assertUndecidedAndUnsettled(key);
+    }
+
+    /** The owner's next request moves her {@code count} legacy claims to the keyed hash (this replica sees them). */
+    private void movedToTheKeyedHash(OwnerHashes.Owner owner, int count) throws Exception {
+        assertThat(new LegacyOwnerClaims(r.cluster.client, r.pods, r.calls).adopt(owner)).isEqualTo(count);
+        OperatorHarness.awaitTrue(() -> r.pods.byOwnerHash(owner.legacy()).isEmpty(), java.time.Duration.ofSeconds(60),
+                "the legacy claims moved");
     }
 
     /**

@@ -15,6 +15,7 @@ import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.model.OwnerHashes;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
@@ -256,6 +257,79 @@ class LostClaimsAndReadsTest {
         assertThat(r.carriers(cmd("ivy-1").keyHash())).containsExactly(runner(0));
         assertThat(r.carriers(cmd("ivy-2").keyHash())).containsExactly(runner(1));
         assertThat(r.carriers(cmd("jo-2").keyHash())).containsExactly(runner(3));
+    }
+
+    /**
+     * --max-allocs-per-user=1 in a rolling upgrade: alice's claim under the keyed owner hash is committed first, then
+     * a replica of the previous version claims another key for her under the legacy hash, counting that hash only.
+     * Both stood at their commit (the ledger counts each hash apart) and both were answered. Her next request moves
+     * the legacy claim to the keyed hash; her keyed claim is handed out again (settled). A replica that first saw the
+     * legacy claim in a LIST (it restarted) holds it undecided beside a settled claim that fills the quota it
+     * records, but the settled one was never counted against it: it stood, so the sweep must leave it on its pod.
+     */
+    @Test
+    void aLegacyClaimMovedToTheKeyedHashIsNotTakenBackBesideASettledClaimItWasNeverCountedAgainst() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        OwnerHashes.Owner alice = LegacyOwnerClaimsTest.ALICE;
+        AllocCommand keyed = cmd("alice-keyed");
+        AllocCommand previous = cmd("alice-by-the-previous-version");
+        keyedAndLegacyBothStanding(alice, keyed, previous);
+        r.writer.settle(r.inApi(runner(0)));
+        relisted(1);
+        moved(alice);
+
+        assertNothingTakenBack(keyed, previous);
+    }
+
+    /**
+     * The mirror: alice's keyed claim, answered by its writer, is undecided on a replica that relisted; her legacy
+     * claim, moved to the keyed hash, is settled since (renewed, or replayed on a replica that watched it stand). The
+     * settled claim fills the quota the keyed one records, but was judged under the legacy hash, not counting the
+     * keyed claim: the keyed claim stood and was answered, so the sweep must leave it on its pod.
+     */
+    @Test
+    void aKeyedClaimIsNotTakenBackBesideALegacyClaimMovedAndSettledSince() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        OwnerHashes.Owner alice = LegacyOwnerClaimsTest.ALICE;
+        AllocCommand keyed = cmd("alice-keyed");
+        AllocCommand previous = cmd("alice-by-the-previous-version");
+        keyedAndLegacyBothStanding(alice, keyed, previous);
+        relisted(0, 1);
+        moved(alice);
+        r.writer.settle(r.inApi(runner(1)));
+        OperatorHarness.awaitTrue(() -> r.pods.claimOn(runner(1)).map(ClaimLedger.Claim::stands).orElse(false),
+                java.time.Duration.ofSeconds(60), "the moved claim settled");
+        assertThat(r.pods.claimOn(runner(0)).orElseThrow().standing()).isEqualTo(ClaimLedger.Standing.UNKNOWN);
+
+        assertNothingTakenBack(keyed, previous);
+    }
+
+    /**
+     * Under a quota of 1, {@code owner}'s claim of {@code keyed} under the keyed hash on runner 0, then her claim of
+     * {@code previous} under the legacy hash on runner 1, as a replica of the previous version writes it: this
+     * replica's watch judged both standing, each counted under its own hash.
+     */
+    private void keyedAndLegacyBothStanding(OwnerHashes.Owner owner, AllocCommand keyed, AllocCommand previous) {
+        claimUnderQuota(0, keyed, owner.current(), 1);
+        claimUnderQuota(1, previous, owner.legacy(), 1);
+        assertThat(r.pods.claimOn(runner(0)).orElseThrow().stands()).as("the keyed claim stood").isTrue();
+        assertThat(r.pods.claimOn(runner(1)).orElseThrow().stands()).as("the legacy claim stood").isTrue();
+    }
+
+    /** The owner's next request moves her legacy claim on runner 1 to the keyed hash. */
+    private void moved(OwnerHashes.Owner owner) throws Exception {
+        assertThat(new LegacyOwnerClaims(r.cluster.client, r.pods, r.calls).adopt(owner)).isEqualTo(1);
+        OperatorHarness.awaitTrue(() -> r.pods.claimOn(runner(1)).map(c -> owner.current().equals(c.ownerHash()))
+                .orElse(false), java.time.Duration.ofSeconds(60), "the legacy claim moved to the keyed hash");
+    }
+
+    /** The listed sweep takes neither claim back: each stays on its pod, nothing is written. */
+    private void assertNothingTakenBack(AllocCommand keyed, AllocCommand previous) {
+        long patches = r.calls.get(KubeApiCall.PODS_PATCH);
+        assertThat(new LostClaimSweeper(r.pods, r.writer, 0).sweepListed()).as("claims taken back").isZero();
+        assertThat(r.calls.get(KubeApiCall.PODS_PATCH)).isEqualTo(patches);
+        assertThat(r.carriers(previous.keyHash())).containsExactly(runner(1));
+        assertThat(r.carriers(keyed.keyHash())).containsExactly(runner(0));
     }
 
     // ---- reads
