@@ -256,14 +256,8 @@ class ClaimResolverTest {
     @Test
     void anUndecidedClaimMovedFromTheLegacyOwnerHashIsSettledBesideAKeyedClaimItWasNeverCountedAgainst()
             throws Exception {
-        r = new ScriptedReplica(4, 0);
-        OwnerHashes.Owner alice = LegacyOwnerClaimsTest.ALICE;
-        r.claimElsewhere(runner(2), cmd("alice-keyed"), alice.current());
-        r.edit(runner(2), b -> b.editMetadata().addToAnnotations(PlaypenKeys.OWNER_QUOTA, "1").endMetadata());
         AllocCommand previous = cmd("alice-by-the-previous-version");
-        relistedClaims(previous, alice.legacy(), 0);
-        r.edit(runner(0), b -> b.editMetadata().addToAnnotations(PlaypenKeys.OWNER_QUOTA, "1").endMetadata());
-        movedToTheKeyedHash(alice, 1);
+        alicesClaimThenAListedLegacyOneMoved(true, previous);
 
         ClaimResolver.Standing s = resolver().standing(previous.keyHash(), false, deadline(FAR)).orElseThrow();
         assertThat(s.pod().getMetadata().getName()).isEqualTo(runner(0));
@@ -279,21 +273,26 @@ class ClaimResolverTest {
      */
     @Test
     void anUndecidedMovedClaimIsNotSettledOverAQuotaFilledByAnotherMovedClaim() throws Exception {
-        r = new ScriptedReplica(4, 0);
-        OwnerHashes.Owner alice = LegacyOwnerClaimsTest.ALICE;
-        r.claimElsewhere(runner(2), cmd("alice-first"), alice.legacy());
-        r.edit(runner(2), b -> b.editMetadata().addToAnnotations(PlaypenKeys.OWNER_QUOTA, "1").endMetadata());
         AllocCommand key = cmd("alice-second");
-        relistedClaims(key, alice.legacy(), 0);
-        r.edit(runner(0), b -> b.editMetadata().addToAnnotations(PlaypenKeys.OWNER_QUOTA, "1").endMetadata());
-        movedToTheKeyedHash(alice, 2);
+        alicesClaimThenAListedLegacyOneMoved(false, key);
         assertUndecidedAndUnsettled(key);
     }
 
-    /** The owner's next request moves her {@code count} legacy claims to the keyed hash (this replica sees them). */
-    private void movedToTheKeyedHash(OwnerHashes.Owner owner, int count) throws Exception {
-        assertThat(new LegacyOwnerClaims(r.cluster.client, r.pods, r.calls).adopt(owner)).isEqualTo(count);
-        OperatorHarness.awaitTrue(() -> r.pods.byOwnerHash(owner.legacy()).isEmpty(), java.time.Duration.ofSeconds(60),
+    /**
+     * Under a quota of 1: alice's claim on runner 2, under the keyed hash when {@code keyed}, else under the legacy
+     * one, which this replica's watch judges; then her claim of {@code key} on runner 0 under the legacy hash, which
+     * this replica first sees in a LIST (undecided here); then her next request moves her legacy claims to the keyed
+     * hash.
+     */
+    private void alicesClaimThenAListedLegacyOneMoved(boolean keyed, AllocCommand key) throws Exception {
+        r = new ScriptedReplica(4, 0);
+        OwnerHashes.Owner alice = LegacyOwnerClaimsTest.ALICE;
+        r.claimElsewhere(runner(2), cmd("alice-first"), keyed ? alice.current() : alice.legacy());
+        r.edit(runner(2), b -> b.editMetadata().addToAnnotations(PlaypenKeys.OWNER_QUOTA, "1").endMetadata());
+        relistedClaims(key, alice.legacy(), 0);
+        r.edit(runner(0), b -> b.editMetadata().addToAnnotations(PlaypenKeys.OWNER_QUOTA, "1").endMetadata());
+        assertThat(new LegacyOwnerClaims(r.cluster.client, r.pods, r.calls).adopt(alice)).isEqualTo(keyed ? 1 : 2);
+        OperatorHarness.awaitTrue(() -> r.pods.byOwnerHash(alice.legacy()).isEmpty(), java.time.Duration.ofSeconds(60),
                 "the legacy claims moved");
     }
 

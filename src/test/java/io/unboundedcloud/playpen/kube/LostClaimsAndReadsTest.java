@@ -269,16 +269,12 @@ class LostClaimsAndReadsTest {
      */
     @Test
     void aLegacyClaimMovedToTheKeyedHashIsNotTakenBackBesideASettledClaimItWasNeverCountedAgainst() throws Exception {
-        r = new ScriptedReplica(4, 0);
-        OwnerHashes.Owner alice = LegacyOwnerClaimsTest.ALICE;
-        AllocCommand keyed = cmd("alice-keyed");
-        AllocCommand previous = cmd("alice-by-the-previous-version");
-        keyedAndLegacyBothStanding(alice, keyed, previous);
+        keyedAndLegacyBothStanding();
         r.writer.settle(r.inApi(runner(0)));
         relisted(1);
-        moved(alice);
+        moved();
 
-        assertNothingTakenBack(keyed, previous);
+        assertNothingTakenBack();
     }
 
     /**
@@ -289,47 +285,48 @@ class LostClaimsAndReadsTest {
      */
     @Test
     void aKeyedClaimIsNotTakenBackBesideALegacyClaimMovedAndSettledSince() throws Exception {
-        r = new ScriptedReplica(4, 0);
-        OwnerHashes.Owner alice = LegacyOwnerClaimsTest.ALICE;
-        AllocCommand keyed = cmd("alice-keyed");
-        AllocCommand previous = cmd("alice-by-the-previous-version");
-        keyedAndLegacyBothStanding(alice, keyed, previous);
+        keyedAndLegacyBothStanding();
         relisted(0, 1);
-        moved(alice);
+        moved();
         r.writer.settle(r.inApi(runner(1)));
         OperatorHarness.awaitTrue(() -> r.pods.claimOn(runner(1)).map(ClaimLedger.Claim::stands).orElse(false),
                 java.time.Duration.ofSeconds(60), "the moved claim settled");
         assertThat(r.pods.claimOn(runner(0)).orElseThrow().standing()).isEqualTo(ClaimLedger.Standing.UNKNOWN);
 
-        assertNothingTakenBack(keyed, previous);
+        assertNothingTakenBack();
     }
 
+    private static final OwnerHashes.Owner ALICE = LegacyOwnerClaimsTest.ALICE;
+    private static final AllocCommand ALICE_KEYED = cmd("alice-keyed");
+    private static final AllocCommand ALICE_PREVIOUS = cmd("alice-by-the-previous-version");
+
     /**
-     * Under a quota of 1, {@code owner}'s claim of {@code keyed} under the keyed hash on runner 0, then her claim of
-     * {@code previous} under the legacy hash on runner 1, as a replica of the previous version writes it: this
+     * Under a quota of 1, alice's claim of {@link #ALICE_KEYED} under the keyed hash on runner 0, then her claim of
+     * {@link #ALICE_PREVIOUS} under the legacy hash on runner 1, as a replica of the previous version writes it: this
      * replica's watch judged both standing, each counted under its own hash.
      */
-    private void keyedAndLegacyBothStanding(OwnerHashes.Owner owner, AllocCommand keyed, AllocCommand previous) {
-        claimUnderQuota(0, keyed, owner.current(), 1);
-        claimUnderQuota(1, previous, owner.legacy(), 1);
+    private void keyedAndLegacyBothStanding() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        claimUnderQuota(0, ALICE_KEYED, ALICE.current(), 1);
+        claimUnderQuota(1, ALICE_PREVIOUS, ALICE.legacy(), 1);
         assertThat(r.pods.claimOn(runner(0)).orElseThrow().stands()).as("the keyed claim stood").isTrue();
         assertThat(r.pods.claimOn(runner(1)).orElseThrow().stands()).as("the legacy claim stood").isTrue();
     }
 
-    /** The owner's next request moves her legacy claim on runner 1 to the keyed hash. */
-    private void moved(OwnerHashes.Owner owner) throws Exception {
-        assertThat(new LegacyOwnerClaims(r.cluster.client, r.pods, r.calls).adopt(owner)).isEqualTo(1);
-        OperatorHarness.awaitTrue(() -> r.pods.claimOn(runner(1)).map(c -> owner.current().equals(c.ownerHash()))
+    /** Alice's next request moves her legacy claim on runner 1 to the keyed hash. */
+    private void moved() throws Exception {
+        assertThat(new LegacyOwnerClaims(r.cluster.client, r.pods, r.calls).adopt(ALICE)).isEqualTo(1);
+        OperatorHarness.awaitTrue(() -> r.pods.claimOn(runner(1)).map(c -> ALICE.current().equals(c.ownerHash()))
                 .orElse(false), java.time.Duration.ofSeconds(60), "the legacy claim moved to the keyed hash");
     }
 
-    /** The listed sweep takes neither claim back: each stays on its pod, nothing is written. */
-    private void assertNothingTakenBack(AllocCommand keyed, AllocCommand previous) {
+    /** The listed sweep takes neither of alice's claims back: each stays on its pod, nothing is written. */
+    private void assertNothingTakenBack() {
         long patches = r.calls.get(KubeApiCall.PODS_PATCH);
         assertThat(new LostClaimSweeper(r.pods, r.writer, 0).sweepListed()).as("claims taken back").isZero();
         assertThat(r.calls.get(KubeApiCall.PODS_PATCH)).isEqualTo(patches);
-        assertThat(r.carriers(previous.keyHash())).containsExactly(runner(1));
-        assertThat(r.carriers(keyed.keyHash())).containsExactly(runner(0));
+        assertThat(r.carriers(ALICE_PREVIOUS.keyHash())).containsExactly(runner(1));
+        assertThat(r.carriers(ALICE_KEYED.keyHash())).containsExactly(runner(0));
     }
 
     // ---- reads
