@@ -49,7 +49,7 @@ public final class PoolsApi {
         this.statuses = statuses;
         this.clock = clock;
         this.retryAfterSeconds = retryAfterSeconds;
-        this.views = new PoolViews(maxSurge, statuses::createRefused);
+        this.views = new PoolViews(maxSurge);
     }
 
     /**

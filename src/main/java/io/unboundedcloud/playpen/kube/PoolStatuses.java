@@ -74,14 +74,6 @@ public final class PoolStatuses {
     }
 
     /**
-     * The message of {@code target}'s {@code Degraded} condition {@code CreateRefused}: the API server refuses its pod
-     * creates (null: it does not, or this replica does not lead and cannot tell).
-     */
-    public String createRefused(PoolTarget target) {
-        return reconciler.createRefusedCondition(target, clock.instant());
-    }
-
-    /**
      * For one read of the pools, the message of each pool's {@code Degraded} condition {@code CreateRefused} (null:
      * its creates are not refused): the leader's own refusals on the leader; on a replica that does not lead, what the
      * leader publishes on its Lease, read now (one GET per read: {@link LeaseRefusals}).

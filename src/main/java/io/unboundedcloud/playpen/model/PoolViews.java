@@ -24,21 +24,16 @@ public final class PoolViews {
     public static final String LIST_KIND = "PoolList";
 
     private final String maxSurge;
-    private final Function<PoolTarget, String> createRefused;
+    /**
+     * No pool's pod creates refused: the views of the overloads without a read's refusals (what the refusals are is
+     * a question for each read of the pools, see PoolStatuses.createRefusals).
+     */
+    private static final Function<PoolTarget, String> NONE_REFUSED = t -> null;
     private final Map<String, Instant> transitions = new ConcurrentHashMap<>();
 
     /** {@code maxSurge} is --pool-max-surge as given (shown in each pool's spec). */
     public PoolViews(String maxSurge) {
-        this(maxSurge, t -> null);
-    }
-
-    /**
-     * {@code createRefused}: why a pool's pod creates are refused by the API server (null: they are not, or this
-     * replica cannot tell), shown as its {@code Degraded} condition {@code CreateRefused}.
-     */
-    public PoolViews(String maxSurge, Function<PoolTarget, String> createRefused) {
         this.maxSurge = maxSurge;
-        this.createRefused = createRefused;
     }
 
     /** The options of one read: a name (get) or none (list), and how to render. */
@@ -118,9 +113,9 @@ public final class PoolViews {
         return l;
     }
 
-    /** Ready, Progressing and Degraded of a pool at {@code now}. */
+    /** Ready, Progressing and Degraded of a pool at {@code now}, no pod creates of it refused. */
     public List<Condition> conditions(PoolStatus p, Instant now) {
-        return conditions(p, now, createRefused);
+        return conditions(p, now, NONE_REFUSED);
     }
 
     /**
@@ -198,7 +193,7 @@ public final class PoolViews {
 
     /** The Pool object of {@code kubectl get pool <name> -o yaml}. */
     public Map<String, Object> object(PoolStatus p, Instant now) {
-        return object(p, now, createRefused);
+        return object(p, now, NONE_REFUSED);
     }
 
     /** The same, its CreateRefused condition from {@code refusals}. */
@@ -276,7 +271,7 @@ public final class PoolViews {
 
     /** The PoolList of {@code kubectl get pools -o yaml}. */
     public Map<String, Object> list(List<PoolStatus> pools, Instant now) {
-        return list(pools, now, createRefused);
+        return list(pools, now, NONE_REFUSED);
     }
 
     /** The same, the CreateRefused conditions from {@code refusals}. */
@@ -303,7 +298,7 @@ public final class PoolViews {
 
     /** A meta.k8s.io Table as kubectl get prints it. */
     public Map<String, Object> table(List<PoolStatus> pools, Query q, Instant now) {
-        return table(pools, q, now, createRefused);
+        return table(pools, q, now, NONE_REFUSED);
     }
 
     /** The same, the objects it includes with their CreateRefused conditions from {@code refusals}. */
