@@ -280,13 +280,9 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
         @Override
         public void userEventTriggered(ChannelHandlerContext ctx, Object evt) throws Exception {
             if (evt instanceof SslHandshakeCompletionEvent done && done.isSuccess()) {
-                X509Certificate[] chain = peerChain(ctx);
                 // stays unauthenticated when not trusted: it may still call the probes, so nothing is refused (and
                 // logged as refused) before an /apis request is
-                if (chain != null && authenticator.trusts(chain)) {
-                    trusted = true;
-                    removeUnauthenticated(ctx.channel());
-                }
+                nowTrusted(ctx);
             }
             super.userEventTriggered(ctx, evt);
         }
@@ -302,7 +298,7 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                 headBytes = 0;
                 if (trusted) {
                     stillTrusted(ctx);
-                } else if (peerChain(ctx) != null) {
+                } else {
                     nowTrusted(ctx);
                 }
                 arm(ctx, limits.headerTimeout(), "request head");
@@ -326,13 +322,15 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
         }
 
         /**
-         * At the start of each later request head, and when an /apis request's certificate is checked: a connection
-         * whose certificate the trust bundle did not trust at its handshake and trusts now (its CA or its CN added
-         * since) is from now on one with a trusted certificate, with those budgets, and no longer among the
-         * unauthenticated connections the oldest of which is closed to make room.
+         * At the handshake and at the start of each later request head (an /apis request's certificate check does
+         * the same when it passes): a connection with a certificate the trust bundle trusts now (at the handshake, or
+         * since: its CA or its CN added) is from now on one with a trusted certificate, with those budgets, and no
+         * longer among the unauthenticated connections the oldest of which is closed to make room. One without a
+         * certificate stays as it is.
          */
         private void nowTrusted(ChannelHandlerContext ctx) {
-            if (authenticator.trusts(peerChain(ctx))) {
+            X509Certificate[] chain = peerChain(ctx);
+            if (chain != null && authenticator.trusts(chain)) {
                 trusted = true;
                 removeUnauthenticated(ctx.channel());
             }
