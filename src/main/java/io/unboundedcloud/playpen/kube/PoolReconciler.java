@@ -204,9 +204,10 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     private final Map<String, Long> expected = new ConcurrentHashMap<>();
     /**
      * hostPorts, by kind, whose pod name a create met taken by a pod that is not the pool's own (claimed,
-     * terminating or someone else's) that the watch had not shown: when last met. Later plans count them used
+     * terminating or someone else's) that the watch had not shown, or whose create got no clear answer and was not
+     * there when read back (the API server may still commit it): when last met. Later plans count them used
      * until they lapse with the expectations, so a run of such ports longer than one pass's tries is walked across
-     * passes instead of met again from its start.
+     * passes instead of met again from its start, and a create that lands late never shares its port.
      */
     private final Map<ResourceType, Map<Integer, Long>> heldElsewhere = new ConcurrentHashMap<>();
     /**
@@ -890,8 +891,15 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                 return new Attempt(true, conflicts, false);
             } catch (KubernetesClientException e) {
                 if (e.getCode() != 409) {
-                    if (!ClaimWriter.mayHaveLanded(e) || !existsAfterUnknownOutcome(name)) {
+                    boolean mayLand = ClaimWriter.mayHaveLanded(e);
+                    if (!mayLand || !existsAfterUnknownOutcome(name)) {
                         expected.remove(name);
+                        if (mayLand) {
+                            // not there yet, but the API server runs a request on after it answered (504) or the
+                            // connection broke, and may still commit it: until the expectations lapse its port
+                            // is taken, so that no pod of another pool (another name) is created on it meanwhile
+                            holdPort(planned.target().type(), port);
+                        }
                     }
                     throw e;
                 }
@@ -925,8 +933,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                     return new Attempt(true, conflicts, false, false);
                 }
                 expected.remove(name);
-                heldElsewhere.computeIfAbsent(planned.target().type(), t -> new ConcurrentHashMap<>())
-                        .put(port, nanoTime.getAsLong());
+                holdPort(planned.target().type(), port);
             }
             used.add(port);
             OptionalInt next = ports.next(used, port);
@@ -937,6 +944,11 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             used.add(port);
             pod = withCreateId(planner.podFor(planned.target(), port));
         }
+    }
+
+    /** Counts {@code port} of {@code type} used by later plans until the expectations lapse (see heldElsewhere). */
+    private void holdPort(ResourceType type, int port) {
+        heldElsewhere.computeIfAbsent(type, t -> new ConcurrentHashMap<>()).put(port, nanoTime.getAsLong());
     }
 
     /** Whether {@code pod} carries this process's create id (it was created by one of this process's creates). */

@@ -154,14 +154,15 @@ class PoolReconcilerLookupsTest {
         try (TestCluster cluster = TestCluster.start();
                 Wired w = Wired.of(cluster, true, "--runner-amd64-count=1", "--runner-arm64-count=0")) {
             // both tries (fabric8 retries once) answered 500 before any write: the outcome is unknown, one read
-            // finds no pod, so the name is not kept expected
+            // finds no pod, so the name is not kept expected; but the API server may still commit that create, so
+            // the next pass's pod takes the next hostPort
             cluster.server.expect().post().withPath(POST_PODS).andReturn(500, STATUS_500).times(2);
             assertThatThrownBy(() -> w.pool().reconcile()).isInstanceOfSatisfying(KubernetesClientException.class,
                     e -> assertThat(e.getCode()).isEqualTo(500));
             assertThat(cluster.pods()).isEmpty();
             assertThat(w.calls().get(KubeApiCall.PODS_GET)).isEqualTo(1);
             assertThat(w.pool().reconcile().created()).isEqualTo(1);
-            assertThat(cluster.pods()).extracting(ManagedPods::name).containsExactly("playpen-runner-amd64-51820");
+            assertThat(cluster.pods()).extracting(ManagedPods::name).containsExactly("playpen-runner-amd64-51821");
         }
     }
 

@@ -199,4 +199,45 @@ class PoolReconcilerUnknownOutcomeTest {
             }
         }
     }
+
+    /**
+     * A create answered 504 that the API server commits later (kube-apiserver runs a request on after its timeout
+     * answer), the read after it finding no pod yet. Its port must stay taken meanwhile: the next pass gave it to
+     * another pool's pod (another Kubernetes version, so another name, and no AlreadyExists to stop it), and once the
+     * late create landed two control planes published one API server hostPort.
+     */
+    @Test
+    void aPortWhoseCreateMayStillLandIsNotGivenToAnotherPool() throws Exception {
+        PoolReconcilerPassTest.withFollowingPool((cluster, pool, cache, seen) -> {
+            String late = "playpen-control-plane-1.34.0-16444";
+            cluster.holdWrite = (key, body) -> key.equals("POST /api/v1/namespaces/playpen/pods")
+                    && body.contains("\"" + late + "\"");
+            org.assertj.core.api.Assertions.assertThatThrownBy(pool::reconcile)
+                    .as("the pass reports the create without an answer").isNotNull();
+            assertThat(cluster.pods()).extracting(io.unboundedcloud.playpen.model.ManagedPods::name)
+                    .containsExactly("playpen-control-plane-1.33.0-16443");
+            // the v1.33.0 pool's pod is allocated: that pool needs a new idle pod
+            String first = "playpen-control-plane-1.33.0-16443";
+            seen.awaitTold(first, java.util.Optional::isPresent, "the pod told to the pools");
+            io.fabric8.kubernetes.api.model.Pod pod = cache.get(first).orElseThrow();
+            new ClaimWriter(cluster.client, java.time.Clock.systemUTC(), new ApiCallCounter()).claim(pod,
+                    pod.getMetadata().getResourceVersion(), new io.unboundedcloud.playpen.model.AllocCommand(
+                            io.unboundedcloud.playpen.model.Hashes.keyHash("allocated"),
+                            io.unboundedcloud.playpen.model.ResourceType.CONTROL_PLANE, "v1.33.0", "", ""));
+            seen.awaitTold(first, p -> p.map(io.unboundedcloud.playpen.model.ManagedPods::isClaimed).orElse(false),
+                    "the claim told to the pools");
+            cluster.holdWrite = (key, body) -> false;
+
+            pool.reconcile();
+            assertThat(cluster.applyHeld()).as("the late create lands").contains(201);
+
+            java.util.Map<Integer, java.util.List<String>> byPort = new java.util.TreeMap<>();
+            for (io.fabric8.kubernetes.api.model.Pod p : cluster.pods()) {
+                byPort.computeIfAbsent(io.unboundedcloud.playpen.model.ManagedPods.hostPort(p).orElseThrow(),
+                        k -> new java.util.ArrayList<>()).add(io.unboundedcloud.playpen.model.ManagedPods.name(p));
+            }
+            assertThat(byPort.values()).as("one pod per hostPort: %s", byPort).allMatch(names -> names.size() == 1);
+        }, "--runner-amd64-count=0", "--runner-arm64-count=0", "--control-plane-count=1",
+                "--control-plane-versions=v1.33.0,v1.34.0");
+    }
 }
