@@ -1,7 +1,10 @@
 package io.unboundedcloud.playpen.auth;
 
+import java.nio.ByteBuffer;
+import java.security.MessageDigest;
 import java.security.cert.CertPathValidator;
 import java.security.cert.CertPathValidatorException;
+import java.security.cert.CertificateEncodingException;
 import java.security.cert.CertificateFactory;
 import java.security.cert.CertificateParsingException;
 import java.security.cert.PKIXCertPathValidatorResult;
@@ -31,7 +34,7 @@ import io.unboundedcloud.playpen.api.ApiException;
  * Authenticates kube-apiserver's proxied requests (failures are 403 "forbidden" like the reference): the
  * presented leaf must chain to a CA of the live front-proxy CA bundle that is valid now (an expired CA vouches for no
  * one, as in kube-apiserver), carry clientAuth (as must every CA of its chain that lists extended key usages), be
- * valid now and have an allowed CN. Results are cached per certificate and bundle
+ * valid now and have an allowed CN. Results are cached per chain (by its digest) and bundle
  * generation for a few seconds, since kube-apiserver reuses one client certificate (and chain).
  */
 public final class FrontProxyAuthenticator {
@@ -68,8 +71,36 @@ public final class FrontProxyAuthenticator {
 
     private final Supplier<TrustBundle> bundle;
     private final Clock clock;
-    /** Keyed by the whole chain as presented: the intermediates decide the verdict as much as the leaf does. */
-    private final Map<List<X509Certificate>, Verdict> verdicts = new ConcurrentHashMap<>();
+    /**
+     * Keyed by the whole chain as presented (the intermediates decide the verdict as much as the leaf does), by its
+     * digest and not by the certificates: a client without a trusted certificate may present a new chain of tens of
+     * kilobytes on every handshake, and the verdicts kept must not keep those chains in memory.
+     */
+    private final Map<ChainDigest, Verdict> verdicts = new ConcurrentHashMap<>();
+
+    /** The SHA-256 of a chain: each certificate's DER encoding, after its length, leaf first. */
+    private record ChainDigest(long a, long b, long c, long d) {
+        private static final ThreadLocal<MessageDigest> SHA256 = ThreadLocal.withInitial(() -> {
+            try {
+                return MessageDigest.getInstance("SHA-256");
+            } catch (java.security.NoSuchAlgorithmException e) {
+                throw new IllegalStateException("SHA-256 is not available", e);
+            }
+        });
+
+        static ChainDigest of(X509Certificate[] chain) throws CertificateEncodingException {
+            MessageDigest md = SHA256.get();
+            md.reset();
+            for (X509Certificate c : chain) {
+                byte[] der = c.getEncoded();
+                md.update(ByteBuffer.allocate(4).putInt(der.length).array());
+                md.update(der);
+            }
+            ByteBuffer d = ByteBuffer.wrap(md.digest());
+            return new ChainDigest(d.getLong(), d.getLong(), d.getLong(), d.getLong());
+        }
+    }
+
     private final LongSupplier nanoTime;
     /** Guards the refusal log's state: whether a line was written, the monotonic time of the last, refusals since. */
     private final Object refusalLog = new Object();
@@ -137,7 +168,12 @@ public final class FrontProxyAuthenticator {
             throw refused(invalid, refusing);
         }
         long now = nanoTime.getAsLong();
-        List<X509Certificate> presented = List.of(chain);
+        ChainDigest presented;
+        try {
+            presented = ChainDigest.of(chain);
+        } catch (CertificateEncodingException e) {
+            throw refused("client certificate could not be read", refusing);
+        }
         Verdict v = verdicts.get(presented);
         if (v == null || v.generation() != tb.generation() || now - v.untilNanos() > 0
                 || v.outlivedBy(Date.from(clock.instant()))) {

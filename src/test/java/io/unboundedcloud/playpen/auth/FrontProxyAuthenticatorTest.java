@@ -432,6 +432,46 @@ class FrontProxyAuthenticatorTest {
                 "client certificate is not signed by the front-proxy CA");
     }
 
+    /**
+     * A client without a trusted certificate may present a new chain on every handshake, each as large as the TLS
+     * layer lets through (tens of kilobytes of certificates), and is judged at the handshake already; the verdict
+     * kept for a chain must not keep the chain itself, or the 1,024 verdicts the cache holds keep that many chains
+     * in memory. Both a refused and a trusted chain are collected once nothing else holds them, as the certificates
+     * the TLS engine hands over (netty's lazily parsed ones) are once their connection is gone.
+     */
+    @Test
+    void aVerdictDoesNotKeepTheCertificatesItWasMadeFor() {
+        Pki.Issued stranger = Pki.issue(Pki.selfSigned(Subject.cn("front-proxy-ca"), Usage.CA, YESTERDAY,
+                Duration.ofDays(365)), Subject.cn("front-proxy-client"), Usage.CLIENT, YESTERDAY, Duration.ofDays(30));
+        FrontProxyAuthenticator auth = new FrontProxyAuthenticator(() -> bundle(1, Set.of(), CA), CLOCK, () -> 0L);
+        java.lang.ref.WeakReference<X509Certificate> refused = judged(auth, stranger, false);
+        java.lang.ref.WeakReference<X509Certificate> trusted = judged(auth, CLIENT, true);
+        for (int gc = 0; gc < 20 && (refused.get() != null || trusted.get() != null); gc++) {
+            System.gc();
+        }
+        assertThat(refused.get()).as("a refused chain kept in memory by its verdict").isNull();
+        assertThat(trusted.get()).as("a trusted chain kept in memory by its verdict").isNull();
+        // the verdicts themselves are still kept: the same certificates, parsed again, are judged from the cache
+        assertThat(auth.trusts(new X509Certificate[] {lazy(stranger)})).isFalse();
+        assertThat(auth.trusts(new X509Certificate[] {lazy(CLIENT)})).isTrue();
+    }
+
+    /** A chain of {@code leaf} as the TLS engine hands it over, judged; what refers to it once nothing else does. */
+    private static java.lang.ref.WeakReference<X509Certificate> judged(FrontProxyAuthenticator auth, Pki.Issued leaf,
+            boolean trusted) {
+        X509Certificate[] chain = {lazy(leaf)};
+        assertThat(auth.trusts(chain)).isEqualTo(trusted);
+        return new java.lang.ref.WeakReference<>(chain[0]);
+    }
+
+    private static X509Certificate lazy(Pki.Issued issued) {
+        try {
+            return new io.netty.handler.ssl.util.LazyX509Certificate(issued.certificate().getEncoded());
+        } catch (java.security.cert.CertificateEncodingException e) {
+            throw new AssertionError(e);
+        }
+    }
+
     /** The INFO lines about refused certificates written so far. */
     List<String> refusalLines() {
         return logs.lines().stream().filter(e -> e.getLevel() == ch.qos.logback.classic.Level.INFO)
