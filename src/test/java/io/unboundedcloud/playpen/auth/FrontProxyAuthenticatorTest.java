@@ -409,35 +409,63 @@ class FrontProxyAuthenticatorTest {
                 .toList();
     }
 
-    /** The cache forgets every verdict once it holds more than 1,024 certificates, and not before. */
+    /**
+     * The trusted chains' verdicts are forgotten all at once when more than 1,024 would be kept, and not before;
+     * the refused ones' apart from them.
+     */
     @Test
-    void verdictCacheIsBounded() {
+    void trustedVerdictsAreBounded() {
         Pki.Issued otherCa = Pki.selfSigned(Subject.cn("front-proxy-ca"), Usage.CA, YESTERDAY, Duration.ofDays(365));
         List<Pki.Issued> leaves = ManyLeaves.LEAVES;
-        AtomicReference<TrustBundle> current = new AtomicReference<>(bundle(1, Set.of(), CA));
+        AtomicReference<TrustBundle> current = new AtomicReference<>(bundle(1, Set.of(), CA, otherCa));
         FrontProxyAuthenticator auth = new FrontProxyAuthenticator(current::get, CLOCK, () -> 0L);
-        // 1,024 certificates: the cache holds them all
+        // 1,024 chains of the first CA, a 1,025th of the other: all trusted, all kept
         for (Pki.Issued leaf : leaves.subList(0, 1024)) {
             auth.verifyPeer(chain(leaf));
         }
+        auth.verifyPeer(chain(issuedBy(otherCa)));
         current.set(bundle(1, Set.of(), otherCa)); // same generation: only a forgotten verdict shows the change
         assertThatCode(() -> auth.verifyPeer(chain(leaves.get(0)))).doesNotThrowAnyException();
-        // a 1,025th is checked (refused now) and kept: still nothing forgotten
-        assertUnauthorized(auth, chain(leaves.get(1024)),
-                "client certificate is not signed by the front-proxy CA");
+        // a chain refused now is kept apart: the trusted ones are still all there
+        assertUnauthorized(auth, chain(leaves.get(1024)), "client certificate is not signed by the front-proxy CA");
         assertThatCode(() -> auth.verifyPeer(chain(leaves.get(0)))).doesNotThrowAnyException();
-        // one more: the cache is cleared before it is kept, so the first certificate is checked again
-        assertUnauthorized(auth, chain(CLIENT), "client certificate is not signed by the front-proxy CA");
-        assertUnauthorized(auth, chain(leaves.get(0)),
-                "client certificate is not signed by the front-proxy CA");
+        // one more trusted: the trusted verdicts are forgotten before it is kept, so the first is checked again
+        auth.verifyPeer(chain(issuedBy(otherCa)));
+        assertUnauthorized(auth, chain(leaves.get(0)), "client certificate is not signed by the front-proxy CA");
+    }
+
+    /** The refused chains' verdicts are forgotten all at once when more than 1,024 would be kept, and not before. */
+    @Test
+    void refusedVerdictsAreBounded() {
+        Pki.Issued otherCa = Pki.selfSigned(Subject.cn("front-proxy-ca"), Usage.CA, YESTERDAY, Duration.ofDays(365));
+        List<Pki.Issued> leaves = ManyLeaves.LEAVES;
+        AtomicReference<TrustBundle> current = new AtomicReference<>(bundle(1, Set.of(), otherCa));
+        FrontProxyAuthenticator auth = new FrontProxyAuthenticator(current::get, CLOCK, () -> 0L);
+        // 1,025 chains refused, all kept
+        for (Pki.Issued leaf : leaves) {
+            assertThat(auth.trusts(chain(leaf))).isFalse();
+        }
+        current.set(bundle(1, Set.of(), CA)); // same generation: only a forgotten verdict shows the change
+        assertUnauthorized(auth, chain(leaves.get(0)), "client certificate is not signed by the front-proxy CA");
+        // a chain trusted now is kept apart: the refused ones are still all there
+        assertThatCode(() -> auth.verifyPeer(chain(CLIENT))).doesNotThrowAnyException();
+        assertUnauthorized(auth, chain(leaves.get(0)), "client certificate is not signed by the front-proxy CA");
+        // one more refused: the refused verdicts are forgotten before it is kept, so the first is checked again
+        assertThat(auth.trusts(chain(issuedBy(otherCa)))).isFalse();
+        assertThatCode(() -> auth.verifyPeer(chain(leaves.get(0)))).doesNotThrowAnyException();
+    }
+
+    private static Pki.Issued issuedBy(Pki.Issued ca) {
+        return Pki.issue(ca, Subject.cn("front-proxy-client"), Usage.CLIENT, YESTERDAY, Duration.ofDays(30));
     }
 
     /**
      * A client without a trusted certificate may present a new chain on every handshake, each as large as the TLS
      * layer lets through (tens of kilobytes of certificates), and is judged at the handshake already; the verdict
      * kept for a chain must not keep the chain itself, or the 1,024 verdicts the cache holds keep that many chains
-     * in memory. Both a refused and a trusted chain are collected once nothing else holds them, as the certificates
-     * the TLS engine hands over (netty's lazily parsed ones) are once their connection is gone.
+     * in memory. A refused chain is collected once nothing else holds it, as the certificates the TLS engine hands
+     * over (netty's lazily parsed ones) are once their connection is gone. (A trusted chain's verdict keeps it: only
+     * a holder of a trusted certificate's private key can present one.)
      */
     @Test
     void aVerdictDoesNotKeepTheCertificatesItWasMadeFor() {
@@ -445,12 +473,11 @@ class FrontProxyAuthenticatorTest {
                 Duration.ofDays(365)), Subject.cn("front-proxy-client"), Usage.CLIENT, YESTERDAY, Duration.ofDays(30));
         FrontProxyAuthenticator auth = new FrontProxyAuthenticator(() -> bundle(1, Set.of(), CA), CLOCK, () -> 0L);
         java.lang.ref.WeakReference<X509Certificate> refused = judged(auth, stranger, false);
-        java.lang.ref.WeakReference<X509Certificate> trusted = judged(auth, CLIENT, true);
-        for (int gc = 0; gc < 20 && (refused.get() != null || trusted.get() != null); gc++) {
+        judged(auth, CLIENT, true);
+        for (int gc = 0; gc < 20 && refused.get() != null; gc++) {
             System.gc();
         }
         assertThat(refused.get()).as("a refused chain kept in memory by its verdict").isNull();
-        assertThat(trusted.get()).as("a trusted chain kept in memory by its verdict").isNull();
         // the verdicts themselves are still kept: the same certificates, parsed again, are judged from the cache
         assertThat(auth.trusts(new X509Certificate[] {lazy(stranger)})).isFalse();
         assertThat(auth.trusts(new X509Certificate[] {lazy(CLIENT)})).isTrue();
