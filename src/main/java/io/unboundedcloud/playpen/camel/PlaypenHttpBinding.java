@@ -98,5 +98,12 @@ public class PlaypenHttpBinding extends DefaultNettyHttpBinding {
                 headers.put(Exchange.CONTENT_TYPE, contentType);
             }
         }
+        // a header sent on several lines reaches Camel as a list of them; the key is the first line's, as the Go
+        // operator reads a header (Header.Get) and as the connection guard reads it
+        if (headers.get(IDEMPOTENCY_KEY) instanceof java.util.List<?> lines && !lines.isEmpty()) {
+            headers.put(IDEMPOTENCY_KEY, lines.get(0));
+        }
     }
+
+    private static final String IDEMPOTENCY_KEY = "Idempotency-Key";
 }

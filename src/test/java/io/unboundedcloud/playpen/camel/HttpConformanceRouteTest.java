@@ -380,6 +380,26 @@ class HttpConformanceRouteTest {
         assertThat(state()).isEqualTo(before);
     }
 
+    /**
+     * Two Idempotency-Key lines: the first is the key, as the Go operator reads a header (Header.Get) and as the
+     * connection guard does; the second is ignored. A later request with the first key alone is its replay.
+     */
+    @Test
+    void ofTwoIdempotencyKeyLinesTheFirstIsTheKey() throws Exception {
+        String body = "{\"architecture\":\"amd64\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(5) + "\"}";
+        String twoKeys = "POST " + ALLOCS + " HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Remote-User: alice\r\n"
+                + "X-Remote-Group: playpen-users\r\nIdempotency-Key: first-key\r\nIdempotency-Key: second-key\r\n"
+                + "Connection: close\r\nContent-Length: " + body.length() + "\r\n\r\n" + body;
+        Reply made = pipelined(twoKeys).get(0);
+        assertThat(made.code()).as(made.text()).isEqualTo(200);
+        Pod claimed = cluster.pods().get(0);
+        assertThat(claimed.getMetadata().getAnnotations())
+                .containsEntry(PlaypenKeys.IDEMPOTENCY_KEY_HASH, io.unboundedcloud.playpen.model.Hashes.keyHash("first-key"));
+        Reply replay = pipelined(twoKeys.replace("Idempotency-Key: second-key\r\n", "")).get(0);
+        assertThat(replay.code()).as(replay.text()).isEqualTo(200);
+        assertThat(replay.text()).isEqualTo(made.text());
+    }
+
     @Test
     void aDeleteWhoseBodyIsJsonNullIsReadAsNoOptions() throws Exception {
         Map<String, String> before = state();
