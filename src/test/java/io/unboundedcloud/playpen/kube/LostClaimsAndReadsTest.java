@@ -143,6 +143,28 @@ class LostClaimsAndReadsTest {
     }
 
     /**
+     * A claim this replica first listed (undecided here) beside a settled claim of its key: a settle is written only
+     * while no other live pod carries the key, so this claim was committed after it and lost. The listed sweep takes
+     * it back after one LIST of the key's carriers, counts it, and leaves the settled claim on its pod.
+     */
+    @Test
+    void anUndecidedClaimListedBesideASettledClaimOfItsKeyIsTakenBack() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("listed-beside-settled");
+        r.claimElsewhere(runner(0), key, null);
+        r.writer.settle(r.inApi(runner(0)));
+        r.claimElsewhere(runner(1), key, null);
+        relisted(1);
+        assertThat(r.pods.claimOn(runner(0)).orElseThrow().stands()).isTrue();
+        long lists = r.calls.get(KubeApiCall.PODS_LIST);
+        assertThat(new LostClaimSweeper(r.pods, r.writer, 0).sweepListed()).isEqualTo(1);
+        assertThat(r.calls.get(KubeApiCall.PODS_LIST)).as("one LIST of the key's carriers").isEqualTo(lists + 1);
+        assertThat(ManagedPods.isClaimed(r.inApi(runner(1)))).isFalse();
+        assertThat(r.carriers(key.keyHash())).containsExactly(runner(0));
+        assertThat(ClaimLedger.isSettled(r.inApi(runner(0)))).isTrue();
+    }
+
+    /**
      * A claim this replica first listed (undecided here) beside a settled claim of its key lost, and the listed sweep
      * takes it back; but once its pod carries another claim of the key (taken back and made again: another
      * claim-id), the undecided claim is gone and the new one is its writer's, or the watched sweep's after its grace:
@@ -320,11 +342,16 @@ class LostClaimsAndReadsTest {
                 .orElse(false), java.time.Duration.ofSeconds(60), "the legacy claim moved to the keyed hash");
     }
 
-    /** The listed sweep takes neither of alice's claims back: each stays on its pod, nothing is written. */
+    /**
+     * The listed sweep takes neither of alice's claims back: each stays on its pod, nothing is written, and the API
+     * server is asked nothing (the cache shows no quota filled by claims that count against the undecided one).
+     */
     private void assertNothingTakenBack() {
         long patches = r.calls.get(KubeApiCall.PODS_PATCH);
+        long lists = r.calls.get(KubeApiCall.PODS_LIST);
         assertThat(new LostClaimSweeper(r.pods, r.writer, 0).sweepListed()).as("claims taken back").isZero();
         assertThat(r.calls.get(KubeApiCall.PODS_PATCH)).isEqualTo(patches);
+        assertThat(r.calls.get(KubeApiCall.PODS_LIST)).as("LISTs of the owner's claims").isEqualTo(lists);
         assertThat(r.carriers(ALICE_PREVIOUS.keyHash())).containsExactly(runner(1));
         assertThat(r.carriers(ALICE_KEYED.keyHash())).containsExactly(runner(0));
     }
