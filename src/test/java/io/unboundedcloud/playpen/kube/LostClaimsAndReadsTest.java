@@ -233,6 +233,33 @@ class LostClaimsAndReadsTest {
     }
 
     /**
+     * The owner's quota of 1 is filled by a claim this replica's watch judged standing at its commit (unsettled, but
+     * that very claim: its claim-id); a claim of another key over that quota, whose commit this replica never
+     * watched (it first listed it), cannot have stood beside it: the listed sweep takes it back, and leaves the one
+     * that stood.
+     */
+    @Test
+    void anUndecidedClaimBesideAClaimJudgedStandingHereThatFillsItsOwnersQuotaIsTakenBack() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        String owner = Hashes.ownerHash("lea");
+        AllocCommand held = cmd("lea-1");
+        AllocCommand over = cmd("lea-2");
+        Pod idle = r.inApi(runner(0));
+        r.writer.claim(idle, idle.getMetadata().getResourceVersion(), held, owner, 1);
+        assertThat(r.pods.claimOn(runner(0)).orElseThrow().stands()).as("judged standing at its commit").isTrue();
+        r.watch.hold();
+        Pod other = r.inApi(runner(1));
+        r.writer.claim(other, other.getMetadata().getResourceVersion(), over, owner, 1);
+        r.watch.forget();
+        relisted(1);
+        assertThat(r.pods.claimOn(runner(0)).orElseThrow().stands()).as("its verdict kept across the relist").isTrue();
+        assertThat(ClaimLedger.isSettled(r.inApi(runner(0)))).isFalse();
+        assertThat(new LostClaimSweeper(r.pods, r.writer, 0).sweepListed()).isEqualTo(1);
+        assertThat(ManagedPods.isClaimed(r.inApi(runner(1)))).isFalse();
+        assertThat(r.carriers(held.keyHash())).containsExactly(runner(0));
+    }
+
+    /**
      * A settled claim that records a larger quota than the undecided one may have been committed after it, under
      * the larger quota, while the undecided one stood: both may stand, so nothing is taken back.
      */
