@@ -278,6 +278,24 @@ class LostClaimsAndReadsTest {
     }
 
     /**
+     * A settled claim that records no quota (made while no quota applied) was judged against none, so it may have
+     * been committed after the undecided one, while that one stood: nothing is taken back.
+     */
+    @Test
+    void aSettledClaimThatRecordsNoQuotaDoesNotProveTheUndecidedOneLost() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        String owner = Hashes.ownerHash("max");
+        claimUnderQuota(0, cmd("max-1"), owner, 1);
+        r.claimElsewhere(runner(1), cmd("max-2"), owner);
+        r.writer.settle(r.inApi(runner(1)));
+        relisted(0);
+        long patches = r.calls.get(KubeApiCall.PODS_PATCH);
+        assertThat(new LostClaimSweeper(r.pods, r.writer, 0).sweepListed()).isZero();
+        assertThat(r.calls.get(KubeApiCall.PODS_PATCH)).isEqualTo(patches);
+        assertThat(r.carriers(cmd("max-1").keyHash())).containsExactly(runner(0));
+    }
+
+    /**
      * Over the quota, but the owner's other claims are unsettled and undecided too: the LIST cannot tell which one
      * was committed last (the one that lost), and the others may have been answered, so none is taken back. Nor is
      * a claim whose owner's settled claims leave room under its quota, and a sweep with nothing undecided to judge
