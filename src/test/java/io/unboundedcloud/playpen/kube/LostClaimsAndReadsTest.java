@@ -278,6 +278,32 @@ class LostClaimsAndReadsTest {
     }
 
     /**
+     * Under a quota of 2: one settled claim, and two claims of other keys undecided here. The settled one and either
+     * undecided one fill the quota, but an undecided claim is no standing one: the LIST cannot tell which of the two
+     * was committed last, and the other may have been answered, so neither is taken back.
+     */
+    @Test
+    void anUndecidedClaimIsNotCountedAsStandingAgainstAnotherOne() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        String owner = Hashes.ownerHash("nia");
+        claimUnderQuota(0, cmd("nia-1"), owner, 2);
+        r.writer.settle(r.inApi(runner(0)));
+        // made by writers this replica's watch never saw (each with its claim-id), then listed here
+        r.watch.hold();
+        for (int n : new int[] {1, 2}) {
+            claimUnderQuota(n, cmd("nia-" + (n + 1)), owner, 2);
+            r.edit(runner(n), p -> p.editMetadata().addToAnnotations(PlaypenKeys.CLAIM_ID, "c" + n).endMetadata());
+        }
+        r.watch.forget();
+        relisted(1, 2);
+        long patches = r.calls.get(KubeApiCall.PODS_PATCH);
+        assertThat(new LostClaimSweeper(r.pods, r.writer, 0).sweepListed()).isZero();
+        assertThat(r.calls.get(KubeApiCall.PODS_PATCH)).isEqualTo(patches);
+        assertThat(r.carriers(cmd("nia-2").keyHash())).containsExactly(runner(1));
+        assertThat(r.carriers(cmd("nia-3").keyHash())).containsExactly(runner(2));
+    }
+
+    /**
      * A settled claim that records no quota (made while no quota applied) was judged against none, so it may have
      * been committed after the undecided one, while that one stood: nothing is taken back.
      */
