@@ -143,19 +143,28 @@ class LostClaimsAndReadsTest {
     }
 
     /**
+     * {@code name}'s claim on runner 0, settled, and another claim of it on runner 1, undecided here after a relist
+     * (its writer died before taking it back); the settled one stands.
+     */
+    private AllocCommand listedBesideSettled(String name) throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd(name);
+        r.claimElsewhere(runner(0), key, null);
+        r.writer.settle(r.inApi(runner(0)));
+        r.claimElsewhere(runner(1), key, null);
+        relisted(1);
+        assertThat(r.pods.claimOn(runner(0)).orElseThrow().stands()).as("the settled claim stands").isTrue();
+        return key;
+    }
+
+    /**
      * A claim this replica first listed (undecided here) beside a settled claim of its key: a settle is written only
      * while no other live pod carries the key, so this claim was committed after it and lost. The listed sweep takes
      * it back after one LIST of the key's carriers, counts it, and leaves the settled claim on its pod.
      */
     @Test
     void anUndecidedClaimListedBesideASettledClaimOfItsKeyIsTakenBack() throws Exception {
-        r = new ScriptedReplica(4, 0);
-        AllocCommand key = cmd("listed-beside-settled");
-        r.claimElsewhere(runner(0), key, null);
-        r.writer.settle(r.inApi(runner(0)));
-        r.claimElsewhere(runner(1), key, null);
-        relisted(1);
-        assertThat(r.pods.claimOn(runner(0)).orElseThrow().stands()).isTrue();
+        AllocCommand key = listedBesideSettled("listed-beside-settled");
         long lists = r.calls.get(KubeApiCall.PODS_LIST);
         assertThat(new LostClaimSweeper(r.pods, r.writer, 0).sweepListed()).isEqualTo(1);
         assertThat(r.calls.get(KubeApiCall.PODS_LIST)).as("one LIST of the key's carriers").isEqualTo(lists + 1);
@@ -172,23 +181,13 @@ class LostClaimsAndReadsTest {
      */
     @Test
     void theListedSweepLeavesAPodClaimedAgainSinceItListedIt() throws Exception {
-        r = new ScriptedReplica(4, 0);
-        AllocCommand key = cmd("listed-then-claimed-again");
-        r.claimElsewhere(runner(0), key, null);
-        r.writer.settle(r.inApi(runner(0)));
-        r.claimElsewhere(runner(1), key, null);
-        r.watch.gone();
-        OperatorHarness.awaitTrue(() -> r.pods.claimOn(runner(1)).map(c -> c.standing() == ClaimLedger.Standing.UNKNOWN)
-                .orElse(false) && r.pods.claimOn(runner(0)).map(ClaimLedger.Claim::stands).orElse(false),
-                java.time.Duration.ofSeconds(60), "the relist: the settled claim stands, the other is undecided");
+        AllocCommand key = listedBesideSettled("listed-then-claimed-again");
         r.watch.hold();
         r.edit(runner(1), b -> b.editMetadata().removeFromAnnotations(PlaypenKeys.IDEMPOTENCY_KEY_HASH)
                 .removeFromLabels(PlaypenKeys.KEY_HASH_LABEL).endMetadata());
         r.claimElsewhere(runner(1), key, null);
         r.edit(runner(1), b -> b.editMetadata().addToAnnotations(PlaypenKeys.CLAIM_ID, "0123abcd").endMetadata());
-        long patches = r.calls.get(KubeApiCall.PODS_PATCH);
-        assertThat(new LostClaimSweeper(r.pods, r.writer, 0).sweepListed()).isZero();
-        assertThat(r.calls.get(KubeApiCall.PODS_PATCH)).isEqualTo(patches);
+        assertListedSweepTakesNothingBack();
         assertThat(ClaimLedger.claimId(r.inApi(runner(1)))).isEqualTo("0123abcd");
         r.watch.release();
     }
@@ -259,22 +258,36 @@ class LostClaimsAndReadsTest {
         assertThat(r.carriers(held.keyHash())).containsExactly(runner(0));
     }
 
+    /** The listed sweep takes no claim back and writes nothing. */
+    private void assertListedSweepTakesNothingBack() {
+        long patches = r.calls.get(KubeApiCall.PODS_PATCH);
+        assertThat(new LostClaimSweeper(r.pods, r.writer, 0).sweepListed()).as("claims taken back").isZero();
+        assertThat(r.calls.get(KubeApiCall.PODS_PATCH)).isEqualTo(patches);
+    }
+
     /**
      * A settled claim that records a larger quota than the undecided one may have been committed after it, under
      * the larger quota, while the undecided one stood: both may stand, so nothing is taken back.
      */
     @Test
     void aSettledClaimUnderALargerQuotaDoesNotProveTheUndecidedOneLost() throws Exception {
+        assertLeftBesideSettled("kai", (key, owner) -> claimUnderQuota(1, key, owner, 2));
+    }
+
+    /**
+     * {@code user}'s claim on runner 0 under a quota of 1, undecided here (relisted), beside their claim of another key
+     * on runner 1 that {@code claimOther} makes and that is then settled: the listed sweep leaves the undecided one.
+     */
+    private void assertLeftBesideSettled(String user, java.util.function.BiConsumer<AllocCommand, String> claimOther)
+            throws Exception {
         r = new ScriptedReplica(4, 0);
-        String owner = Hashes.ownerHash("kai");
-        claimUnderQuota(0, cmd("kai-1"), owner, 1);
-        claimUnderQuota(1, cmd("kai-2"), owner, 2);
+        String owner = Hashes.ownerHash(user);
+        claimUnderQuota(0, cmd(user + "-1"), owner, 1);
+        claimOther.accept(cmd(user + "-2"), owner);
         r.writer.settle(r.inApi(runner(1)));
         relisted(0);
-        long patches = r.calls.get(KubeApiCall.PODS_PATCH);
-        assertThat(new LostClaimSweeper(r.pods, r.writer, 0).sweepListed()).isZero();
-        assertThat(r.calls.get(KubeApiCall.PODS_PATCH)).isEqualTo(patches);
-        assertThat(r.carriers(cmd("kai-1").keyHash())).containsExactly(runner(0));
+        assertListedSweepTakesNothingBack();
+        assertThat(r.carriers(cmd(user + "-1").keyHash())).containsExactly(runner(0));
     }
 
     /**
@@ -296,9 +309,7 @@ class LostClaimsAndReadsTest {
         }
         r.watch.forget();
         relisted(1, 2);
-        long patches = r.calls.get(KubeApiCall.PODS_PATCH);
-        assertThat(new LostClaimSweeper(r.pods, r.writer, 0).sweepListed()).isZero();
-        assertThat(r.calls.get(KubeApiCall.PODS_PATCH)).isEqualTo(patches);
+        assertListedSweepTakesNothingBack();
         assertThat(r.carriers(cmd("nia-2").keyHash())).containsExactly(runner(1));
         assertThat(r.carriers(cmd("nia-3").keyHash())).containsExactly(runner(2));
     }
@@ -309,16 +320,7 @@ class LostClaimsAndReadsTest {
      */
     @Test
     void aSettledClaimThatRecordsNoQuotaDoesNotProveTheUndecidedOneLost() throws Exception {
-        r = new ScriptedReplica(4, 0);
-        String owner = Hashes.ownerHash("max");
-        claimUnderQuota(0, cmd("max-1"), owner, 1);
-        r.claimElsewhere(runner(1), cmd("max-2"), owner);
-        r.writer.settle(r.inApi(runner(1)));
-        relisted(0);
-        long patches = r.calls.get(KubeApiCall.PODS_PATCH);
-        assertThat(new LostClaimSweeper(r.pods, r.writer, 0).sweepListed()).isZero();
-        assertThat(r.calls.get(KubeApiCall.PODS_PATCH)).isEqualTo(patches);
-        assertThat(r.carriers(cmd("max-1").keyHash())).containsExactly(runner(0));
+        assertLeftBesideSettled("max", (key, owner) -> r.claimElsewhere(runner(1), key, owner));
     }
 
     /**
@@ -418,10 +420,8 @@ class LostClaimsAndReadsTest {
      * server is asked nothing (the cache shows no quota filled by claims that count against the undecided one).
      */
     private void assertNothingTakenBack() {
-        long patches = r.calls.get(KubeApiCall.PODS_PATCH);
         long lists = r.calls.get(KubeApiCall.PODS_LIST);
-        assertThat(new LostClaimSweeper(r.pods, r.writer, 0).sweepListed()).as("claims taken back").isZero();
-        assertThat(r.calls.get(KubeApiCall.PODS_PATCH)).isEqualTo(patches);
+        assertListedSweepTakesNothingBack();
         assertThat(r.calls.get(KubeApiCall.PODS_LIST)).as("LISTs of the owner's claims").isEqualTo(lists);
         assertThat(r.carriers(ALICE_PREVIOUS.keyHash())).containsExactly(runner(1));
         assertThat(r.carriers(ALICE_KEYED.keyHash())).containsExactly(runner(0));
