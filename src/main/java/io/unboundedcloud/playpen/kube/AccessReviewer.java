@@ -8,6 +8,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.LongSupplier;
+import java.util.stream.Collectors;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -43,6 +45,15 @@ public final class AccessReviewer {
         }
     }
 
+    /** The decisions kept at most; past them the expired ones are dropped, or all when most are still live. */
+    static final int MAX_DECISIONS = 10_000;
+
+    /**
+     * The longest object name a decision is kept for: a Kubernetes object name has at most 253 characters, so a
+     * longer one names nothing there is, and its decisions would only fill the memory kept.
+     */
+    static final int MAX_KEPT_NAME = 253;
+
     /** The allocs resource. */
     public static final String ALLOCS = "allocs";
 
@@ -58,12 +69,27 @@ public final class AccessReviewer {
     private final int retryAfterSeconds;
     private final ApiCallCounter calls;
     private final Map<Question, Decision> cache = new ConcurrentHashMap<>();
+    /**
+     * The callers of the decisions kept, one copy each: every request parses its own copy of the caller's identity,
+     * and a caller with a long list of groups asking about many names must not leave a copy per decision.
+     */
+    private final Map<Identity, Identity> callers = new ConcurrentHashMap<>();
+    private final LongSupplier nanoTime;
+    private final int maxDecisions;
     private final LongAdder hits = new LongAdder();
     private final LongAdder misses = new LongAdder();
     private final Map<Question, CompletableFuture<Decision>> reviewing = new ConcurrentHashMap<>();
 
     public AccessReviewer(KubernetesClient client, Duration allowedTtl, Duration deniedTtl, int retryAfterSeconds,
             ApiCallCounter calls) {
+        this(client, allowedTtl, deniedTtl, retryAfterSeconds, calls, System::nanoTime, MAX_DECISIONS);
+    }
+
+    /** {@code nanoTime} times the decisions; at most {@code maxDecisions} are kept (tests make both small). */
+    AccessReviewer(KubernetesClient client, Duration allowedTtl, Duration deniedTtl, int retryAfterSeconds,
+            ApiCallCounter calls, LongSupplier nanoTime, int maxDecisions) {
+        this.nanoTime = nanoTime;
+        this.maxDecisions = maxDecisions;
         this.client = client;
         this.allowedNanos = allowedTtl.toNanos();
         this.deniedNanos = deniedTtl.toNanos();
@@ -124,7 +150,7 @@ public final class AccessReviewer {
     }
 
     private Decision decide(Question q) {
-        long now = System.nanoTime();
+        long now = nanoTime.getAsLong();
         Decision d = cache.get(q);
         if (d != null && now - d.untilNanos() < 0) {
             hits.increment();
@@ -148,11 +174,8 @@ public final class AccessReviewer {
         try {
             d = review(q, now);
             long ttl = d.allowed() ? allowedNanos : deniedNanos;
-            if (ttl > 0) {
-                if (cache.size() > 10_000) {
-                    cache.clear();
-                }
-                cache.put(q, new Decision(d.allowed(), d.reason(), now + ttl));
+            if (ttl > 0 && (q.name() == null || q.name().length() <= MAX_KEPT_NAME)) {
+                keep(q, new Decision(d.allowed(), d.reason(), now + ttl), now);
             }
             mine.complete(d);
             return d;
@@ -162,6 +185,23 @@ public final class AccessReviewer {
         } finally {
             reviewing.remove(q, mine);
         }
+    }
+
+    /**
+     * Keeps a decision under its question, asked by the one copy of its caller kept. Past {@link #maxDecisions} the
+     * expired decisions are dropped first, and all of them when more than three quarters are still live (so that
+     * a full cache of live decisions is not walked on every new one).
+     */
+    private void keep(Question q, Decision d, long now) {
+        if (cache.size() >= maxDecisions) {
+            cache.values().removeIf(kept -> now - kept.untilNanos() >= 0);
+            if (cache.size() > maxDecisions * 3 / 4) {
+                cache.clear();
+            }
+            callers.keySet().retainAll(cache.keySet().stream().map(Question::who).collect(Collectors.toSet()));
+        }
+        Identity who = callers.computeIfAbsent(q.who(), w -> w);
+        cache.put(who == q.who() ? q : new Question(who, q.verb(), q.resource(), q.subresource(), q.name()), d);
     }
 
     private Decision review(Question q, long now) {

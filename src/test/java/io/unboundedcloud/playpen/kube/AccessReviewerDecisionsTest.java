@@ -221,4 +221,75 @@ class AccessReviewerDecisionsTest {
             assertThat(reviewer.allowedForAllUsers(ALICE, "list")).as("and was not remembered as one").isTrue();
         }
     }
+
+    /**
+     * Every request parses its own copy of the caller's identity; the decisions kept for one caller share one copy
+     * (a caller with many groups asking about many names kept a copy per decision), and a name longer than any
+     * Kubernetes object's is asked about every time rather than kept.
+     */
+    @Test
+    void theDecisionsKeptForOneCallerHoldOneCopyOfTheirIdentityAndNoOverlongName() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            AccessReviewer reviewer = reviewer(cluster, Duration.ofMinutes(1), Duration.ofMinutes(1),
+                    new ApiCallCounter());
+            reviewer.authorize(copyOf(ALICE), AccessReviewer.ALLOCS, "get", "0123456789abcdef");
+            java.lang.ref.WeakReference<Identity> second = askedBy(reviewer, "fedcba9876543210");
+            for (int gc = 0; gc < 20 && second.get() != null; gc++) {
+                System.gc();
+            }
+            assertThat(second.get()).as("a second copy of alice's identity kept by her second decision").isNull();
+            reviewer.authorize(copyOf(ALICE), AccessReviewer.ALLOCS, "get", "fedcba9876543210");
+            assertThat(cluster.sarRequests).as("both decisions kept").hasSize(2);
+
+            String overlong = "a".repeat(AccessReviewer.MAX_KEPT_NAME + 1);
+            reviewer.authorize(copyOf(ALICE), AccessReviewer.ALLOCS, "get", overlong);
+            reviewer.authorize(copyOf(ALICE), AccessReviewer.ALLOCS, "get", overlong);
+            assertThat(cluster.sarRequests).as("an overlong name's decision not kept").hasSize(4);
+            reviewer.authorize(copyOf(ALICE), AccessReviewer.ALLOCS, "get", overlong.substring(1));
+            reviewer.authorize(copyOf(ALICE), AccessReviewer.ALLOCS, "get", overlong.substring(1));
+            assertThat(cluster.sarRequests).as("a name of 253 characters kept").hasSize(5);
+        }
+    }
+
+    /**
+     * Past the most decisions kept, the expired ones are dropped and the live ones stay; when most are still live,
+     * all go.
+     */
+    @Test
+    void pastTheMostKeptTheExpiredDecisionsGoFirst() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            java.util.concurrent.atomic.AtomicLong now = new java.util.concurrent.atomic.AtomicLong();
+            AccessReviewer reviewer = new AccessReviewer(cluster.client, Duration.ofNanos(100), Duration.ofNanos(100),
+                    7, new ApiCallCounter(), now::get, 4);
+            ask(reviewer, "n1", "n2");
+            now.set(150); // n1 and n2 expired
+            ask(reviewer, "n3", "n4");
+            assertThat(cluster.sarRequests).hasSize(4);
+            ask(reviewer, "n5"); // the fifth: n1 and n2 dropped, n3 and n4 kept
+            ask(reviewer, "n3", "n4", "n5");
+            assertThat(cluster.sarRequests).as("the live decisions kept").hasSize(5);
+            ask(reviewer, "n6", "n7"); // at n7 four kept, all live: all go
+            ask(reviewer, "n3");
+            assertThat(cluster.sarRequests).as("all forgotten when most were live").hasSize(8);
+        }
+    }
+
+    private static void ask(AccessReviewer reviewer, String... names) {
+        for (String name : names) {
+            reviewer.authorize(ALICE, AccessReviewer.ALLOCS, "get", name);
+        }
+    }
+
+    /** A decision about {@code name} asked by a copy of alice's identity; what refers to that copy. */
+    private static java.lang.ref.WeakReference<Identity> askedBy(AccessReviewer reviewer, String name) {
+        Identity copy = copyOf(ALICE);
+        reviewer.authorize(copy, AccessReviewer.ALLOCS, "get", name);
+        return new java.lang.ref.WeakReference<>(copy);
+    }
+
+    /** The identity as a request parses it: equal to {@code who}, none of its parts shared. */
+    private static Identity copyOf(Identity who) {
+        return new Identity(new String(who.user()), new String(who.uid()), new java.util.ArrayList<>(who.groups()),
+                new java.util.HashMap<>(who.extra()));
+    }
 }
