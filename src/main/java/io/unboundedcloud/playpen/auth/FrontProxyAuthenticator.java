@@ -1,7 +1,6 @@
 package io.unboundedcloud.playpen.auth;
 
 import java.nio.ByteBuffer;
-import java.security.MessageDigest;
 import java.security.cert.CertPathValidator;
 import java.security.cert.CertPathValidatorException;
 import java.security.cert.CertificateEncodingException;
@@ -29,6 +28,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.model.Hashes;
 
 /**
  * Authenticates kube-apiserver's proxied requests (failures are 403 "forbidden" like the reference): the
@@ -88,23 +88,12 @@ public final class FrontProxyAuthenticator {
 
     /** The SHA-256 of a chain: each certificate's DER encoding, after its length, leaf first. */
     private record ChainDigest(long a, long b, long c, long d) {
-        private static final ThreadLocal<MessageDigest> SHA256 = ThreadLocal.withInitial(() -> {
-            try {
-                return MessageDigest.getInstance("SHA-256");
-            } catch (java.security.NoSuchAlgorithmException e) {
-                throw new IllegalStateException("SHA-256 is not available", e);
-            }
-        });
-
         static ChainDigest of(X509Certificate[] chain) throws CertificateEncodingException {
-            MessageDigest md = SHA256.get();
-            md.reset();
-            for (X509Certificate c : chain) {
-                byte[] der = c.getEncoded();
-                md.update(ByteBuffer.allocate(4).putInt(der.length).array());
-                md.update(der);
+            byte[][] ders = new byte[chain.length][];
+            for (int i = 0; i < chain.length; i++) {
+                ders[i] = chain[i].getEncoded();
             }
-            ByteBuffer d = ByteBuffer.wrap(md.digest());
+            ByteBuffer d = ByteBuffer.wrap(Hashes.sha256LengthPrefixed(ders));
             return new ChainDigest(d.getLong(), d.getLong(), d.getLong(), d.getLong());
         }
     }

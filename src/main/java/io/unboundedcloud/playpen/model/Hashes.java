@@ -72,6 +72,21 @@ public final class Hashes {
     }
 
     /**
+     * sha256 of {@code parts} one after the other, each after its length (four bytes, big-endian), so that no other
+     * split of the same bytes shares the digest.
+     */
+    public static byte[] sha256LengthPrefixed(byte[]... parts) {
+        MessageDigest md = SHA256.get();
+        for (byte[] part : parts) {
+            md.update(new byte[] {(byte) (part.length >>> 24), (byte) (part.length >>> 16), (byte) (part.length >>> 8),
+                    (byte) part.length});
+            md.update(part);
+        }
+        // digest() leaves the digest reset for the next call
+        return md.digest();
+    }
+
+    /**
      * Rendezvous score of a pod for a key: a stable 64-bit mix (no per-process seed). The claim path ordered
      * candidates by it (O(N) per request); now they walk the ring ({@link #ringPosition}).
      */

@@ -32,6 +32,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.unboundedcloud.playpen.model.AllocRequestParser;
+import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
@@ -394,7 +395,7 @@ class HttpConformanceRouteTest {
         assertThat(made.code()).as(made.text()).isEqualTo(200);
         Pod claimed = cluster.pods().get(0);
         assertThat(claimed.getMetadata().getAnnotations())
-                .containsEntry(PlaypenKeys.IDEMPOTENCY_KEY_HASH, io.unboundedcloud.playpen.model.Hashes.keyHash("first-key"));
+                .containsEntry(PlaypenKeys.IDEMPOTENCY_KEY_HASH, Hashes.keyHash("first-key"));
         Reply replay = pipelined(twoKeys.replace("Idempotency-Key: second-key\r\n", "")).get(0);
         assertThat(replay.code()).as(replay.text()).isEqualTo(200);
         assertThat(replay.text()).isEqualTo(made.text());

@@ -121,4 +121,16 @@ class HashesTest {
         long seed = Hashes.seed(Hashes.keyHash("key-1"));
         assertThat(names.stream().map(n -> Hashes.rendezvous(seed, n)).distinct().count()).isEqualTo(50);
     }
+
+    /** Each part after its length: the digest of the bytes 00 00 00 01 'a' 00 00 00 00, which no other split shares. */
+    @Test
+    void lengthPrefixedDigestHashesEachPartAfterItsLength() {
+        byte[] a = {'a'};
+        assertThat(java.util.HexFormat.of().formatHex(Hashes.sha256LengthPrefixed(a, new byte[0])))
+                .isEqualTo(Hashes.sha256Hex(new byte[] {0, 0, 0, 1, 'a', 0, 0, 0, 0}));
+        assertThat(Hashes.sha256LengthPrefixed(a, new byte[0])).isNotEqualTo(Hashes.sha256LengthPrefixed(new byte[0], a))
+                .isNotEqualTo(Hashes.sha256LengthPrefixed(a));
+        // the digest kept per thread starts afresh on the next call
+        assertThat(Hashes.sha256LengthPrefixed(a)).isEqualTo(Hashes.sha256LengthPrefixed(a));
+    }
 }
