@@ -28,10 +28,17 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
 public final class ClaimReads {
     private final PodCache pods;
     private final ClaimWriter api;
+    private final long watchWaitMillis;
 
     public ClaimReads(PodCache pods, ClaimWriter api) {
+        this(pods, api, WATCH_WAIT_MILLIS);
+    }
+
+    /** With its own wait for the watch ({@code watchWaitMillis}; 0: judge only what the watch has delivered). */
+    ClaimReads(PodCache pods, ClaimWriter api, long watchWaitMillis) {
         this.pods = pods;
         this.api = api;
+        this.watchWaitMillis = watchWaitMillis;
     }
 
     /**
@@ -88,8 +95,8 @@ public final class ClaimReads {
         // already). Hidden only when the claim the watch holds then is the listed one and lost; a verdict on
         // another claim of the key says nothing of the listed one
         try {
-            return !lost(pods.awaitClaim(name, ClaimLedger.resourceVersion(p)).get(WATCH_WAIT_SECONDS,
-                    TimeUnit.SECONDS), p);
+            return !lost(pods.awaitClaim(name, ClaimLedger.resourceVersion(p)).get(watchWaitMillis,
+                    TimeUnit.MILLISECONDS), p);
         } catch (TimeoutException | ExecutionException e) {
             return true; // undecided here, shown like a claim seen in a relist
         } catch (InterruptedException e) {
@@ -99,7 +106,7 @@ public final class ClaimReads {
     }
 
     /** How long a read waits for this replica's watch to reach a pod's listed version. */
-    private static final long WATCH_WAIT_SECONDS = 10;
+    private static final long WATCH_WAIT_MILLIS = 10_000;
 
     /** The claim, a lost one, is this very claim of the pod as listed: the same uid, key and claim-id. */
     private static boolean lost(java.util.Optional<ClaimLedger.Claim> claim, Pod p) {

@@ -576,8 +576,12 @@ class LostClaimsAndReadsTest {
         // never judged this one, found it the key's only claim and settled it; it stands now
         r.cluster.client.pods().inNamespace(TestCluster.NS).withName(runner(0)).delete();
         r.writer.settle(r.inApi(runner(1)));
-        assertThat(names(reads().claimed(owner, null))).containsExactly(runner(1));
+        // the held watch has not reached the settled version: the read does not wait for it (a wait of 0; the
+        // operator's reads wait up to ten seconds) and shows the claim as undecided, like one seen in a relist
+        assertThat(names(new ClaimReads(r.pods, r.writer, 0).claimed(owner, null))).containsExactly(runner(1));
         r.watch.release();
+        // once the watch has it, the settled claim is judged standing there too
+        assertThat(names(reads().claimed(owner, null))).containsExactly(runner(1));
     }
 
     /** {@code pod} at resourceVersion {@code rv}, claimed for {@code key} with that claim-id (null key: idle). */
