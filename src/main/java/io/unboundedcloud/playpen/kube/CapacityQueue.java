@@ -92,7 +92,8 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
 
         /**
          * Whether the client with this flag is answered the claim as new: the only client still there when it
-         * comes (the first of all if every one has left). Every other client gets it as a replay, which is never
+         * comes (the first of those still to be answered if every one has left: one whose time was up has its 503
+         * already, so it could not give the claim back). Every other client gets it as a replay, which is never
          * taken back: a client gone by then must not hand back a pod another client of the wait is answered. With
          * two or more still there, each is answered the pod, so none gets it as new: the claim is kept even if
          * one of them turns out to be gone (until its TTL, or a dealloc of the key).
@@ -103,6 +104,19 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
                 claimant = there.isEmpty() ? arrivals.get(0) : there.size() == 1 ? there.get(0) : new AtomicBoolean();
             }
             return claimant == left;
+        }
+
+        /**
+         * The client with this flag is answered its 503 (its time is up while another client still waits), so it is
+         * never chosen to be answered the claim as new; false when it was chosen already (the claim has come, and is
+         * its answer).
+         */
+        synchronized boolean answeredInVain(AtomicBoolean left) {
+            if (claimant == left) {
+                return false;
+            }
+            arrivals.remove(left);
+            return true;
         }
     }
 
@@ -474,7 +488,10 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
             }
         }
         if (!last) {
-            result.completeExceptionally(waitedInVain(w, cmd));
+            ApiException inVain = waitedInVain(w, cmd);
+            if (w.answeredInVain(left)) {
+                result.completeExceptionally(inVain);
+            }
             return;
         }
         if (!removed) {

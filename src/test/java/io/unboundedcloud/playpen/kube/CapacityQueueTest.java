@@ -308,6 +308,43 @@ class CapacityQueueTest {
         assertThat(r.cluster.pods()).hasSize(1).noneMatch(ManagedPods::isClaimed);
     }
 
+    /**
+     * A shared wait whose first client's time was up (answered its 503) and whose other client leaves in the very
+     * moment the claim is handed to the wait: nobody is there any more, and the claim must go to a client whose
+     * answer is still to come, as new, so that its caller, finding the connection closed, gives it back. Answered as
+     * new to the client that already had its 503, it would reach nobody and stay on its pod.
+     */
+    @Test
+    void aClientThatLeavesAsTheClaimIsHandedToItAfterItsTwinsTimeWasUpGetsItAsNew() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        AllocCommand hurried = waiting("handover-twin", 1);
+        AllocCommand patient = waiting("handover-twin", 30);
+        java.util.concurrent.atomic.AtomicReference<CapacityQueue.Ticket> ticket =
+                new java.util.concurrent.atomic.AtomicReference<>();
+        List<Boolean> doneWhenLeft = new CopyOnWriteArrayList<>();
+        q.addObserver((c, waited, outcome) -> {
+            if (outcome.equals("served")) {
+                doneWhenLeft.add(ticket.get().result().isDone());
+                ticket.get().subscription().leave();
+            }
+        });
+        CapacityQueue.Ticket first = q.await(hurried, "owner-a");
+        ticket.set(q.await(patient, "owner-a"));
+        assertThat(failure(first).code()).isEqualTo(503);
+        OperatorHarness.awaitTrue(() -> q.waitingRequests("owner-a") == 1, SOON, "the first client's slot freed");
+        String pod = addRunner(51820);
+
+        Allocator.Allocation handed = served(ticket.get());
+        assertThat(doneWhenLeft).as("left before its answer was complete").containsExactly(false);
+        assertThat(handed.pod().getMetadata().getName()).isEqualTo(pod);
+        assertThat(handed.replay()).as("answered as new, so the caller gives it back").isFalse();
+        OperatorHarness.awaitTrue(() -> q.waitingRequests() == 0, SOON, "the place freed");
+        assertNothingWaits();
+        // what the caller does with a claim answered as new to a closed connection
+        assertThat(r.allocator.release(handed, patient)).isTrue();
+        assertThat(r.cluster.pods()).hasSize(1).noneMatch(ManagedPods::isClaimed);
+    }
+
     @Test
     void aRetriedKeyJoinsItsTwinAndGetsTheSameClaimAsAReplay() throws Exception {
         start(0, 0, CapacityQueue.Limits.NONE);
