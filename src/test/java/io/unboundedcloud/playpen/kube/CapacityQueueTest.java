@@ -286,6 +286,20 @@ class CapacityQueueTest {
         AllocCommand cmd = waiting("handover", 30);
         java.util.concurrent.atomic.AtomicReference<CapacityQueue.Ticket> ticket =
                 new java.util.concurrent.atomic.AtomicReference<>();
+        List<Boolean> doneWhenLeft = leaveWhenServed(ticket);
+        ticket.set(q.await(cmd, "owner-a"));
+        String pod = addRunner(51820);
+
+        assertHandedAsNewAndGivenBack(ticket.get(), doneWhenLeft, pod, cmd);
+        assertThat(outcomes).containsExactly(prefix("handover") + " served");
+    }
+
+    /**
+     * Makes the client of {@code ticket} leave in the very moment its wait is served: after the claim is taken out
+     * of the line for it and before its answer is complete (told to the observers in between). Returns whether its
+     * answer was complete when it left, once it has.
+     */
+    List<Boolean> leaveWhenServed(java.util.concurrent.atomic.AtomicReference<CapacityQueue.Ticket> ticket) {
         List<Boolean> doneWhenLeft = new CopyOnWriteArrayList<>();
         q.addObserver((c, waited, outcome) -> {
             if (outcome.equals("served")) {
@@ -293,14 +307,19 @@ class CapacityQueueTest {
                 ticket.get().subscription().leave();
             }
         });
-        ticket.set(q.await(cmd, "owner-a"));
-        String pod = addRunner(51820);
+        return doneWhenLeft;
+    }
 
-        Allocator.Allocation handed = served(ticket.get());
+    /**
+     * The client of {@code t} left as its wait was served ({@link #leaveWhenServed}) and is answered the claim of
+     * {@code pod} as new, so that its caller, finding the connection closed, gives it back; its place is freed.
+     */
+    void assertHandedAsNewAndGivenBack(CapacityQueue.Ticket t, List<Boolean> doneWhenLeft, String pod,
+            AllocCommand cmd) throws Exception {
+        Allocator.Allocation handed = served(t);
         assertThat(doneWhenLeft).as("left before its answer was complete").containsExactly(false);
         assertThat(handed.pod().getMetadata().getName()).isEqualTo(pod);
         assertThat(handed.replay()).as("answered as new, so the caller gives it back").isFalse();
-        assertThat(outcomes).containsExactly(prefix("handover") + " served");
         OperatorHarness.awaitTrue(() -> q.waitingRequests() == 0, SOON, "the place freed");
         assertNothingWaits();
         // what the caller does with a claim answered as new to a closed connection
@@ -321,28 +340,14 @@ class CapacityQueueTest {
         AllocCommand patient = waiting("handover-twin", 30);
         java.util.concurrent.atomic.AtomicReference<CapacityQueue.Ticket> ticket =
                 new java.util.concurrent.atomic.AtomicReference<>();
-        List<Boolean> doneWhenLeft = new CopyOnWriteArrayList<>();
-        q.addObserver((c, waited, outcome) -> {
-            if (outcome.equals("served")) {
-                doneWhenLeft.add(ticket.get().result().isDone());
-                ticket.get().subscription().leave();
-            }
-        });
+        List<Boolean> doneWhenLeft = leaveWhenServed(ticket);
         CapacityQueue.Ticket first = q.await(hurried, "owner-a");
         ticket.set(q.await(patient, "owner-a"));
         assertThat(failure(first).code()).isEqualTo(503);
         OperatorHarness.awaitTrue(() -> q.waitingRequests("owner-a") == 1, SOON, "the first client's slot freed");
         String pod = addRunner(51820);
 
-        Allocator.Allocation handed = served(ticket.get());
-        assertThat(doneWhenLeft).as("left before its answer was complete").containsExactly(false);
-        assertThat(handed.pod().getMetadata().getName()).isEqualTo(pod);
-        assertThat(handed.replay()).as("answered as new, so the caller gives it back").isFalse();
-        OperatorHarness.awaitTrue(() -> q.waitingRequests() == 0, SOON, "the place freed");
-        assertNothingWaits();
-        // what the caller does with a claim answered as new to a closed connection
-        assertThat(r.allocator.release(handed, patient)).isTrue();
-        assertThat(r.cluster.pods()).hasSize(1).noneMatch(ManagedPods::isClaimed);
+        assertHandedAsNewAndGivenBack(ticket.get(), doneWhenLeft, pod, patient);
     }
 
     @Test
