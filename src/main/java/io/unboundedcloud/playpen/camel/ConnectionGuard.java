@@ -12,6 +12,8 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import javax.net.ssl.SSLPeerUnverifiedException;
 
@@ -58,7 +60,8 @@ import io.unboundedcloud.playpen.auth.FrontProxyAuthenticator;
  * Bounds what one HTTPS connection can cost, in the Netty pipeline before any body is aggregated: connection caps
  * (unauthenticated ones evict the oldest), header and body deadlines, a small header budget and an early 403 for
  * connections without a trusted front-proxy certificate, and Netty's own errors (bad or oversized request head,
- * oversized body, TRACE) answered as a Kubernetes Status. Referenced as {@code decoders=#connectionGuard}.
+ * oversized or malformed body, TRACE) answered as a Kubernetes Status that says what
+ * to send instead. Referenced as {@code decoders=#connectionGuard}.
  * <p>
  * It also keeps the answers of pipelined requests in order (HTTP/1.1 requires it): a request goes on to the routes
  * only once the previous one on the connection has its answer, and the guard's own refusals wait for that too.
@@ -194,18 +197,57 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
 
     private enum Phase { HEAD, BODY, IDLE }
 
+    static final String MALFORMED_HEAD = "malformed HTTP request head; send a request line (METHOD /path HTTP/1.1),"
+            + " then one Name: value line per header field (a name of letters, digits and -, no space before the colon;"
+            + " a printable value), at most one Content-Length, and an empty line";
+    static final String MALFORMED_VERSION = "malformed HTTP version; send HTTP/1.1 (or HTTP/1.0), in capitals: this"
+            + " server does not speak HTTP/2";
+    static final String MALFORMED_BODY = "malformed HTTP request body; a chunked body is each chunk's size in"
+            + " hexadecimal, CRLF, its bytes and CRLF, then a chunk of size 0 and an empty line: send it so, or send the"
+            + " body whole with a Content-Length";
+    private static final String UNTRUSTED_HEAD_ADVICE = "without a trusted client certificate; send fewer or shorter"
+            + " header fields, or send the request with a client certificate the front-proxy trust bundle trusts";
+    /** The limit in the decoder's own words ("HTTP header is larger than 8192 bytes."): digits only. */
+    private static final Pattern DECODER_LIMIT = Pattern.compile("larger than (\\d+) bytes");
+
     /**
      * The answer to a request head the decoder could not read, from why it failed: 431 for header fields over the
-     * limit, 414 for a request line over it, 400 for anything else. The management listener answers the same.
+     * limit, 414 for a request line over it, 400 for anything else; each says what to send instead and quotes
+     * nothing of the request. The probe listener answers the same.
      */
     static ApiException badHead(Throwable cause) {
         if (cause instanceof TooLongHttpHeaderException) {
-            return new ApiException(431, "RequestHeaderFieldsTooLarge", "request header fields are too large");
+            return new ApiException(431, "RequestHeaderFieldsTooLarge", "request header fields are larger than "
+                    + decoderLimit(cause) + "the most this server reads; send fewer or shorter header fields");
         }
         if (cause instanceof TooLongHttpLineException) {
-            return new ApiException(414, "RequestURITooLong", "request line is too long");
+            return new ApiException(414, "RequestURITooLong", "request line is longer than " + decoderLimit(cause)
+                    + "the most this server reads; send a shorter request target: this API's paths are short and need"
+                    + " no query");
         }
-        return ApiException.badRequest("malformed HTTP request");
+        return ApiException.badRequest(MALFORMED_HEAD);
+    }
+
+    /** "8192 bytes, " from the decoder's exception, or nothing when it names no limit. */
+    private static String decoderLimit(Throwable cause) {
+        Matcher m = DECODER_LIMIT.matcher(String.valueOf(cause.getMessage()));
+        return m.find() ? m.group(1) + " bytes, " : "";
+    }
+
+    /**
+     * A refusal as Netty's HTTP encoder writes it: the Status as UTF-8 JSON (no body for a HEAD), the refusal's own
+     * headers (Allow, Retry-After). The probe listener answers with it too.
+     */
+    static FullHttpResponse statusResponse(ApiException e, boolean head) {
+        byte[] body = HttpReply.status(e).body().getBytes(StandardCharsets.UTF_8);
+        FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
+                HttpResponseStatus.valueOf(e.code()), head ? Unpooled.EMPTY_BUFFER : Unpooled.wrappedBuffer(body));
+        response.headers().set(HttpHeaderNames.CONTENT_TYPE, HttpReply.JSON);
+        response.headers().set(HttpHeaderNames.CONTENT_LENGTH, body.length);
+        for (Map.Entry<String, String> h : e.headers().entrySet()) {
+            response.headers().set(h.getKey(), h.getValue());
+        }
+        return response;
     }
 
     /** One per connection: counts it, runs its deadlines and judges each request head before its body is read. */
@@ -340,7 +382,7 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
         void afterHeadBytes() {
             if (phase == Phase.HEAD && !trusted && !closing && headBytes > limits.unauthenticatedHeadBytes()) {
                 reject(new ApiException(431, "RequestHeaderFieldsTooLarge", "request header fields are larger than "
-                        + limits.unauthenticatedHeadBytes() + " bytes without a trusted client certificate"));
+                        + limits.unauthenticatedHeadBytes() + " bytes " + UNTRUSTED_HEAD_ADVICE));
             }
         }
 
@@ -369,7 +411,7 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                 // a broken chunked body (bad or overflowing chunk size): without this, netty-http answers a bare
                 // text/plain 400
                 ReferenceCountUtil.release(msg);
-                reject(ApiException.badRequest("malformed HTTP request body"));
+                reject(ApiException.badRequest(MALFORMED_BODY));
                 return;
             }
             if (msg instanceof HttpContent content && discardBody) {
@@ -492,15 +534,18 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                 // refuses a misspelt version (400) and answers other majors 505, except the HTTP/2 preface
                 boolean preface = version.majorVersion() == 2 && "PRI".equals(request.method().name());
                 if (version.majorVersion() != 1 && !preface) {
-                    return new ApiException(505, "HTTPVersionNotSupported", "unsupported protocol version");
+                    return new ApiException(505, "HTTPVersionNotSupported", "unsupported protocol version HTTP/"
+                            + version.majorVersion() + "." + version.minorVersion()
+                            + "; send HTTP/1.1 (this server speaks HTTP/1.1 and HTTP/1.0)");
                 }
                 if (preface || version.equals(HttpVersion.HTTP_1_0) || version.equals(HttpVersion.HTTP_1_1)) {
-                    return ApiException.badRequest("malformed HTTP version");
+                    return ApiException.badRequest(MALFORMED_VERSION);
                 }
             }
             if (!request.headers().contains(HttpHeaderNames.HOST)) {
                 if (version.minorVersion() > 0 || version.majorVersion() > 1) {
-                    return ApiException.badRequest("missing Host header");
+                    return ApiException.badRequest("missing Host header; an HTTP/1.1 request names the server it is"
+                            + " for: send Host: with the name or address you connected to");
                 }
                 // HTTP/1.0 needs no Host (Go serves it); netty-http would answer a bare text/plain 400 without one
                 request.headers().set(HttpHeaderNames.HOST, "");
@@ -510,7 +555,9 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                     && !request.headers().containsValue(HttpHeaderNames.EXPECT, HttpHeaderValues.CONTINUE, true)) {
                 // Go's server answers any expectation but 100-continue 417 before the handler; netty's aggregator
                 // would answer it with an empty text body
-                return new ApiException(417, "ExpectationFailed", "expectation failed");
+                return new ApiException(417, "ExpectationFailed", "expectation failed; the one expectation this server"
+                        + " meets is 100-continue: send the request without its Expect header, or with Expect:"
+                        + " 100-continue");
             }
             String uri = request.uri();
             headRequest = HttpMethod.HEAD.equals(request.method());
@@ -592,16 +639,8 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
         }
 
         private void writeRefusal(ApiException e) {
-            HttpReply reply = HttpReply.status(e);
-            byte[] body = reply.body().getBytes(StandardCharsets.UTF_8);
-            FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
-                    HttpResponseStatus.valueOf(e.code()), Unpooled.wrappedBuffer(body));
-            response.headers().set(HttpHeaderNames.CONTENT_TYPE, HttpReply.JSON);
-            response.headers().set(HttpHeaderNames.CONTENT_LENGTH, body.length);
+            FullHttpResponse response = statusResponse(e, false);
             response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
-            for (Map.Entry<String, String> h : e.headers().entrySet()) {
-                response.headers().set(h.getKey(), h.getValue());
-            }
             // from the tail of the pipeline, so the response passes the HTTP encoder. The rest of the request is
             // drained unbuffered (channelRead releases everything once closing) for a short linger before the close:
             // closing with unread bytes makes TCP send a reset, and a client still sending its body would lose the

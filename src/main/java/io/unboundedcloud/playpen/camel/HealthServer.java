@@ -1,7 +1,6 @@
 package io.unboundedcloud.playpen.camel;
 
 import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -12,7 +11,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import io.netty.bootstrap.ServerBootstrap;
-import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
@@ -37,8 +35,6 @@ import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.util.ReferenceCountUtil;
 
 import io.unboundedcloud.playpen.api.ApiException;
-import io.unboundedcloud.playpen.api.Json;
-import io.unboundedcloud.playpen.api.Status;
 import io.unboundedcloud.playpen.kube.DaemonThreads;
 
 /**
@@ -197,13 +193,7 @@ public final class HealthServer implements AutoCloseable {
 
         /** {@code e} as a Kubernetes Status answer (its headers, no body for HEAD). */
         private static FullHttpResponse status(ApiException e, boolean head) {
-            byte[] body = Json.write(Status.failure(e.code(), e.reason(), e.getMessage())).getBytes(StandardCharsets.UTF_8);
-            FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
-                    HttpResponseStatus.valueOf(e.code()), head ? Unpooled.EMPTY_BUFFER : Unpooled.wrappedBuffer(body));
-            response.headers().set(HttpHeaderNames.CONTENT_TYPE, "application/json");
-            response.headers().set(HttpHeaderNames.CONTENT_LENGTH, body.length);
-            e.headers().forEach((k, v) -> response.headers().set(k, v));
-            return response;
+            return ConnectionGuard.statusResponse(e, head);
         }
 
         @Override

@@ -242,6 +242,55 @@ class HttpConformanceRouteTest {
         }
     }
 
+    static final String MALFORMED_HEAD = "malformed HTTP request head; send a request line (METHOD /path HTTP/1.1),"
+            + " then one Name: value line per header field (a name of letters, digits and -, no space before the colon;"
+            + " a printable value), at most one Content-Length, and an empty line";
+    static final String MALFORMED_VERSION = "malformed HTTP version; send HTTP/1.1 (or HTTP/1.0), in capitals: this"
+            + " server does not speak HTTP/2";
+
+    /**
+     * Requests Netty cannot read, or that the server refuses from their head, are answered with a Status whose
+     * message says what is wrong and what to send, never quoting the request's header values; the connection is
+     * closed after the answer, since the rest of the stream cannot be read as requests.
+     */
+    @Test
+    void anUnreadableRequestIsAStatusThatSaysWhatToSend() throws Exception {
+        Map<String, String> before = state();
+        String user = "X-Remote-User: alice\r\nX-Remote-Group: playpen-users\r\n";
+        String[][] cases = {
+            {"GET /healthz?" + "a".repeat(5000) + " HTTP/1.1\r\nHost: x\r\n\r\n", "414", "RequestURITooLong",
+                "request line is longer than 4096 bytes, the most this server reads; send a shorter request"
+                        + " target: this API's paths are short and need no query"},
+            {"POST " + ALLOCS + " HTTP/1.1\r\nHost: x\r\n" + user + "X-Token : secret-value\r\nContent-Length: 2\r\n\r\n{}",
+                "400", "BadRequest", MALFORMED_HEAD},
+            {"POST " + ALLOCS + " HTTP/1.1\r\nHost: x\r\n" + user + "Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+                "400", "BadRequest", MALFORMED_HEAD},
+            {"GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n", "505", "HTTPVersionNotSupported",
+                "unsupported protocol version HTTP/2.0; send HTTP/1.1 (this server speaks HTTP/1.1 and HTTP/1.0)"},
+            {"GET /healthz http/1.1\r\nHost: x\r\n\r\n", "400", "BadRequest", MALFORMED_VERSION},
+            {"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "400", "BadRequest", MALFORMED_VERSION},
+            {"POST " + ALLOCS + " HTTP/1.1\r\n" + user + "Content-Length: 2\r\n\r\n{}", "400", "BadRequest",
+                "missing Host header; an HTTP/1.1 request names the server it is for: send Host: with the name or"
+                        + " address you connected to"},
+            {"POST " + ALLOCS + " HTTP/1.1\r\nHost: x\r\n" + user + "Expect: secret-expectation\r\nContent-Length: 2\r\n\r\n{}",
+                "417", "ExpectationFailed", "expectation failed; the one expectation this server meets is 100-continue:"
+                        + " send the request without its Expect header, or with Expect: 100-continue"},
+            {"POST " + ALLOCS + " HTTP/1.1\r\nHost: x\r\n" + user + "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+                "400", "BadRequest", "malformed HTTP request body; a chunked body is each chunk's size in hexadecimal,"
+                        + " CRLF, its bytes and CRLF, then a chunk of size 0 and an empty line: send it so, or send the body"
+                        + " whole with a Content-Length"}};
+        for (String[] c : cases) {
+            List<Reply> replies = pipelined(c[0]);
+            assertThat(replies).as(c[2] + ": one answer, then the server closes").hasSize(1);
+            Reply r = replies.get(0);
+            JsonNode st = status(r, Integer.parseInt(c[1]), c[2]);
+            assertThat(r.header("Connection")).isEqualTo("close");
+            assertThat(st.get("message").asText()).as(c[0].substring(0, Math.min(40, c[0].length()))).isEqualTo(c[3]);
+            assertThat(r.text()).doesNotContain("secret");
+        }
+        assertThat(state()).isEqualTo(before);
+    }
+
     @Test
     void headAnswersCarryNoBody() throws Exception {
         // discovery is GET only in the reference, HEAD included: 405, and like every HEAD answer, headers only
@@ -329,7 +378,12 @@ class HttpConformanceRouteTest {
 
     /** Several requests written at once on one connection; every answer the server sends, in the order sent. */
     static List<Reply> pipelined(String... requests) throws Exception {
-        try (SSLSocket s = (SSLSocket) tls(cluster.frontProxyClient).getSocketFactory().createSocket("127.0.0.1", op.port)) {
+        return pipelined(cluster.frontProxyClient, requests);
+    }
+
+    /** The same with {@code cert} as the client certificate (null: none). */
+    static List<Reply> pipelined(Pki.Issued cert, String... requests) throws Exception {
+        try (SSLSocket s = (SSLSocket) tls(cert).getSocketFactory().createSocket("127.0.0.1", op.port)) {
             s.setSoTimeout(20_000);
             OutputStream out = s.getOutputStream();
             out.write(String.join("", requests).getBytes(StandardCharsets.ISO_8859_1));
