@@ -38,6 +38,7 @@ import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpMessageDecoderResult;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpObject;
 import io.netty.handler.codec.http.HttpRequest;
@@ -527,6 +528,13 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
             DecoderResult result = request.decoderResult();
             if (result.isFailure()) {
                 return badHead(result.cause());
+            }
+            if (!trusted && result instanceof HttpMessageDecoderResult sized
+                    && sized.totalSize() > limits.unauthenticatedHeadBytes()) {
+                // a head that came whole in one read, before the head budget could count it past the limit
+                return new ApiException(431, "RequestHeaderFieldsTooLarge", "request head is " + sized.totalSize()
+                        + " bytes, over the " + limits.unauthenticatedHeadBytes() + " bytes allowed "
+                        + UNTRUSTED_HEAD_ADVICE);
             }
             HttpVersion version = request.protocolVersion();
             if (version != HttpVersion.HTTP_1_0 && version != HttpVersion.HTTP_1_1) {

@@ -291,6 +291,22 @@ class HttpConformanceRouteTest {
         assertThat(state()).isEqualTo(before);
     }
 
+    /**
+     * Without a trusted client certificate a request head may hold 8 KiB, also when it arrives whole in one read: the
+     * answer is a 431 Status that says how large the head was and what to do, not the probe's 204.
+     */
+    @Test
+    void aWholeHeadOverTheBudgetOfAClientWithoutATrustedCertificateIs431() throws Exception {
+        String head = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Filler: " + "a".repeat(9000) + "\r\n\r\n";
+        List<Reply> replies = pipelined((Pki.Issued) null, head);
+        assertThat(replies).hasSize(1);
+        JsonNode st = status(replies.get(0), 431, "RequestHeaderFieldsTooLarge");
+        assertThat(st.get("message").asText()).matches("request head is 90\\d\\d bytes, over the 8192 bytes allowed"
+                + " without a trusted client certificate; send fewer or shorter header fields, or send the request"
+                + " with a client certificate the front-proxy trust bundle trusts");
+        assertThat(replies.get(0).header("Connection")).isEqualTo("close");
+    }
+
     @Test
     void headAnswersCarryNoBody() throws Exception {
         // discovery is GET only in the reference, HEAD included: 405, and like every HEAD answer, headers only
