@@ -568,6 +568,11 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                         + " 100-continue");
             }
             String uri = request.uri();
+            if (isProbe(uri) && !ROUTED_METHODS.contains(request.method().name())) {
+                // a probe answers any method, as Go's server does; camel-netty-http would answer a method outside the
+                // route's httpMethodRestrict with a bare 405 before the routes, so it goes on as the GET it is answered as
+                request.setMethod(HttpMethod.GET);
+            }
             headRequest = HttpMethod.HEAD.equals(request.method());
             // HEAD goes on to the front door, which answers it without a body (no route takes HEAD: 405/404), with
             // the body budget of the connection as it is
@@ -731,6 +736,10 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
             ctx.fireChannelRead(msg);
         }
     }
+
+    /** The methods the HTTPS route passes to the routes (its httpMethodRestrict, routes/https-ingress.camel.yaml). */
+    private static final java.util.Set<String> ROUTED_METHODS = java.util.Set.of("GET", "HEAD", "POST", "PUT", "DELETE",
+            "PATCH", "OPTIONS", "TRACE", "CONNECT");
 
     private static boolean isProbe(String uri) {
         return uri != null && (uri.startsWith("/healthz") || uri.startsWith("/readyz"));

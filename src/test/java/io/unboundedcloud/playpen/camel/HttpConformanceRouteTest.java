@@ -230,7 +230,9 @@ class HttpConformanceRouteTest {
     @Test
     void probesAnswer204WithNoBodyToAnyMethodWithoutACertificate() throws Exception {
         for (String path : List.of("/healthz", "/readyz")) {
-            for (String method : List.of("GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "TRACE", "PATCH")) {
+            // methods camel-netty-http does not know (PROPFIND, a lower-case get) too, as Go's server answers them
+            for (String method : List.of("GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "TRACE", "PATCH", "PROPFIND",
+                    "get")) {
                 Reply r = raw(null, method, path, Map.of(), method.equals("POST") || method.equals("PUT")
                         ? "x".getBytes(StandardCharsets.UTF_8) : null);
                 assertThat(r.code()).as(method + " " + path + ": " + r.text()).isEqualTo(204);
