@@ -61,7 +61,7 @@ import io.unboundedcloud.playpen.auth.FrontProxyAuthenticator;
  * Bounds what one HTTPS connection can cost, in the Netty pipeline before any body is aggregated: connection caps
  * (unauthenticated ones evict the oldest), header and body deadlines, a small header budget and an early 403 for
  * connections without a trusted front-proxy certificate, and Netty's own errors (bad or oversized request head,
- * oversized or malformed body, TRACE) answered as a Kubernetes Status that says what
+ * oversized or malformed body, TRACE, plain HTTP sent to the TLS port) answered as a Kubernetes Status that says what
  * to send instead. Referenced as {@code decoders=#connectionGuard}.
  * <p>
  * It also keeps the answers of pipelined requests in order (HTTP/1.1 requires it): a request goes on to the routes
@@ -206,6 +206,8 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
     static final String MALFORMED_BODY = "malformed HTTP request body; a chunked body is each chunk's size in"
             + " hexadecimal, CRLF, its bytes and CRLF, then a chunk of size 0 and an empty line: send it so, or send the"
             + " body whole with a Content-Length";
+    static final String PLAIN_HTTP = "the client sent an HTTP request to an HTTPS server; send it over TLS, to https://"
+            + " and this port";
     private static final String UNTRUSTED_HEAD_ADVICE = "without a trusted client certificate; send fewer or shorter"
             + " header fields, or send the request with a client certificate the front-proxy trust bundle trusts";
     /** The limit in the decoder's own words ("HTTP header is larger than 8192 bytes."): digits only. */
@@ -283,6 +285,9 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
             // cut off at a few KiB while the decoder itself allows the 1 MiB kube-apiserver may forward
             if (ctx.pipeline().get("decoder") != null && ctx.pipeline().get("head-budget") == null) {
                 ctx.pipeline().addBefore("decoder", "head-budget", new HeadBudget(this));
+            }
+            if (ctx.pipeline().get("ssl") != null && ctx.pipeline().get("plain-http") == null) {
+                ctx.pipeline().addBefore("ssl", "plain-http", new PlainHttp());
             }
         }
 
@@ -740,6 +745,50 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
     /** The methods the HTTPS route passes to the routes (its httpMethodRestrict, routes/https-ingress.camel.yaml). */
     private static final java.util.Set<String> ROUTED_METHODS = java.util.Set.of("GET", "HEAD", "POST", "PUT", "DELETE",
             "PATCH", "OPTIONS", "TRACE", "CONNECT");
+
+    /**
+     * Before TLS: a connection whose first byte is an upper-case letter sent a plain HTTP request (a TLS record starts
+     * with a byte below 0x20, an SSLv2 hello with one above 0x7f). It is answered in plain HTTP with a 400 Status that
+     * says to use TLS, as Go's server answers it, rather than closed by the TLS handshake without a word; what it sends
+     * meanwhile is dropped, and it is closed after a short linger. Any other connection goes on to TLS untouched.
+     */
+    private static final class PlainHttp extends ChannelInboundHandlerAdapter {
+        private boolean answered;
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) throws Exception {
+            if (answered) {
+                ReferenceCountUtil.release(msg);
+                return;
+            }
+            if (msg instanceof ByteBuf buf && buf.isReadable()) {
+                byte first = buf.getByte(buf.readerIndex());
+                if (first >= 'A' && first <= 'Z') {
+                    answered = true;
+                    buf.release();
+                    Channel ch = ctx.channel();
+                    ctx.writeAndFlush(encoded(statusResponse(ApiException.badRequest(PLAIN_HTTP), false)))
+                            .addListener(f -> ch.eventLoop().schedule(() -> {
+                                ch.close();
+                            }, LINGER_MILLIS, TimeUnit.MILLISECONDS));
+                    return;
+                }
+                ctx.pipeline().remove(this);
+            }
+            ctx.fireChannelRead(msg);
+        }
+
+        /** The response as bytes on the wire, with Connection: close (no HTTP encoder sits before TLS). */
+        private static ByteBuf encoded(FullHttpResponse response) {
+            response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+            StringBuilder head = new StringBuilder("HTTP/1.1 ").append(response.status()).append("\r\n");
+            for (Map.Entry<String, String> h : response.headers()) {
+                head.append(h.getKey()).append(": ").append(h.getValue()).append("\r\n");
+            }
+            head.append("\r\n");
+            return Unpooled.wrappedBuffer(Unpooled.copiedBuffer(head, StandardCharsets.US_ASCII), response.content());
+        }
+    }
 
     private static boolean isProbe(String uri) {
         return uri != null && (uri.startsWith("/healthz") || uri.startsWith("/readyz"));

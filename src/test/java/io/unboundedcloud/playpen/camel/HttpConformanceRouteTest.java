@@ -309,6 +309,29 @@ class HttpConformanceRouteTest {
         assertThat(replies.get(0).header("Connection")).isEqualTo("close");
     }
 
+    /**
+     * Plain HTTP sent to the HTTPS port gets a plain-HTTP answer that says so, as Go's server gives it, not a closed
+     * connection without a word.
+     */
+    @Test
+    void plainHttpToTheHttpsPortIsAStatusSayingToUseHttps() throws Exception {
+        for (String request : List.of("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+                "POST " + ALLOCS + " HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")) {
+            try (java.net.Socket s = new java.net.Socket("127.0.0.1", op.port)) {
+                s.setSoTimeout(20_000);
+                s.getOutputStream().write(request.getBytes(StandardCharsets.US_ASCII));
+                s.getOutputStream().flush();
+                ByteArrayOutputStream all = new ByteArrayOutputStream();
+                s.getInputStream().transferTo(all);
+                Reply r = parse(all.toByteArray());
+                JsonNode st = status(r, 400, "BadRequest");
+                assertThat(r.header("Connection")).isEqualTo("close");
+                assertThat(st.get("message").asText()).isEqualTo("the client sent an HTTP request to an HTTPS server; send it over TLS, to https://"
+                        + " and this port");
+            }
+        }
+    }
+
     @Test
     void headAnswersCarryNoBody() throws Exception {
         // discovery is GET only in the reference, HEAD included: 405, and like every HEAD answer, headers only
