@@ -31,6 +31,9 @@ final class DevApiDispatcher extends Dispatcher {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     /** kube-apiserver's health endpoints. */
+    static final String OPENAPI_V2 = "/openapi/v2";
+    static final String OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+
     static final Set<String> HEALTH_PATHS = Set.of("/healthz", "/livez", "/readyz");
 
     private final Map<String, String> documents = DiscoveryDocuments.all();
@@ -50,6 +53,9 @@ final class DevApiDispatcher extends Dispatcher {
             String doc = documents.get(bare);
             if (doc != null) {
                 return json(HttpURLConnection.HTTP_OK, doc);
+            }
+            if (bare.equals(OPENAPI_V2)) {
+                return openApiV2(request.getHeader("Accept"));
             }
             if (HEALTH_PATHS.contains(bare)) {
                 // what kube-apiserver answers (kubectl get --raw /readyz)
@@ -111,6 +117,24 @@ final class DevApiDispatcher extends Dispatcher {
                 : "dev cluster: user \"" + user + "\" is in neither group \"" + DevCluster.USERS_GROUP
                         + "\" nor \"system:masters\"");
         return json(HttpURLConnection.HTTP_CREATED, review.toString());
+    }
+
+    /**
+     * {@code /openapi/v2} as a Swagger 2.0 document without paths or definitions, as protobuf when asked (kubectl
+     * asks so before replace, edit, apply and create -f, to learn whether the server validates fields itself), else
+     * as JSON. kubectl validates nothing against it and sends the object, so the server's answer is the one the user
+     * sees; {@code kubectl explain} reads the OpenAPI v3 documents instead.
+     */
+    static MockResponse openApiV2(String accept) {
+        if (accept != null && accept.contains(OPENAPI_V2_PROTOBUF)) {
+            // the gnostic openapi_v2.Document message with only field 1, swagger = "2.0"
+            byte[] document = {0x0a, 0x03, '2', '.', '0'};
+            return new MockResponse().setResponseCode(HttpURLConnection.HTTP_OK)
+                    // kube-apiserver's answer type: the '@' of the one asked for is not valid in a Content-Type
+                    .setHeader("Content-Type", "application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
+                    .setBody(document);
+        }
+        return json(HttpURLConnection.HTTP_OK, "{\"swagger\":\"2.0\",\"paths\":{}}");
     }
 
     private static MockResponse text(int code, String body) {

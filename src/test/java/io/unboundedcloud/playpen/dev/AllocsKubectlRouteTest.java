@@ -70,12 +70,18 @@ class AllocsKubectlRouteTest {
     }
 
     static Run kubectl(String kubeconfig, String... args) {
+        return kubectl(Map.of(), kubeconfig, args);
+    }
+
+    static Run kubectl(Map<String, String> env, String kubeconfig, String... args) {
         List<String> cmd = new ArrayList<>(List.of(KUBECTL, "--kubeconfig", dir.resolve(kubeconfig).toString()));
         cmd.addAll(List.of(args));
         try {
             Path out = Files.createTempFile(dir, "out", ".txt");
             Path err = Files.createTempFile(dir, "err", ".txt");
-            Process p = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+            ProcessBuilder pb = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(err.toFile());
+            pb.environment().putAll(env);
+            Process p = pb.start();
             if (!p.waitFor(30, TimeUnit.SECONDS)) {
                 p.destroyForcibly();
                 throw new IllegalStateException("kubectl timed out: " + cmd);
@@ -200,6 +206,25 @@ class AllocsKubectlRouteTest {
                 assertThat(r.code()).as(String.join(" ", args)).isNotZero();
                 assertThat(r.err().trim()).as(String.join(" ", args)).isEqualTo(refused);
             }
+            // replace and edit send the changed object after kubectl's own validation, which reads the cluster's
+            // OpenAPI v2 document as protobuf: the same answer from the server, not a validation error of kubectl's
+            Path yaml = dir.resolve("kubectl-label-1.yaml");
+            Files.writeString(yaml, ok("kubeconfig", "get", "alloc", id, "-o", "yaml"));
+            String[] replace = {"replace", "-f", yaml.toString()};
+            Run replaced = kubectl("kubeconfig", replace);
+            record("kubeconfig", replace, replaced);
+            assertThat(replaced.code()).isNotZero();
+            assertThat(replaced.err().trim()).isEqualTo(refused.replace("allocations cannot", "error when replacing \""
+                    + yaml + "\": allocations cannot"));
+            Path editor = dir.resolve("editor.sh");
+            Files.writeString(editor, "#!/bin/sh\nsed -i 's/^  node: .*/  node: other/' \"$1\"\n");
+            editor.toFile().setExecutable(true);
+            String[] edit = {"edit", "alloc", id};
+            Run edited = kubectl(Map.of("EDITOR", editor.toString(), "KUBE_EDITOR", editor.toString(), "TMPDIR",
+                    dir.toAbsolutePath().toString()), "kubeconfig", edit);
+            record("kubeconfig", edit, edited);
+            assertThat(edited.code()).isNotZero();
+            assertThat(edited.err()).contains(refused.substring(refused.indexOf("allocations cannot")));
             // a server-side dry run of the delete: refused with where to see what it would release, nothing deleted
             String[] dry = {"delete", "alloc", id, "--dry-run=server"};
             Run r = kubectl("kubeconfig", dry);
