@@ -30,10 +30,11 @@ final class DevApiDispatcher extends Dispatcher {
 
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    /** kube-apiserver's health endpoints. */
+    /** kube-apiserver's OpenAPI v2 document, which kubectl reads (as protobuf) to validate what it sends. */
     static final String OPENAPI_V2 = "/openapi/v2";
     static final String OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
 
+    /** kube-apiserver's health endpoints. */
     static final Set<String> HEALTH_PATHS = Set.of("/healthz", "/livez", "/readyz");
 
     private final Map<String, String> documents = DiscoveryDocuments.all();
