@@ -103,6 +103,25 @@ class ClaimResolverTest {
     }
 
     @Test
+    void theVersionReadIsInThisReplicasCacheWhileTheClaimWaitsForALaggingWatch() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("renewed-while-lagging");
+        r.claimElsewhere(runner(1), key, null);
+        r.watch.hold();
+        Pod renewed = r.edit(runner(1), b -> b.editMetadata().addToAnnotations(PlaypenKeys.EXPIRES_AT,
+                "2026-01-01T06:00:00Z").endMetadata());
+        // the claim is judged once the watch has applied the version read; meanwhile the other requests of this
+        // replica already see that version, not the older one the watch last delivered
+        java.util.concurrent.CompletableFuture<Optional<ClaimResolver.Standing>> standing =
+                ScriptedReplica.waitingForTheWatch(() -> resolver().standing(key.keyHash(), false, deadline(FAR)));
+        assertThat(r.pods.get(runner(1)).orElseThrow().getMetadata().getResourceVersion())
+                .isEqualTo(renewed.getMetadata().getResourceVersion());
+        r.watch.release();
+        ClaimResolver.Standing s = standing.get(FAR, TimeUnit.NANOSECONDS).orElseThrow();
+        assertThat(s.pod().getMetadata().getResourceVersion()).isEqualTo(renewed.getMetadata().getResourceVersion());
+    }
+
+    @Test
     void aStandingClaimWhosePodIsGoneIsNotNamed() throws Exception {
         r = new ScriptedReplica(4, 0);
         AllocCommand key = cmd("deallocated-elsewhere");
