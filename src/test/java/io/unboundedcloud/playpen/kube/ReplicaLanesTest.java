@@ -97,6 +97,17 @@ class ReplicaLanesTest {
 
     @Test
     void aReplicaLapsesExactlyWhenItHasNotBeenSeenForTheWholeTtl() {
+        lapsesExactlyAtItsTtl();
+    }
+
+    @Test
+    void aReplicaLapsesOnTimeWhenTheClockReadsNegative() {
+        // System.nanoTime counts from an arbitrary origin: its values may be negative
+        now.set(-4_000_000_000_000_000_000L);
+        lapsesExactlyAtItsTtl();
+    }
+
+    private void lapsesExactlyAtItsTtl() {
         ReplicaLanes a = lanes("a");
         long seenAt = now.get();
         a.onPodEvent(PodCache.Change.UPDATED, claimedBy(lanes("b").self()));
@@ -115,4 +126,5 @@ class ReplicaLanesTest {
         now.set(again + ReplicaLanes.MEMBER_TTL_NANOS);
         assertThat(a.replicas()).isEqualTo(1);
     }
+
 }
