@@ -7,6 +7,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 
 import org.junit.jupiter.api.Test;
 
@@ -127,4 +128,41 @@ class ReplicaLanesTest {
         assertThat(a.replicas()).isEqualTo(1);
     }
 
+    @Test
+    void readingTheLanesReadsTheClockOnceUntilASightingCanHaveLapsed() {
+        AtomicLong reads = new AtomicLong();
+        LongSupplier clock = () -> {
+            reads.incrementAndGet();
+            return now.get();
+        };
+        ReplicaLanes a = new ReplicaLanes("a", clock);
+        // a lookup reads the clock once; a second read is the re-check of who lapsed, under the lock, which is only
+        // due once the oldest sighting reaches its TTL. Alone, long after starting: nothing can lapse
+        now.addAndGet(ReplicaLanes.MEMBER_TTL_NANOS);
+        reads.set(0);
+        for (int i = 0; i < 10; i++) {
+            assertThat(a.replicas()).isEqualTo(1);
+        }
+        assertThat(reads.get()).as("clock reads of 10 lookups, alone").isEqualTo(10);
+
+        long seenAt = now.get();
+        a.onPodEvent(PodCache.Change.UPDATED, claimedBy(lanes("b").self()));
+        now.set(seenAt + ReplicaLanes.MEMBER_TTL_NANOS - 1);
+        reads.set(0);
+        for (String name : names(10)) {
+            a.mine(name);
+        }
+        assertThat(a.replicas()).isEqualTo(2);
+        assertThat(reads.get()).as("clock reads of 11 lookups before the sighting's TTL").isEqualTo(11);
+
+        // the re-check at the TTL: b lapses, and alone again nothing is checked until a new sighting
+        now.set(seenAt + ReplicaLanes.MEMBER_TTL_NANOS);
+        assertThat(a.replicas()).isEqualTo(1);
+        now.addAndGet(ReplicaLanes.MEMBER_TTL_NANOS * 10);
+        reads.set(0);
+        for (int i = 0; i < 10; i++) {
+            assertThat(a.replicas()).isEqualTo(1);
+        }
+        assertThat(reads.get()).as("clock reads of 10 lookups, alone again").isEqualTo(10);
+    }
 }
