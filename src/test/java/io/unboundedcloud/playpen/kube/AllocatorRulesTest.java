@@ -720,6 +720,60 @@ class AllocatorRulesTest {
                 .isEqualTo(429);
     }
 
+    @Test
+    void theCheckBeforeWaitingRefusesANewKeyAtTheQuotaOnlyAndNeverAReplay() throws Exception {
+        r = new ScriptedReplica(4, 2);
+        String owner = Hashes.ownerHash("rhea");
+        AllocCommand one = cmd("rhea-1");
+        r.allocator.allocate(one, owner);
+        // one below the quota: a new key may wait
+        r.allocator.requireQuota(cmd("rhea-new"), owner);
+        r.allocator.allocate(cmd("rhea-2"), owner);
+        long patches = calls(KubeApiCall.PODS_PATCH);
+        ApiException e = catchThrowableOfType(ApiException.class,
+                () -> r.allocator.requireQuota(cmd("rhea-new"), owner));
+        assertThat(e.code()).isEqualTo(429);
+        assertThat(e.getMessage()).isEqualTo("allocation quota exceeded: you hold 2 of at most 2 allocations "
+                + "(--max-allocs-per-user); deallocate one first");
+        // a key the owner holds is a replay, which the quota never refuses
+        r.allocator.requireQuota(one, owner);
+        // no owner: no quota
+        r.allocator.requireQuota(cmd("rhea-new"), null);
+        assertThat(calls(KubeApiCall.PODS_PATCH)).as("the check writes nothing").isEqualTo(patches);
+        assertThat(r.carriers(cmd("rhea-new").keyHash())).isEmpty();
+    }
+
+    @Test
+    void withoutAQuotaTheCheckBeforeWaitingRefusesNobody() throws Exception {
+        r = new ScriptedReplica(3, 0);
+        String owner = Hashes.ownerHash("sol");
+        r.allocator.allocate(cmd("sol-1"), owner);
+        r.allocator.allocate(cmd("sol-2"), owner);
+        long lists = calls(KubeApiCall.PODS_LIST);
+        r.allocator.requireQuota(cmd("sol-3"), owner);
+        assertThat(calls(KubeApiCall.PODS_LIST)).as("nothing to count").isEqualTo(lists);
+    }
+
+    @Test
+    void theWaitingQueueKnowsAStandingClaimOnlyWhenItStandsAndIsNotBeingDeleted() throws Exception {
+        r = new ScriptedReplica(2, 0);
+        AllocCommand key = cmd("standing");
+        assertThat(r.allocator.knowsStandingClaim(key.keyHash())).as("no claim yet").isFalse();
+        Pod held = r.cluster.create(TestCluster.readyRunner("amd64", 51901, NODE).editMetadata()
+                .addToFinalizers("test/hold").endMetadata());
+        r.claimElsewhere(ManagedPods.name(held), key, null);
+        assertThat(r.allocator.knowsStandingClaim(key.keyHash())).isTrue();
+        // a later claim of the key on another pod is lost; the first still stands
+        r.claimElsewhere(runner(0), key, null);
+        assertThat(r.pods.claimOn(runner(0)).orElseThrow().standing()).isEqualTo(ClaimLedger.Standing.LOST);
+        assertThat(r.allocator.knowsStandingClaim(key.keyHash())).isTrue();
+        // the standing claim's pod is being deleted (a finalizer holds it): what is left is a lost claim
+        r.cluster.client.pods().inNamespace(TestCluster.NS).withName(ManagedPods.name(held)).delete();
+        assertThat(ManagedPods.isTerminating(r.pods.get(ManagedPods.name(held)).orElseThrow())).isTrue();
+        assertThat(r.pods.claimOn(ManagedPods.name(held)).orElseThrow().stands()).isTrue();
+        assertThat(r.allocator.knowsStandingClaim(key.keyHash())).isFalse();
+    }
+
     // ---- release and dealloc
 
     @Test
