@@ -85,14 +85,19 @@ class ClaimResolverTest {
         assertThat(calls(KubeApiCall.PODS_GET)).isEqualTo(1);
     }
 
-    @Test
-    void aStandingClaimIsNamedAsTheApiServerHasItNow() throws Exception {
+    /** {@code key}'s claim on runner 1, renewed to {@code expiresAt} while this replica's watch is held. */
+    private Pod renewedWhileTheWatchIsHeld(AllocCommand key, String expiresAt) throws Exception {
         r = new ScriptedReplica(4, 0);
-        AllocCommand key = cmd("renewed");
         r.claimElsewhere(runner(1), key, null);
         r.watch.hold();
-        Pod renewed = r.edit(runner(1), b -> b.editMetadata().addToAnnotations(PlaypenKeys.EXPIRES_AT,
-                "2026-01-01T05:00:00Z").endMetadata());
+        return r.edit(runner(1), b -> b.editMetadata().addToAnnotations(PlaypenKeys.EXPIRES_AT, expiresAt)
+                .endMetadata());
+    }
+
+    @Test
+    void aStandingClaimIsNamedAsTheApiServerHasItNow() throws Exception {
+        AllocCommand key = cmd("renewed");
+        Pod renewed = renewedWhileTheWatchIsHeld(key, "2026-01-01T05:00:00Z");
         // the version read is trusted to be the same claim once this replica's watch has applied it too
         r.releaseOnAnswer("GET", podPath(runner(1)));
         ClaimResolver.Standing s = resolver().standing(key.keyHash(), false, deadline(FAR)).orElseThrow();
@@ -104,12 +109,8 @@ class ClaimResolverTest {
 
     @Test
     void theVersionReadIsInThisReplicasCacheWhileTheClaimWaitsForALaggingWatch() throws Exception {
-        r = new ScriptedReplica(4, 0);
         AllocCommand key = cmd("renewed-while-lagging");
-        r.claimElsewhere(runner(1), key, null);
-        r.watch.hold();
-        Pod renewed = r.edit(runner(1), b -> b.editMetadata().addToAnnotations(PlaypenKeys.EXPIRES_AT,
-                "2026-01-01T06:00:00Z").endMetadata());
+        Pod renewed = renewedWhileTheWatchIsHeld(key, "2026-01-01T06:00:00Z");
         // the claim is judged once the watch has applied the version read; meanwhile the other requests of this
         // replica already see that version, not the older one the watch last delivered
         java.util.concurrent.CompletableFuture<Optional<ClaimResolver.Standing>> standing =
