@@ -43,6 +43,7 @@ import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpObject;
 import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpResponseEncoder;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpStatusClass;
 import io.netty.handler.codec.http.HttpUtil;
@@ -767,26 +768,18 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                     answered = true;
                     buf.release();
                     Channel ch = ctx.channel();
-                    ctx.writeAndFlush(encoded(statusResponse(ApiException.badRequest(PLAIN_HTTP), false)))
-                            .addListener(f -> ch.eventLoop().schedule(() -> {
-                                ch.close();
-                            }, LINGER_MILLIS, TimeUnit.MILLISECONDS));
+                    // Netty's HTTP encoder, between this handler and the socket (no other sits before TLS)
+                    ctx.pipeline().addBefore(ctx.name(), "plain-http-encoder", new HttpResponseEncoder());
+                    FullHttpResponse response = statusResponse(ApiException.badRequest(PLAIN_HTTP), false);
+                    response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+                    ctx.writeAndFlush(response).addListener(f -> ch.eventLoop().schedule(() -> {
+                        ch.close();
+                    }, LINGER_MILLIS, TimeUnit.MILLISECONDS));
                     return;
                 }
                 ctx.pipeline().remove(this);
             }
             ctx.fireChannelRead(msg);
-        }
-
-        /** The response as bytes on the wire, with Connection: close (no HTTP encoder sits before TLS). */
-        private static ByteBuf encoded(FullHttpResponse response) {
-            response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
-            StringBuilder head = new StringBuilder("HTTP/1.1 ").append(response.status()).append("\r\n");
-            for (Map.Entry<String, String> h : response.headers()) {
-                head.append(h.getKey()).append(": ").append(h.getValue()).append("\r\n");
-            }
-            head.append("\r\n");
-            return Unpooled.wrappedBuffer(Unpooled.copiedBuffer(head, StandardCharsets.US_ASCII), response.content());
         }
     }
 

@@ -151,7 +151,8 @@ public final class HealthServer implements AutoCloseable {
             try {
                 if (msg.decoderResult().isFailure()) {
                     request = null;
-                    FullHttpResponse bad = status(ConnectionGuard.badHead(msg.decoderResult().cause()), false);
+                    FullHttpResponse bad = ConnectionGuard.statusResponse(
+                            ConnectionGuard.badHead(msg.decoderResult().cause()), false);
                     bad.headers().set(HttpHeaderNames.CONNECTION, "close");
                     ctx.writeAndFlush(bad).addListener(ChannelFutureListener.CLOSE);
                     return;
@@ -179,7 +180,7 @@ public final class HealthServer implements AutoCloseable {
             } else {
                 ApiException e = why != null ? ApiException.unavailable(why, retryAfterSeconds)
                         : ApiException.notFound("the probe listener serves /healthz and /readyz only");
-                response = status(e, HttpMethod.HEAD.equals(r.method()));
+                response = ConnectionGuard.statusResponse(e, HttpMethod.HEAD.equals(r.method()));
             }
             boolean keepAlive = HttpUtil.isKeepAlive(r);
             if (!keepAlive) {
@@ -189,11 +190,6 @@ public final class HealthServer implements AutoCloseable {
             if (!keepAlive) {
                 written.addListener(ChannelFutureListener.CLOSE);
             }
-        }
-
-        /** {@code e} as a Kubernetes Status answer (its headers, no body for HEAD). */
-        private static FullHttpResponse status(ApiException e, boolean head) {
-            return ConnectionGuard.statusResponse(e, head);
         }
 
         @Override
