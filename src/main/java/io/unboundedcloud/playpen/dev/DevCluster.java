@@ -523,7 +523,11 @@ public final class DevCluster implements AutoCloseable {
 
     /** Files holding private keys: owner-only where the file system allows it. */
     private void writePrivate(String name, String content) throws IOException {
-        Path file = options.devDir.resolve(name);
+        writePrivate(options.devDir.resolve(name), content);
+    }
+
+    /** A file readable and writable by its owner only, where the file system allows it, holding {@code content}. */
+    static void writePrivate(Path file, String content) throws IOException {
         Files.deleteIfExists(file);
         try {
             Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));

@@ -54,6 +54,7 @@ final class DevReplicas implements AutoCloseable {
         }
         List<Replica> started = new ArrayList<>();
         DevReplicas all = new DevReplicas(started);
+        List<String> flags = passwordInAFile(operatorFlags, devDir);
         try {
             for (int i = 0; i < addresses.size(); i++) {
                 int management = FreePorts.pick();
@@ -62,7 +63,7 @@ final class DevReplicas implements AutoCloseable {
                 command.add("--listen-addr=" + addresses.get(i));
                 command.add("--management-addr=127.0.0.1:" + management);
                 command.add("--audit-log-path=" + auditLog);
-                command.addAll(operatorFlags);
+                command.addAll(flags);
                 Path log = devDir.resolve("replica-" + i + ".log");
                 Files.deleteIfExists(log);
                 ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true)
@@ -116,23 +117,71 @@ final class DevReplicas implements AutoCloseable {
     /** The flags a replica takes from the playground's command line: all but the dev, address and kubeconfig ones. */
     static List<String> operatorFlags(List<String> args) {
         List<String> out = new ArrayList<>();
+        for (Given g : given(args)) {
+            boolean own = g.name().startsWith("dev") || g.flag() == Flag.LISTEN_ADDR || g.flag() == Flag.MANAGEMENT_ADDR
+                    || g.flag() == Flag.KUBECONFIG || g.flag() == Flag.AUDIT_LOG_PATH;
+            if (!own) {
+                out.addAll(g.arguments());
+            }
+        }
+        return out;
+    }
+
+    /** Where a Redfish password given as a flag goes for the replicas, in the dev dir. */
+    static final String PASSWORD_FILE = "runner-redfish-password";
+
+    /**
+     * {@code flags} with a Redfish password given as --runner-redfish-password moved into the file
+     * {@value #PASSWORD_FILE} of the dev dir, readable by its owner only, which the replicas read
+     * (--runner-redfish-password-file): the flag's value would be on every replica's command line, which anyone on the
+     * machine can list, and in the command the playground logs to start a replica again.
+     */
+    static List<String> passwordInAFile(List<String> flags, Path devDir) throws IOException {
+        List<String> out = new ArrayList<>();
+        String password = "";
+        for (Given g : given(flags)) {
+            if (g.flag() == Flag.RUNNER_REDFISH_PASSWORD) {
+                // the last one given wins, as the operator reads its flags
+                password = g.value();
+            } else {
+                out.addAll(g.arguments());
+            }
+        }
+        if (!password.isEmpty()) {
+            Path file = devDir.resolve(PASSWORD_FILE).toAbsolutePath();
+            // the operator drops one trailing \r\n or \n from the file: with \r\n added, any password reads back as given
+            DevCluster.writePrivate(file, password + "\r\n");
+            out.add("--" + Flag.RUNNER_REDFISH_PASSWORD_FILE.flagName() + "=" + file);
+        }
+        return out;
+    }
+
+    /** One flag of a command line: its name, the flag it names (null: none), and the arguments it was given in. */
+    private record Given(String name, Flag flag, List<String> arguments) {
+        /** The value given: after the "=", else the argument after the flag's name ("" for a bare boolean). */
+        String value() {
+            String first = arguments.get(0);
+            int eq = first.indexOf('=');
+            return eq >= 0 ? first.substring(eq + 1) : arguments.size() > 1 ? arguments.get(1) : "";
+        }
+    }
+
+    /**
+     * The flags of {@code args} as the operator reads them: {@code --name=value}, {@code -name=value}, or a flag that
+     * takes a value followed by it ({@code --name value}; never a boolean, which stands alone).
+     */
+    private static List<Given> given(List<String> args) {
+        List<Given> out = new ArrayList<>();
         for (int i = 0; i < args.size(); i++) {
             String arg = args.get(i);
             String body = arg.replaceFirst("^--?", "");
             String name = body.contains("=") ? body.substring(0, body.indexOf('=')) : body;
             Flag flag = Flag.byName(name);
-            boolean own = name.startsWith("dev") || flag == Flag.LISTEN_ADDR || flag == Flag.MANAGEMENT_ADDR
-                    || flag == Flag.KUBECONFIG || flag == Flag.AUDIT_LOG_PATH;
             boolean takesNext = !body.contains("=") && flag != null && !flag.isBoolean();
-            if (own) {
-                if (takesNext) {
-                    i++;
-                }
-                continue;
-            }
-            out.add(arg);
             if (takesNext && i + 1 < args.size()) {
-                out.add(args.get(++i));
+                out.add(new Given(name, flag, List.of(arg, args.get(++i))));
+            } else {
+                out.add(new Given(name, flag, List.of(arg)));
             }
         }
         return out;
