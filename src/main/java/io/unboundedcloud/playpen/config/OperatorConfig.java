@@ -156,7 +156,7 @@ public record OperatorConfig(
             }
             Flag flag = Flag.byName(name);
             if (flag == null) {
-                throw new ConfigException("unknown flag --" + name);
+                throw new ConfigException(unknownFlag(name));
             }
             if (value == null) {
                 if (flag.isBoolean()) {
@@ -174,6 +174,23 @@ public record OperatorConfig(
             values.put(flag, value);
         }
         return new Scan(values, help, version, java.util.Collections.unmodifiableSet(given.keySet()));
+    }
+
+    /**
+     * The refusal of a name that names no flag. One with white space in it is most likely a flag and its value given
+     * as one argument ("--name value" quoted, or one item of a manifest's args): only the part before the white space
+     * is repeated, since the rest is a value, and a value can be a password.
+     */
+    private static String unknownFlag(String name) {
+        java.util.regex.Matcher space = java.util.regex.Pattern.compile("\\s").matcher(name);
+        if (!space.find()) {
+            return "unknown flag --" + name;
+        }
+        String head = name.substring(0, space.start());
+        return Flag.byName(head) != null
+                ? "flag --" + head + " and its value are one argument, with white space between them: give them as --"
+                        + head + "=<value>, or as two arguments"
+                : "unknown flag --" + head + " (the argument goes on after white space, not shown here)";
     }
 
     /** Go's strconv.ParseBool, which pflag uses for boolean flags: no white space around the value. */

@@ -375,6 +375,23 @@ public class OperatorConfigTest {
         }
     }
 
+    /**
+     * A flag and its value given as one argument ("--name value" quoted, or one item of a manifest's args) names no
+     * flag; the refusal says so without repeating the value, which can be the Redfish password.
+     */
+    @Test
+    void aFlagAndItsValueInOneArgumentAreRefusedWithoutTheValue() {
+        assertThatThrownBy(() -> OperatorConfig.parse("--runner-redfish-password s3cret-value"))
+                .isInstanceOf(ConfigException.class)
+                .hasMessage("flag --runner-redfish-password and its value are one argument, with white space between"
+                        + " them: give them as --runner-redfish-password=<value>, or as two arguments");
+        assertThatThrownBy(() -> OperatorConfig.parse("-runner-redfish-password\ts3cret-value"))
+                .isInstanceOf(ConfigException.class).message().doesNotContain("s3cret");
+        assertThatThrownBy(() -> OperatorConfig.parse("--no-such-flag s3cret-value"))
+                .isInstanceOf(ConfigException.class)
+                .hasMessage("unknown flag --no-such-flag (the argument goes on after white space, not shown here)");
+    }
+
     @Test
     void positionalArgumentIsRefused() {
         assertThatThrownBy(() -> OperatorConfig.parse("namespace=x"))
