@@ -108,8 +108,18 @@ public final class LeaderElection implements AutoCloseable {
         listeners.add(l);
     }
 
+    /**
+     * Leading, and, with a Lease, within the renew deadline of the last successful Lease write: the background work
+     * asks before each write, so a leader past that deadline makes none, also before {@link #checkRenewal} next
+     * looks and steps it back (up to a retry period later, which may be past the moment another replica may take
+     * the Lease).
+     */
     public boolean isLeader() {
-        return leader;
+        return leader && (fallback || !enabled || withinRenewDeadline());
+    }
+
+    private boolean withinRenewDeadline() {
+        return System.nanoTime() - renewalSentNanos <= renewDeadline.toNanos();
     }
 
     public String identity() {
@@ -210,7 +220,7 @@ public final class LeaderElection implements AutoCloseable {
      * doing, and the round is cancelled; the next round competes again once it has ended.
      */
     private void checkRenewal() {
-        if (closed || !leader || fallback || System.nanoTime() - renewalSentNanos <= renewDeadline.toNanos()) {
+        if (closed || !leader || fallback || withinRenewDeadline()) {
             return;
         }
         CompletableFuture<?> round;

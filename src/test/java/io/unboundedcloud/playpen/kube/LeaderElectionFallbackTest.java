@@ -318,6 +318,34 @@ class LeaderElectionFallbackTest {
         }
     }
 
+    /**
+     * The renew deadline holds for each write a leader checks leadership before, not only from the next look at it:
+     * that look comes every retry period (2 s here), so the one after the deadline (4.5 s) comes at 6 s, past the
+     * moment another replica may take the Lease (its renewTime plus the lease duration, 5 s), while the pool passes
+     * and TTL deletes still ask.
+     */
+    @Test
+    void aLeaderPastItsRenewDeadlineIsNoLeaderForItsWritesBeforeItNextLooks() throws Exception {
+        java.net.URI api = java.net.URI.create(cluster.client.getMasterUrl().toString());
+        try (Relay relay = new Relay(api.getHost(), api.getPort());
+                io.fabric8.kubernetes.client.KubernetesClient relayed = KubeClients.create(
+                        new io.fabric8.kubernetes.client.ConfigBuilder(cluster.client.getConfiguration())
+                                .withMasterUrl(api.getScheme() + "://" + api.getHost() + ":" + relay.port() + "/").build())) {
+            election = new LeaderElection(relayed, true, "playpen", "playpen-operator", "me", Duration.ofSeconds(5),
+                    Duration.ofMillis(4500), Duration.ofSeconds(2), Duration.ofMinutes(5), Duration.ofMinutes(5));
+            election.start();
+            OperatorHarness.awaitTrue(election::isLeader, Duration.ofSeconds(60), "elected");
+            relay.swallow = true; // the renewals from now on are sent and never answered
+            ZonedDateTime renewed = lease().getSpec().getRenewTime();
+            OperatorHarness.awaitTrue(() -> !ZonedDateTime.now(ZoneOffset.UTC).isBefore(renewed.plusSeconds(5)),
+                    Duration.ofSeconds(60), "the Lease's renewTime plus its duration");
+            assertThat(election.isLeader()).as("leading when another replica may take the Lease (renewed at %s)", renewed)
+                    .isFalse();
+        } finally {
+            election.close();
+        }
+    }
+
     /** A TCP relay to the mock API server that can swallow everything sent through it: requests then hang. */
     static final class Relay implements AutoCloseable {
         final java.net.ServerSocket server;
