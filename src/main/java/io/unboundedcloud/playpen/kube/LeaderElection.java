@@ -69,8 +69,14 @@ public final class LeaderElection implements AutoCloseable {
     private final ScheduledExecutorService renewalWatch =
             Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("leader-renewal-watch"));
     private volatile java.util.function.Supplier<java.util.Map<String, String>> leaseAnnotations = java.util.Map::of;
-    /** When the last Lease write of this replica that succeeded was sent (System.nanoTime). */
+    /**
+     * When the last Lease write of this replica that succeeded began (System.nanoTime): when its read of the Lease
+     * was sent. fabric8's elector takes the time it writes as renewTime before that read, and another replica counts
+     * the lease duration from there, however late the read was answered.
+     */
     private volatile long renewalSentNanos;
+    /** When this replica's latest read of the Lease was sent (System.nanoTime): the start of the write that follows. */
+    private volatile long readSentNanos;
 
     public LeaderElection(KubernetesClient client, boolean enabled, String namespace, String leaseName, String identity,
             Duration leaseDuration, Duration renewDeadline, Duration retryPeriod) {
@@ -399,6 +405,7 @@ public final class LeaderElection implements AutoCloseable {
 
         @Override
         public LeaderElectionRecord get(KubernetesClient c) {
+            readSentNanos = System.nanoTime();
             LeaderElectionRecord record;
             try {
                 record = delegate.get(c);
@@ -412,7 +419,7 @@ public final class LeaderElection implements AutoCloseable {
 
         @Override
         public void create(KubernetesClient c, LeaderElectionRecord record) {
-            long sent = System.nanoTime();
+            long sent = readSentNanos;
             try {
                 delegate.create(c, record);
             } catch (KubernetesClientException e) {
@@ -424,7 +431,7 @@ public final class LeaderElection implements AutoCloseable {
 
         @Override
         public void update(KubernetesClient c, LeaderElectionRecord record) {
-            long sent = System.nanoTime();
+            long sent = readSentNanos;
             try {
                 delegate.update(c, record);
             } catch (KubernetesClientException e) {

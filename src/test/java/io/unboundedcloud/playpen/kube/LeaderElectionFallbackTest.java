@@ -346,6 +346,48 @@ class LeaderElectionFallbackTest {
         }
     }
 
+    /**
+     * A renewal dates the Lease when it starts, before it reads the Lease (fabric8's elector takes the time, then
+     * reads, then writes), and another replica counts the lease duration from that renewTime. A read that the API
+     * server answers late must not move this replica's renew deadline past the moment the other may take the Lease.
+     */
+    @Test
+    void aRenewalWhoseReadIsAnsweredLateCountsItsDeadlineFromTheRenewTimeItWrites() throws Exception {
+        election = new LeaderElection(cluster.client, true, "playpen", "playpen-operator", "me", Duration.ofSeconds(3),
+                Duration.ofMillis(2500), Duration.ofMillis(100), Duration.ofMinutes(5), Duration.ofMinutes(5));
+        election.start();
+        OperatorHarness.awaitTrue(election::isLeader, Duration.ofSeconds(60), "elected");
+        java.util.concurrent.CountDownLatch reading = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch answer = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicBoolean holdNextRead = new java.util.concurrent.atomic.AtomicBoolean(true);
+        cluster.addRequestListener(key -> {
+            if (key.equals("GET " + LEASES + "/playpen-operator") && holdNextRead.compareAndSet(true, false)) {
+                reading.countDown();
+                try {
+                    answer.await(60, java.util.concurrent.TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        });
+        assertThat(reading.await(60, java.util.concurrent.TimeUnit.SECONDS)).as("a renewal read the Lease").isTrue();
+        // the renewal whose read is held writes (its merge patch lands); every later one fails
+        java.util.concurrent.atomic.AtomicInteger patches = new java.util.concurrent.atomic.AtomicInteger();
+        cluster.failBeforeWrite = k -> k.startsWith("PATCH " + LEASES) && patches.getAndIncrement() > 0;
+        // the read is answered 2 s late (an API server under load), within the renew deadline of the renewal before
+        long heldSince = System.nanoTime();
+        OperatorHarness.awaitTrue(() -> System.nanoTime() - heldSince >= 2_000_000_000L, Duration.ofSeconds(60),
+                "the read held 2 s");
+        answer.countDown();
+        // the renewal after it has tried its write: the held one's landed before
+        OperatorHarness.awaitTrue(() -> patches.get() >= 2, Duration.ofSeconds(60), "the held renewal's write");
+        ZonedDateTime renewed = lease().getSpec().getRenewTime();
+        OperatorHarness.awaitTrue(() -> !ZonedDateTime.now(ZoneOffset.UTC).isBefore(renewed.plusSeconds(3)),
+                Duration.ofSeconds(60), "the Lease's renewTime plus its duration");
+        assertThat(election.isLeader()).as("leading when another replica may take the Lease (renewed at %s)", renewed)
+                .isFalse();
+    }
+
     /** A TCP relay to the mock API server that can swallow everything sent through it: requests then hang. */
     static final class Relay implements AutoCloseable {
         final java.net.ServerSocket server;
