@@ -61,7 +61,7 @@ public enum Flag {
     LEADER_ELECTION_NAMESPACE("leader-election-namespace", "", "namespace of the leader Lease (empty = --namespace)"),
     LEADER_ELECTION_LEASE_NAME("leader-election-lease-name", "playpen-operator", "name of the leader Lease"),
     LEADER_ELECTION_LEASE_DURATION("leader-election-lease-duration", "15s", "how long a Lease is valid without renewal"),
-    LEADER_ELECTION_RENEW_DEADLINE("leader-election-renew-deadline", "10s", "the leader gives up if it cannot renew within this, also while a renewal hangs unanswered"),
+    LEADER_ELECTION_RENEW_DEADLINE("leader-election-renew-deadline", "10s", "the leader gives up if it cannot renew within this, also while a renewal hangs unanswered; more than 2.2 times --leader-election-retry-period"),
     LEADER_ELECTION_RETRY_PERIOD("leader-election-retry-period", "2s", "interval between Lease acquire/renew attempts"),
     MANAGEMENT_ADDR("management-addr", "127.0.0.1:9876", "plain-HTTP management listener (Jolokia, /metrics); empty disables"),
     LOG_FORMAT("log-format", "text", "log line format: text or json"),

@@ -276,8 +276,13 @@ public record OperatorConfig(
         Duration leaseDuration = v.duration(Flag.LEADER_ELECTION_LEASE_DURATION);
         Duration renewDeadline = v.duration(Flag.LEADER_ELECTION_RENEW_DEADLINE);
         Duration retryPeriod = v.duration(Flag.LEADER_ELECTION_RETRY_PERIOD);
-        if (retryPeriod.isZero() || renewDeadline.compareTo(retryPeriod) <= 0) {
-            throw v.bad(Flag.LEADER_ELECTION_RENEW_DEADLINE, "must be greater than --leader-election-retry-period");
+        // fabric8's Lease elector waits the retry period plus up to 1.2 times it between two tries, and refuses a
+        // renew deadline within that: the replica would never lead
+        Duration triesApart = retryPeriod.plusMillis((long) Math.ceil(retryPeriod.toMillis() * 1.2));
+        if (retryPeriod.isZero() || renewDeadline.compareTo(triesApart) <= 0) {
+            throw v.bad(Flag.LEADER_ELECTION_RENEW_DEADLINE, "must be greater than 2.2 times "
+                    + "--leader-election-retry-period (" + GoDuration.format(retryPeriod) + "), "
+                    + GoDuration.format(triesApart) + ": the Lease elector waits up to that long between two tries");
         }
         if (leaseDuration.compareTo(renewDeadline) <= 0) {
             throw v.bad(Flag.LEADER_ELECTION_LEASE_DURATION, "must be greater than --leader-election-renew-deadline");

@@ -16,10 +16,18 @@ class OperatorConfigEdgesTest {
                 .isInstanceOf(ConfigException.class).hasMessageContaining(messagePart);
     }
 
+    /**
+     * The renew deadline must leave room for the Lease elector's tries: fabric8's waits the retry period plus up to
+     * 1.2 times it between two, and refuses a deadline not greater than that, so the replica would never lead.
+     */
     @Test
     void leaderElectionDurationsMustStrictlyDecrease() {
-        refused("--leader-election-renew-deadline=2s", "must be greater than --leader-election-retry-period");
-        assertThat(OperatorConfig.parse("--leader-election-renew-deadline=3s").renewDeadline()).isEqualTo(Duration.ofSeconds(3));
+        refused("--leader-election-renew-deadline=4400ms", "must be greater than 2.2 times "
+                + "--leader-election-retry-period (2s), 4.4s: the Lease elector waits up to that long between two tries");
+        refused("--leader-election-retry-period=5s", "invalid value \"10s\" for flag --leader-election-renew-deadline: "
+                + "must be greater than 2.2 times --leader-election-retry-period (5s), 11s");
+        assertThat(OperatorConfig.parse("--leader-election-renew-deadline=4401ms").renewDeadline())
+                .isEqualTo(Duration.ofMillis(4401));
         refused("--leader-election-lease-duration=10s", "must be greater than --leader-election-renew-deadline");
         assertThat(OperatorConfig.parse("--leader-election-lease-duration=11s").leaseDuration())
                 .isEqualTo(Duration.ofSeconds(11));
