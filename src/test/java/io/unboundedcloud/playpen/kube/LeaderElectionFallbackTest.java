@@ -285,16 +285,8 @@ class LeaderElectionFallbackTest {
      */
     @Test
     void aLeaderWhoseRenewalsHangStepsBackBeforeAnotherReplicaCanTakeTheLease() throws Exception {
-        java.net.URI api = java.net.URI.create(cluster.client.getMasterUrl().toString());
-        try (Relay relay = new Relay(api.getHost(), api.getPort());
-                io.fabric8.kubernetes.client.KubernetesClient relayed = KubeClients.create(
-                        new io.fabric8.kubernetes.client.ConfigBuilder(cluster.client.getConfiguration())
-                                .withMasterUrl(api.getScheme() + "://" + api.getHost() + ":" + relay.port() + "/").build())) {
-            election = new LeaderElection(relayed, true, "playpen", "playpen-operator", "me", Duration.ofSeconds(3),
-                    Duration.ofSeconds(2), Duration.ofMillis(100), Duration.ofMinutes(5), Duration.ofMinutes(5));
-            election.start();
-            OperatorHarness.awaitTrue(election::isLeader, Duration.ofSeconds(60), "elected");
-            relay.swallow = true; // from now on this replica's requests are sent and never answered
+        try (Relay relay = new Relay(cluster.client)) {
+            leadThenGoSilent(relay, Duration.ofSeconds(3), Duration.ofSeconds(2), Duration.ofMillis(100));
             java.util.concurrent.atomic.AtomicReference<Boolean> meLeadingWhenTaken =
                     new java.util.concurrent.atomic.AtomicReference<>();
             // the other replica takes the Lease once it has gone unrenewed for 6 s, well past this one's 2 s deadline
@@ -326,23 +318,9 @@ class LeaderElectionFallbackTest {
      */
     @Test
     void aLeaderPastItsRenewDeadlineIsNoLeaderForItsWritesBeforeItNextLooks() throws Exception {
-        java.net.URI api = java.net.URI.create(cluster.client.getMasterUrl().toString());
-        try (Relay relay = new Relay(api.getHost(), api.getPort());
-                io.fabric8.kubernetes.client.KubernetesClient relayed = KubeClients.create(
-                        new io.fabric8.kubernetes.client.ConfigBuilder(cluster.client.getConfiguration())
-                                .withMasterUrl(api.getScheme() + "://" + api.getHost() + ":" + relay.port() + "/").build())) {
-            election = new LeaderElection(relayed, true, "playpen", "playpen-operator", "me", Duration.ofSeconds(5),
-                    Duration.ofMillis(4500), Duration.ofSeconds(2), Duration.ofMinutes(5), Duration.ofMinutes(5));
-            election.start();
-            OperatorHarness.awaitTrue(election::isLeader, Duration.ofSeconds(60), "elected");
-            relay.swallow = true; // the renewals from now on are sent and never answered
-            ZonedDateTime renewed = lease().getSpec().getRenewTime();
-            OperatorHarness.awaitTrue(() -> !ZonedDateTime.now(ZoneOffset.UTC).isBefore(renewed.plusSeconds(5)),
-                    Duration.ofSeconds(60), "the Lease's renewTime plus its duration");
-            assertThat(election.isLeader()).as("leading when another replica may take the Lease (renewed at %s)", renewed)
-                    .isFalse();
-        } finally {
-            election.close();
+        try (Relay relay = new Relay(cluster.client)) {
+            leadThenGoSilent(relay, Duration.ofSeconds(5), Duration.ofMillis(4500), Duration.ofSeconds(2));
+            assertNotLeadingOnceAnotherReplicaMayTakeTheLease(Duration.ofSeconds(5));
         }
     }
 
@@ -381,8 +359,29 @@ class LeaderElectionFallbackTest {
         answer.countDown();
         // the renewal after it has tried its write: the held one's landed before
         OperatorHarness.awaitTrue(() -> patches.get() >= 2, Duration.ofSeconds(60), "the held renewal's write");
+        assertNotLeadingOnceAnotherReplicaMayTakeTheLease(Duration.ofSeconds(3));
+    }
+
+    /**
+     * Starts this replica's election through {@code relay} and waits until it leads; from then on its requests (its
+     * renewals) are sent and never answered.
+     */
+    void leadThenGoSilent(Relay relay, Duration leaseDuration, Duration renewDeadline, Duration retryPeriod)
+            throws InterruptedException {
+        election = new LeaderElection(relay.client, true, "playpen", "playpen-operator", "me", leaseDuration,
+                renewDeadline, retryPeriod, Duration.ofMinutes(5), Duration.ofMinutes(5));
+        election.start();
+        OperatorHarness.awaitTrue(election::isLeader, Duration.ofSeconds(60), "elected");
+        relay.swallow = true;
+    }
+
+    /**
+     * Waits until another replica may take the Lease as it stands (its renewTime plus {@code leaseDuration}, as
+     * fabric8's elector judges a takeover) and checks that this replica no longer leads then.
+     */
+    void assertNotLeadingOnceAnotherReplicaMayTakeTheLease(Duration leaseDuration) throws InterruptedException {
         ZonedDateTime renewed = lease().getSpec().getRenewTime();
-        OperatorHarness.awaitTrue(() -> !ZonedDateTime.now(ZoneOffset.UTC).isBefore(renewed.plusSeconds(3)),
+        OperatorHarness.awaitTrue(() -> !ZonedDateTime.now(ZoneOffset.UTC).isBefore(renewed.plus(leaseDuration)),
                 Duration.ofSeconds(60), "the Lease's renewTime plus its duration");
         assertThat(election.isLeader()).as("leading when another replica may take the Lease (renewed at %s)", renewed)
                 .isFalse();
@@ -394,19 +393,20 @@ class LeaderElectionFallbackTest {
         final java.net.InetAddress host;
         final int upstreamPort;
         final List<java.net.Socket> sockets = new CopyOnWriteArrayList<>();
+        /** A client like the one the relay was made for, whose requests go through the relay. */
+        final io.fabric8.kubernetes.client.KubernetesClient client;
         volatile boolean swallow;
 
-        Relay(String hostName, int upstreamPort) throws java.io.IOException {
-            this.host = java.net.InetAddress.getByName(hostName);
-            this.upstreamPort = upstreamPort;
+        Relay(io.fabric8.kubernetes.client.KubernetesClient direct) throws java.io.IOException {
+            java.net.URI api = java.net.URI.create(direct.getMasterUrl().toString());
+            this.host = java.net.InetAddress.getByName(api.getHost());
+            this.upstreamPort = api.getPort();
             this.server = new java.net.ServerSocket(0, 50, host);
             Thread t = new Thread(this::accept, "relay-accept");
             t.setDaemon(true);
             t.start();
-        }
-
-        int port() {
-            return server.getLocalPort();
+            this.client = KubeClients.create(new io.fabric8.kubernetes.client.ConfigBuilder(direct.getConfiguration())
+                    .withMasterUrl(api.getScheme() + "://" + api.getHost() + ":" + server.getLocalPort() + "/").build());
         }
 
         private void accept() {
@@ -457,6 +457,7 @@ class LeaderElectionFallbackTest {
 
         @Override
         public void close() {
+            client.close();
             closeQuietly(server);
             sockets.forEach(Relay::closeQuietly);
         }
