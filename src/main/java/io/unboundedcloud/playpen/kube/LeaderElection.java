@@ -62,6 +62,8 @@ public final class LeaderElection implements AutoCloseable {
     private volatile String fallbackReason = "";
     private long fallbackSinceNanos;
     private long lastWarnNanos;
+    /** The fallback's next read of the Lease comes after a retry period, not a probe interval (a leader stepped back). */
+    private boolean probeSoon;
     private CompletableFuture<?> running;
     private final ScheduledExecutorService restarter =
             Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("leader-election"));
@@ -211,7 +213,12 @@ public final class LeaderElection implements AutoCloseable {
             return;
         }
         if (fallback) {
-            schedule(this::elect, probeInterval);
+            boolean soon;
+            synchronized (this) {
+                soon = probeSoon;
+                probeSoon = false;
+            }
+            schedule(this::elect, soon ? retryPeriod : probeInterval);
         } else {
             set(false);
             schedule(this::elect, retryPeriod);
@@ -257,10 +264,17 @@ public final class LeaderElection implements AutoCloseable {
         }
     }
 
-    /** The Lease API refused a call: enter (or stay in) the fallback and stop fabric8's round, which would retry it. */
+    /**
+     * The Lease API refused a call: enter (or stay in) the fallback and stop fabric8's round, which would retry it.
+     * A leader refused a renewal (a role being replaced, an authorizer that failed once) may still hold the Lease,
+     * which cancelling its round releases to the other replicas: it steps back first, before the release, and reads
+     * the Lease again after a retry period, leading in the fallback only if the Lease API still refuses it and no
+     * other replica holds the Lease by then.
+     */
     private void forbidden(String verb, KubernetesClientException e) {
         forbiddenAnswers.incrementAndGet();
         boolean entered;
+        boolean steppingBack;
         CompletableFuture<?> round;
         long now = System.nanoTime();
         synchronized (this) {
@@ -268,6 +282,8 @@ public final class LeaderElection implements AutoCloseable {
                 return;
             }
             entered = !fallback;
+            steppingBack = entered && enabled && leader;
+            probeSoon |= steppingBack;
             if (entered) {
                 fallback = true;
                 fallbackSinceNanos = now;
@@ -279,7 +295,14 @@ public final class LeaderElection implements AutoCloseable {
             running = null;
             if (entered || now - lastWarnNanos >= warnInterval.toNanos()) {
                 lastWarnNanos = now;
-                if (entered) {
+                if (steppingBack) {
+                    LOG.warn("LEADER ELECTION DISABLED: the API server refused this leader's Lease write ({}). This "
+                            + "replica stops the pool, TTL and caBundle work and reads the Lease again in {} s: it "
+                            + "falls back to single-replica mode then, unless another replica holds the Lease. Run "
+                            + "ONE replica until the operator's ServiceAccount may get, create and patch "
+                            + "leases.coordination.k8s.io in {} (deploy/030-operator-rbac.yaml)",
+                            fallbackReason, retryPeriod.toMillis() / 1000.0, namespace);
+                } else if (entered) {
                     LOG.warn("LEADER ELECTION DISABLED: the API server refuses the Lease ({}). Falling back to "
                             + "single-replica mode: this replica runs pool, TTL and caBundle work as if it were the "
                             + "leader. Run ONE replica until the operator's ServiceAccount may get, create and patch "
@@ -293,11 +316,19 @@ public final class LeaderElection implements AutoCloseable {
                 }
             }
         }
-        if (round != null) {
-            // fabric8's elector calls this lock from inside its own synchronized step: cancel from another thread
-            schedule(() -> round.cancel(true), Duration.ZERO);
+        if (steppingBack) {
+            set(false);
         }
-        set(true);
+        if (round != null) {
+            // fabric8's elector calls this lock from inside its own synchronized step: cancel from another thread;
+            // the round's end schedules the next read of the Lease
+            schedule(() -> round.cancel(true), Duration.ZERO);
+        } else if (steppingBack) {
+            schedule(this::elect, retryPeriod);
+        }
+        if (!steppingBack) {
+            set(true);
+        }
     }
 
     /** A successful GET of the Lease: when another replica validly holds it, this one must not act as leader. */

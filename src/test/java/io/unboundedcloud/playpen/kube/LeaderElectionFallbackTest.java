@@ -6,7 +6,9 @@ import java.time.Duration;
 import java.time.ZoneOffset;
 import java.time.ZonedDateTime;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -360,6 +362,49 @@ class LeaderElectionFallbackTest {
         // the renewal after it has tried its write: the held one's landed before
         OperatorHarness.awaitTrue(() -> patches.get() >= 2, Duration.ofSeconds(60), "the held renewal's write");
         assertNotLeadingOnceAnotherReplicaMayTakeTheLease(Duration.ofSeconds(3));
+    }
+
+    /**
+     * A leader whose one renewal is refused (403: a role being replaced, an authorizer that failed) while the Lease
+     * API otherwise works steps back before its cancelled round releases the Lease, and reads the Lease again after a
+     * retry period: whichever replica takes the Lease then, the two never lead at once (in the single-replica
+     * fallback it would lead without the Lease the other replica takes, until its next probe four lease durations
+     * later).
+     */
+    @Test
+    void aLeaderWhoseRenewalIsRefusedOnceStepsBackBeforeAnotherReplicaCanTakeTheLease() throws Exception {
+        election = new LeaderElection(cluster.client, true, "playpen", "playpen-operator", "me", Duration.ofSeconds(6),
+                Duration.ofSeconds(5), Duration.ofSeconds(1));
+        election.start();
+        OperatorHarness.awaitTrue(election::isLeader, Duration.ofSeconds(60), "elected");
+        LeaderElection other = new LeaderElection(cluster.client, true, "playpen", "playpen-operator", "other",
+                Duration.ofSeconds(6), Duration.ofSeconds(5), Duration.ofSeconds(1));
+        List<String> bothLeading = new CopyOnWriteArrayList<>();
+        election.addListener(leading -> {
+            if (leading && other.isLeader()) {
+                bothLeading.add("me took the lead while the other led");
+            }
+        });
+        other.addListener(leading -> {
+            if (leading && election.isLeader()) {
+                bothLeading.add("the other took the lead while me led");
+            }
+        });
+        try {
+            other.start();
+            // the next Lease write is this leader's renewal (the other replica only reads a Lease held by another)
+            AtomicBoolean refuseOne = new AtomicBoolean(true);
+            cluster.forbidden = k -> k.startsWith("PATCH " + LEASES) && refuseOne.compareAndSet(true, false);
+            OperatorHarness.awaitTrue(() -> election.forbiddenAnswers() == 1, Duration.ofSeconds(60),
+                    "the renewal refused");
+            OperatorHarness.awaitTrue(() -> election.isLeader() != other.isLeader()
+                    && !election.inFallback() && !other.inFallback()
+                    && Objects.equals(lease().getSpec().getHolderIdentity(), election.isLeader() ? "me" : "other"),
+                    Duration.ofSeconds(60), "one replica leading on the Lease again");
+            assertThat(bothLeading).as("moments both replicas led").isEmpty();
+        } finally {
+            other.close();
+        }
     }
 
     /**
