@@ -254,13 +254,6 @@ public final class OperatorApp implements AutoCloseable {
         main.configure().withJmxManagementStatisticsLevel(org.apache.camel.ManagementStatisticsLevel.Default);
         main.configure().withShutdownTimeout(5);
         main.configure().setJmxEnabled(true);
-        if (config.routesReload()) {
-            // reload only the edited file: the default would tear down every route, HTTPS included
-            main.configure().setRoutesReloadEnabled(true);
-            main.configure().setRoutesReloadDirectory(new File(config.routesDir()).getAbsolutePath());
-            main.configure().setRoutesReloadPattern("*.camel.yaml");
-            main.configure().setRoutesReloadRemoveAllRoutes(false);
-        }
         Properties props = new Properties();
         // the route's endpoint is a URI: an IPv6 host goes in brackets there, or the URI has no host at all
         String listenHost = config.listenHost().isEmpty() ? "0.0.0.0" : config.listenHost();
@@ -318,6 +311,12 @@ public final class OperatorApp implements AutoCloseable {
         main.configure().health().setConsumersEnabled(false);
         main.configure().health().setProducersEnabled(false);
         main.start();
+        if (config.routesReload()) {
+            // reload only the edited file (Camel's default would tear down every route, HTTPS included), and keep
+            // the running routes when the edit cannot be loaded
+            main.getCamelContext().addService(
+                    new KeepingRouteReload(new File(config.routesDir()).getAbsolutePath(), "*.camel.yaml"));
+        }
         // requests the connection guard refuses from their head never reach a flow: their audit line is sent here
         org.apache.camel.ProducerTemplate refusalAudits = main.getCamelContext().createProducerTemplate();
         connections.onRefusal((flow, refusal) -> refusalAudits.send("direct:audit", exchange -> {

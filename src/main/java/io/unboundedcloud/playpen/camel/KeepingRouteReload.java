@@ -1,0 +1,57 @@
+package io.unboundedcloud.playpen.camel;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+
+import org.apache.camel.CamelContext;
+import org.apache.camel.model.Model;
+import org.apache.camel.model.RouteDefinition;
+import org.apache.camel.spi.Resource;
+import org.apache.camel.support.RouteWatcherReloadStrategy;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Reloads an edited route file (--routes-reload) and replaces only that file's routes, like Camel's own watcher with
+ * {@code removeAllRoutes=false}; an edit that cannot be loaded leaves the routes running as they were. Camel removes
+ * a route before it builds the new one, so an edit that parses but cannot be built (a bean or an endpoint that does
+ * not exist) would otherwise leave the flow without a route: every request to it would wait for a consumer and fail.
+ */
+final class KeepingRouteReload extends RouteWatcherReloadStrategy {
+    private static final Logger LOG = LoggerFactory.getLogger(KeepingRouteReload.class);
+
+    KeepingRouteReload(String directory, String pattern) {
+        super(directory, false);
+        setPattern(pattern);
+        setRemoveAllRoutes(false);
+    }
+
+    @Override
+    protected void onRouteReload(Collection<Resource> resources, boolean removeEverything) {
+        CamelContext context = getCamelContext();
+        Model model = context.getCamelContextExtension().getContextPlugin(Model.class);
+        // every route, not only the edited file's: after a failed reload Camel loads the failed file again with
+        // the next edited one
+        List<RouteDefinition> before = new ArrayList<>(model.getRouteDefinitions());
+        try {
+            super.onRouteReload(resources, removeEverything);
+        } catch (RuntimeException e) {
+            List<RouteDefinition> lost = before.stream().filter(d -> context.getRoute(d.getRouteId()) == null).toList();
+            try {
+                model.addRouteDefinitions(lost);
+                LOG.warn("route file {} not loaded, its routes run as before; fix the file and save it again: {}",
+                        locations(resources), e.getMessage());
+            } catch (Exception restore) {
+                LOG.error("route file {} not loaded, and routes {} could not be put back; restart the operator: {}",
+                        locations(resources), lost.stream().map(RouteDefinition::getRouteId).toList(),
+                        restore.toString());
+            }
+            throw e;
+        }
+    }
+
+    private static String locations(Collection<Resource> resources) {
+        return resources == null ? "" : String.join(", ", resources.stream().map(Resource::getLocation).toList());
+    }
+}
