@@ -14,10 +14,14 @@ import java.util.stream.Stream;
 
 import org.junit.jupiter.api.Test;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+
 /**
  * The README is a front page, and the documents stay inside the repository and free of the project's own
- * bookkeeping: every relative link resolves (file and heading), no link leaves the repository, no issue numbers,
- * internal section codes or dated run notes.
+ * bookkeeping: every relative link resolves (file and heading), and so does every alert's runbook; no link leaves
+ * the repository, no issue numbers, internal section codes or dated run notes.
  */
 class DocsHygieneTest {
     static final Path ROOT = Path.of("");
@@ -75,6 +79,35 @@ class DocsHygieneTest {
                 }
             }
         }
+        assertThat(problems).isEmpty();
+    }
+
+    /** Each alert's {@code runbook} annotation is a path from the repository root to a heading that exists. */
+    @Test
+    void everyAlertHasARunbookThatResolves() throws Exception {
+        JsonNode rules = new ObjectMapper(new YAMLFactory()).readTree(ROOT.resolve("deploy/monitoring/prometheusrule.yaml").toFile());
+        List<String> problems = new ArrayList<>();
+        int alerts = 0;
+        for (JsonNode group : rules.path("spec").path("groups")) {
+            for (JsonNode rule : group.path("rules")) {
+                if (!rule.has("alert")) {
+                    continue;
+                }
+                alerts++;
+                String alert = rule.get("alert").asText();
+                String runbook = rule.path("annotations").path("runbook").asText("");
+                int hash = runbook.indexOf('#');
+                Path file = ROOT.resolve(hash < 0 ? runbook : runbook.substring(0, hash));
+                if (runbook.isEmpty() || hash < 0) {
+                    problems.add(alert + ": no runbook (file#heading): \"" + runbook + "\"");
+                } else if (!Files.isRegularFile(file)) {
+                    problems.add(alert + ": runbook file " + file + " does not exist");
+                } else if (!anchors(Files.readString(file)).contains(runbook.substring(hash + 1))) {
+                    problems.add(alert + ": no heading for " + runbook);
+                }
+            }
+        }
+        assertThat(alerts).as("alerts in deploy/monitoring/prometheusrule.yaml").isPositive();
         assertThat(problems).isEmpty();
     }
 
