@@ -21,7 +21,8 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 /**
  * The README is a front page, and the documents stay inside the repository and free of the project's own
  * bookkeeping: every relative link resolves (file and heading), and so does every alert's runbook; no link leaves
- * the repository, no issue numbers, internal section codes or dated run notes.
+ * the repository, no issue numbers, internal section codes or dated run notes. A file the walk-throughs have the
+ * reader write in the working directory (the repository) is one git ignores.
  */
 class DocsHygieneTest {
     static final Path ROOT = Path.of("");
@@ -108,6 +109,29 @@ class DocsHygieneTest {
             }
         }
         assertThat(alerts).as("alerts in deploy/monitoring/prometheusrule.yaml").isPositive();
+        assertThat(problems).isEmpty();
+    }
+
+    /** A file name a command writes into the working directory: {@code > x.json}, {@code -out x.key}, {@code tee x.key}. */
+    static final Pattern WRITTEN = Pattern.compile("(?:>|-out|\\btee)\\s+([A-Za-z0-9_.-]+\\.[a-z]+)(?=\\s|$)");
+
+    @Test
+    void theFilesTheWalkThroughsWriteAreIgnoredByGit() throws Exception {
+        Set<String> ignored = new java.util.HashSet<>(Files.readAllLines(ROOT.resolve(".gitignore")));
+        List<String> problems = new ArrayList<>();
+        for (Path doc : documents()) {
+            for (DocBlocks.Block b : DocBlocks.parse(Files.readString(doc))) {
+                for (DocBlocks.Step s : b.steps()) {
+                    Matcher m = WRITTEN.matcher(s.command());
+                    while (m.find()) {
+                        if (!ignored.contains("/" + m.group(1))) {
+                            problems.add(doc + ":" + s.line() + " writes " + m.group(1) + ", which .gitignore does not list as /"
+                                    + m.group(1));
+                        }
+                    }
+                }
+            }
+        }
         assertThat(problems).isEmpty();
     }
 
