@@ -302,10 +302,13 @@ public final class Allocator {
 
     /**
      * The 429 a new claim of this owner would meet now, without claiming: a request that would wait for capacity
-     * is refused at once, not kept in line until its turn (or its time) comes.
+     * is refused at once, not kept in line until its turn (or its time) comes. Counted on the API server's count
+     * alone, never first on this replica's: a claim of the owner made through another replica a moment ago, which
+     * this replica's watch has not delivered yet, fills the quota all the same (a new claim has the ledger's verdict
+     * at its commit for that; a request that waits has no claim until a pod comes).
      */
     public void requireQuota(AllocCommand cmd, String ownerHash) {
-        if (maxPerOwner > 0 && ownerHash != null && ownedBy(ownerHash) >= maxPerOwner) {
+        if (maxPerOwner > 0 && ownerHash != null) {
             OwnedNow now = ownedNow(ownerHash, cmd.keyHash());
             // a claim of this very key among them: a replay, which the quota never refuses
             if (now.carrier() == null && now.held() >= maxPerOwner) {

@@ -2,6 +2,7 @@ package io.unboundedcloud.playpen.kube;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import java.time.Duration;
 import java.util.List;
@@ -450,6 +451,28 @@ class CapacityQueueTest {
         assertThat(e.getMessage()).startsWith("allocation quota exceeded: you hold 1 of at most 1 allocations");
         assertThat(ahead.result()).isNotDone();
         OperatorHarness.awaitTrue(() -> q.waitingRequests("owner-a") == 0, SOON, "owner-a waits for nothing");
+    }
+
+    /**
+     * The user's last allocation was made a moment ago through another replica, and this replica's watch has not
+     * delivered it yet: the request that asks to wait is refused 429 at once all the same, on the API server's count,
+     * instead of waiting in line for a pod its claim would be refused (or for its whole wait, then a 503).
+     */
+    @Test
+    void aUserAtQuotaByAClaimTheWatchHasNotDeliveredIsRefusedAtOnce() throws Exception {
+        start(0, 1, CapacityQueue.Limits.NONE);
+        r.watch.hold();
+        String elsewhere = pendingPod(51830);
+        r.claimElsewhere(elsewhere, ScriptedReplica.cmd("made-elsewhere"), "owner-a");
+        assertThat(r.allocator.ownedBy("owner-a")).as("the watch has not delivered that claim").isZero();
+
+        ApiException e = catchThrowableOfType(ApiException.class, () -> q.await(waiting("more", 30), "owner-a"));
+        assertThat(e).as("refused at once, not queued").isNotNull();
+        assertThat(e.code()).isEqualTo(429);
+        assertThat(e.getMessage()).isEqualTo("allocation quota exceeded: you hold 1 of at most 1 allocations"
+                + " (--max-allocs-per-user); deallocate one first");
+        assertNothingWaits();
+        r.watch.release();
     }
 
     @Test
