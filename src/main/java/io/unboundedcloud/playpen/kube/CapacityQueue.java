@@ -154,6 +154,11 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
      */
     private final Map<String, java.util.Set<String>> claimsToCheck = new HashMap<>();
     private final Map<String, AtomicInteger> counts = new ConcurrentHashMap<>();
+    /**
+     * Per kind, the pods claimed so far for requests of its line (replays aside): a client that waits in vain is told
+     * how many went to requests ahead of it while it waited.
+     */
+    private final Map<String, java.util.concurrent.atomic.AtomicLong> handedOut = new ConcurrentHashMap<>();
     private final List<Observer> observers = new CopyOnWriteArrayList<>();
     private volatile java.util.function.Function<AllocCommand, String> afterWait = cmd -> POOLS_ADVICE;
     private volatile java.util.function.ToIntFunction<AllocCommand> afterWaitRetryAfter = cmd -> 0;
@@ -168,10 +173,10 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     /** The 503 of a request that would wait, or still waits, while this replica shuts down. */
     static final String SHUTTING_DOWN = "the operator is shutting down; send the request again: another replica"
             + " answers it";
-    private final ScheduledExecutorService timers = timers();
+    private final ScheduledExecutorService timers;
 
     /** The clients' timers; a timer cancelled (its client answered first) is dropped at once, not kept until due. */
-    private static ScheduledExecutorService timers() {
+    private static ScheduledThreadPoolExecutor timers() {
         ScheduledThreadPoolExecutor t = new ScheduledThreadPoolExecutor(1,
                 DaemonThreads.named("capacity-timeouts"));
         t.setRemoveOnCancelPolicy(true);
@@ -207,6 +212,13 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     /** {@code standingClaim}: whether this replica knows of a standing claim of a key (a test makes it fail). */
     CapacityQueue(Allocator allocator, Limits limits, Duration sweep,
             java.util.function.Predicate<String> standingClaim) {
+        this(allocator, limits, sweep, standingClaim, timers());
+    }
+
+    /** {@code timers}: runs the clients' timers and the sweep (a test runs a client's timer when it chooses). */
+    CapacityQueue(Allocator allocator, Limits limits, Duration sweep,
+            java.util.function.Predicate<String> standingClaim, ScheduledThreadPoolExecutor timers) {
+        this.timers = timers;
         this.allocator = allocator;
         this.limits = limits;
         this.standingClaim = standingClaim;
@@ -317,6 +329,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         // set when this client leaves (its connection closed) before its time is up
         AtomicBoolean gone = new AtomicBoolean();
         w.arrived(left);
+        long handedOutBefore = handedOut(w.kind).get();
         AtomicBoolean released = new AtomicBoolean();
         Runnable releaseSlot = () -> {
             if (released.compareAndSet(false, true)) {
@@ -335,8 +348,8 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
                     : e instanceof CompletionException c ? c : new CompletionException(e);
         });
         // each client waits as long as it asked: a retry of the key need not ask for the first request's time
-        ScheduledFuture<?> timer = timers.schedule(() -> timeUp(w, cmd, left, result), cmd.waitSeconds(),
-                TimeUnit.SECONDS);
+        ScheduledFuture<?> timer = timers.schedule(() -> timeUp(w, cmd, left, result, handedOutBefore),
+                cmd.waitSeconds(), TimeUnit.SECONDS);
         // the slot is free again once this client has its answer or has gone, whichever comes first
         result.whenComplete((a, e) -> {
             timer.cancel(false);
@@ -473,7 +486,8 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
      * the key still wait; the last one's time ends the wait itself (unless the claim for it is being written,
      * which is then its answer).
      */
-    private void timeUp(Waiter w, AllocCommand cmd, AtomicBoolean left, CompletableFuture<Allocator.Allocation> result) {
+    private void timeUp(Waiter w, AllocCommand cmd, AtomicBoolean left, CompletableFuture<Allocator.Allocation> result,
+            long handedOutBefore) {
         if (result.isDone() || !left.compareAndSet(false, true)) {
             return;
         }
@@ -488,7 +502,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
             }
         }
         if (!last) {
-            ApiException inVain = waitedInVain(w, cmd);
+            ApiException inVain = waitedInVain(w, cmd, handedOutBefore);
             if (w.answeredInVain(left)) {
                 result.completeExceptionally(inVain);
             }
@@ -501,16 +515,17 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         }
         finish(w, "timeout");
         LOG.info("wait ended key={} kind={} outcome=timeout", w.cmd.keyHashPrefix(), w.kind);
-        w.result.completeExceptionally(waitedInVain(w, cmd));
+        w.result.completeExceptionally(waitedInVain(w, cmd, handedOutBefore));
     }
 
     /**
      * The 503 of a request (its own {@code cmd}) that waited its waitSeconds in vain: after a claim for the wait
      * failed for a passing reason, that a pod could not be claimed and why (not that none became idle, which may
      * be untrue, nor the "no idle" words a wait for lack of a pod is counted by); else the Go operator's words and
-     * that none became idle.
+     * that none became idle, or how many pods went to requests ahead of it in line since the client came
+     * ({@code handedOutBefore}: the kind's count of pods claimed for its line then).
      */
-    private ApiException waitedInVain(Waiter w, AllocCommand cmd) {
+    private ApiException waitedInVain(Waiter w, AllocCommand cmd, long handedOutBefore) {
         RuntimeException failed = w.unclaimed;
         if (failed != null) {
             return ApiException.unavailable(unclaimedMessage(cmd, failed), allocator.retryAfterSeconds());
@@ -521,7 +536,8 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         } catch (RuntimeException e) {
             unavailable = ApiException.unavailable("no idle playpen pods are available", allocator.retryAfterSeconds());
         }
-        unavailable = unavailable.withAdvice(waitedAdvice(cmd.waitSeconds()) + afterWaitAdvice(cmd));
+        long ahead = handedOut(w.kind).get() - handedOutBefore;
+        unavailable = unavailable.withAdvice(waitedAdvice(cmd.waitSeconds(), ahead) + afterWaitAdvice(cmd));
         int retryAfter = afterWaitRetryAfter(cmd);
         return retryAfter > 0 ? unavailable.withRetryAfter(retryAfter) : unavailable;
     }
@@ -583,8 +599,24 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
 
     /** What a request that waited in vain is told after the Go operator's words, before {@link #afterWait}. */
     static String waitedAdvice(int waitSeconds) {
-        return "; none became idle in the " + waitSeconds + (waitSeconds == 1 ? " second" : " seconds")
-                + " this request waited";
+        return waitedAdvice(waitSeconds, 0);
+    }
+
+    /**
+     * {@link #waitedAdvice(int)} for a request while whose wait {@code ahead} pods were claimed for requests ahead of
+     * it in its line: that they went to those (a pod did come), not that none became idle.
+     */
+    static String waitedAdvice(int waitSeconds, long ahead) {
+        String waited = waitSeconds + (waitSeconds == 1 ? " second" : " seconds") + " this request waited";
+        if (ahead <= 0) {
+            return "; none became idle in the " + waited;
+        }
+        return "; in the " + waited + ", " + ahead + (ahead == 1 ? " pod went to a request" : " pods went to requests")
+                + " ahead of it in line and none was left for it";
+    }
+
+    private java.util.concurrent.atomic.AtomicLong handedOut(String kind) {
+        return handedOut.computeIfAbsent(kind, k -> new java.util.concurrent.atomic.AtomicLong());
     }
 
     /** Where to look after a wait in vain, unless {@link #afterWait} is told otherwise. */
@@ -777,6 +809,9 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
             return true;
         }
         finish(head, "served");
+        if (!a.get().replay()) {
+            handedOut(kind).incrementAndGet();
+        }
         LOG.debug("served from queue key={} kind={}", head.cmd.keyHashPrefix(), kind);
         head.result.complete(a.get());
         return true;

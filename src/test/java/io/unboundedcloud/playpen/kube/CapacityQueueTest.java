@@ -39,6 +39,8 @@ class CapacityQueueTest {
 
     ScriptedReplica r;
     CapacityQueue q;
+    /** The clients' timers (null: the queue's own); set before {@link #start}. */
+    ManualTimers clientTimers;
     final List<String> outcomes = new CopyOnWriteArrayList<>();
     final List<Duration> waits = new CopyOnWriteArrayList<>();
 
@@ -52,7 +54,9 @@ class CapacityQueueTest {
             }
         });
         // no backstop sweep within a test: a waiter is served because a pod event or the queue itself woke it
-        q = new CapacityQueue(r.allocator, limits, Duration.ofHours(1));
+        q = clientTimers == null ? new CapacityQueue(r.allocator, limits, Duration.ofHours(1))
+                : new CapacityQueue(r.allocator, limits, Duration.ofHours(1), r.allocator::knowsStandingClaim,
+                        clientTimers);
         q.addObserver((cmd, waited, outcome) -> {
             outcomes.add(cmd.keyHashPrefix() + " " + outcome);
             waits.add(waited);
@@ -116,6 +120,25 @@ class CapacityQueueTest {
 
     String prefix(String key) {
         return ScriptedReplica.cmd(key).keyHashPrefix();
+    }
+
+    /**
+     * Clients' timers that the test runs when it chooses (each client's time is up when the test says so), so what
+     * happens before a time is up does not race the clock.
+     */
+    static final class ManualTimers extends java.util.concurrent.ScheduledThreadPoolExecutor {
+        final List<Runnable> scheduled = new CopyOnWriteArrayList<>();
+
+        ManualTimers() {
+            super(1);
+            setRemoveOnCancelPolicy(true);
+        }
+
+        @Override
+        public java.util.concurrent.ScheduledFuture<?> schedule(Runnable command, long delay, TimeUnit unit) {
+            scheduled.add(command);
+            return super.schedule(command, 1, TimeUnit.DAYS);
+        }
     }
 
     @Test
@@ -529,6 +552,30 @@ class CapacityQueueTest {
         assertNothingWaits();
         assertThat(outcomes).containsExactly(prefix("late") + " timeout");
         assertThat(CapacityQueue.waitedAdvice(30)).startsWith("; none became idle in the 30 seconds this request");
+    }
+
+    /**
+     * Two requests wait in line and one pod comes: the first is served, and the second, when its time is up, is
+     * told that a pod went to a request ahead of it in line, not that none became idle while it waited.
+     */
+    @Test
+    void aWaitInVainBehindARequestThatWasServedSaysSo() throws Exception {
+        clientTimers = new ManualTimers();
+        start(0, 0, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket ahead = q.await(waiting("ahead", 30), "owner-a");
+        CapacityQueue.Ticket behind = q.await(waiting("behind", 30), "owner-b");
+        assertThat(clientTimers.scheduled).hasSize(2);
+        addRunner(51820);
+        assertThat(served(ahead).replay()).isFalse();
+        assertThat(behind.result()).isNotDone();
+
+        clientTimers.scheduled.get(1).run();
+        ApiException e = failure(behind);
+        assertThat(e.code()).isEqualTo(503);
+        assertThat(e.getMessage()).isEqualTo("no idle amd64 playpen runner pods are available; in the 30 seconds this"
+                + " request waited, 1 pod went to a request ahead of it in line and none was left for it; kubectl get"
+                + " pools shows which pools have idle pods");
+        assertThat(outcomes).containsExactly(prefix("ahead") + " served", prefix("behind") + " timeout");
     }
 
     /**
