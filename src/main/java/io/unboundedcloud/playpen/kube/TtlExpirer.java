@@ -42,11 +42,21 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
      */
     private static final class Scheduled {
         private final Instant at;
+        /**
+         * A look again at a claim whose timer found this replica not counting as leading: the next watch event of
+         * the pod (or {@link #scheduleAll} on becoming leader) replaces it with a timer due at once.
+         */
+        private final boolean untilLeading;
         private ScheduledFuture<?> future;
         private boolean cancelled;
 
         Scheduled(Instant at) {
+            this(at, false);
+        }
+
+        Scheduled(Instant at, boolean untilLeading) {
             this.at = at;
+            this.untilLeading = untilLeading;
         }
 
         Instant at() {
@@ -129,7 +139,7 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
             return;
         }
         Scheduled existing = timers.get(name);
-        if (existing != null && existing.at().equals(at.get())) {
+        if (existing != null && existing.at().equals(at.get()) && !existing.untilLeading) {
             return; // recorded, so not started yet: it stands
         }
         if (existing != null) {
@@ -184,8 +194,9 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
         // (or the reverse after a clock step), and the timer would be dropped with the claim left to the sweep
         Instant now = clock.instant();
         if (policy.isExpired(pod, now)) {
-            if (deleteIfExpired(pod, now) == Outcome.FAILED) {
-                retry(pod);
+            Outcome outcome = deleteIfExpired(pod, now);
+            if (outcome == Outcome.FAILED || outcome == Outcome.NOT_LEADING) {
+                retry(pod, outcome == Outcome.NOT_LEADING);
             } else {
                 backOffs.remove(name);
             }
@@ -201,15 +212,21 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
      * of its own ({@link #retryBackOff}), so neither the sweep's period nor a failing API server
      * decides how late it ends. A watch event of the pod that keeps its expiry keeps this timer; one that moves the
      * expiry (a renewal) replaces it.
+     * <p>
+     * So is a claim whose timer found this replica not counting as leading ({@code untilLeading}): a leader past its
+     * renew deadline does not count as leading until its next Lease write lands, and when that lands before the
+     * look that would step it back, no change of leadership is told (nor are the timers scheduled again, as on
+     * becoming leader). Dropped, the claim would wait for the sweep. Any watch event of the pod, and becoming
+     * leader, replace this timer with one due at once.
      */
-    private void retry(Pod pod) {
+    private void retry(Pod pod, boolean untilLeading) {
         String name = ManagedPods.name(pod);
         Optional<Instant> at = policy.expiresAt(pod);
         if (at.isEmpty()) {
             return;
         }
         Duration wait = backOff.after(backOffs.merge(name, 1, Integer::sum));
-        Scheduled timer = new Scheduled(at.get());
+        Scheduled timer = new Scheduled(at.get(), untilLeading);
         if (timers.putIfAbsent(name, timer) != null) {
             return; // a watch event scheduled the claim meanwhile: that timer stands
         }
@@ -252,16 +269,20 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
     private enum Outcome {
         /** Deleted by this try. */
         DELETED,
-        /** Nothing to do: not leading, not (or no longer) an expired claim, or gone already. */
+        /** Nothing to do: not (or no longer) an expired claim, or gone already. */
         NOTHING,
+        /** An expired claim this replica may not delete now: it does not count as leading. */
+        NOT_LEADING,
         /** Not deleted although it may still be due: an API server error, or the pod kept changing. */
         FAILED
     }
 
     private Outcome deleteIfExpired(Pod pod, Instant now) {
-        if (!leader.getAsBoolean() || !ManagedPods.isClaimed(pod) || ManagedPods.isTerminating(pod)
-                || !policy.isExpired(pod, now)) {
+        if (!ManagedPods.isClaimed(pod) || ManagedPods.isTerminating(pod) || !policy.isExpired(pod, now)) {
             return Outcome.NOTHING;
+        }
+        if (!leader.getAsBoolean()) {
+            return Outcome.NOT_LEADING;
         }
         String ns = pod.getMetadata().getNamespace();
         String name = pod.getMetadata().getName();

@@ -127,6 +127,38 @@ class TtlExpirerTest {
     }
 
     /**
+     * The replica leads, but its timer fires in a moment when it does not count as leading (its last Lease write began
+     * more than the renew deadline ago, and the next one lands before its renewal watch looks, so no change of
+     * leadership is told and no timer is scheduled again): the claim is still deleted by its timer once the replica
+     * counts as leading again, not left to the sweep (none runs here).
+     */
+    @Test
+    void aTimerThatFiresWhileTheLeaderDoesNotCountAsLeadingDeletesOnceItDoesAgain() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            MutableClock clock = new MutableClock(Instant.parse("2026-01-01T01:00:00Z"));
+            Pod pod = claimedRunner(cluster, "a1");
+            PodCache pods = holding(cluster, pod);
+            AtomicBoolean leading = new AtomicBoolean(false);
+            java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+            BooleanSupplier leader = () -> {
+                asked.incrementAndGet();
+                return leading.get();
+            };
+            try (TtlExpirer ttl = expirer(cluster, pods, clock, leader)) {
+                // already expired: the timer fires at once and finds this replica not counting as leading
+                ttl.onPodEvent(PodCache.Change.UPDATED, pod);
+                OperatorHarness.awaitTrue(() -> asked.get() >= 1, Duration.ofSeconds(60),
+                        "the timer asked whether this replica leads");
+                assertThat(deletes(cluster)).isZero();
+                // leading again without a leadership change told (so no scheduleAll)
+                leading.set(true);
+                OperatorHarness.awaitTrue(() -> deletes(cluster) == 1, Duration.ofSeconds(60),
+                        "the expired claim deleted by its timer once this replica counts as leading again");
+            }
+        }
+    }
+
+    /**
      * The timer's delete fails (an API server error): the claim is tried again by itself after a back-off, not left
      * to the sweep (none runs here).
      */
