@@ -707,13 +707,12 @@ public final class Allocator {
             }
             pods.observe(fresh);
             if (ManagedPods.isClaimed(fresh)) {
-                // another replica (or request) claimed it; for this very key, that claim is judged and replayed
-                return cmd.keyHash().equals(ManagedPods.keyHash(fresh)) ? Claimed.met(fresh) : null;
+                return foundClaimed(fresh, claimId, u.externalIp(), cmd);
             }
             if (unknown != null) {
                 // the write has not landed yet; but the API server may still commit it after this read (it runs a
                 // request on after answering 504, or after the client gave up): fence it off before answering
-                return fenceLostClaim(fresh, rv, claimId, cmd, unknown);
+                return fenceLostClaim(fresh, rv, claimId, u.externalIp(), cmd, unknown);
             }
             if (candidates.classify(cmd, fresh, nodes::externalIp) != Candidates.Verdict.USABLE) {
                 return null;
@@ -733,7 +732,7 @@ public final class Allocator {
      * any other (null); an idle pod past {@code rv} means the claim can no longer land. Still undecided after a few
      * rounds: 503, send the same request again (the same key replays whatever was allocated).
      */
-    private Claimed fenceLostClaim(Pod fresh, String rv, String claimId, AllocCommand cmd,
+    private Claimed fenceLostClaim(Pod fresh, String rv, String claimId, String externalIp, AllocCommand cmd,
             KubernetesClientException unknown) {
         String ns = fresh.getMetadata().getNamespace();
         String name = fresh.getMetadata().getName();
@@ -765,8 +764,8 @@ public final class Allocator {
             }
             pods.observe(current);
             if (ManagedPods.isClaimed(current)) {
-                // the late claim landed (this key: judged and replayed), or another key's claim did (ours cannot)
-                return cmd.keyHash().equals(ManagedPods.keyHash(current)) ? Claimed.met(current) : null;
+                // the late claim landed, or another claim of this key, or another key's claim did (ours cannot)
+                return foundClaimed(current, claimId, externalIp, cmd);
             }
         }
         throw ApiException.unavailable("the Kubernetes API server gave no clear answer to the claim of pod " + name
@@ -774,6 +773,19 @@ public final class Allocator {
                 + ", and whether it was made could not be learnt: nothing may have been allocated, and the same"
                 + " request sent again with the same idempotency key answers with the allocation if there is one;"
                 + " try again", retryAfterSeconds);
+    }
+
+    /**
+     * A pod read back claimed after this request wrote a claim ({@code claimId}) to it: that very claim, landed though
+     * its answer was lost, is the request's own new claim, judged like one answered ({@link #decide}: allocated when
+     * it stands, not replayed); another claim of this key is judged and replayed; another key's claim loses the pod
+     * (null).
+     */
+    private static Claimed foundClaimed(Pod read, String claimId, String externalIp, AllocCommand cmd) {
+        if (!cmd.keyHash().equals(ManagedPods.keyHash(read))) {
+            return null;
+        }
+        return claimId.equals(ClaimLedger.claimId(read)) ? new Claimed(read, externalIp, null, 0) : Claimed.met(read);
     }
 
     private Allocation replayOrConflict(Pod pod, AllocCommand cmd) {

@@ -94,6 +94,7 @@ class AllocatorLostAnswerTest {
         Allocator.Allocation a = r.allocator.allocate(key);
 
         assertThat(ManagedPods.name(a.pod())).isEqualTo(POD);
+        assertThat(a.replay()).as("the request's own claim, new: not a replay").isFalse();
         assertThat(r.carriers(key.keyHash())).containsExactly(POD);
         assertThat(patches).as("the fence that met the late claim").anyMatch(b -> b.contains(FENCE));
         assertThat(ManagedPods.annotations(r.inApi(POD))).doesNotContainKey(PlaypenKeys.FENCED_CLAIM_ID);

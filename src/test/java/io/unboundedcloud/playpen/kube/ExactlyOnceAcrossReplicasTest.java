@@ -644,6 +644,7 @@ class ExactlyOnceAcrossReplicasTest {
                 && lost.getAndDecrement() > 0;
         Allocator.Allocation answer = a.allocator.allocate(key);
         assertThat(carrying(key)).extracting(ManagedPods::name).containsExactly(answer.pod().getMetadata().getName());
+        assertThat(answer.replay()).as("the request's own claim, new: not a replay").isFalse();
     }
 
     /**
