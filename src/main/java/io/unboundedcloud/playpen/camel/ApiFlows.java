@@ -212,7 +212,8 @@ public final class ApiFlows {
             if (ctx != null && !ctx.channel().isActive() && allocator.release(a, cmd)) {
                 // the client is gone before its answer: the new claim went back to the pool instead of waiting
                 // for its TTL (and counting against the user's quota); the audit line's outcome is the answer's
-                // result, clientClosedRequest, as for every failed exchange
+                // result, clientClosedRequest, as for every failed exchange. One that could not go back (the API
+                // server refused the take-back) stays with its key and goes on as an allocation, audited so
                 throw new ApiException(499, "ClientClosedRequest", "the client closed the connection before the "
                         + "answer; the pod was not kept");
             }

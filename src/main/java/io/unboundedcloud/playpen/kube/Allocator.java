@@ -178,17 +178,40 @@ public final class Allocator {
     /**
      * Takes back a claim this replica has just written for a request whose client is gone before it got the answer
      * (a conditional write; nothing happens when the claim was handed out to another request meanwhile, which pins
-     * it, or changed). A replay is never taken back. Returns whether the pod went back to the pool.
+     * it, or changed). A replay is never taken back. Returns whether the pod went back to the pool. A take-back the
+     * API server refused, or did not answer, does not fail: the pod read back tells whether the claim is still on it
+     * (kept under its key until its TTL or a dealloc of the key, as when it could not be unread) or went back.
      */
     public boolean release(Allocation allocation, AllocCommand cmd) {
         if (allocation.replay()) {
             return false;
         }
-        ClaimWriter.Rollback r = undo(allocation.pod(), cmd.keyHash());
-        LOG.info("released pod={}/{} key={} outcome=client-gone result={}",
-                allocation.pod().getMetadata().getNamespace(), ManagedPods.name(allocation.pod()),
-                cmd.keyHashPrefix(), r.name().toLowerCase(java.util.Locale.ROOT));
+        Pod claimed = allocation.pod();
+        ClaimWriter.Rollback r;
+        try {
+            r = undo(claimed, cmd.keyHash());
+        } catch (RuntimeException e) {
+            boolean back = noLongerCarried(claimed);
+            LOG.warn("release failed pod={}/{} key={} outcome=client-gone result={} error={}",
+                    claimed.getMetadata().getNamespace(), ManagedPods.name(claimed), cmd.keyHashPrefix(),
+                    back ? "rolled_back" : "kept-until-ttl", e.getMessage());
+            return back;
+        }
+        LOG.info("released pod={}/{} key={} outcome=client-gone result={}", claimed.getMetadata().getNamespace(),
+                ManagedPods.name(claimed), cmd.keyHashPrefix(), r.name().toLowerCase(java.util.Locale.ROOT));
         return r == ClaimWriter.Rollback.ROLLED_BACK;
+    }
+
+    /** Whether the pod, read back, is there without this claim on it (false also when it cannot be read). */
+    private boolean noLongerCarried(Pod claimed) {
+        Pod now;
+        try {
+            now = writer.read(claimed.getMetadata().getNamespace(), ManagedPods.name(claimed));
+        } catch (RuntimeException e) {
+            return false;
+        }
+        return now != null && ClaimLedger.uid(now).equals(ClaimLedger.uid(claimed))
+                && !ClaimLedger.claimId(claimed).equals(ClaimLedger.claimId(now));
     }
 
     /** Today's 503 for a command that found nothing claimable, with the reference's reasons. */

@@ -895,16 +895,11 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
 
     /**
      * Gives back the claim written for a wait every client left. A give-back that fails leaves the claim on its pod
-     * (until its TTL, or a dealloc of the key) and does not end the pass: the waiters behind are still served.
+     * (until its TTL, or a dealloc of the key; {@link Allocator#release} logs it) and does not end the pass: the
+     * waiters behind are still served.
      */
     private void giveBack(Allocator.Allocation a, Waiter w) {
-        try {
-            allocator.release(a, w.cmd);
-        } catch (RuntimeException e) {
-            LOG.warn("give-back failed pod={}/{} key={} kind={} outcome=kept-until-ttl error={}",
-                    a.pod().getMetadata().getNamespace(), a.pod().getMetadata().getName(), w.cmd.keyHashPrefix(),
-                    w.kind, describe(e));
-        }
+        allocator.release(a, w.cmd);
     }
 
     /**

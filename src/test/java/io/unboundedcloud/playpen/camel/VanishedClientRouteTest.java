@@ -87,6 +87,13 @@ class VanishedClientRouteTest {
     }
 
     private void gonePendingAnswer(String key, int waitSeconds) throws Exception {
+        leftBeforeTheAnswer(key, waitSeconds);
+        lag.releaseWatches();
+        OperatorHarness.awaitTrue(() -> carrying(key) == 0, Duration.ofSeconds(60), "claim taken back");
+    }
+
+    /** A client that sent its alloc and left once its claim was written, the operator's watch held meanwhile. */
+    private void leftBeforeTheAnswer(String key, int waitSeconds) throws Exception {
         lag.holdWatches();
         int connectionsBefore = op.app.connectionGuard().openConnections();
         SSLSocket s = open();
@@ -99,8 +106,16 @@ class VanishedClientRouteTest {
         // took for open
         OperatorHarness.awaitTrue(() -> op.app.connectionGuard().openConnections() == connectionsBefore,
                 Duration.ofSeconds(60), "the operator saw the client go");
-        lag.releaseWatches();
-        OperatorHarness.awaitTrue(() -> carrying(key) == 0, Duration.ofSeconds(60), "claim taken back");
+    }
+
+    private String auditLine(String key) throws InterruptedException {
+        String prefix = Hashes.keyHash(key).substring(0, 8);
+        OperatorHarness.awaitTrue(() -> audit.lines().stream().anyMatch(e -> e.getFormattedMessage().contains(prefix)),
+                Duration.ofSeconds(60), "audited");
+        List<String> lines = audit.lines().stream().map(ILoggingEvent::getFormattedMessage)
+                .filter(l -> l.contains(prefix)).toList();
+        assertThat(lines).as("audit lines of " + key).hasSize(1);
+        return lines.get(0);
     }
 
     /** Whether the answer's first byte arrives within a few milliseconds (the client then closes either way). */
@@ -120,15 +135,47 @@ class VanishedClientRouteTest {
         op.awaitCache(c -> c.size() == 1);
         gonePendingAnswer("gone-now", 0);
         // the audit trail says what became of the request: no allocation, the pod was not kept
-        String prefix = Hashes.keyHash("gone-now").substring(0, 8);
-        OperatorHarness.awaitTrue(() -> audit.lines().stream().anyMatch(e -> e.getFormattedMessage().contains(prefix)),
-                Duration.ofSeconds(60), "audited");
-        assertThat(audit.lines()).extracting(ILoggingEvent::getFormattedMessage).filteredOn(l -> l.contains(prefix))
-                .singleElement().asString().contains("\"outcome\":\"clientClosedRequest\"").contains("\"allocation\":\"\"");
+        assertThat(auditLine("gone-now")).contains("\"outcome\":\"clientClosedRequest\"")
+                .contains("\"allocation\":\"\"");
         // the same pod serves the next client
         op.awaitCache(c -> c.stream().noneMatch(ManagedPods::isClaimed));
         assertThat(op.alloc("{\"idempotencyKey\":\"next\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(8) + "\"}")
                 .statusCode()).isEqualTo(200);
+    }
+
+    /**
+     * A claim whose client left before its answer and that cannot be taken back (the API server refuses the write)
+     * stays on its pod under its key, until its TTL or a dealloc of the key: its audit line says it was allocated
+     * and names the pod, as for a claim handed out meanwhile to another request of its key.
+     */
+    @Test
+    void aClaimThatCannotBeTakenBackAfterItsClientLeftIsAuditedAsAllocated() throws Exception {
+        cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+        op.awaitCache(c -> c.size() == 1);
+        leftBeforeTheAnswer("kept", 0);
+        cluster.failBeforeWrite = k -> k.startsWith("PATCH /api/v1/namespaces/" + TestCluster.NS + "/pods/");
+        lag.releaseWatches();
+
+        assertThat(auditLine("kept")).contains("\"allocation\":\"playpen-runner-amd64-51820\"")
+                .contains("\"outcome\":\"allocated\"");
+        assertThat(carrying("kept")).as("the claim stays").isEqualTo(1);
+    }
+
+    /**
+     * A take-back of the claim of a client that left whose answer is lost though it landed: the pod, read back, is
+     * idle again, so the request is what any client gone before its answer is, and no claim is left.
+     */
+    @Test
+    void aTakeBackThatLandedWithoutAnAnswerIsAuditedAsTheClientGone() throws Exception {
+        cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+        op.awaitCache(c -> c.size() == 1);
+        leftBeforeTheAnswer("taken-back", 0);
+        cluster.failAfterWrite = k -> k.startsWith("PATCH /api/v1/namespaces/" + TestCluster.NS + "/pods/");
+        lag.releaseWatches();
+
+        assertThat(auditLine("taken-back")).contains("\"outcome\":\"clientClosedRequest\"")
+                .contains("\"allocation\":\"\"");
+        assertThat(carrying("taken-back")).as("the claim went back").isZero();
     }
 
     @Test

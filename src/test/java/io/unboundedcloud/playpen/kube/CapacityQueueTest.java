@@ -36,6 +36,8 @@ class CapacityQueueTest {
 
     @RegisterExtension
     final CapturedLogs logs = CapturedLogs.of(CapacityQueue.class);
+    @RegisterExtension
+    final CapturedLogs allocatorLogs = CapturedLogs.of(Allocator.class);
 
     ScriptedReplica r;
     CapacityQueue q;
@@ -257,9 +259,10 @@ class CapacityQueueTest {
         org.assertj.core.api.Assertions.assertThatCode(q::drain).doesNotThrowAnyException();
         assertThat(failure(gone).code()).isEqualTo(499);
         assertThat(served(next).pod().getMetadata().getName()).isNotEqualTo(claim.get().substring(claim.get().lastIndexOf('/') + 1));
-        assertThat(logs.lines()).anySatisfy(l -> {
+        assertThat(allocatorLogs.lines()).anySatisfy(l -> {
             assertThat(l.getLevel()).isEqualTo(ch.qos.logback.classic.Level.WARN);
-            assertThat(l.getFormattedMessage()).startsWith("give-back failed").contains("key=" + prefix("gone"));
+            assertThat(l.getFormattedMessage()).startsWith("release failed").contains("key=" + prefix("gone"))
+                    .contains("result=kept-until-ttl");
         });
         assertThat(outcomes).containsExactly(prefix("gone") + " left", prefix("next") + " served");
     }
