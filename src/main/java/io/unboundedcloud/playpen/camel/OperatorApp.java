@@ -317,13 +317,20 @@ public final class OperatorApp implements AutoCloseable {
             main.getCamelContext().addService(
                     new KeepingRouteReload(new File(config.routesDir()).getAbsolutePath(), "*.camel.yaml"));
         }
-        // requests the connection guard refuses from their head never reach a flow: their audit line is sent here
+        // requests the connection guard refuses from their head never reach a flow: they are counted and their
+        // audit line is sent here
         org.apache.camel.ProducerTemplate refusalAudits = main.getCamelContext().createProducerTemplate();
-        connections.onRefusal((flow, refusal) -> refusalAudits.send("direct:audit", exchange -> {
-            AuditLog.refusedAtTheDoor(exchange, flow,
-                    refusal instanceof FrontProxyAuthenticator.Refused r ? r.why() : refusal.getMessage());
-            exchange.setProperty(AuditLog.OUTCOME, refusal.result());
-        }));
+        connections.onRefusal((flow, refusal) -> {
+            if (flow != null) {
+                metrics.refusedAtTheDoor(flow.name().toLowerCase(java.util.Locale.ROOT), refusal.result(),
+                        refusal.code());
+            }
+            refusalAudits.send("direct:audit", exchange -> {
+                AuditLog.refusedAtTheDoor(exchange, flow,
+                        refusal instanceof FrontProxyAuthenticator.Refused r ? r.why() : refusal.getMessage());
+                exchange.setProperty(AuditLog.OUTCOME, refusal.result());
+            });
+        });
         bridge.start(main.getCamelContext());
         org.apache.camel.health.HealthCheckRegistry health = org.apache.camel.health.HealthCheckRegistry.get(main.getCamelContext());
         if (health != null) {

@@ -78,16 +78,32 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
 
     /** One HTTP answer of a flow (alloc, dealloc, ...), with its result and code. */
     public void request(String flow, String result, int code, long nanos) {
+        if (count(flow, result, code) && "alloc".equals(flow)) {
+            allocLatency.record(Duration.ofNanos(nanos));
+        }
+    }
+
+    /**
+     * A request refused for its client certificate before any flow took it (no reply through the routes, no
+     * latency from the front door): counted by its answer like the flow's own refusals.
+     */
+    public void refusedAtTheDoor(String flow, String result, int code) {
+        count(flow, result, code);
+        if ("renewal".equals(flow)) {
+            renewalRefused(code);
+        }
+    }
+
+    /** Counts an alloc or dealloc answer; false for the other flows, which have no request counter. */
+    private boolean count(String flow, String result, int code) {
         if (!"alloc".equals(flow) && !"dealloc".equals(flow)) {
-            return;
+            return false;
         }
         // a handful of (flow, result, code) series: look each up once, not through a new builder per request
         requestCounters.computeIfAbsent(flow + '|' + result + '|' + code, k -> Counter.builder("playpen_" + flow + "_requests")
                 .description(flow + " requests by result and HTTP code").tag("result", result)
                 .tag("code", String.valueOf(code)).register(registry)).increment();
-        if ("alloc".equals(flow)) {
-            allocLatency.record(Duration.ofNanos(nanos));
-        }
+        return true;
     }
 
     /** Binds the gauges and function counters that read live state. */
