@@ -22,7 +22,8 @@ import io.unboundedcloud.playpen.model.PlaypenKeys;
 /**
  * A claim whose answer is lost (504: the API server may still commit it later) on the one idle pod of a scripted
  * replica (see {@link ScriptedReplica}): the request is answered only once that claim can never land, and what it
- * is answered follows from what the API server shows when the pod is read back after the fence.
+ * is answered follows from what the API server shows when the pod is read back after the fence. So does what the
+ * take-back of a claim whose client left says when its own write is answered 500.
  */
 class AllocatorLostAnswerTest {
     private static final String POD = runner(0);
@@ -98,6 +99,35 @@ class AllocatorLostAnswerTest {
         assertThat(r.carriers(key.keyHash())).containsExactly(POD);
         assertThat(patches).as("the fence that met the late claim").anyMatch(b -> b.contains(FENCE));
         assertThat(ManagedPods.annotations(r.inApi(POD))).doesNotContainKey(PlaypenKeys.FENCED_CLAIM_ID);
+    }
+
+    /**
+     * The take-back of a new claim whose client left, answered 500 ({@code landed}: after the write): it does not
+     * fail; what it says follows from the pod read back.
+     */
+    private boolean releasedWhileItsWritesFail(AllocCommand key, boolean landed) {
+        Allocator.Allocation a = r.allocator.allocate(key);
+        java.util.function.Predicate<String> pod = k -> k.equals("PATCH " + podPath(POD));
+        if (landed) {
+            r.cluster.failAfterWrite = pod;
+        } else {
+            r.cluster.failBeforeWrite = pod;
+        }
+        return r.allocator.release(a, key);
+    }
+
+    @Test
+    void aTakeBackTheApiServerRefusedLeavesTheClaimAndSaysSo() {
+        AllocCommand key = cmd("kept");
+        assertThat(releasedWhileItsWritesFail(key, false)).as("went back").isFalse();
+        assertThat(r.carriers(key.keyHash())).containsExactly(POD);
+    }
+
+    @Test
+    void aTakeBackThatLandedWithoutAnAnswerSaysThePodWentBack() {
+        AllocCommand key = cmd("taken-back");
+        assertThat(releasedWhileItsWritesFail(key, true)).as("went back").isTrue();
+        assertThat(r.carriers(key.keyHash())).isEmpty();
     }
 
     @Test
