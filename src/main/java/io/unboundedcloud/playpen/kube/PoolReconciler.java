@@ -251,6 +251,16 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      */
     private final AtomicBoolean promptPassScheduled = new AtomicBoolean();
     /**
+     * A look again is scheduled at a pass that found this replica not counting as leading (see
+     * {@link #lookAgainWhileNotLeading}).
+     */
+    private final AtomicBoolean notLeadingLookScheduled = new AtomicBoolean();
+    /** Passes in a row that found this replica not counting as leading: the step of the look again's back-off. */
+    private final java.util.concurrent.atomic.AtomicInteger notLeadingLooks =
+            new java.util.concurrent.atomic.AtomicInteger();
+    /** The look again's back-off: 1 s, doubling up to --reconcile-interval. */
+    private final Backoff notLeadingBackOff;
+    /**
      * When the wake-up after a pause that is scheduled asks for a pass (null: none is): a pass during the pause does
      * not schedule another for the same time or later, so wake-ups do not pile up while the pause lasts.
      */
@@ -301,6 +311,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         this.calls = calls;
         this.clock = clock;
         this.debounceMillis = Math.max(0, config.refillDebounce().toMillis());
+        this.notLeadingBackOff = new Backoff(Duration.ofSeconds(1), config.reconcileInterval());
     }
 
     public void addObserver(Observer observer) {
@@ -364,15 +375,18 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     }
 
     /**
-     * Starts a pass: null (nothing to do) on a replica that does not lead, or while the cache is not synced or
-     * this pool has not yet heard of every pod in it ({@link PodCache#listenersCaughtUp}). Holds
-     * the pass lock until {@link #finish}, so passes never overlap.
+     * Starts a pass: null (nothing to do) on a replica that does not count as leading (it looks again after a
+     * back-off: {@link #lookAgainWhileNotLeading}), or while the cache is not synced or this pool has not yet heard of
+     * every pod in it ({@link PodCache#listenersCaughtUp}). Holds the pass lock until {@link #finish}, so passes never
+     * overlap.
      */
     public Pass assess() {
         if (!leader.getAsBoolean()) {
             forgetTerm();
+            lookAgainWhileNotLeading();
             return null;
         }
+        notLeadingLooks.set(0);
         if (!pods.listenersCaughtUp()) {
             // back as soon as the cache has synced and its listeners, this pool's tally among them, have heard of
             // every pod in it: after --refill-debounce, a long debounce would hold the first pass back until the
@@ -1068,6 +1082,22 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         refused.clear();
         reported.clear();
         reportedBackoffs.clear();
+    }
+
+    /**
+     * A pass that found this replica not counting as leading is run again after 1 s, doubling up to
+     * --reconcile-interval while it still does not: a leader past its renew deadline does not count as leading until
+     * its next Lease write lands, and when that lands before the look that would step it back, no change of
+     * leadership is told (nor a new leader's pass scheduled, {@link #onLeadership}). Dropped, a refill asked for by a
+     * claim, or by an alloc turned away, in that moment would wait for the interval timer or the next pod change,
+     * the pool short meanwhile. One look is scheduled at a time; on a replica that does not lead it finds nothing
+     * to do, as any pass there does.
+     */
+    private void lookAgainWhileNotLeading() {
+        if (!notLeadingLookScheduled.get()) {
+            Duration wait = notLeadingBackOff.after(notLeadingLooks.incrementAndGet());
+            schedulePass(notLeadingLookScheduled, wait.toMillis());
+        }
     }
 
     /** A new leader's first pass: in {@link #SYNC_RECHECK_MILLIS}, or after the refill wait if that is shorter. */

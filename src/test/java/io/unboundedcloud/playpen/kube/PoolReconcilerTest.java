@@ -139,6 +139,8 @@ class PoolReconcilerTest {
     void leadershipLostBetweenThePlanAndTheCreatesCreatesNothing() throws Exception {
         AtomicBoolean leader = new AtomicBoolean(true);
         withSyncedPool(leader::get, (cluster, pool, cache) -> {
+            // only this test's own passes run (not the look again of a pass that finds this replica not leading)
+            pool.runPassesWith(() -> { });
             PoolReconciler.Pass pass = pool.plan(pool.assess());
             assertThat(pass.plan().toCreate()).hasSize(3);
             leader.set(false);
@@ -150,6 +152,33 @@ class PoolReconcilerTest {
             leader.set(true);
             assertThat(pool.reconcile().created()).isEqualTo(3);
         }, "--runner-amd64-count=3", "--runner-arm64-count=0");
+    }
+
+    /**
+     * The replica leads, but the pass a pod change asks for (a claim: the pool is one short; or, with the demand-aware
+     * buffer, an alloc turned away) runs in a moment when it does not count as leading (its last Lease write began
+     * more than the renew deadline ago, and the next one lands before its renewal watch looks, so no change of
+     * leadership is told and no new leader's pass comes): the pass still comes once the replica counts as leading
+     * again, not at the interval timer's next tick (none runs here) or the next pod change.
+     */
+    @Test
+    void aPassAskedForWhileTheLeaderDoesNotCountAsLeadingRunsOnceItDoesAgain() throws Exception {
+        AtomicBoolean leading = new AtomicBoolean(false);
+        java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+        BooleanSupplier leader = () -> {
+            asked.incrementAndGet();
+            return leading.get();
+        };
+        withSyncedPool(leader, (cluster, pool, cache) -> {
+            pool.requestRefill();
+            OperatorHarness.awaitTrue(() -> asked.get() >= 1, Duration.ofSeconds(60),
+                    "the pass asked whether this replica leads");
+            assertThat(cluster.pods()).isEmpty();
+            // leading again without a leadership change told (so no onLeadership)
+            leading.set(true);
+            OperatorHarness.awaitTrue(() -> cluster.pods().size() == 1, Duration.ofSeconds(60),
+                    "the pool pod, from the pass asked for while this replica did not count as leading");
+        }, "--runner-amd64-count=1", "--runner-arm64-count=0", "--refill-debounce=0", "--reconcile-interval=1h");
     }
 
     @Test
