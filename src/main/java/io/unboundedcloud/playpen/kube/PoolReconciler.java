@@ -232,14 +232,14 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     /**
      * uid + problem + its start of allocated pods already reported unhealthy in this term as leader: spares the API
      * server a create per pass; the Event's name, made from the same, keeps a new leader from recording it again
-     * while the Event is there. Forgotten when the term ends ({@link #forgetTerm}): by a later term the API server may
+     * while the Event is there. Forgotten when a term begins ({@link #forgetTerm}): by a later term the API server may
      * have deleted the Event (after its --event-ttl, an hour by default), and that term records it again as a replica
      * that never led would.
      */
     private final Set<String> reported = ConcurrentHashMap.newKeySet();
     /**
      * uids of the failed replacements whose BackOff this term as leader has told (see {@link #reportBackoffs});
-     * forgotten when the term ends, as {@link #reported}.
+     * forgotten when a term begins, as {@link #reported}.
      */
     private final Set<String> reportedBackoffs = ConcurrentHashMap.newKeySet();
     private final java.util.concurrent.ScheduledThreadPoolExecutor refill =
@@ -382,7 +382,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      */
     public Pass assess() {
         if (!leader.getAsBoolean()) {
-            forgetTerm();
+            // what this term holds stays (see forgetTerm): a leader past its renew deadline counts again, in the same
+            // term, once its next Lease write lands; a replica that leads again after a change forgets it then
             lookAgainWhileNotLeading();
             return null;
         }
@@ -1077,6 +1078,13 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      * API server has deleted since is recorded again), and the BackOff told of each pool still backing off (the same:
      * a later term tells it again under its name). The pods reported created are not forgotten: a pod is created
      * once, and a later term that meets one an earlier term created does not tell it as created again.
+     * <p>
+     * Only when a term begins ({@link #onLeadership}), not whenever a pass finds this replica not counting as leading:
+     * a leader past its renew deadline whose next Lease write lands before the look that would step it back leads on
+     * in the same term, and forgetting then would end a refusal pause early (the next create sent at once, its pause
+     * back to 1 s) and take the refusal off the pool's condition and the Lease until the next create is refused. What a
+     * term holds is shown only while this replica counts as leading ({@link #createsRefused},
+     * {@link #publishedRefusals}).
      */
     private void forgetTerm() {
         refused.clear();

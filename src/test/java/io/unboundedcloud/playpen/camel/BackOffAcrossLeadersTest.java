@@ -109,7 +109,9 @@ class BackOffAcrossLeadersTest {
                 OperatorHarness.awaitTrue(() -> backOffs(cluster).isEmpty(), Duration.ofSeconds(60), "Event gone");
                 leads.set(false);
                 pool.reconcile();
+                // leading again, told as the operator's leadership listener tells it: a new term
                 leads.set(true);
+                pool.onLeadership();
                 pool.reconcile();
                 OperatorHarness.awaitTrue(() -> recorder.written() + recorder.failed() + recorder.recordedElsewhere()
                         == 2, Duration.ofSeconds(60), "the later term's Event answered");

@@ -329,6 +329,43 @@ class PoolReconcilerPassTest {
         }, "--runner-amd64-count=1", "--runner-arm64-count=0");
     }
 
+    /**
+     * A pool whose creates are refused keeps its pause through a moment in which this replica does not count as
+     * leading (its last Lease write began more than the renew deadline ago, and the next one lands before its renewal
+     * watch looks: its term goes on, no change of leadership is told): a pass in that moment does not end the pause,
+     * so once the replica counts as leading again the pool still shows the refusal, publishes it on the Lease, and
+     * sends no create before the pause ends.
+     */
+    @Test
+    void aRefusalPauseOutlivesAMomentWhenTheLeaderDoesNotCountAsLeading() throws Exception {
+        io.unboundedcloud.playpen.support.MutableClock clock =
+                new io.unboundedcloud.playpen.support.MutableClock(java.time.Instant.now());
+        java.util.concurrent.atomic.AtomicBoolean leads = new java.util.concurrent.atomic.AtomicBoolean(true);
+        try (TestCluster cluster = TestCluster.start()) {
+            withFollowingPool(cluster, cluster.client, leads::get, clock, () -> { }, (c, pool, cache, seen) -> {
+                io.unboundedcloud.playpen.model.PoolTarget amd64 =
+                        io.unboundedcloud.playpen.model.PoolTarget.runner("amd64");
+                cluster.forbidden = key -> key.equals(POST_PODS);
+                assertThatThrownBy(pool::reconcile).isInstanceOfSatisfying(KubernetesClientException.class,
+                        e -> assertThat(e.getCode()).isEqualTo(403));
+                long refusedOnce = cluster.requestCount(POST_PODS::equals);
+
+                leads.set(false);
+                assertThat(pool.reconcile().skipped()).as("a replica that does not count as leading runs no pass")
+                        .isTrue();
+                // leading again without a leadership change told (so no onLeadership)
+                leads.set(true);
+
+                assertThat(pool.createsRefused(amd64)).as("still short, still refused").isTrue();
+                assertThat(pool.publishedRefusals()).as("the refusal published on the Lease")
+                        .containsKey(io.unboundedcloud.playpen.model.PoolStatus.name(amd64));
+                pool.reconcile();
+                assertThat(cluster.requestCount(POST_PODS::equals)).as("no create during the pause")
+                        .isEqualTo(refusedOnce);
+            }, "--runner-amd64-count=1", "--runner-arm64-count=0");
+        }
+    }
+
     /** playpen_pool_creates_refused of the amd64 runner pool, as a scrape of {@code metrics} has it. */
     static double createsRefusedGauge(io.unboundedcloud.playpen.camel.OperatorMetrics metrics) {
         String series = "playpen_pool_creates_refused{resource_type=\"runner\",variant=\"amd64\"} ";
