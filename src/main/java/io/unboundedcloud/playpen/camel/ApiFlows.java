@@ -66,11 +66,13 @@ public final class ApiFlows {
     private final java.util.function.Supplier<String> notReady;
     private final int retryAfterSeconds;
     private final CapacityQueue waiting;
+    private final RouteWaits routeWaits;
 
     /** An alloc with waitSeconds waits in {@code waiting} for capacity instead of a 503. */
     public ApiFlows(AccessReviewer reviewer, AllocRequestParser parser, Allocator allocator, AllocResponses responses,
             java.util.function.Supplier<String> notReady, int retryAfterSeconds, CapacityQueue waiting) {
         this.waiting = waiting;
+        this.routeWaits = new RouteWaits(retryAfterSeconds);
         this.reviewer = reviewer;
         this.parser = parser;
         this.allocator = allocator;
@@ -208,7 +210,7 @@ public final class ApiFlows {
         exchange.setProperty(AuditLog.KEY_HASH_PREFIX, cmd.keyHashPrefix());
         Identity who = exchange.getProperty(FrontDoor.IDENTITY, Identity.class);
         String ownerHash = who == null ? null : owners.of(who.user()).current();
-        return claim(cmd, ownerHash, ctx).thenApply(a -> {
+        return claim(cmd, ownerHash, ctx, RouteWaits.routesOf(exchange)).thenApply(a -> {
             if (ctx != null && !ctx.channel().isActive() && allocator.release(a, cmd)) {
                 // the client is gone before its answer: the new claim went back to the pool instead of waiting
                 // for its TTL (and counting against the user's quota); the audit line's outcome is the answer's
@@ -223,7 +225,13 @@ public final class ApiFlows {
         });
     }
 
-    private CompletableFuture<Allocator.Allocation> claim(AllocCommand cmd, String ownerHash, ChannelHandlerContext ctx) {
+    /** The waits for capacity a reload of their routes ends. */
+    RouteWaits routeWaits() {
+        return routeWaits;
+    }
+
+    private CompletableFuture<Allocator.Allocation> claim(AllocCommand cmd, String ownerHash, ChannelHandlerContext ctx,
+            List<org.apache.camel.Route> routes) {
         try {
             if (cmd.waitSeconds() <= 0) {
                 try {
@@ -244,8 +252,10 @@ public final class ApiFlows {
                     throw e;
                 }
             }
+            routeWaits.admit(routes);
             CapacityQueue.Ticket ticket = waiting.await(cmd, ownerHash);
             CompletableFuture<Allocator.Allocation> result = ticket.result();
+            routeWaits.track(ticket, routes);
             // a wait in vain was turned away for lack of a pod too: demand the claims do not show
             result.whenComplete((a, e) -> {
                 Throwable cause = e instanceof java.util.concurrent.CompletionException c ? c.getCause() : e;

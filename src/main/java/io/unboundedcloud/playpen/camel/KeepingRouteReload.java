@@ -5,6 +5,7 @@ import java.util.Collection;
 import java.util.List;
 
 import org.apache.camel.CamelContext;
+import org.apache.camel.Route;
 import org.apache.camel.model.Model;
 import org.apache.camel.model.RouteDefinition;
 import org.apache.camel.spi.Resource;
@@ -17,12 +18,16 @@ import org.slf4j.LoggerFactory;
  * {@code removeAllRoutes=false}; an edit that cannot be loaded leaves the routes running as they were. Camel removes
  * a route before it builds the new one, so an edit that parses but cannot be built (a bean or an endpoint that does
  * not exist) would otherwise leave the flow without a route: every request to it would wait for a consumer and fail.
+ * The requests waiting for capacity in the routes a reload replaces are answered first ({@link RouteWaits}).
  */
 final class KeepingRouteReload extends RouteWatcherReloadStrategy {
     private static final Logger LOG = LoggerFactory.getLogger(KeepingRouteReload.class);
 
-    KeepingRouteReload(String directory, String pattern) {
+    private final RouteWaits waits;
+
+    KeepingRouteReload(String directory, String pattern, RouteWaits waits) {
         super(directory, false);
+        this.waits = waits;
         setPattern(pattern);
         setRemoveAllRoutes(false);
     }
@@ -34,6 +39,9 @@ final class KeepingRouteReload extends RouteWatcherReloadStrategy {
         // every route, not only the edited file's: after a failed reload Camel loads the failed file again with
         // the next edited one
         List<RouteDefinition> before = new ArrayList<>(model.getRouteDefinitions());
+        // the requests waiting for capacity in the routes replaced are answered while those still run
+        List<Route> replaced = replaced(context, resources);
+        waits.replacing(replaced);
         try {
             super.onRouteReload(resources, removeEverything);
         } catch (RuntimeException e) {
@@ -48,7 +56,28 @@ final class KeepingRouteReload extends RouteWatcherReloadStrategy {
                         restore.toString());
             }
             throw e;
+        } finally {
+            waits.replaced(replaced);
         }
+    }
+
+    /**
+     * The running routes a reload of {@code resources} replaces: those loaded from the same files (every route
+     * folder file has its own name); every route when no file is named.
+     */
+    private List<Route> replaced(CamelContext context, Collection<Resource> resources) {
+        if (resources == null) {
+            return List.copyOf(context.getRoutes());
+        }
+        List<String> files = resources.stream().map(KeepingRouteReload::fileName).toList();
+        return context.getRoutes().stream()
+                .filter(r -> r.getSourceResource() != null && files.contains(fileName(r.getSourceResource())))
+                .toList();
+    }
+
+    private static String fileName(Resource resource) {
+        String location = String.valueOf(resource.getLocation());
+        return location.substring(location.lastIndexOf('/') + 1);
     }
 
     private static String locations(Collection<Resource> resources) {

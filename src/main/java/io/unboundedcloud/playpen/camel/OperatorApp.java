@@ -315,7 +315,8 @@ public final class OperatorApp implements AutoCloseable {
             // reload only the edited file (Camel's default would tear down every route, HTTPS included), and keep
             // the running routes when the edit cannot be loaded
             main.getCamelContext().addService(
-                    new KeepingRouteReload(new File(config.routesDir()).getAbsolutePath(), "*.camel.yaml"));
+                    new KeepingRouteReload(new File(config.routesDir()).getAbsolutePath(), "*.camel.yaml",
+                            flows.routeWaits()));
         }
         // requests the connection guard refuses from their head never reach a flow: they are counted and their
         // audit line is sent here

@@ -52,9 +52,28 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         void waited(AllocCommand cmd, Duration waited, String outcome);
     }
 
-    /** A client's leaving (connection closed): dropping the registration. */
+    /** A client's way out of its wait before its answer. */
     public interface Subscription {
+        /** The client left (its connection closed): it is dropped from the wait. */
         void leave();
+
+        /**
+         * The client is answered {@code answer} now, as a client that left is dropped from the wait: no claim is
+         * made for a wait this client was the last of (one being written is given back), and one that has come
+         * already is its answer instead. {@code outcome} is the wait's end as the observers are told it.
+         */
+        void end(ApiException answer, String outcome);
+
+        /** The subscription of a request that did not wait. */
+        Subscription NONE = new Subscription() {
+            @Override
+            public void leave() {
+            }
+
+            @Override
+            public void end(ApiException answer, String outcome) {
+            }
+        };
     }
 
     private final class Waiter {
@@ -245,7 +264,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         // other keys' waits
         Optional<Allocator.Allocation> replay = allocator.replay(cmd);
         if (replay.isPresent()) {
-            return new Ticket(CompletableFuture.completedFuture(replay.get()), () -> { });
+            return new Ticket(CompletableFuture.completedFuture(replay.get()), Subscription.NONE);
         }
         // a user at the quota would be refused when their turn came, or end with a 503 if it never came
         allocator.requireQuota(cmd, ownerHash);
@@ -355,22 +374,51 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
             timer.cancel(false);
             releaseSlot.run();
         });
-        return new Ticket(result, () -> {
-            // counted out and (the last client) the wait ended in one step under this lock, which a retry of the
-            // key joins under (await), as when a client's time is up: one that joins meanwhile keeps the wait, and
-            // is not answered this client's 499
-            boolean ended;
-            synchronized (this) {
-                releaseSlot.run();
-                ended = left.compareAndSet(false, true) && gone.compareAndSet(false, true) && !w.result.isDone()
-                        && w.clients.decrementAndGet() == 0 && remove(w);
+        return new Ticket(result, new Subscription() {
+            @Override
+            public void leave() {
+                depart(w, left, gone, releaseSlot, result, null, "left");
             }
-            if (ended) {
-                LOG.info("left queue key={} kind={} outcome=client-gone", w.cmd.keyHashPrefix(), w.kind);
-                finish(w, "left");
-                w.result.completeExceptionally(new ApiException(499, "ClientClosedRequest", "client left"));
+
+            @Override
+            public void end(ApiException answer, String outcome) {
+                depart(w, left, gone, releaseSlot, result, answer, outcome);
             }
         });
+    }
+
+    /**
+     * A client of {@code w} leaves before its answer: gone ({@code answer} null: it is answered 499 should the wait
+     * end without a pod), or answered {@code answer} now. The last one ends the wait itself, without a claim.
+     */
+    private void depart(Waiter w, AtomicBoolean left, AtomicBoolean gone, Runnable releaseSlot,
+            CompletableFuture<Allocator.Allocation> result, ApiException answer, String outcome) {
+        // counted out and (the last client) the wait ended in one step under this lock, which a retry of the key
+        // joins under (await), as when a client's time is up: one that joins meanwhile keeps the wait, and is not
+        // answered this client's answer
+        boolean counted;
+        boolean last = false;
+        boolean ended = false;
+        synchronized (this) {
+            releaseSlot.run();
+            counted = left.compareAndSet(false, true) && (answer != null || gone.compareAndSet(false, true))
+                    && !w.result.isDone();
+            if (counted) {
+                last = w.clients.decrementAndGet() == 0;
+                ended = last && remove(w);
+            }
+        }
+        if (ended) {
+            LOG.info("left queue key={} kind={} outcome={}", w.cmd.keyHashPrefix(), w.kind,
+                    answer == null ? "client-gone" : outcome);
+            finish(w, outcome);
+            w.result.completeExceptionally(
+                    answer == null ? new ApiException(499, "ClientClosedRequest", "client left") : answer);
+        } else if (counted && !last && answer != null && w.answeredInVain(left)) {
+            // other clients of the key still wait: this one alone is answered, and is never handed the claim
+            result.completeExceptionally(answer);
+        }
+        // the last client whose wait could not be ended: its claim is on its way, and is its answer
     }
 
     /**

@@ -2,17 +2,22 @@ package io.unboundedcloud.playpen.camel;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.net.URI;
+import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 
 import org.apache.camel.ServiceStatus;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
+import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.support.CapturedLogs;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
@@ -20,7 +25,8 @@ import io.unboundedcloud.playpen.support.TestCluster;
 /**
  * With --routes-reload, an edit that cannot be loaded is refused and the running route stays (docs/routes.md): an
  * edit of alloc.camel.yaml naming a bean that does not exist leaves the alloc route serving, with its error handling,
- * and says so in the log; the file saved again without the mistake is loaded.
+ * and says so in the log; the file saved again without the mistake is loaded. A request waiting for capacity in the
+ * alloc route as alloc.camel.yaml is reloaded is answered 503 before a pod is claimed for it, and its retry is served.
  */
 class RoutesReloadRouteTest {
     private static final Duration WAIT = Duration.ofSeconds(60);
@@ -30,6 +36,9 @@ class RoutesReloadRouteTest {
 
     @RegisterExtension
     final CapturedLogs keptLog = CapturedLogs.of(KeepingRouteReload.class);
+
+    @RegisterExtension
+    final CapturedLogs audit = CapturedLogs.named("playpen.audit");
 
     @Test
     void anEditNamingAnUnknownBeanIsRefusedAndTheRunningRouteStays(@TempDir Path tmp) throws Exception {
@@ -78,5 +87,61 @@ class RoutesReloadRouteTest {
                         + " its routes run as before"));
             }
         }
+    }
+
+    @Test
+    void aRequestWaitingInTheReloadedRouteIsAnswered503BeforeAnyClaimAndItsRetryIsServed(@TempDir Path tmp)
+            throws Exception {
+        Path routes = OperatorHarness.copyOfRoutes(tmp);
+        try (TestCluster cluster = TestCluster.start()) {
+            cluster.addNode("node-a", "amd64", "203.0.113.10");
+            try (OperatorHarness op = new OperatorHarness(cluster, "--routes-dir=" + routes, "--routes-reload",
+                    "--reconcile-interval=10m")) {
+                String waiting = "{\"idempotencyKey\":\"wait-1\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(1)
+                        + "\",\"waitSeconds\":40}";
+                CompletableFuture<HttpResponse<String>> first = allocAsync(op, waiting);
+                OperatorHarness.awaitTrue(() -> op.app.waitingQueue().waiting() == 1, WAIT, "the request waiting");
+
+                org.apache.camel.Route before = op.app.camelContext().getRoute("alloc");
+                Path alloc = routes.resolve("alloc.camel.yaml");
+                Path edit = alloc.resolveSibling(".alloc.tmp");
+                Files.writeString(edit, Files.readString(alloc) + "# edited\n");
+                Files.move(edit, alloc, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+
+                OperatorHarness.awaitTrue(() -> {
+                    org.apache.camel.Route now = op.app.camelContext().getRoute("alloc");
+                    return now != null && now != before && op.app.camelContext().getRouteController()
+                            .getRouteStatus("alloc") == ServiceStatus.Started;
+                }, WAIT, "alloc.camel.yaml reloaded");
+                // a pod comes after the reload: nothing waits for it any more, so it stays idle
+                cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+                HttpResponse<String> ended = first.get(60, TimeUnit.SECONDS);
+                assertThat(ended.statusCode()).as(ended.body()).isEqualTo(503);
+                assertThat(ended.headers().firstValue("Retry-After")).isPresent();
+                assertThat(ended.body()).contains("\"kind\":\"Status\"")
+                        .contains("send it again with the same idempotency key");
+                assertThat(op.app.waitingQueue().waiting()).as("nothing left to claim a pod for").isZero();
+                op.awaitCache(c -> c.size() == 1);
+                assertThat(cluster.pods()).as("the pod that came").singleElement()
+                        .satisfies(p -> assertThat(ManagedPods.keyHash(p)).as("its claim").isEmpty());
+
+                // the retry, in the new route, is answered that pod
+                HttpResponse<String> served = allocAsync(op, waiting).get(60, TimeUnit.SECONDS);
+                assertThat(served.statusCode()).as(served.body()).isEqualTo(200);
+                assertThat(served.body()).contains("playpen-runner-amd64-51820");
+                OperatorHarness.awaitTrue(() -> audit.lines().stream()
+                        .anyMatch(l -> l.getFormattedMessage().contains("\"outcome\":\"allocated\"")), WAIT,
+                        "the retry's audit line");
+                assertThat(audit.lines()).anyMatch(l -> l.getFormattedMessage()
+                        .contains("\"outcome\":\"serviceUnavailable\""));
+            }
+        }
+    }
+
+    private static CompletableFuture<HttpResponse<String>> allocAsync(OperatorHarness op, String body) throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(op.url("/apis/playpen.unbounded-cloud.io/v1alpha1/allocs")))
+                .timeout(Duration.ofSeconds(120)).POST(HttpRequest.BodyPublishers.ofString(body));
+        return op.frontProxy().sendAsync(OperatorHarness.asUser(b, "alice", "playpen-users").build(),
+                HttpResponse.BodyHandlers.ofString());
     }
 }
