@@ -221,8 +221,34 @@ public final class ApiFlows {
             }
             exchange.setProperty(AuditLog.ALLOCATION_ID, a.pod().getMetadata().getName());
             exchange.setProperty(AuditLog.OUTCOME, a.replay() ? "replayed" : "allocated");
+            if (!a.replay()) {
+                exchange.getExchangeExtension().addOnCompletion(new ReleaseUnanswered(a, cmd));
+            }
             return a;
         });
+    }
+
+    /**
+     * A new claim whose answer turns out not to be a 2xx (a step after the claim failed, or the route was stopped
+     * under it) was handed to nobody: it goes back to the pool, as the claim of a client gone before its answer does
+     * (a replay is never taken back: its claim was answered before).
+     */
+    private final class ReleaseUnanswered extends org.apache.camel.support.SynchronizationAdapter {
+        private final Allocator.Allocation allocation;
+        private final AllocCommand cmd;
+
+        ReleaseUnanswered(Allocator.Allocation allocation, AllocCommand cmd) {
+            this.allocation = allocation;
+            this.cmd = cmd;
+        }
+
+        @Override
+        public void onDone(Exchange done) {
+            Integer code = done.getMessage().getHeader(Exchange.HTTP_RESPONSE_CODE, Integer.class);
+            if (done.isFailed() || code != null && code / 100 != 2) {
+                allocator.release(allocation, cmd, "not-answered");
+            }
+        }
     }
 
     /** The waits for capacity a reload of their routes ends. */

@@ -183,6 +183,14 @@ public final class Allocator {
      * (kept under its key until its TTL or a dealloc of the key, as when it could not be unread) or went back.
      */
     public boolean release(Allocation allocation, AllocCommand cmd) {
+        return release(allocation, cmd, "client-gone");
+    }
+
+    /**
+     * {@link #release(Allocation, AllocCommand)} of a claim whose request was not handed it for another reason,
+     * {@code why} (the log line's outcome).
+     */
+    public boolean release(Allocation allocation, AllocCommand cmd, String why) {
         if (allocation.replay()) {
             return false;
         }
@@ -192,13 +200,13 @@ public final class Allocator {
             r = undo(claimed, cmd.keyHash());
         } catch (RuntimeException e) {
             boolean back = noLongerCarried(claimed);
-            LOG.warn("release failed pod={}/{} key={} outcome=client-gone result={} error={}",
-                    claimed.getMetadata().getNamespace(), ManagedPods.name(claimed), cmd.keyHashPrefix(),
+            LOG.warn("release failed pod={}/{} key={} outcome={} result={} error={}",
+                    claimed.getMetadata().getNamespace(), ManagedPods.name(claimed), cmd.keyHashPrefix(), why,
                     back ? "rolled_back" : "kept-until-ttl", e.getMessage());
             return back;
         }
-        LOG.info("released pod={}/{} key={} outcome=client-gone result={}", claimed.getMetadata().getNamespace(),
-                ManagedPods.name(claimed), cmd.keyHashPrefix(), r.name().toLowerCase(java.util.Locale.ROOT));
+        LOG.info("released pod={}/{} key={} outcome={} result={}", claimed.getMetadata().getNamespace(),
+                ManagedPods.name(claimed), cmd.keyHashPrefix(), why, r.name().toLowerCase(java.util.Locale.ROOT));
         return r == ClaimWriter.Rollback.ROLLED_BACK;
     }
 
