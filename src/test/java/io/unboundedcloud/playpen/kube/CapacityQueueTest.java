@@ -221,10 +221,6 @@ class CapacityQueueTest {
     }
 
     /**
-     * The only client leaves while the claim for its wait is being written: nobody will get that pod, so the claim
-     * goes back to the pool instead of being held until its TTL.
-     */
-    /**
      * The claim written for a wait every client left cannot be given back (the API server refuses the rollback):
      * the pass that wrote it logs that and goes on serving the waiters behind it, rather than ending there.
      */
@@ -267,10 +263,34 @@ class CapacityQueueTest {
         assertThat(outcomes).containsExactly(prefix("gone") + " left", prefix("next") + " served");
     }
 
+    /**
+     * The only client leaves while the claim for its wait is being written: nobody will get that pod, so the claim
+     * goes back to the pool instead of being held until its TTL.
+     */
     @Test
     void aClaimWrittenForAWaitEveryClientLeftGoesBack() throws Exception {
+        goesAsItsClaimIsWritten("left", t -> t.subscription().leave(), 499, "left");
+    }
+
+    /**
+     * The only client is answered (a reload of its route ends its wait) while the claim for its wait is being
+     * written: its answer comes at once, without waiting for that write, and the claim goes back to the pool.
+     */
+    @Test
+    void aClientAnsweredAsItsClaimIsWrittenIsAnsweredAtOnceAndTheClaimGoesBack() throws Exception {
+        goesAsItsClaimIsWritten("ended", t -> t.subscription().end(ApiException.unavailable("routes reloaded", 1),
+                "reloaded"), 503, "reloaded");
+    }
+
+    /**
+     * The only client of a wait {@code goes} while the claim for it is being written (the API server holds the
+     * write until the client is answered {@code code}): the claim is written, then taken back, and the wait ends
+     * with {@code outcome}.
+     */
+    void goesAsItsClaimIsWritten(String key, java.util.function.Consumer<CapacityQueue.Ticket> goes, int code,
+            String outcome) throws Exception {
         start(0, 0, CapacityQueue.Limits.NONE);
-        CapacityQueue.Ticket t = q.await(waiting("left", 30), "owner-a");
+        CapacityQueue.Ticket t = q.await(waiting(key, 30), "owner-a");
         java.util.concurrent.CountDownLatch writing = new java.util.concurrent.CountDownLatch(1);
         java.util.concurrent.CountDownLatch answer = new java.util.concurrent.CountDownLatch(1);
         r.cluster.addRequestListener(k -> {
@@ -289,16 +309,38 @@ class CapacityQueueTest {
         String pod = created.getMetadata().getName();
         long idle = Long.parseLong(created.getMetadata().getResourceVersion());
         assertThat(writing.await(SOON.toSeconds(), TimeUnit.SECONDS)).isTrue();
-        t.subscription().leave();
-        assertThat(failure(t).code()).isEqualTo(499);
+        goes.accept(t);
+        assertThat(failure(t).code()).isEqualTo(code);
         answer.countDown();
         // written (a newer version, claimed), then taken back (a newer version still, not claimed)
         OperatorHarness.awaitTrue(() -> r.cluster.pods().stream().anyMatch(p -> pod.equals(p.getMetadata().getName())
                 && Long.parseLong(p.getMetadata().getResourceVersion()) > idle && !ManagedPods.isClaimed(p)), SOON,
                 "the claim written and taken back");
         assertThat(r.cluster.pods()).hasSize(1).noneMatch(ManagedPods::isClaimed);
-        assertThat(outcomes).containsExactly(prefix("left") + " left");
+        assertThat(outcomes).containsExactly(prefix(key) + " " + outcome);
         assertNothingWaits();
+    }
+
+    /**
+     * One of two clients of a key is answered before its wait ends (a reload of its route): it alone gets that
+     * answer, at once; the other keeps waiting and is handed the pod that comes as new, never as a replay.
+     */
+    @Test
+    void aClientAnsweredWhileAnotherOfItsKeyWaitsIsAnsweredAloneAndTheOtherGetsThePodAsNew() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket first = q.await(waiting("twins", 30), "owner-a");
+        CapacityQueue.Ticket retry = q.await(waiting("twins", 30), "owner-a");
+        first.subscription().end(ApiException.unavailable("routes reloaded", 1), "reloaded");
+        assertThat(failure(first).code()).isEqualTo(503);
+        assertThat(retry.result()).isNotDone();
+        assertThat(q.waiting()).isEqualTo(1);
+        assertThat(q.waitingRequests()).isEqualTo(1);
+
+        String pod = addRunner(51820);
+        Allocator.Allocation a = served(retry);
+        assertThat(a.pod().getMetadata().getName()).isEqualTo(pod);
+        assertThat(a.replay()).as("handed as new, so a caller that finds its client gone gives it back").isFalse();
+        assertThat(outcomes).containsExactly(prefix("twins") + " served");
     }
 
     /**
