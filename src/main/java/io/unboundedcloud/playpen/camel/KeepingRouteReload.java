@@ -7,8 +7,10 @@ import java.util.List;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Route;
 import org.apache.camel.model.Model;
+import org.apache.camel.model.RouteConfigurationDefinition;
 import org.apache.camel.model.RouteDefinition;
 import org.apache.camel.spi.Resource;
+import org.apache.camel.support.PatternHelper;
 import org.apache.camel.support.RouteWatcherReloadStrategy;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -18,7 +20,8 @@ import org.slf4j.LoggerFactory;
  * {@code removeAllRoutes=false}; an edit that cannot be loaded leaves the routes running as they were. Camel removes
  * a route before it builds the new one, so an edit that parses but cannot be built (a bean or an endpoint that does
  * not exist) would otherwise leave the flow without a route: every request to it would wait for a consumer and fail.
- * The requests waiting for capacity in the routes a reload replaces are answered first ({@link RouteWaits}).
+ * The requests waiting for capacity in the routes a reload replaces are answered first ({@link RouteWaits}). An
+ * edited route configuration (errors.camel.yaml) also loads again the files of the routes that use it.
  */
 final class KeepingRouteReload extends RouteWatcherReloadStrategy {
     private static final Logger LOG = LoggerFactory.getLogger(KeepingRouteReload.class);
@@ -34,6 +37,24 @@ final class KeepingRouteReload extends RouteWatcherReloadStrategy {
 
     @Override
     protected void onRouteReload(Collection<Resource> resources, boolean removeEverything) {
+        Model model = getCamelContext().getCamelContextExtension().getContextPlugin(Model.class);
+        java.util.Set<RouteConfigurationDefinition> configurations =
+                java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        configurations.addAll(model.getRouteConfigurationDefinitions());
+        reload(resources, removeEverything);
+        // a route takes its route configuration (the error handling the HTTP flows share) as it is built: an edited
+        // one reaches the routes built before it once they are built again, so their files are loaded again too
+        if (resources != null) {
+            List<Resource> users = usersOfNewConfigurations(model, configurations, resources);
+            if (!users.isEmpty()) {
+                LOG.info("route configuration of {} reloaded; loading again the route files that use it: {}",
+                        locations(resources), locations(users));
+                reload(users, removeEverything);
+            }
+        }
+    }
+
+    private void reload(Collection<Resource> resources, boolean removeEverything) {
         CamelContext context = getCamelContext();
         Model model = context.getCamelContextExtension().getContextPlugin(Model.class);
         // every route, not only the edited file's: after a failed reload Camel loads the failed file again with
@@ -59,6 +80,27 @@ final class KeepingRouteReload extends RouteWatcherReloadStrategy {
         } finally {
             waits.replaced(replaced);
         }
+    }
+
+    /**
+     * The files of the routes that use a route configuration loaded since {@code before} (by its id in their
+     * {@code routeConfigurationId}), each once, but those of {@code reloaded}.
+     */
+    private static List<Resource> usersOfNewConfigurations(Model model, java.util.Set<RouteConfigurationDefinition> before,
+            Collection<Resource> reloaded) {
+        List<String> ids = model.getRouteConfigurationDefinitions().stream()
+                .filter(c -> !before.contains(c) && c.getId() != null).map(RouteConfigurationDefinition::getId).toList();
+        List<String> done = reloaded.stream().map(KeepingRouteReload::fileName).toList();
+        java.util.Map<String, Resource> users = new java.util.LinkedHashMap<>();
+        for (RouteDefinition d : model.getRouteDefinitions()) {
+            if (d.getResource() != null && d.getRouteConfigurationId() != null && ids.stream().anyMatch(id ->
+                    java.util.Arrays.stream(d.getRouteConfigurationId().split(","))
+                            .anyMatch(p -> PatternHelper.matchPattern(id, p.trim())))
+                    && !done.contains(fileName(d.getResource()))) {
+                users.putIfAbsent(fileName(d.getResource()), d.getResource());
+            }
+        }
+        return List.copyOf(users.values());
     }
 
     /**

@@ -138,6 +138,50 @@ class RoutesReloadRouteTest {
         }
     }
 
+    /**
+     * An edit of errors.camel.yaml (the error handling every HTTP flow shares) reaches the routes built before it:
+     * they are built again with it, as when their own files are edited, and keep serving.
+     */
+    @Test
+    void anEditOfTheSharedErrorHandlingReachesTheRoutesBuiltBeforeIt(@TempDir Path tmp) throws Exception {
+        Path routes = OperatorHarness.copyOfRoutes(tmp);
+        try (TestCluster cluster = TestCluster.start()) {
+            cluster.addNode("node-a", "amd64", "203.0.113.10");
+            try (OperatorHarness op = new OperatorHarness(cluster, "--routes-dir=" + routes, "--routes-reload")) {
+                cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+                op.awaitCache(c -> c.size() == 1);
+                String refused = "{\"idempotencyKey\":\"errors-1\"}";
+                assertThat(op.alloc(refused).headers().firstValue("X-Errors-Edited")).isEmpty();
+
+                Path errors = routes.resolve("errors.camel.yaml");
+                String yaml = Files.readString(errors);
+                assertThat(yaml).endsWith("                      uri: direct:audit\n");
+                Path edit = errors.resolveSibling(".errors.tmp");
+                Files.writeString(edit, yaml + String.join("\n",
+                        "            - setHeader:",
+                        "                id: errors-edited",
+                        "                name: X-Errors-Edited",
+                        "                constant: \"yes\"", ""));
+                Files.move(edit, errors, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+
+                OperatorHarness.awaitTrue(() -> {
+                    try {
+                        return op.alloc(refused).headers().firstValue("X-Errors-Edited").isPresent();
+                    } catch (Exception e) {
+                        // the listener is being built again: the next try finds it
+                        return false;
+                    }
+                }, WAIT, "the alloc route's refusal handled by the edited error handling");
+                HttpResponse<String> answer = op.alloc(refused);
+                assertThat(answer.statusCode()).as(answer.body()).isEqualTo(400);
+                assertThat(answer.body()).contains("\"kind\":\"Status\"").contains("wireGuardPublicKey is required");
+                HttpResponse<String> served = op.alloc("{\"idempotencyKey\":\"errors-2\",\"wireGuardPublicKey\":\""
+                        + TestCluster.wgKey(2) + "\"}");
+                assertThat(served.statusCode()).as(served.body()).isEqualTo(200);
+            }
+        }
+    }
+
     private static CompletableFuture<HttpResponse<String>> allocAsync(OperatorHarness op, String body) throws Exception {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(op.url("/apis/playpen.unbounded-cloud.io/v1alpha1/allocs")))
                 .timeout(Duration.ofSeconds(120)).POST(HttpRequest.BodyPublishers.ofString(body));
