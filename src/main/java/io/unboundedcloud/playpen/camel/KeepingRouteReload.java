@@ -86,10 +86,11 @@ final class KeepingRouteReload extends RouteWatcherReloadStrategy {
      * The files of the routes that use a route configuration loaded since {@code before} (by its id in their
      * {@code routeConfigurationId}), each once, but those of {@code reloaded}.
      */
-    private static List<Resource> usersOfNewConfigurations(Model model, java.util.Set<RouteConfigurationDefinition> before,
-            Collection<Resource> reloaded) {
+    private static List<Resource> usersOfNewConfigurations(Model model,
+            java.util.Set<RouteConfigurationDefinition> before, Collection<Resource> reloaded) {
         List<String> ids = model.getRouteConfigurationDefinitions().stream()
-                .filter(c -> !before.contains(c) && c.getId() != null).map(RouteConfigurationDefinition::getId).toList();
+                .filter(c -> !before.contains(c) && c.getId() != null)
+                .map(RouteConfigurationDefinition::getId).toList();
         List<String> done = reloaded.stream().map(KeepingRouteReload::fileName).toList();
         java.util.Map<String, Resource> users = new java.util.LinkedHashMap<>();
         for (RouteDefinition d : model.getRouteDefinitions()) {

@@ -43,7 +43,8 @@ final class RouteWaits {
         if (exchange.getUnitOfWork() != null && exchange.getUnitOfWork().getRoute() != null) {
             routes.add(exchange.getUnitOfWork().getRoute());
         }
-        Route from = exchange.getFromRouteId() == null ? null : exchange.getContext().getRoute(exchange.getFromRouteId());
+        String fromId = exchange.getFromRouteId();
+        Route from = fromId == null ? null : exchange.getContext().getRoute(fromId);
         if (from != null && !routes.contains(from)) {
             routes.add(from);
         }

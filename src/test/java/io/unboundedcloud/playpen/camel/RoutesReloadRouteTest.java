@@ -42,100 +42,74 @@ class RoutesReloadRouteTest {
 
     @Test
     void anEditNamingAnUnknownBeanIsRefusedAndTheRunningRouteStays(@TempDir Path tmp) throws Exception {
-        Path routes = OperatorHarness.copyOfRoutes(tmp);
-        try (TestCluster cluster = TestCluster.start()) {
-            cluster.addNode("node-a", "amd64", "203.0.113.10");
-            try (OperatorHarness op = new OperatorHarness(cluster, "--routes-dir=" + routes, "--routes-reload")) {
-                cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
-                op.awaitCache(c -> c.size() == 1);
+        reloading(tmp, true, (routes, cluster, op) -> {
+            Path alloc = routes.resolve("alloc.camel.yaml");
+            String yaml = Files.readString(alloc);
+            String broken = yaml.replace("            id: alloc-parse\n            ref: apiFlows",
+                    "            id: alloc-parse\n            ref: noSuchBean");
+            assertThat(broken).isNotEqualTo(yaml);
+            save(alloc, broken);
+            OperatorHarness.awaitTrue(() -> camelLogs.lines().stream()
+                    .anyMatch(l -> String.valueOf(l.getFormattedMessage()).contains("alloc.camel.yaml")
+                            || l.getThrowableProxy() != null
+                                    && String.valueOf(l.getThrowableProxy().getMessage()).contains("noSuchBean")),
+                    WAIT, "the refused reload logged");
 
-                Path alloc = routes.resolve("alloc.camel.yaml");
-                String yaml = Files.readString(alloc);
-                String broken = yaml.replace("            id: alloc-parse\n            ref: apiFlows",
-                        "            id: alloc-parse\n            ref: noSuchBean");
-                assertThat(broken).isNotEqualTo(yaml);
-                Path edit = alloc.resolveSibling(".alloc.tmp");
-                Files.writeString(edit, broken);
-                Files.move(edit, alloc, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-                OperatorHarness.awaitTrue(() -> camelLogs.lines().stream()
-                        .anyMatch(l -> String.valueOf(l.getFormattedMessage()).contains("alloc.camel.yaml")
-                                || l.getThrowableProxy() != null
-                                        && String.valueOf(l.getThrowableProxy().getMessage()).contains("noSuchBean")),
-                        WAIT, "the refused reload logged");
-
-                assertThat(op.app.camelContext().getRouteController().getRouteStatus("alloc"))
-                        .as("the running alloc route").isEqualTo(ServiceStatus.Started);
-                HttpResponse<String> answer = op.alloc("{\"idempotencyKey\":\"reload-1\",\"wireGuardPublicKey\":\""
-                        + TestCluster.wgKey(1) + "\"}");
-                assertThat(answer.statusCode()).as(answer.body()).isEqualTo(200);
-                // the errors configuration is still the route's: a refusal is a Status
-                HttpResponse<String> refused = op.alloc("{\"idempotencyKey\":\"reload-2\"}");
-                assertThat(refused.statusCode()).as(refused.body()).isEqualTo(400);
-                assertThat(refused.body()).contains("\"kind\":\"Status\"").contains("wireGuardPublicKey is required");
-                // a good edit after it is loaded: the alloc route is replaced
-                org.apache.camel.Route kept = op.app.camelContext().getRoute("alloc");
-                Files.writeString(edit, yaml);
-                Files.move(edit, alloc, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-                OperatorHarness.awaitTrue(() -> {
-                    org.apache.camel.Route now = op.app.camelContext().getRoute("alloc");
-                    return now != null && now != kept && op.app.camelContext().getRouteController()
-                            .getRouteStatus("alloc") == ServiceStatus.Started;
-                }, WAIT, "the fixed alloc.camel.yaml loaded");
-                assertThat(op.alloc("{\"idempotencyKey\":\"reload-1\",\"wireGuardPublicKey\":\""
-                        + TestCluster.wgKey(1) + "\"}").statusCode()).as("a replay on the reloaded route").isEqualTo(200);
-                assertThat(keptLog.lines()).anyMatch(l -> l.getFormattedMessage().contains("alloc.camel.yaml not loaded,"
-                        + " its routes run as before"));
-            }
-        }
+            assertThat(op.app.camelContext().getRouteController().getRouteStatus("alloc"))
+                    .as("the running alloc route").isEqualTo(ServiceStatus.Started);
+            HttpResponse<String> answer = op.alloc("{\"idempotencyKey\":\"reload-1\",\"wireGuardPublicKey\":\""
+                    + TestCluster.wgKey(1) + "\"}");
+            assertThat(answer.statusCode()).as(answer.body()).isEqualTo(200);
+            // the errors configuration is still the route's: a refusal is a Status
+            HttpResponse<String> refused = op.alloc("{\"idempotencyKey\":\"reload-2\"}");
+            assertThat(refused.statusCode()).as(refused.body()).isEqualTo(400);
+            assertThat(refused.body()).contains("\"kind\":\"Status\"").contains("wireGuardPublicKey is required");
+            // a good edit after it is loaded: the alloc route is replaced
+            org.apache.camel.Route kept = op.app.camelContext().getRoute("alloc");
+            save(alloc, yaml);
+            awaitReplaced(op, kept, "the fixed alloc.camel.yaml loaded");
+            assertThat(op.alloc("{\"idempotencyKey\":\"reload-1\",\"wireGuardPublicKey\":\""
+                    + TestCluster.wgKey(1) + "\"}").statusCode()).as("a replay on the reloaded route").isEqualTo(200);
+            assertThat(keptLog.lines()).anyMatch(l -> l.getFormattedMessage().contains("alloc.camel.yaml not loaded,"
+                    + " its routes run as before"));
+        });
     }
 
     @Test
     void aRequestWaitingInTheReloadedRouteIsAnswered503BeforeAnyClaimAndItsRetryIsServed(@TempDir Path tmp)
             throws Exception {
-        Path routes = OperatorHarness.copyOfRoutes(tmp);
-        try (TestCluster cluster = TestCluster.start()) {
-            cluster.addNode("node-a", "amd64", "203.0.113.10");
-            try (OperatorHarness op = new OperatorHarness(cluster, "--routes-dir=" + routes, "--routes-reload",
-                    "--reconcile-interval=10m")) {
-                String waiting = "{\"idempotencyKey\":\"wait-1\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(1)
-                        + "\",\"waitSeconds\":40}";
-                CompletableFuture<HttpResponse<String>> first = allocAsync(op, waiting);
-                OperatorHarness.awaitTrue(() -> op.app.waitingQueue().waiting() == 1, WAIT, "the request waiting");
+        reloading(tmp, false, (routes, cluster, op) -> {
+            String waiting = "{\"idempotencyKey\":\"wait-1\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(1)
+                    + "\",\"waitSeconds\":40}";
+            CompletableFuture<HttpResponse<String>> first = allocAsync(op, waiting);
+            OperatorHarness.awaitTrue(() -> op.app.waitingQueue().waiting() == 1, WAIT, "the request waiting");
 
-                org.apache.camel.Route before = op.app.camelContext().getRoute("alloc");
-                Path alloc = routes.resolve("alloc.camel.yaml");
-                Path edit = alloc.resolveSibling(".alloc.tmp");
-                Files.writeString(edit, Files.readString(alloc) + "# edited\n");
-                Files.move(edit, alloc, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            org.apache.camel.Route before = op.app.camelContext().getRoute("alloc");
+            Path alloc = routes.resolve("alloc.camel.yaml");
+            save(alloc, Files.readString(alloc) + "# edited\n");
+            awaitReplaced(op, before, "alloc.camel.yaml reloaded");
+            // a pod comes after the reload: nothing waits for it any more, so it stays idle
+            cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+            HttpResponse<String> ended = first.get(60, TimeUnit.SECONDS);
+            assertThat(ended.statusCode()).as(ended.body()).isEqualTo(503);
+            assertThat(ended.headers().firstValue("Retry-After")).isPresent();
+            assertThat(ended.body()).contains("\"kind\":\"Status\"")
+                    .contains("send it again with the same idempotency key");
+            assertThat(op.app.waitingQueue().waiting()).as("nothing left to claim a pod for").isZero();
+            op.awaitCache(c -> c.size() == 1);
+            assertThat(cluster.pods()).as("the pod that came").singleElement()
+                    .satisfies(p -> assertThat(ManagedPods.keyHash(p)).as("its claim").isEmpty());
 
-                OperatorHarness.awaitTrue(() -> {
-                    org.apache.camel.Route now = op.app.camelContext().getRoute("alloc");
-                    return now != null && now != before && op.app.camelContext().getRouteController()
-                            .getRouteStatus("alloc") == ServiceStatus.Started;
-                }, WAIT, "alloc.camel.yaml reloaded");
-                // a pod comes after the reload: nothing waits for it any more, so it stays idle
-                cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
-                HttpResponse<String> ended = first.get(60, TimeUnit.SECONDS);
-                assertThat(ended.statusCode()).as(ended.body()).isEqualTo(503);
-                assertThat(ended.headers().firstValue("Retry-After")).isPresent();
-                assertThat(ended.body()).contains("\"kind\":\"Status\"")
-                        .contains("send it again with the same idempotency key");
-                assertThat(op.app.waitingQueue().waiting()).as("nothing left to claim a pod for").isZero();
-                op.awaitCache(c -> c.size() == 1);
-                assertThat(cluster.pods()).as("the pod that came").singleElement()
-                        .satisfies(p -> assertThat(ManagedPods.keyHash(p)).as("its claim").isEmpty());
-
-                // the retry, in the new route, is answered that pod
-                HttpResponse<String> served = allocAsync(op, waiting).get(60, TimeUnit.SECONDS);
-                assertThat(served.statusCode()).as(served.body()).isEqualTo(200);
-                assertThat(served.body()).contains("playpen-runner-amd64-51820");
-                OperatorHarness.awaitTrue(() -> audit.lines().stream()
-                        .anyMatch(l -> l.getFormattedMessage().contains("\"outcome\":\"allocated\"")), WAIT,
-                        "the retry's audit line");
-                assertThat(audit.lines()).anyMatch(l -> l.getFormattedMessage()
-                        .contains("\"outcome\":\"serviceUnavailable\""));
-            }
-        }
+            // the retry, in the new route, is answered that pod
+            HttpResponse<String> served = allocAsync(op, waiting).get(60, TimeUnit.SECONDS);
+            assertThat(served.statusCode()).as(served.body()).isEqualTo(200);
+            assertThat(served.body()).contains("playpen-runner-amd64-51820");
+            OperatorHarness.awaitTrue(() -> audit.lines().stream()
+                    .anyMatch(l -> l.getFormattedMessage().contains("\"outcome\":\"allocated\"")), WAIT,
+                    "the retry's audit line");
+            assertThat(audit.lines()).anyMatch(l -> l.getFormattedMessage()
+                    .contains("\"outcome\":\"serviceUnavailable\""));
+        }, "--reconcile-interval=10m");
     }
 
     /**
@@ -144,47 +118,83 @@ class RoutesReloadRouteTest {
      */
     @Test
     void anEditOfTheSharedErrorHandlingReachesTheRoutesBuiltBeforeIt(@TempDir Path tmp) throws Exception {
+        reloading(tmp, true, (routes, cluster, op) -> {
+            String refused = "{\"idempotencyKey\":\"errors-1\"}";
+            assertThat(op.alloc(refused).headers().firstValue("X-Errors-Edited")).isEmpty();
+
+            Path errors = routes.resolve("errors.camel.yaml");
+            String yaml = Files.readString(errors);
+            assertThat(yaml).endsWith("                      uri: direct:audit\n");
+            save(errors, yaml + String.join("\n",
+                    "            - setHeader:",
+                    "                id: errors-edited",
+                    "                name: X-Errors-Edited",
+                    "                constant: \"yes\"", ""));
+
+            OperatorHarness.awaitTrue(() -> {
+                try {
+                    return op.alloc(refused).headers().firstValue("X-Errors-Edited").isPresent();
+                } catch (Exception e) {
+                    // the listener is being built again: the next try finds it
+                    return false;
+                }
+            }, WAIT, "the alloc route's refusal handled by the edited error handling");
+            HttpResponse<String> answer = op.alloc(refused);
+            assertThat(answer.statusCode()).as(answer.body()).isEqualTo(400);
+            assertThat(answer.body()).contains("\"kind\":\"Status\"").contains("wireGuardPublicKey is required");
+            HttpResponse<String> served = op.alloc("{\"idempotencyKey\":\"errors-2\",\"wireGuardPublicKey\":\""
+                    + TestCluster.wgKey(2) + "\"}");
+            assertThat(served.statusCode()).as(served.body()).isEqualTo(200);
+        });
+    }
+
+    /** What a test does with an operator that reloads its copy of the routes. */
+    private interface Reloading {
+        void run(Path routes, TestCluster cluster, OperatorHarness op) throws Exception;
+    }
+
+    /**
+     * Runs {@code test} with an operator that reloads a copy of the routes ({@code flags} added), on a cluster of one
+     * node, with a ready runner in its cache first when {@code runner}.
+     */
+    private static void reloading(Path tmp, boolean runner, Reloading test, String... flags) throws Exception {
         Path routes = OperatorHarness.copyOfRoutes(tmp);
         try (TestCluster cluster = TestCluster.start()) {
             cluster.addNode("node-a", "amd64", "203.0.113.10");
-            try (OperatorHarness op = new OperatorHarness(cluster, "--routes-dir=" + routes, "--routes-reload")) {
-                cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
-                op.awaitCache(c -> c.size() == 1);
-                String refused = "{\"idempotencyKey\":\"errors-1\"}";
-                assertThat(op.alloc(refused).headers().firstValue("X-Errors-Edited")).isEmpty();
-
-                Path errors = routes.resolve("errors.camel.yaml");
-                String yaml = Files.readString(errors);
-                assertThat(yaml).endsWith("                      uri: direct:audit\n");
-                Path edit = errors.resolveSibling(".errors.tmp");
-                Files.writeString(edit, yaml + String.join("\n",
-                        "            - setHeader:",
-                        "                id: errors-edited",
-                        "                name: X-Errors-Edited",
-                        "                constant: \"yes\"", ""));
-                Files.move(edit, errors, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-
-                OperatorHarness.awaitTrue(() -> {
-                    try {
-                        return op.alloc(refused).headers().firstValue("X-Errors-Edited").isPresent();
-                    } catch (Exception e) {
-                        // the listener is being built again: the next try finds it
-                        return false;
-                    }
-                }, WAIT, "the alloc route's refusal handled by the edited error handling");
-                HttpResponse<String> answer = op.alloc(refused);
-                assertThat(answer.statusCode()).as(answer.body()).isEqualTo(400);
-                assertThat(answer.body()).contains("\"kind\":\"Status\"").contains("wireGuardPublicKey is required");
-                HttpResponse<String> served = op.alloc("{\"idempotencyKey\":\"errors-2\",\"wireGuardPublicKey\":\""
-                        + TestCluster.wgKey(2) + "\"}");
-                assertThat(served.statusCode()).as(served.body()).isEqualTo(200);
+            String[] args = java.util.stream.Stream.concat(java.util.stream.Stream.of("--routes-dir=" + routes,
+                    "--routes-reload"), java.util.stream.Stream.of(flags)).toArray(String[]::new);
+            try (OperatorHarness op = new OperatorHarness(cluster, args)) {
+                if (runner) {
+                    cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+                    op.awaitCache(c -> c.size() == 1);
+                }
+                test.run(routes, cluster, op);
             }
         }
     }
 
-    private static CompletableFuture<HttpResponse<String>> allocAsync(OperatorHarness op, String body) throws Exception {
-        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(op.url("/apis/playpen.unbounded-cloud.io/v1alpha1/allocs")))
-                .timeout(Duration.ofSeconds(120)).POST(HttpRequest.BodyPublishers.ofString(body));
+    /** Saves a route file as an editor does: written beside it, then moved over it in one step. */
+    private static void save(Path file, String content) throws java.io.IOException {
+        Path edit = file.resolveSibling("." + file.getFileName() + ".tmp");
+        Files.writeString(edit, content);
+        Files.move(edit, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+    }
+
+    /** Waits until the alloc route running is another than {@code before}, and started. */
+    private static void awaitReplaced(OperatorHarness op, org.apache.camel.Route before, String what)
+            throws InterruptedException {
+        OperatorHarness.awaitTrue(() -> {
+            org.apache.camel.Route now = op.app.camelContext().getRoute("alloc");
+            return now != null && now != before
+                    && op.app.camelContext().getRouteController().getRouteStatus("alloc") == ServiceStatus.Started;
+        }, WAIT, what);
+    }
+
+    private static CompletableFuture<HttpResponse<String>> allocAsync(OperatorHarness op, String body)
+            throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(op.url(
+                "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs"))).timeout(Duration.ofSeconds(120))
+                .POST(HttpRequest.BodyPublishers.ofString(body));
         return op.frontProxy().sendAsync(OperatorHarness.asUser(b, "alice", "playpen-users").build(),
                 HttpResponse.BodyHandlers.ofString());
     }

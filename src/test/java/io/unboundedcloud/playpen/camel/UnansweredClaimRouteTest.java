@@ -69,8 +69,9 @@ class UnansweredClaimRouteTest {
     }
 
     private static HttpResponse<String> alloc(OperatorHarness op, String body, boolean fail) throws Exception {
-        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(op.url("/apis/playpen.unbounded-cloud.io/v1alpha1/allocs")))
-                .timeout(Duration.ofSeconds(60)).POST(HttpRequest.BodyPublishers.ofString(body));
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(op.url(
+                "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs"))).timeout(Duration.ofSeconds(60))
+                .POST(HttpRequest.BodyPublishers.ofString(body));
         if (fail) {
             b.header(FAIL, "yes");
         }
