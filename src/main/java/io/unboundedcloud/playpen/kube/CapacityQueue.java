@@ -401,11 +401,18 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         boolean ended = false;
         synchronized (this) {
             releaseSlot.run();
-            counted = left.compareAndSet(false, true) && (answer != null || gone.compareAndSet(false, true))
-                    && !w.result.isDone();
+            boolean leaving = left.compareAndSet(false, true);
+            counted = leaving && (answer != null || gone.compareAndSet(false, true)) && !w.result.isDone();
             if (counted) {
                 last = w.clients.decrementAndGet() == 0;
                 ended = last && remove(w);
+            }
+            if (leaving && answer != null && (counted ? last && !ended : w.result.isDone())) {
+                // too late to answer it otherwise: the claim is on its way (or here) and is this client's answer.
+                // It is still there to be handed it, so it stays a client the claim may go to as new: else a client
+                // of the key that is gone could be handed it as new, and its caller would give back the pod this
+                // one is answered
+                left.set(false);
             }
         }
         if (ended) {

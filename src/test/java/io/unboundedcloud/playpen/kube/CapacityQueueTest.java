@@ -419,6 +419,35 @@ class CapacityQueueTest {
         assertHandedAsNewAndGivenBack(ticket.get(), doneWhenLeft, pod, patient);
     }
 
+    /**
+     * A shared wait whose first client is gone and whose other client is answered before its wait ends (a reload of
+     * its route) in the very moment the claim is handed to the wait: too late for that answer, so the claim is the
+     * other client's, as new; the gone client is handed it as a replay, which its caller never gives back. Handed as
+     * new to the gone client, its caller would give back the pod the other client is answered.
+     */
+    @Test
+    void aClientAnsweredAsTheClaimIsHandedToItAfterItsTwinLeftGetsItAsNewAndTheTwinAsAReplay() throws Exception {
+        start(0, 0, CapacityQueue.Limits.NONE);
+        java.util.concurrent.atomic.AtomicReference<CapacityQueue.Ticket> ticket =
+                new java.util.concurrent.atomic.AtomicReference<>();
+        q.addObserver((c, waited, outcome) -> {
+            if (outcome.equals("served")) {
+                ticket.get().subscription().end(ApiException.unavailable("routes reloaded", 1), "reloaded");
+            }
+        });
+        CapacityQueue.Ticket gone = q.await(waiting("reload-twin", 30), "owner-a");
+        ticket.set(q.await(waiting("reload-twin", 30), "owner-a"));
+        gone.subscription().leave();
+        assertThat(q.waiting()).isEqualTo(1);
+        String pod = addRunner(51820);
+
+        Allocator.Allocation answered = served(ticket.get());
+        assertThat(answered.pod().getMetadata().getName()).isEqualTo(pod);
+        assertThat(answered.replay()).as("the claim is the answer of the client still there, as new").isFalse();
+        assertThat(served(gone).replay()).as("the gone client's caller must not give back the pod").isTrue();
+        assertThat(r.cluster.pods()).hasSize(1).allMatch(ManagedPods::isClaimed);
+    }
+
     @Test
     void aRetriedKeyJoinsItsTwinAndGetsTheSameClaimAsAReplay() throws Exception {
         start(0, 0, CapacityQueue.Limits.NONE);
