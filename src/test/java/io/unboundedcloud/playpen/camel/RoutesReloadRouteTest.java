@@ -122,6 +122,14 @@ class RoutesReloadRouteTest {
             String refused = "{\"idempotencyKey\":\"errors-1\"}";
             assertThat(op.alloc(refused).headers().firstValue("X-Errors-Edited")).isEmpty();
 
+            // the routes built with the error handling, each to be built again (the listener's among them)
+            org.apache.camel.CamelContext camel = op.app.camelContext();
+            java.util.Map<String, org.apache.camel.Route> users = new java.util.HashMap<>();
+            camel.getCamelContextExtension().getContextPlugin(org.apache.camel.model.Model.class)
+                    .getRouteDefinitions().stream()
+                    .filter(d -> d.getRouteConfigurationId() != null && d.getRouteConfigurationId().contains("errors"))
+                    .forEach(d -> users.put(d.getRouteId(), camel.getRoute(d.getRouteId())));
+            assertThat(users).containsKeys("https-ingress", "alloc");
             Path errors = routes.resolve("errors.camel.yaml");
             String yaml = Files.readString(errors);
             assertThat(yaml).endsWith("                      uri: direct:audit\n");
@@ -139,6 +147,13 @@ class RoutesReloadRouteTest {
                     return false;
                 }
             }, WAIT, "the alloc route's refusal handled by the edited error handling");
+            // the reload goes on route by route (while the listener is built again, a request may be refused):
+            // what follows is answered once every route that uses the error handling is running again, built anew
+            OperatorHarness.awaitTrue(() -> users.entrySet().stream().allMatch(e -> {
+                org.apache.camel.Route now = camel.getRoute(e.getKey());
+                return now != null && now != e.getValue()
+                        && camel.getRouteController().getRouteStatus(e.getKey()) == ServiceStatus.Started;
+            }), WAIT, "every route that uses the error handling built again and started");
             HttpResponse<String> answer = op.alloc(refused);
             assertThat(answer.statusCode()).as(answer.body()).isEqualTo(400);
             assertThat(answer.body()).contains("\"kind\":\"Status\"").contains("wireGuardPublicKey is required");
