@@ -210,7 +210,7 @@ public final class ApiFlows {
         exchange.setProperty(AuditLog.KEY_HASH_PREFIX, cmd.keyHashPrefix());
         Identity who = exchange.getProperty(FrontDoor.IDENTITY, Identity.class);
         String ownerHash = who == null ? null : owners.of(who.user()).current();
-        return claim(cmd, ownerHash, ctx, RouteWaits.routesOf(exchange)).thenApply(a -> {
+        return claim(cmd, ownerHash, ctx, exchange).thenApply(a -> {
             if (ctx != null && !ctx.channel().isActive() && allocator.release(a, cmd)) {
                 // the client is gone before its answer: the new claim went back to the pool instead of waiting
                 // for its TTL (and counting against the user's quota); the audit line's outcome is the answer's
@@ -257,7 +257,7 @@ public final class ApiFlows {
     }
 
     private CompletableFuture<Allocator.Allocation> claim(AllocCommand cmd, String ownerHash, ChannelHandlerContext ctx,
-            List<org.apache.camel.Route> routes) {
+            Exchange exchange) {
         try {
             if (cmd.waitSeconds() <= 0) {
                 try {
@@ -278,6 +278,8 @@ public final class ApiFlows {
                     throw e;
                 }
             }
+            // only a request that waits needs its routes: a reload of them ends its wait
+            List<org.apache.camel.Route> routes = RouteWaits.routesOf(exchange);
             routeWaits.admit(routes);
             CapacityQueue.Ticket ticket = waiting.await(cmd, ownerHash);
             CompletableFuture<Allocator.Allocation> result = ticket.result();
