@@ -37,9 +37,18 @@ public final class LeaderElection implements AutoCloseable {
     /** Probe pace in fallback, in lease durations: slow enough not to load the API server, quick after an RBAC fix. */
     static final int PROBE_LEASE_DURATIONS = 4;
 
-    /** Told when this process gains or loses leadership. */
+    /** Told when this process gains or loses leadership, and when it counts as leading again within its term. */
     public interface Listener {
         void leadershipChanged(boolean leader);
+
+        /**
+         * {@link #isLeader} turned from false to true without a change of leadership: a leader past its renew
+         * deadline (which counts as not leading) whose next Lease write landed before the look that would step it
+         * back. Work dropped in that moment because this replica did not count as leading may run now. Called on the
+         * elector's thread right after that write, before its next one: hand anything slow to another thread.
+         */
+        default void onLeadingAgain() {
+        }
     }
 
     private final KubernetesClient client;
@@ -71,6 +80,10 @@ public final class LeaderElection implements AutoCloseable {
     private final ScheduledExecutorService renewalWatch =
             Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("leader-renewal-watch"));
     private volatile java.util.function.Supplier<java.util.Map<String, String>> leaseAnnotations = java.util.Map::of;
+    /** The clock of the renew deadline ({@link System#nanoTime}; tests move it by hand). */
+    private volatile java.util.function.LongSupplier nanoTime = System::nanoTime;
+    /** How often {@link #checkRenewal} looks (the retry period; tests: so seldom it never does). */
+    private Duration renewalCheckPeriod;
     /**
      * When the last Lease write of this replica that succeeded began (System.nanoTime): when its read of the Lease
      * was sent. fabric8's elector takes the time it writes as renewTime before that read, and another replica counts
@@ -100,6 +113,7 @@ public final class LeaderElection implements AutoCloseable {
         this.retryPeriod = retryPeriod;
         this.probeInterval = probeInterval;
         this.warnInterval = warnInterval;
+        this.renewalCheckPeriod = retryPeriod;
         this.lock = new ObservedLock(new AnnotatedLeaseLock(namespace, leaseName, identity));
     }
 
@@ -120,14 +134,25 @@ public final class LeaderElection implements AutoCloseable {
      * Leading, and, with a Lease, within the renew deadline of the last successful Lease write: the background work
      * asks before each write, so a leader past that deadline makes none, also before {@link #checkRenewal} next
      * looks and steps it back (up to a retry period later, which may be past the moment another replica may take
-     * the Lease).
+     * the Lease). A Lease write that lands before that look makes it count again in the same term: the listeners
+     * are told so ({@link Listener#onLeadingAgain}), not a change of leadership.
      */
     public boolean isLeader() {
         return leader && (fallback || !enabled || withinRenewDeadline());
     }
 
     private boolean withinRenewDeadline() {
-        return System.nanoTime() - renewalSentNanos <= renewDeadline.toNanos();
+        return nanoTime.getAsLong() - renewalSentNanos <= renewDeadline.toNanos();
+    }
+
+    /** Tests: the clock the renew deadline is judged by (before {@link #start}). */
+    void timeRenewalsWith(java.util.function.LongSupplier nanos) {
+        this.nanoTime = nanos;
+    }
+
+    /** Tests: how often the renewal watch looks whether the renew deadline has passed (before {@link #start}). */
+    synchronized void checkRenewalsEvery(Duration period) {
+        this.renewalCheckPeriod = period;
     }
 
     public String identity() {
@@ -157,8 +182,8 @@ public final class LeaderElection implements AutoCloseable {
         // off the caller's thread: the first step is a GET of the Lease
         schedule(this::elect, Duration.ZERO);
         try {
-            renewalWatch.scheduleWithFixedDelay(this::checkRenewal, retryPeriod.toMillis(), retryPeriod.toMillis(),
-                    TimeUnit.MILLISECONDS);
+            renewalWatch.scheduleWithFixedDelay(this::checkRenewal, renewalCheckPeriod.toMillis(),
+                    renewalCheckPeriod.toMillis(), TimeUnit.MILLISECONDS);
         } catch (RejectedExecutionException e) {
             // closed meanwhile
         }
@@ -385,6 +410,31 @@ public final class LeaderElection implements AutoCloseable {
         }
     }
 
+    /**
+     * A Lease write of this replica landed, its read sent at {@code sentNanos}: the renew deadline counts from there.
+     * When that makes a leader past its deadline count as leading again (no change of leadership: the renewal watch
+     * had not yet looked), the listeners are told. A write whose read was sent before the deadline passed does not
+     * (its renewTime is as old), nor the write that takes the Lease (a change of leadership, told as such).
+     */
+    private void renewed(long sentNanos) {
+        synchronized (leadershipLock) {
+            boolean was = isLeader();
+            renewalSentNanos = sentNanos;
+            if (was || !isLeader()) {
+                return;
+            }
+            LOG.info("leading again identity={}: a Lease write landed after the renew deadline, before this replica "
+                    + "stepped back", identity);
+            for (Listener l : listeners) {
+                try {
+                    l.onLeadingAgain();
+                } catch (RuntimeException e) {
+                    LOG.warn("leadership listener failed: {}", e.toString());
+                }
+            }
+        }
+    }
+
     @Override
     public void close() {
         CompletableFuture<?> round;
@@ -436,7 +486,7 @@ public final class LeaderElection implements AutoCloseable {
 
         @Override
         public LeaderElectionRecord get(KubernetesClient c) {
-            readSentNanos = System.nanoTime();
+            readSentNanos = nanoTime.getAsLong();
             LeaderElectionRecord record;
             try {
                 record = delegate.get(c);
@@ -457,7 +507,7 @@ public final class LeaderElection implements AutoCloseable {
                 refused("create", e);
                 throw e;
             }
-            renewalSentNanos = sent;
+            renewed(sent);
         }
 
         @Override
@@ -469,7 +519,7 @@ public final class LeaderElection implements AutoCloseable {
                 refused("patch", e); // fabric8 writes the Lease record with a JSON merge patch
                 throw e;
             }
-            renewalSentNanos = sent;
+            renewed(sent);
         }
 
         private void refused(String verb, KubernetesClientException e) {

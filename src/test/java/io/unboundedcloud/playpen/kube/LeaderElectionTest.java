@@ -1,0 +1,159 @@
+package io.unboundedcloud.playpen.kube;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/**
+ * A leader past its renew deadline does not count as leading; when its next Lease write lands before the renewal
+ * watch looks, it counts again in the same term, and its listeners are told so, once, as no change of leadership.
+ * The renew deadline is judged here by a clock the test moves.
+ */
+class LeaderElectionTest {
+    static final String LEASES = LeaderElectionFallbackTest.LEASES;
+    static final Duration RENEW_DEADLINE = Duration.ofSeconds(20);
+
+    TestCluster cluster;
+    LeaderElection election;
+    /** The renew deadline's clock: it moves only when a test moves it. */
+    final AtomicLong nanos = new AtomicLong(TimeUnit.DAYS.toNanos(1));
+    final List<Boolean> changes = new CopyOnWriteArrayList<>();
+    /** Per call of onLeadingAgain: whether the replica counted as leading then, and the Lease writes sent so far. */
+    final List<String> leadingAgain = new CopyOnWriteArrayList<>();
+    /** Lease writes (merge patches) sent since the clock was moved; -1 before that. */
+    final AtomicInteger patchesSinceMoved = new AtomicInteger(-1);
+
+    @BeforeEach
+    void up() {
+        cluster = TestCluster.start();
+        cluster.addRequestListener(key -> {
+            if (key.startsWith("PATCH " + LEASES) && patchesSinceMoved.get() >= 0) {
+                patchesSinceMoved.incrementAndGet();
+            }
+        });
+    }
+
+    @AfterEach
+    void down() {
+        if (election != null) {
+            election.close();
+        }
+        cluster.close();
+    }
+
+    /**
+     * Elected with renewals every 100 ms (real time) and a renew deadline of 20 s by the test's clock; the renewal
+     * watch looks every {@code watch}.
+     */
+    LeaderElection elected(Duration watch) throws InterruptedException {
+        return elected(prepared(watch));
+    }
+
+    LeaderElection elected(LeaderElection prepared) throws InterruptedException {
+        prepared.start();
+        OperatorHarness.awaitTrue(prepared::isLeader, Duration.ofSeconds(60), "elected");
+        return prepared;
+    }
+
+    /** As {@link #elected}, not started yet. */
+    LeaderElection prepared(Duration watch) {
+        election = new LeaderElection(cluster.client, true, "playpen", "playpen-operator", "me", Duration.ofSeconds(30),
+                RENEW_DEADLINE, Duration.ofMillis(100), Duration.ofMinutes(5), Duration.ofMinutes(5));
+        election.timeRenewalsWith(nanos::get);
+        election.checkRenewalsEvery(watch);
+        election.addListener(new LeaderElection.Listener() {
+            @Override
+            public void leadershipChanged(boolean leader) {
+                changes.add(leader);
+            }
+
+            @Override
+            public void onLeadingAgain() {
+                leadingAgain.add("leading=" + election.isLeader() + " patches=" + patchesSinceMoved.get());
+            }
+        });
+        return election;
+    }
+
+    int patches() {
+        return cluster.requestCount(k -> k.startsWith("PATCH " + LEASES));
+    }
+
+    /** Holds the next read of the Lease (a renewal's) until the returned latch is counted down; awaits its arrival. */
+    CountDownLatch holdNextRead() throws InterruptedException {
+        CountDownLatch reading = new CountDownLatch(1);
+        CountDownLatch answer = new CountDownLatch(1);
+        AtomicBoolean hold = new AtomicBoolean(true);
+        cluster.addRequestListener(key -> {
+            if (key.equals("GET " + LEASES + "/playpen-operator") && hold.compareAndSet(true, false)) {
+                reading.countDown();
+                try {
+                    answer.await(60, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        });
+        assertThat(reading.await(60, TimeUnit.SECONDS)).as("a renewal read the Lease").isTrue();
+        return answer;
+    }
+
+    /**
+     * The clock passes the renew deadline while a renewal's read is held: the leader does not count as leading. That
+     * renewal's write dates from before (no change); the next one, read after the deadline, lands before the renewal
+     * watch looks (it never does here): the leader counts again and is told so once, with no change of leadership.
+     */
+    @Test
+    void aLeaseWriteThatLandsAfterTheRenewDeadlineTellsTheListenersItLeadsAgainOnce() throws Exception {
+        elected(Duration.ofHours(1));
+        int before = patches();
+        OperatorHarness.awaitTrue(() -> patches() >= before + 3, Duration.ofSeconds(60), "renewals");
+        assertThat(leadingAgain).as("renewals within the deadline").isEmpty();
+
+        CountDownLatch answer = holdNextRead();
+        nanos.addAndGet(RENEW_DEADLINE.plusSeconds(1).toNanos());
+        patchesSinceMoved.set(0);
+        assertThat(election.isLeader()).as("past the renew deadline").isFalse();
+        answer.countDown();
+
+        OperatorHarness.awaitTrue(() -> !leadingAgain.isEmpty(), Duration.ofSeconds(60), "told it leads again");
+        // the held renewal's write (its read sent before the deadline passed) did not count; the next one did
+        assertThat(leadingAgain).containsExactly("leading=true patches=2");
+        int after = patches();
+        OperatorHarness.awaitTrue(() -> patches() >= after + 3, Duration.ofSeconds(60), "renewals after");
+        assertThat(leadingAgain).as("told once").hasSize(1);
+        assertThat(changes).as("no change of leadership").containsExactly(true);
+        assertThat(election.isLeader()).isTrue();
+    }
+
+    /**
+     * The renewal watch looks first and steps the leader back: its term ends. Leading again after that is a change
+     * of leadership, told as one, not as leading again.
+     */
+    @Test
+    void aLeaderThatStepsBackPastItsDeadlineIsToldAChangeOfLeadershipNotThatItLeadsAgain() throws Exception {
+        elected(Duration.ofMillis(100));
+        // no renewal lands before the watch looks: the next one's read is held until then
+        CountDownLatch answer = holdNextRead();
+        nanos.addAndGet(RENEW_DEADLINE.plusSeconds(1).toNanos());
+        OperatorHarness.awaitTrue(() -> changes.contains(false), Duration.ofSeconds(60), "stepped back");
+        answer.countDown();
+        OperatorHarness.awaitTrue(() -> changes.size() >= 3, Duration.ofSeconds(60), "stepped back and elected again");
+        assertThat(changes).containsExactly(true, false, true);
+        assertThat(leadingAgain).isEmpty();
+    }
+}
