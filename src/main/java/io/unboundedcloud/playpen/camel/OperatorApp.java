@@ -168,16 +168,28 @@ public final class OperatorApp implements AutoCloseable {
         pods.addListener(lanes);
         leaderRoutes = new LeaderRoutePolicy();
         leader.addListener(leaderRoutes);
-        leader.addListener(isLeader -> {
-            if (isLeader) {
-                // the leader routes' timers cannot be relied on for the first run: Camel drops a tick that fires
-                // before its consumer counts as started, and the route policy starts them just as their first tick
-                // (delay 0) fires. So a new leader schedules its claims' expiries, runs a pool pass (see
-                // PoolReconciler.onLeadership) and publishes the caBundle (a lost tick once left the aggregated API
-                // answering 503 for a whole --reconcile-interval) itself; the routes repeat them
-                ttl.scheduleAll();
-                pool.onLeadership();
-                DaemonThreads.named("ca-bundle-on-leadership").newThread(() -> publishCaBundle(serving, null)).start();
+        leader.addListener(new LeaderElection.Listener() {
+            @Override
+            public void leadershipChanged(boolean isLeader) {
+                if (isLeader) {
+                    // the leader routes' timers cannot be relied on for the first run: Camel drops a tick that fires
+                    // before its consumer counts as started, and the route policy starts them just as their first
+                    // tick (delay 0) fires. So a new leader schedules its claims' expiries, runs a pool pass (see
+                    // PoolReconciler.onLeadership) and publishes the caBundle (a lost tick once left the aggregated
+                    // API answering 503 for a whole --reconcile-interval) itself; the routes repeat them
+                    ttl.scheduleAll();
+                    pool.onLeadership();
+                    DaemonThreads.named("ca-bundle-on-leadership").newThread(() -> publishCaBundle(serving, null))
+                            .start();
+                }
+            }
+
+            @Override
+            public void onLeadingAgain() {
+                // past its renew deadline, this leader dropped what it may not write; its term goes on, and what it
+                // dropped runs now: expired claims' deletes and a pool pass
+                ttl.onLeadingAgain();
+                pool.onLeadingAgain();
             }
         });
         ObservedEvents observed = new ObservedEvents(events, config, env);

@@ -246,20 +246,12 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             new java.util.concurrent.ScheduledThreadPoolExecutor(1, DaemonThreads.named("pool-refill"));
     private final AtomicBoolean refillScheduled = new AtomicBoolean();
     /**
-     * A prompt pass is scheduled, not debounced: a new leader's first one, or a look again whether the cache has synced
-     * ({@link #SYNC_RECHECK_MILLIS}).
+     * A prompt pass is scheduled, not debounced: a new leader's first one, one dropped while this replica did not count
+     * as leading ({@link #onLeadingAgain}), or a look again whether the cache has synced ({@link #SYNC_RECHECK_MILLIS}).
      */
     private final AtomicBoolean promptPassScheduled = new AtomicBoolean();
-    /**
-     * A look again is scheduled at a pass that found this replica not counting as leading (see
-     * {@link #lookAgainWhileNotLeading}).
-     */
-    private final AtomicBoolean notLeadingLookScheduled = new AtomicBoolean();
-    /** Passes in a row that found this replica not counting as leading: the step of the look again's back-off. */
-    private final java.util.concurrent.atomic.AtomicInteger notLeadingLooks =
-            new java.util.concurrent.atomic.AtomicInteger();
-    /** The look again's back-off: 1 s, doubling up to --reconcile-interval. */
-    private final Backoff notLeadingBackOff;
+    /** A pass found this replica not counting as leading since it last did (see {@link #onLeadingAgain}). */
+    private final AtomicBoolean passDropped = new AtomicBoolean();
     /**
      * When the wake-up after a pause that is scheduled asks for a pass (null: none is): a pass during the pause does
      * not schedule another for the same time or later, so wake-ups do not pile up while the pause lasts.
@@ -311,7 +303,6 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         this.calls = calls;
         this.clock = clock;
         this.debounceMillis = Math.max(0, config.refillDebounce().toMillis());
-        this.notLeadingBackOff = new Backoff(Duration.ofSeconds(1), config.reconcileInterval());
     }
 
     public void addObserver(Observer observer) {
@@ -375,19 +366,18 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     }
 
     /**
-     * Starts a pass: null (nothing to do) on a replica that does not count as leading (it looks again after a
-     * back-off: {@link #lookAgainWhileNotLeading}), or while the cache is not synced or this pool has not yet heard of
-     * every pod in it ({@link PodCache#listenersCaughtUp}). Holds the pass lock until {@link #finish}, so passes never
-     * overlap.
+     * Starts a pass: null (nothing to do) on a replica that does not count as leading (a pass runs again when it
+     * counts as leading again within its term: {@link #onLeadingAgain}), or while the cache is not synced or this
+     * pool has not yet heard of every pod in it ({@link PodCache#listenersCaughtUp}). Holds the pass lock until
+     * {@link #finish}, so passes never overlap.
      */
     public Pass assess() {
         if (!leader.getAsBoolean()) {
             // what this term holds stays (see forgetTerm): a leader past its renew deadline counts again, in the same
             // term, once its next Lease write lands; a replica that leads again after a change forgets it then
-            lookAgainWhileNotLeading();
+            droppedWhileNotLeading();
             return null;
         }
-        notLeadingLooks.set(0);
         if (!pods.listenersCaughtUp()) {
             // back as soon as the cache has synced and its listeners, this pool's tally among them, have heard of
             // every pod in it: after --refill-debounce, a long debounce would hold the first pass back until the
@@ -460,6 +450,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         return step(pass, () -> {
             for (PoolPlan.Deletion d : pass.plan.toDelete()) {
                 if (!leader.getAsBoolean()) {
+                    droppedWhileNotLeading();
                     return;
                 }
                 if (!enoughReadyLeft(d, pass.deletedNames) || !enoughReadyLeftInApiServer(d, pass)) {
@@ -638,7 +629,10 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             KubernetesClientException firstFailure = null;
             for (PoolPlan.PlannedPod planned : pass.plan.toCreate()) {
                 if (!leader.getAsBoolean()) {
-                    break; // leadership lost in the middle of a pass: the new leader plans afresh
+                    // leadership lost in the middle of a pass: the new leader plans afresh, and so does this
+                    // replica if it counts as leading again within its term
+                    droppedWhileNotLeading();
+                    break;
                 }
                 if (signals != null && signals.backoff(planned.target()).view().pausedAt(pass.now)) {
                     continue; // this pass's own deletes found a failed replacement: the pool pauses now
@@ -1090,21 +1084,27 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         refused.clear();
         reported.clear();
         reportedBackoffs.clear();
+        passDropped.set(false); // the new term's first pass is scheduled
     }
 
     /**
-     * A pass that found this replica not counting as leading is run again after 1 s, doubling up to
-     * --reconcile-interval while it still does not: a leader past its renew deadline does not count as leading until
-     * its next Lease write lands, and when that lands before the look that would step it back, no change of
-     * leadership is told (nor a new leader's pass scheduled, {@link #onLeadership}). Dropped, a refill asked for by a
-     * claim, or by an alloc turned away, in that moment would wait for the interval timer or the next pod change,
-     * the pool short meanwhile. One look is scheduled at a time; on a replica that does not lead it finds nothing
-     * to do, as any pass there does.
+     * This replica counts as leading again within its term (LeaderElection.Listener#onLeadingAgain): a leader past
+     * its renew deadline does not count as leading until its next Lease write lands, and when that lands before the
+     * look that would step it back, no change of leadership is told (nor a new leader's pass scheduled,
+     * {@link #onLeadership}). A pass dropped in that moment runs now: dropped, a refill asked for by a claim, or by
+     * an alloc turned away, would wait for the interval timer or the next pod change, the pool short meanwhile.
      */
-    private void lookAgainWhileNotLeading() {
-        if (!notLeadingLookScheduled.get()) {
-            Duration wait = notLeadingBackOff.after(notLeadingLooks.incrementAndGet());
-            schedulePass(notLeadingLookScheduled, wait.toMillis());
+    public void onLeadingAgain() {
+        if (passDropped.getAndSet(false)) {
+            schedulePromptPass();
+        }
+    }
+
+    /** A pass not started, or stopped before its writes, on a replica that does not count as leading. */
+    private void droppedWhileNotLeading() {
+        passDropped.set(true);
+        if (leader.getAsBoolean()) {
+            onLeadingAgain(); // it counted as leading again before the pass was marked: told so already
         }
     }
 

@@ -42,21 +42,11 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
      */
     private static final class Scheduled {
         private final Instant at;
-        /**
-         * A look again at a claim whose timer found this replica not counting as leading: the next watch event of
-         * the pod (or {@link #scheduleAll} on becoming leader) replaces it with a timer due at once.
-         */
-        private final boolean untilLeading;
         private ScheduledFuture<?> future;
         private boolean cancelled;
 
         Scheduled(Instant at) {
-            this(at, false);
-        }
-
-        Scheduled(Instant at, boolean untilLeading) {
             this.at = at;
-            this.untilLeading = untilLeading;
         }
 
         Instant at() {
@@ -87,6 +77,11 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
     /** Failed deletes in a row of each claim whose delete failed (its next try waits twice as long, up to the cap). */
     private final Map<String, Integer> backOffs = new ConcurrentHashMap<>();
     private final Backoff backOff;
+    /**
+     * Claims whose timer found this replica not counting as leading (see {@link #onLeadingAgain}): until it counts
+     * again, becomes leader, or the claim ends.
+     */
+    private final java.util.Set<String> notLeading = ConcurrentHashMap.newKeySet();
     private final ScheduledExecutorService scheduler;
     private final java.util.List<Observer> observers = new java.util.concurrent.CopyOnWriteArrayList<>();
 
@@ -139,7 +134,7 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
             return;
         }
         Scheduled existing = timers.get(name);
-        if (existing != null && existing.at().equals(at.get()) && !existing.untilLeading) {
+        if (existing != null && existing.at().equals(at.get())) {
             return; // recorded, so not started yet: it stands
         }
         if (existing != null) {
@@ -165,12 +160,18 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
         }
     }
 
+    /** Timers recorded and not started yet (tests). */
+    int timersPending() {
+        return timers.size();
+    }
+
     /** Claims with a count of failed deletes kept (tests). */
     int failedTriesKept() {
         return backOffs.size();
     }
 
     private void cancel(String name) {
+        notLeading.remove(name);
         backOffs.remove(name);
         Scheduled s = timers.remove(name);
         if (s != null) {
@@ -195,8 +196,10 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
         Instant now = clock.instant();
         if (policy.isExpired(pod, now)) {
             Outcome outcome = deleteIfExpired(pod, now);
-            if (outcome == Outcome.FAILED || outcome == Outcome.NOT_LEADING) {
-                retry(pod, outcome == Outcome.NOT_LEADING);
+            if (outcome == Outcome.NOT_LEADING) {
+                untilLeading(name);
+            } else if (outcome == Outcome.FAILED) {
+                retry(pod);
             } else {
                 backOffs.remove(name);
             }
@@ -208,25 +211,46 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
     }
 
     /**
+     * A claim whose timer found this replica not counting as leading is kept until it does: a leader past its renew
+     * deadline does not count as leading until its next Lease write lands, and when that lands before the look
+     * that would step it back, no change of leadership is told (nor are the timers scheduled again, as on becoming
+     * leader), but {@link #onLeadingAgain} is. Dropped, the claim would wait for the sweep. Becoming leader, and any
+     * watch event of the pod, schedule its timer again too. Asked again after it is kept: a replica that counted as
+     * leading again in between was told so before the claim was kept.
+     */
+    private void untilLeading(String name) {
+        notLeading.add(name);
+        if (leader.getAsBoolean()) {
+            onLeadingAgain();
+        }
+    }
+
+    /**
+     * This replica counts as leading again within its term (LeaderElection.Listener#onLeadingAgain): each claim
+     * whose timer found it not counting as leading gets its timer again, due at once when it has expired.
+     */
+    public void onLeadingAgain() {
+        for (String name : java.util.List.copyOf(notLeading)) {
+            if (notLeading.remove(name)) {
+                pods.get(name).ifPresent(p -> onPodEvent(PodCache.Change.UPDATED, p));
+            }
+        }
+    }
+
+    /**
      * The delete failed (an API server error, or the pod kept changing): the claim is tried again after a back-off
      * of its own ({@link #retryBackOff}), so neither the sweep's period nor a failing API server
      * decides how late it ends. A watch event of the pod that keeps its expiry keeps this timer; one that moves the
      * expiry (a renewal) replaces it.
-     * <p>
-     * So is a claim whose timer found this replica not counting as leading ({@code untilLeading}): a leader past its
-     * renew deadline does not count as leading until its next Lease write lands, and when that lands before the
-     * look that would step it back, no change of leadership is told (nor are the timers scheduled again, as on
-     * becoming leader). Dropped, the claim would wait for the sweep. Any watch event of the pod, and becoming
-     * leader, replace this timer with one due at once.
      */
-    private void retry(Pod pod, boolean untilLeading) {
+    private void retry(Pod pod) {
         String name = ManagedPods.name(pod);
         Optional<Instant> at = policy.expiresAt(pod);
         if (at.isEmpty()) {
             return;
         }
         Duration wait = backOff.after(backOffs.merge(name, 1, Integer::sum));
-        Scheduled timer = new Scheduled(at.get(), untilLeading);
+        Scheduled timer = new Scheduled(at.get());
         if (timers.putIfAbsent(name, timer) != null) {
             return; // a watch event scheduled the claim meanwhile: that timer stands
         }
@@ -260,6 +284,7 @@ public final class TtlExpirer implements PodCache.Listener, AutoCloseable {
 
     /** Schedules timers for every claim in the cache (on becoming leader). */
     public void scheduleAll() {
+        notLeading.clear();
         for (Pod p : pods.pods()) {
             onPodEvent(PodCache.Change.UPDATED, p);
         }

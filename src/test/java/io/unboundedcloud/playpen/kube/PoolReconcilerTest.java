@@ -139,7 +139,7 @@ class PoolReconcilerTest {
     void leadershipLostBetweenThePlanAndTheCreatesCreatesNothing() throws Exception {
         AtomicBoolean leader = new AtomicBoolean(true);
         withSyncedPool(leader::get, (cluster, pool, cache) -> {
-            // only this test's own passes run (not the look again of a pass that finds this replica not leading)
+            // only this test's own passes run
             pool.runPassesWith(() -> { });
             PoolReconciler.Pass pass = pool.plan(pool.assess());
             assertThat(pass.plan().toCreate()).hasSize(3);
@@ -158,8 +158,8 @@ class PoolReconcilerTest {
      * The replica leads, but the pass a pod change asks for (a claim: the pool is one short; or, with the demand-aware
      * buffer, an alloc turned away) runs in a moment when it does not count as leading (its last Lease write began
      * more than the renew deadline ago, and the next one lands before its renewal watch looks, so no change of
-     * leadership is told and no new leader's pass comes): the pass still comes once the replica counts as leading
-     * again, not at the interval timer's next tick (none runs here) or the next pod change.
+     * leadership is told and no new leader's pass comes): the pass still comes once the replica is told it counts as
+     * leading again, not at the interval timer's next tick (none runs here) or the next pod change.
      */
     @Test
     void aPassAskedForWhileTheLeaderDoesNotCountAsLeadingRunsOnceItDoesAgain() throws Exception {
@@ -174,11 +174,41 @@ class PoolReconcilerTest {
             OperatorHarness.awaitTrue(() -> asked.get() >= 1, Duration.ofSeconds(60),
                     "the pass asked whether this replica leads");
             assertThat(cluster.pods()).isEmpty();
-            // leading again without a leadership change told (so no onLeadership)
+            assertThat(pool.scheduledTasks()).as("no pass of its own looks again").isZero();
+            // leading again without a leadership change told (so no onLeadership), as the election tells it
             leading.set(true);
+            pool.onLeadingAgain();
             OperatorHarness.awaitTrue(() -> cluster.pods().size() == 1, Duration.ofSeconds(60),
                     "the pool pod, from the pass asked for while this replica did not count as leading");
         }, "--runner-amd64-count=1", "--runner-arm64-count=0", "--refill-debounce=0", "--reconcile-interval=1h");
+    }
+
+    /**
+     * A pass that stops before its creates because the replica no longer counts as leading (past its renew deadline)
+     * runs again once it is told it counts as leading again within its term; told so with no pass dropped, it runs
+     * none.
+     */
+    @Test
+    void aPassStoppedWhileTheLeaderDoesNotCountAsLeadingRunsAgainOnceItDoes() throws Exception {
+        AtomicBoolean leader = new AtomicBoolean(true);
+        withSyncedPool(leader::get, (cluster, pool, cache) -> {
+            java.util.concurrent.atomic.AtomicInteger runs = new java.util.concurrent.atomic.AtomicInteger();
+            pool.runPassesWith(() -> {
+                runs.incrementAndGet();
+                pool.reconcile();
+            });
+            pool.onLeadingAgain();
+            assertThat(pool.scheduledTasks()).as("nothing dropped, nothing to run again").isZero();
+            PoolReconciler.Pass pass = pool.plan(pool.assess());
+            assertThat(pass.plan().toCreate()).hasSize(2);
+            leader.set(false);
+            assertThat(pool.finish(pool.create(pool.delete(pass))).created()).isZero();
+            leader.set(true);
+            pool.onLeadingAgain();
+            OperatorHarness.awaitTrue(() -> cluster.pods().size() == 2, Duration.ofSeconds(60),
+                    "the pool pods, from the pass run again");
+            assertThat(runs.get()).isEqualTo(1);
+        }, "--runner-amd64-count=2", "--runner-arm64-count=0", "--reconcile-interval=1h");
     }
 
     @Test

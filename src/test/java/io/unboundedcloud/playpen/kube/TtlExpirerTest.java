@@ -130,7 +130,7 @@ class TtlExpirerTest {
      * The replica leads, but its timer fires in a moment when it does not count as leading (its last Lease write began
      * more than the renew deadline ago, and the next one lands before its renewal watch looks, so no change of
      * leadership is told and no timer is scheduled again): the claim is still deleted by its timer once the replica
-     * counts as leading again, not left to the sweep (none runs here).
+     * is told it counts as leading again, not left to the sweep (none runs here).
      */
     @Test
     void aTimerThatFiresWhileTheLeaderDoesNotCountAsLeadingDeletesOnceItDoesAgain() throws Exception {
@@ -150,8 +150,10 @@ class TtlExpirerTest {
                 OperatorHarness.awaitTrue(() -> asked.get() >= 1, Duration.ofSeconds(60),
                         "the timer asked whether this replica leads");
                 assertThat(deletes(cluster)).isZero();
-                // leading again without a leadership change told (so no scheduleAll)
+                assertThat(ttl.timersPending()).as("no timer of its own looks again").isZero();
+                // leading again without a leadership change told (so no scheduleAll), as the election tells it
                 leading.set(true);
+                ttl.onLeadingAgain();
                 OperatorHarness.awaitTrue(() -> deletes(cluster) == 1, Duration.ofSeconds(60),
                         "the expired claim deleted by its timer once this replica counts as leading again");
             }
