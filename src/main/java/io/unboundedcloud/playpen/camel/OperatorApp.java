@@ -153,8 +153,8 @@ public final class OperatorApp implements AutoCloseable {
         io.unboundedcloud.playpen.kube.LeaseRefusals leaseRefusals = new io.unboundedcloud.playpen.kube.LeaseRefusals(
                 client, config.leaderElectionNamespace(), config.leaderElectionLeaseName(), config.runnerNamespace(),
                 calls);
-        leader.annotateLeaseWith(() -> Map.of(io.unboundedcloud.playpen.kube.LeaseRefusals.ANNOTATION,
-                io.unboundedcloud.playpen.kube.LeaseRefusals.encode(leader.identity(), pool.publishedRefusals())));
+        leader.annotateLeaseWith(io.unboundedcloud.playpen.kube.LeaseRefusals.annotations(leader.identity(),
+                pool::publishedRefusals));
         poolStatuses = new PoolStatuses(pods, pool, clock, leaseRefusals);
         Candidates candidates = new Candidates(config.runnerLabelSelector(), new PoolHandOut(planner, nodes, pods));
         ttl = new TtlExpirer(pods, writer, leases, clock, leader::isLeader, config.reconcileInterval());

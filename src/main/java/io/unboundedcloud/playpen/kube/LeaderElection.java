@@ -51,6 +51,16 @@ public final class LeaderElection implements AutoCloseable {
         }
     }
 
+    /** What this replica writes on the Lease with each of its writes as holder ({@link #annotateLeaseWith}). */
+    public interface LeaseAnnotations {
+        /**
+         * The annotations of one Lease write. {@code inTerm}: the write goes on with this replica's term as leader
+         * (a renewal, also one that lands past the renew deadline, or the Lease taken by a replica that leads in the
+         * single-replica fallback); false for a write that begins a term (the Lease taken) or gives the Lease up.
+         */
+        java.util.Map<String, String> of(boolean inTerm);
+    }
+
     private final KubernetesClient client;
     private final boolean enabled;
     private final String namespace;
@@ -79,7 +89,7 @@ public final class LeaderElection implements AutoCloseable {
     /** Its own thread: the restarter's tasks (a GET of the Lease, a cancelled round's release) may hang on the API. */
     private final ScheduledExecutorService renewalWatch =
             Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("leader-renewal-watch"));
-    private volatile java.util.function.Supplier<java.util.Map<String, String>> leaseAnnotations = java.util.Map::of;
+    private volatile LeaseAnnotations leaseAnnotations = inTerm -> java.util.Map.of();
     /** The clock of the renew deadline ({@link System#nanoTime}; tests move it by hand). */
     private volatile java.util.function.LongSupplier nanoTime = System::nanoTime;
     /** How often {@link #checkRenewal} looks (the retry period; tests: so seldom it never does). */
@@ -120,9 +130,11 @@ public final class LeaderElection implements AutoCloseable {
     /**
      * Annotations this replica writes on the Lease with each of its writes as holder (taking it, every renewal), so
      * that they are there exactly while it leads and cost no write of their own; what a replica that does not lead
-     * may read there (see {@link LeaseRefusals}). Read on the elector's thread at each write.
+     * may read there (see {@link LeaseRefusals}). Asked on the elector's thread at each write, told whether the write
+     * goes on with this replica's term: the write that ends a moment past the renew deadline does, although this
+     * replica does not count as leading ({@link #isLeader}) until it lands.
      */
-    public void annotateLeaseWith(java.util.function.Supplier<java.util.Map<String, String>> annotations) {
+    public void annotateLeaseWith(LeaseAnnotations annotations) {
         this.leaseAnnotations = annotations;
     }
 
@@ -463,7 +475,7 @@ public final class LeaderElection implements AutoCloseable {
                 io.fabric8.kubernetes.api.model.ObjectMetaBuilder meta) {
             java.util.Map<String, String> annotations;
             try {
-                annotations = leaseAnnotations.get();
+                annotations = leaseAnnotations.of(leader && identity.equals(record.getHolderIdentity()));
             } catch (RuntimeException e) {
                 // never at the cost of the write itself: the Lease is renewed without them
                 LOG.warn("Lease {}/{} written without its annotations: {}", namespace, leaseName, e.toString());

@@ -66,6 +66,16 @@ public final class LeaseRefusals {
         this.calls = calls;
     }
 
+    /**
+     * What the leader's Lease writes carry ({@link LeaderElection#annotateLeaseWith}): {@code holder} and, on a write
+     * that goes on with its term, the refusals {@code refused} gives (that term's own); none on a write that begins a
+     * term or gives the Lease up.
+     */
+    public static LeaderElection.LeaseAnnotations annotations(String holder,
+            java.util.function.Supplier<Map<String, Refusal>> refused) {
+        return inTerm -> Map.of(ANNOTATION, encode(holder, inTerm ? refused.get() : Map.of()));
+    }
+
     /** The annotation's value: {@code holder} and its pools whose creates are refused now. */
     public static String encode(String holder, Map<String, Refusal> pools) {
         Map<String, Object> byPool = new LinkedHashMap<>();

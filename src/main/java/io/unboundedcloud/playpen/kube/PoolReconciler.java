@@ -713,14 +713,14 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     }
 
     /**
-     * The pools whose creates the API server refuses now, by pool name, as this leader publishes them on its Lease
-     * ({@link LeaseRefusals}): empty on a replica that does not lead.
+     * The pools whose creates the API server refuses now, by pool name, as this replica's term as leader holds them:
+     * what its Lease writes that go on with that term publish ({@link LeaseRefusals#annotations}). Not gated by
+     * {@link #leads}: the write that ends a moment past the renew deadline publishes them, though this replica counts
+     * as leading only once it lands.
      */
     public Map<String, LeaseRefusals.Refusal> publishedRefusals() {
         Map<String, LeaseRefusals.Refusal> out = new java.util.TreeMap<>();
-        if (leader.getAsBoolean()) {
-            refused.forEach((t, r) -> out.put(io.unboundedcloud.playpen.model.PoolStatus.name(t), published(r)));
-        }
+        refused.forEach((t, r) -> out.put(io.unboundedcloud.playpen.model.PoolStatus.name(t), published(r)));
         return out;
     }
 

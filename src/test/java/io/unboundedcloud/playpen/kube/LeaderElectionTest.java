@@ -156,4 +156,52 @@ class LeaderElectionTest {
         assertThat(changes).containsExactly(true, false, true);
         assertThat(leadingAgain).isEmpty();
     }
+
+    /**
+     * The leader publishes its pools' refused creates on each of its Lease writes: also on the write that ends a
+     * moment past its renew deadline (a refusal pause outlives that moment, as its term does), so the other
+     * replicas read them from that write on, not only from the next renewal.
+     */
+    @Test
+    void theLeaseWriteThatEndsAMomentPastTheRenewDeadlinePublishesTheRefusedCreates() throws Exception {
+        java.util.concurrent.atomic.AtomicReference<PoolReconciler> pool = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.atomic.AtomicReference<io.fabric8.kubernetes.api.model.coordination.v1.Lease> written =
+                new java.util.concurrent.atomic.AtomicReference<>();
+        LeaderElection prepared = prepared(Duration.ofHours(1));
+        prepared.annotateLeaseWith(LeaseRefusals.annotations("me",
+                () -> pool.get() == null ? java.util.Map.of() : pool.get().publishedRefusals()));
+        prepared.addListener(new LeaderElection.Listener() {
+            @Override
+            public void leadershipChanged(boolean leader) {
+            }
+
+            @Override
+            public void onLeadingAgain() {
+                // before the next renewal: this is the elector's thread
+                written.set(cluster.client.leases().inNamespace("playpen").withName("playpen-operator").get());
+            }
+        });
+        elected(prepared);
+        String amd64 = io.unboundedcloud.playpen.model.PoolStatus.name(
+                io.unboundedcloud.playpen.model.PoolTarget.runner("amd64"));
+        PoolReconcilerTest.withSyncedPool(cluster, election::isLeader, (c, p, cache) -> {
+            pool.set(p);
+            p.runPassesWith(() -> { });
+            cluster.forbidden = k -> k.equals("POST /api/v1/namespaces/playpen/pods");
+            org.assertj.core.api.Assertions.assertThatThrownBy(p::reconcile)
+                    .isInstanceOf(io.fabric8.kubernetes.client.KubernetesClientException.class);
+            OperatorHarness.awaitTrue(() -> published().containsKey(amd64), Duration.ofSeconds(60),
+                    "the refusal published by a renewal");
+
+            nanos.addAndGet(RENEW_DEADLINE.plusSeconds(1).toNanos());
+            OperatorHarness.awaitTrue(() -> written.get() != null, Duration.ofSeconds(60), "told it leads again");
+            assertThat(LeaseRefusals.decode(written.get(), java.time.Instant.now()).pools())
+                    .as("the refusals on the Lease as the write that ended the moment left it").containsKey(amd64);
+        }, "--runner-amd64-count=1", "--runner-arm64-count=0");
+    }
+
+    java.util.Map<String, LeaseRefusals.Refusal> published() {
+        return LeaseRefusals.decode(cluster.client.leases().inNamespace("playpen").withName("playpen-operator").get(),
+                java.time.Instant.now()).pools();
+    }
 }
