@@ -181,6 +181,8 @@ public final class OperatorApp implements AutoCloseable {
                     pool.onLeadership();
                     DaemonThreads.named("ca-bundle-on-leadership").newThread(() -> publishCaBundle(serving, null))
                             .start();
+                } else {
+                    pool.onLeadershipLost();
                 }
             }
 

@@ -252,6 +252,13 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     private final AtomicBoolean promptPassScheduled = new AtomicBoolean();
     /** A pass found this replica not counting as leading since it last did (see {@link #onLeadingAgain}). */
     private final AtomicBoolean passDropped = new AtomicBoolean();
+    /** From {@link #onLeadership} to {@link #onLeadershipLost}: this replica's term as leader goes on. */
+    private volatile boolean inTerm;
+    /**
+     * Per pool, the back-off changes the watch told while this leader did not count as leading, its term going on
+     * ({@link #backoffSignalled}): the latest failure and the latest recovery, in the order they came.
+     */
+    private final Map<PoolTarget, List<PoolSignals.BackoffChange>> heldBackoffs = new ConcurrentHashMap<>();
     /**
      * When the wake-up after a pause that is scheduled asks for a pass (null: none is): a pass during the pause does
      * not schedule another for the same time or later, so wake-ups do not pile up while the pause lasts.
@@ -309,15 +316,49 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         observers.add(observer);
     }
 
-    /** A pool's back-off changed (the watch told it, on every replica): told to the observers while this one leads. */
+    /**
+     * A pool's back-off changed (the watch told it, on every replica): told to the observers while this one leads.
+     * One that comes while this leader does not count as leading, its term going on (past its renew deadline, its
+     * next Lease write not landed yet), is kept and told once it counts again ({@link #onLeadingAgain}): no other
+     * replica leads meanwhile, and a recovery (BackOffEnded) is told by nothing else later.
+     */
     private void backoffSignalled(PoolSignals.BackoffChange change) {
         if (!leader.getAsBoolean()) {
+            if (inTerm) {
+                heldBackoffs.merge(change.target(), List.of(change), PoolReconciler::latestOfEachKind);
+                if (leader.getAsBoolean()) {
+                    tellHeldBackoffs(); // it counted as leading again before the change was kept
+                }
+            }
             return;
         }
-        if (!change.recovered()) {
-            reportedBackoffs.add(change.pod().getMetadata().getUid());
+        tellHeldBackoffs(); // any kept ones came first
+        tellBackoff(change);
+    }
+
+    /** A failed replacement is told once per term (see {@link #reportBackoffs}); a recovery each time. */
+    private void tellBackoff(PoolSignals.BackoffChange change) {
+        if (change.recovered() || reportedBackoffs.add(change.pod().getMetadata().getUid())) {
+            observers.forEach(o -> o.backoffChanged(change));
         }
-        observers.forEach(o -> o.backoffChanged(change));
+    }
+
+    private void tellHeldBackoffs() {
+        for (PoolTarget target : List.copyOf(heldBackoffs.keySet())) {
+            List<PoolSignals.BackoffChange> held = heldBackoffs.remove(target);
+            if (held != null) {
+                held.forEach(this::tellBackoff);
+            }
+        }
+    }
+
+    /** {@code held} with {@code added} after it, replacing a kept change of its kind (failure or recovery). */
+    private static List<PoolSignals.BackoffChange> latestOfEachKind(List<PoolSignals.BackoffChange> held,
+            List<PoolSignals.BackoffChange> added) {
+        List<PoolSignals.BackoffChange> out = new ArrayList<>();
+        held.stream().filter(c -> c.recovered() != added.get(0).recovered()).forEach(out::add);
+        out.addAll(added);
+        return List.copyOf(out);
     }
 
     /**
@@ -1061,8 +1102,15 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      * the second pass waits for the first (passes never overlap) and finds the pods it created expected.
      */
     public void onLeadership() {
+        inTerm = true;
         forgetTerm();
         schedulePromptPass();
+    }
+
+    /** This replica stopped leading: its term has ended (what it kept for that term is not told). */
+    public void onLeadershipLost() {
+        inTerm = false;
+        heldBackoffs.clear();
     }
 
     /**
@@ -1084,6 +1132,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         refused.clear();
         reported.clear();
         reportedBackoffs.clear();
+        heldBackoffs.clear();
         passDropped.set(false); // the new term's first pass is scheduled
     }
 
@@ -1092,11 +1141,23 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      * its renew deadline does not count as leading until its next Lease write lands, and when that lands before the
      * look that would step it back, no change of leadership is told (nor a new leader's pass scheduled,
      * {@link #onLeadership}). A pass dropped in that moment runs now: dropped, a refill asked for by a claim, or by
-     * an alloc turned away, would wait for the interval timer or the next pod change, the pool short meanwhile.
+     * an alloc turned away, would wait for the interval timer or the next pod change, the pool short meanwhile. The
+     * back-off changes kept meanwhile are told, off the caller's thread.
      */
     public void onLeadingAgain() {
         if (passDropped.getAndSet(false)) {
             schedulePromptPass();
+        }
+        if (!heldBackoffs.isEmpty()) {
+            try {
+                refill.execute(() -> {
+                    if (leader.getAsBoolean()) {
+                        tellHeldBackoffs();
+                    }
+                });
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                // closed
+            }
         }
     }
 

@@ -211,6 +211,88 @@ class PoolReconcilerTest {
         }, "--runner-amd64-count=2", "--runner-arm64-count=0", "--reconcile-interval=1h");
     }
 
+    /**
+     * A pool's back-off ends (a pod of its template becomes ready) in a moment when the leader does not count as
+     * leading (past its renew deadline, its next Lease write not landed yet): the recovery, which the leader tells
+     * (a Normal BackOffEnded on the pod), is told once the replica counts as leading again within its term, not
+     * dropped: no other replica leads meanwhile, and nothing tells it later.
+     */
+    @Test
+    void aBackOffThatEndsWhileTheLeaderDoesNotCountAsLeadingIsToldOnceItDoesAgain() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            OperatorConfig config = OperatorConfig.parse("--runner-amd64-count=1", "--runner-arm64-count=0",
+                    "--pool-backoff-base=5m", "--reconcile-interval=1h");
+            PodCache cache = new PodCache(cluster.client, TestCluster.NS,
+                    new Candidates(config.runnerLabelSelector())::idleKindKey);
+            io.unboundedcloud.playpen.model.PoolPlanner planner =
+                    new io.unboundedcloud.playpen.model.PoolPlanner(config, new PodTemplates(config, Map.of()));
+            PoolSignals signals = new PoolSignals(planner, new NodeCache(null), Clock.systemUTC(), config.pools());
+            AtomicBoolean leads = new AtomicBoolean(true);
+            cache.start();
+            try (PoolReconciler pool = new PoolReconciler(cluster.client, config, cache, null, planner, signals,
+                    leads::get, new ApiCallCounter(), Clock.systemUTC())) {
+                OperatorHarness.awaitTrue(cache::listenersCaughtUp, Duration.ofSeconds(60), "cache synced");
+                java.util.concurrent.CountDownLatch firstPass = new java.util.concurrent.CountDownLatch(1);
+                pool.runPassesWith(firstPass::countDown);
+                pool.onLeadership(); // as the election tells it
+                assertThat(firstPass.await(60, TimeUnit.SECONDS)).as("the new leader's pass").isTrue();
+                pool.runPassesWith(() -> { });
+                List<PoolSignals.BackoffChange> told = new java.util.concurrent.CopyOnWriteArrayList<>();
+                pool.addObserver(new PoolReconciler.Observer() {
+                    @Override
+                    public void backoffChanged(PoolSignals.BackoffChange change) {
+                        told.add(change);
+                    }
+                });
+                io.unboundedcloud.playpen.model.PoolTarget amd64 = io.unboundedcloud.playpen.model.PoolTarget.runner(
+                        "amd64");
+                Pod failed = new io.fabric8.kubernetes.api.model.PodBuilder(planner.podFor(amd64, 51821))
+                        .editMetadata().withUid("failed").endMetadata().build();
+                signals.deletedUnhealthy(amd64, failed,
+                        io.unboundedcloud.playpen.model.PoolHealth.Problem.NOT_READY_IN_TIME);
+                assertThat(told).as("the failure, told while leading").hasSize(1);
+
+                leads.set(false);
+                Pod ready = new io.fabric8.kubernetes.api.model.PodBuilder(planner.podFor(amd64, 51820))
+                        .editMetadata().withUid("ready").addToAnnotations(
+                                io.unboundedcloud.playpen.model.PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY,
+                                TestCluster.wgKey(1)).endMetadata()
+                        .withNewStatus().withPhase("Running").addNewContainerStatus().withName("runner")
+                        .withReady(true).withNewState().withNewRunning().endRunning().endState()
+                        .endContainerStatus().endStatus().build();
+                signals.onPodEvent(PodCache.Change.ADDED, ready);
+                assertThat(signals.backoff(amd64).view().backingOff()).as("the back-off ended").isFalse();
+                assertThat(told).as("not told while not counting as leading").hasSize(1);
+
+                // leading again without a leadership change told (so no onLeadership), as the election tells it
+                leads.set(true);
+                pool.onLeadingAgain();
+                OperatorHarness.awaitTrue(() -> told.size() == 2, Duration.ofSeconds(60),
+                        "the recovery told once this replica counts as leading again");
+                assertThat(told.get(1).recovered()).isTrue();
+                assertThat(told.get(1).pod().getMetadata().getUid()).isEqualTo("ready");
+
+                // a replica whose term has ended keeps nothing for later: it is not the one to tell it
+                pool.onLeadershipLost();
+                leads.set(false);
+                Pod failedAgain = new io.fabric8.kubernetes.api.model.PodBuilder(planner.podFor(amd64, 51822))
+                        .editMetadata().withUid("failed-again").endMetadata().build();
+                signals.deletedUnhealthy(amd64, failedAgain,
+                        io.unboundedcloud.playpen.model.PoolHealth.Problem.NOT_READY_IN_TIME);
+                leads.set(true);
+                pool.onLeadingAgain();
+                // what onLeadingAgain hands to the pass thread runs before a pass asked for after it
+                java.util.concurrent.CountDownLatch passed = new java.util.concurrent.CountDownLatch(1);
+                pool.runPassesWith(passed::countDown);
+                pool.requestRefill();
+                assertThat(passed.await(60, TimeUnit.SECONDS)).as("a pass asked for after it").isTrue();
+                assertThat(told).as("nothing told on a replica that no longer leads").hasSize(2);
+            } finally {
+                cache.close();
+            }
+        }
+    }
+
     @Test
     void aPassThatFindsTheCacheNotSyncedComesBackOnceItHasWhateverTheDebounce() throws Exception {
         try (TestCluster cluster = TestCluster.start()) {
