@@ -231,7 +231,8 @@ public final class ApiFlows {
     /**
      * A new claim whose answer turns out not to be a 2xx (a step after the claim failed, or the route was stopped
      * under it) was handed to nobody: it goes back to the pool, as the claim of a client gone before its answer does
-     * (a replay is never taken back: its claim was answered before).
+     * (a replay is never taken back: its claim was answered before). It runs on the thread of the request's
+     * connection, also after a wait for capacity ({@link #connectionThread}), never on the waiting queue's dispatcher.
      */
     private final class ReleaseUnanswered extends org.apache.camel.support.SynchronizationAdapter {
         private final Allocator.Allocation allocation;
@@ -302,10 +303,32 @@ public final class ApiFlows {
                 channel.closeFuture().removeListener(gone);
                 channel.attr(NettyTls.WAITING).set(false);
             });
-            return result;
+            // the rest of the route runs where the wait ended unless handed on: on a dispatcher of the waiting
+            // queue, whose next hand-out would wait for it (the take-back of a claim answered with an error, or of
+            // a client gone, is an API call)
+            return result.whenCompleteAsync((a, e) -> {
+            }, connectionThread(ctx));
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
+    }
+
+    /**
+     * The thread of the connection's requests (one of --http-worker-threads), where a request that did not wait is
+     * answered. A task handed to it while the listener stops still runs: Camel waits (up to 10 s) for those threads
+     * to end as it stops, and each runs what it has queued before it ends; one handed to it after they have ended
+     * runs on the caller. So a take-back is not dropped at shutdown; one the process's exit cuts short leaves its
+     * claim to its TTL, as a take-back the API server refuses does.
+     */
+    private static java.util.concurrent.Executor connectionThread(ChannelHandlerContext ctx) {
+        io.netty.util.concurrent.EventExecutor thread = ctx.executor();
+        return task -> {
+            try {
+                thread.execute(task);
+            } catch (java.util.concurrent.RejectedExecutionException stopped) {
+                task.run();
+            }
+        };
     }
 
     /** The 503 of an alloc that found no idle pod (at once or after its wait). */
