@@ -19,8 +19,9 @@ import io.unboundedcloud.playpen.kube.CapacityQueue;
  * replaces a route once its requests are done, or after a few seconds: a request still waiting then could no longer
  * be answered by the route taken away, and was answered 500 once a pod was claimed for it. So a reload first ends the
  * waits in the routes it replaces, each answered 503 with Retry-After by its route still running, as a client that
- * left is dropped from its wait (no pod is claimed for it; one being claimed is given back), and until the reload is
- * over a request that would start waiting in those routes is answered the same at once.
+ * left is dropped from its wait (no pod is claimed for it; one being claimed is given back), and a request that would
+ * start waiting in those routes is answered the same at once, during the reload or after it (one whose wait starts
+ * late, after the reload gave up waiting for it and removed its route).
  */
 final class RouteWaits {
     /** The answer of a request whose wait a reload ended (or would have). */
@@ -51,18 +52,24 @@ final class RouteWaits {
         return routes;
     }
 
-    /** Refuses (503) a request about to wait in a route a reload is replacing, before anything is claimed for it. */
+    /**
+     * Refuses (503) a request about to wait in a route a reload is replacing or has replaced, before anything is
+     * claimed for it.
+     */
     synchronized void admit(List<Route> routes) {
-        if (routes.stream().anyMatch(replacing::contains)) {
+        if (replaced(routes)) {
             throw reloaded();
         }
     }
 
-    /** Keeps the wait until its answer; one whose routes a reload began to replace since {@link #admit} ends now. */
+    /**
+     * Keeps the wait until its answer; one whose routes a reload began to replace since {@link #admit}, or has
+     * replaced already (its start took longer than the reload gives a request), ends now.
+     */
     void track(CapacityQueue.Ticket ticket, List<Route> routes) {
         boolean replaced;
         synchronized (this) {
-            replaced = routes.stream().anyMatch(replacing::contains);
+            replaced = replaced(routes);
             if (!replaced) {
                 waits.put(ticket.subscription(), routes);
             }
@@ -93,6 +100,14 @@ final class RouteWaits {
             });
         }
         ending.forEach(wait -> wait.end(reloaded(), "reloaded"));
+    }
+
+    /**
+     * Whether a reload is replacing one of {@code routes} now, or has replaced it: it is no longer the route its
+     * context runs under its id (a reload removes a route before {@link #replaced} is told). Called holding this.
+     */
+    private boolean replaced(List<Route> routes) {
+        return routes.stream().anyMatch(r -> replacing.contains(r) || r.getCamelContext().getRoute(r.getId()) != r);
     }
 
     /** The reload of {@code routes} is over (done or refused). */

@@ -19,6 +19,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.support.CapturedLogs;
+import io.unboundedcloud.playpen.support.HeldRequest;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
@@ -113,6 +114,34 @@ class RoutesReloadRouteTest {
     }
 
     /**
+     * A request whose wait starts only after a reload has replaced the route it is in (the LIST of its user's claims
+     * that the quota makes before it waits answered late, after the reload gave up waiting for it and stopped the
+     * route) is answered 503 at once, as a request waiting there when the reload began is: not left waiting in a
+     * route that can no longer answer it, to be answered 500 once a pod is claimed for it.
+     */
+    @Test
+    void aRequestWhoseWaitStartsAfterItsRouteWasReplacedIsAnswered503(@TempDir Path tmp) throws Exception {
+        try (HeldRequest quotaList = new HeldRequest(r -> "GET".equals(r.method())
+                && r.uri().getPath().endsWith("/pods") && String.valueOf(r.uri().getQuery()).contains("owner-hash"))) {
+            reloading(tmp, false, quotaList, (routes, cluster, op) -> {
+                CompletableFuture<HttpResponse<String>> late = allocAsync(op, "{\"idempotencyKey\":\"late-1\","
+                        + "\"wireGuardPublicKey\":\"" + TestCluster.wgKey(1) + "\",\"waitSeconds\":3}");
+                assertThat(quotaList.awaitHeld(WAIT.toSeconds())).as("the quota's LIST held").isTrue();
+                org.apache.camel.Route before = op.app.camelContext().getRoute("alloc");
+                Path alloc = routes.resolve("alloc.camel.yaml");
+                save(alloc, Files.readString(alloc) + "# edited\n");
+                awaitReplaced(op, before, "alloc.camel.yaml reloaded");
+
+                quotaList.release();
+                HttpResponse<String> ended = late.get(60, TimeUnit.SECONDS);
+                assertThat(ended.statusCode()).as(ended.body()).isEqualTo(503);
+                assertThat(ended.body()).contains(RouteWaits.RELOADED);
+                assertThat(op.app.waitingQueue().waiting()).isZero();
+            }, "--reconcile-interval=10m", "--max-allocs-per-user=2");
+        }
+    }
+
+    /**
      * An edit of errors.camel.yaml (the error handling every HTTP flow shares) reaches the routes built before it:
      * they are built again with it, as when their own files are edited, and keep serving.
      */
@@ -173,12 +202,19 @@ class RoutesReloadRouteTest {
      * node, with a ready runner in its cache first when {@code runner}.
      */
     private static void reloading(Path tmp, boolean runner, Reloading test, String... flags) throws Exception {
+        reloading(tmp, runner, null, test, flags);
+    }
+
+    /** The same, the operator's API calls going through a client whose request {@code held} matches is held. */
+    private static void reloading(Path tmp, boolean runner, HeldRequest held, Reloading test, String... flags)
+            throws Exception {
         Path routes = OperatorHarness.copyOfRoutes(tmp);
-        try (TestCluster cluster = TestCluster.start()) {
+        try (TestCluster cluster = TestCluster.start();
+                io.fabric8.kubernetes.client.KubernetesClient client = held == null ? null : held.client(cluster)) {
             cluster.addNode("node-a", "amd64", "203.0.113.10");
             String[] args = java.util.stream.Stream.concat(java.util.stream.Stream.of("--routes-dir=" + routes,
                     "--routes-reload"), java.util.stream.Stream.of(flags)).toArray(String[]::new);
-            try (OperatorHarness op = new OperatorHarness(cluster, args)) {
+            try (OperatorHarness op = new OperatorHarness(cluster, client == null ? cluster.client : client, args)) {
                 if (runner) {
                     cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
                     op.awaitCache(c -> c.size() == 1);
