@@ -266,7 +266,9 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         if (replay.isPresent()) {
             return new Ticket(CompletableFuture.completedFuture(replay.get()), Subscription.NONE);
         }
-        // a user at the quota would be refused when their turn came, or end with a 503 if it never came
+        // a user at the quota would be refused when their turn came, or end with a 503 if it never came. A retry
+        // that joins its key's wait is counted anew too: the user may have claimed more since the wait's first
+        // request was counted (through another replica too, which this replica's watch may not show yet)
         allocator.requireQuota(cmd, ownerHash);
         synchronized (this) {
             if (closed) {

@@ -572,6 +572,35 @@ class CapacityQueueTest {
         r.watch.release();
     }
 
+    /**
+     * A request sent again with the key of a request still waiting is counted against the quota anew, on the API
+     * server's count of its user's claims then, before it joins that wait: the first request's count may be out of
+     * date. Here the user's last allocation was made through another replica after the first request was counted,
+     * and this replica's watch has not delivered it: the retry is refused 429 at once (neither the first request's
+     * count nor this replica's cache knows of that allocation), while the first request still waits.
+     */
+    @Test
+    void aRetryOfAWaitingKeyIsCountedAgainstTheQuotaAnewBeforeItJoins() throws Exception {
+        start(0, 1, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket first = q.await(waiting("twin", 30), "owner-a");
+        assertThat(q.waiting()).isEqualTo(1);
+        r.watch.hold();
+        String elsewhere = pendingPod(51830);
+        r.claimElsewhere(elsewhere, ScriptedReplica.cmd("made-elsewhere"), "owner-a");
+        assertThat(r.allocator.ownedBy("owner-a")).as("the watch has not delivered that claim").isZero();
+        long lists = r.calls.get(KubeApiCall.PODS_LIST);
+
+        ApiException e = catchThrowableOfType(ApiException.class, () -> q.await(waiting("twin", 30), "owner-a"));
+        assertThat(e).as("refused at once, not joined to the wait").isNotNull();
+        assertThat(e.code()).isEqualTo(429);
+        assertThat(e.getMessage()).startsWith("allocation quota exceeded: you hold 1 of at most 1 allocations");
+        assertThat(r.calls.get(KubeApiCall.PODS_LIST) - lists).as("the retry's own count of the user's claims")
+                .isEqualTo(1);
+        assertThat(first.result()).isNotDone();
+        assertThat(q.waitingRequests("owner-a")).as("the first request alone").isEqualTo(1);
+        r.watch.release();
+    }
+
     @Test
     void thePerUserAndTotalCapsRefuseWith429BeforeAnythingWaits() throws Exception {
         start(0, 0, new CapacityQueue.Limits(2, 3, 7));
