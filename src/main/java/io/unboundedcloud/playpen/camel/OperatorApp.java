@@ -220,7 +220,7 @@ public final class OperatorApp implements AutoCloseable {
         AccessReviewer reviewer = new AccessReviewer(client, config.sarAllowedTtl(), config.sarDeniedTtl(),
                 config.retryAfterSeconds(), calls);
         allocator = new Allocator(pods, nodes, writer,
-                candidates, config.retryAfterSeconds(), config.maxAllocsPerUser(), lanes);
+                candidates, config.retryAfterSeconds(), config.maxAllocsPerUser(), lanes, leases, clock);
         waiting = new io.unboundedcloud.playpen.kube.CapacityQueue(allocator, new io.unboundedcloud.playpen.kube.CapacityQueue.Limits(
                 config.waitingLimits().perUser(), config.waitingLimits().total(), config.retryAfterSeconds()));
         waitingWake.target = waiting;

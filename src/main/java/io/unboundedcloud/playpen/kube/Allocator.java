@@ -1,5 +1,6 @@
 package io.unboundedcloud.playpen.kube;
 
+import java.time.Instant;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -22,6 +23,7 @@ import io.unboundedcloud.playpen.model.Candidates;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.model.ManagedPods;
+import io.unboundedcloud.playpen.model.TtlPolicy;
 
 /**
  * Hands out pods exactly once per idempotency key, across any number of replicas. Within this process, requests
@@ -64,6 +66,8 @@ public final class Allocator {
     private final int retryAfterSeconds;
     private final int maxPerOwner;
     private final ReplicaLanes lanes;
+    private final TtlPolicy leases;
+    private final java.time.Clock clock;
     /** Per-owner critical sections (striped) so one replica's count-then-claim never admits two at once. */
     private final Object[] ownerStripes = new Object[64];
     private final Map<String, CompletableFuture<Allocation>> inFlight = new ConcurrentHashMap<>();
@@ -85,6 +89,17 @@ public final class Allocator {
     /** {@code lanes}: which pods this replica tries first (its writer records the same replica in its claims). */
     public Allocator(PodCache pods, NodeCache nodes, ClaimWriter writer, Candidates candidates, int retryAfterSeconds,
             int maxPerOwner, ReplicaLanes lanes) {
+        this(pods, nodes, writer, candidates, retryAfterSeconds, maxPerOwner, lanes, null, java.time.Clock.systemUTC());
+    }
+
+    /**
+     * {@code leases}: when claims expire, judged at {@code clock} (null: a claim is never taken for expired here, the
+     * TTL's delete alone ends it).
+     */
+    public Allocator(PodCache pods, NodeCache nodes, ClaimWriter writer, Candidates candidates, int retryAfterSeconds,
+            int maxPerOwner, ReplicaLanes lanes, TtlPolicy leases, java.time.Clock clock) {
+        this.leases = leases;
+        this.clock = clock;
         this.lanes = lanes;
         this.maxPerOwner = maxPerOwner;
         for (int i = 0; i < ownerStripes.length; i++) {
@@ -155,7 +170,8 @@ public final class Allocator {
         requireSynced();
         long deadline = System.nanoTime() + DECIDE_TIMEOUT_NANOS;
         while (true) {
-            Optional<ClaimResolver.Standing> standing = resolver.standing(cmd.keyHash(), false, deadline);
+            Optional<ClaimResolver.Standing> standing = resolver.standing(cmd.keyHash(), false, deadline,
+                    this::refuseExpired);
             if (standing.isEmpty()) {
                 return Optional.empty();
             }
@@ -272,7 +288,8 @@ public final class Allocator {
     private Allocation doAllocate(AllocCommand cmd, String ownerHash, boolean explain) {
         long deadline = System.nanoTime() + DECIDE_TIMEOUT_NANOS;
         for (int claims = 0; claims < MAX_CLAIMS_PER_REQUEST; claims++) {
-            Optional<ClaimResolver.Standing> standing = resolver.standing(cmd.keyHash(), false, deadline);
+            Optional<ClaimResolver.Standing> standing = resolver.standing(cmd.keyHash(), false, deadline,
+                    this::refuseExpired);
             if (standing.isPresent()) {
                 Optional<Allocation> again = handOutAgain(standing.get(), cmd);
                 if (again.isPresent()) {
@@ -819,14 +836,41 @@ public final class Allocator {
         return claimId.equals(ClaimLedger.claimId(read)) ? new Claimed(read, externalIp, null, 0) : Claimed.met(read);
     }
 
+    /**
+     * The key's claim on {@code pod} answered again: 409 when the request differs, 410 when it has expired (its pod
+     * not deleted yet), judged on the pod as read before anything is written for the answer (a settle).
+     */
     private Allocation replayOrConflict(Pod pod, AllocCommand cmd) {
         String reqHash = ManagedPods.annotations(pod).getOrDefault(PlaypenKeys.REQUEST_HASH, "");
         if (!reqHash.equals(cmd.requestHash())) {
             throw ApiException.conflict(CONFLICT_MESSAGE);
         }
+        refuseExpired(pod);
         String node = pod.getSpec() == null ? null : pod.getSpec().getNodeName();
         return new Allocation(pod, nodes.externalIp(node).orElse(""), true);
     }
+
+    /**
+     * A claim past its expiry whose pod the TTL has not deleted yet (at once while a replica leads; later while none
+     * does, or its delete fails) is never answered again: its pod is about to go, and the endpoint with it. 410, with
+     * nothing written. A renewal that lands before the pod is read wins: the claim read then is not expired.
+     */
+    private void refuseExpired(Pod pod) {
+        if (leases == null) {
+            return;
+        }
+        Instant at = leases.expiresAt(pod).orElse(null);
+        if (at == null || at.isAfter(clock.instant())) {
+            return;
+        }
+        String when = at.equals(TtlPolicy.ALREADY_EXPIRED) ? "" : " at " + TtlPolicy.formatClaimedAt(at);
+        throw new ApiException(410, "Gone", EXPIRED_PREFIX + when + " and its pod is being deleted, so it is not"
+                + " answered again; send the request with a new idempotency key for a new allocation (this key"
+                + " allocates anew once that pod is deleted)");
+    }
+
+    /** How the 410 of a replay of an expired allocation begins. */
+    public static final String EXPIRED_PREFIX = "the allocation held with this idempotency key has expired";
 
     /**
      * Deletes every managed pod that carries this key hash, as the API server has them (not as this replica's watch

@@ -1,0 +1,115 @@
+package io.unboundedcloud.playpen.kube;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Map;
+
+import org.junit.jupiter.api.Test;
+
+import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.model.AllocCommand;
+import io.unboundedcloud.playpen.model.Candidates;
+import io.unboundedcloud.playpen.model.Hashes;
+import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.model.ResourceType;
+import io.unboundedcloud.playpen.model.TtlPolicy;
+import io.unboundedcloud.playpen.support.MutableClock;
+import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.TestCluster;
+
+/**
+ * The same request sent again after its allocation expired, while the pod is still there (no TTL runs here: no
+ * replica leads, or its delete fails): it is answered 410 with nothing written, never with the allocation.
+ */
+class ExpiredReplayTest {
+    static final String NAME = "playpen-runner-amd64-51820";
+    static final AllocCommand CMD = new AllocCommand(Hashes.keyHash("expired-replay"), ResourceType.RUNNER, "",
+            TestCluster.wgKey(5), "amd64");
+
+    /** One replica's allocation core on {@code clock}, with leases of an hour. */
+    private record Core(PodCache pods, NodeCache nodes, Allocator allocator, Renewer renewer) implements AutoCloseable {
+        static Core start(TestCluster cluster, MutableClock clock) throws InterruptedException {
+            TtlPolicy leases = new TtlPolicy(Duration.ofHours(1));
+            ApiCallCounter calls = new ApiCallCounter();
+            Candidates candidates = new Candidates(Map.of());
+            PodCache pods = new PodCache(cluster.client, TestCluster.NS, candidates::kindKey);
+            NodeCache nodes = new NodeCache(cluster.client);
+            pods.start();
+            nodes.start();
+            OperatorHarness.awaitTrue(() -> pods.hasSynced() && nodes.hasSynced()
+                    && nodes.externalIp("node-a").isPresent() && pods.get(NAME).isPresent(), Duration.ofSeconds(60),
+                    "caches synced");
+            Allocator allocator = new Allocator(pods, nodes, new ClaimWriter(cluster.client, clock, calls, leases),
+                    candidates, 1, 0, ReplicaLanes.alone(), leases, clock);
+            return new Core(pods, nodes, allocator, new Renewer(cluster.client, pods, leases, clock, calls));
+        }
+
+        @Override
+        public void close() {
+            pods.close();
+            nodes.close();
+        }
+    }
+
+    static Pod pod(TestCluster cluster) {
+        return cluster.client.pods().inNamespace(TestCluster.NS).withName(NAME).get();
+    }
+
+    static void assertExpiredWithNothingWritten(TestCluster cluster, Allocator allocator) {
+        String before = pod(cluster).getMetadata().getResourceVersion();
+        assertThatThrownBy(() -> allocator.allocate(CMD)).isInstanceOfSatisfying(ApiException.class, e -> {
+            assertThat(e.code()).isEqualTo(410);
+            assertThat(e.getMessage()).contains("has expired").contains("new idempotency key");
+        });
+        Pod after = pod(cluster);
+        assertThat(after.getMetadata().getResourceVersion()).as("nothing written").isEqualTo(before);
+        assertThat(after.getMetadata().getAnnotations()).containsEntry(PlaypenKeys.IDEMPOTENCY_KEY_HASH, CMD.keyHash());
+    }
+
+    @Test
+    void anExpiredAllocationIsAnswered410WhileARenewedOneIsReplayed() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            cluster.addNode("node-a", "amd64", "203.0.113.10");
+            cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+            MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:00:00Z"));
+            try (Core core = Core.start(cluster, clock)) {
+                assertThat(core.allocator().allocate(CMD).replay()).isFalse();
+                // renewed before its expiry: past the first expiry, it is the renewed allocation that is replayed
+                clock.now = Instant.parse("2026-01-01T00:30:00Z");
+                core.renewer().renew(CMD.keyHash(), Duration.ofHours(2));
+                clock.now = Instant.parse("2026-01-01T01:30:00Z");
+                Allocator.Allocation again = core.allocator().allocate(CMD);
+                assertThat(again.replay()).isTrue();
+                assertThat(again.pod().getMetadata().getAnnotations())
+                        .containsEntry(PlaypenKeys.EXPIRES_AT, "2026-01-01T02:30:00Z");
+                // past the renewed expiry, the pod not deleted yet
+                clock.now = Instant.parse("2026-01-01T02:30:00Z");
+                assertExpiredWithNothingWritten(cluster, core.allocator());
+            }
+        }
+    }
+
+    @Test
+    void anExpiredClaimFirstSeenInAListIsRefusedBeforeItWouldBeSettled() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            cluster.addNode("node-a", "amd64", "203.0.113.10");
+            // a claim this replica never saw committed (undecided here): a request for its key would settle it
+            cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a").editMetadata()
+                    .addToLabels(PlaypenKeys.KEY_HASH_LABEL, ClaimWriter.labelValue(CMD.keyHash()))
+                    .addToAnnotations(Map.of(PlaypenKeys.IDEMPOTENCY_KEY_HASH, CMD.keyHash(),
+                            PlaypenKeys.REQUEST_HASH, CMD.requestHash(),
+                            PlaypenKeys.CLAIMED_AT, "2026-01-01T00:00:00Z",
+                            PlaypenKeys.EXPIRES_AT, "2026-01-01T01:00:00Z"))
+                    .endMetadata());
+            MutableClock clock = new MutableClock(Instant.parse("2026-01-01T01:00:01Z"));
+            try (Core core = Core.start(cluster, clock)) {
+                assertExpiredWithNothingWritten(cluster, core.allocator());
+                assertThat(pod(cluster).getMetadata().getAnnotations()).doesNotContainKey(PlaypenKeys.CLAIM_SETTLED);
+            }
+        }
+    }
+}
