@@ -53,6 +53,35 @@ class TtlExpirerTest {
         return cluster.requestCount(k -> k.startsWith("DELETE "));
     }
 
+    /**
+     * The delete lands and its answer is lost: the client's own resend finds the pod gone, which another delete could
+     * have done as well (a dealloc of the key), so the expiry is not recorded (docs/api.md, a release whose answer
+     * was lost).
+     */
+    @Test
+    void anExpiryWhoseDeleteAnswerWasLostIsNotRecorded() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:00:03Z"));
+            Pod pod = claimedRunner(cluster, "ab");
+            PodCache pods = holding(cluster, pod);
+            AtomicBoolean first = new AtomicBoolean(true);
+            cluster.failAfterWrite = k -> k.startsWith("DELETE ") && first.getAndSet(false);
+            java.util.concurrent.ScheduledExecutorService timers = java.util.concurrent.Executors
+                    .newSingleThreadScheduledExecutor();
+            try (TtlExpirer ttl = expirer(cluster, pods, clock, timers)) {
+                List<Pod> recorded = new java.util.concurrent.CopyOnWriteArrayList<>();
+                ttl.addObserver((p, late) -> recorded.add(p));
+                // expired already: its timer is due at once, and has run once a task queued after it has
+                ttl.onPodEvent(PodCache.Change.UPDATED, pod);
+                timers.submit(() -> { }).get(60, java.util.concurrent.TimeUnit.SECONDS);
+                assertThat(first).as("the delete's answer was lost").isFalse();
+                assertThat(cluster.client.pods().inNamespace(TestCluster.NS).withName("playpen-runner-amd64-51820")
+                        .get()).isNull();
+                assertThat(recorded).isEmpty();
+            }
+        }
+    }
+
     @Test
     void aTimerThatFiresBeforeTheClockReachesExpiryTriesAgainInsteadOfLeavingTheClaimToTheSweep() throws Exception {
         try (TestCluster cluster = TestCluster.start()) {
