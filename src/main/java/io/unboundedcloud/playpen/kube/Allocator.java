@@ -170,12 +170,13 @@ public final class Allocator {
         requireSynced();
         long deadline = System.nanoTime() + DECIDE_TIMEOUT_NANOS;
         while (true) {
+            Instant asOf = clock.instant();
             Optional<ClaimResolver.Standing> standing = resolver.standing(cmd.keyHash(), false, deadline,
-                    this::refuseExpired);
+                    pod -> refuseExpired(pod, asOf));
             if (standing.isEmpty()) {
                 return Optional.empty();
             }
-            Optional<Allocation> a = handOutAgain(standing.get(), cmd);
+            Optional<Allocation> a = handOutAgain(standing.get(), cmd, asOf);
             if (a.isPresent()) {
                 return a;
             }
@@ -183,11 +184,13 @@ public final class Allocator {
     }
 
     /**
-     * A standing claim answered to a request other than the one that wrote it: 409 when the request differs, else
-     * the claim pinned first (see {@link ClaimResolver#pin}); empty when it changed meanwhile.
+     * A standing claim answered to a request other than the one that wrote it: 409 when the request differs, 410 when
+     * it had expired by {@code asOf} (read before its pod was), else the claim pinned first (see
+     * {@link ClaimResolver#pin}); empty when it changed meanwhile.
      */
-    private Optional<Allocation> handOutAgain(ClaimResolver.Standing standing, AllocCommand cmd) {
+    private Optional<Allocation> handOutAgain(ClaimResolver.Standing standing, AllocCommand cmd, Instant asOf) {
         replayOrConflict(standing.pod(), cmd);
+        refuseExpired(standing.pod(), asOf);
         return resolver.pin(standing.pod()).map(p -> replayOrConflict(p, cmd));
     }
 
@@ -288,10 +291,11 @@ public final class Allocator {
     private Allocation doAllocate(AllocCommand cmd, String ownerHash, boolean explain) {
         long deadline = System.nanoTime() + DECIDE_TIMEOUT_NANOS;
         for (int claims = 0; claims < MAX_CLAIMS_PER_REQUEST; claims++) {
+            Instant asOf = clock.instant();
             Optional<ClaimResolver.Standing> standing = resolver.standing(cmd.keyHash(), false, deadline,
-                    this::refuseExpired);
+                    pod -> refuseExpired(pod, asOf));
             if (standing.isPresent()) {
-                Optional<Allocation> again = handOutAgain(standing.get(), cmd);
+                Optional<Allocation> again = handOutAgain(standing.get(), cmd, asOf);
                 if (again.isPresent()) {
                     return again.get();
                 }
@@ -836,31 +840,29 @@ public final class Allocator {
         return claimId.equals(ClaimLedger.claimId(read)) ? new Claimed(read, externalIp, null, 0) : Claimed.met(read);
     }
 
-    /**
-     * The key's claim on {@code pod} answered again: 409 when the request differs, 410 when it has expired (its pod
-     * not deleted yet), judged on the pod as read before anything is written for the answer (a settle).
-     */
     private Allocation replayOrConflict(Pod pod, AllocCommand cmd) {
         String reqHash = ManagedPods.annotations(pod).getOrDefault(PlaypenKeys.REQUEST_HASH, "");
         if (!reqHash.equals(cmd.requestHash())) {
             throw ApiException.conflict(CONFLICT_MESSAGE);
         }
-        refuseExpired(pod);
         String node = pod.getSpec() == null ? null : pod.getSpec().getNodeName();
         return new Allocation(pod, nodes.externalIp(node).orElse(""), true);
     }
 
     /**
      * A claim past its expiry whose pod the TTL has not deleted yet (at once while a replica leads; later while none
-     * does, or its delete fails) is never answered again: its pod is about to go, and the endpoint with it. 410, with
-     * nothing written. A renewal that lands before the pod is read wins: the claim read then is not expired.
+     * does, or its delete fails) is not answered again: its pod is about to go, and the endpoint with it. 410, with
+     * nothing written (before a settle would be). Judged on the pod as read from the API server at {@code asOf}, the
+     * clock read before that read: the version read was then the pod's and had expired. A renewal that landed before
+     * the read is in the version read; one that lands after it moves the expiry from then on, and the next replay
+     * answers it (the settle of an unsettled claim, conditional on the version read, meets it and reads again).
      */
-    private void refuseExpired(Pod pod) {
+    private void refuseExpired(Pod pod, Instant asOf) {
         if (leases == null) {
             return;
         }
         Instant at = leases.expiresAt(pod).orElse(null);
-        if (at == null || at.isAfter(clock.instant())) {
+        if (at == null || at.isAfter(asOf)) {
             return;
         }
         String when = at.equals(TtlPolicy.ALREADY_EXPIRED) ? "" : " at " + TtlPolicy.formatClaimedAt(at);

@@ -93,6 +93,38 @@ class ExpiredReplayTest {
         }
     }
 
+    /**
+     * A renewal (through another replica) lands just after the replay read the pod, and the expiry the pod had as read
+     * passes before the replay judges it: that version was never expired while it was the pod's, so the replay is not
+     * refused (its settle on that version meets the renewal), and the renewed allocation is answered.
+     */
+    @Test
+    void aRenewalThatLandsAfterTheReplayReadThePodWins() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            cluster.addNode("node-a", "amd64", "203.0.113.10");
+            cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+            MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:00:00Z"));
+            try (Core core = Core.start(cluster, clock)) {
+                assertThat(core.allocator().allocate(CMD).replay()).isFalse();
+                clock.now = Instant.parse("2026-01-01T00:59:59Z");
+                java.util.concurrent.atomic.AtomicBoolean once = new java.util.concurrent.atomic.AtomicBoolean(true);
+                String path = "/api/v1/namespaces/" + TestCluster.NS + "/pods/" + NAME;
+                cluster.addAnswerListener((method, at, answer) -> {
+                    if ("GET".equals(method) && path.equals(at) && once.getAndSet(false)) {
+                        cluster.patchInStore(path, "{\"metadata\":{\"annotations\":{\"" + PlaypenKeys.EXPIRES_AT
+                                + "\":\"2026-01-01T03:00:00Z\"}}}");
+                        clock.now = Instant.parse("2026-01-01T01:00:00Z");
+                    }
+                });
+                Allocator.Allocation again = core.allocator().allocate(CMD);
+                assertThat(once).as("the replay read the pod").isFalse();
+                assertThat(again.replay()).isTrue();
+                assertThat(again.pod().getMetadata().getAnnotations())
+                        .containsEntry(PlaypenKeys.EXPIRES_AT, "2026-01-01T03:00:00Z");
+            }
+        }
+    }
+
     @Test
     void anExpiredClaimFirstSeenInAListIsRefusedBeforeItWouldBeSettled() throws Exception {
         try (TestCluster cluster = TestCluster.start()) {
