@@ -79,6 +79,35 @@ class TtlRouteTest {
         assertThat(exists("playpen-runner-amd64-51831")).isTrue();
     }
 
+    /**
+     * An alloc sent again after its allocation expired, while the TTL's delete of its pod fails: a Status 410 Gone
+     * saying to use a new idempotency key, never the allocation of a pod about to go.
+     */
+    @Test
+    void anAllocSentAgainAfterItsExpiryWhileItsDeleteFailsIsGone() throws Exception {
+        cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+        String deletes = "DELETE /api/v1/namespaces/playpen/pods/";
+        cluster.failBeforeWrite = k -> k.startsWith(deletes);
+        op = new OperatorHarness(cluster, "--reconcile-interval=10m");
+        op.awaitCache(c -> c.size() == 1);
+        String body = "{\"idempotencyKey\":\"expired-again\",\"ttl\":\"1s\",\"wireGuardPublicKey\":\""
+                + TestCluster.wgKey(4) + "\"}";
+        assertThat(op.alloc(body).statusCode()).isEqualTo(200);
+        // the leader's TTL found it expired (by the clock every part of this operator reads) and its delete failed
+        OperatorHarness.awaitTrue(() -> cluster.requestCount(k -> k.startsWith(deletes)) >= 1, Duration.ofSeconds(60),
+                "the TTL's delete tried");
+
+        var again = op.alloc(body);
+
+        assertThat(again.statusCode()).as(again.body()).isEqualTo(410);
+        var status = io.unboundedcloud.playpen.api.Json.MAPPER.readTree(again.body());
+        assertThat(status.get("kind").asText()).isEqualTo("Status");
+        assertThat(status.get("reason").asText()).isEqualTo("Gone");
+        assertThat(status.get("message").asText())
+                .startsWith(io.unboundedcloud.playpen.kube.Allocator.EXPIRED_PREFIX).contains("new idempotency key");
+        assertThat(exists("playpen-runner-amd64-51820")).isTrue();
+    }
+
     @Test
     void ttlZeroDisablesExpiry() throws Exception {
         cluster.create(TestCluster.readyRunner("amd64", 51840, "node-a").editMetadata()
