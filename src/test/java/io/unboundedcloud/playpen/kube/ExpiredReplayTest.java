@@ -6,7 +6,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import io.fabric8.kubernetes.api.model.Pod;
@@ -55,42 +58,63 @@ class ExpiredReplayTest {
         }
     }
 
-    static Pod pod(TestCluster cluster) {
+    private final MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:00:00Z"));
+    private TestCluster cluster;
+    private Core core;
+
+    @BeforeEach
+    void start() {
+        cluster = TestCluster.start();
+        cluster.addNode("node-a", "amd64", "203.0.113.10");
+    }
+
+    @AfterEach
+    void stop() {
+        if (core != null) {
+            core.close();
+        }
+        cluster.close();
+    }
+
+    /** The runner, allocated anew for {@link #CMD} at midnight (expiring at 01:00). */
+    private void allocated() throws InterruptedException {
+        cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+        core = Core.start(cluster, clock);
+        assertThat(core.allocator().allocate(CMD).replay()).isFalse();
+    }
+
+    private Pod pod() {
         return cluster.client.pods().inNamespace(TestCluster.NS).withName(NAME).get();
     }
 
-    static void assertExpiredWithNothingWritten(TestCluster cluster, Allocator allocator) {
-        String before = pod(cluster).getMetadata().getResourceVersion();
-        assertThatThrownBy(() -> allocator.allocate(CMD)).isInstanceOfSatisfying(ApiException.class, e -> {
+    private void assertExpiredWithNothingWritten() {
+        String before = pod().getMetadata().getResourceVersion();
+        assertThatThrownBy(() -> core.allocator().allocate(CMD)).isInstanceOfSatisfying(ApiException.class, e -> {
             assertThat(e.code()).isEqualTo(410);
             assertThat(e.getMessage()).contains("has expired").contains("new idempotency key");
         });
-        Pod after = pod(cluster);
+        Pod after = pod();
         assertThat(after.getMetadata().getResourceVersion()).as("nothing written").isEqualTo(before);
         assertThat(after.getMetadata().getAnnotations()).containsEntry(PlaypenKeys.IDEMPOTENCY_KEY_HASH, CMD.keyHash());
     }
 
+    private void assertReplayedExpiring(String expiresAt) {
+        Allocator.Allocation again = core.allocator().allocate(CMD);
+        assertThat(again.replay()).isTrue();
+        assertThat(again.pod().getMetadata().getAnnotations()).containsEntry(PlaypenKeys.EXPIRES_AT, expiresAt);
+    }
+
     @Test
     void anExpiredAllocationIsAnswered410WhileARenewedOneIsReplayed() throws Exception {
-        try (TestCluster cluster = TestCluster.start()) {
-            cluster.addNode("node-a", "amd64", "203.0.113.10");
-            cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
-            MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:00:00Z"));
-            try (Core core = Core.start(cluster, clock)) {
-                assertThat(core.allocator().allocate(CMD).replay()).isFalse();
-                // renewed before its expiry: past the first expiry, it is the renewed allocation that is replayed
-                clock.now = Instant.parse("2026-01-01T00:30:00Z");
-                core.renewer().renew(CMD.keyHash(), Duration.ofHours(2));
-                clock.now = Instant.parse("2026-01-01T01:30:00Z");
-                Allocator.Allocation again = core.allocator().allocate(CMD);
-                assertThat(again.replay()).isTrue();
-                assertThat(again.pod().getMetadata().getAnnotations())
-                        .containsEntry(PlaypenKeys.EXPIRES_AT, "2026-01-01T02:30:00Z");
-                // past the renewed expiry, the pod not deleted yet
-                clock.now = Instant.parse("2026-01-01T02:30:00Z");
-                assertExpiredWithNothingWritten(cluster, core.allocator());
-            }
-        }
+        allocated();
+        // renewed before its expiry: past the first expiry, it is the renewed allocation that is replayed
+        clock.now = Instant.parse("2026-01-01T00:30:00Z");
+        core.renewer().renew(CMD.keyHash(), Duration.ofHours(2));
+        clock.now = Instant.parse("2026-01-01T01:30:00Z");
+        assertReplayedExpiring("2026-01-01T02:30:00Z");
+        // past the renewed expiry, the pod not deleted yet
+        clock.now = Instant.parse("2026-01-01T02:30:00Z");
+        assertExpiredWithNothingWritten();
     }
 
     /**
@@ -100,48 +124,34 @@ class ExpiredReplayTest {
      */
     @Test
     void aRenewalThatLandsAfterTheReplayReadThePodWins() throws Exception {
-        try (TestCluster cluster = TestCluster.start()) {
-            cluster.addNode("node-a", "amd64", "203.0.113.10");
-            cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
-            MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:00:00Z"));
-            try (Core core = Core.start(cluster, clock)) {
-                assertThat(core.allocator().allocate(CMD).replay()).isFalse();
-                clock.now = Instant.parse("2026-01-01T00:59:59Z");
-                java.util.concurrent.atomic.AtomicBoolean once = new java.util.concurrent.atomic.AtomicBoolean(true);
-                String path = "/api/v1/namespaces/" + TestCluster.NS + "/pods/" + NAME;
-                cluster.addAnswerListener((method, at, answer) -> {
-                    if ("GET".equals(method) && path.equals(at) && once.getAndSet(false)) {
-                        cluster.patchInStore(path, "{\"metadata\":{\"annotations\":{\"" + PlaypenKeys.EXPIRES_AT
-                                + "\":\"2026-01-01T03:00:00Z\"}}}");
-                        clock.now = Instant.parse("2026-01-01T01:00:00Z");
-                    }
-                });
-                Allocator.Allocation again = core.allocator().allocate(CMD);
-                assertThat(once).as("the replay read the pod").isFalse();
-                assertThat(again.replay()).isTrue();
-                assertThat(again.pod().getMetadata().getAnnotations())
-                        .containsEntry(PlaypenKeys.EXPIRES_AT, "2026-01-01T03:00:00Z");
+        allocated();
+        clock.now = Instant.parse("2026-01-01T00:59:59Z");
+        AtomicBoolean once = new AtomicBoolean(true);
+        String path = "/api/v1/namespaces/" + TestCluster.NS + "/pods/" + NAME;
+        cluster.addAnswerListener((method, at, answer) -> {
+            if ("GET".equals(method) && path.equals(at) && once.getAndSet(false)) {
+                cluster.patchInStore(path, "{\"metadata\":{\"annotations\":{\"" + PlaypenKeys.EXPIRES_AT
+                        + "\":\"2026-01-01T03:00:00Z\"}}}");
+                clock.now = Instant.parse("2026-01-01T01:00:00Z");
             }
-        }
+        });
+        assertReplayedExpiring("2026-01-01T03:00:00Z");
+        assertThat(once).as("the replay read the pod").isFalse();
     }
 
     @Test
     void anExpiredClaimFirstSeenInAListIsRefusedBeforeItWouldBeSettled() throws Exception {
-        try (TestCluster cluster = TestCluster.start()) {
-            cluster.addNode("node-a", "amd64", "203.0.113.10");
-            // a claim this replica never saw committed (undecided here): a request for its key would settle it
-            cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a").editMetadata()
-                    .addToLabels(PlaypenKeys.KEY_HASH_LABEL, ClaimWriter.labelValue(CMD.keyHash()))
-                    .addToAnnotations(Map.of(PlaypenKeys.IDEMPOTENCY_KEY_HASH, CMD.keyHash(),
-                            PlaypenKeys.REQUEST_HASH, CMD.requestHash(),
-                            PlaypenKeys.CLAIMED_AT, "2026-01-01T00:00:00Z",
-                            PlaypenKeys.EXPIRES_AT, "2026-01-01T01:00:00Z"))
-                    .endMetadata());
-            MutableClock clock = new MutableClock(Instant.parse("2026-01-01T01:00:01Z"));
-            try (Core core = Core.start(cluster, clock)) {
-                assertExpiredWithNothingWritten(cluster, core.allocator());
-                assertThat(pod(cluster).getMetadata().getAnnotations()).doesNotContainKey(PlaypenKeys.CLAIM_SETTLED);
-            }
-        }
+        // a claim this replica never saw committed (undecided here): a request for its key would settle it
+        cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a").editMetadata()
+                .addToLabels(PlaypenKeys.KEY_HASH_LABEL, ClaimWriter.labelValue(CMD.keyHash()))
+                .addToAnnotations(Map.of(PlaypenKeys.IDEMPOTENCY_KEY_HASH, CMD.keyHash(),
+                        PlaypenKeys.REQUEST_HASH, CMD.requestHash(),
+                        PlaypenKeys.CLAIMED_AT, "2026-01-01T00:00:00Z",
+                        PlaypenKeys.EXPIRES_AT, "2026-01-01T01:00:00Z"))
+                .endMetadata());
+        clock.now = Instant.parse("2026-01-01T01:00:01Z");
+        core = Core.start(cluster, clock);
+        assertExpiredWithNothingWritten();
+        assertThat(pod().getMetadata().getAnnotations()).doesNotContainKey(PlaypenKeys.CLAIM_SETTLED);
     }
 }
