@@ -22,6 +22,7 @@ import io.unboundedcloud.playpen.model.ResourceType;
 import io.unboundedcloud.playpen.model.TtlPolicy;
 import io.unboundedcloud.playpen.support.MutableClock;
 import io.unboundedcloud.playpen.support.OperatorHarness;
+import io.unboundedcloud.playpen.support.ScriptedWatch;
 import io.unboundedcloud.playpen.support.TestCluster;
 
 /**
@@ -33,26 +34,32 @@ class ExpiredReplayTest {
     static final AllocCommand CMD = new AllocCommand(Hashes.keyHash("expired-replay"), ResourceType.RUNNER, "",
             TestCluster.wgKey(5), "amd64");
 
-    /** One replica's allocation core on {@code clock}, with leases of an hour. */
-    private record Core(PodCache pods, NodeCache nodes, Allocator allocator, Renewer renewer) implements AutoCloseable {
-        static Core start(TestCluster cluster, MutableClock clock) throws InterruptedException {
+    /**
+     * One replica's allocation core on {@code clock}, with leases of an hour; its pod cache is fed by a
+     * {@link ScriptedWatch} that follows the mock API server (each write is in it before its writer is answered).
+     */
+    private record Core(ScriptedWatch watch, PodCache pods, NodeCache nodes, Allocator allocator, Renewer renewer)
+            implements AutoCloseable {
+        static Core start(TestCluster cluster, MutableClock clock) throws Exception {
             TtlPolicy leases = new TtlPolicy(Duration.ofHours(1));
             ApiCallCounter calls = new ApiCallCounter();
             Candidates candidates = new Candidates(Map.of());
-            PodCache pods = new PodCache(cluster.client, TestCluster.NS, candidates::kindKey);
+            ScriptedWatch watch = new ScriptedWatch(TestCluster.NS).follow(cluster);
+            PodCache pods = new PodCache(watch.client(), TestCluster.NS, candidates::kindKey);
             NodeCache nodes = new NodeCache(cluster.client);
             pods.start();
             nodes.start();
-            OperatorHarness.awaitTrue(() -> pods.hasSynced() && nodes.hasSynced()
-                    && nodes.externalIp("node-a").isPresent() && pods.get(NAME).isPresent(), Duration.ofSeconds(60),
-                    "caches synced");
+            watch.awaitWatching();
+            OperatorHarness.awaitTrue(() -> nodes.hasSynced() && nodes.externalIp("node-a").isPresent(),
+                    Duration.ofSeconds(20), "the node cache synced");
             Allocator allocator = new Allocator(pods, nodes, new ClaimWriter(cluster.client, clock, calls, leases),
                     candidates, 1, 0, ReplicaLanes.alone(), leases, clock);
-            return new Core(pods, nodes, allocator, new Renewer(cluster.client, pods, leases, clock, calls));
+            return new Core(watch, pods, nodes, allocator, new Renewer(cluster.client, pods, leases, clock, calls));
         }
 
         @Override
         public void close() {
+            watch.release();
             pods.close();
             nodes.close();
         }
@@ -77,7 +84,7 @@ class ExpiredReplayTest {
     }
 
     /** The runner, allocated anew for {@link #CMD} at midnight (expiring at 01:00). */
-    private void allocated() throws InterruptedException {
+    private void allocated() throws Exception {
         cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
         core = Core.start(cluster, clock);
         assertThat(core.allocator().allocate(CMD).replay()).isFalse();
