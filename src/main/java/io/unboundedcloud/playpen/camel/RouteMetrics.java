@@ -1,6 +1,5 @@
 package io.unboundedcloud.playpen.camel;
 
-import org.apache.camel.component.micrometer.routepolicy.MicrometerRoutePolicyFactory;
 import org.apache.camel.main.Main;
 
 import io.micrometer.core.instrument.MeterRegistry;
@@ -8,7 +7,8 @@ import io.micrometer.core.instrument.MeterRegistry;
 /**
  * Per-route and per-step metrics from camel-micrometer, into the same registry as the playpen_* metrics (so
  * {@code /observe/metrics} serves both): the route policy gives each route's exchanges (total, failed, in flight)
- * and processing time ({@code camel_exchanges_*}, {@code camel_route_policy_seconds}, tag {@code routeId}); the
+ * and processing time ({@code camel_exchanges_*}, {@code camel_route_policy_seconds}, tag {@code routeId}; its
+ * exchange properties named once per route, {@link RouteExchangeMeters}); the
  * message history gives each step's time ({@code camel_route_node_*}/{@code camel_message_history_seconds}, tags
  * {@code routeId} and {@code nodeId}: the step ids of the YAML routes, e.g. alloc's
  * {@code alloc-replay-or-claim}; timers found once per step, {@link StepTimers}).
@@ -18,7 +18,7 @@ final class RouteMetrics {
     }
 
     static void bind(Main main, MeterRegistry registry) {
-        MicrometerRoutePolicyFactory routes = new MicrometerRoutePolicyFactory();
+        RouteExchangeMeters routes = new RouteExchangeMeters();
         routes.setMeterRegistry(registry);
         StepTimers steps = new StepTimers();
         steps.setMeterRegistry(registry);
