@@ -431,16 +431,25 @@ public final class PodCache implements AutoCloseable {
         }
         RingKey from = new RingKey(start, "");
         Iterator<RingKey> after = r.tailMap(from, true).keySet().iterator();
-        Iterator<RingKey> before = r.headMap(from, false).keySet().iterator();
         return new Iterator<>() {
+            /** The pods before {@code start}, once those after it are walked (most walks end before that). */
+            private Iterator<RingKey> before;
+
             @Override
             public boolean hasNext() {
-                return after.hasNext() || before.hasNext();
+                return after.hasNext() || before().hasNext();
             }
 
             @Override
             public String next() {
-                return (after.hasNext() ? after.next() : before.next()).name();
+                return (after.hasNext() ? after.next() : before().next()).name();
+            }
+
+            private Iterator<RingKey> before() {
+                if (before == null) {
+                    before = r.headMap(from, false).keySet().iterator();
+                }
+                return before;
             }
         };
     }
