@@ -3,6 +3,7 @@ package io.unboundedcloud.playpen.model;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.ContainerPort;
 import io.fabric8.kubernetes.api.model.Pod;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
@@ -102,11 +103,15 @@ public final class ManagedPods {
         boolean runner = type.get() == ResourceType.RUNNER;
         String name = runner ? PlaypenKeys.WIREGUARD_PORT_NAME : PlaypenKeys.APISERVER_PORT_NAME;
         String protocol = runner ? "UDP" : "TCP";
-        for (Container c : pod.getSpec().getContainers()) {
-            if (c.getPorts() == null) {
+        // by index, not iterators: the pools and the walk ask this of every pod they judge
+        List<Container> containers = pod.getSpec().getContainers();
+        for (int i = 0; i < containers.size(); i++) {
+            List<ContainerPort> ports = containers.get(i).getPorts();
+            if (ports == null) {
                 continue;
             }
-            for (ContainerPort p : c.getPorts()) {
+            for (int j = 0; j < ports.size(); j++) {
+                ContainerPort p = ports.get(j);
                 // The API server defaults an absent protocol to TCP.
                 String proto = p.getProtocol() == null || p.getProtocol().isEmpty() ? "TCP" : p.getProtocol();
                 if (name.equals(p.getName()) && protocol.equals(proto) && p.getHostPort() != null && p.getHostPort() > 0) {
