@@ -122,25 +122,22 @@ final class RouteExchangeMeters extends MicrometerRoutePolicyFactory {
 
         @Override
         public void onExchangeBegin(Route route, Exchange exchange) {
-            Meters c = context;
-            if (c != null && startedHere(exchange)) {
-                c.begin(exchange);
-            }
-            Meters meters = routes.get(route);
-            if (meters != null) {
-                meters.begin(exchange);
-            }
+            measure(route, exchange, true);
         }
 
         @Override
         public void onExchangeDone(Route route, Exchange exchange) {
+            measure(route, exchange, false);
+        }
+
+        private void measure(Route route, Exchange exchange, boolean begins) {
             Meters c = context;
             if (c != null && startedHere(exchange)) {
-                c.done(exchange);
+                c.measure(exchange, begins);
             }
             Meters meters = routes.get(route);
             if (meters != null) {
-                meters.done(exchange);
+                meters.measure(exchange, begins);
             }
         }
 
@@ -215,7 +212,15 @@ final class RouteExchangeMeters extends MicrometerRoutePolicyFactory {
                     .register(registry);
         }
 
-        void begin(Exchange exchange) {
+        void measure(Exchange exchange, boolean begins) {
+            if (begins) {
+                begin(exchange);
+            } else {
+                done(exchange);
+            }
+        }
+
+        private void begin(Exchange exchange) {
             String name = sampleName + exchange.getExchangeId();
             exchange.setProperty(name, Timer.start(registry));
             if (longTaskTimer != null) {
@@ -223,7 +228,7 @@ final class RouteExchangeMeters extends MicrometerRoutePolicyFactory {
             }
         }
 
-        void done(Exchange exchange) {
+        private void done(Exchange exchange) {
             String name = sampleName + exchange.getExchangeId();
             Timer.Sample sample = (Timer.Sample) exchange.removeProperty(name);
             if (sample != null) {
