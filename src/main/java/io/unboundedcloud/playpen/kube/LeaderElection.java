@@ -43,8 +43,8 @@ public final class LeaderElection implements AutoCloseable {
 
         /**
          * {@link #isLeader} turned from false to true without a change of leadership: a leader past its renew
-         * deadline (which counts as not leading) whose next Lease write landed before the look that would step it
-         * back. Work dropped in that moment because this replica did not count as leading may run now. Called on the
+         * deadline (which counts as not leading) whose next renewal of the Lease landed before the look that would
+         * step it back (not the write that gives the Lease up, and never once this replica is closed). Work dropped in that moment because this replica did not count as leading may run now. Called on the
          * elector's thread right after that write, before its next one: hand anything slow to another thread.
          */
         default void onLeadingAgain() {
@@ -423,13 +423,22 @@ public final class LeaderElection implements AutoCloseable {
     }
 
     /**
-     * A Lease write of this replica landed, its read sent at {@code sentNanos}: the renew deadline counts from there.
-     * When that makes a leader past its deadline count as leading again (no change of leadership: the renewal watch
-     * had not yet looked), the listeners are told. A write whose read was sent before the deadline passed does not
-     * (its renewTime is as old), nor the write that takes the Lease (a change of leadership, told as such).
+     * A Lease write of this replica landed, its read sent at {@code sentNanos}, {@code written} the record it wrote:
+     * when that record names this replica as holder, the renew deadline counts from there. When that makes a leader
+     * past its deadline count as leading again (no change of leadership: the renewal watch had not yet looked), the
+     * listeners are told. A write whose read was sent before the deadline passed does not (its renewTime is as old),
+     * nor the write that takes the Lease (a change of leadership, told as such). The write that gives the Lease up
+     * (no holder: the release at a round's end or on close, before fabric8 tells the round's end) is no renewal at
+     * all, and nothing counts once this replica is closed.
      */
-    private void renewed(long sentNanos) {
+    private void renewed(long sentNanos, LeaderElectionRecord written) {
+        if (closed || written == null || !identity.equals(written.getHolderIdentity())) {
+            return;
+        }
         synchronized (leadershipLock) {
+            if (closed) {
+                return;
+            }
             boolean was = isLeader();
             renewalSentNanos = sentNanos;
             if (was || !isLeader()) {
@@ -519,7 +528,7 @@ public final class LeaderElection implements AutoCloseable {
                 refused("create", e);
                 throw e;
             }
-            renewed(sent);
+            renewed(sent, record);
         }
 
         @Override
@@ -531,7 +540,7 @@ public final class LeaderElection implements AutoCloseable {
                 refused("patch", e); // fabric8 writes the Lease record with a JSON merge patch
                 throw e;
             }
-            renewed(sent);
+            renewed(sent, record);
         }
 
         private void refused(String verb, KubernetesClientException e) {

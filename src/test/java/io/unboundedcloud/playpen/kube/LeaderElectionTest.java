@@ -71,8 +71,13 @@ class LeaderElectionTest {
 
     /** As {@link #elected}, not started yet. */
     LeaderElection prepared(Duration watch) {
+        return prepared(watch, RENEW_DEADLINE);
+    }
+
+    /** As {@link #prepared(Duration)}, with {@code renewDeadline} (fabric8's elector judges it in real time). */
+    LeaderElection prepared(Duration watch, Duration renewDeadline) {
         election = new LeaderElection(cluster.client, true, "playpen", "playpen-operator", "me", Duration.ofSeconds(30),
-                RENEW_DEADLINE, Duration.ofMillis(100), Duration.ofMinutes(5), Duration.ofMinutes(5));
+                renewDeadline, Duration.ofMillis(100), Duration.ofMinutes(5), Duration.ofMinutes(5));
         election.timeRenewalsWith(nanos::get);
         election.checkRenewalsEvery(watch);
         election.addListener(new LeaderElection.Listener() {
@@ -138,6 +143,75 @@ class LeaderElectionTest {
         assertThat(leadingAgain).as("told once").hasSize(1);
         assertThat(changes).as("no change of leadership").containsExactly(true);
         assertThat(election.isLeader()).isTrue();
+    }
+
+    /** This replica's renewals (and takeovers) are answered 504, nothing written; its release of the Lease lands. */
+    void refuseRenewals() {
+        cluster.holdWrite = (key, body) -> key.startsWith("PATCH " + LEASES) && body.contains("\"holderIdentity\":\"me\"");
+    }
+
+    /**
+     * A leader past its renew deadline whose renewals fail until fabric8's elector gives up: the round's end releases
+     * the Lease (a write with no holder), and that write is no renewal. The replica is not told it leads again, nor
+     * counts as leading after it: it has just given the Lease up, and another replica may take it at once.
+     */
+    @Test
+    void theWriteThatGivesTheLeaseUpDoesNotCountAsARenewal() throws Exception {
+        Duration deadline = Duration.ofSeconds(3);
+        elected(prepared(Duration.ofHours(1), deadline));
+        refuseRenewals();
+        nanos.addAndGet(deadline.plusSeconds(1).toNanos());
+        patchesSinceMoved.set(0);
+        assertThat(election.isLeader()).as("past the renew deadline").isFalse();
+
+        OperatorHarness.awaitTrue(() -> changes.contains(false), Duration.ofSeconds(60), "the round ended");
+        assertThat(cluster.client.leases().inNamespace("playpen").withName("playpen-operator").get().getSpec()
+                .getLeaseDurationSeconds()).as("the Lease released").isEqualTo(1);
+        assertThat(leadingAgain).as("not told it leads again by its release").isEmpty();
+        assertThat(changes).containsExactly(true, false);
+        assertThat(election.isLeader()).isFalse();
+    }
+
+    /**
+     * A renewal read after the renew deadline passed lands while the replica closes (its round cancelled, waiting to
+     * release the Lease): a closed replica is not told it leads again, nor counts as leading.
+     */
+    @Test
+    void aRenewalThatLandsWhileTheReplicaClosesDoesNotTellItLeadsAgain() throws Exception {
+        elected(Duration.ofHours(1));
+        refuseRenewals();
+        nanos.addAndGet(RENEW_DEADLINE.plusSeconds(1).toNanos());
+        patchesSinceMoved.set(0);
+        assertThat(election.isLeader()).as("past the renew deadline").isFalse();
+        // a renewal whose read is sent after the deadline passed: its write would count
+        CountDownLatch answer = holdNextRead();
+        cluster.holdWrite = (key, body) -> false;
+
+        Thread closer = new Thread(election::close, "closer");
+        closer.setDaemon(true);
+        closer.start();
+        // the round cancelled, the release waits for the renewal under way (fabric8's elector runs one at a time)
+        OperatorHarness.awaitTrue(() -> blockedIn(closer, "LeaderElector", "stopLeading"), Duration.ofSeconds(60),
+                "the closing replica waits to release the Lease");
+        answer.countDown();
+        closer.join(TimeUnit.SECONDS.toMillis(60));
+        assertThat(closer.isAlive()).as("closed").isFalse();
+        assertThat(leadingAgain).as("a closed replica is not told it leads again").isEmpty();
+        assertThat(changes).containsExactly(true, false);
+        assertThat(election.isLeader()).isFalse();
+    }
+
+    /** {@code t} waits to enter a monitor in {@code type}.{@code method}. */
+    static boolean blockedIn(Thread t, String type, String method) {
+        if (t.getState() != Thread.State.BLOCKED) {
+            return false;
+        }
+        for (StackTraceElement e : t.getStackTrace()) {
+            if (e.getClassName().endsWith("." + type) && e.getMethodName().equals(method)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**
