@@ -260,6 +260,12 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      */
     private final Map<PoolTarget, List<PoolSignals.BackoffChange>> heldBackoffs = new ConcurrentHashMap<>();
     /**
+     * Held while back-off changes are told, by the watch's thread and by the pass thread that tells the kept ones
+     * ({@link #onLeadingAgain}): a change the watch shows while kept ones are being told waits for them, so a pool's
+     * changes are told in the order they came.
+     */
+    private final ReentrantLock tellingBackoffs = new ReentrantLock();
+    /**
      * When the wake-up after a pause that is scheduled asks for a pass (null: none is): a pass during the pause does
      * not schedule another for the same time or later, so wake-ups do not pile up while the pause lasts.
      */
@@ -332,8 +338,13 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             }
             return;
         }
-        tellHeldBackoffs(); // any kept ones came first
-        tellBackoff(change);
+        tellingBackoffs.lock();
+        try {
+            tellHeldBackoffs(); // any kept ones came first, also those being told now on the pass thread
+            tellBackoff(change);
+        } finally {
+            tellingBackoffs.unlock();
+        }
     }
 
     /** A failed replacement is told once per term (see {@link #reportBackoffs}); a recovery each time. */
@@ -344,11 +355,16 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     }
 
     private void tellHeldBackoffs() {
-        for (PoolTarget target : List.copyOf(heldBackoffs.keySet())) {
-            List<PoolSignals.BackoffChange> held = heldBackoffs.remove(target);
-            if (held != null) {
-                held.forEach(this::tellBackoff);
+        tellingBackoffs.lock();
+        try {
+            for (PoolTarget target : List.copyOf(heldBackoffs.keySet())) {
+                List<PoolSignals.BackoffChange> held = heldBackoffs.remove(target);
+                if (held != null) {
+                    held.forEach(this::tellBackoff);
+                }
             }
+        } finally {
+            tellingBackoffs.unlock();
         }
     }
 

@@ -211,14 +211,17 @@ class PoolReconcilerTest {
         }, "--runner-amd64-count=2", "--runner-arm64-count=0", "--reconcile-interval=1h");
     }
 
+    /** A test body given the pool's signals, a reconciler that leads while {@code leads} says so, and its planner. */
+    interface BackoffPoolTest {
+        void run(PoolSignals signals, PoolReconciler pool, AtomicBoolean leads,
+                io.unboundedcloud.playpen.model.PoolPlanner planner) throws Exception;
+    }
+
     /**
-     * A pool's back-off ends (a pod of its template becomes ready) in a moment when the leader does not count as
-     * leading (past its renew deadline, its next Lease write not landed yet): the recovery, which the leader tells
-     * (a Normal BackOffEnded on the pod), is told once the replica counts as leading again within its term, not
-     * dropped: no other replica leads meanwhile, and nothing tells it later.
+     * Runs {@code body} with one amd64 runner pool learning its back-off from {@link PoolSignals}, on a replica that
+     * leads (its term begun and its first pass run; further passes do nothing) until {@code leads} says otherwise.
      */
-    @Test
-    void aBackOffThatEndsWhileTheLeaderDoesNotCountAsLeadingIsToldOnceItDoesAgain() throws Exception {
+    static void withBackoffPool(BackoffPoolTest body) throws Exception {
         try (TestCluster cluster = TestCluster.start()) {
             OperatorConfig config = OperatorConfig.parse("--runner-amd64-count=1", "--runner-arm64-count=0",
                     "--pool-backoff-base=5m", "--reconcile-interval=1h");
@@ -237,60 +240,132 @@ class PoolReconcilerTest {
                 pool.onLeadership(); // as the election tells it
                 assertThat(firstPass.await(60, TimeUnit.SECONDS)).as("the new leader's pass").isTrue();
                 pool.runPassesWith(() -> { });
-                List<PoolSignals.BackoffChange> told = new java.util.concurrent.CopyOnWriteArrayList<>();
-                pool.addObserver(new PoolReconciler.Observer() {
-                    @Override
-                    public void backoffChanged(PoolSignals.BackoffChange change) {
-                        told.add(change);
-                    }
-                });
-                io.unboundedcloud.playpen.model.PoolTarget amd64 = io.unboundedcloud.playpen.model.PoolTarget.runner(
-                        "amd64");
-                Pod failed = new io.fabric8.kubernetes.api.model.PodBuilder(planner.podFor(amd64, 51821))
-                        .editMetadata().withUid("failed").endMetadata().build();
-                signals.deletedUnhealthy(amd64, failed,
-                        io.unboundedcloud.playpen.model.PoolHealth.Problem.NOT_READY_IN_TIME);
-                assertThat(told).as("the failure, told while leading").hasSize(1);
-
-                leads.set(false);
-                Pod ready = new io.fabric8.kubernetes.api.model.PodBuilder(planner.podFor(amd64, 51820))
-                        .editMetadata().withUid("ready").addToAnnotations(
-                                io.unboundedcloud.playpen.model.PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY,
-                                TestCluster.wgKey(1)).endMetadata()
-                        .withNewStatus().withPhase("Running").addNewContainerStatus().withName("runner")
-                        .withReady(true).withNewState().withNewRunning().endRunning().endState()
-                        .endContainerStatus().endStatus().build();
-                signals.onPodEvent(PodCache.Change.ADDED, ready);
-                assertThat(signals.backoff(amd64).view().backingOff()).as("the back-off ended").isFalse();
-                assertThat(told).as("not told while not counting as leading").hasSize(1);
-
-                // leading again without a leadership change told (so no onLeadership), as the election tells it
-                leads.set(true);
-                pool.onLeadingAgain();
-                OperatorHarness.awaitTrue(() -> told.size() == 2, Duration.ofSeconds(60),
-                        "the recovery told once this replica counts as leading again");
-                assertThat(told.get(1).recovered()).isTrue();
-                assertThat(told.get(1).pod().getMetadata().getUid()).isEqualTo("ready");
-
-                // a replica whose term has ended keeps nothing for later: it is not the one to tell it
-                pool.onLeadershipLost();
-                leads.set(false);
-                Pod failedAgain = new io.fabric8.kubernetes.api.model.PodBuilder(planner.podFor(amd64, 51822))
-                        .editMetadata().withUid("failed-again").endMetadata().build();
-                signals.deletedUnhealthy(amd64, failedAgain,
-                        io.unboundedcloud.playpen.model.PoolHealth.Problem.NOT_READY_IN_TIME);
-                leads.set(true);
-                pool.onLeadingAgain();
-                // what onLeadingAgain hands to the pass thread runs before a pass asked for after it
-                java.util.concurrent.CountDownLatch passed = new java.util.concurrent.CountDownLatch(1);
-                pool.runPassesWith(passed::countDown);
-                pool.requestRefill();
-                assertThat(passed.await(60, TimeUnit.SECONDS)).as("a pass asked for after it").isTrue();
-                assertThat(told).as("nothing told on a replica that no longer leads").hasSize(2);
+                body.run(signals, pool, leads, planner);
             } finally {
                 cache.close();
             }
         }
+    }
+
+    static final io.unboundedcloud.playpen.model.PoolTarget AMD64 = io.unboundedcloud.playpen.model.PoolTarget.runner(
+            "amd64");
+
+    /** A replacement of the amd64 pool that never got ready, deleted: a failure of its back-off. */
+    static void failed(PoolSignals signals, io.unboundedcloud.playpen.model.PoolPlanner planner, int port, String uid) {
+        Pod failed = new io.fabric8.kubernetes.api.model.PodBuilder(planner.podFor(AMD64, port))
+                .editMetadata().withUid(uid).endMetadata().build();
+        signals.deletedUnhealthy(AMD64, failed, io.unboundedcloud.playpen.model.PoolHealth.Problem.NOT_READY_IN_TIME);
+    }
+
+    /** A pod of the amd64 pool's template that became ready, as the watch shows it: the pool's back-off ends. */
+    static void becameReady(PoolSignals signals, io.unboundedcloud.playpen.model.PoolPlanner planner, int port,
+            String uid) {
+        Pod ready = new io.fabric8.kubernetes.api.model.PodBuilder(planner.podFor(AMD64, port))
+                .editMetadata().withUid(uid).addToAnnotations(
+                        io.unboundedcloud.playpen.model.PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY,
+                        TestCluster.wgKey(1)).endMetadata()
+                .withNewStatus().withPhase("Running").addNewContainerStatus().withName("runner")
+                .withReady(true).withNewState().withNewRunning().endRunning().endState()
+                .endContainerStatus().endStatus().build();
+        signals.onPodEvent(PodCache.Change.ADDED, ready);
+    }
+
+    /** An observer that records the back-off changes told to it. */
+    static List<PoolSignals.BackoffChange> recordBackoffs(PoolReconciler pool) {
+        List<PoolSignals.BackoffChange> told = new java.util.concurrent.CopyOnWriteArrayList<>();
+        pool.addObserver(new PoolReconciler.Observer() {
+            @Override
+            public void backoffChanged(PoolSignals.BackoffChange change) {
+                told.add(change);
+            }
+        });
+        return told;
+    }
+
+    /**
+     * A pool's back-off ends (a pod of its template becomes ready) in a moment when the leader does not count as
+     * leading (past its renew deadline, its next Lease write not landed yet): the recovery, which the leader tells
+     * (a Normal BackOffEnded on the pod), is told once the replica counts as leading again within its term, not
+     * dropped: no other replica leads meanwhile, and nothing tells it later.
+     */
+    @Test
+    void aBackOffThatEndsWhileTheLeaderDoesNotCountAsLeadingIsToldOnceItDoesAgain() throws Exception {
+        withBackoffPool((signals, pool, leads, planner) -> {
+            List<PoolSignals.BackoffChange> told = recordBackoffs(pool);
+            failed(signals, planner, 51821, "failed");
+            assertThat(told).as("the failure, told while leading").hasSize(1);
+
+            leads.set(false);
+            becameReady(signals, planner, 51820, "ready");
+            assertThat(signals.backoff(AMD64).view().backingOff()).as("the back-off ended").isFalse();
+            assertThat(told).as("not told while not counting as leading").hasSize(1);
+
+            // leading again without a leadership change told (so no onLeadership), as the election tells it
+            leads.set(true);
+            pool.onLeadingAgain();
+            OperatorHarness.awaitTrue(() -> told.size() == 2, Duration.ofSeconds(60),
+                    "the recovery told once this replica counts as leading again");
+            assertThat(told.get(1).recovered()).isTrue();
+            assertThat(told.get(1).pod().getMetadata().getUid()).isEqualTo("ready");
+
+            // a replica whose term has ended keeps nothing for later: it is not the one to tell it
+            pool.onLeadershipLost();
+            leads.set(false);
+            failed(signals, planner, 51822, "failed-again");
+            leads.set(true);
+            pool.onLeadingAgain();
+            // what onLeadingAgain hands to the pass thread runs before a pass asked for after it
+            java.util.concurrent.CountDownLatch passed = new java.util.concurrent.CountDownLatch(1);
+            pool.runPassesWith(passed::countDown);
+            pool.requestRefill();
+            assertThat(passed.await(60, TimeUnit.SECONDS)).as("a pass asked for after it").isTrue();
+            assertThat(told).as("nothing told on a replica that no longer leads").hasSize(2);
+        });
+    }
+
+    /**
+     * The back-off changes kept while the leader did not count as leading are being told (on the pass thread) when
+     * the watch shows the pool's next change: that one is told after them, in the order they came, never first (a
+     * BackOffEnded before the BackOff it ends).
+     */
+    @Test
+    void aBackOffChangeTheWatchShowsWhileTheKeptOnesAreToldComesAfterThem() throws Exception {
+        withBackoffPool((signals, pool, leads, planner) -> {
+            java.util.concurrent.CountDownLatch telling = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.CountDownLatch goOn = new java.util.concurrent.CountDownLatch(1);
+            // an observer ahead of the one that records holds the kept failure while it is being told
+            pool.addObserver(new PoolReconciler.Observer() {
+                @Override
+                public void backoffChanged(PoolSignals.BackoffChange change) {
+                    if (!change.recovered()) {
+                        telling.countDown();
+                        try {
+                            goOn.await(60, TimeUnit.SECONDS);
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                    }
+                }
+            });
+            List<PoolSignals.BackoffChange> told = recordBackoffs(pool);
+            leads.set(false);
+            failed(signals, planner, 51821, "failed");
+            leads.set(true);
+            pool.onLeadingAgain();
+            assertThat(telling.await(60, TimeUnit.SECONDS)).as("the kept failure being told").isTrue();
+
+            Thread watch = new Thread(() -> becameReady(signals, planner, 51820, "ready"), "pod-watch");
+            watch.setDaemon(true);
+            watch.start();
+            OperatorHarness.awaitTrue(() -> !watch.isAlive()
+                    || ScriptedReplica.parkedIn(watch, "PoolReconciler", "backoffSignalled"), Duration.ofSeconds(60),
+                    "the recovery told, or waiting to be");
+            goOn.countDown();
+            watch.join(TimeUnit.SECONDS.toMillis(60));
+            OperatorHarness.awaitTrue(() -> told.size() == 2, Duration.ofSeconds(60), "both told");
+            assertThat(told).extracting(c -> c.pod().getMetadata().getUid() + (c.recovered() ? " recovered" : " failed"))
+                    .as("in the order they came").containsExactly("failed failed", "ready recovered");
+        });
     }
 
     @Test
