@@ -1140,9 +1140,11 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      * Only when a term begins ({@link #onLeadership}), not whenever a pass finds this replica not counting as leading:
      * a leader past its renew deadline whose next Lease write lands before the look that would step it back leads on
      * in the same term, and forgetting then would end a refusal pause early (the next create sent at once, its pause
-     * back to 1 s) and take the refusal off the pool's condition and the Lease until the next create is refused. What a
-     * term holds is shown only while this replica counts as leading ({@link #createsRefused},
-     * {@link #publishedRefusals}).
+     * back to 1 s) and take the refusal off the pool's condition and the Lease until the next create is refused. A
+     * pool's condition shows what a term holds only while this replica counts as leading ({@link #createsRefused},
+     * {@link #createRefusedCondition}); the Lease shows it on each write that goes on with the term
+     * ({@link #publishedRefusals}, not gated: the Lease write decides, also the one that ends a moment past the renew
+     * deadline).
      */
     private void forgetTerm() {
         refused.clear();
