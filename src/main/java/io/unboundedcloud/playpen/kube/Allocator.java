@@ -172,7 +172,7 @@ public final class Allocator {
         while (true) {
             Instant asOf = clock.instant();
             Optional<ClaimResolver.Standing> standing = resolver.standing(cmd.keyHash(), false, deadline,
-                    pod -> refuseExpired(pod, asOf));
+                    pod -> refuseExpired(pod, cmd, asOf));
             if (standing.isEmpty()) {
                 return Optional.empty();
             }
@@ -190,7 +190,7 @@ public final class Allocator {
      */
     private Optional<Allocation> handOutAgain(ClaimResolver.Standing standing, AllocCommand cmd, Instant asOf) {
         replayOrConflict(standing.pod(), cmd);
-        refuseExpired(standing.pod(), asOf);
+        refuseExpired(standing.pod(), cmd, asOf);
         return resolver.pin(standing.pod()).map(p -> replayOrConflict(p, cmd));
     }
 
@@ -271,9 +271,11 @@ public final class Allocator {
         try {
             first = running.join();
         } catch (CompletionException e) {
-            if (e.getCause() instanceof ApiException api && (api.code() == 409 || api == NO_CAPACITY)) {
+            if (e.getCause() instanceof ApiException api
+                    && (api.code() == 409 || api.code() == 410 || api == NO_CAPACITY)) {
                 // the owner's request conflicted with the existing claim; ours may be the matching one (or the
-                // owner asked without explaining a 503 that this caller must explain)
+                // owner asked without explaining a 503 that this caller must explain, or its replay met the claim
+                // expired: ours, if it is another request, is a 409 as it would be alone)
                 return doAllocate(cmd, ownerHash, explain);
             }
             if (e.getCause() instanceof RuntimeException re) {
@@ -293,7 +295,7 @@ public final class Allocator {
         for (int claims = 0; claims < MAX_CLAIMS_PER_REQUEST; claims++) {
             Instant asOf = clock.instant();
             Optional<ClaimResolver.Standing> standing = resolver.standing(cmd.keyHash(), false, deadline,
-                    pod -> refuseExpired(pod, asOf));
+                    pod -> refuseExpired(pod, cmd, asOf));
             if (standing.isPresent()) {
                 Optional<Allocation> again = handOutAgain(standing.get(), cmd, asOf);
                 if (again.isPresent()) {
@@ -856,8 +858,9 @@ public final class Allocator {
      * clock read before that read: the version read was then the pod's and had expired. A renewal that landed before
      * the read is in the version read; one that lands after it moves the expiry from then on, and the next replay
      * answers it (the settle of an unsettled claim, conditional on the version read, meets it and reads again).
+     * A request other than the one that made the claim is 409 first, expired or not.
      */
-    private void refuseExpired(Pod pod, Instant asOf) {
+    private void refuseExpired(Pod pod, AllocCommand cmd, Instant asOf) {
         if (leases == null) {
             return;
         }
@@ -865,6 +868,7 @@ public final class Allocator {
         if (at == null || at.isAfter(asOf)) {
             return;
         }
+        replayOrConflict(pod, cmd);
         String when = at.equals(TtlPolicy.ALREADY_EXPIRED) ? "" : " at " + TtlPolicy.formatClaimedAt(at);
         throw new ApiException(410, "Gone", EXPIRED_PREFIX + when + " and its pod is being deleted, so it is not"
                 + " answered again; send the request with a new idempotency key for a new allocation (this key"

@@ -148,7 +148,16 @@ class ExpiredReplayTest {
 
     @Test
     void anExpiredClaimFirstSeenInAListIsRefusedBeforeItWouldBeSettled() throws Exception {
-        // a claim this replica never saw committed (undecided here): a request for its key would settle it
+        expiredClaimFirstSeenInAList();
+        assertExpiredWithNothingWritten();
+        assertThat(pod().getMetadata().getAnnotations()).doesNotContainKey(PlaypenKeys.CLAIM_SETTLED);
+    }
+
+    /**
+     * A claim this replica never saw committed (undecided here: a request for its key would settle it), made for
+     * {@link #CMD} at midnight and expired at 01:00; the replica starts a second later.
+     */
+    private void expiredClaimFirstSeenInAList() throws Exception {
         cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a").editMetadata()
                 .addToLabels(PlaypenKeys.KEY_HASH_LABEL, ClaimWriter.labelValue(CMD.keyHash()))
                 .addToAnnotations(Map.of(PlaypenKeys.IDEMPOTENCY_KEY_HASH, CMD.keyHash(),
@@ -158,7 +167,74 @@ class ExpiredReplayTest {
                 .endMetadata());
         clock.now = Instant.parse("2026-01-01T01:00:01Z");
         core = Core.start(cluster, clock);
-        assertExpiredWithNothingWritten();
+    }
+
+    /**
+     * A different request under the key of an expired allocation is answered 409 (the key was used with another
+     * request), as it is while the allocation has not expired, never 410, with nothing written: here a claim first
+     * seen in a LIST (undecided), which the 410's check meets before it would be settled.
+     */
+    @Test
+    void aDifferentRequestUnderTheKeyOfAnExpiredClaimFirstSeenInAListIs409() throws Exception {
+        expiredClaimFirstSeenInAList();
+        assertConflictWithNothingWritten();
         assertThat(pod().getMetadata().getAnnotations()).doesNotContainKey(PlaypenKeys.CLAIM_SETTLED);
+    }
+
+    @Test
+    void aDifferentRequestUnderTheKeyOfAnExpiredStandingAllocationIs409() throws Exception {
+        allocated();
+        clock.now = Instant.parse("2026-01-01T01:00:00Z");
+        assertConflictWithNothingWritten();
+        assertExpiredWithNothingWritten();
+    }
+
+    /**
+     * A different request under the key arrives while the same request, sent again after the expiry, is being judged
+     * (it joins that one's outcome): the first is answered 410, the second 409, as it would be alone.
+     */
+    @Test
+    void aDifferentRequestThatJoinsAnExpiredReplayIs409() throws Exception {
+        allocated();
+        clock.now = Instant.parse("2026-01-01T01:00:00Z");
+        java.util.concurrent.CountDownLatch reading = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch answer = new java.util.concurrent.CountDownLatch(1);
+        cluster.addRequestListener(key -> {
+            if (key.equals("GET /api/v1/namespaces/" + TestCluster.NS + "/pods/" + NAME) && reading.getCount() > 0) {
+                reading.countDown();
+                try {
+                    answer.await(30, java.util.concurrent.TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        });
+        java.util.concurrent.CompletableFuture<Allocator.Allocation> replay =
+                java.util.concurrent.CompletableFuture.supplyAsync(() -> core.allocator().allocate(CMD));
+        assertThat(reading.await(30, java.util.concurrent.TimeUnit.SECONDS)).as("the replay reads the pod").isTrue();
+        java.util.concurrent.atomic.AtomicReference<Throwable> other = new java.util.concurrent.atomic.AtomicReference<>();
+        Thread joining = new Thread(() -> {
+            try {
+                core.allocator().allocate(ScriptedReplica.otherRequest(CMD));
+            } catch (Throwable e) {
+                other.set(e);
+            }
+        }, "joining");
+        joining.setDaemon(true);
+        joining.start();
+        OperatorHarness.awaitTrue(() -> ScriptedReplica.parkedIn(joining, "Allocator", "join"), Duration.ofSeconds(30),
+                "the different request joins the replay's outcome");
+        answer.countDown();
+        assertThatThrownBy(replay::join).hasCauseInstanceOf(ApiException.class)
+                .satisfies(e -> assertThat(((ApiException) e.getCause()).code()).isEqualTo(410));
+        joining.join(java.util.concurrent.TimeUnit.SECONDS.toMillis(30));
+        assertThat(other.get()).isInstanceOfSatisfying(ApiException.class, e -> assertThat(e.code()).isEqualTo(409));
+    }
+
+    private void assertConflictWithNothingWritten() {
+        String before = pod().getMetadata().getResourceVersion();
+        assertThatThrownBy(() -> core.allocator().allocate(ScriptedReplica.otherRequest(CMD)))
+                .isInstanceOfSatisfying(ApiException.class, e -> assertThat(e.code()).isEqualTo(409));
+        assertThat(pod().getMetadata().getResourceVersion()).as("nothing written").isEqualTo(before);
     }
 }
