@@ -428,7 +428,7 @@ public final class LeaderElection implements AutoCloseable {
      * past its deadline count as leading again (no change of leadership: the renewal watch had not yet looked), the
      * listeners are told. A write whose read was sent before the deadline passed does not (its renewTime is as old),
      * nor the write that takes the Lease (a change of leadership, told as such). The write that gives the Lease up
-     * (no holder: the release at a round's end or on close, before fabric8 tells the round's end) is no renewal at
+     * (no holder: the release once fabric8's elector gives up or on close, before it tells so) is no renewal at
      * all, and nothing counts once this replica is closed.
      */
     private void renewed(long sentNanos, LeaderElectionRecord written) {
