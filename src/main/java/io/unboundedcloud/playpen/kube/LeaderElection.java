@@ -44,8 +44,9 @@ public final class LeaderElection implements AutoCloseable {
         /**
          * {@link #isLeader} turned from false to true without a change of leadership: a leader past its renew
          * deadline (which counts as not leading) whose next renewal of the Lease landed before the look that would
-         * step it back (not the write that gives the Lease up, and never once this replica is closed). Work dropped in that moment because this replica did not count as leading may run now. Called on the
-         * elector's thread right after that write, before its next one: hand anything slow to another thread.
+         * step it back (not the write that gives the Lease up, and never once this replica is closed). Work dropped
+         * in that moment because this replica did not count as leading may run now. Called on the elector's thread
+         * right after that write, before its next one: hand anything slow to another thread.
          */
         default void onLeadingAgain() {
         }
