@@ -77,6 +77,12 @@ public final class LeaderElection implements AutoCloseable {
     private final Object leadershipLock = new Object();
     private final AtomicLong forbiddenAnswers = new AtomicLong();
     private volatile boolean leader;
+    /**
+     * This replica was told it leads (fabric8's elector tells so as soon as a read of the Lease shows it as holder)
+     * before a Lease write of its own landed within the renew deadline: the next write that lands completes that
+     * change of leadership and is no "leading again" ({@link #renewed}). Guarded by {@link #leadershipLock}.
+     */
+    private boolean leadingToldBeforeItsWrite;
     private volatile boolean closed;
     private volatile boolean fallback;
     private volatile String fallbackReason = "";
@@ -411,6 +417,7 @@ public final class LeaderElection implements AutoCloseable {
                 return;
             }
             leader = now;
+            leadingToldBeforeItsWrite = now && enabled && !fallback && !withinRenewDeadline();
             LOG.info("leadership {} identity={}{}", now ? "acquired" : "lost", identity,
                     now && fallback ? " (single-replica fallback, no Lease)" : "");
             for (Listener l : listeners) {
@@ -428,9 +435,10 @@ public final class LeaderElection implements AutoCloseable {
      * when that record names this replica as holder, the renew deadline counts from there. When that makes a leader
      * past its deadline count as leading again (no change of leadership: the renewal watch had not yet looked), the
      * listeners are told. A write whose read was sent before the deadline passed does not (its renewTime is as old),
-     * nor the write that takes the Lease (a change of leadership, told as such). The write that gives the Lease up
-     * (no holder: the release once fabric8's elector gives up or on close, before it tells so) is no renewal at
-     * all, and nothing counts once this replica is closed.
+     * nor the write that takes the Lease (a change of leadership, told as such; fabric8's elector may tell it before
+     * that write lands, when its read of the Lease already shows this replica as holder). The write that gives the
+     * Lease up (no holder: the release once fabric8's elector gives up or on close, before it tells so) is no renewal
+     * at all, and nothing counts once this replica is closed.
      */
     private void renewed(long sentNanos, LeaderElectionRecord written) {
         if (closed || written == null || !identity.equals(written.getHolderIdentity())) {
@@ -443,6 +451,10 @@ public final class LeaderElection implements AutoCloseable {
             boolean was = isLeader();
             renewalSentNanos = sentNanos;
             if (was || !isLeader()) {
+                return;
+            }
+            if (leadingToldBeforeItsWrite) {
+                leadingToldBeforeItsWrite = false; // the write that completes the change of leadership
                 return;
             }
             LOG.info("leading again identity={}: a Lease write landed after the renew deadline, before this replica "

@@ -173,6 +173,30 @@ class LeaderElectionTest {
     }
 
     /**
+     * A round ends past the renew deadline without giving the Lease up (its renewals and its release refused); the
+     * next round reads the Lease as this replica's, and fabric8's elector tells it leads at that read, before its own
+     * write lands. That write completes a change of leadership, told as one, not as leading again.
+     */
+    @Test
+    void theWriteOfANewRoundThatReadTheLeaseAsItsOwnIsAChangeOfLeadershipNotLeadingAgain() throws Exception {
+        Duration deadline = Duration.ofSeconds(3);
+        elected(prepared(Duration.ofHours(1), deadline));
+        cluster.holdWrite = (key, body) -> key.startsWith("PATCH " + LEASES);
+        nanos.addAndGet(deadline.plusSeconds(1).toNanos());
+        patchesSinceMoved.set(0);
+        OperatorHarness.awaitTrue(() -> changes.contains(false), Duration.ofSeconds(60), "the round ended");
+        assertThat(lease().getSpec().getHolderIdentity()).as("the Lease not given up").isEqualTo("me");
+
+        cluster.holdWrite = (key, body) -> false;
+        OperatorHarness.awaitTrue(() -> changes.size() >= 3, Duration.ofSeconds(60), "leading after the next round");
+        int after = patches();
+        OperatorHarness.awaitTrue(() -> patches() >= after + 2, Duration.ofSeconds(60), "renewals after");
+        assertThat(changes).containsExactly(true, false, true);
+        assertThat(leadingAgain).as("not told it leads again by the write that took the Lease back").isEmpty();
+        assertThat(election.isLeader()).isTrue();
+    }
+
+    /**
      * A renewal read after the renew deadline passed lands while the replica closes (its round cancelled, waiting to
      * release the Lease): a closed replica is not told it leads again, nor counts as leading.
      */
@@ -272,6 +296,10 @@ class LeaderElectionTest {
             assertThat(LeaseRefusals.decode(written.get(), java.time.Instant.now()).pools())
                     .as("the refusals on the Lease as the write that ended the moment left it").containsKey(amd64);
         }, "--runner-amd64-count=1", "--runner-arm64-count=0");
+    }
+
+    io.fabric8.kubernetes.api.model.coordination.v1.Lease lease() {
+        return cluster.client.leases().inNamespace("playpen").withName("playpen-operator").get();
     }
 
     java.util.Map<String, LeaseRefusals.Refusal> published() {
