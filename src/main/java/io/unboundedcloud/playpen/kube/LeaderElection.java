@@ -78,11 +78,12 @@ public final class LeaderElection implements AutoCloseable {
     private final AtomicLong forbiddenAnswers = new AtomicLong();
     private volatile boolean leader;
     /**
-     * This replica was told it leads (fabric8's elector tells so as soon as a read of the Lease shows it as holder)
-     * before a Lease write of its own landed within the renew deadline: the next write that lands completes that
-     * change of leadership and is no "leading again" ({@link #renewed}). Guarded by {@link #leadershipLock}.
+     * fabric8's elector told this replica it leads as soon as a read of the Lease showed it as holder, before a Lease
+     * write of its own landed within the renew deadline: it counts as leading, and its listeners are told so, once
+     * such a write lands ({@link #renewed}), not before, when the work they start would find it not leading.
+     * Guarded by {@link #leadershipLock}.
      */
-    private boolean leadingToldBeforeItsWrite;
+    private boolean leadingOnceItsWriteLands;
     private volatile boolean closed;
     private volatile boolean fallback;
     private volatile String fallbackReason = "";
@@ -298,6 +299,12 @@ public final class LeaderElection implements AutoCloseable {
 
     private void acquired() {
         leaveFallback("this replica acquired the Lease");
+        synchronized (leadershipLock) {
+            if (enabled && !fallback && !closed && !withinRenewDeadline()) {
+                leadingOnceItsWriteLands = true;
+                return;
+            }
+        }
         set(true);
     }
 
@@ -410,6 +417,9 @@ public final class LeaderElection implements AutoCloseable {
 
     private void set(boolean now) {
         synchronized (leadershipLock) {
+            if (!now) {
+                leadingOnceItsWriteLands = false;
+            }
             if (closed && now) {
                 return;
             }
@@ -417,7 +427,6 @@ public final class LeaderElection implements AutoCloseable {
                 return;
             }
             leader = now;
-            leadingToldBeforeItsWrite = now && enabled && !fallback && !withinRenewDeadline();
             LOG.info("leadership {} identity={}{}", now ? "acquired" : "lost", identity,
                     now && fallback ? " (single-replica fallback, no Lease)" : "");
             for (Listener l : listeners) {
@@ -435,10 +444,10 @@ public final class LeaderElection implements AutoCloseable {
      * when that record names this replica as holder, the renew deadline counts from there. When that makes a leader
      * past its deadline count as leading again (no change of leadership: the renewal watch had not yet looked), the
      * listeners are told. A write whose read was sent before the deadline passed does not (its renewTime is as old),
-     * nor the write that takes the Lease (a change of leadership, told as such; fabric8's elector may tell it before
-     * that write lands, when its read of the Lease already shows this replica as holder). The write that gives the
-     * Lease up (no holder: the release once fabric8's elector gives up or on close, before it tells so) is no renewal
-     * at all, and nothing counts once this replica is closed.
+     * nor the write that takes the Lease (a change of leadership, told as such: when fabric8's elector told it before
+     * that write landed, its read of the Lease already showing this replica as holder, it is told now). The write
+     * that gives the Lease up (no holder: the release once fabric8's elector gives up or on close, before it tells
+     * so) is no renewal at all, and nothing counts once this replica is closed.
      */
     private void renewed(long sentNanos, LeaderElectionRecord written) {
         if (closed || written == null || !identity.equals(written.getHolderIdentity())) {
@@ -450,11 +459,14 @@ public final class LeaderElection implements AutoCloseable {
             }
             boolean was = isLeader();
             renewalSentNanos = sentNanos;
-            if (was || !isLeader()) {
+            if (leadingOnceItsWriteLands) {
+                if (withinRenewDeadline()) {
+                    leadingOnceItsWriteLands = false;
+                    set(true); // the write that completes the change of leadership: told as one
+                }
                 return;
             }
-            if (leadingToldBeforeItsWrite) {
-                leadingToldBeforeItsWrite = false; // the write that completes the change of leadership
+            if (was || !isLeader()) {
                 return;
             }
             LOG.info("leading again identity={}: a Lease write landed after the renew deadline, before this replica "

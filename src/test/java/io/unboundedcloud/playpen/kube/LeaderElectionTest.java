@@ -32,6 +32,8 @@ class LeaderElectionTest {
     /** The renew deadline's clock: it moves only when a test moves it. */
     final AtomicLong nanos = new AtomicLong(TimeUnit.DAYS.toNanos(1));
     final List<Boolean> changes = new CopyOnWriteArrayList<>();
+    /** Each time the listeners were told the replica leads while it did not count as leading. */
+    final List<String> toldLeadingNotCounting = new CopyOnWriteArrayList<>();
     /** Per call of onLeadingAgain: whether the replica counted as leading then, and the Lease writes sent so far. */
     final List<String> leadingAgain = new CopyOnWriteArrayList<>();
     /** Lease writes (merge patches) sent since the clock was moved; -1 before that. */
@@ -84,6 +86,9 @@ class LeaderElectionTest {
             @Override
             public void leadershipChanged(boolean leader) {
                 changes.add(leader);
+                if (leader && !election.isLeader()) {
+                    toldLeadingNotCounting.add("change " + changes.size());
+                }
             }
 
             @Override
@@ -175,7 +180,8 @@ class LeaderElectionTest {
     /**
      * A round ends past the renew deadline without giving the Lease up (its renewals and its release refused); the
      * next round reads the Lease as this replica's, and fabric8's elector tells it leads at that read, before its own
-     * write lands. That write completes a change of leadership, told as one, not as leading again.
+     * write lands. The replica counts as leading, and its listeners are told so, once that write lands: not before
+     * (the work they start would find it not leading and be set aside), and not as leading again.
      */
     @Test
     void theWriteOfANewRoundThatReadTheLeaseAsItsOwnIsAChangeOfLeadershipNotLeadingAgain() throws Exception {
@@ -192,6 +198,7 @@ class LeaderElectionTest {
         int after = patches();
         OperatorHarness.awaitTrue(() -> patches() >= after + 2, Duration.ofSeconds(60), "renewals after");
         assertThat(changes).containsExactly(true, false, true);
+        assertThat(toldLeadingNotCounting).as("told it leads only once it counts as leading").isEmpty();
         assertThat(leadingAgain).as("not told it leads again by the write that took the Lease back").isEmpty();
         assertThat(election.isLeader()).isTrue();
     }
