@@ -79,7 +79,8 @@ import io.unboundedcloud.playpen.support.TestCluster;
  * {@code bench.jitSettleRounds} (60): at most this many warm-up rounds after {@code bench.jitWarmup} until the JIT
  * is quiet ({@link #settleJit}); {@code bench.rounds} (4): every concurrency in interleaved rounds ({@link #interleaved}).
  * Beside the bare PATCH, the reference pattern, our allocations and replays, each comparison measures the floor of
- * any HTTPS front door here ({@link TlsFloor}) and, at c=1, what an exactly-once answer cannot cost less than: the
+ * any HTTPS front door here ({@link TlsFloor}), the floor of one built on Camel's netty-http ({@link CamelFloor}) and,
+ * at c=1, what an exactly-once answer cannot cost less than: the
  * bare PATCH answered once a watch has delivered it, and a bare GET ({@link LimitScenarios}). The jar replicas run
  * with leader election on, as the image does, and are measured once one of them leads.
  * {@code target/playpen-bench.jar} ({@link BenchJar}) runs the same without Maven.
@@ -94,6 +95,7 @@ public final class Bench {
     static final String OURS = "alloc-https";
     static final String REPLAY = "replay-https";
     static final String FLOOR = "floor-https";
+    static final String CAMEL_FLOOR = "camel-floor-https";
     /** A measured run's CPU of this whole JVM per request, in microseconds ({@link Measured}). */
     static final String CPU_PER_REQUEST = "cpuMicrosPerRequest";
     static final int CORES = Runtime.getRuntime().availableProcessors();
@@ -569,11 +571,12 @@ public final class Bench {
         String answer = e.https.alloc(0, e.op.port, allocBody(keySeq.getAndIncrement()));
         release(e);
         try (TlsFloor floor = TlsFloor.start(e.cluster.frontProxyCa, answer.getBytes(StandardCharsets.UTF_8));
+                CamelFloor camelFloor = CamelFloor.start(e.cluster.frontProxyCa, answer.getBytes(StandardCharsets.UTF_8));
                 LimitScenarios.WatchedPatch watched = new LimitScenarios.WatchedPatch(new BaselineScenario())) {
             // replays of the keys of the last alloc batch, which is still claimed, so they follow ours; the limits
             // of an exactly-once answer (LimitScenarios) at c=1 only
             comparison(e, List.of(baseline, reference, ours, new ReplayScenario(ours), new FloorScenario(floor.port()),
-                    watched, new LimitScenarios.BareGet()));
+                    new FloorScenario(camelFloor.port(), CAMEL_FLOOR), watched, new LimitScenarios.BareGet()));
         }
     }
 
@@ -1034,14 +1037,21 @@ public final class Bench {
      */
     static final class FloorScenario implements Scenario {
         private final int port;
+        private final String name;
 
         FloorScenario(int port) {
+            this(port, FLOOR);
+        }
+
+        /** The same request to another floor server ({@link CamelFloor}: {@link #CAMEL_FLOOR}). */
+        FloorScenario(int port, String name) {
             this.port = port;
+            this.name = name;
         }
 
         @Override
         public String name() {
-            return FLOOR;
+            return name;
         }
 
         @Override
@@ -1801,6 +1811,8 @@ public final class Bench {
         // event; a replay's GET
         Run watchedRun = find(LimitScenarios.PATCH_WATCHED, pods, cMin);
         Run getRun = find(LimitScenarios.GET, pods, cMin);
+        // the same least through a front door built on Camel's netty-http, as the operator's is (CamelFloor)
+        Run camelFloorRun = find(CAMEL_FLOOR, pods, cMin);
         // alloc over the bare PATCH alone: reported (no HTTPS front door reaches 1.3 of it here: the floor alone is a
         // quarter of a bare PATCH), the target is the one against the floor plus the bare PATCH below
         Map<String, Object> p50 = ratioTarget(oursRun, baseRun, true, 1.3);
@@ -1816,6 +1828,20 @@ public final class Bench {
         if (floorRun != null && replayRun != null && getRun != null) {
             replayOverFloor.put("leastPossibleRatio", Stats.round(
                     (floorRun.stats().pMs(50) + getRun.stats().pMs(50)) / floorRun.stats().pMs(50)));
+            if (camelFloorRun != null) {
+                replayOverFloor.put("camelFloorP50Ms", Stats.round(camelFloorRun.stats().pMs(50)));
+                replayOverFloor.put("leastThroughCamelRatio", Stats.round(
+                        (camelFloorRun.stats().pMs(50) + getRun.stats().pMs(50)) / floorRun.stats().pMs(50)));
+            }
+        }
+        if (floorRun != null && baseRun != null && oursRun != null && watchedRun != null) {
+            double limitMs = floorRun.stats().pMs(50) + baseRun.stats().pMs(50);
+            overLimit.put("leastPossibleRatio", Stats.round((floorRun.stats().pMs(50) + watchedRun.stats().pMs(50)) / limitMs));
+            if (camelFloorRun != null) {
+                overLimit.put("camelFloorP50Ms", Stats.round(camelFloorRun.stats().pMs(50)));
+                overLimit.put("leastThroughCamelRatio", Stats.round(
+                        (camelFloorRun.stats().pMs(50) + watchedRun.stats().pMs(50)) / limitMs));
+            }
         }
         if (floorRun != null && replayRun != null && baseRun != null) {
             double floorMs = floorRun.stats().pMs(50);
@@ -1825,6 +1851,10 @@ public final class Bench {
             p50.put("replayP50Ms", Stats.round(replayMs));
             p50.put("leastPossibleRatio", Stats.round((floorMs + baseMs) / baseMs));
             p50.put("frontDoorAboveFloorMs", Stats.round(replayMs - floorMs));
+            if (camelFloorRun != null) {
+                p50.put("camelFloorP50Ms", Stats.round(camelFloorRun.stats().pMs(50)));
+                p50.put("camelAboveFloorMs", Stats.round(camelFloorRun.stats().pMs(50) - floorMs));
+            }
             p50.put("floorNote", "floor: the same request and answer bytes, same client, same TLS setup, to a bare "
                     + "Netty server answering on its I/O thread (TlsFloor); an allocation is at least that plus a PATCH");
             if (watchedRun != null && oursRun != null) {
@@ -1850,7 +1880,7 @@ public final class Bench {
                 Run ours = find(OURS, pods, c);
                 Run base = find(BASELINE, pods, c);
                 Map<String, Object> r = ratioTarget(ours, base, false, 0.7);
-                r.putAll(throughputBound(ours, base, find(FLOOR, pods, c)));
+                r.putAll(throughputBound(ours, base, find(FLOOR, pods, c), find(CAMEL_FLOOR, pods, c)));
                 t.put("throughputVsBaselineAtC" + c, r);
             }
         }
@@ -2193,11 +2223,13 @@ public final class Bench {
      * ({@code ratioOfCpu}), and an allocation takes at least what the TLS floor's request and the bare PATCH take
      * together (a request through an HTTPS front door that writes once), so the ratio could reach the bare
      * PATCH's CPU over that sum at best ({@code bestRatioOfCpu}); what the allocation takes beyond that sum is the
-     * operator's own ({@code oursAboveLeastCpuMicros}). How busy the cores were says how far the rates follow the
-     * CPU: where they are not (the simulated API server serialises its writes), neither ratio binds. Empty where a
-     * run or its CPU figure is missing.
+     * operator's own ({@code oursAboveLeastCpuMicros}). Through a front door built on Camel's netty-http
+     * ({@link CamelFloor}, {@code camelFloor}: null where not measured) the best is the bare PATCH's CPU over that
+     * floor's and the PATCH's ({@code bestRatioOfCpuThroughCamel}). How busy the cores were says how far the rates
+     * follow the CPU: where they are not (the simulated API server serialises its writes), neither ratio binds. Empty
+     * where a run or its CPU figure is missing.
      */
-    static Map<String, Object> throughputBound(Run ours, Run base, Run floor) {
+    static Map<String, Object> throughputBound(Run ours, Run base, Run floor, Run camelFloor) {
         Map<String, Object> m = new LinkedHashMap<>();
         Double oursCpu = ours == null ? null : cpuPerRequest(ours);
         Double baseCpu = base == null ? null : cpuPerRequest(base);
@@ -2211,6 +2243,11 @@ public final class Bench {
         m.put("oursAboveLeastCpuMicros", Stats.round(oursCpu - floorCpu - baseCpu));
         m.put("ratioOfCpu", Stats.round(baseCpu / oursCpu));
         m.put("bestRatioOfCpu", Stats.round(baseCpu / (floorCpu + baseCpu)));
+        Double camelCpu = camelFloor == null ? null : cpuPerRequest(camelFloor);
+        if (camelCpu != null) {
+            m.put("camelFloorCpuMicros", Stats.round(camelCpu));
+            m.put("bestRatioOfCpuThroughCamel", Stats.round(baseCpu / (camelCpu + baseCpu)));
+        }
         m.put("oursBusyShare", ours.extra().get("cpuBusyShare"));
         m.put("barePatchBusyShare", base.extra().get("cpuBusyShare"));
         return m;

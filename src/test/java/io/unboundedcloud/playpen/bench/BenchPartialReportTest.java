@@ -112,4 +112,38 @@ class BenchPartialReportTest {
         b.results.put("targets", t);
         assertThat(b.table()).contains("p50VsBaselineAtC" + low).doesNotContain("refill: claim");
     }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void theLeastThroughACamelFrontDoorIsReportedBesideTheLeastOfAny() {
+        Bench b = new Bench();
+        b.concurrencies = new int[] {1, 64};
+        // c=1: TLS floor 0.2 ms, Camel floor 0.4, bare PATCH 0.6, watched 0.7, GET 0.3
+        b.runs.add(run(Bench.BASELINE, b.pods, 1, 0.6));
+        b.runs.add(run(Bench.OURS, b.pods, 1, 1.6));
+        b.runs.add(run(Bench.FLOOR, b.pods, 1, 0.2));
+        b.runs.add(run(Bench.CAMEL_FLOOR, b.pods, 1, 0.4));
+        b.runs.add(run(Bench.REPLAY, b.pods, 1, 1.0));
+        b.runs.add(run(LimitScenarios.PATCH_WATCHED, b.pods, 1, 0.7));
+        b.runs.add(run(LimitScenarios.GET, b.pods, 1, 0.3));
+        // c=64: bare PATCH 1,000 us of CPU, TLS floor 250, Camel floor 500
+        b.runs.add(rate(Bench.BASELINE, b.pods, 64, 2000, 1000));
+        b.runs.add(rate(Bench.FLOOR, b.pods, 64, 4000, 250));
+        b.runs.add(rate(Bench.CAMEL_FLOOR, b.pods, 64, 3000, 500));
+        b.runs.add(rate(Bench.OURS, b.pods, 64, 1200, 1600));
+
+        Map<String, Object> t = b.targets();
+
+        // an allocation: (0.2 + 0.7) / (0.2 + 0.6) at least, (0.4 + 0.7) / 0.8 through Camel
+        assertThat((Map<String, Object>) t.get("p50VsFloorPlusBaselineAtC1")).containsEntry("ratio", 2.0)
+                .containsEntry("leastPossibleRatio", 1.125).containsEntry("camelFloorP50Ms", 0.4)
+                .containsEntry("leastThroughCamelRatio", 1.375);
+        // a replay: (0.2 + 0.3) / 0.2 at least, (0.4 + 0.3) / 0.2 through Camel
+        assertThat((Map<String, Object>) t.get("replayP50VsFloorAtC1")).containsEntry("ratio", 5.0)
+                .containsEntry("leastPossibleRatio", 2.5).containsEntry("leastThroughCamelRatio", 3.5);
+        assertThat((Map<String, Object>) t.get("p50VsBaselineAtC1")).containsEntry("camelAboveFloorMs", 0.2);
+        // 1,000 / (250 + 1,000) at best, 1,000 / (500 + 1,000) through Camel
+        assertThat((Map<String, Object>) t.get("throughputVsBaselineAtC64")).containsEntry("bestRatioOfCpu", 0.8)
+                .containsEntry("camelFloorCpuMicros", 500.0).containsEntry("bestRatioOfCpuThroughCamel", 0.667);
+    }
 }
