@@ -18,7 +18,6 @@ import io.unboundedcloud.playpen.kube.AccessReviewer;
 import io.unboundedcloud.playpen.kube.Allocator;
 import io.unboundedcloud.playpen.kube.ApiCallCounter;
 import io.unboundedcloud.playpen.kube.ClaimWriter;
-import io.unboundedcloud.playpen.kube.DaemonThreads;
 import io.unboundedcloud.playpen.kube.EventRecorder;
 import io.unboundedcloud.playpen.kube.KubeClients;
 import io.unboundedcloud.playpen.kube.LeaderElection;
@@ -168,32 +167,9 @@ public final class OperatorApp implements AutoCloseable {
         pods.addListener(lanes);
         leaderRoutes = new LeaderRoutePolicy();
         leader.addListener(leaderRoutes);
-        leader.addListener(new LeaderElection.Listener() {
-            @Override
-            public void leadershipChanged(boolean isLeader) {
-                if (isLeader) {
-                    // the leader routes' timers cannot be relied on for the first run: Camel drops a tick that fires
-                    // before its consumer counts as started, and the route policy starts them just as their first
-                    // tick (delay 0) fires. So a new leader schedules its claims' expiries, runs a pool pass (see
-                    // PoolReconciler.onLeadership) and publishes the caBundle (a lost tick once left the aggregated
-                    // API answering 503 for a whole --reconcile-interval) itself; the routes repeat them
-                    ttl.scheduleAll();
-                    pool.onLeadership();
-                    DaemonThreads.named("ca-bundle-on-leadership").newThread(() -> publishCaBundle(serving, null))
-                            .start();
-                } else {
-                    pool.onLeadershipLost();
-                }
-            }
-
-            @Override
-            public void onLeadingAgain() {
-                // past its renew deadline, this leader dropped what it may not write; its term goes on, and what it
-                // dropped runs now: expired claims' deletes and a pool pass
-                ttl.onLeadingAgain();
-                pool.onLeadingAgain();
-            }
-        });
+        leader.addListener(new LeadershipWork(new LeadershipWork.Expiries(ttl::scheduleAll, ttl::onLeadingAgain),
+                new LeadershipWork.Pools(pool::onLeadership, pool::onLeadershipLost, pool::onLeadingAgain),
+                () -> publishCaBundle(serving, null)));
         ObservedEvents observed = new ObservedEvents(events, config, env);
         // Events and audit lines of expiries and the pools' side effects go through their routes (ttl-expired,
         // pool-created, pool-deleted, pool-unhealthy-allocated, pool-backoff, pool-exhausted,
