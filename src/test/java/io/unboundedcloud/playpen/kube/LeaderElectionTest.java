@@ -246,6 +246,54 @@ class LeaderElectionTest {
     }
 
     /**
+     * A renewal that lands past the renew deadline is telling the listeners the replica leads again when it begins to
+     * close: the close waits for that to be told (fabric8's elector releases the Lease only after the renewal under
+     * way), then tells the loss, and returns only after both. So what the listeners start on leading again is started
+     * before the close returns (before the operator closes the work it was handed to), and the loss follows it.
+     */
+    @Test
+    void leadingAgainToldAsTheReplicaBeginsToCloseIsOverBeforeTheCloseTellsTheLossAndReturns() throws Exception {
+        elected(Duration.ofHours(1));
+        List<String> told = new CopyOnWriteArrayList<>();
+        CountDownLatch telling = new CountDownLatch(1);
+        CountDownLatch toldOn = new CountDownLatch(1);
+        election.addListener(new LeaderElection.Listener() {
+            @Override
+            public void leadershipChanged(boolean leader) {
+                told.add(leader ? "leads" : "lost");
+            }
+
+            @Override
+            public void onLeadingAgain() {
+                told.add("leading again");
+                telling.countDown();
+                try {
+                    toldOn.await(60, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                told.add("leading again told");
+            }
+        });
+        nanos.addAndGet(RENEW_DEADLINE.plusSeconds(1).toNanos());
+        assertThat(telling.await(60, TimeUnit.SECONDS)).as("told it leads again").isTrue();
+
+        Thread closer = new Thread(election::close, "closer");
+        closer.setDaemon(true);
+        closer.start();
+        // waiting to release the Lease, or to tell the loss
+        OperatorHarness.awaitTrue(() -> blockedIn(closer, "LeaderElector", "stopLeading")
+                || blockedIn(closer, "LeaderElection", "set") || !closer.isAlive(), Duration.ofSeconds(60),
+                "the closing replica waits or has closed");
+        assertThat(told).as("nothing told while it is told it leads again").containsExactly("leading again");
+        toldOn.countDown();
+        closer.join(TimeUnit.SECONDS.toMillis(60));
+        assertThat(closer.isAlive()).as("closed").isFalse();
+        assertThat(told).containsExactly("leading again", "leading again told", "lost");
+        assertThat(election.isLeader()).isFalse();
+    }
+
+    /**
      * The renewal watch looks first and steps the leader back: its term ends. Leading again after that is a change
      * of leadership, told as one, not as leading again.
      */
