@@ -4,10 +4,12 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Function;
 import java.util.function.Supplier;
 
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
+import io.fabric8.kubernetes.client.KubernetesClient;
 import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.Candidates;
 import io.unboundedcloud.playpen.model.Hashes;
@@ -35,6 +37,8 @@ final class ScriptedReplica implements AutoCloseable {
     final PodCache pods;
     final NodeCache nodes;
     final ApiCallCounter calls = new ApiCallCounter();
+    /** The client the writer sends through: the cluster's, unless the replica was made with another. */
+    private final KubernetesClient writesThrough;
     final ClaimWriter writer;
     final Allocator allocator;
 
@@ -53,6 +57,16 @@ final class ScriptedReplica implements AutoCloseable {
 
     /** The same, with one more listener of the pod cache (null: none), added before it starts. */
     ScriptedReplica(int runners, int maxPerOwner, ReplicaLanes lanes, PodCache.Listener listener) throws Exception {
+        this(runners, maxPerOwner, lanes, listener, c -> c.client);
+    }
+
+    /**
+     * The same, with the client the replica's writer sends through (its claims, take-backs, deletes and reads of the
+     * pods), made for the cluster: such as one whose request is held
+     * ({@link io.unboundedcloud.playpen.support.HeldRequest#client}).
+     */
+    ScriptedReplica(int runners, int maxPerOwner, ReplicaLanes lanes, PodCache.Listener listener,
+            Function<TestCluster, KubernetesClient> writes) throws Exception {
         cluster = TestCluster.start();
         cluster.addNode(NODE, "amd64", EXTERNAL_IP);
         for (int i = 0; i < runners; i++) {
@@ -61,12 +75,13 @@ final class ScriptedReplica implements AutoCloseable {
         watch = new ScriptedWatch(TestCluster.NS).follow(cluster);
         pods = new PodCache(watch.client(), TestCluster.NS, candidates::kindKey);
         nodes = new NodeCache(cluster.client);
+        writesThrough = writes.apply(cluster);
         if (lanes == null) {
-            writer = new ClaimWriter(cluster.client, Clock.systemUTC(), calls);
+            writer = new ClaimWriter(writesThrough, Clock.systemUTC(), calls);
             allocator = new Allocator(pods, nodes, writer, candidates, 1, maxPerOwner);
         } else {
             pods.addListener(lanes);
-            writer = new ClaimWriter(cluster.client, Clock.systemUTC(), calls, null, lanes.self());
+            writer = new ClaimWriter(writesThrough, Clock.systemUTC(), calls, null, lanes.self());
             allocator = new Allocator(pods, nodes, writer, candidates, 1, maxPerOwner, lanes);
         }
         if (listener != null) {
@@ -177,6 +192,9 @@ final class ScriptedReplica implements AutoCloseable {
         watch.release();
         pods.close();
         nodes.close();
+        if (writesThrough != cluster.client) {
+            writesThrough.close();
+        }
         cluster.close();
     }
 }
