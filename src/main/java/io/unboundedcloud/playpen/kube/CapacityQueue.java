@@ -39,8 +39,10 @@ import io.unboundedcloud.playpen.model.ResourceType;
  * tried again on a later wake-up; any other error ends that wait). Kinds never share a pod, so one thread per kind
  * races nobody, and a claim of one kind that waits long (its key's claims being decided, the API server slow to
  * answer) never holds another kind's line. A retried key joins its waiting twin; a waiter whose key another request
- * claims meanwhile is answered that claim; a waiter whose every client left is dropped without claiming. Every waiting request holds a connection, so their number
- * is capped per user and in total ({@link Limits}): one more is a 429 with Retry-After, before it waits.
+ * claims meanwhile is answered that claim; a waiter whose every client left is dropped without claiming (a claim
+ * being written for it then is given back on a thread of the queue's own, so a slow give-back holds up no line).
+ * Every waiting request holds a connection, so their number is capped per user and in total ({@link Limits}): one
+ * more is a 429 with Retry-After, before it waits.
  */
 public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(CapacityQueue.class);
@@ -98,6 +100,11 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
          * its claim handed out or given back; guarded by the queue.
          */
         CompletableFuture<Void> attempt;
+        /**
+         * The give-back of the claim written for this wait once every client had left it (null: none), completed
+         * when that give-back is over; the dispatcher's.
+         */
+        CompletableFuture<Void> givenBack;
 
         Waiter(AllocCommand cmd, String ownerHash, String kind) {
             this.cmd = cmd;
@@ -193,6 +200,14 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     static final String SHUTTING_DOWN = "the operator is shutting down; send the request again: another replica"
             + " answers it";
     private final ScheduledExecutorService timers;
+    /**
+     * Runs the give-backs of claims written for waits every client left, off the dispatchers: each is an API call or
+     * a few, and one slow to be answered would hold up every hand-out of its kind's line. One thread for every kind
+     * (made at the first give-back): a slow give-back holds up only those queued behind it, and the deallocs that
+     * wait for them.
+     */
+    private final ExecutorService givingBack = Executors.newSingleThreadExecutor(
+            DaemonThreads.named("capacity-give-back"));
 
     /** The clients' timers; a timer cancelled (its client answered first) is dropped at once, not kept until due. */
     private static ScheduledThreadPoolExecutor timers() {
@@ -207,7 +222,10 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         return ((ScheduledThreadPoolExecutor) timers).getQueue().size();
     }
 
-    /** How long a dealloc waits for the dispatcher's claim for its key's wait to end (a few bounded API calls). */
+    /**
+     * How long a dealloc waits for the dispatcher's claim for its key's wait to end, its give-back included (a few
+     * bounded API calls, the give-back maybe behind another).
+     */
     private static final long ATTEMPT_WAIT_SECONDS = 60;
     private final AtomicInteger cancelsAwaitingAClaim = new AtomicInteger();
     private volatile java.util.function.Consumer<AllocCommand> beforeClaim = cmd -> { };
@@ -826,7 +844,14 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
                 synchronized (this) {
                     head.attempt = null;
                 }
-                attempt.complete(null);
+                // over once its claim is handed out, or given back: a dealloc of the key that ended this wait
+                // answers only after that (cancel), also when the give-back is slow
+                CompletableFuture<Void> givenBack = head.givenBack;
+                if (givenBack == null) {
+                    attempt.complete(null);
+                } else {
+                    givenBack.whenComplete((done, e) -> attempt.complete(null));
+                }
             }
         }
     }
@@ -862,7 +887,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         if (!remove(head)) {
             // every client of this wait left (or a dealloc of its key ended it) while its claim was being written:
             // nobody will get the answer, so the claim goes back (unless another request was handed it meanwhile)
-            giveBack(a.get(), head);
+            head.givenBack = giveBack(a.get(), head);
             return true;
         }
         finish(head, "served");
@@ -951,12 +976,21 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
     }
 
     /**
-     * Gives back the claim written for a wait every client left. A give-back that fails leaves the claim on its pod
-     * (until its TTL, or a dealloc of the key; {@link Allocator#release} logs it) and does not end the pass: the
-     * waiters behind are still served.
+     * Gives back the claim written for a wait every client left, on {@link #givingBack}: the pass goes on serving the
+     * waiters behind meanwhile. Returns the give-back, completed when it is over. A give-back that fails leaves the
+     * claim on its pod (until its TTL, or a dealloc of the key; {@link Allocator#release} logs it). A request of the
+     * key that comes meanwhile is never handed the claim and then has it given back: the give-back, conditional on
+     * the version claimed, leaves a claim settled by its hand-out, and a hand-out that comes after the give-back
+     * finds its settle refused. Once the queue is closed a give-back runs on the caller.
      */
-    private void giveBack(Allocator.Allocation a, Waiter w) {
-        allocator.release(a, w.cmd);
+    private CompletableFuture<Void> giveBack(Allocator.Allocation a, Waiter w) {
+        return CompletableFuture.runAsync(() -> allocator.release(a, w.cmd), task -> {
+            try {
+                givingBack.execute(task);
+            } catch (java.util.concurrent.RejectedExecutionException closed) {
+                task.run();
+            }
+        });
     }
 
     /**
@@ -991,6 +1025,9 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
             running = List.copyOf(dispatchers.values());
         }
         running.forEach(d -> d.thread.shutdownNow());
+        // a give-back under way or queued goes on, not cut short (its claim would stay on its pod until its TTL);
+        // one that the process's exit cuts short leaves it so, as one the API server refuses does
+        givingBack.shutdown();
         timers.shutdownNow();
         List<Waiter> ended = new java.util.ArrayList<>();
         synchronized (this) {

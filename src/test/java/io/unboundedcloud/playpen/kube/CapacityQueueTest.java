@@ -21,6 +21,7 @@ import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.ResourceType;
 import io.unboundedcloud.playpen.support.CapturedLogs;
+import io.unboundedcloud.playpen.support.HeldRequest;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
@@ -28,8 +29,9 @@ import io.unboundedcloud.playpen.support.TestCluster;
  * The queue of alloc requests waiting for capacity, on one replica's allocation core against the mock API server:
  * first come first served as pods turn idle, a retried key joins its twin, the per-user and total caps refuse
  * with 429 before anything waits, a wait that ends is the 503 with how long it waited, a dealloc ends a wait with
- * 410, a client that leaves frees its place, a passing error of a claim keeps the waiter in line, any other error of
- * one waiter ends only that wait, and closing answers every waiter. Each outcome is told to the observers.
+ * 410, a client that leaves frees its place (a claim written for it meanwhile is given back, a slow give-back
+ * holding up nobody behind it), a passing error of a claim keeps the waiter in line, any other error of one waiter
+ * ends only that wait, and closing answers every waiter. Each outcome is told to the observers.
  */
 class CapacityQueueTest {
     static final Duration SOON = Duration.ofSeconds(10);
@@ -43,6 +45,8 @@ class CapacityQueueTest {
     CapacityQueue q;
     /** The clients' timers (null: the queue's own); set before {@link #start}. */
     ManualTimers clientTimers;
+    /** The replica's write held on its way to the API server (null: none); set before {@link #start}. */
+    HeldRequest held;
     final List<String> outcomes = new CopyOnWriteArrayList<>();
     final List<Duration> waits = new CopyOnWriteArrayList<>();
 
@@ -54,7 +58,7 @@ class CapacityQueueTest {
             if (woken != null) {
                 woken.onPodEvent(change, pod);
             }
-        });
+        }, held == null ? c -> c.client : held::client);
         // no backstop sweep within a test: a waiter is served because a pod event or the queue itself woke it
         q = clientTimers == null ? new CapacityQueue(r.allocator, limits, Duration.ofHours(1))
                 : new CapacityQueue(r.allocator, limits, Duration.ofHours(1), r.allocator::knowsStandingClaim,
@@ -68,6 +72,9 @@ class CapacityQueueTest {
 
     @AfterEach
     void stop() {
+        if (held != null) {
+            held.release();
+        }
         if (q != null) {
             q.close();
         }
@@ -236,9 +243,7 @@ class CapacityQueueTest {
             OperatorHarness.awaitTrue(() -> r.pods.get(p.getMetadata().getName()).isPresent(), SOON, "the pod cached");
         }
         // the dispatcher has done with those pods' wake-ups (node changes wake nobody)
-        OperatorHarness.awaitTrue(() -> Thread.getAllStackTraces().keySet().stream()
-                .filter(t -> t.isAlive() && t.getName().equals("capacity-dispatch"))
-                .allMatch(t -> ScriptedReplica.parkedIn(t, "LinkedBlockingQueue", "take")), SOON, "the dispatcher idle");
+        OperatorHarness.awaitTrue(CapacityQueueTest::dispatcherIdle, SOON, "the dispatcher idle");
         // the first waiter's client leaves as its claim is written; the claim's rollback is then refused with 500
         java.util.concurrent.atomic.AtomicReference<String> claim = new java.util.concurrent.atomic.AtomicReference<>();
         r.cluster.addRequestListener(k -> {
@@ -255,12 +260,159 @@ class CapacityQueueTest {
         org.assertj.core.api.Assertions.assertThatCode(q::drain).doesNotThrowAnyException();
         assertThat(failure(gone).code()).isEqualTo(499);
         assertThat(served(next).pod().getMetadata().getName()).isNotEqualTo(claim.get().substring(claim.get().lastIndexOf('/') + 1));
+        // the give-back runs off the pass (on the queue's own thread), and is logged when it is over
+        OperatorHarness.awaitTrue(() -> allocatorLogs.lines().stream().anyMatch(l -> l.getFormattedMessage()
+                .startsWith("release failed")), SOON, "the give-back over");
         assertThat(allocatorLogs.lines()).anySatisfy(l -> {
             assertThat(l.getLevel()).isEqualTo(ch.qos.logback.classic.Level.WARN);
             assertThat(l.getFormattedMessage()).startsWith("release failed").contains("key=" + prefix("gone"))
                     .contains("result=kept-until-ttl");
         });
         assertThat(outcomes).containsExactly(prefix("gone") + " left", prefix("next") + " served");
+    }
+
+    /** The give-back of a claim (the write that takes the key off its pod), held on the replica's side. */
+    static HeldRequest givingBack() {
+        String unclaim = "\"" + io.unboundedcloud.playpen.model.PlaypenKeys.IDEMPOTENCY_KEY_HASH + "\":null";
+        return new HeldRequest(w -> "PATCH".equals(w.method()) && String.valueOf(w.bodyString()).contains(unclaim));
+    }
+
+    /**
+     * The last client of the wait of {@code key} leaves as the dispatcher is about to write its claim: at its first
+     * try once a pod is cached (a try before, on a wake-up of its joining, finds none to claim).
+     */
+    void leavesAsItsClaimIsWritten(String key, CapacityQueue.Ticket t) {
+        String keyHash = ScriptedReplica.cmd(key).keyHash();
+        q.beforeClaim(cmd -> {
+            if (cmd.keyHash().equals(keyHash) && !r.pods.pods().isEmpty() && !t.result().isDone()) {
+                t.subscription().leave();
+            }
+        });
+    }
+
+    /**
+     * The only client of a wait leaves as its claim is written, and the give-back of that claim is slow (the API
+     * server has not answered its write): the next waiter of the same kind is handed the pod that comes meanwhile,
+     * not only once the give-back is over; the claim goes back when its write is answered.
+     */
+    @Test
+    void aSlowGiveBackHoldsUpNoWaiterBehindIt() throws Exception {
+        held = givingBack();
+        start(0, 0, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket gone = q.await(waiting("gone", 30), "owner-a");
+        CapacityQueue.Ticket next = q.await(waiting("next", 30), "owner-b");
+        leavesAsItsClaimIsWritten("gone", gone);
+        String first = addRunner(51820);
+        assertThat(held.awaitHeld(SOON.toSeconds())).as("the give-back's write held").isTrue();
+        assertThat(failure(gone).code()).isEqualTo(499);
+
+        String second = addRunner(51821);
+        assertThat(served(next).pod().getMetadata().getName()).isEqualTo(second);
+        assertThat(ManagedPods.keyHash(r.inApi(first))).as("the first claim, its give-back still held")
+                .isEqualTo(ScriptedReplica.cmd("gone").keyHash());
+        held.release();
+        OperatorHarness.awaitTrue(() -> !ManagedPods.isClaimed(r.inApi(first)), SOON, "the first claim given back");
+        assertThat(outcomes).containsExactly(prefix("gone") + " left", prefix("next") + " served");
+    }
+
+    /**
+     * The only client of a wait leaves as its claim is written, and the same request is sent again before the claim
+     * lands (no claim of its key to answer yet: it waits); the give-back of the claim is slow. The dispatcher hands
+     * the new request that claim as a replay, settled first by a write conditional on the version it read, and the
+     * give-back, conditional on the version it claimed, then finds it settled and leaves it: a pod handed out is
+     * never given back. (Had the give-back landed first, the settle would have been refused and a claim made anew.)
+     */
+    @Test
+    void aRequestOfTheKeySentAgainWhileItsClaimIsGivenBackIsHandedThatClaimAndKeepsIt() throws Exception {
+        held = givingBack();
+        start(0, 0, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket gone = q.await(waiting("again", 30), "owner-a");
+        java.util.concurrent.atomic.AtomicReference<CapacityQueue.Ticket> again =
+                new java.util.concurrent.atomic.AtomicReference<>();
+        q.beforeClaim(cmd -> {
+            if (!r.pods.pods().isEmpty() && !gone.result().isDone()) {
+                gone.subscription().leave();
+                again.set(q.await(waiting("again", 30), "owner-a"));
+            }
+        });
+        String pod = addRunner(51820);
+        assertThat(held.awaitHeld(SOON.toSeconds())).as("the give-back's write held").isTrue();
+        assertThat(failure(gone).code()).isEqualTo(499);
+
+        Allocator.Allocation a = served(again.get());
+        assertThat(a.replay()).isTrue();
+        assertThat(a.pod().getMetadata().getName()).isEqualTo(pod);
+        held.release();
+        OperatorHarness.awaitTrue(() -> allocatorLogs.lines().stream().anyMatch(l -> l.getFormattedMessage()
+                .startsWith("released pod=")), SOON, "the give-back over");
+        assertThat(allocatorLogs.lines()).filteredOn(l -> l.getFormattedMessage().startsWith("released pod="))
+                .singleElement().satisfies(l -> assertThat(l.getFormattedMessage()).contains("result=settled"));
+        Pod now = r.inApi(pod);
+        assertThat(ManagedPods.keyHash(now)).isEqualTo(ScriptedReplica.cmd("again").keyHash());
+        assertThat(ClaimLedger.isSettled(now)).isTrue();
+        assertThat(outcomes).containsExactly(prefix("again") + " left", prefix("again") + " served");
+    }
+
+    /**
+     * A dealloc of the key ends the wait as its claim is about to be written, and the give-back of that claim is
+     * slow: the dealloc answers only once the give-back is over (as it waits for the claim itself), so it never
+     * answers while the claim is still on its pod. Here the give-back takes the claim off, and the dealloc then has
+     * nothing of the key to delete: the pod stays in the pool.
+     */
+    @Test
+    void aDeallocDuringTheClaimForItsWaitAnswersAfterItsSlowGiveBack() throws Exception {
+        held = givingBack();
+        start(0, 0, CapacityQueue.Limits.NONE);
+        String key = ScriptedReplica.cmd("gone").keyHash();
+        CapacityQueue.Ticket t = q.await(waiting("gone", 30), "owner-a");
+        java.util.concurrent.CountDownLatch atClaim = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+        q.beforeClaim(cmd -> {
+            atClaim.countDown();
+            try {
+                go.await(60, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        String pod = addRunner(51820);
+        assertThat(atClaim.await(SOON.toSeconds(), TimeUnit.SECONDS)).as("the dispatcher at the claim").isTrue();
+        // the dealloc as the API runs it: the key's wait ended, then the key's pods deleted
+        CompletableFuture<List<Pod>> dealloc = new CompletableFuture<>();
+        Thread deallocating = new Thread(() -> {
+            try {
+                assertThat(q.cancel(key)).isTrue();
+                dealloc.complete(r.allocator.deallocate(key));
+            } catch (Throwable e) {
+                dealloc.completeExceptionally(e);
+            }
+        }, "dealloc");
+        deallocating.setDaemon(true);
+        deallocating.start();
+        OperatorHarness.awaitTrue(() -> dealloc.isDone() || q.cancelsAwaitingAClaim() > 0, SOON,
+                "the dealloc answered or waiting for the claim");
+        assertThat(failure(t).code()).isEqualTo(410);
+        go.countDown();
+        assertThat(held.awaitHeld(SOON.toSeconds())).as("the give-back's write held").isTrue();
+        OperatorHarness.awaitTrue(() -> dealloc.isDone() || dispatcherIdle()
+                && ScriptedReplica.parkedIn(deallocating, "CapacityQueue", "awaitAttempt"), SOON,
+                "the dealloc answered, or waiting while the dispatcher is done");
+        assertThat(dealloc.isDone()).as("the dealloc answered, the give-back still held").isFalse();
+        assertThat(ManagedPods.keyHash(r.inApi(pod))).as("the claim, its give-back still held").isEqualTo(key);
+
+        held.release();
+        assertThat(dealloc.get(SOON.toSeconds(), TimeUnit.SECONDS)).as("deleted by the dealloc").isEmpty();
+        Pod now = r.inApi(pod);
+        assertThat(now).isNotNull();
+        assertThat(ManagedPods.isClaimed(now)).isFalse();
+        assertThat(outcomes).containsExactly(prefix("gone") + " deallocated");
+    }
+
+    /** Every dispatcher of the queue is idle: done with its wake-ups, waiting for the next. */
+    static boolean dispatcherIdle() {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.isAlive() && t.getName().equals("capacity-dispatch"))
+                .allMatch(t -> ScriptedReplica.parkedIn(t, "LinkedBlockingQueue", "take"));
     }
 
     /**
