@@ -408,6 +408,28 @@ class CapacityQueueTest {
         assertThat(outcomes).containsExactly(prefix("gone") + " deallocated");
     }
 
+    /**
+     * The queue closes (the operator stops) while the give-back of a claim written for a wait every client left is
+     * under way (the API server has not answered its write): the give-back is not cut short, and the claim goes back
+     * once its write is answered, instead of staying on its pod until its TTL.
+     */
+    @Test
+    void aGiveBackUnderWayWhenTheQueueClosesStillTakesTheClaimBack() throws Exception {
+        held = givingBack();
+        start(0, 0, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket gone = q.await(waiting("gone", 30), "owner-a");
+        leavesAsItsClaimIsWritten("gone", gone);
+        String pod = addRunner(51820);
+        assertThat(held.awaitHeld(SOON.toSeconds())).as("the give-back's write held").isTrue();
+        assertThat(failure(gone).code()).isEqualTo(499);
+
+        q.close();
+        held.release();
+        OperatorHarness.awaitTrue(() -> !ManagedPods.isClaimed(r.inApi(pod)), SOON, "the claim given back");
+        assertThat(allocatorLogs.lines()).anySatisfy(l -> assertThat(l.getFormattedMessage())
+                .startsWith("released pod=").contains("result=rolled_back"));
+    }
+
     /** Every dispatcher of the queue is idle: done with its wake-ups, waiting for the next. */
     static boolean dispatcherIdle() {
         return Thread.getAllStackTraces().keySet().stream()
