@@ -366,15 +366,7 @@ class CapacityQueueTest {
         String key = ScriptedReplica.cmd("gone").keyHash();
         CapacityQueue.Ticket t = q.await(waiting("gone", 30), "owner-a");
         java.util.concurrent.CountDownLatch atClaim = new java.util.concurrent.CountDownLatch(1);
-        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
-        q.beforeClaim(cmd -> {
-            atClaim.countDown();
-            try {
-                go.await(60, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
+        java.util.concurrent.CountDownLatch go = stopsAtClaim(atClaim);
         String pod = addRunner(51820);
         assertThat(atClaim.await(SOON.toSeconds(), TimeUnit.SECONDS)).as("the dispatcher at the claim").isTrue();
         // the dealloc as the API runs it: the key's wait ended, then the key's pods deleted
@@ -428,6 +420,23 @@ class CapacityQueueTest {
         OperatorHarness.awaitTrue(() -> !ManagedPods.isClaimed(r.inApi(pod)), SOON, "the claim given back");
         assertThat(allocatorLogs.lines()).anySatisfy(l -> assertThat(l.getFormattedMessage())
                 .startsWith("released pod=").contains("result=rolled_back"));
+    }
+
+    /**
+     * The dispatcher stops right before each claim, counting {@code atClaim} down, until the latch returned is
+     * counted down.
+     */
+    java.util.concurrent.CountDownLatch stopsAtClaim(java.util.concurrent.CountDownLatch atClaim) {
+        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+        q.beforeClaim(cmd -> {
+            atClaim.countDown();
+            try {
+                go.await(60, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        return go;
     }
 
     /** Every dispatcher of the queue is idle: done with its wake-ups, waiting for the next. */
@@ -1030,15 +1039,7 @@ class CapacityQueueTest {
     void aDeallocDuringTheClaimForItsWaitAnswersAfterThatClaimIsOver() throws Exception {
         start(0, 0, CapacityQueue.Limits.NONE);
         java.util.concurrent.CountDownLatch atClaim = new java.util.concurrent.CountDownLatch(1);
-        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
-        q.beforeClaim(cmd -> {
-            atClaim.countDown();
-            try {
-                go.await(60, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
+        java.util.concurrent.CountDownLatch go = stopsAtClaim(atClaim);
         String key = ScriptedReplica.cmd("gone").keyHash();
         CapacityQueue.Ticket t = q.await(waiting("gone", 30), "owner-a");
         String pod = addRunner(51820);
