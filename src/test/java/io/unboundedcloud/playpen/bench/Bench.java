@@ -96,6 +96,7 @@ public final class Bench {
     static final String REPLAY = "replay-https";
     static final String FLOOR = "floor-https";
     static final String CAMEL_FLOOR = "camel-floor-https";
+    static final String DOOR = "door-https";
     /** A measured run's CPU of this whole JVM per request, in microseconds ({@link Measured}). */
     static final String CPU_PER_REQUEST = "cpuMicrosPerRequest";
     static final int CORES = Runtime.getRuntime().availableProcessors();
@@ -576,7 +577,8 @@ public final class Bench {
             // replays of the keys of the last alloc batch, which is still claimed, so they follow ours; the limits
             // of an exactly-once answer (LimitScenarios) at c=1 only
             comparison(e, List.of(baseline, reference, ours, new ReplayScenario(ours), new FloorScenario(floor.port()),
-                    new FloorScenario(camelFloor.port(), CAMEL_FLOOR), watched, new LimitScenarios.BareGet()));
+                    new FloorScenario(camelFloor.port(), CAMEL_FLOOR), new DoorScenario(), watched,
+                    new LimitScenarios.BareGet()));
         }
     }
 
@@ -1067,6 +1069,30 @@ public final class Bench {
         @Override
         public void run(Env e, int index, int worker) throws Exception {
             e.https.alloc(worker, port, allocBody(index));
+        }
+    }
+
+    /**
+     * The API version's discovery (GET of its APIResourceList) through the operator's own front door, with the
+     * alloc request's headers: the operator's connection guard, HTTP binding, route metrics, front-proxy
+     * authentication and a route of one step answering a fixed document, and none of the alloc flow. Between
+     * {@link CamelFloor} and a replay, it takes apart what the front door adds to Camel's HTTP consumer and what the
+     * alloc flow adds to the front door.
+     */
+    static final class DoorScenario implements Scenario {
+        @Override
+        public String name() {
+            return DOOR;
+        }
+
+        @Override
+        public boolean claims() {
+            return false;
+        }
+
+        @Override
+        public void run(Env e, int index, int worker) throws Exception {
+            e.https.get(worker, e.op.port, io.unboundedcloud.playpen.api.ApiPaths.VERSION_PATH);
         }
     }
 
@@ -1854,6 +1880,18 @@ public final class Bench {
             if (camelFloorRun != null) {
                 p50.put("camelFloorP50Ms", Stats.round(camelFloorRun.stats().pMs(50)));
                 p50.put("camelAboveFloorMs", Stats.round(camelFloorRun.stats().pMs(50) - floorMs));
+            }
+            Run doorRun = find(DOOR, pods, cMin);
+            if (doorRun != null) {
+                // the operator's front door on a discovery GET; a replay is that, the alloc flow and its pod's GET
+                p50.put("doorP50Ms", Stats.round(doorRun.stats().pMs(50)));
+                if (camelFloorRun != null) {
+                    p50.put("doorAboveCamelFloorMs", Stats.round(doorRun.stats().pMs(50) - camelFloorRun.stats().pMs(50)));
+                }
+                if (getRun != null) {
+                    p50.put("replayAboveDoorAndGetMs", Stats.round(replayMs - doorRun.stats().pMs(50)
+                            - getRun.stats().pMs(50)));
+                }
             }
             p50.put("floorNote", "floor: the same request and answer bytes, same client, same TLS setup, to a bare "
                     + "Netty server answering on its I/O thread (TlsFloor); an allocation is at least that plus a PATCH");

@@ -136,6 +136,18 @@ final class BenchHttps implements AutoCloseable {
         return a.body();
     }
 
+    /**
+     * A GET of {@code path} with the alloc request's headers, through the same connection; fails unless answered
+     * 200.
+     */
+    String get(int worker, int port, String path) throws Exception {
+        Answer a = send(worker, "GET", port, path, null, ALLOC_HEADERS);
+        if (a.status() != 200) {
+            throw new IllegalStateException("GET " + path + " answered " + a.status() + ": " + a.body());
+        }
+        return a.body();
+    }
+
     @Override
     public void close() {
         if (vertx != null) {
