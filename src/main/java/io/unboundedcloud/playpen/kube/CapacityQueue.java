@@ -485,9 +485,11 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
-            // a claim still not written by now goes on; its give-back still follows it (the dealloc below reads the
-            // pods as the API server has them and deletes whatever of the key landed before that read)
-            LOG.warn("dealloc went on before the claim for its wait ended key={} kind={}", w.cmd.keyHashPrefix(), w.kind);
+            // a claim or its give-back still not over by now (its API calls slow, or the give-back behind others on
+            // the give-back thread) goes on; the dealloc below reads the pods as the API server has them and deletes
+            // whatever of the key landed before that read, and a give-back after it finds nothing left to take back
+            LOG.warn("dealloc went on before the claim for its wait and its give-back ended key={} kind={}",
+                    w.cmd.keyHashPrefix(), w.kind);
         } finally {
             cancelsAwaitingAClaim.decrementAndGet();
         }
