@@ -418,6 +418,9 @@ class CapacityQueueTest {
         q.close();
         held.release();
         OperatorHarness.awaitTrue(() -> !ManagedPods.isClaimed(r.inApi(pod)), SOON, "the claim given back");
+        // the give-back logs once its write is answered, which may be a moment after the API server has it
+        OperatorHarness.awaitTrue(() -> allocatorLogs.lines().stream().anyMatch(l -> l.getFormattedMessage()
+                .startsWith("released pod=")), SOON, "the give-back's log line");
         assertThat(allocatorLogs.lines()).anySatisfy(l -> assertThat(l.getFormattedMessage())
                 .startsWith("released pod=").contains("result=rolled_back"));
     }
