@@ -115,14 +115,34 @@ public final class ApiPaths {
         }
         Flow flow = flow(path);
         if (flow == Flow.ALLOC && !flow.method().equals(method)) {
-            throw ApiException.methodNotAllowed(METHOD_NOT_ALLOWED, ALLOCS_ALLOW);
+            throw ApiException.methodNotAllowed(wrongMethod(flow), ALLOCS_ALLOW);
         }
         if (flow.method() != null && !flow.method().equals(method)) {
             // HEAD is not GET here either: the reference's discovery handlers compare the method exactly
-            throw ApiException.methodNotAllowed(flow == Flow.POOLS_LIST ? POOLS_READ_ONLY : METHOD_NOT_ALLOWED,
-                    flow.method());
+            throw ApiException.methodNotAllowed(wrongMethod(flow), flow.method());
         }
         return flow;
+    }
+
+    /** The 405's message for a path whose flow takes another method: the reference's words, then what to send. */
+    static String wrongMethod(Flow flow) {
+        String api = "/apis/" + PlaypenKeys.GROUP_VERSION;
+        return switch (flow) {
+            case POOLS_LIST -> POOLS_READ_ONLY;
+            case ALLOC -> METHOD_NOT_ALLOWED + ": allocs take POST to allocate (kubectl create --raw " + api
+                    + "/allocs -f <file>) and GET to list (kubectl get allocs); release one with kubectl delete alloc"
+                    + " <id>";
+            case DEALLOC -> METHOD_NOT_ALLOWED + ": deallocs take POST only: kubectl create --raw " + api
+                    + "/deallocs -f <file> (its idempotencyKey) releases an allocation; kubectl get allocs lists yours";
+            case RENEWAL -> METHOD_NOT_ALLOWED + ": renewals take POST only: kubectl create --raw " + api
+                    + "/renewals -f <file> (its idempotencyKey and a ttl) renews an allocation; kubectl get allocs"
+                    + " shows when each expires";
+            case DISCOVERY_GROUP, DISCOVERY_VERSION -> METHOD_NOT_ALLOWED + ": API discovery is read with GET only"
+                    + " (kubectl api-resources reads it)";
+            case OPENAPI_V2, OPENAPI_V3, OPENAPI_V3_GROUP -> METHOD_NOT_ALLOWED + ": the OpenAPI document is read"
+                    + " with GET only (kubectl explain reads it)";
+            default -> METHOD_NOT_ALLOWED;
+        };
     }
 
     private static Flow flow(String path) {

@@ -129,7 +129,8 @@ public final class AccessReviewer {
 
     /**
      * True when RBAC grants {@code verb} on {@code allocs/all}: the caller acts on every user's allocations, not
-     * only their own. A failed review counts as no (the caller then sees only their own).
+     * only their own. A review that fails is a 503 like any other (answering with only the caller's own would
+     * tell an administrator that someone else's allocation is not there).
      */
     public boolean allowedForAllUsers(Identity who, String verb) {
         return allowedForAllUsers(who, verb, null);
@@ -137,11 +138,7 @@ public final class AccessReviewer {
 
     /** As {@link #allowedForAllUsers(Identity, String)} for the one object {@code name} (null: none). */
     public boolean allowedForAllUsers(Identity who, String verb, String name) {
-        try {
-            return decide(new Question(who, verb, ALL_USERS, name)).allowed();
-        } catch (ApiException e) {
-            return false;
-        }
+        return decide(new Question(who, verb, ALL_USERS, name)).allowed();
     }
 
     /** kube-apiserver's words: the object's name, quoted, after the resource when the request named one. */

@@ -197,7 +197,35 @@ class ApiPathsTest {
         assertThat(e.code()).isEqualTo(405);
         assertThat(e.reason()).isEqualTo("MethodNotAllowed");
         assertThat(e.headers()).isEqualTo(Map.of("Allow", allow));
-        assertThat(e.getMessage()).isEqualTo("method not allowed");
+        assertThat(e.getMessage()).startsWith("method not allowed: ");
+    }
+
+    /** The reference's words, then what the path takes and the kubectl command that sends it. */
+    @ParameterizedTest(name = "{0} {1} → {2}")
+    @CsvSource(delimiter = '|', value = {
+            "PUT    | " + V + "/allocs    | method not allowed: allocs take POST to allocate (kubectl create --raw"
+                    + " /apis/playpen.unbounded-cloud.io/v1alpha1/allocs -f <file>) and GET to list (kubectl get"
+                    + " allocs); release one with kubectl delete alloc <id>",
+            "GET    | " + V + "/deallocs  | method not allowed: deallocs take POST only: kubectl create --raw"
+                    + " /apis/playpen.unbounded-cloud.io/v1alpha1/deallocs -f <file> (its idempotencyKey) releases"
+                    + " an allocation; kubectl get allocs lists yours",
+            "GET    | " + V + "/renewals  | method not allowed: renewals take POST only: kubectl create --raw"
+                    + " /apis/playpen.unbounded-cloud.io/v1alpha1/renewals -f <file> (its idempotencyKey and a ttl)"
+                    + " renews an allocation; kubectl get allocs shows when each expires",
+            "POST   | " + V + "           | method not allowed: API discovery is read with GET only (kubectl"
+                    + " api-resources reads it)",
+            "DELETE | /apis/playpen.unbounded-cloud.io | method not allowed: API discovery is read with GET only"
+                    + " (kubectl api-resources reads it)",
+            "POST   | /openapi/v3/apis/playpen.unbounded-cloud.io/v1alpha1 | method not allowed: the OpenAPI"
+                    + " document is read with GET only (kubectl explain reads it)",
+            "PUT    | /openapi/v2 | method not allowed: the OpenAPI document is read with GET only (kubectl explain"
+                    + " reads it)",
+    })
+    void wrongMethodSaysWhatThePathTakes(String method, String path, String message) {
+        ApiException e = catchThrowableOfType(ApiException.class, () -> ApiPaths.route(method, path));
+        assertThat(e).isNotNull();
+        assertThat(e.code()).isEqualTo(405);
+        assertThat(e.getMessage()).isEqualTo(message);
     }
 
     /**

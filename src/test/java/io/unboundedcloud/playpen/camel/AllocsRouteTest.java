@@ -598,7 +598,9 @@ class AllocsRouteTest {
         assertStatus(put, 405, "MethodNotAllowed", io.unboundedcloud.playpen.api.ApiPaths.ALLOC_READ_ONLY);
         assertThat(put.headers().firstValue("Allow")).hasValue("DELETE, GET");
         HttpResponse<String> patch = send("PATCH", ALLOCS, null, "alice", "playpen-users");
-        assertStatus(patch, 405, "MethodNotAllowed", "method not allowed");
+        assertStatus(patch, 405, "MethodNotAllowed", "method not allowed: allocs take POST to allocate (kubectl"
+                + " create --raw /apis/playpen.unbounded-cloud.io/v1alpha1/allocs -f <file>) and GET to list (kubectl"
+                + " get allocs); release one with kubectl delete alloc <id>");
         assertThat(patch.headers().firstValue("Allow")).hasValue("GET, POST");
         assertStatus(send("GET", ALLOCS + "/" + ids.get(0) + "/status", null, "alice", "playpen-users"), 404,
                 "NotFound", null);

@@ -61,6 +61,9 @@ class DocsIT {
         Path jar = Path.of(System.getProperty("playpen.jar", "target/playpen-operator.jar")).toAbsolutePath();
         assumeTrue(Files.isRegularFile(jar), "packaged jar " + jar + " not found (run mvn verify)");
         assumeTrue(onPath("kubectl"), "kubectl is not on PATH: the documents' commands need it");
+        for (String tool : List.of("jq", "curl", "openssl")) {
+            assumeTrue(onPath(tool), tool + " is not on PATH: the documents' commands use it");
+        }
         return documents().stream().map(doc -> DynamicTest.dynamicTest(ROOT.relativize(doc).toString(),
                 () -> new Run(doc, jar).all()));
     }

@@ -214,7 +214,12 @@ class AccessReviewerDecisionsTest {
                 assertThat(e.getMessage()).isEqualTo("authorization check failed: SubjectAccessReview could not be"
                         + " created; nothing was done, try again");
             });
-            assertThat(reviewer.allowedForAllUsers(ALICE, "list")).as("a failed review is a no").isFalse();
+            // a failed review of allocs/all is not a no: an administrator would see only their own allocations
+            assertThatThrownBy(() -> reviewer.allowedForAllUsers(ALICE, "list"))
+                    .isInstanceOfSatisfying(ApiException.class, e -> {
+                        assertThat(e.code()).isEqualTo(503);
+                        assertThat(e.headers()).containsEntry("Retry-After", "7");
+                    });
 
             cluster.forbidden = key -> false;
             reviewer.authorize(ALICE);
