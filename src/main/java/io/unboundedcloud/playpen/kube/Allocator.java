@@ -224,9 +224,14 @@ public final class Allocator {
                     back ? "rolled_back" : "kept-until-ttl", e.getMessage());
             return back;
         }
+        // gone: the claim is off the pod, which may be the take-back itself, landed with its answer lost (the client
+        // sent it again, and that met the changed pod); the pod read back tells
+        boolean back = r == ClaimWriter.Rollback.ROLLED_BACK
+                || r == ClaimWriter.Rollback.GONE && noLongerCarried(claimed);
         LOG.info("released pod={}/{} key={} outcome={} result={}", claimed.getMetadata().getNamespace(),
-                ManagedPods.name(claimed), cmd.keyHashPrefix(), why, r.name().toLowerCase(java.util.Locale.ROOT));
-        return r == ClaimWriter.Rollback.ROLLED_BACK;
+                ManagedPods.name(claimed), cmd.keyHashPrefix(), why,
+                back ? "rolled_back" : r.name().toLowerCase(java.util.Locale.ROOT));
+        return back;
     }
 
     /** Whether the pod, read back, is there without this claim on it (false also when it cannot be read). */

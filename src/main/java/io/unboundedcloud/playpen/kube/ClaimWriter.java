@@ -191,13 +191,16 @@ public final class ClaimWriter {
     }
 
     /**
-     * A write that failed without a clear refusal (connection reset, timeout, 500/504) may have landed: the API server
-     * wrote it and the answer was lost. 4xx answers and 429/503 (API Priority and Fairness, overload) are refusals
-     * before the write. The one rule for every write of this operator (a claim, a pool's create).
+     * A write that failed without a clear refusal may have landed: the API server wrote it and the answer was lost.
+     * That is every failure without an answer (connection reset, timeout), and also every 429 and 5xx: the client
+     * sends a request once more after no answer, a 429 or a 5xx ({@link KubeClients#create}), and the answer that
+     * reaches the caller is the last one, so a 429 or 503 (API Priority and Fairness, overload), though a refusal
+     * itself, may follow a first try that was written. Other 4xx answers refuse the write (a 409 of the second try
+     * is read back like any conflict). The one rule for every write of this operator (a claim, a pool's create).
      */
     static boolean mayHaveLanded(KubernetesClientException e) {
         int code = e.getCode();
-        return code <= 0 || code == 500 || code == 504;
+        return code <= 0 || code == 429 || code >= 500;
     }
 
     private static String podUrl(KubernetesClient client, String ns, String name) {

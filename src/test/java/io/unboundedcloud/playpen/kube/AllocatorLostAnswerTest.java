@@ -130,6 +130,53 @@ class AllocatorLostAnswerTest {
         assertThat(r.carriers(key.keyHash())).isEmpty();
     }
 
+    /** Counts the PATCHes of the pod from now on (the client's resends included). */
+    private java.util.concurrent.atomic.AtomicInteger countPatchesFromNow() {
+        java.util.concurrent.atomic.AtomicInteger n = new java.util.concurrent.atomic.AtomicInteger();
+        r.cluster.addRequestListener(k -> {
+            if (k.equals("PATCH " + podPath(POD))) {
+                n.incrementAndGet();
+            }
+        });
+        return n;
+    }
+
+    /**
+     * The claim lands and its answer is lost (500); the client sends it once more by itself, and the API server,
+     * overloaded now, refuses that (429). The 429 is the answer that comes back, yet the claim stands.
+     */
+    @Test
+    void aClaimThatLandedIsFoundWhenTheClientsResendOfItIsRefused() throws Exception {
+        AllocCommand key = cmd("resend-refused");
+        var n = countPatchesFromNow();
+        r.cluster.failAfterWrite = k -> k.equals("PATCH " + podPath(POD)) && n.get() == 1;
+        r.cluster.tooManyRequests = k -> k.equals("PATCH " + podPath(POD)) && n.get() == 2;
+
+        Allocator.Allocation a = r.allocator.allocate(key);
+
+        assertThat(n.get()).as("the claim and the client's resend").isEqualTo(2);
+        assertThat(ManagedPods.name(a.pod())).isEqualTo(POD);
+        assertThat(a.replay()).as("the request's own claim, new: not a replay").isFalse();
+        assertThat(r.carriers(key.keyHash())).containsExactly(POD);
+    }
+
+    /**
+     * The take-back lands and its answer is lost (500); the client's resend meets the changed pod (409), which reads
+     * back idle: the pod went back.
+     */
+    @Test
+    void aTakeBackWhoseAnswerAloneWasLostSaysThePodWentBack() {
+        AllocCommand key = cmd("answer-lost");
+        Allocator.Allocation a = r.allocator.allocate(key);
+        var n = countPatchesFromNow();
+        r.cluster.failAfterWrite = k -> k.equals("PATCH " + podPath(POD)) && n.get() == 1;
+
+        assertThat(r.allocator.release(a, key)).as("went back").isTrue();
+
+        assertThat(n.get()).as("the take-back and the client's resend").isEqualTo(2);
+        assertThat(r.carriers(key.keyHash())).isEmpty();
+    }
+
     @Test
     void aPodAnotherKeyClaimedBeforeTheFenceIsLostLikeAnyOther() throws Exception {
         AllocCommand key = cmd("beaten");

@@ -80,6 +80,11 @@ public final class TestCluster implements AutoCloseable {
     /** Requests ("METHOD path") answered 500 without reaching the store: refused, nothing written. */
     public volatile Predicate<String> failBeforeWrite = key -> false;
     /**
+     * Requests ("METHOD path") answered 429 Too Many Requests without reaching the store, as API Priority and Fairness
+     * refuses a request when the API server is overloaded.
+     */
+    public volatile Predicate<String> tooManyRequests = key -> false;
+    /**
      * Writes ("METHOD path" and body) answered 504 without reaching the store and held: kube-apiserver runs a request
      * on after it has answered 504 (or after the client gave up), so it may still commit it. {@link #applyHeld} (or
      * {@link #applyHeldBefore}) commits the held writes later, each with its own precondition judged then.
@@ -139,6 +144,11 @@ public final class TestCluster implements AutoCloseable {
                 }
                 if (forbidden.test(key)) {
                     return forbiddenAnswer(key);
+                }
+                if (tooManyRequests.test(key)) {
+                    return new MockResponse().setResponseCode(429).setHeader("Retry-After", "1").setBody("{\"kind\":"
+                            + "\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":\"TooManyRequests\","
+                            + "\"message\":\"Too many requests, please try again later.\",\"code\":429}");
                 }
                 if (failBeforeWrite.test(key)) {
                     return new MockResponse().setResponseCode(500).setBody(
