@@ -172,7 +172,7 @@ public final class Allocator {
         while (true) {
             Instant asOf = clock.instant();
             Optional<ClaimResolver.Standing> standing = resolver.standing(cmd.keyHash(), false, deadline,
-                    pod -> refuseExpired(pod, cmd, asOf));
+                    pod -> refuseBeforeSettle(pod, cmd, asOf));
             if (standing.isEmpty()) {
                 return Optional.empty();
             }
@@ -181,6 +181,17 @@ public final class Allocator {
                 return a;
             }
         }
+    }
+
+    /**
+     * What is checked of an undecided claim of the key before it is settled for this request: 409 when the request
+     * differs, 410 when it had expired by {@code asOf}, as {@link #handOutAgain} checks a standing claim before
+     * pinning it. A settle pins the claim, and one pinned for a request that is then refused would keep its writer
+     * from taking it back.
+     */
+    private void refuseBeforeSettle(Pod pod, AllocCommand cmd, Instant asOf) {
+        replayOrConflict(pod, cmd);
+        refuseExpired(pod, cmd, asOf);
     }
 
     /**
@@ -300,7 +311,7 @@ public final class Allocator {
         for (int claims = 0; claims < MAX_CLAIMS_PER_REQUEST; claims++) {
             Instant asOf = clock.instant();
             Optional<ClaimResolver.Standing> standing = resolver.standing(cmd.keyHash(), false, deadline,
-                    pod -> refuseExpired(pod, cmd, asOf));
+                    pod -> refuseBeforeSettle(pod, cmd, asOf));
             if (standing.isPresent()) {
                 Optional<Allocation> again = handOutAgain(standing.get(), cmd, asOf);
                 if (again.isPresent()) {

@@ -158,12 +158,17 @@ class ExpiredReplayTest {
      * {@link #CMD} at midnight and expired at 01:00; the replica starts a second later.
      */
     private void expiredClaimFirstSeenInAList() throws Exception {
+        claimFirstSeenInAList("2026-01-01T01:00:00Z");
+    }
+
+    /** As {@link #expiredClaimFirstSeenInAList}, the claim expiring at {@code expiresAt}. */
+    private void claimFirstSeenInAList(String expiresAt) throws Exception {
         cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a").editMetadata()
                 .addToLabels(PlaypenKeys.KEY_HASH_LABEL, ClaimWriter.labelValue(CMD.keyHash()))
                 .addToAnnotations(Map.of(PlaypenKeys.IDEMPOTENCY_KEY_HASH, CMD.keyHash(),
                         PlaypenKeys.REQUEST_HASH, CMD.requestHash(),
                         PlaypenKeys.CLAIMED_AT, "2026-01-01T00:00:00Z",
-                        PlaypenKeys.EXPIRES_AT, "2026-01-01T01:00:00Z"))
+                        PlaypenKeys.EXPIRES_AT, expiresAt))
                 .endMetadata());
         clock.now = Instant.parse("2026-01-01T01:00:01Z");
         core = Core.start(cluster, clock);
@@ -179,6 +184,19 @@ class ExpiredReplayTest {
         expiredClaimFirstSeenInAList();
         assertConflictWithNothingWritten();
         assertThat(pod().getMetadata().getAnnotations()).doesNotContainKey(PlaypenKeys.CLAIM_SETTLED);
+    }
+
+    /**
+     * A different request under the key of a claim this replica has not judged (first seen in a LIST) is 409 before
+     * the claim would be settled: settling pins the claim, and one pinned for a request that was refused would stop
+     * its writer from taking it back. The request the claim was made for is then replayed.
+     */
+    @Test
+    void aDifferentRequestUnderTheKeyOfAClaimFirstSeenInAListIs409WithoutSettlingIt() throws Exception {
+        claimFirstSeenInAList("2026-01-01T03:00:00Z");
+        assertConflictWithNothingWritten();
+        assertThat(pod().getMetadata().getAnnotations()).doesNotContainKey(PlaypenKeys.CLAIM_SETTLED);
+        assertReplayedExpiring("2026-01-01T03:00:00Z");
     }
 
     @Test
