@@ -458,7 +458,12 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             // only after the tally has it, so it is in one of the two; the other order could miss it and create twice
             Set<String> expectedNow = Set.copyOf(expected.keySet());
             long cpu0 = threadCpuNanos.getAsLong();
-            pass.plan = planner.plan(tally, expectedNow, heldElsewhereNow(), context(pass.now));
+            PoolPlanner.Context ctx = context(pass.now);
+            if (ctx.nodesPending()) {
+                LOG.info("outcome=nodes-not-synced the node cache has not synced yet: this pass deletes no stale or "
+                        + "surplus pod (a pass after it has does)");
+            }
+            pass.plan = planner.plan(tally, expectedNow, heldElsewhereNow(), ctx);
             lastPlanCpuNanos = Math.max(0, threadCpuNanos.getAsLong() - cpu0);
             planCpuNanos.add(lastPlanCpuNanos);
             pass.exhausted.addAll(pass.plan.exhausted());
@@ -472,10 +477,14 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
 
     /** What a plan knows besides the pods: now, the nodes, the back-off and the demand-aware buffer's sizes. */
     public PoolPlanner.Context context(Instant now) {
+        // a replica that has just started or won the Lease may plan before its node cache has synced (the nodes are
+        // the whole cluster's, the pods one namespace's): the node checks wait, and so do the stale and surplus
+        // deletes, which count on the ready pods (one on a node that is not Ready is not ready capacity)
+        boolean nodesPending = nodes != null && !nodes.hasSynced();
         java.util.function.Function<String, Optional<io.fabric8.kubernetes.api.model.Node>> nodeLookup =
-                nodes != null && nodes.hasSynced() ? nodes::node : null;
+                nodes != null && !nodesPending ? nodes::node : null;
         if (signals == null) {
-            return new PoolPlanner.Context(now, nodeLookup, Map.of(), Map.of(), Map.of(), Map.of());
+            return new PoolPlanner.Context(now, nodeLookup, Map.of(), Map.of(), Map.of(), Map.of(), nodesPending);
         }
         Map<PoolTarget, Integer> want = new java.util.HashMap<>();
         Map<PoolTarget, Double> rates = new java.util.HashMap<>();
@@ -493,7 +502,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                 want.put(t, d.desired(now, min, Math.max(min, maxIdle), Duration.ofMillis(refillDelayMillis())));
             }
         });
-        return new PoolPlanner.Context(now, nodeLookup, signals.backoffs(), want, rates, readyTimes);
+        return new PoolPlanner.Context(now, nodeLookup, signals.backoffs(), want, rates, readyTimes, nodesPending);
     }
 
     /**

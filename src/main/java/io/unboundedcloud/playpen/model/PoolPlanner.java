@@ -36,7 +36,9 @@ import java.util.function.Function;
  *     time. A pool that needs no create, every idle pod it keeps ready, shows no back-off.</li>
  * </ol>
  * Pods created earlier but not seen yet ("expectations") count as current starting pods and keep their ports, so a
- * quick second pass does not create twice. Pure: the clock, the nodes, the back-off and the demand come in.
+ * quick second pass does not create twice. While the node cache has not synced ({@link Context#nodesPending}), rules
+ * 2 and 3 delete nothing: a pod ready in itself may be on a node that is not Ready, and they count on the ready pods.
+ * Pure: the clock, the nodes, the back-off and the demand come in.
  * <p>
  * The pods come counted ({@link PoolTally}): a pass judges each pool's idle pods in full, but of the allocated pods
  * only those that could be unhealthy, so that its cost does not grow with the pods handed out.
@@ -62,10 +64,21 @@ public final class PoolPlanner {
      * @param desired per pool, the demand-aware buffer's size (absent: the count flag)
      * @param rates   per pool, allocations per second (for the status only)
      * @param readyTimes per pool, the recent time-to-ready (for the status only)
+     * @param nodesPending the nodes are checked, but their cache has not synced yet ({@code nodes} is null): which
+     *                pods are on a node that is gone or not Ready is unknown, so a pod ready in itself may be cut
+     *                off, and no stale or surplus pod is deleted (a rollout or a scale-down counts on the ready
+     *                pods); unhealthy pods are deleted and creates go on
      */
     public record Context(Instant now, Function<String, Optional<Node>> nodes, Map<PoolTarget, PoolBackoff.View> backoff,
-            Map<PoolTarget, Integer> desired, Map<PoolTarget, Double> rates, Map<PoolTarget, Duration> readyTimes) {
+            Map<PoolTarget, Integer> desired, Map<PoolTarget, Double> rates, Map<PoolTarget, Duration> readyTimes,
+            boolean nodesPending) {
         public static final Context NONE = new Context(null, null, Map.of(), Map.of(), Map.of(), Map.of());
+
+        /** Nodes known, or not checked at all ({@code nodes} null). */
+        public Context(Instant now, Function<String, Optional<Node>> nodes, Map<PoolTarget, PoolBackoff.View> backoff,
+                Map<PoolTarget, Integer> desired, Map<PoolTarget, Double> rates, Map<PoolTarget, Duration> readyTimes) {
+            this(now, nodes, backoff, desired, rates, readyTimes, false);
+        }
     }
 
     public PoolPlanner(OperatorConfig config, PodTemplates templates) {
@@ -187,7 +200,7 @@ public final class PoolPlanner {
             int max = m.configured && policy.demandBuffer() ? Math.max(min, policy.maxIdle()) : min;
             int want = m.configured ? Math.max(min, Math.min(max, ctx.desired().getOrDefault(target, min))) : 0;
             PoolBackoff.View remembered = ctx.backoff().getOrDefault(target, PoolBackoff.View.NONE);
-            Decision d = decide(m, want, surge(want), remembered, ctx.now());
+            Decision d = decide(m, want, surge(want), remembered, ctx.now(), ctx.nodesPending());
             PoolBackoff.View backoff = d.settled() ? PoolBackoff.View.NONE : remembered;
             m.unhealthy.forEach(u -> toDelete.add(new PoolPlan.Deletion(target, u.pod, PoolPlan.Why.UNHEALTHY, u.problem)));
             d.deletions.forEach(x -> toDelete.add(x));
@@ -230,8 +243,11 @@ public final class PoolPlanner {
     record Decision(List<PoolPlan.Deletion> deletions, int creates, boolean settled) {
     }
 
-    /** Rules 2 to 4 of the class comment over one pool's healthy idle pods. */
-    static Decision decide(Members m, int want, int surge, PoolBackoff.View backoff, Instant now) {
+    /**
+     * Rules 2 to 4 of the class comment over one pool's healthy idle pods; {@code keepAll}: the ready pods are not
+     * known for sure (the nodes are not known yet), so rules 2 and 3 delete nothing and the creates count every pod.
+     */
+    static Decision decide(Members m, int want, int surge, PoolBackoff.View backoff, Instant now, boolean keepAll) {
         List<PoolPlan.Deletion> out = new ArrayList<>();
         int ready = m.readyCount();
         // the ready pods the rules count on: a stale or surplus delete that leaves enough of them goes ahead only if
@@ -243,7 +259,7 @@ public final class PoolPlanner {
         // stale pods first: not-ready ones, then ready ones, oldest first
         List<Member> staleOrder = new ArrayList<>(m.stale);
         staleOrder.sort(Comparator.comparing((Member x) -> x.ready).thenComparing(OLDEST_FIRST));
-        for (Member s : staleOrder) {
+        for (Member s : keepAll ? List.<Member>of() : staleOrder) {
             if ((surge == 0 || want == 0) && TemplateHashes.recorded(s.pod).isEmpty()) {
                 // a pod the pool did not make goes only when a current pod takes its place: never as surplus
                 continue;
@@ -269,7 +285,7 @@ public final class PoolPlanner {
         List<Member> readyOrder = new ArrayList<>(m.currentReady);
         readyOrder.sort(OLDEST_FIRST.reversed());
         currentOrder.addAll(readyOrder);
-        for (Member c : currentOrder) {
+        for (Member c : keepAll ? List.<Member>of() : currentOrder) {
             int cap = want + (stale > 0 ? surge : 0);
             if (total <= cap) {
                 break;

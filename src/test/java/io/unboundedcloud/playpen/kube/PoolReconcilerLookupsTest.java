@@ -149,6 +149,57 @@ class PoolReconcilerLookupsTest {
         }
     }
 
+    /**
+     * A replica that has just started or won the Lease may plan before its node cache has synced. A pod ready in
+     * itself on a node that turned NotReady (within the grace) is no ready capacity, but only the nodes tell: until
+     * they are known the pass deletes no surplus (nor stale) pod, so a lowered count does not take the usable ready
+     * pods and keep the cut-off one. Once the nodes are known, the cut-off pod goes first.
+     */
+    @Test
+    void aPassBeforeTheNodesAreKnownDeletesNoSurplusPodThenTheCutOffOneGoesFirst() throws Exception {
+        try (TestCluster cluster = TestCluster.start()) {
+            cluster.addNode("node-a", "amd64", "203.0.113.10");
+            cluster.client.nodes().resource(new io.fabric8.kubernetes.api.model.NodeBuilder().withNewMetadata()
+                    .withName("node-down").addToLabels("kubernetes.io/arch", "amd64").endMetadata().withNewStatus()
+                    .addNewAddress().withType("ExternalIP").withAddress("203.0.113.11").endAddress()
+                    .addNewCondition().withType("Ready").withStatus("Unknown")
+                    .withLastTransitionTime(Instant.now().toString()).endCondition().endStatus().build()).create();
+            OperatorConfig four = OperatorConfig.parse("--runner-amd64-count=4", "--runner-arm64-count=0");
+            PoolPlanner made = new PoolPlanner(four, new PodTemplates(four, Map.of()));
+            // four ready idle pods the pool made, the oldest (lowest port) on the node that turned NotReady
+            for (int port = 51820; port <= 51823; port++) {
+                cluster.create(new PodBuilder(made.podFor(PoolTarget.runner("amd64"), port)).editMetadata()
+                        .addToAnnotations(io.unboundedcloud.playpen.model.PlaypenKeys.SERVER_WIREGUARD_PUBLIC_KEY,
+                                TestCluster.wgKey(port)).endMetadata()
+                        .editSpec().withNodeName(port == 51820 ? "node-down" : "node-a").endSpec()
+                        .withNewStatus().withPhase("Running").addNewContainerStatus().withName("runner")
+                        .withReady(true).withNewState().withNewRunning().endRunning().endState().endContainerStatus()
+                        .addNewCondition().withType("Ready").withStatus("True").endCondition().endStatus());
+            }
+            // the count lowered to 2 (a restart with the new flag): the new leader's first pass, the nodes unknown
+            String[] two = { "--runner-amd64-count=2", "--runner-arm64-count=0" };
+            try (Wired w = Wired.of(cluster, false, two)) {
+                PoolReconciler.Pass pass = w.pool().plan(w.pool().assess());
+                assertThat(pass.plan().toDelete()).extracting(d -> ManagedPods.name(d.pod()))
+                        .as("deletes planned with the nodes unknown").isEmpty();
+                assertThat(w.pool().finish(w.pool().create(w.pool().delete(pass))).created()).isZero();
+                assertThat(logs.lines()).map(ILoggingEvent::getFormattedMessage)
+                        .anyMatch(m -> m.startsWith("outcome=nodes-not-synced"));
+                assertThat(cluster.pods()).hasSize(4);
+
+                // the nodes known: the pod on the NotReady node is not ready capacity, it goes first
+                w.nodes().start();
+                OperatorHarness.awaitTrue(w.nodes()::hasSynced, Duration.ofSeconds(60), "node cache synced");
+                PoolReconciler.Result r = w.pool().reconcile();
+                assertThat(r.deleted()).isEqualTo(2);
+                assertThat(w.deleted()).extracting(d -> ManagedPods.name(d.pod()))
+                        .containsExactly("playpen-runner-amd64-51820", "playpen-runner-amd64-51823");
+            }
+            assertThat(cluster.pods()).extracting(ManagedPods::name)
+                    .containsExactlyInAnyOrder("playpen-runner-amd64-51821", "playpen-runner-amd64-51822");
+        }
+    }
+
     @Test
     void aCreateThatDidNotLandIsTriedAgainByTheNextPass() throws Exception {
         try (TestCluster cluster = TestCluster.start();

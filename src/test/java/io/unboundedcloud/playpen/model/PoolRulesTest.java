@@ -445,6 +445,26 @@ class PoolRulesTest {
     }
 
     /**
+     * Before the node cache has synced nobody knows which ready pods are on a node that is not Ready: a rollout
+     * retires no stale pod, and its surge creates stay within D + S counting every pod; an empty pool still fills.
+     */
+    @Test
+    void beforeTheNodesAreKnownARolloutRetiresNothingAndAnEmptyPoolStillFills() {
+        PoolPlanner p = planner("--runner-amd64-count=2", "--pool-max-surge=1");
+        PoolPlanner.Context pending = new PoolPlanner.Context(NOW, null, Map.of(), Map.of(), Map.of(), Map.of(), true);
+        List<Pod> pods = List.of(staleReady(51820, Duration.ofHours(2)).build(),
+                staleReady(51821, Duration.ofHours(1)).build(), ready(p, 51822, Duration.ofMinutes(5)).build());
+        PoolPlan held = p.plan(pods, Set.of(), pending);
+        assertThat(deleted(held)).isEmpty();
+        assertThat(held.toCreate()).as("D + S = 3 pods already").isEmpty();
+        // the nodes known: the oldest stale pod goes, and a current one takes its place within the surge
+        PoolPlan known = p.plan(pods, Set.of(), ctx(NODE_A_READY, null));
+        assertThat(deleted(known)).containsExactly("playpen-runner-amd64-51820:Stale");
+        assertThat(known.toCreate()).hasSize(1);
+        assertThat(p.plan(List.of(), Set.of(), pending).toCreate()).hasSize(2);
+    }
+
+    /**
      * A ready idle pod on a node without an ExternalIP is never handed out (its endpoint needs the address): it is
      * not ready capacity for READY, the Ready condition, playpen_pool_ready_pods, nor a rollout.
      */
