@@ -967,7 +967,13 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             } catch (KubernetesClientException e) {
                 if (e.getCode() != 409) {
                     boolean mayLand = ClaimWriter.mayHaveLanded(e);
-                    if (!mayLand || !existsAfterUnknownOutcome(name)) {
+                    Optional<Pod> landed = mayLand ? readAfterUnknownOutcome(name) : Optional.empty();
+                    if (landed != null && landed.isPresent()) {
+                        // it landed, its answer lost (the last try's: fabric8 sends a POST again after no answer or
+                        // a 5xx): a pod created, as when the retry meets it (AlreadyExists, below)
+                        return landedWithoutAnswer(landed.get(), planned, port, conflicts);
+                    }
+                    if (landed != null) {
                         expected.remove(name);
                         if (mayLand) {
                             // not there yet, but the API server runs a request on after it answered (504) or the
@@ -990,22 +996,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                                 config.runnerNamespace(), name, planned.target().key(), port);
                         throw e;
                     }
-                    if (!createdHere(pending.get())) {
-                        // another leader created it (two leaders for a moment, neither watch showing the other's
-                        // pod yet), or a run of this operator before a restart: the pool has its pod, and the one
-                        // that created it counted and reported it; it stays expected until the watch shows it
-                        LOG.info("pod={}/{} pool={} hostPort={} outcome=created-elsewhere", config.runnerNamespace(),
-                                name, planned.target().key(), port);
-                        return new Attempt(true, conflicts, false, false);
-                    }
-                    // a pod whose create this process never saw answered (the lost answer) is reported now, as any
-                    // created pod is (counted, Created Event); one reported already (the watch lags) is not again
-                    if (reportCreated(pending.get(), planned, port, "created-answer-lost")) {
-                        return new Attempt(true, conflicts, false);
-                    }
-                    LOG.info("pod={}/{} pool={} hostPort={} outcome=already-created", config.runnerNamespace(), name,
-                            planned.target().key(), port);
-                    return new Attempt(true, conflicts, false, false);
+                    return landedWithoutAnswer(pending.get(), planned, port, conflicts);
                 }
                 expected.remove(name);
                 holdPort(planned.target().type(), port);
@@ -1075,16 +1066,37 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     }
 
     /**
-     * After an unknown outcome, one read settles it: a pod that exists stays expected until the watch shows it
-     * (the next pass must not create it again under another hostPort), one that does not is forgotten. When the
-     * read fails too, the expectation stays and lapses after its TTL.
+     * A pod of the planned name whose create this process never saw answered: it is there, so it stays expected until
+     * the watch shows it (the next pass must not create it again under another hostPort). One this process created
+     * is reported now, as any created pod is (counted, Created Event), unless it was already (the watch lags); one
+     * another leader created (two leaders for a moment, neither watch showing the other's pod yet), or a run of this
+     * operator before a restart, fills the planned place too, but the one that created it counted and reported it.
      */
-    private boolean existsAfterUnknownOutcome(String name) {
+    private Attempt landedWithoutAnswer(Pod pod, PoolPlan.PlannedPod planned, int port, int conflicts) {
+        String name = ManagedPods.name(pod);
+        if (!createdHere(pod)) {
+            LOG.info("pod={}/{} pool={} hostPort={} outcome=created-elsewhere", config.runnerNamespace(), name,
+                    planned.target().key(), port);
+            return new Attempt(true, conflicts, false, false);
+        }
+        if (reportCreated(pod, planned, port, "created-answer-lost")) {
+            return new Attempt(true, conflicts, false);
+        }
+        LOG.info("pod={}/{} pool={} hostPort={} outcome=already-created", config.runnerNamespace(), name,
+                planned.target().key(), port);
+        return new Attempt(true, conflicts, false, false);
+    }
+
+    /**
+     * After an unknown outcome, one read settles it: the pod when it landed, empty when it is not there (it is
+     * forgotten). Null when the read fails too: the expectation stays and lapses after its TTL.
+     */
+    private Optional<Pod> readAfterUnknownOutcome(String name) {
         try {
             calls.count(KubeApiCall.PODS_GET);
-            return client.pods().inNamespace(config.runnerNamespace()).withName(name).get() != null;
+            return Optional.ofNullable(client.pods().inNamespace(config.runnerNamespace()).withName(name).get());
         } catch (RuntimeException e) {
-            return true;
+            return null;
         }
     }
 

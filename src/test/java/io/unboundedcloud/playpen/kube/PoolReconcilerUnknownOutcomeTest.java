@@ -201,6 +201,34 @@ class PoolReconcilerUnknownOutcomeTest {
     }
 
     /**
+     * A create whose final answer is unclear but which landed: the first try answered 500 before any write, fabric8's
+     * retry wrote the pod and its answer was lost (500 again). The read after it finds the pod, created by this
+     * process: a pod created, as when the retry meets it (AlreadyExists): counted, its observers (the Created Event,
+     * the created metric) told once, and the pass does not fail.
+     */
+    @Test
+    void aCreateWithoutAClearAnswerThatTheReadFindsIsReportedCreated() throws Exception {
+        PoolReconcilerPassTest.withFollowingPool((cluster, pool, cache, seen) -> {
+            String post = "POST /api/v1/namespaces/playpen/pods";
+            java.util.concurrent.atomic.AtomicInteger posts = new java.util.concurrent.atomic.AtomicInteger();
+            cluster.failBeforeWrite = key -> key.equals(post) && posts.incrementAndGet() == 1;
+            cluster.failAfterWrite = key -> key.equals(post) && posts.get() == 2;
+            PoolReconciler.Result first = pool.reconcile();
+            assertThat(cluster.requestCount(post::equals)).as("the try and fabric8's retry").isEqualTo(2);
+            assertThat(cluster.pods()).extracting(io.unboundedcloud.playpen.model.ManagedPods::name)
+                    .containsExactly("playpen-runner-amd64-51820");
+            assertThat(first.created()).isEqualTo(1);
+            assertThat(seen.created).containsExactly("playpen-runner-amd64-51820");
+            assertThat(seen.passFailed).containsExactly(false);
+
+            PoolReconciler.Result second = pool.reconcile();
+            assertThat(second.created()).isZero();
+            assertThat(cluster.pods()).hasSize(1);
+            assertThat(seen.created).as("told once").containsExactly("playpen-runner-amd64-51820");
+        }, "--runner-amd64-count=1", "--runner-arm64-count=0");
+    }
+
+    /**
      * A create answered 504 that the API server commits later (kube-apiserver runs a request on after its timeout
      * answer), the read after it finding no pod yet. Its port must stay taken meanwhile: the next pass gave it to
      * another pool's pod (another Kubernetes version, so another name, and no AlreadyExists to stop it), and once the
