@@ -280,6 +280,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      */
     private final String createId = java.util.UUID.randomUUID().toString();
     private final ReentrantLock passLock = new ReentrantLock();
+    /** The pass the holder of {@link #passLock} runs (null when none runs): what {@link #end} ends. */
+    private volatile Pass running;
     private final LongAdder passes = new LongAdder();
     private final java.util.List<Observer> observers = new java.util.concurrent.CopyOnWriteArrayList<>();
     private volatile Runnable passRunner = this::reconcile;
@@ -445,7 +447,9 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         passLock.lock();
         passes.increment();
         forgetStaleExpectations(nanoTime.getAsLong());
-        return new Pass(clock.instant());
+        Pass pass = new Pass(clock.instant());
+        running = pass;
+        return pass;
     }
 
     /**
@@ -868,6 +872,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                 if (!pass.finished) {
                     pass.finished = true;
                     if (passLock.isHeldByCurrentThread()) {
+                        running = null;
                         passLock.unlock();
                     }
                 }
@@ -877,6 +882,27 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             throw pass.failure;
         }
         return new Result(pass.created, pass.existed, List.copyOf(pass.exhausted), false, pass.deleted);
+    }
+
+    /**
+     * The pool-pass route's last step: ends the pass this thread runs as {@link #finish} does (nothing when it runs
+     * none: not leading, the cache not synced). A failed pass is not thrown: {@link #finish} has told it (its WARN
+     * line, the pass metrics), and the route's exchange failing for it too would have Camel's error handler log
+     * it again, at ERROR with a stack trace, on every pass of a steady refusal (a quota).
+     */
+    public Result end() {
+        Pass pass = passLock.isHeldByCurrentThread() ? running : null;
+        if (pass == null) {
+            return new Result(0, 0, List.of(), true);
+        }
+        try {
+            return finish(pass);
+        } catch (RuntimeException e) {
+            if (e != pass.failure) {
+                throw e;
+            }
+            return new Result(pass.created, pass.existed, List.copyOf(pass.exhausted), false, pass.deleted);
+        }
     }
 
     private Pass step(Pass pass, Runnable body) {
