@@ -421,14 +421,18 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         if (pass == null) {
             return new Result(0, 0, List.of(), true);
         }
-        return finish(create(delete(plan(pass))));
+        try {
+            return finish(create(delete(plan(pass))));
+        } finally {
+            release(pass); // an Error out of a step: the pass lock is not left held
+        }
     }
 
     /**
      * Starts a pass: null (nothing to do) on a replica that does not count as leading (a pass runs again when it
      * counts as leading again within its term: {@link #onLeadingAgain}), or while the cache is not synced or this
      * pool has not yet heard of every pod in it ({@link PodCache#listenersCaughtUp}). Holds the pass lock until
-     * {@link #finish}, so passes never overlap.
+     * {@link #finish} (the route's {@link #end}, which runs whatever the steps between did), so passes never overlap.
      */
     public Pass assess() {
         if (!leader.getAsBoolean()) {
@@ -869,13 +873,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             try {
                 observers.forEach(o -> o.pass(r, nanos, failed));
             } finally {
-                if (!pass.finished) {
-                    pass.finished = true;
-                    if (passLock.isHeldByCurrentThread()) {
-                        running = null;
-                        passLock.unlock();
-                    }
-                }
+                release(pass);
             }
         }
         if (pass.failure != null) {
@@ -884,11 +882,23 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         return new Result(pass.created, pass.existed, List.copyOf(pass.exhausted), false, pass.deleted);
     }
 
+    /** Marks {@code pass} finished and releases the pass lock it holds, once. */
+    private void release(Pass pass) {
+        if (!pass.finished) {
+            pass.finished = true;
+            if (passLock.isHeldByCurrentThread()) {
+                running = null;
+                passLock.unlock();
+            }
+        }
+    }
+
     /**
-     * The pool-pass route's last step: ends the pass this thread runs as {@link #finish} does (nothing when it runs
-     * none: not leading, the cache not synced). A failed pass is not thrown: {@link #finish} has told it (its WARN
-     * line, the pass metrics), and the route's exchange failing for it too would have Camel's error handler log
-     * it again, at ERROR with a stack trace, on every pass of a steady refusal (a quota).
+     * The pool-pass route's last step (its doFinally, so it runs whatever the steps before it did): ends the pass
+     * this thread runs as {@link #finish} does (nothing when it runs none: not leading, the cache not synced). A
+     * failed pass is not thrown: {@link #finish} has told it (its WARN line, the pass metrics), and the route's
+     * exchange failing for it too would have Camel's error handler log it again, at ERROR with a stack trace, on
+     * every pass of a steady refusal (a quota).
      */
     public Result end() {
         Pass pass = passLock.isHeldByCurrentThread() ? running : null;

@@ -2,13 +2,17 @@ package io.unboundedcloud.playpen.camel;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
 
 import org.apache.camel.api.management.ManagedCamelContext;
 import org.apache.camel.api.management.mbean.ManagedRouteMBean;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
 
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.spi.ILoggingEvent;
@@ -67,5 +71,46 @@ class PoolPassRouteTest {
         assertThat(camel.lines()).filteredOn(e -> e.getLevel().isGreaterOrEqual(Level.ERROR))
                 .extracting(ILoggingEvent::getFormattedMessage).isEmpty();
         assertThat(passes.getExchangesFailed()).as("route exchanges failed").isZero();
+    }
+
+    /**
+     * The routes are meant to be edited and reloaded: a step added between the pass's steps that fails ends the
+     * exchange before pool-finish. The pass still ends (the lock that keeps passes from overlapping is released), so
+     * a pass on another thread (the timer's, a refill's) is not blocked for good.
+     */
+    @Test
+    void aStepThatFailsBetweenThePassStepsStillEndsThePass(@TempDir Path tmp) throws Exception {
+        Path routes = OperatorHarness.copyOfRoutes(tmp);
+        Path file = routes.resolve("pool-reconcile.camel.yaml");
+        String yaml = Files.readString(file);
+        String edited = yaml.replaceFirst("(?m)^( *)- bean:\n( *)id: pool-delete\n", "$1- throwException:\n"
+                + "$2id: pool-edited-step\n$2exceptionType: java.lang.IllegalStateException\n"
+                + "$2message: an edited step that fails\n$0");
+        assertThat(edited).as("the step added before pool-delete").isNotEqualTo(yaml);
+        Files.writeString(file, edited);
+        cluster = TestCluster.start();
+        cluster.addNode("node-a", "amd64", "203.0.113.10");
+        op = new OperatorHarness(cluster, "--routes-dir=" + routes, "--runner-amd64-count=1",
+                "--runner-arm64-count=0", "--reconcile-interval=10m");
+        ManagedRouteMBean passes = route("pool-pass");
+        OperatorHarness.awaitTrue(() -> passes.getExchangesFailed() >= 1, Duration.ofSeconds(60),
+                "a pass through the edited route failed");
+        assertThat(cluster.pods()).as("no step after the failing one ran").isEmpty();
+
+        // a pass on another thread (this test's own) gets the pass lock and creates the pod
+        PoolReconciler reconciler = op.app.poolReconciler();
+        CompletableFuture<PoolReconciler.Result> other = new CompletableFuture<>();
+        Thread t = new Thread(() -> {
+            try {
+                other.complete(reconciler.reconcile());
+            } catch (RuntimeException e) {
+                other.completeExceptionally(e);
+            }
+        }, "another-pass");
+        t.setDaemon(true);
+        t.start();
+        OperatorHarness.awaitTrue(other::isDone, Duration.ofSeconds(60), "the other thread's pass ended");
+        assertThat(other.get().created()).isEqualTo(1);
+        assertThat(cluster.pods()).hasSize(1);
     }
 }
