@@ -64,10 +64,16 @@ public final class PoolSignals implements PodCache.Listener {
     private final Map<PoolTarget, PoolBackoff> backoffs = new ConcurrentHashMap<>();
     private final Map<PoolTarget, DemandBuffer> demand = new ConcurrentHashMap<>();
     /**
-     * uids seen ready, or counted as failed: each pod is counted once either way. Kept for a while after the pod is
-     * gone (bounded): the pool's own delete and the watch's DELETED event come in either order.
+     * uids of the pods seen ready, while they live: a pod that was ready stays known as such however long it stays
+     * and however many pods (of any pool) become ready meanwhile. Dropped when the watch shows the pod gone.
      */
-    private final Set<String> seenReady = recent();
+    private final Set<String> liveReady = ConcurrentHashMap.newKeySet();
+    /**
+     * uids of pods seen ready that are gone, and (below) uids counted as failed: each pod is counted once either way.
+     * Kept for a while after the pod is gone (bounded): the pool's own delete and the watch's DELETED event come in
+     * either order.
+     */
+    private final Set<String> goneReady = recent();
     private final Set<String> failed = recent();
     /** uids first seen not ready: their time-to-ready is measured (pods already ready when first seen are not). */
     private final Set<String> starting = ConcurrentHashMap.newKeySet();
@@ -136,7 +142,7 @@ public final class PoolSignals implements PodCache.Listener {
      */
     public void deletedUnhealthy(PoolTarget target, Pod pod, PoolHealth.Problem problem) {
         String uid = pod.getMetadata().getUid();
-        if (uid == null || problem.forceDelete() || seenReady.contains(uid) || !ofCurrentTemplate(target, pod)
+        if (uid == null || problem.forceDelete() || seenReady(uid) || !ofCurrentTemplate(target, pod)
                 || !failed.add(uid)) {
             return;
         }
@@ -164,7 +170,10 @@ public final class PoolSignals implements PodCache.Listener {
         if (change == PodCache.Change.DELETED) {
             createdHere.remove(ManagedPods.name(pod));
             Boolean wasClaimed = claimed.remove(uid);
-            boolean wasReady = seenReady.contains(uid);
+            boolean wasReady = seenReady(uid);
+            if (liveReady.remove(uid)) {
+                goneReady.add(uid);
+            }
             starting.remove(uid);
             unreadyAgain.remove(uid);
             Optional<PoolHealth.Problem> whenDeleteBegan = atDelete.remove(uid);
@@ -180,19 +189,19 @@ public final class PoolSignals implements PodCache.Listener {
             demand(target.get()).claimed(clock.instant());
         }
         if (ManagedPods.isTerminating(pod)) {
-            if (!isClaimed && !seenReady.contains(uid) && !atDelete.containsKey(uid) && atDelete.size() < MAX_TRACKED) {
+            if (!isClaimed && !seenReady(uid) && !atDelete.containsKey(uid) && atDelete.size() < MAX_TRACKED) {
                 atDelete.put(uid, problemAtDelete(pod));
             }
             return;
         }
         boolean ready = PoolHealth.ready(pod);
-        if (!ready && !seenReady.contains(uid) && starting.size() < MAX_TRACKED) {
+        if (!ready && !seenReady(uid) && starting.size() < MAX_TRACKED) {
             starting.add(uid);
         }
-        if (!ready && seenReady.contains(uid) && unreadyAgain.size() < MAX_TRACKED) {
+        if (!ready && seenReady(uid) && unreadyAgain.size() < MAX_TRACKED) {
             unreadyAgain.add(uid);
         }
-        boolean firstReady = ready && seenReady.add(uid);
+        boolean firstReady = ready && !goneReady.contains(uid) && liveReady.add(uid);
         if (firstReady) {
             Instant made = createdHere.remove(ManagedPods.name(pod));
             Instant from = made != null ? made : created(pod);
@@ -210,6 +219,11 @@ public final class PoolSignals implements PodCache.Listener {
                 observers.forEach(o -> o.backoffChanged(c));
             }
         }
+    }
+
+    /** Whether the pod was seen ready: while it lives, or for a while after it is gone. */
+    private boolean seenReady(String uid) {
+        return liveReady.contains(uid) || goneReady.contains(uid);
     }
 
     /**

@@ -109,6 +109,41 @@ class PoolSignalsTest {
         assertThat(signals.backoff(AMD64).view().backingOff()).isFalse();
     }
 
+    /**
+     * What the signals know of a pod that was ready lasts as long as the pod, however many pods of other pools become
+     * ready meanwhile (an arm64 pod idle while amd64 churns): evicted, it is no failed replacement, and an update of
+     * it (a claim) is no pod becoming ready that would end a real back-off of its pool.
+     */
+    @Test
+    void aLongIdlePodThatWasReadyStaysSoHoweverManyPodsBecomeReadySince() {
+        Pod a = starting("a", T0);
+        signals.onPodEvent(PodCache.Change.ADDED, a);
+        signals.onPodEvent(PodCache.Change.UPDATED, ready(a));
+        Pod other = ready(new PodBuilder(planner.podFor(PoolTarget.runner("arm64"), 51900)).editMetadata()
+                .withCreationTimestamp(T0.toString()).endMetadata().withNewStatus().withPhase("Running")
+                .addNewContainerStatus().withName("runner").withReady(false).withNewState().withNewRunning()
+                .endRunning().endState().endContainerStatus().endStatus().build());
+        for (int i = 0; i < 50_001; i++) {
+            other.getMetadata().setUid("other-" + i);
+            signals.onPodEvent(PodCache.Change.ADDED, other);
+        }
+        // the pool backs off: a replacement deleted unhealthy without ever being ready
+        clock.now = T0.plus(Duration.ofMinutes(2));
+        Pod failedOne = starting("f", T0);
+        signals.onPodEvent(PodCache.Change.ADDED, failedOne);
+        signals.deletedUnhealthy(AMD64, failedOne, PoolHealth.Problem.NOT_READY_IN_TIME);
+        assertThat(signals.backoff(AMD64).view().backingOff()).isTrue();
+        // a claimed: no pod became ready, the back-off goes on
+        signals.onPodEvent(PodCache.Change.UPDATED, claimed(ready(a), "ab"));
+        assertThat(changes).noneMatch(PoolSignals.BackoffChange::recovered);
+        // a evicted (it was ready): no failed replacement
+        Pod evicted = new PodBuilder(ready(a)).editStatus().withPhase("Failed").withReason("Evicted").endStatus().build();
+        signals.onPodEvent(PodCache.Change.UPDATED, evicted);
+        signals.deletedUnhealthy(AMD64, evicted, PoolHealth.Problem.EVICTED);
+        signals.onPodEvent(PodCache.Change.DELETED, evicted);
+        assertThat(signals.backoff(AMD64).view().failures()).isEqualTo(1);
+    }
+
     @Test
     void aDeletedPodThatWasStillWithinItsTimeIsNoFailure() {
         Pod a = starting("a", T0);
