@@ -224,7 +224,8 @@ public final class OperatorApp implements AutoCloseable {
         flows.pooled(cmd -> planner.keeps(io.unboundedcloud.playpen.model.PoolTarget.of(cmd)));
         flows.backoffs(cmd -> signals.backoff(io.unboundedcloud.playpen.model.PoolTarget.of(cmd)).view(), clock);
         io.unboundedcloud.playpen.kube.Renewer renewer =
-                new io.unboundedcloud.playpen.kube.Renewer(client, pods, leases, clock, calls, config.retryAfterSeconds());
+                new io.unboundedcloud.playpen.kube.Renewer(client, pods, leases, clock, calls, config.retryAfterSeconds(),
+                        config.maxAllocsPerUser());
         // the TTL timer follows a renewal made here at once (other replicas' renewals reach it through the watch)
         renewer.addObserver((result, r) -> {
             if (r != null && r.written()) {

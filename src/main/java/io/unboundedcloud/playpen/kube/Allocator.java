@@ -110,7 +110,7 @@ public final class Allocator {
         this.writer = writer;
         this.candidates = candidates;
         this.retryAfterSeconds = retryAfterSeconds;
-        this.resolver = new ClaimResolver(pods, writer, retryAfterSeconds);
+        this.resolver = new ClaimResolver(pods, writer, retryAfterSeconds, maxPerOwner);
     }
 
     /** The Retry-After of this allocator's 503s (--retry-after-seconds). */

@@ -38,12 +38,22 @@ public final class ClaimResolver {
     private final PodCache pods;
     private final ClaimWriter writer;
     private final int retryAfterSeconds;
+    private final int quotaInForce;
     private final java.util.Map<String, CompletableFuture<Void>> settling = new java.util.concurrent.ConcurrentHashMap<>();
 
     public ClaimResolver(PodCache pods, ClaimWriter writer, int retryAfterSeconds) {
+        this(pods, writer, retryAfterSeconds, -1);
+    }
+
+    /**
+     * {@code quotaInForce}: the allocations one owner may hold at once now (--max-allocs-per-user, 0 unlimited), or
+     * -1 when this caller does not know it (a settle then judges by the quota each claim records).
+     */
+    public ClaimResolver(PodCache pods, ClaimWriter writer, int retryAfterSeconds, int quotaInForce) {
         this.pods = pods;
         this.writer = writer;
         this.retryAfterSeconds = retryAfterSeconds;
+        this.quotaInForce = quotaInForce;
     }
 
     /**
@@ -226,13 +236,19 @@ public final class ClaimResolver {
      * not yet), not against those made under the keyed hash, which were never counted with it. Counting them would
      * keep an answered claim from its replays on this replica (503) as long as the owner's keyed claims fill the
      * quota; not counting the legacy ones would settle a claim its writer judged over the quota.
+     * <p>
+     * A quota in force now that is higher than the recorded one (or unlimited) counts instead: raised since the claim
+     * was made, it let the owner make further claims, and the recorded quota would keep the older claim from ever
+     * being settled (each replay and renewal a 503 until it expired). A lower one does not: the claim stood under its
+     * own.
      */
     private boolean withinQuota(Pod claim) {
-        int quota = ClaimLedger.ownerQuota(claim);
+        int recorded = ClaimLedger.ownerQuota(claim);
         String owner = ManagedPods.ownerHash(claim);
-        if (quota <= 0 || owner.isEmpty()) {
+        if (recorded <= 0 || quotaInForce == 0 || owner.isEmpty()) {
             return true;
         }
+        int quota = Math.max(recorded, quotaInForce);
         List<Pod> live = new ArrayList<>(ownersLiveClaims(writer, pods, owner));
         if (ClaimLedger.ownerHashMoved(claim)) {
             live.removeIf(p -> !ClaimLedger.ownerHashMoved(p));

@@ -71,6 +71,15 @@ public final class Renewer {
     /** {@code retryAfterSeconds}: the Retry-After of its 503s (--retry-after-seconds). */
     public Renewer(KubernetesClient client, PodCache pods, TtlPolicy policy, Clock clock, ApiCallCounter calls,
             int retryAfterSeconds) {
+        this(client, pods, policy, clock, calls, retryAfterSeconds, -1);
+    }
+
+    /**
+     * {@code maxPerOwner}: the quota in force (--max-allocs-per-user, 0 unlimited; -1 unknown), which a settle of a
+     * claim made under a lower one counts by.
+     */
+    public Renewer(KubernetesClient client, PodCache pods, TtlPolicy policy, Clock clock, ApiCallCounter calls,
+            int retryAfterSeconds, int maxPerOwner) {
         this.client = client;
         this.pods = pods;
         this.policy = policy;
@@ -78,7 +87,7 @@ public final class Renewer {
         this.calls = calls;
         this.retryAfterSeconds = retryAfterSeconds;
         this.writer = new ClaimWriter(client, clock, calls);
-        this.resolver = new ClaimResolver(pods, writer, retryAfterSeconds);
+        this.resolver = new ClaimResolver(pods, writer, retryAfterSeconds, maxPerOwner);
     }
 
     public void addObserver(Observer o) {

@@ -331,6 +331,45 @@ class ClaimResolverTest {
         assertThat(calls(KubeApiCall.PODS_PATCH)).isEqualTo(patches);
     }
 
+    /**
+     * The owner's quota was raised since the claim was made (1 then, 3 now) and the owner holds a second allocation
+     * made under the new one: the older claim, first seen in a LIST, is within the quota in force and is settled
+     * (its replays and renewals would otherwise end in a 503 until it expired). A replica that does not know the
+     * quota in force judges by the recorded one.
+     */
+    @Test
+    void anUndecidedClaimWithinAQuotaRaisedSinceItWasMadeIsSettled() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        String owner = Hashes.ownerHash("erin");
+        AllocCommand key = cmd("erin-old");
+        relistedClaims(key, owner, 0);
+        r.edit(runner(0), b -> b.editMetadata().addToAnnotations(PlaypenKeys.OWNER_QUOTA, "1").endMetadata());
+        r.claimElsewhere(runner(1), cmd("erin-new"), owner);
+        r.edit(runner(1), b -> b.editMetadata().addToAnnotations(PlaypenKeys.OWNER_QUOTA, "3").endMetadata());
+
+        assertUndecidedAndUnsettled(key);
+
+        ClaimResolver.Standing s = new ClaimResolver(r.pods, r.writer, 7, 3).standing(key.keyHash(), false,
+                deadline(FAR)).orElseThrow();
+        assertThat(ClaimLedger.isSettled(s.pod())).isTrue();
+        assertThat(s.pod().getMetadata().getName()).isEqualTo(runner(0));
+    }
+
+    /** A quota lowered since the claim was made (3 then, 1 now) keeps the claim it let stand. */
+    @Test
+    void anUndecidedClaimWithinTheQuotaItWasMadeUnderIsSettledAfterTheQuotaWasLowered() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        String owner = Hashes.ownerHash("frank");
+        AllocCommand key = cmd("frank-old");
+        relistedClaims(key, owner, 0);
+        r.edit(runner(0), b -> b.editMetadata().addToAnnotations(PlaypenKeys.OWNER_QUOTA, "3").endMetadata());
+        r.claimElsewhere(runner(1), cmd("frank-other"), owner);
+
+        ClaimResolver.Standing s = new ClaimResolver(r.pods, r.writer, 7, 1).standing(key.keyHash(), false,
+                deadline(FAR)).orElseThrow();
+        assertThat(ClaimLedger.isSettled(s.pod())).isTrue();
+    }
+
     @Test
     void theQuotaCountsOnlyTheOwnersLiveClaims() throws Exception {
         r = new ScriptedReplica(5, 0);
