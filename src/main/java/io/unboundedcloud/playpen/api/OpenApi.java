@@ -196,7 +196,7 @@ public final class OpenApi {
                 "apiVersion", str("APIVersion: playpen.unbounded-cloud.io/v1alpha1."),
                 "kind", str("Kind: AllocList."),
                 "metadata", obj("List metadata.", props("continue", str("Token for the next page."),
-                        "resourceVersion", str("Always empty: the list is read from the operator's cache."))),
+                        "resourceVersion", str("Always empty: the list is built from the claimed pods as the API server lists them when asked."))),
                 "items", items));
         m.put("x-kubernetes-group-version-kind", List.of(gvk("AllocList")));
         return m;

@@ -33,7 +33,7 @@ public enum Flag {
     CONTROL_PLANE_SERVICE_ACCOUNT_NAME("control-plane-service-account-name", "playpen-control-plane", "ServiceAccount of operator-managed control-plane pods"),
     CONTROL_PLANE_APISERVER_HOST_PORT_START("control-plane-apiserver-host-port-start", "16443", "first TCP hostPort for control-plane API servers"),
     CONTROL_PLANE_APISERVER_HOST_PORT_END("control-plane-apiserver-host-port-end", "16499", "last TCP hostPort for control-plane API servers"),
-    PLAYPEN_TTL("playpen-ttl", "1h", "maximum lifetime of an allocation (Go duration); expiry disabled when not positive"),
+    PLAYPEN_TTL("playpen-ttl", "1h", "lifetime of an allocation whose request names no ttl (Go duration, 0 or at least 1s); expiry disabled when not positive; --playpen-max-ttl bounds a requested ttl, --playpen-max-lifetime renewals"),
     RECONCILE_INTERVAL("reconcile-interval", "30s", "interval of the pool and TTL backstop passes (Go duration, > 0)"),
     RUNNER_LISTEN_ADDR("runner-listen-addr", "10.88.0.1:8443", "runner HTTPS listen address; its port is the port of the default Redfish URL"),
     RUNNER_PUBLIC_REDFISH_URL("runner-public-redfish-url", "", "Redfish URL returned in allocs; empty = https://<runner WireGuard server IP>:<runner-listen-addr port>"),

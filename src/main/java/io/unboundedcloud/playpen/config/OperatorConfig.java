@@ -263,6 +263,10 @@ public record OperatorConfig(
         if (ttl.isNegative()) {
             ttl = Duration.ZERO;
         }
+        if (!ttl.isZero() && ttl.compareTo(Duration.ofSeconds(1)) < 0) {
+            throw v.bad(Flag.PLAYPEN_TTL, "must be 0 (no expiry) or at least 1s: expiry is kept in whole seconds, so a"
+                    + " shorter one would end every allocation at its claim");
+        }
         v.labelValue(Flag.EXTERNAL_CLIENT_SITE);
         Duration interval = v.duration(Flag.RECONCILE_INTERVAL);
         if (interval.isZero()) {

@@ -290,7 +290,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         allocator.requireQuota(cmd, ownerHash);
         synchronized (this) {
             if (closed) {
-                throw ApiException.unavailable(SHUTTING_DOWN, 1);
+                throw ApiException.unavailable(SHUTTING_DOWN, limits.retryAfterSeconds());
             }
             Waiter twin = byKey.get(cmd.keyHash());
             if (twin != null) {
@@ -597,9 +597,9 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
 
     /**
      * The 503 of a request (its own {@code cmd}) that waited its waitSeconds in vain: after a claim for the wait
-     * failed for a passing reason, that a pod could not be claimed and why (not that none became idle, which may
+     * failed for a passing reason, that a pod could not be claimed and why (not that no pod was free for it, which may
      * be untrue, nor the "no idle" words a wait for lack of a pod is counted by); else the Go operator's words and
-     * that none became idle, or how many pods went to requests ahead of it in line since the client came
+     * that no pod was free for it, or how many pods went to requests ahead of it in line since the client came
      * ({@code handedOutBefore}: the kind's count of pods claimed for its line then).
      */
     private ApiException waitedInVain(Waiter w, AllocCommand cmd, long handedOutBefore) {
@@ -681,12 +681,13 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
 
     /**
      * {@link #waitedAdvice(int)} for a request while whose wait {@code ahead} pods were claimed for requests ahead of
-     * it in its line: that they went to those (a pod did come), not that none became idle.
+     * it in its line: that they went to those (a pod did come), not only that none was free for it.
      */
     static String waitedAdvice(int waitSeconds, long ahead) {
         String waited = waitSeconds + (waitSeconds == 1 ? " second" : " seconds") + " this request waited";
         if (ahead <= 0) {
-            return "; none became idle in the " + waited;
+            // not "none became idle": pods may have, and gone to requests without a wait or to other replicas'
+            return "; no pod was free for it in the " + waited;
         }
         return "; in the " + waited + ", " + ahead + (ahead == 1 ? " pod went to a request" : " pods went to requests")
                 + " ahead of it in line and none was left for it";
@@ -1049,7 +1050,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         // one that needs this lock from another thread would otherwise wait for this one forever
         for (Waiter w : ended) {
             finish(w, "shutdown");
-            w.result.completeExceptionally(ApiException.unavailable(SHUTTING_DOWN, 1));
+            w.result.completeExceptionally(ApiException.unavailable(SHUTTING_DOWN, limits.retryAfterSeconds()));
         }
     }
 }

@@ -156,7 +156,7 @@ class WaitingRouteTest {
         // the Go operator's words, then that it waited
         assertThat(message(r))
                 .isEqualTo("no idle amd64 playpen runner pods are "
-                + "available; none became idle in the 1 second this request waited; kubectl get pools shows which "
+                + "available; no pod was free for it in the 1 second this request waited; kubectl get pools shows which "
                 + "pools have idle pods");
         assertThat(waitedMs).isGreaterThanOrEqualTo(950);
         assertThat(queue().waiting()).isZero();
@@ -225,7 +225,7 @@ class WaitingRouteTest {
                 .failed(java.time.Instant.now());
         HttpResponse<String> r = op.alloc(body("waited", 1));
         assertThat(r.statusCode()).isEqualTo(503);
-        assertThat(message(r)).startsWith("no idle amd64 playpen runner pods are available; none became idle in the "
+        assertThat(message(r)).startsWith("no idle amd64 playpen runner pods are available; no pod was free for it in the "
                 + "1 second this request waited; the pool runner-amd64 is backing off: 1 new pod(s) in a row never "
                 + "became ready, the last at ")
                 .contains("kubectl get pool runner-amd64 -o yaml (condition Degraded, reason BackOff)")
@@ -260,7 +260,7 @@ class WaitingRouteTest {
         assertThat(message(r)).isEqualTo("no idle amd64 playpen runner pods are available; " + noPool);
         HttpResponse<String> waited = op.alloc(body("waited", 1));
         assertThat(waited.statusCode()).isEqualTo(503);
-        assertThat(message(waited)).isEqualTo("no idle amd64 playpen runner pods are available; none became idle in "
+        assertThat(message(waited)).isEqualTo("no idle amd64 playpen runner pods are available; no pod was free for it in "
                 + "the 1 second this request waited; " + noPool);
     }
 

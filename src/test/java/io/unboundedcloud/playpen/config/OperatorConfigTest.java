@@ -417,6 +417,7 @@ public class OperatorConfigTest {
             "--playpen-ttl=1x | invalid value \"1x\" for flag --playpen-ttl: must be a duration such as 90s, 30m or 1h30m",
             "--playpen-ttl=60 | invalid value \"60\" for flag --playpen-ttl: must be a duration such as 90s, 30m or 1h30m",
             "--playpen-ttl=- | invalid value \"-\" for flag --playpen-ttl: must be a duration such as 90s, 30m or 1h30m",
+            "--playpen-ttl=500ms | invalid value \"500ms\" for flag --playpen-ttl: must be 0 (no expiry) or at least 1s: expiry is kept in whole seconds, so a shorter one would end every allocation at its claim",
             "--reconcile-interval=-1s | invalid value \"-1s\" for flag --reconcile-interval: must not be negative",
             "--reconcile-interval=0 | invalid value \"0\" for flag --reconcile-interval: must be greater than 0",
             "--reconcile-interval=soon | invalid value \"soon\" for flag --reconcile-interval: must be a duration such as 90s, 30m or 1h30m",

@@ -704,7 +704,7 @@ class CapacityQueueTest {
         CapacityQueue.Ticket hurried = q.await(waiting("patient", 1), "owner-a");
         ApiException e = failure(hurried);
         assertThat(e.code()).isEqualTo(503);
-        assertThat(e.getMessage()).contains("none became idle in the 1 second this request waited");
+        assertThat(e.getMessage()).contains("no pod was free for it in the 1 second this request waited");
         assertThat(first.result()).isNotDone();
         assertThat(q.waiting()).isEqualTo(1);
         OperatorHarness.awaitTrue(() -> q.waitingRequests("owner-a") == 1, SOON, "the retry's slot freed");
@@ -836,16 +836,16 @@ class CapacityQueueTest {
         assertThat(waits.get(0)).isGreaterThanOrEqualTo(Duration.ofMillis(900)).isLessThanOrEqualTo(elapsed);
         assertThat(e.code()).isEqualTo(503);
         assertThat(e.headers()).containsEntry("Retry-After", "1");
-        assertThat(e.getMessage()).isEqualTo("no idle amd64 playpen runner pods are available; none became idle in the"
+        assertThat(e.getMessage()).isEqualTo("no idle amd64 playpen runner pods are available; no pod was free for it in the"
                 + " 1 second this request waited; kubectl get pools shows which pools have idle pods");
         assertNothingWaits();
         assertThat(outcomes).containsExactly(prefix("late") + " timeout");
-        assertThat(CapacityQueue.waitedAdvice(30)).startsWith("; none became idle in the 30 seconds this request");
+        assertThat(CapacityQueue.waitedAdvice(30)).startsWith("; no pod was free for it in the 30 seconds this request");
     }
 
     /**
      * Two requests wait in line and one pod comes: the first is served, and the second, when its time is up, is
-     * told that a pod went to a request ahead of it in line, not that none became idle while it waited.
+     * told that a pod went to a request ahead of it in line, not that no pod was free for it while it waited.
      */
     @Test
     void aWaitInVainBehindARequestThatWasServedSaysSo() throws Exception {
@@ -1398,7 +1398,7 @@ class CapacityQueueTest {
 
     @Test
     void closingAnswersEveryWaiter503AndTellsTheObservers() throws Exception {
-        start(0, 0, CapacityQueue.Limits.NONE);
+        start(0, 0, new CapacityQueue.Limits(Integer.MAX_VALUE, Integer.MAX_VALUE, 4));
         CapacityQueue.Ticket a = q.await(waiting("a", 30), "owner-a");
         CapacityQueue.Ticket b = q.await(ScriptedReplica.cmd("b").withLease(null, 30), "owner-b");
         q.close();
@@ -1406,7 +1406,11 @@ class CapacityQueueTest {
             ApiException e = failure(t);
             assertThat(e.code()).isEqualTo(503);
             assertThat(e.getMessage()).isEqualTo(CapacityQueue.SHUTTING_DOWN);
+            assertThat(e.headers()).as("--retry-after-seconds").containsEntry("Retry-After", "4");
         }
+        // and a request that comes after the close
+        ApiException late = catchThrowableOfType(ApiException.class, () -> q.await(waiting("late", 30), "owner-c"));
+        assertThat(late.headers()).containsEntry("Retry-After", "4");
         // the wait metric hears of both waits as ended by the shutdown
         assertThat(outcomes).containsExactlyInAnyOrder(prefix("a") + " shutdown", prefix("b") + " shutdown");
         assertNothingWaits();
@@ -1519,7 +1523,7 @@ class CapacityQueueTest {
             ApiException e = failure(t);
             assertThat(e.code()).isEqualTo(503);
             assertThat(e.headers()).containsEntry("Retry-After", "1");
-            assertThat(e.getMessage()).isEqualTo("no idle amd64 playpen runner pods are available; none became idle"
+            assertThat(e.getMessage()).isEqualTo("no idle amd64 playpen runner pods are available; no pod was free for it"
                     + " in the 1 second this request waited" + CapacityQueue.POOLS_ADVICE);
         }
         assertThat(patient.result()).isNotDone();
@@ -1554,7 +1558,7 @@ class CapacityQueueTest {
         try (CapacityQueue queue = new CapacityQueue(allocator, CapacityQueue.Limits.NONE, Duration.ofHours(1))) {
             ApiException e = failure(queue.await(waiting("late", 1), "owner-a"));
             assertThat(e.code()).isEqualTo(503);
-            assertThat(e.getMessage()).startsWith("no idle playpen pods are available; none became idle in the 1");
+            assertThat(e.getMessage()).startsWith("no idle playpen pods are available; no pod was free for it in the 1");
             assertThat(e.headers()).containsEntry("Retry-After", "7");
         }
     }
