@@ -291,6 +291,8 @@ public final class OperatorApp implements AutoCloseable {
         servingReload = new ServingCertificateReload(serving, tls, KubeApiCall.API_SERVICE_NAME, clock,
                 config.servingCertRenewal().publishGrace());
         main.bind("servingCertificateReload", servingReload);
+        // the certificate served from the start may be one the caBundle does not trust yet: not ready until it does
+        servingReload.checkServedTrust();
         main.bind("kubeEvents", observed);
         main.bind("auditLog", new AuditLog(clock));
         auditWriter = new BatchingExecutor("audit-writer", AUDIT_INTERVAL_MILLIS, AUDIT_QUIET_MILLIS, 256, 1000);
@@ -332,7 +334,8 @@ public final class OperatorApp implements AutoCloseable {
                 routesPattern());
         leader.start();
         Gauge.builder("playpen_ready", this, app -> app.ready() ? 1 : 0)
-                .description("1 while this replica is ready: caches synced and a valid trust bundle with a CA valid now").register(metrics.registry());
+                .description("1 while this replica is ready: caches synced, a valid trust bundle with a CA valid now, and a"
+                + " serving certificate the APIService's caBundle trusts (or no APIService)").register(metrics.registry());
         Gauge.builder("playpen_trust_bundle_valid", trust, t -> t.get().validAt(clock.instant()) ? 1 : 0)
                 .description("1 while a valid front-proxy trust bundle is loaded with a CA valid now")
                 .register(metrics.registry());
@@ -364,7 +367,11 @@ public final class OperatorApp implements AutoCloseable {
 
     private void publishCaBundle(ServingCertificate serving, ServingCertificate.Material known) {
         try {
-            serving.publishCaBundle(KubeApiCall.API_SERVICE_NAME, known);
+            ServingCertificate.Bundle holds = serving.publishCaBundle(KubeApiCall.API_SERVICE_NAME, known);
+            // the leader need not wait for its next check to learn that the caBundle trusts what it serves
+            if (servingReload != null) {
+                servingReload.observed(holds);
+            }
         } catch (RuntimeException e) {
             LOG.warn("cannot publish the APIService caBundle: {}", e.toString());
         }
@@ -440,9 +447,11 @@ public final class OperatorApp implements AutoCloseable {
     }
 
     /**
-     * Ready when the caches are synced and watching, and a valid trust bundle is loaded with at least one CA valid
-     * now (with all of them expired or not valid yet, every request would be refused). A watch that is being
-     * reopened (the informers do that every 5 to 10 minutes) keeps the replica ready for {@link WatchContinuity#GRACE}.
+     * Ready when the caches are synced and watching, a valid trust bundle is loaded with at least one CA valid
+     * now (with all of them expired or not valid yet, every request would be refused), and the APIService's caBundle
+     * trusts the serving certificate (kube-apiserver could not verify it otherwise; no APIService: nobody does). A
+     * watch that is being reopened (the informers do that every 5 to 10 minutes) keeps the replica ready for
+     * {@link WatchContinuity#GRACE}.
      */
     public boolean ready() {
         return notReady() == null;
@@ -463,7 +472,8 @@ public final class OperatorApp implements AutoCloseable {
         if (!watches.connected(pods.isWatching() && nodes.isWatching())) {
             return Readiness.WATCHES_DOWN;
         }
-        return null;
+        return servingReload == null ? null : Readiness.servedCertificate(servingReload.servedTrust(),
+                config.namespace() + "/" + config.tlsSecretName());
     }
 
     /** Tests: the clock ({@link System#nanoTime} by default) by which a gap in the watches is timed for readiness. */

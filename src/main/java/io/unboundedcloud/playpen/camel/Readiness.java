@@ -2,6 +2,7 @@ package io.unboundedcloud.playpen.camel;
 
 import io.unboundedcloud.playpen.auth.TrustBundleParser;
 import io.unboundedcloud.playpen.kube.KubeApiCall;
+import io.unboundedcloud.playpen.kube.ServingCertificateReload;
 import io.unboundedcloud.playpen.kube.TrustBundleSource;
 import io.unboundedcloud.playpen.kube.WatchContinuity;
 
@@ -21,6 +22,27 @@ final class Readiness {
             + " this pod (the operator's log says what failed)";
 
     private Readiness() {
+    }
+
+    /**
+     * Why kube-apiserver could not verify the certificate this replica serves (the Secret {@code secret}), or null
+     * when it could (or nobody verifies it: no APIService).
+     */
+    static String servedCertificate(ServingCertificateReload.Trust trust, String secret) {
+        return switch (trust) {
+            case TRUSTED, NO_API_SERVICE -> null;
+            case NOT_TRUSTED -> "not ready: the caBundle of APIService " + KubeApiCall.API_SERVICE_NAME + " does not"
+                    + " trust the serving certificate this replica serves (from the Secret " + secret + "), so"
+                    + " kube-apiserver could not verify it; the leader publishes it there within"
+                    + " --serving-cert-check-interval of reading the Secret, and this replica is ready once it reads it"
+                    + " there; if this lasts, look for \"cannot publish the APIService caBundle\" in the leader's log (its"
+                    + " service account needs get and patch on the APIService), or, where you write the caBundle"
+                    + " yourself, put this certificate or its CA in it";
+            case NOT_READ -> "not ready: cannot read APIService " + KubeApiCall.API_SERVICE_NAME + " to check that"
+                    + " its caBundle trusts the serving certificate this replica serves (it is read again every"
+                    + " --serving-cert-check-interval); check that the API server is reachable from this pod and that"
+                    + " the operator's service account may get the APIService (the operator's log says what failed)";
+        };
     }
 
     /** {@code why}: why the loaded bundle vouches for no one (its parse error, or that no CA is valid now). */

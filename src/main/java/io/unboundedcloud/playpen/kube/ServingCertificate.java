@@ -334,8 +334,10 @@ public final class ServingCertificate {
      * partition past its Lease) could otherwise write a bundle made from a Secret it read before the new leader
      * renewed it, dropping the certificate replicas have meanwhile switched to: the aggregator would reject them.
      * Read in that order, such a bundle either holds the renewed certificate or meets a newer APIService (409).
+     * Answers what the APIService holds afterwards, null when that is not known (a failed read, no Secret, the
+     * APIService changing under every attempt).
      */
-    public synchronized void publishCaBundle(String apiServiceName, Material known) {
+    public synchronized Bundle publishCaBundle(String apiServiceName, Material known) {
         Material m = known != null ? known : read();
         for (int attempt = 0; m != null && attempt < 3; attempt++) {
             GenericKubernetesResource svc;
@@ -345,18 +347,18 @@ public final class ServingCertificate {
                         .get();
             } catch (KubernetesClientException e) {
                 LOG.warn("cannot read APIService {}: {}", apiServiceName, e.getMessage());
-                return;
+                return null;
             }
             if (svc == null) {
                 LOG.warn("APIService {} not found; caBundle not published", apiServiceName);
-                return;
+                return new NoApiService();
             }
             Instant now = clock.instant();
             // what the APIService trusts now (published by whichever leader, this process or one before it)
             List<X509Certificate> published = certificates(caBundleOf(svc));
             if (b64(bundle(m, now, published)).equals(caBundleOf(svc))) {
                 retireReplaced(m.certificatePem(), now);
-                return;
+                return new Published(published);
             }
             // the bundle must change: decide from the Secret as it is now, read after the APIService
             m = read();
@@ -364,9 +366,10 @@ public final class ServingCertificate {
                 break;
             }
             retireReplaced(m.certificatePem(), now);
+            String written = bundle(m, now, published);
             try {
-                write(apiServiceName, svc, bundle(m, now, published));
-                return;
+                write(apiServiceName, svc, written);
+                return new Published(Pki.parseCertificates(written));
             } catch (KubernetesClientException e) {
                 if (e.getCode() != 409) {
                     throw e;
@@ -378,6 +381,7 @@ public final class ServingCertificate {
         if (m == null) {
             LOG.warn("serving certificate secret {}/{} not found; caBundle not published", namespace, secretName);
         }
+        return null;
     }
 
     /**

@@ -16,6 +16,12 @@ import io.unboundedcloud.playpen.tls.ServingTls;
  * APIService caBundle has trusted it for {@code --serving-cert-publish-grace}, so the aggregator never meets a
  * certificate it cannot verify. Two exceptions: without an APIService nobody verifies us (switch at once), and a
  * certificate that has expired is worse than an unpublished one (switch at once, with a warning).
+ * <p>
+ * It also tells whether the caBundle trusts the certificate served now ({@link #servedTrust}): a replica that starts
+ * serves the Secret's certificate at once, which the caBundle may not trust yet (the Secret was replaced and the
+ * leader has not published since), and is not ready until it does. The APIService is read for that at start and on
+ * every check until the caBundle trusts it; from then on only when the Secret holds another certificate (a leader
+ * keeps every certificate the caBundle holds until it expires). The leader's own publish tells it too.
  */
 public final class ServingCertificateReload {
     private static final Logger LOG = LoggerFactory.getLogger(ServingCertificateReload.class);
@@ -29,6 +35,19 @@ public final class ServingCertificateReload {
     private X509Certificate pending;
     private Instant trustedSince;
     private volatile Instant lastSwitch;
+    private volatile Trust servedTrust = Trust.NOT_READ;
+
+    /** Whether kube-apiserver can verify the certificate served now, as this replica last read the APIService. */
+    public enum Trust {
+        /** The APIService could not be read yet. */
+        NOT_READ,
+        /** The APIService exists and its caBundle trusts neither the certificate nor a certificate of its chain. */
+        NOT_TRUSTED,
+        /** The caBundle trusts it. */
+        TRUSTED,
+        /** No APIService: nobody verifies it. */
+        NO_API_SERVICE
+    }
 
     public ServingCertificateReload(ServingCertificate source, ServingTls tls, String apiServiceName, Clock clock,
             Duration grace) {
@@ -65,6 +84,9 @@ public final class ServingCertificateReload {
         if (next.equals(tls.certificate())) {
             pending = null;
             trustedSince = null;
+            if (servedTrust != Trust.TRUSTED) {
+                judge(readCaBundle());
+            }
             return Outcome.UNCHANGED;
         }
         if (!next.equals(pending)) {
@@ -75,13 +97,8 @@ public final class ServingCertificateReload {
         }
         Instant now = clock.instant();
         boolean servedExpired = !tls.certificate().getNotAfter().toInstant().isAfter(now);
-        ServingCertificate.Bundle bundle;
-        try {
-            bundle = source.readCaBundle(apiServiceName);
-        } catch (RuntimeException e) {
-            LOG.warn("cannot read APIService {} to check its caBundle: {}", apiServiceName, e.toString());
-            bundle = null;
-        }
+        ServingCertificate.Bundle bundle = readCaBundle();
+        judge(bundle);
         boolean ready;
         if (bundle instanceof ServingCertificate.NoApiService) {
             ready = true;
@@ -110,8 +127,49 @@ public final class ServingCertificateReload {
         pending = null;
         trustedSince = null;
         lastSwitch = now;
+        servedTrust = Trust.NOT_READ;
+        judge(bundle);
         LOG.info("serving the new certificate from the next handshake on (notAfter={})", next.getNotAfter().toInstant());
         return Outcome.SWITCHED;
+    }
+
+    /**
+     * Reads the APIService to tell whether its caBundle trusts the certificate served now, unless it is known to
+     * (at start: the route's first check comes an interval later).
+     */
+    public synchronized Trust checkServedTrust() {
+        if (servedTrust != Trust.TRUSTED) {
+            judge(readCaBundle());
+        }
+        return servedTrust;
+    }
+
+    /** What the APIService holds, as this replica just read or wrote it (the leader's publish); null: not known. */
+    public synchronized void observed(ServingCertificate.Bundle bundle) {
+        judge(bundle);
+    }
+
+    /** Whether the caBundle trusts the certificate served now, as last read; see {@link Trust}. */
+    public Trust servedTrust() {
+        return servedTrust;
+    }
+
+    private ServingCertificate.Bundle readCaBundle() {
+        try {
+            return source.readCaBundle(apiServiceName);
+        } catch (RuntimeException e) {
+            LOG.warn("cannot read APIService {} to check its caBundle: {}", apiServiceName, e.toString());
+            return null;
+        }
+    }
+
+    /** Judges the certificate served now by {@code bundle}; a bundle not known (null) leaves the last verdict. */
+    private void judge(ServingCertificate.Bundle bundle) {
+        if (bundle instanceof ServingCertificate.NoApiService) {
+            servedTrust = Trust.NO_API_SERVICE;
+        } else if (bundle instanceof ServingCertificate.Published p) {
+            servedTrust = p.trusts(tls.chain()) ? Trust.TRUSTED : Trust.NOT_TRUSTED;
+        }
     }
 
     /** When this replica last switched certificates (null: never). */

@@ -157,6 +157,11 @@ public final class ServingTls {
         return served.leaf();
     }
 
+    /** The chain new handshakes present, leaf first. */
+    public List<X509Certificate> chain() {
+        return served.chain();
+    }
+
     private static Served build(String certificatePem, String privateKeyPem, Supplier<List<X509Certificate>> acceptedIssuers,
             Provider provider) {
         try {

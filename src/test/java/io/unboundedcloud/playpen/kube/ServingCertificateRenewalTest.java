@@ -19,6 +19,7 @@ import io.fabric8.kubernetes.api.model.GenericKubernetesResourceBuilder;
 import io.fabric8.kubernetes.api.model.Secret;
 import io.fabric8.kubernetes.api.model.SecretBuilder;
 import io.unboundedcloud.playpen.kube.ServingCertificateReload.Outcome;
+import io.unboundedcloud.playpen.kube.ServingCertificateReload.Trust;
 import io.unboundedcloud.playpen.support.MutableClock;
 import io.unboundedcloud.playpen.support.TestCluster;
 import io.unboundedcloud.playpen.tls.CertificateRenewal;
@@ -293,6 +294,43 @@ class ServingCertificateRenewalTest {
         assertThat(reload.check()).isEqualTo(Outcome.SWITCHED);
         assertThat(tls.certificate()).isEqualTo(leaf(replica.read()));
         assertThat(reload.lastSwitch()).isEqualTo(clock.now);
+        assertThat(reload.servedTrust()).as("nobody verifies it").isEqualTo(Trust.NO_API_SERVICE);
+    }
+
+    /**
+     * A replica that starts serves the Secret's certificate: it learns whether the caBundle trusts it at start, on each
+     * check until it does (from the leader's publish too), and reads the APIService no more once it does.
+     */
+    @Test
+    void theServedCertificateIsJudgedByTheCaBundleUntilItTrustsIt() {
+        createApiService();
+        ServingCertificate.Material first = leader.ensure();
+        ApiCallCounter calls = new ApiCallCounter();
+        ServingCertificate counted = new ServingCertificate(cluster.client, TestCluster.NS, SECRET, "playpen-operator",
+                clock, calls, RENEWAL);
+        ServingTls tls = new ServingTls(first.certificatePem(), first.privateKeyPem(), List::of);
+        ServingCertificateReload reload = new ServingCertificateReload(counted, tls, APISERVICE, clock,
+                RENEWAL.publishGrace());
+        assertThat(reload.servedTrust()).isEqualTo(Trust.NOT_READ);
+        assertThat(reload.checkServedTrust()).as("the caBundle is empty").isEqualTo(Trust.NOT_TRUSTED);
+        assertThat(reload.check()).isEqualTo(Outcome.UNCHANGED);
+        assertThat(reload.servedTrust()).isEqualTo(Trust.NOT_TRUSTED);
+        assertThat(calls.get(KubeApiCall.API_SERVICES_GET)).isEqualTo(2);
+
+        reload.observed(leader.publishCaBundle(APISERVICE, (ServingCertificate.Material) null));
+        assertThat(reload.servedTrust()).as("as the leader's publish left it").isEqualTo(Trust.TRUSTED);
+        assertThat(reload.check()).isEqualTo(Outcome.UNCHANGED);
+        assertThat(reload.checkServedTrust()).isEqualTo(Trust.TRUSTED);
+        assertThat(calls.get(KubeApiCall.API_SERVICES_GET)).as("not read once it trusts it").isEqualTo(2);
+
+        // a caBundle that never held it, read by a check
+        ServingCertificate.Material other = new ServingCertificate(cluster.client, TestCluster.NS, "other-tls",
+                "playpen-operator", clock, new ApiCallCounter(), RENEWAL).ensure();
+        ServingCertificateReload second = new ServingCertificateReload(counted,
+                new ServingTls(other.certificatePem(), other.privateKeyPem(), List::of), APISERVICE, clock,
+                RENEWAL.publishGrace());
+        assertThat(second.check()).as("the Secret holds another certificate").isEqualTo(Outcome.WAITING_FOR_CA_BUNDLE);
+        assertThat(second.servedTrust()).isEqualTo(Trust.NOT_TRUSTED);
     }
 
     @Test
@@ -322,6 +360,7 @@ class ServingCertificateRenewalTest {
         advance(Duration.ofSeconds(301)); // the leader was gone all along: nobody renewed or published
         assertThat(leader.renewIfDue()).isTrue();
         assertThat(reload.check()).isEqualTo(Outcome.SWITCHED);
+        assertThat(reload.servedTrust()).as("served before the caBundle trusts it").isEqualTo(Trust.NOT_TRUSTED);
     }
 
     @Test
