@@ -37,12 +37,14 @@ public final class ObservedEvents implements PoolReconciler.Observer, TtlExpirer
         this.events = events;
         String podName = env.get("POD_NAME");
         String podNamespace = env.getOrDefault("POD_NAMESPACE", config.namespace());
+        // kubectl describe pod shows only the Events whose involvedObject.uid is the pod's
+        String podUid = env.get("POD_UID");
         // an Event lives in its object's namespace; the API server takes one about a cluster-scoped object (the
         // APIService) only in "default" (or none), as client-go records it, and refuses it in any other
         this.operatorNamespace = podName != null ? podNamespace : APISERVICE_EVENT_NAMESPACE;
         this.operatorRef = podName != null
                 ? new ObjectReferenceBuilder().withApiVersion("v1").withKind("Pod").withNamespace(podNamespace)
-                        .withName(podName).build()
+                        .withName(podName).withUid(podUid == null || podUid.isEmpty() ? null : podUid).build()
                 : new ObjectReferenceBuilder().withApiVersion("apiregistration.k8s.io/v1").withKind("APIService")
                         .withName(KubeApiCall.API_SERVICE_NAME).build();
     }

@@ -45,6 +45,33 @@ class OperatorEventNamespaceTest {
         }
     }
 
+    /**
+     * An Event on the operator's pod names it by its uid too: {@code kubectl describe pod} selects the Events it shows
+     * by involvedObject.uid, and one without it never matches.
+     */
+    @Test
+    void anEventOnTheOperatorsPodCarriesItsUid() throws Exception {
+        try (TestCluster cluster = TestCluster.start();
+                EventRecorder recorder = new EventRecorder(cluster.client, Clock.systemUTC(), new ApiCallCounter(), 100,
+                        100, Duration.ofSeconds(1))) {
+            OperatorConfig config = OperatorConfig.parse("--namespace=" + TestCluster.NS);
+            ObservedEvents observed = new ObservedEvents(recorder, config, Map.of("POD_NAME", "playpen-0",
+                    "POD_NAMESPACE", TestCluster.NS, "POD_UID", "5f0c3a7e-1b2d-4c8e-9a6f-0d1e2f3a4b5c"));
+
+            observed.trustBundleInvalid("no certificate in the bundle");
+
+            OperatorHarness.awaitTrue(() -> recorder.written() == 1, Duration.ofSeconds(60), "event written");
+            assertThat(cluster.client.v1().events().inAnyNamespace().list().getItems()).singleElement()
+                    .satisfies(e -> {
+                        assertThat(e.getInvolvedObject().getKind()).isEqualTo("Pod");
+                        assertThat(e.getInvolvedObject().getName()).isEqualTo("playpen-0");
+                        assertThat(e.getInvolvedObject().getNamespace()).isEqualTo(TestCluster.NS);
+                        assertThat(e.getInvolvedObject().getUid()).as("involvedObject.uid")
+                                .isEqualTo("5f0c3a7e-1b2d-4c8e-9a6f-0d1e2f3a4b5c");
+                    });
+        }
+    }
+
     /** A refused pod create is told as a Warning CreateRefused on the operator's pod, saying what to check. */
     @Test
     void aRefusedCreateIsAWarningOnTheOperator() throws Exception {

@@ -215,6 +215,23 @@ class DeployManifestsTest {
         assertThat(grace - sleep).as("time left for the shutdown after the sleep").isGreaterThanOrEqualTo(15L);
     }
 
+    /**
+     * The operator's Events about itself name its pod by name, namespace and uid, from the downward API: kubectl
+     * describe pod shows only the Events whose involvedObject.uid is the pod's.
+     */
+    @Test
+    void theOperatorKnowsItsPodsNameNamespaceAndUid() throws Exception {
+        Container c = operatorContainer(deployment());
+        Map<String, String> fields = new java.util.HashMap<>();
+        for (var e : c.getEnv()) {
+            if (e.getValueFrom() != null && e.getValueFrom().getFieldRef() != null) {
+                fields.put(e.getName(), e.getValueFrom().getFieldRef().getFieldPath());
+            }
+        }
+        assertThat(fields).containsEntry("POD_NAME", "metadata.name").containsEntry("POD_NAMESPACE", "metadata.namespace")
+                .containsEntry("POD_UID", "metadata.uid");
+    }
+
     @Test
     void theRedfishPasswordComesFromASecretNeverFromTheCommandLine() throws Exception {
         Container c = operatorContainer(deployment());
