@@ -23,14 +23,18 @@ import io.unboundedcloud.playpen.support.TestCluster;
  * refused as invalid. The mock API server does not validate, so this checks the rule on what was written.
  */
 class OperatorEventNamespaceTest {
+    static final OperatorConfig CONFIG = OperatorConfig.parse("--namespace=" + TestCluster.NS);
+
+    static EventRecorder recorder(TestCluster cluster) {
+        return new EventRecorder(cluster.client, Clock.systemUTC(), new ApiCallCounter(), 100, 100,
+                Duration.ofSeconds(1));
+    }
 
     @Test
     void anEventAboutTheApiServiceIsWrittenWhereTheApiServerTakesIt() throws Exception {
         try (TestCluster cluster = TestCluster.start();
-                EventRecorder recorder = new EventRecorder(cluster.client, Clock.systemUTC(), new ApiCallCounter(), 100,
-                        100, Duration.ofSeconds(1))) {
-            OperatorConfig config = OperatorConfig.parse("--namespace=" + TestCluster.NS);
-            ObservedEvents observed = new ObservedEvents(recorder, config, Map.of("POD_NAMESPACE", "playpen-system"));
+                EventRecorder recorder = recorder(cluster)) {
+            ObservedEvents observed = new ObservedEvents(recorder, CONFIG, Map.of("POD_NAMESPACE", "playpen-system"));
 
             observed.trustBundleInvalid("no certificate in the bundle");
 
@@ -52,10 +56,8 @@ class OperatorEventNamespaceTest {
     @Test
     void anEventOnTheOperatorsPodCarriesItsUid() throws Exception {
         try (TestCluster cluster = TestCluster.start();
-                EventRecorder recorder = new EventRecorder(cluster.client, Clock.systemUTC(), new ApiCallCounter(), 100,
-                        100, Duration.ofSeconds(1))) {
-            OperatorConfig config = OperatorConfig.parse("--namespace=" + TestCluster.NS);
-            ObservedEvents observed = new ObservedEvents(recorder, config, Map.of("POD_NAME", "playpen-0",
+                EventRecorder recorder = recorder(cluster)) {
+            ObservedEvents observed = new ObservedEvents(recorder, CONFIG, Map.of("POD_NAME", "playpen-0",
                     "POD_NAMESPACE", TestCluster.NS, "POD_UID", "5f0c3a7e-1b2d-4c8e-9a6f-0d1e2f3a4b5c"));
 
             observed.trustBundleInvalid("no certificate in the bundle");
@@ -76,10 +78,8 @@ class OperatorEventNamespaceTest {
     @Test
     void aRefusedCreateIsAWarningOnTheOperator() throws Exception {
         try (TestCluster cluster = TestCluster.start();
-                EventRecorder recorder = new EventRecorder(cluster.client, Clock.systemUTC(), new ApiCallCounter(), 100,
-                        100, Duration.ofSeconds(1))) {
-            OperatorConfig config = OperatorConfig.parse("--namespace=" + TestCluster.NS);
-            ObservedEvents observed = new ObservedEvents(recorder, config,
+                EventRecorder recorder = recorder(cluster)) {
+            ObservedEvents observed = new ObservedEvents(recorder, CONFIG,
                     Map.of("POD_NAME", "playpen-0", "POD_NAMESPACE", TestCluster.NS));
 
             observed.createRefused(new io.unboundedcloud.playpen.kube.PoolReconciler.CreateRefusal(
