@@ -88,7 +88,10 @@ public final class ServingCertificate {
     public sealed interface Bundle {
     }
 
-    /** The APIService does not exist: nobody verifies us against a bundle. */
+    /**
+     * The APIService does not exist, or it is set not to verify (insecureSkipTLSVerify, which kube-apiserver allows
+     * only without a caBundle): nobody verifies us against a bundle.
+     */
     public record NoApiService() implements Bundle {
     }
 
@@ -295,10 +298,16 @@ public final class ServingCertificate {
         calls.count(KubeApiCall.API_SERVICES_GET);
         GenericKubernetesResource svc = client.genericKubernetesResources("apiregistration.k8s.io/v1", "APIService")
                 .withName(apiServiceName).get();
-        if (svc == null) {
+        if (svc == null || verifiesNothing(svc)) {
             return new NoApiService();
         }
         return new Published(certificates(caBundleOf(svc)));
+    }
+
+    /** An APIService with insecureSkipTLSVerify: kube-apiserver verifies nothing, and refuses a caBundle beside it. */
+    private static boolean verifiesNothing(GenericKubernetesResource svc) {
+        Object spec = svc.getAdditionalProperties().get("spec");
+        return spec instanceof Map<?, ?> m && Boolean.TRUE.equals(m.get("insecureSkipTLSVerify"));
     }
 
     private static String caBundleOf(GenericKubernetesResource svc) {
@@ -351,6 +360,12 @@ public final class ServingCertificate {
             }
             if (svc == null) {
                 LOG.warn("APIService {} not found; caBundle not published", apiServiceName);
+                return new NoApiService();
+            }
+            if (verifiesNothing(svc)) {
+                LOG.warn("APIService {} sets insecureSkipTLSVerify, so kube-apiserver verifies nothing and refuses a"
+                        + " caBundle: caBundle not published; unset it to have the serving certificate verified",
+                        apiServiceName);
                 return new NoApiService();
             }
             Instant now = clock.instant();

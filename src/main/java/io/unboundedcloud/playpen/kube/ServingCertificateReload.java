@@ -20,8 +20,9 @@ import io.unboundedcloud.playpen.tls.ServingTls;
  * It also tells whether the caBundle trusts the certificate served now ({@link #servedTrust}): a replica that starts
  * serves the Secret's certificate at once, which the caBundle may not trust yet (the Secret was replaced and the
  * leader has not published since), and is not ready until it does. The APIService is read for that at start and on
- * every check until the caBundle trusts it; from then on only when the Secret holds another certificate (a leader
- * keeps every certificate the caBundle holds until it expires). The leader's own publish tells it too.
+ * every check until the caBundle trusts it (without an APIService, on every check: one may be created later); from
+ * then on only when the Secret holds another certificate (a leader keeps every certificate the caBundle holds until
+ * it expires). The leader's own publish tells it too.
  */
 public final class ServingCertificateReload {
     private static final Logger LOG = LoggerFactory.getLogger(ServingCertificateReload.class);
@@ -127,8 +128,8 @@ public final class ServingCertificateReload {
         pending = null;
         trustedSince = null;
         lastSwitch = now;
-        servedTrust = Trust.NOT_READ;
-        judge(bundle);
+        // one verdict for the certificate served now (a probe between two writes would read a passing NOT_READ)
+        servedTrust = verdict(bundle, Trust.NOT_READ);
         LOG.info("serving the new certificate from the next handshake on (notAfter={})", next.getNotAfter().toInstant());
         return Outcome.SWITCHED;
     }
@@ -165,11 +166,18 @@ public final class ServingCertificateReload {
 
     /** Judges the certificate served now by {@code bundle}; a bundle not known (null) leaves the last verdict. */
     private void judge(ServingCertificate.Bundle bundle) {
+        servedTrust = verdict(bundle, servedTrust);
+    }
+
+    /** The verdict on the certificate served now by {@code bundle}; {@code unknown} when the bundle is not known. */
+    private Trust verdict(ServingCertificate.Bundle bundle, Trust unknown) {
         if (bundle instanceof ServingCertificate.NoApiService) {
-            servedTrust = Trust.NO_API_SERVICE;
-        } else if (bundle instanceof ServingCertificate.Published p) {
-            servedTrust = p.trusts(tls.chain()) ? Trust.TRUSTED : Trust.NOT_TRUSTED;
+            return Trust.NO_API_SERVICE;
         }
+        if (bundle instanceof ServingCertificate.Published p) {
+            return p.trusts(tls.chain()) ? Trust.TRUSTED : Trust.NOT_TRUSTED;
+        }
+        return unknown;
     }
 
     /** When this replica last switched certificates (null: never). */

@@ -73,6 +73,25 @@ class ServingCertificateRenewalTest {
                 .create();
     }
 
+    /**
+     * An APIService set not to verify (insecureSkipTLSVerify, which kube-apiserver refuses beside a caBundle) is read
+     * as verifying nothing: no publish is tried, and a replica needs no caBundle to be ready.
+     */
+    @Test
+    void anApiServiceThatSkipsVerificationIsReadAsNoneToVerifyAgainst() {
+        cluster.client.genericKubernetesResources("apiregistration.k8s.io/v1", "APIService")
+                .resource(new GenericKubernetesResourceBuilder().withApiVersion("apiregistration.k8s.io/v1")
+                        .withKind("APIService").withNewMetadata().withName(APISERVICE).endMetadata()
+                        .addToAdditionalProperties("spec", Map.of("group", "playpen.unbounded-cloud.io",
+                                "version", "v1alpha1", "insecureSkipTLSVerify", true))
+                        .build())
+                .create();
+        leader.ensure();
+        assertThat(leader.readCaBundle(APISERVICE)).isInstanceOf(ServingCertificate.NoApiService.class);
+        assertThat(leader.publishCaBundle(APISERVICE, (ServingCertificate.Material) null)).isInstanceOf(ServingCertificate.NoApiService.class);
+        assertThat(bundle()).as("no caBundle written beside insecureSkipTLSVerify").isEmpty();
+    }
+
     List<X509Certificate> bundle() {
         return bundle(cluster);
     }
