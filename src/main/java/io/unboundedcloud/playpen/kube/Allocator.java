@@ -172,7 +172,7 @@ public final class Allocator {
         while (true) {
             Instant asOf = clock.instant();
             Optional<ClaimResolver.Standing> standing = resolver.standing(cmd.keyHash(), false, deadline,
-                    pod -> refuseBeforeSettle(pod, cmd, asOf));
+                    pod -> refuseOtherOrExpired(pod, cmd, asOf));
             if (standing.isEmpty()) {
                 return Optional.empty();
             }
@@ -184,24 +184,12 @@ public final class Allocator {
     }
 
     /**
-     * What is checked of an undecided claim of the key before it is settled for this request: 409 when the request
-     * differs, 410 when it had expired by {@code asOf}, as {@link #handOutAgain} checks a standing claim before
-     * pinning it. A settle pins the claim, and one pinned for a request that is then refused would keep its writer
-     * from taking it back.
-     */
-    private void refuseBeforeSettle(Pod pod, AllocCommand cmd, Instant asOf) {
-        replayOrConflict(pod, cmd);
-        refuseExpired(pod, cmd, asOf);
-    }
-
-    /**
      * A standing claim answered to a request other than the one that wrote it: 409 when the request differs, 410 when
      * it had expired by {@code asOf} (read before its pod was), else the claim pinned first (see
      * {@link ClaimResolver#pin}); empty when it changed meanwhile.
      */
     private Optional<Allocation> handOutAgain(ClaimResolver.Standing standing, AllocCommand cmd, Instant asOf) {
-        replayOrConflict(standing.pod(), cmd);
-        refuseExpired(standing.pod(), cmd, asOf);
+        refuseOtherOrExpired(standing.pod(), cmd, asOf);
         return resolver.pin(standing.pod()).map(p -> replayOrConflict(p, cmd));
     }
 
@@ -311,7 +299,7 @@ public final class Allocator {
         for (int claims = 0; claims < MAX_CLAIMS_PER_REQUEST; claims++) {
             Instant asOf = clock.instant();
             Optional<ClaimResolver.Standing> standing = resolver.standing(cmd.keyHash(), false, deadline,
-                    pod -> refuseBeforeSettle(pod, cmd, asOf));
+                    pod -> refuseOtherOrExpired(pod, cmd, asOf));
             if (standing.isPresent()) {
                 Optional<Allocation> again = handOutAgain(standing.get(), cmd, asOf);
                 if (again.isPresent()) {
@@ -875,8 +863,13 @@ public final class Allocator {
      * the read is in the version read; one that lands after it moves the expiry from then on, and the next replay
      * answers it (the settle of an unsettled claim, conditional on the version read, meets it and reads again).
      * A request other than the one that made the claim is 409 first, expired or not.
+     * <p>
+     * Checked of a claim before it is settled or pinned for this request (a standing claim in {@link #handOutAgain},
+     * an undecided one before {@link ClaimResolver} settles it): one settled or pinned for a request then refused
+     * would keep its writer from taking it back.
      */
-    private void refuseExpired(Pod pod, AllocCommand cmd, Instant asOf) {
+    private void refuseOtherOrExpired(Pod pod, AllocCommand cmd, Instant asOf) {
+        replayOrConflict(pod, cmd);
         if (leases == null) {
             return;
         }
@@ -884,7 +877,6 @@ public final class Allocator {
         if (at == null || at.isAfter(asOf)) {
             return;
         }
-        replayOrConflict(pod, cmd);
         String when = at.equals(TtlPolicy.ALREADY_EXPIRED) ? "" : " at " + TtlPolicy.formatClaimedAt(at);
         throw new ApiException(410, "Gone", EXPIRED_PREFIX + when + " and its pod is being deleted, so it is not"
                 + " answered again; send the request with a new idempotency key for a new allocation (this key"

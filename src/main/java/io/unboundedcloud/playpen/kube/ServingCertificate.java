@@ -306,13 +306,16 @@ public final class ServingCertificate {
 
     /** An APIService with insecureSkipTLSVerify: kube-apiserver verifies nothing, and refuses a caBundle beside it. */
     private static boolean verifiesNothing(GenericKubernetesResource svc) {
-        Object spec = svc.getAdditionalProperties().get("spec");
-        return spec instanceof Map<?, ?> m && Boolean.TRUE.equals(m.get("insecureSkipTLSVerify"));
+        return Boolean.TRUE.equals(spec(svc).get("insecureSkipTLSVerify"));
     }
 
     private static String caBundleOf(GenericKubernetesResource svc) {
-        Object spec = svc.getAdditionalProperties().get("spec");
-        return spec instanceof Map<?, ?> m && m.get("caBundle") instanceof String str ? str : "";
+        return spec(svc).get("caBundle") instanceof String str ? str : "";
+    }
+
+    /** The APIService's spec as the generic resource holds it (empty when it has none). */
+    private static Map<?, ?> spec(GenericKubernetesResource svc) {
+        return svc.getAdditionalProperties().get("spec") instanceof Map<?, ?> m ? m : Map.of();
     }
 
     /** The certificates of a base64 caBundle; none when it is empty or not certificates. */

@@ -85,9 +85,7 @@ public final class ServingCertificateReload {
         if (next.equals(tls.certificate())) {
             pending = null;
             trustedSince = null;
-            if (servedTrust != Trust.TRUSTED) {
-                judge(readCaBundle());
-            }
+            checkServedTrust();
             return Outcome.UNCHANGED;
         }
         if (!next.equals(pending)) {
