@@ -33,12 +33,12 @@ public final class Discovery {
     }
 
     /**
-     * allocs: the reference's create plus get, list and delete (ours), with kubectl's short name and category;
+     * allocs: the reference's create plus get, list, delete and watch (ours), with kubectl's short name and category;
      * the reference's keys stay, the new ones sort in among them.
      */
     private static Map<String, Object> allocs() {
         Map<String, Object> r = resource("allocs", "alloc", "Alloc");
-        r.put("verbs", List.of("create", "delete", "get", "list"));
+        r.put("verbs", List.of("create", "delete", "get", "list", "watch"));
         r.put("shortNames", List.of("alloc"));
         r.put("categories", List.of("playpen"));
         return r;

@@ -32,6 +32,11 @@ public final class AllocsApi {
 
     /** A read's options, whose allocations it covers ({@code owner} null = everyone's) and who asks. */
     public record Read(AllocViews.Query query, OwnerHashes.Owner owner, OwnerHashes.Owner viewer) {
+        /** Whether the read asks for a watch (the route's choice). */
+        public boolean isWatch() {
+            return query.watch() != null;
+        }
+
     }
 
     /** What a read found, and the pods it was built from as the API server listed them (by pod name). */
@@ -49,6 +54,8 @@ public final class AllocsApi {
     private final int retryAfterSeconds;
     private final AllocResponses responses;
     private final ClaimReads reads;
+    private final io.unboundedcloud.playpen.kube.ClaimWriter writer;
+    private final WatchStream.Registry watches;
     private final OwnerHashes owners;
 
     /**
@@ -57,6 +64,15 @@ public final class AllocsApi {
      */
     public AllocsApi(AccessReviewer reviewer, PodCache pods, NodeCache nodes, Clock clock, TtlPolicy leases,
             int retryAfterSeconds, AllocResponses responses, OwnerHashes owners, ClaimReads reads) {
+        this(reviewer, pods, nodes, clock, leases, retryAfterSeconds, responses, owners, reads, null, null);
+    }
+
+    /** With what watches need: {@code writer} lists and watches pods on the API server, {@code watches} bounds them. */
+    public AllocsApi(AccessReviewer reviewer, PodCache pods, NodeCache nodes, Clock clock, TtlPolicy leases,
+            int retryAfterSeconds, AllocResponses responses, OwnerHashes owners, ClaimReads reads,
+            io.unboundedcloud.playpen.kube.ClaimWriter writer, WatchStream.Registry watches) {
+        this.writer = writer;
+        this.watches = watches;
         this.owners = owners;
         this.reads = reads;
         this.responses = responses;
@@ -87,6 +103,10 @@ public final class AllocsApi {
         if ("allocs_list".equals(flow)) {
             AllocViews.ListReview list = AllocViews.listReview(ApiPaths.rawQuery(target));
             reviewer.authorize(who, AccessReviewer.ALLOCS, list.verb(), list.name());
+        } else if ("allocs_get".equals(flow)) {
+            // a watch of one allocation by its path is reviewed with the verb watch too
+            String verb = "watch".equals(AllocViews.listReview(ApiPaths.rawQuery(target)).verb()) ? "watch" : "get";
+            reviewer.authorize(who, AccessReviewer.ALLOCS, verb, ApiPaths.allocName(target));
         } else {
             reviewer.authorize(who, AccessReviewer.ALLOCS, verb(flow), ApiPaths.allocName(target));
         }
@@ -108,16 +128,11 @@ public final class AllocsApi {
                         + "as kubectl get allocs lists them");
             }
         }
-        AllocViews.Query q;
         try {
-            q = AllocViews.parseQuery(name, ApiPaths.rawQuery(target), accept);
+            return AllocViews.parseQuery(name, ApiPaths.rawQuery(target), accept);
         } catch (IllegalArgumentException e) {
             throw ApiException.badRequest(e.getMessage());
-        } catch (UnsupportedOperationException e) {
-            throw ApiException.methodNotAllowed(e.getMessage(), "allocs_list".equals(flow) ? ApiPaths.ALLOCS_ALLOW
-                    : ApiPaths.ALLOC_ITEM_ALLOW);
         }
-        return q;
     }
 
     /** The exchange property holding a delete's {@link Preconditions}. */
@@ -266,17 +281,24 @@ public final class AllocsApi {
         // older than the key carry the legacy one), or everyone's (allocs/all)
         String name = read.query().name();
         java.util.Collection<io.fabric8.kubernetes.api.model.Pod> visible;
+        String version;
         if (read.owner() == null || name != null) {
-            visible = reads.claimed(read.owner() == null ? null : read.owner().current(), name);
+            ClaimReads.Listed listed = reads.claimedAt(read.owner() == null ? null : read.owner().current(), name);
+            visible = listed.pods();
+            version = listed.resourceVersion();
         } else {
             java.util.Map<String, io.fabric8.kubernetes.api.model.Pod> mine = new java.util.LinkedHashMap<>();
+            version = null;
             for (String hash : java.util.List.of(read.owner().current(), read.owner().legacy())) {
-                reads.claimed(hash, null).forEach(p -> mine.putIfAbsent(p.getMetadata().getName(), p));
+                ClaimReads.Listed listed = reads.claimedAt(hash, null);
+                listed.pods().forEach(p -> mine.putIfAbsent(p.getMetadata().getName(), p));
+                // the older of the two lists: a watch from it sees every change after either (some twice)
+                version = version == null ? listed.resourceVersion() : older(version, listed.resourceVersion());
             }
             visible = mine.values();
         }
         AllocViews.Page page = AllocViews.selectMatching(visible, nodes::externalIp, leases,
-                read.owner() == null ? null : read.owner()::matches, read.query());
+                read.owner() == null ? null : read.owner()::matches, read.query()).withResourceVersion(version);
         if (read.query().name() != null && page.items().isEmpty()) {
             throw notFound(read.query().name());
         }
@@ -286,6 +308,94 @@ public final class AllocsApi {
             visible.forEach(p -> listed.put(p.getMetadata().getName(), p));
         }
         return new Selection(read, page, listed);
+    }
+
+    /**
+     * Opens a watch of the allocations the read covers (its answer streams them: see {@link WatchStream}), from the
+     * API server's watch of their pods: from the resourceVersion asked for, or after a list whose allocations come
+     * first as ADDED events (no resourceVersion, or "0", or sendInitialEvents=true). By a name (the path's, or
+     * {@code fieldSelector=metadata.name=...}, as kubectl delete and wait ask) the pods that carry that allocation
+     * id; otherwise the caller's own (the owner label) or everyone's (allocs/all). Whose allocations and which match
+     * is decided per event, as for a list.
+     */
+    public HttpReply watch(@Body Read read, org.apache.camel.Exchange exchange) {
+        requireSynced();
+        AllocViews.Query q = read.query();
+        AllocViews.Watch options = q.watch();
+        String name = q.reviewedName();
+        String label = name == null && read.owner() != null ? PlaypenKeys.OWNER_HASH_LABEL : PlaypenKeys.ALLOCATED;
+        String value = name != null ? name : read.owner() != null
+                ? io.unboundedcloud.playpen.kube.ClaimWriter.labelValue(read.owner().current()) : null;
+        java.util.function.Predicate<String> owner = read.owner() == null ? null : read.owner()::matches;
+        java.util.function.Function<io.fabric8.kubernetes.api.model.Pod, java.util.Optional<AllocViews.Alloc>> view =
+                p -> reads.shown(p, 0) ? AllocViews.selectMatching(java.util.List.of(p), nodes::externalIp, leases,
+                        owner, q).items().stream().findFirst() : java.util.Optional.empty();
+        WatchStream stream = watches.open(watchMillis(options.timeoutSeconds()));
+        try {
+            AllocWatch events = new AllocWatch(stream, view, q, clock);
+            String from = options.resourceVersion();
+            if (options.initialEvents() || from.isEmpty() || from.equals("0")) {
+                io.fabric8.kubernetes.api.model.PodList listed = writer.listPods(pods.namespace(), label, value);
+                from = listed.getMetadata().getResourceVersion();
+                if (options.initialEvents()) {
+                    listed.getItems().forEach(events::initial);
+                }
+                if (options.bookmarkInitialEnd()) {
+                    stream.emit(initialEventsEnd(from));
+                }
+            }
+            io.fabric8.kubernetes.client.Watch source = writer.watchPods(pods.namespace(), label, value, from, events);
+            stream.onEnd(source::close);
+        } catch (io.fabric8.kubernetes.client.KubernetesClientException e) {
+            stream.end(null);
+            if (e.getCode() == 410) {
+                throw new ApiException(410, "Expired", "too old resource version: " + AllocViews.quoteShort(
+                        options.resourceVersion()) + ": the API server no longer keeps the changes since it; list"
+                        + " the allocations again and watch from the list's resourceVersion");
+            }
+            throw e;
+        } catch (RuntimeException e) {
+            stream.end(null);
+            throw e;
+        }
+        exchange.setProperty(WatchStream.class.getName(), stream);
+        return new HttpReply(200, HttpReply.JSON, null, Map.of(), "watching");
+    }
+
+    /**
+     * How long a watch stays open: {@code timeoutSeconds} when asked, else 30 to 60 minutes (at random, so the
+     * watches of clients started together do not end together), as kube-apiserver's default bounds a watch.
+     */
+    static long watchMillis(long timeoutSeconds) {
+        long max = java.util.concurrent.TimeUnit.MINUTES.toMillis(60);
+        if (timeoutSeconds > 0) {
+            return Math.min(max, java.util.concurrent.TimeUnit.SECONDS.toMillis(timeoutSeconds));
+        }
+        return max / 2 + java.util.concurrent.ThreadLocalRandom.current().nextLong(max / 2);
+    }
+
+    /** The BOOKMARK that ends a watch's initial events (sendInitialEvents=true), at the list's resourceVersion. */
+    static Map<String, Object> initialEventsEnd(String resourceVersion) {
+        Map<String, Object> meta = new java.util.LinkedHashMap<>();
+        meta.put("resourceVersion", resourceVersion);
+        meta.put("annotations", Map.of("k8s.io/initial-events-end", "true"));
+        Map<String, Object> object = new java.util.LinkedHashMap<>();
+        object.put("kind", AllocViews.KIND);
+        object.put("apiVersion", PlaypenKeys.GROUP_VERSION);
+        object.put("metadata", meta);
+        Map<String, Object> event = new java.util.LinkedHashMap<>();
+        event.put("type", "BOOKMARK");
+        event.put("object", object);
+        return event;
+    }
+
+    /** The older of two resourceVersions (etcd revisions, numbers in practice); "" when either is not a number. */
+    static String older(String a, String b) {
+        try {
+            return Long.parseLong(a) <= Long.parseLong(b) ? a : b;
+        } catch (NumberFormatException e) {
+            return "";
+        }
     }
 
     private void requireSynced() {

@@ -711,6 +711,12 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
 
         @Override
         public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) throws Exception {
+            if (msg instanceof WatchStream.Head head) {
+                // a watch's head: its events follow it as chunks, and its last chunk is the answer's end
+                ctx.write(msg, promise);
+                head.stream().start(ctx.channel(), !HttpUtil.isKeepAlive(head));
+                return;
+            }
             boolean done = msg instanceof LastHttpContent
                     && !(msg instanceof HttpResponse r && r.status().codeClass() == HttpStatusClass.INFORMATIONAL);
             ctx.write(msg, promise);

@@ -81,6 +81,11 @@ public final class OperatorApp implements AutoCloseable {
     private ConnectionGuard connections;
     private ServingCertificateReload servingReload;
     private io.unboundedcloud.playpen.kube.CapacityQueue waiting;
+    private WatchStream.Registry watchStreams;
+    /** The client of users' watches of allocations; closed after them. */
+    private KubernetesClient allocWatchClient;
+    /** Watches of allocations one replica keeps open at once (each holds a watch of pods on the API server). */
+    static final int MAX_WATCHES = 500;
     private io.unboundedcloud.playpen.kube.ReplicaLanes lanes;
     private final WaitingWake waitingWake = new WaitingWake();
     private volatile WatchContinuity watches = new WatchContinuity();
@@ -272,9 +277,14 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("connectionGuard", connections);
         main.bind("frontDoor", new FrontDoor(authenticator));
         main.bind("apiFlows", flows);
+        watchStreams = new WatchStream.Registry(MAX_WATCHES, config.retryAfterSeconds());
+        // users' watches of allocations watch pods through a client of their own: the claims' requests never wait
+        // behind them for a connection or an I/O thread
+        allocWatchClient = KubeClients.forWatch(client);
         main.bind("allocsApi", new AllocsApi(reviewer, pods, nodes, clock, leases,
                 config.retryAfterSeconds(), responses, owners,
-                new io.unboundedcloud.playpen.kube.ClaimReads(pods, writer)));
+                new io.unboundedcloud.playpen.kube.ClaimReads(pods, writer),
+                new io.unboundedcloud.playpen.kube.ClaimWriter(allocWatchClient, clock, calls), watchStreams));
         main.bind("poolsApi", new PoolsApi(reviewer, poolStatuses, clock, config.retryAfterSeconds(),
                 config.pools().maxSurge()));
         main.bind("renewalFlows", new RenewalFlows(new AllocRequestParser(config.controlPlaneVersions(), config.leases()),
@@ -510,6 +520,9 @@ public final class OperatorApp implements AutoCloseable {
         // waiting requests are answered (503, retry elsewhere) while the routes can still write the answers: closed
         // after Camel, their connections were cut once its graceful stop timed out
         closeQuietly(waiting);
+        // so do watches: each ends (its last chunk), and its client watches again from where it was, elsewhere
+        closeQuietly(watchStreams);
+        closeQuietly(allocWatchClient);
         if (main != null) {
             try {
                 main.stop();

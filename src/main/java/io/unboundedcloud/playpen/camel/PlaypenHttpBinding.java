@@ -71,6 +71,25 @@ public class PlaypenHttpBinding extends DefaultNettyHttpBinding {
 
     private static final byte[] NO_BYTES = new byte[0];
 
+    /**
+     * A watch's answer ({@link WatchStream} as the body) is its head only, chunked: the stream writes the events after
+     * it. Camel closes the connection after a response it was asked to close it after; a watch's would be cut off
+     * after its head, so the stream closes it after its last chunk instead.
+     */
+    @Override
+    public io.netty.handler.codec.http.HttpResponse toNettyResponse(Message message, NettyHttpConfiguration configuration)
+            throws Exception {
+        if (!(message.getBody() instanceof WatchStream stream)) {
+            return super.toNettyResponse(message, configuration);
+        }
+        message.setBody(NO_BYTES);
+        io.netty.handler.codec.http.HttpResponse built = super.toNettyResponse(message, configuration);
+        io.netty.util.ReferenceCountUtil.release(built);
+        message.removeHeader(org.apache.camel.component.netty.NettyConstants.NETTY_CLOSE_CHANNEL_WHEN_COMPLETE);
+        message.getExchange().removeProperty(org.apache.camel.component.netty.NettyConstants.NETTY_CLOSE_CHANNEL_WHEN_COMPLETE);
+        return WatchStream.head(built, stream);
+    }
+
     @Override
     public void populateCamelHeaders(HttpRequest request, Map<String, Object> headers, Exchange exchange,
             NettyHttpConfiguration configuration) throws Exception {

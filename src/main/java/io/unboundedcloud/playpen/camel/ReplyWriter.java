@@ -68,6 +68,15 @@ public final class ReplyWriter implements Processor {
         }
         // a HEAD answer has headers only, like Go's server; a body here would be read as the next response
         m.setBody(head || reply.body() == null ? NO_BODY : reply.body().getBytes(StandardCharsets.UTF_8));
+        WatchStream stream = exchange.getProperty(WatchStream.class.getName(), WatchStream.class);
+        if (stream != null) {
+            if (caught == null && !head) {
+                // the events follow the head (see PlaypenHttpBinding)
+                m.setBody(stream);
+            } else {
+                stream.end(null);
+            }
+        }
         String flow = exchange.getProperty(FrontDoor.FLOW, String.class);
         if (flow != null) {
             // the exchange's clock counts whole milliseconds: an answer of 1.9 ms would be recorded as 1 ms

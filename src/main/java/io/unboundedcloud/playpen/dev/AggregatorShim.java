@@ -141,7 +141,8 @@ final class AggregatorShim implements AutoCloseable {
             }
         });
         AtomicInteger n = new AtomicInteger();
-        executor = Executors.newFixedThreadPool(16, r -> {
+        // a thread per request in flight; a watch streamed through holds its thread while it lasts
+        executor = Executors.newFixedThreadPool(64, r -> {
             Thread t = new Thread(r, "dev-shim-" + n.incrementAndGet());
             t.setDaemon(true);
             return t;
@@ -298,7 +299,7 @@ final class AggregatorShim implements AutoCloseable {
             String path = uri.getRawPath();
             boolean operatorPath = path.equals(GROUP_PREFIX) || path.startsWith(GROUP_PREFIX + "/")
                     || path.equals(OPENAPI_V3_GROUP);
-            // the operator answers its own watches (at once: it has none); the simulated API's would need a stream
+            // the operator's watches are streamed through (forward); the simulated API's would need a stream of its own
             if (!operatorPath && query.matches("(^|.*&)watch=(true|1)(&.*|$)")) {
                 sendStatus(exchange, 501, "NotImplemented", WATCH_UNSUPPORTED);
                 return;
@@ -384,6 +385,15 @@ final class AggregatorShim implements AutoCloseable {
                 forward(exchange, oc.client(), target, body, identity);
                 return;
             } catch (UpstreamException e) {
+                if (e.getCause() instanceof java.net.http.HttpTimeoutException) {
+                    // kube-apiserver ends a request (a watch apart) after its --request-timeout, 60 s by default,
+                    // with a 504, and the replica stays an endpoint: it answered, only too late
+                    sendStatus(exchange, 504, "Timeout", "Timeout: request did not complete within the allotted"
+                            + " timeout of 60s (kube-apiserver's --request-timeout); the operator may still complete"
+                            + " it: send the same request again (an alloc with the same key returns its answer), or"
+                            + " use a waitSeconds below 60");
+                    return;
+                }
                 LOG.warn("dev shim: operator at {} unreachable: {}", target.getAuthority(), e.getMessage());
                 markUnready(replica);
                 last = e;
@@ -458,9 +468,9 @@ final class AggregatorShim implements AutoCloseable {
             }
         }
         extraHeaders.forEach((k, vs) -> vs.forEach(v -> rb.header(k, v)));
-        HttpResponse<byte[]> response;
+        HttpResponse<java.io.InputStream> response;
         try {
-            response = client.send(rb.build(), HttpResponse.BodyHandlers.ofByteArray());
+            response = client.send(rb.build(), HttpResponse.BodyHandlers.ofInputStream());
         } catch (IOException e) {
             throw new UpstreamException(e);
         }
@@ -470,8 +480,26 @@ final class AggregatorShim implements AutoCloseable {
                 vs.forEach(v -> out.add(k, v));
             }
         });
-        byte[] responseBody = response.body() == null ? new byte[0] : response.body();
         int code = response.statusCode();
+        if (code == 200 && !method.equals("HEAD") && response.headers().firstValue("Content-Length").isEmpty()) {
+            // an answer of unknown length (a watch's events): passed on as it comes, as the aggregator streams it
+            exchange.sendResponseHeaders(code, 0);
+            try (java.io.InputStream is = response.body(); OutputStream os = exchange.getResponseBody()) {
+                byte[] buf = new byte[8192];
+                for (int n = is.read(buf); n >= 0; n = is.read(buf)) {
+                    os.write(buf, 0, n);
+                    os.flush();
+                }
+            } catch (IOException ended) {
+                // kubectl stopped watching (Ctrl-C), or the operator ended the stream: the watch is over
+                LOG.debug("dev shim: stream of {} ended: {}", target.getRawPath(), ended.toString());
+            }
+            return;
+        }
+        byte[] responseBody;
+        try (java.io.InputStream is = response.body()) {
+            responseBody = is.readAllBytes();
+        }
         boolean noBody = responseBody.length == 0 || method.equals("HEAD") || code == 204 || code == 304;
         exchange.sendResponseHeaders(code, noBody ? -1 : responseBody.length);
         if (!noBody) {

@@ -46,21 +46,30 @@ public final class ClaimReads {
      * {@code allocationId} when it is not null.
      */
     public List<Pod> claimed(String ownerHash, String allocationId) {
+        return claimedAt(ownerHash, allocationId).pods();
+    }
+
+    /** Claimed pods as the API server listed them, and the list's resourceVersion ("" when it gave none). */
+    public record Listed(List<Pod> pods, String resourceVersion) {
+    }
+
+    /** {@link #claimed}, with the resourceVersion of the API server's list. */
+    public Listed claimedAt(String ownerHash, String allocationId) {
         String ns = pods.namespace();
-        List<Pod> listed;
+        io.fabric8.kubernetes.api.model.PodList listed;
         String label;
         if (allocationId != null) {
             label = PlaypenKeys.ALLOCATED;
-            listed = api.listByLabel(ns, label, allocationId);
+            listed = api.listPods(ns, label, allocationId);
         } else if (ownerHash != null) {
             label = PlaypenKeys.OWNER_HASH_LABEL;
-            listed = api.listByLabel(ns, label, ClaimWriter.labelValue(ownerHash));
+            listed = api.listPods(ns, label, ClaimWriter.labelValue(ownerHash));
         } else {
             label = PlaypenKeys.ALLOCATED;
-            listed = api.listWithLabel(ns, label);
+            listed = api.listPods(ns, label, null);
         }
         Map<String, Pod> out = new LinkedHashMap<>();
-        for (Pod p : listed) {
+        for (Pod p : listed.getItems()) {
             if (shown(p)) {
                 out.put(ManagedPods.name(p), p);
             }
@@ -71,10 +80,21 @@ public final class ClaimReads {
                 out.put(ManagedPods.name(p), p);
             }
         }
-        return new ArrayList<>(out.values());
+        String version = listed.getMetadata() == null || listed.getMetadata().getResourceVersion() == null ? ""
+                : listed.getMetadata().getResourceVersion();
+        return new Listed(new ArrayList<>(out.values()), version);
     }
 
     private boolean shown(Pod p) {
+        return shown(p, watchWaitMillis);
+    }
+
+    /**
+     * Whether a read shows the claimed managed pod {@code p}: not when this replica's watch judged this very claim
+     * lost (see the class comment). {@code waitMillis} bounds the wait for the watch to reach the pod's version; 0
+     * judges by what it has delivered (a claim it has not judged is shown).
+     */
+    public boolean shown(Pod p, long waitMillis) {
         if (!ManagedPods.isManaged(p) || !ManagedPods.isClaimed(p)) {
             return false;
         }
@@ -95,7 +115,7 @@ public final class ClaimReads {
         // already). Hidden only when the claim the watch holds then is the listed one and lost; a verdict on
         // another claim of the key says nothing of the listed one
         try {
-            return !lost(pods.awaitClaim(name, ClaimLedger.resourceVersion(p)).get(watchWaitMillis,
+            return !lost(pods.awaitClaim(name, ClaimLedger.resourceVersion(p)).get(waitMillis,
                     TimeUnit.MILLISECONDS), p);
         } catch (TimeoutException | ExecutionException e) {
             return true; // undecided here, shown like a claim seen in a relist

@@ -411,14 +411,36 @@ public final class ClaimWriter {
 
     /** Pods with {@code label=value}, listed from the API server (a consistent read). */
     public List<Pod> listByLabel(String namespace, String label, String value) {
-        calls.count(KubeApiCall.PODS_LIST);
-        return client.pods().inNamespace(namespace).withLabel(label, value).list().getItems();
+        return listPods(namespace, label, value).getItems();
     }
 
     /** Pods that carry {@code label} (any value), listed from the API server (a consistent read). */
     public List<Pod> listWithLabel(String namespace, String label) {
+        return listPods(namespace, label, null).getItems();
+    }
+
+    /**
+     * Pods with {@code label=value} ({@code value} null: any value), listed from the API server (a consistent read),
+     * with the list's resourceVersion: a watch from it sees every change after the list.
+     */
+    public io.fabric8.kubernetes.api.model.PodList listPods(String namespace, String label, String value) {
         calls.count(KubeApiCall.PODS_LIST);
-        return client.pods().inNamespace(namespace).withLabel(label).list().getItems();
+        var pods = client.pods().inNamespace(namespace);
+        return (value == null ? pods.withLabel(label) : pods.withLabel(label, value)).list();
+    }
+
+    /**
+     * Watches the pods with {@code label=value} ({@code value} null: any value) from {@code resourceVersion}: every
+     * change after it, in the order the API server committed them (a version it no longer keeps ends the watch with
+     * a 410 Gone). The client opens the watch again from the last version it delivered when the connection drops.
+     */
+    public io.fabric8.kubernetes.client.Watch watchPods(String namespace, String label, String value,
+            String resourceVersion, io.fabric8.kubernetes.client.Watcher<Pod> watcher) {
+        calls.count(KubeApiCall.PODS_WATCH);
+        var pods = client.pods().inNamespace(namespace);
+        return (value == null ? pods.withLabel(label) : pods.withLabel(label, value)).watch(
+                new io.fabric8.kubernetes.api.model.ListOptionsBuilder().withResourceVersion(resourceVersion).build(),
+                watcher);
     }
 
     /**

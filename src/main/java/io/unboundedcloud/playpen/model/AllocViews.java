@@ -17,6 +17,8 @@ import java.util.function.Function;
 import java.util.regex.Pattern;
 
 import io.fabric8.kubernetes.api.model.Pod;
+import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.api.Status;
 
 /**
  * Allocations as a read-only kubectl resource ({@code kind: Alloc}): one per claimed managed pod, named by the
@@ -41,11 +43,16 @@ public final class AllocViews {
     public record Alloc(String name, String uid, String resourceVersion, Instant claimedAt, String resourceType,
             String architecture, String kubernetesVersion, String pod, String node, String endpoint, Instant expiresAt,
             String ownerHash, String keyHash, Instant deletionTimestamp) {
+        /** The same allocation as of another resourceVersion (a watch's DELETED event carries the deletion's). */
+        public Alloc atVersion(String version) {
+            return new Alloc(name, uid, version, claimedAt, resourceType, architecture, kubernetesVersion, pod, node,
+                    endpoint, expiresAt, ownerHash, keyHash, deletionTimestamp);
+        }
     }
 
     /** The options of one read: a name (get/delete) or none (list), and how to render. */
     public record Query(String name, long limit, String continueAfter, List<String[]> fieldTerms,
-            LabelSelector labelSelector, boolean table, String tableVersion, String includeObject) {
+            LabelSelector labelSelector, boolean table, String tableVersion, String includeObject, Watch watch) {
         /**
          * The name kube-apiserver authorizes this read with: the one allocation's, or the one a list's
          * {@code fieldSelector} requires (see {@link #listReview}), read from the terms already parsed.
@@ -135,8 +142,26 @@ public final class AllocViews {
         return new Page(List.copyOf(all), "");
     }
 
-    /** One page of allocations and the token for the next ("" = none). */
-    public record Page(List<Alloc> items, String continueToken) {
+    /**
+     * One page of allocations, the token for the next ("" = none) and the resourceVersion of the pods' list it was
+     * read from ("" = none), where a watch of what follows starts.
+     */
+    public record Page(List<Alloc> items, String continueToken, String resourceVersion) {
+        public Page(List<Alloc> items, String continueToken) {
+            this(items, continueToken, "");
+        }
+
+        public Page withResourceVersion(String version) {
+            return new Page(items, continueToken, version == null ? "" : version);
+        }
+    }
+
+    /** A watch event of one allocation: {@code type} ADDED, MODIFIED or DELETED, as a Table or the Alloc. */
+    public static Map<String, Object> watchEvent(String type, Alloc a, Query q, Instant now) {
+        Map<String, Object> event = new LinkedHashMap<>();
+        event.put("type", type);
+        event.put("object", q.table() ? table(new Page(List.of(a), "", a.resourceVersion()), q, now) : object(a));
+        return event;
     }
 
     private static boolean fieldsMatch(List<String[]> terms, Alloc a) {
@@ -164,30 +189,85 @@ public final class AllocViews {
         List<String[]> terms = fieldTerms(params.getOrDefault("fieldSelector", ""));
         LabelSelector labels = KubeObjects.labelSelector(params);
         String include = KubeObjects.includeObject(params);
+        Watch watch = null;
         if (KubeObjects.asksWatch(params)) {
-            throw new UnsupportedOperationException(WATCH_UNSUPPORTED);
+            watch = watchOptions(params);
+        } else {
+            KubeObjects.refuseOptionsAListCannotHonour(params);
         }
-        KubeObjects.refuseOptionsAListCannotHonour(params);
         String tableVersion = tableVersion(accept);
-        return new Query(name, limit, after, terms, labels, tableVersion != null, tableVersion, include);
+        return new Query(name, limit, after, terms, labels, tableVersion != null, tableVersion, include, watch);
+    }
+
+    /**
+     * A watch's options, as kube-apiserver reads them. {@code resourceVersion} is where it starts: after that
+     * version, or (empty or "0") with every allocation there is now as an ADDED event first, as kube-apiserver
+     * starts a watch without one. {@code initialEvents} says whether those come; {@code bookmarkInitialEnd} whether
+     * a BOOKMARK marks their end ({@code sendInitialEvents=true}, which kube-apiserver takes only beside
+     * {@code resourceVersionMatch=NotOlderThan} and {@code allowWatchBookmarks=true}). {@code timeoutSeconds} ends
+     * the watch (0: the server's own limit).
+     */
+    public record Watch(String resourceVersion, long timeoutSeconds, boolean initialEvents, boolean bookmarkInitialEnd) {
+    }
+
+    static Watch watchOptions(Map<String, String> params) {
+        String version = params.getOrDefault("resourceVersion", "");
+        if (!version.isEmpty() && !version.chars().allMatch(c -> c >= '0' && c <= '9')) {
+            throw new IllegalArgumentException("invalid value for resourceVersion: " + quoteShort(version)
+                    + ": a watch starts from a resourceVersion a list of allocs answered (kubectl get allocs -o"
+                    + " jsonpath='{.metadata.resourceVersion}'), or from none");
+        }
+        long timeout = nonNegative(params, "timeoutSeconds");
+        String send = params.get("sendInitialEvents");
+        String match = params.getOrDefault("resourceVersionMatch", "");
+        boolean bookmarks = KubeObjects.isTrue(params.get("allowWatchBookmarks"));
+        List<Status.Cause> errors = new ArrayList<>();
+        if (send != null) {
+            if (!match.equals("NotOlderThan")) {
+                errors.add(new Status.Cause("FieldValueInvalid", "Invalid value: " + quoteShort(match)
+                        + ": sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                        "resourceVersionMatch"));
+            }
+            if (!bookmarks) {
+                errors.add(new Status.Cause("FieldValueForbidden",
+                        "Forbidden: sendInitialEvents requires setting allowWatchBookmarks to true",
+                        "allowWatchBookmarks"));
+            }
+        } else if (!match.isEmpty()) {
+            errors.add(new Status.Cause("FieldValueForbidden",
+                    "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                    "resourceVersionMatch"));
+        }
+        if (!errors.isEmpty()) {
+            throw ApiException.invalid("meta.k8s.io", "ListOptions", errors);
+        }
+        boolean sendInitial = send != null && KubeObjects.isTrue(send);
+        boolean initial = send != null ? sendInitial : version.isEmpty() || version.equals("0");
+        return new Watch(version, timeout, initial, sendInitial);
     }
 
     /** A list's {@code limit} (0 when absent or empty); anything but a non-negative 64-bit integer is a 400. */
     static long limit(Map<String, String> params) {
-        long limit = 0;
-        String rawLimit = params.get("limit");
-        if (rawLimit != null && !rawLimit.isEmpty()) {
-            try {
-                limit = Long.parseLong(rawLimit);
-            } catch (NumberFormatException e) {
-                limit = -1;
-            }
-            if (limit < 0) {
-                throw new IllegalArgumentException("invalid value for limit: " + quoteShort(rawLimit)
-                        + ": must be a non-negative 64-bit integer");
-            }
+        return nonNegative(params, "limit");
+    }
+
+    /** The option {@code name} (0 when absent or empty); anything but a non-negative 64-bit integer is a 400. */
+    private static long nonNegative(Map<String, String> params, String name) {
+        String raw = params.get(name);
+        if (raw == null || raw.isEmpty()) {
+            return 0;
         }
-        return limit;
+        long value;
+        try {
+            value = Long.parseLong(raw);
+        } catch (NumberFormatException e) {
+            value = -1;
+        }
+        if (value < 0) {
+            throw new IllegalArgumentException("invalid value for " + name + ": " + quoteShort(raw)
+                    + ": must be a non-negative 64-bit integer");
+        }
+        return value;
     }
 
     /** The verb and the name (null: none) kube-apiserver authorizes a list with. */
@@ -196,7 +276,7 @@ public final class AllocViews {
 
     /**
      * What kube-apiserver authorizes a list with, from one reading of its query: the verb watch when its options ask
-     * for a watch (which is then refused with a 405), list otherwise; and the one name its {@code fieldSelector}
+     * for a watch, list otherwise; and the one name its {@code fieldSelector}
      * requires ({@code metadata.name=<name>} or {@code ==}), as it authorizes a get of that name, or null when there
      * is none or it could not be a name (".", "..", or with "/" or "%"). A query that cannot be read is reviewed as a
      * plain list (its 400 follows, from the parse). Never throws.
@@ -233,10 +313,6 @@ public final class AllocViews {
         return value.isEmpty() || value.equals(".") || value.equals("..") || value.contains("/") || value.contains("%")
                 ? null : value;
     }
-
-    /** Allocations cannot be watched; what to do instead. */
-    public static final String WATCH_UNSUPPORTED = "watch is not supported on allocs: list them again instead"
-            + " (kubectl get allocs), for example every 2 seconds with: watch kubectl get allocs";
 
     /** "v1" or "v1beta1" when the Accept header asks for a meta.k8s.io Table (v1 preferred), else null. */
     static String tableVersion(String accept) {
@@ -382,7 +458,7 @@ public final class AllocViews {
 
     private static Map<String, Object> listMeta(Page page) {
         Map<String, Object> meta = new LinkedHashMap<>();
-        meta.put("resourceVersion", "");
+        meta.put("resourceVersion", page.resourceVersion());
         if (!page.continueToken().isEmpty()) {
             meta.put("continue", page.continueToken());
         }

@@ -58,8 +58,12 @@ final class KubeObjects {
      * value but {@code 0} or {@code false} (in any case), an empty one included.
      */
     static boolean asksWatch(Map<String, String> params) {
-        String watch = params.get("watch");
-        return watch != null && !watch.equals("0") && !watch.equalsIgnoreCase("false");
+        return isTrue(params.get("watch"));
+    }
+
+    /** A boolean option as kube-apiserver reads one: true when present with any value but "0" or "false". */
+    static boolean isTrue(String value) {
+        return value != null && !value.equals("0") && !value.equalsIgnoreCase("false");
     }
 
     /**

@@ -24,15 +24,15 @@ class DiscoveryTest {
     }
 
     /**
-     * The reference's document with allocs extended (ours): verbs get, list and delete next to create, the short name
-     * alloc and the category playpen; pools (ours, read-only) added last; every other byte (key order, deallocs, the
-     * trailing newline) as the reference.
+     * The reference's document with allocs extended (ours): verbs get, list, delete and watch next to create, the
+     * short name alloc and the category playpen; pools (ours, read-only) added last; every other byte (key order,
+     * deallocs, the trailing newline) as the reference.
      */
     @Test
     void apiResourceList() throws IOException {
         String reference = golden("discovery-api-resource-list.json");
         String extended = reference.replace("\"singularName\":\"alloc\",\"verbs\":[\"create\"]}",
-                "\"shortNames\":[\"alloc\"],\"singularName\":\"alloc\",\"verbs\":[\"create\",\"delete\",\"get\",\"list\"]}")
+                "\"shortNames\":[\"alloc\"],\"singularName\":\"alloc\",\"verbs\":[\"create\",\"delete\",\"get\",\"list\",\"watch\"]}")
                 .replace("{\"kind\":\"Alloc\",", "{\"categories\":[\"playpen\"],\"kind\":\"Alloc\",")
                 .replace("\"verbs\":[\"create\"]}]}", "\"verbs\":[\"create\"]},{\"categories\":[\"playpen\"],"
                         + "\"kind\":\"Pool\",\"name\":\"pools\",\"namespaced\":false,\"singularName\":\"pool\","

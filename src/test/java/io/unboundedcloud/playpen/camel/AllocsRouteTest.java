@@ -356,7 +356,7 @@ class AllocsRouteTest {
 
     /**
      * A watch of allocs is reviewed with the verb watch, as kube-apiserver reviews it: a user who may watch but not
-     * list gets the 405 that says what to do instead, not a 403; one who may list but not watch is refused.
+     * list is answered the watch; one who may list but not watch is refused.
      */
     @Test
     void aWatchIsReviewedWithTheVerbWatch() throws Exception {
@@ -368,10 +368,10 @@ class AllocsRouteTest {
             case "lisa" -> "list".equals(sar.getSpec().getResourceAttributes().getVerb());
             default -> users.test(sar);
         };
-        for (String watch : List.of("?watch=true", "?watch=1")) {
+        for (String watch : List.of("?watch=true&timeoutSeconds=1", "?watch=1&timeoutSeconds=1")) {
             HttpResponse<String> watcher = send("GET", ALLOCS + watch, null, "wendy", "watchers");
-            assertStatus(watcher, 405, "MethodNotAllowed", null);
-            assertThat(watcher.headers().firstValue("Allow")).hasValue("GET, POST");
+            assertThat(watcher.statusCode()).as(watcher.body()).isEqualTo(200);
+            assertThat(watcher.headers().firstValue("Transfer-Encoding")).hasValue("chunked");
             HttpResponse<String> lister = send("GET", ALLOCS + watch, null, "lisa", "listers");
             assertStatus(lister, 403, "Forbidden", null);
             assertThat(json(lister).get("message").asText()).contains("cannot watch resource \"allocs\"");
@@ -585,15 +585,14 @@ class AllocsRouteTest {
         assertStatus(send("DELETE", ALLOCS + "/" + ids.get(0) + "?dryRun=All", null, "alice", "playpen-users"), 400,
                 "BadRequest", "dry-run deletes are not supported on allocs: nothing was deleted; kubectl get alloc "
                 + ids.get(0) + " -o yaml shows the allocation this delete would release");
-        HttpResponse<String> watch = send("GET", ALLOCS + "?watch=true", null, "alice", "playpen-users");
-        assertStatus(watch, 405, "MethodNotAllowed", "watch is not supported on allocs: list them again instead"
-                + " (kubectl get allocs), for example every 2 seconds with: watch kubectl get allocs");
-        // Allow names what the path takes: the list, or one allocation (kubectl get alloc ID --watch)
-        assertThat(watch.headers().firstValue("Allow")).hasValue("GET, POST");
-        HttpResponse<String> watchOne = send("GET", ALLOCS + "/" + ids.get(0) + "?watch=1", null, "alice",
-                "playpen-users");
-        assertStatus(watchOne, 405, "MethodNotAllowed", null);
-        assertThat(watchOne.headers().firstValue("Allow")).hasValue("DELETE, GET");
+        assertStatus(send("GET", ALLOCS + "?watch=true&timeoutSeconds=soon", null, "alice", "playpen-users"), 400,
+                "BadRequest", "invalid value for timeoutSeconds: \"soon\": must be a non-negative 64-bit integer");
+        assertStatus(send("GET", ALLOCS + "/" + ids.get(0) + "?watch=1&resourceVersion=latest", null, "alice",
+                "playpen-users"), 400, "BadRequest", null);
+        assertStatus(send("GET", ALLOCS + "?watch=1&resourceVersionMatch=NotOlderThan&resourceVersion=5", null,
+                "alice", "playpen-users"), 422, "Invalid", "ListOptions.meta.k8s.io \"\" is invalid: "
+                + "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless"
+                + " sendInitialEvents is provided");
         HttpResponse<String> put = send("PUT", ALLOCS + "/" + ids.get(0), null, "alice", "playpen-users");
         assertStatus(put, 405, "MethodNotAllowed", io.unboundedcloud.playpen.api.ApiPaths.ALLOC_READ_ONLY);
         assertThat(put.headers().firstValue("Allow")).hasValue("DELETE, GET");

@@ -29,7 +29,8 @@ import io.unboundedcloud.playpen.support.TestCluster;
 /**
  * The real kubectl through the --dev kubeconfig (aggregator stand-in, operator in this process): get allocs as a
  * server-side Table (plain, --no-headers, -o wide, -o name, -o json, -o yaml), get one, 404 for another user's id,
- * everyone's for the admin, explain allocs[.status] from the operator's OpenAPI v3, delete alloc, api-resources.
+ * everyone's for the admin, explain allocs[.status] from the operator's OpenAPI v3, delete alloc, api-resources,
+ * get -w and wait --for=delete.
  * Every command's output is kept in target/allocs-kubectl.txt (docs/kubectl.md shows a run).
  */
 class AllocsKubectlRouteTest {
@@ -166,7 +167,7 @@ class AllocsKubectlRouteTest {
         // discovery and schema
         String resources = ok("kubeconfig", "api-resources", "--api-group=playpen.unbounded-cloud.io", "-o", "wide");
         assertThat(resources).containsPattern("allocs\\s+alloc\\s+playpen.unbounded-cloud.io/v1alpha1\\s+false\\s+Alloc"
-                + "\\s+create,delete,get,list\\s+playpen");
+                + "\\s+create,delete,get,list,watch\\s+playpen");
         String explain = ok("kubeconfig", "explain", "allocs");
         assertThat(explain).contains("KIND:", "Alloc", "VERSION:", "v1alpha1", "Alloc is one allocation", "status",
                 "spec");
@@ -185,6 +186,69 @@ class AllocsKubectlRouteTest {
                 + mine1 + "\" not found");
         assertThat(ok("kubeconfig", "get", "allocs", "-o", "name").lines().toList())
                 .containsExactly("alloc.playpen.unbounded-cloud.io/" + mine2);
+    }
+
+    /**
+     * kubectl get -w follows the caller's allocations (through the stand-in aggregator, which streams the watch);
+     * kubectl wait --for=delete returns once one is gone, without an error line.
+     */
+    @Test
+    void watchAndWaitForDeleteWithTheRealKubectl() throws Exception {
+        String first = idOf(allocWaiting("kubectl-watch-1"));
+        Path out = Files.createTempFile(dir, "watch", ".txt");
+        Path err = Files.createTempFile(dir, "watch-err", ".txt");
+        Process watch = new ProcessBuilder(KUBECTL, "--kubeconfig", dir.resolve("kubeconfig").toString(), "get",
+                "allocs", "-w", "--output-watch-events").redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+        try {
+            // the list it starts from; the watch goes on from the list's resourceVersion, however late it opens
+            awaitLine(out, "ADDED", first);
+            String id = idOf(allocWaiting("kubectl-watch-2"));
+            awaitLine(out, "ADDED", id);
+
+            Path waitOut = Files.createTempFile(dir, "wait", ".txt");
+            Path waitErr = Files.createTempFile(dir, "wait-err", ".txt");
+            Process waiting = new ProcessBuilder(KUBECTL, "--kubeconfig", dir.resolve("kubeconfig").toString(), "wait",
+                    "--for=delete", "alloc/" + id, "--timeout=30s").redirectOutput(waitOut.toFile())
+                    .redirectError(waitErr.toFile()).start();
+            ok("kubeconfig", "delete", "alloc", id, "--wait=false");
+            assertThat(waiting.waitFor(40, TimeUnit.SECONDS)).as("kubectl wait ended").isTrue();
+            transcript.append("$ kubectl wait --for=delete alloc/").append(id).append(" --timeout=30s\n")
+                    .append(Files.readString(waitOut)).append(Files.readString(waitErr)).append('\n');
+            assertThat(waiting.exitValue()).as(Files.readString(waitErr)).isZero();
+            assertThat(Files.readString(waitOut).trim()).isEqualTo("alloc.playpen.unbounded-cloud.io/" + id
+                    + " condition met");
+            assertThat(Files.readString(waitErr)).isEmpty();
+            awaitLine(out, "DELETED", id);
+            assertThat(watch.isAlive()).as("kubectl get -w still watching: " + transcriptOf(err)).isTrue();
+        } finally {
+            watch.destroy();
+            transcript.append("$ kubectl get allocs -w --output-watch-events\n").append(transcriptOf(out))
+                    .append(transcriptOf(err)).append('\n');
+            // the other tests count the caller's allocations
+            kubectl("kubeconfig", "delete", "alloc", first, "--ignore-not-found");
+        }
+    }
+
+    /** An alloc of an amd64 runner that waits up to 30 s for one (the other tests may hold the idle ones). */
+    static String allocWaiting(String key) throws IOException {
+        Path req = dir.resolve(key + ".json");
+        Files.writeString(req, "{\"idempotencyKey\":\"" + key + "\",\"architecture\":\"amd64\",\"waitSeconds\":"
+                + "30,\"wireGuardPublicKey\":\"" + TestCluster.wgKey(3) + "\"}");
+        return ok("kubeconfig", "create", "--raw", ALLOCS, "-f", req.toString());
+    }
+
+    /** Waits for kubectl get -w --output-watch-events to print {@code event} for allocation {@code id}. */
+    static void awaitLine(Path out, String event, String id) throws InterruptedException {
+        OperatorHarness.awaitTrue(() -> transcriptOf(out).lines().anyMatch(l -> l.matches(event + "\\s+" + id
+                + "\\s.*")), Duration.ofSeconds(30), "the watch's " + event + " line of " + id);
+    }
+
+    static String transcriptOf(Path file) {
+        try {
+            return Files.readString(file);
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     @Test
