@@ -57,16 +57,22 @@ public final class NettyTls {
     /** Set while the connection's request waits for capacity: the idle closer leaves it open. */
     public static final io.netty.util.AttributeKey<Boolean> WAITING = io.netty.util.AttributeKey.valueOf("playpenWaiting");
 
-    /** Referenced as {@code decoders=#...}: closes connections that stay idle longer than the timeout. */
+    /**
+     * Referenced as {@code decoders=#...}: closes connections that stay idle longer than the timeout; a zero timeout
+     * closes none (a handler that passes everything on).
+     */
     public static final class IdleCloser extends ChannelInboundHandlerAdapter implements ChannelHandlerFactory {
         private final long millis;
 
         public IdleCloser(Duration timeout) {
-            this.millis = Math.max(1, timeout.toMillis());
+            this.millis = timeout.toMillis();
         }
 
         @Override
         public ChannelHandler newChannelHandler() {
+            if (millis <= 0) {
+                return new ChannelInboundHandlerAdapter();
+            }
             return new IdleStateHandler(0, 0, millis, TimeUnit.MILLISECONDS) {
                 @Override
                 protected void channelIdle(ChannelHandlerContext ctx, IdleStateEvent evt) {

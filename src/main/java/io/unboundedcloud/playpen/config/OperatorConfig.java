@@ -308,7 +308,7 @@ public record OperatorConfig(
                 leaseDuration, renewDeadline, retryPeriod,
                 mgmtHostPort[0], Integer.parseInt(mgmtHostPort[1]), logFormat,
                 v.duration(Flag.SAR_ALLOWED_TTL), v.duration(Flag.SAR_DENIED_TTL),
-                v.intIn(Flag.RETRY_AFTER_SECONDS, 0, 3600), v.duration(Flag.IDLE_TIMEOUT),
+                v.intIn(Flag.RETRY_AFTER_SECONDS, 0, 3600), idleTimeout(v),
                 v.intIn(Flag.HTTP_WORKER_THREADS, 1, 1024),
                 v.duration(Flag.REFILL_DEBOUNCE),
                 v.intIn(Flag.EVENT_BURST, 0, 1_000_000), positive(v, Flag.EVENT_RATE_INTERVAL),
@@ -437,6 +437,21 @@ public record OperatorConfig(
         }
         throw v.bad(Flag.PLAYPEN_MAX_TTL, "must not be less than --playpen-ttl (" + v.str(Flag.PLAYPEN_TTL).trim()
                 + "), the ttl of an alloc or renewal that asks for none; raise it or lower --playpen-ttl");
+    }
+
+    /**
+     * --idle-timeout: 0 (no idle timeout, as a zero idle and read timeout in Go's HTTP server) or at least 1s. The
+     * idle closer sees no I/O while a request waits on the API server, so a shorter timeout would cut handshakes and
+     * requests.
+     */
+    private static Duration idleTimeout(Values v) {
+        Duration idle = v.duration(Flag.IDLE_TIMEOUT);
+        if (!idle.isZero() && idle.compareTo(Duration.ofSeconds(1)) < 0) {
+            throw v.bad(Flag.IDLE_TIMEOUT, "must be 0 (no idle timeout) or at least 1s: a connection is idle while its"
+                    + " request waits on the API server, so a shorter one would close connections in the middle of"
+                    + " their handshake or request");
+        }
+        return idle;
     }
 
     /** --playpen-max-lifetime: 0 (no cap) or at least 1s (expiry is kept in whole seconds). */

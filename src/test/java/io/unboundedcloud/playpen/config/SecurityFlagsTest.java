@@ -32,6 +32,22 @@ class SecurityFlagsTest {
         assertThatThrownBy(() -> OperatorConfig.parse("--max-waiting=0")).isInstanceOf(ConfigException.class);
     }
 
+    /**
+     * 0 turns the idle timeout off, as a zero idle and read timeout does in Go's HTTP server; a positive value
+     * below a second is refused, since the idle closer counts a request busy on API calls as idle and would cut
+     * handshakes and requests mid-way.
+     */
+    @Test
+    void theIdleTimeoutIsZeroForNoneOrAtLeastASecond() {
+        assertThat(OperatorConfig.parse().idleTimeout()).isEqualTo(java.time.Duration.ofSeconds(60));
+        assertThat(OperatorConfig.parse("--idle-timeout=0").idleTimeout()).isZero();
+        assertThat(OperatorConfig.parse("--idle-timeout=1s").idleTimeout()).isEqualTo(java.time.Duration.ofSeconds(1));
+        assertThatThrownBy(() -> OperatorConfig.parse("--idle-timeout=1ms")).isInstanceOf(ConfigException.class)
+                .hasMessage("invalid value \"1ms\" for flag --idle-timeout: must be 0 (no idle timeout) or at least 1s:"
+                        + " a connection is idle while its request waits on the API server, so a shorter one would"
+                        + " close connections in the middle of their handshake or request");
+    }
+
     @Test
     void theProbeListenerIsOffUnlessGiven() {
         assertThat(OperatorConfig.parse().healthPort()).isEqualTo(-1);
