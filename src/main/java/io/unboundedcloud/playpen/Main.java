@@ -61,11 +61,10 @@ public final class Main {
             } else {
                 KubernetesClient client = KubeClients.create(config.kubeconfig());
                 OperatorApp app = new OperatorApp(config, client, Clock.systemUTC(), System.getenv());
-                running = () -> {
+                running = startOrClose(() -> {
                     app.close();
                     client.close();
-                };
-                app.start();
+                }, app::start);
             }
         } catch (Exception e) {
             System.err.println("playpen-operator: startup failed: " + rootMessage(e));
@@ -84,6 +83,30 @@ public final class Main {
             stopped.countDown();
         }, "shutdown"));
         stopped.await();
+    }
+
+    /** A start that may fail after it has taken something (a port, the Lease). */
+    interface Start {
+        void run() throws Exception;
+    }
+
+    /**
+     * Runs {@code start} and returns {@code running}, which stops what it started. When the start fails, part way
+     * (a listener that cannot bind after the Lease elector has started), {@code running} is closed before the
+     * failure goes on: a Lease already taken is released, so the other replicas need not wait out its duration.
+     */
+    static AutoCloseable startOrClose(AutoCloseable running, Start start) throws Exception {
+        try {
+            start.run();
+            return running;
+        } catch (Exception | Error e) {
+            try {
+                running.close();
+            } catch (Exception closing) {
+                e.addSuppressed(closing);
+            }
+            throw e;
+        }
     }
 
     /**

@@ -276,6 +276,8 @@ public record OperatorConfig(
         String[] health = healthAddr.isEmpty() ? new String[] {"", "-1"} : v.hostPort(Flag.HEALTH_ADDR, false);
         String mgmt = v.str(Flag.MANAGEMENT_ADDR);
         String[] mgmtHostPort = mgmt.isEmpty() ? new String[] {"", "-1"} : v.hostPort(Flag.MANAGEMENT_ADDR, true);
+        refuseSharedPorts(v, List.of(Flag.LISTEN_ADDR, Flag.HEALTH_ADDR, Flag.MANAGEMENT_ADDR),
+                List.of(listen, health, mgmtHostPort));
         String leNs = v.str(Flag.LEADER_ELECTION_NAMESPACE);
         Duration leaseDuration = v.duration(Flag.LEADER_ELECTION_LEASE_DURATION);
         Duration renewDeadline = v.duration(Flag.LEADER_ELECTION_RENEW_DEADLINE);
@@ -326,6 +328,30 @@ public record OperatorConfig(
                 v.origins(Flag.MANAGEMENT_ALLOWED_ORIGINS), v.hostNames(Flag.MANAGEMENT_ALLOWED_HOSTS),
                 v.name(Flag.OWNER_HASH_SECRET_NAME), v.nonEmpty(Flag.AUDIT_LOG_PATH), v.intIn(Flag.DEV_REPLICAS, 0, 8),
                 pools(v), v.imageFaults(Flag.DEV_IMAGE_FAULTS), tlsProvider(v));
+    }
+
+    /**
+     * Two listeners on one port whose hosts overlap (the same host, or either one every interface) are refused: the
+     * second bind would fail only once the HTTPS listener is up and the Lease elector started, with no flag named.
+     * A port below 1 is a disabled listener (-1) or a free port for each (0), which never clash.
+     */
+    private static void refuseSharedPorts(Values v, List<Flag> flags, List<String[]> hostPorts) {
+        for (int i = 0; i < flags.size(); i++) {
+            for (int j = i + 1; j < flags.size(); j++) {
+                String[] a = hostPorts.get(i);
+                String[] b = hostPorts.get(j);
+                boolean overlap = a[0].equalsIgnoreCase(b[0]) || everyInterface(a[0]) || everyInterface(b[0]);
+                if (Integer.parseInt(a[1]) > 0 && a[1].equals(b[1]) && overlap) {
+                    throw new ConfigException("--" + flags.get(i).flagName() + " (" + v.str(flags.get(i)).trim()
+                            + ") and --" + flags.get(j).flagName() + " (" + v.str(flags.get(j)).trim()
+                            + ") both listen on port " + a[1] + ": give one of them another port");
+                }
+            }
+        }
+    }
+
+    private static boolean everyInterface(String host) {
+        return host.isEmpty() || host.equals("0.0.0.0") || host.equals("::") || host.equals("0:0:0:0:0:0:0:0");
     }
 
     private static io.unboundedcloud.playpen.tls.ServingTls.Provider tlsProvider(Values v) {

@@ -59,6 +59,35 @@ class SecurityFlagsTest {
                 .hasMessageContaining("--health-addr");
     }
 
+    /**
+     * Two listeners on one port would fail the second bind only after the HTTPS listener is up and the Lease
+     * elector has started, with the JDK's words alone ("Address already in use"): refused at start instead, naming
+     * both flags and the port. Hosts overlap when they are the same or either is every interface; port 0 (a free
+     * port for each) never clashes.
+     */
+    @Test
+    void twoListenersOnOnePortAreRefusedAtStart() {
+        assertThatThrownBy(() -> OperatorConfig.parse("--health-addr=:8443")).isInstanceOf(ConfigException.class)
+                .hasMessage("--listen-addr (:8443) and --health-addr (:8443) both listen on port 8443: give one of"
+                        + " them another port");
+        assertThatThrownBy(() -> OperatorConfig.parse("--health-addr=:9876", "--management-addr=0.0.0.0:9876"))
+                .isInstanceOf(ConfigException.class)
+                .hasMessage("--health-addr (:9876) and --management-addr (0.0.0.0:9876) both listen on port 9876: give"
+                        + " one of them another port");
+        assertThatThrownBy(() -> OperatorConfig.parse("--listen-addr=127.0.0.1:9876"))
+                .as("the default --management-addr is 127.0.0.1:9876").isInstanceOf(ConfigException.class)
+                .hasMessageContaining("--listen-addr (127.0.0.1:9876) and --management-addr (127.0.0.1:9876)");
+        assertThatThrownBy(() -> OperatorConfig.parse("--health-addr=[::1]:8443")).as("--listen-addr is every interface")
+                .isInstanceOf(ConfigException.class).hasMessageContaining("port 8443");
+        // different hosts, a disabled listener, or free ports: no clash
+        assertThat(OperatorConfig.parse("--listen-addr=127.0.0.1:8443", "--health-addr=127.0.0.2:8443").healthPort())
+                .isEqualTo(8443);
+        assertThat(OperatorConfig.parse("--listen-addr=127.0.0.1:9876", "--management-addr=").managementPort())
+                .isEqualTo(-1);
+        assertThat(OperatorConfig.parse("--listen-addr=:0", "--health-addr=:0", "--management-addr=127.0.0.1:0")
+                .healthPort()).isZero();
+    }
+
     @Test
     void managementOriginsAreOriginsAndHostsAreHostNames() {
         OperatorConfig c = OperatorConfig.parse("--management-allowed-origins=https://hawtio.example:8443,http://localhost:8080",
