@@ -20,7 +20,8 @@ import io.unboundedcloud.playpen.config.Flag;
  * on its own address, against the simulated cluster (their {@code --kubeconfig} is {@code operator-kubeconfig}), with
  * the operator flags the playground was given. They elect a leader through the Lease as in a cluster; kill one with
  * {@code kill -9} and the others go on. Each writes its log to {@code replica-<i>.log} in the dev dir; when one ends,
- * the playground says so and prints the command that starts it again. Ctrl-C on the playground stops them all.
+ * the playground says so and prints the command that starts it again. Ctrl-C or SIGTERM on the playground stops them
+ * all, also before it is ready.
  */
 final class DevReplicas implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(DevReplicas.class);
@@ -38,9 +39,21 @@ final class DevReplicas implements AutoCloseable {
 
     private final List<Replica> replicas;
     private volatile boolean closing;
+    private final Thread stopOnExit = new Thread(this::close, "dev-replicas-stop");
 
-    private DevReplicas(List<Replica> replicas) {
+    /**
+     * {@code replicas} is filled as they start. The JVM leaves child processes running when it exits, and the
+     * playground's own hook is registered only once it is ready: this hook, registered before the first replica
+     * starts, stops them when the playground is ended earlier (SIGTERM while it waits for them).
+     */
+    DevReplicas(List<Replica> replicas) {
         this.replicas = replicas;
+        Runtime.getRuntime().addShutdownHook(stopOnExit);
+    }
+
+    /** The shutdown hook that stops the replicas when the playground's JVM exits. */
+    Thread stopOnExit() {
+        return stopOnExit;
     }
 
     /**
@@ -220,6 +233,11 @@ final class DevReplicas implements AutoCloseable {
     @Override
     public void close() {
         closing = true;
+        try {
+            Runtime.getRuntime().removeShutdownHook(stopOnExit);
+        } catch (IllegalStateException exiting) {
+            // the JVM is exiting (this may be the hook itself): the hook stays, and stops them
+        }
         for (Replica r : replicas) {
             r.process().destroy();
         }

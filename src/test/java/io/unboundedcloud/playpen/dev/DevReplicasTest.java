@@ -31,6 +31,32 @@ class DevReplicasTest {
                         "--routes-reload", "--playpen-ttl=5m");
     }
 
+    /**
+     * The replicas are child processes, which the JVM leaves running when it exits: a playground ended by SIGTERM
+     * before it was ready (the hook of Main that closes it is registered only then) orphaned them. DevReplicas
+     * registers a shutdown hook of its own before it starts the first one, and that hook stops them.
+     */
+    @Test
+    void aShutdownHookRegisteredBeforeTheFirstReplicaStartsStopsThem() throws Exception {
+        List<DevReplicas.Replica> started = new java.util.ArrayList<>();
+        DevReplicas all = new DevReplicas(started);
+        Thread hook = all.stopOnExit();
+        assertThat(Runtime.getRuntime().removeShutdownHook(hook)).as("registered as a shutdown hook").isTrue();
+        Process child = new ProcessBuilder("sleep", "3600").start();
+        started.add(new DevReplicas.Replica(0, "127.0.0.1:1", 2, Path.of("replica-0.log"), List.of("sleep", "3600"),
+                child));
+        hook.run();
+        // the hook waits for the replicas it stops: nothing is left running when it returns
+        assertThat(child.isAlive()).as("replica process alive after the hook ran").isFalse();
+    }
+
+    @Test
+    void closingTheReplicasTakesBackTheirShutdownHook() {
+        DevReplicas all = new DevReplicas(new java.util.ArrayList<>());
+        all.close();
+        assertThat(Runtime.getRuntime().removeShutdownHook(all.stopOnExit())).as("still registered").isFalse();
+    }
+
     @Test
     void theRestartCommandIsOneAPersonCanPaste() {
         assertThat(DevReplicas.printable(List.of(System.getProperty("java.home") + "/bin/java", "-jar",
