@@ -3,13 +3,20 @@
 #  1. an ExternalIP address: the operator hands out <node ExternalIP>:<hostPort> and never claims a pod on a node
 #     without one. kind's kubelets report only an InternalIP and would remove any other address on their next status
 #     update, so each kubelet is switched to --cloud-provider=external (it then leaves addresses alone) and restarted,
-#     and the node's own InternalIP is added as its ExternalIP (reachable from the machine running kind);
+#     and the node's own InternalIP is added as its ExternalIP (reachable from the machine running kind on Linux;
+#     Docker Desktop on macOS and Windows runs the nodes in a VM whose addresses the host cannot reach);
 #  2. /dev/net/tun, which runner pods mount (hostPath CharDevice): created in the node container when missing.
 # Usage: kind/prepare-nodes.sh [CLUSTER_NAME]   (default playpen; kubectl's current context must be that cluster)
 # Safe to run again.
 set -euo pipefail
 cluster="${1:-playpen}"
-mapfile -t nodes < <(kind get nodes --name "$cluster")
+# read line by line, not with mapfile: macOS ships bash 3.2, which has none
+nodes=()
+while IFS= read -r n; do
+  if [ -n "$n" ]; then
+    nodes+=("$n")
+  fi
+done < <(kind get nodes --name "$cluster")
 if [ "${#nodes[@]}" -eq 0 ]; then
   echo "no nodes found for kind cluster '$cluster'" >&2
   exit 1
