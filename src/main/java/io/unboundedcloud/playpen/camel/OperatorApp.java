@@ -2,6 +2,8 @@ package io.unboundedcloud.playpen.camel;
 
 import java.io.File;
 import java.time.Clock;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 
@@ -13,6 +15,7 @@ import org.slf4j.LoggerFactory;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.micrometer.core.instrument.Gauge;
 import io.unboundedcloud.playpen.auth.FrontProxyAuthenticator;
+import io.unboundedcloud.playpen.config.Flag;
 import io.unboundedcloud.playpen.config.OperatorConfig;
 import io.unboundedcloud.playpen.kube.AccessReviewer;
 import io.unboundedcloud.playpen.kube.Allocator;
@@ -28,6 +31,7 @@ import io.unboundedcloud.playpen.kube.PoolStatuses;
 import io.unboundedcloud.playpen.model.PoolPlanner;
 import io.unboundedcloud.playpen.kube.TtlExpirer;
 import io.unboundedcloud.playpen.kube.WatchContinuity;
+import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.PodTemplates;
 import io.unboundedcloud.playpen.model.TtlPolicy;
 import io.unboundedcloud.playpen.kube.KubeApiCall;
@@ -149,6 +153,10 @@ public final class OperatorApp implements AutoCloseable {
         lanes = new io.unboundedcloud.playpen.kube.ReplicaLanes(leader.identity());
         ClaimWriter writer = new ClaimWriter(client, clock, calls, leases, lanes.self());
         PodTemplates templates = new PodTemplates(config, env);
+        String selectorWarning = runnerSelectorWarning(config, templates);
+        if (selectorWarning != null) {
+            LOG.warn("{}", selectorWarning);
+        }
         PoolPlanner planner = new PoolPlanner(config, templates);
         // every replica learns back-off, time-to-ready and demand from the watch; the leader acts on them
         PoolSignals signals = new PoolSignals(planner, nodes, clock, config.pools());
@@ -358,6 +366,34 @@ public final class OperatorApp implements AutoCloseable {
                     this::camelReady, ManagementAccess.of(config.managementAllowedOrigins(), config.managementAllowedHosts()));
             management.start();
         }
+    }
+
+    /**
+     * The WARN for a --runner-label-selector that the runner pods this operator's pools create do not match, null
+     * when they do. It is taken, as the Go operator takes it, but such pods fill the pool and count as ready and
+     * idle while none is ever handed out.
+     */
+    static String runnerSelectorWarning(OperatorConfig config, PodTemplates templates) {
+        List<String> outside = new ArrayList<>();
+        Map<String, String> labels = Map.of();
+        for (String arch : List.of(ManagedPods.AMD64, ManagedPods.ARM64)) {
+            int count = arch.equals(ManagedPods.AMD64) ? config.runnerAmd64Count() : config.runnerArm64Count();
+            Map<String, String> own = templates.runner(arch, config.runnerPorts().start()).getMetadata().getLabels();
+            if ((count > 0 || config.pools().maxIdle() > 0) && !config.runnerLabelSelector().matches(own)) {
+                outside.add(arch);
+                labels = own;
+            }
+        }
+        if (outside.isEmpty()) {
+            return null;
+        }
+        String shown = labels.entrySet().stream().limit(2).map(e -> e.getKey() + "=" + e.getValue())
+                .collect(java.util.stream.Collectors.joining(", "));
+        return "--" + Flag.RUNNER_LABEL_SELECTOR.flagName() + "=" + config.runnerLabelSelector() + " does not match the "
+                + String.join(" and ", outside) + " runner pods this operator creates (labels " + shown + ", ...): they"
+                + " fill the pools and count as ready and idle, but none is handed out, so every alloc of such a runner"
+                + " is answered 503; give a selector they match, such as the default "
+                + Flag.RUNNER_LABEL_SELECTOR.defaultValue();
     }
 
     /** How this installation's claims name their owner (tests compare annotations with it). */
