@@ -64,6 +64,20 @@ final class Target implements AutoCloseable {
         this.playground = playground;
     }
 
+    /**
+     * -De2e.install=kind: the cluster was set up by kind/ as docs/real-cluster.md does (CI does so). What that
+     * installation guarantees (kubectl, a control-plane pool, two operator replicas) is then asserted, so a case
+     * that would otherwise be skipped for lack of it fails instead.
+     */
+    static boolean kindInstall() {
+        String install = prop("e2e.install", "");
+        if (!install.isEmpty() && !install.equals("kind")) {
+            throw new IllegalArgumentException("e2e.install is kind (the cluster kind/ sets up) or not set, not "
+                    + install);
+        }
+        return install.equals("kind");
+    }
+
     static String prop(String name, String fallback) {
         String v = System.getProperty(name);
         return v == null || v.isBlank() ? fallback : v.trim();
@@ -103,6 +117,10 @@ final class Target implements AutoCloseable {
         String t = prop("e2e.target", "");
         Kind kind = t.isEmpty() ? (Files.isRegularFile(dir.resolve("endpoints.env")) ? Kind.PLAYGROUND : Kind.CLUSTER)
                 : Kind.valueOf(t.toUpperCase(Locale.ROOT));
+        if (kindInstall() && kind != Kind.CLUSTER) {
+            throw new IllegalArgumentException("e2e.install=kind names a cluster kind/ set up, but the target is the"
+                    + " playground (" + kubeconfig + ")");
+        }
         if (kind == Kind.PLAYGROUND) {
             Kubectl user = identity(kubectl, "e2e.userKubeconfig", kubeconfig, work, "user");
             Kubectl admin = identity(kubectl, "e2e.adminKubeconfig", dir.resolve("kubeconfig-admin"), work, "admin");
