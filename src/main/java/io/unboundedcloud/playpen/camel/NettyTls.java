@@ -54,7 +54,7 @@ public final class NettyTls {
         }
     }
 
-    /** Set while the connection's request waits for capacity: the idle closer leaves it open. */
+    /** Set while the connection's request waits for capacity or streams a watch: the idle closer leaves it open. */
     public static final io.netty.util.AttributeKey<Boolean> WAITING = io.netty.util.AttributeKey.valueOf("playpenWaiting");
 
     /**
