@@ -286,6 +286,7 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("frontDoor", new FrontDoor(authenticator));
         main.bind("apiFlows", flows);
         watchStreams = new WatchStream.Registry(MAX_WATCHES, config.retryAfterSeconds());
+        metrics.bindWatches(watchStreams);
         // users' watches of allocations watch pods through a client of their own: the claims' requests never wait
         // behind them for a connection or an I/O thread
         allocWatchClient = KubeClients.forWatch(client);

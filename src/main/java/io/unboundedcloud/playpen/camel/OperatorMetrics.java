@@ -106,6 +106,13 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
         return true;
     }
 
+    /** playpen_alloc_watches: watches of allocations this replica streams now (at most 500). */
+    public void bindWatches(WatchStream.Registry watches) {
+        Gauge.builder("playpen_alloc_watches", watches, WatchStream.Registry::openCount)
+                .description("watches of allocations streamed now (kubectl get allocs -w, kubectl delete and wait)")
+                .register(registry);
+    }
+
     /** Binds the gauges and function counters that read live state. */
     public void bind(OperatorConfig config, PodCache pods, PodTemplates templates, AccessReviewer reviewer,
             ApiCallCounter calls, LeaderElection leader, EventRecorder events) {

@@ -436,7 +436,6 @@ public final class ClaimWriter {
      */
     public io.fabric8.kubernetes.client.Watch watchPods(String namespace, String label, String value,
             String resourceVersion, io.fabric8.kubernetes.client.Watcher<Pod> watcher) {
-        calls.count(KubeApiCall.PODS_WATCH);
         var pods = client.pods().inNamespace(namespace);
         return (value == null ? pods.withLabel(label) : pods.withLabel(label, value)).watch(
                 new io.fabric8.kubernetes.api.model.ListOptionsBuilder().withResourceVersion(resourceVersion).build(),

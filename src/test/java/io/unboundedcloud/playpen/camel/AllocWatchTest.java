@@ -62,6 +62,23 @@ class AllocWatchTest {
         return out;
     }
 
+    /** The open watches are a gauge; one that ends leaves it, and so do all when the replica stops. */
+    @Test
+    void openWatchesAreCountedUntilTheyEnd() {
+        WatchStream.Registry watches = new WatchStream.Registry(2, 1);
+        OperatorMetrics metrics = new OperatorMetrics();
+        metrics.bindWatches(watches);
+        WatchStream first = watches.open(60_000);
+        watches.open(60_000);
+        assertThat(metrics.registry().scrape()).contains("playpen_alloc_watches 2.0");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> watches.open(60_000))
+                .hasMessageContaining("too many watches are open on this operator replica (2)");
+        first.end(null);
+        assertThat(metrics.registry().scrape()).contains("playpen_alloc_watches 1.0");
+        watches.close();
+        assertThat(metrics.registry().scrape()).contains("playpen_alloc_watches 0.0");
+    }
+
     @Test
     void aClaimedPodsAllocationComesIsBeingDeletedAndGoes() throws Exception {
         AllocWatch w = watch("alice");
