@@ -135,6 +135,16 @@ public final class ChaosSuite implements AutoCloseable {
         return fresh;
     }
 
+    /**
+     * The cluster-history violations no scenario collected (a run narrowed to scenarios that do not, or events after
+     * the last one's verdict): a row of their own, or empty when there are none.
+     */
+    java.util.Optional<Result> afterTheLastScenario() {
+        List<String> left = newHistoryViolations();
+        return left.isEmpty() ? java.util.Optional.empty()
+                : java.util.Optional.of(new Result("after the last scenario", "-", "-", 0, Map.of(), left, Map.of(), 0));
+    }
+
     LoadRun load(String prefix) throws Exception {
         return new LoadRun(pg.dir(), URI.create(pg.endpoints().get("SHIM_URL")), seed ^ prefix.hashCode(), prefix);
     }
@@ -492,6 +502,7 @@ public final class ChaosSuite implements AutoCloseable {
                 results.add(PoolChurnScenario.run(suite, Duration.ofSeconds(Long.getLong("chaos.churnSeconds", 300))));
                 System.out.println(table(results.subList(results.size() - 1, results.size())));
             }
+            suite.afterTheLastScenario().ifPresent(results::add);
         } catch (Exception | Error e) {
             e.printStackTrace();
             status = 2;

@@ -113,7 +113,14 @@ final class LaggingReplicaScenario {
                 + " behind a proxy holding bytes 100 ms-2 s; " + workers + " concurrent rounds (at once, retry "
                 + "elsewhere, dealloc elsewhere)", "replica kill -9 and restart every " + restartEvery.toSeconds() + " s",
                 outcomes.values().stream().mapToInt(Integer::intValue).sum(), new TreeMap<>(outcomes),
-                new ArrayList<>(violations), recovery, ChaosSuite.seconds(t0));
+                verdict(), recovery, ChaosSuite.seconds(t0));
+    }
+
+    /** The scenario's own violations and the cluster history's since the scenario before. */
+    List<String> verdict() {
+        List<String> out = new ArrayList<>(violations);
+        out.addAll(suite.newHistoryViolations());
+        return out;
     }
 
     private volatile boolean volatileRunning;
