@@ -49,4 +49,16 @@ class ChaosVerdictsTest {
             assertThat(suite.afterTheLastScenario()).as("reported once").isEmpty();
         }
     }
+
+    @Test
+    void aReplicaNotReadyAtStartIsAViolation() throws Exception {
+        try (TestCluster cluster = TestCluster.start(); ClusterHistory h = new ClusterHistory(
+                URI.create(cluster.client.getMasterUrl().toString()), TestCluster.NS, Map.of(), Duration.ofHours(1))) {
+            ChaosSuite suite = new ChaosSuite(null, null, h, 1);
+            assertThat(suite.startup()).as("every replica ready at once").isEmpty();
+            suite.startupNotes.add("timed out after PT2M30S waiting for replica 1 ready: restarted once");
+            assertThat(suite.startup()).get().satisfies(r -> assertThat(r.violations()).singleElement().asString()
+                    .contains("replica 1 ready: restarted once"));
+        }
+    }
 }
