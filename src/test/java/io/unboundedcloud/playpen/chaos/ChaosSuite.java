@@ -155,6 +155,12 @@ public final class ChaosSuite implements AutoCloseable {
                         "-", 0, Map.of(), List.copyOf(startupNotes), Map.of(), 0));
     }
 
+    /** A fault the proxy never injected tested nothing. */
+    static List<String> faultVerdict(Fault fault, long injected) {
+        return injected > 0 ? List.of() : List.of("fault " + fault.name() + " was never injected: the run tested "
+                + "nothing of it (no API request of the kind it hits, or the proxy did not inject)");
+    }
+
     LoadRun load(String prefix) throws Exception {
         return new LoadRun(pg.dir(), URI.create(pg.endpoints().get("SHIM_URL")), seed ^ prefix.hashCode(), prefix);
     }
@@ -287,10 +293,12 @@ public final class ChaosSuite implements AutoCloseable {
         sampler.stop();
         recovery.put("notReadyMs", sampler.notReadyMs.get());
         recovery.put("readyAgainMs", allReady < 0 ? "not within 60 s" : Math.max(0, (allReady - cleared) / 1_000_000));
-        recovery.put("faultsInjected", proxy.injected().get(fault) - faultsBefore);
+        long injected = proxy.injected().get(fault) - faultsBefore;
+        recovery.put("faultsInjected", injected);
         recovery.put("apiRequests", proxy.requests() - apiBefore);
         List<String> v = new ArrayList<>(run.violations(history));
         v.addAll(newHistoryViolations());
+        v.addAll(faultVerdict(fault, injected));
         if (allReady < 0) {
             v.add("a replica stayed not ready 60 s after the faults stopped");
         }

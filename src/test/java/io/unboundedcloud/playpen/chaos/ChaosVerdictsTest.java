@@ -61,4 +61,17 @@ class ChaosVerdictsTest {
                     .contains("replica 1 ready: restarted once"));
         }
     }
+
+    @Test
+    void aFaultNeverInjectedTestedNothing() {
+        assertThat(ChaosSuite.faultVerdict(ChaosProxy.Fault.WATCH_GONE, 0)).singleElement().asString()
+                .contains("WATCH_GONE was never injected");
+        assertThat(ChaosSuite.faultVerdict(ChaosProxy.Fault.WATCH_GONE, 1)).isEmpty();
+    }
+
+    @Test
+    void aChurnWithoutAnEvictionTestedNoRefill() {
+        assertThat(PoolChurnScenario.evictionVerdict(0)).singleElement().asString().contains("no pod was evicted");
+        assertThat(PoolChurnScenario.evictionVerdict(3)).isEmpty();
+    }
 }

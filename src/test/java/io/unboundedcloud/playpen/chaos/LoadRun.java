@@ -216,7 +216,7 @@ public final class LoadRun {
      * Checks every answer against the cluster's history: a 200 names a pod that carried that key, and whose claim of
      * it was not taken back afterwards; answers for one key that name the same pod are byte-identical; an answer
      * naming another pod than one received before its request was sent comes only once that pod is gone; a 409
-     * only for a key that was sent with more than one body.
+     * only for a key that was sent with more than one body; and at least one alloc answered 200.
      */
     public List<String> violations(ClusterHistory history) {
         return violations(attempts(), variants, history);
@@ -231,6 +231,13 @@ public final class LoadRun {
     static List<String> violations(List<Attempt> attempts, Map<String, java.util.Set<Integer>> variants,
             ClusterHistory history) {
         List<String> out = new ArrayList<>();
+        if (attempts.stream().noneMatch(a -> a.op().equals("alloc") && a.code() == 200)) {
+            // every check below is of a 200 or a 409: a run without one (replicas never ready, the stand-in
+            // pointing nowhere, no pod ever free) would pass having checked nothing
+            Map<String, Integer> codes = new TreeMap<>();
+            attempts.forEach(a -> codes.merge(a.op() + " " + (a.code() == -1 ? "io" : a.code()), 1, Integer::sum));
+            out.add("no alloc was answered 200, so no answer was checked: " + codes);
+        }
         Map<String, List<Attempt>> byKey = new TreeMap<>();
         for (Attempt a : attempts) {
             byKey.computeIfAbsent(a.key(), k -> new ArrayList<>()).add(a);

@@ -65,4 +65,17 @@ class LoadRunTest {
             }
         }
     }
+
+    @Test
+    void aRunInWhichNoAllocWasAnswered200CheckedNothing() throws Exception {
+        Map<String, Set<Integer>> variants = Map.of(KEY, Set.of(0));
+        try (TestCluster cluster = TestCluster.start(); ClusterHistory h = new ClusterHistory(
+                URI.create(cluster.client.getMasterUrl().toString()), TestCluster.NS, Map.of(), Duration.ofHours(1))) {
+            List<LoadRun.Attempt> unanswered = List.of(new LoadRun.Attempt("alloc", KEY, 0, 503, "{}", 1, 2),
+                    new LoadRun.Attempt("alloc", KEY, 0, -1, "java.net.ConnectException", 3, 4),
+                    new LoadRun.Attempt("dealloc", KEY, 0, 204, "", 5, 6));
+            assertThat(LoadRun.violations(unanswered, variants, h)).singleElement().asString()
+                    .startsWith("no alloc was answered 200");
+        }
+    }
 }

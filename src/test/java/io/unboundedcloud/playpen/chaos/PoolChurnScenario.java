@@ -89,6 +89,11 @@ final class PoolChurnScenario {
         System.exit(r.violations().isEmpty() ? 0 : 1);
     }
 
+    /** A churn run in which no pod was evicted tested no refill. */
+    static List<String> evictionVerdict(int evicted) {
+        return evicted > 0 ? List.of() : List.of("no pod was evicted: the churn tested no refill");
+    }
+
     static ChaosSuite.Result run(ChaosSuite suite, Duration length) throws Exception {
         return new Run(suite, length).run();
     }
@@ -199,6 +204,7 @@ final class PoolChurnScenario {
                 violations.add(slowRecoveries.get() + " eviction wave(s) while the template worked were not refilled "
                         + "within " + RECOVERY_BOUND.toMillis() + " ms (worst " + worstRecoveryMs.get() + " ms)");
             }
+            violations.addAll(evictionVerdict(evicted.get()));
             violations.addAll(load.violations(history));
             violations.addAll(suite.newHistoryViolations());
             notes.forEach(n -> System.out.println("chaos: churn: " + n));
