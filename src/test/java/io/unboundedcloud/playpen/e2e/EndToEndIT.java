@@ -754,10 +754,29 @@ class EndToEndIT {
 
     @Test
     @Order(17)
-    void poolsPlaceholderRunsOnceThePoolsResourceIsServed() {
+    void thePoolsAreServedWithTheirSpecAndConditions() {
         String names = t.user.ok("api-resources", "--api-group=playpen.unbounded-cloud.io", "-o", "name");
-        assumeTrue(names.lines().anyMatch(n -> n.equals("pools.playpen.unbounded-cloud.io")), "no pools resource served");
-        // served: admins list the pools (extend with what the pools resource promises)
-        assertThat(t.admin.run("get", "pools").code()).isZero();
+        assertThat(names.lines()).as("kubectl api-resources").contains("pools.playpen.unbounded-cloud.io");
+        // as docs/pools.md shows them: every runner pool listed (one the flags want no pod of too), its flags in
+        // spec and the three conditions in status
+        JsonNode items = t.admin.json("get", "pools", "-o", "json").path("items");
+        for (String arch : List.of("amd64", "arm64")) {
+            JsonNode pool = null;
+            for (JsonNode p : items) {
+                if (p.at("/metadata/name").asText().equals("runner-" + arch)) {
+                    pool = p;
+                }
+            }
+            assertThat(pool).as("pool runner-%s in %s", arch, items).isNotNull();
+            assertThat(pool.at("/kind").asText()).isEqualTo("Pool");
+            assertThat(pool.at("/spec/resourceType").asText()).isEqualTo("runner");
+            assertThat(pool.at("/spec/architecture").asText()).isEqualTo(arch);
+            assertThat(pool.at("/spec/minIdle").isInt()).as("spec.minIdle of %s", pool).isTrue();
+            assertThat(pool.at("/spec/templateHash").asText()).isNotEmpty();
+            assertThat(pool.at("/status/desired").isInt()).as("status.desired of %s", pool).isTrue();
+            List<String> conditions = new ArrayList<>();
+            pool.at("/status/conditions").forEach(c -> conditions.add(c.path("type").asText()));
+            assertThat(conditions).containsExactlyInAnyOrder("Ready", "Progressing", "Degraded");
+        }
     }
 }
