@@ -161,6 +161,16 @@ public final class ChaosSuite implements AutoCloseable {
                 + "nothing of it (no API request of the kind it hits, or the proxy did not inject)");
     }
 
+    /** The items of a pod list the API server answered, for a checker. */
+    static JsonNode podItems(int status, String body) throws java.io.IOException {
+        if (status != 200) {
+            // a Status has no items: read as a list, every check on it would pass
+            throw new java.io.IOException("the API server answered " + status + " to the pod list: "
+                    + (body.length() > 300 ? body.substring(0, 300) + "..." : body));
+        }
+        return M.readTree(body).path("items");
+    }
+
     LoadRun load(String prefix) throws Exception {
         return new LoadRun(pg.dir(), URI.create(pg.endpoints().get("SHIM_URL")), seed ^ prefix.hashCode(), prefix);
     }

@@ -1,6 +1,7 @@
 package io.unboundedcloud.playpen.chaos;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.net.URI;
 import java.time.Duration;
@@ -73,5 +74,12 @@ class ChaosVerdictsTest {
     void aChurnWithoutAnEvictionTestedNoRefill() {
         assertThat(PoolChurnScenario.evictionVerdict(0)).singleElement().asString().contains("no pod was evicted");
         assertThat(PoolChurnScenario.evictionVerdict(3)).isEmpty();
+    }
+
+    @Test
+    void aPodListTheApiServerRefusedIsACheckerFailureNotAnEmptyList() throws Exception {
+        assertThat(ChaosSuite.podItems(200, "{\"kind\":\"PodList\",\"items\":[{},{}]}")).hasSize(2);
+        assertThatThrownBy(() -> ChaosSuite.podItems(503, "{\"kind\":\"Status\",\"code\":503}"))
+                .isInstanceOf(java.io.IOException.class).hasMessageContaining("503");
     }
 }

@@ -31,7 +31,6 @@ import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLSocket;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 
 import io.unboundedcloud.playpen.model.PlaypenKeys;
 import io.unboundedcloud.playpen.support.HostileCorpus;
@@ -44,7 +43,6 @@ import io.unboundedcloud.playpen.tls.Pki;
  * slowloris heads, slow bodies) while normal clients allocate, compared with the same load without the attackers.
  */
 final class ClientAttacks {
-    static final ObjectMapper M = new ObjectMapper();
     static final String ALLOCS = HostileCorpus.V1 + "/allocs";
     static final String DEALLOCS = HostileCorpus.V1 + "/deallocs";
     /** The Deployment's memory limit (deploy/): a replica's RSS must stay below it under attack. */
@@ -65,6 +63,9 @@ final class ClientAttacks {
                 Pki.parsePrivateKey(Files.readString(pg.dir().resolve("front-proxy-ca.key"))));
     }
 
+    /** Pod lists that failed (each a violation of the scenario that read them: nothing was compared). */
+    private final List<String> checkerFailures = new java.util.concurrent.CopyOnWriteArrayList<>();
+
     /** Claimed pods (name -> key hash) as the simulated API server has them. */
     Map<String, String> claims() {
         try {
@@ -72,7 +73,7 @@ final class ClientAttacks {
                     "/api/v1/namespaces/playpen/pods")).timeout(Duration.ofSeconds(20)).build(),
                     HttpResponse.BodyHandlers.ofString());
             Map<String, String> out = new TreeMap<>();
-            for (JsonNode p : M.readTree(res.body()).path("items")) {
+            for (JsonNode p : ChaosSuite.podItems(res.statusCode(), res.body())) {
                 JsonNode hash = p.path("metadata").path("annotations").path(PlaypenKeys.IDEMPOTENCY_KEY_HASH);
                 if (!hash.isMissingNode()) {
                     out.put(p.path("metadata").path("name").asText(), hash.asText());
@@ -80,6 +81,7 @@ final class ClientAttacks {
             }
             return out;
         } catch (IOException e) {
+            checkerFailures.add("checker: listing pods failed: " + e.getMessage());
             return Map.of("error", e.toString());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -118,6 +120,7 @@ final class ClientAttacks {
         if (!suite.allLiveReady()) {
             violations.add("a replica is not ready after the corpus");
         }
+        violations.addAll(checkerFailures);
         violations.addAll(suite.newHistoryViolations());
         Map<String, Object> recovery = new LinkedHashMap<>();
         recovery.put("cases", cases.size());

@@ -324,7 +324,7 @@ final class LaggingReplicaScenario {
                     pg.kubeApiUrl().resolve("/api/v1/namespaces/playpen/pods")).build(),
                     HttpResponse.BodyHandlers.ofString());
             List<String> out = new ArrayList<>();
-            for (JsonNode p : ChaosSuite.M.readTree(res.body()).path("items")) {
+            for (JsonNode p : ChaosSuite.podItems(res.statusCode(), res.body())) {
                 String hash = p.at("/metadata/annotations/playpen.unbounded-cloud.io~1idempotency-key-hash").asText("");
                 if (keyHash.equals(hash) && p.at("/metadata/deletionTimestamp").asText("").isEmpty()) {
                     out.add(p.at("/metadata/name").asText());
