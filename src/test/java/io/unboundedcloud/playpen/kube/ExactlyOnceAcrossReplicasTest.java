@@ -503,7 +503,9 @@ class ExactlyOnceAcrossReplicasTest {
         ClaimReads reads = new ClaimReads(b.pods, new ClaimWriter(b.client, java.time.Clock.systemUTC(), b.calls));
         CompletableFuture<List<Pod>> read = CompletableFuture.supplyAsync(
                 () -> reads.claimed(null, Hashes.allocationId(TestCluster.NS, q)), threads);
-        Thread.sleep(200);
+        OperatorHarness.awaitTrue(() -> b.pods.awaited(q) || read.isDone(), Duration.ofSeconds(60),
+                "the read waiting for B's watch");
+        assertThat(read).as("listed the claim that stands while B's watch holds the lost one").isNotDone();
         b.proxy.releaseWatches();
         assertThat(read.get(30, TimeUnit.SECONDS)).extracting(ManagedPods::name).containsExactly(q);
     }
@@ -536,7 +538,9 @@ class ExactlyOnceAcrossReplicasTest {
                 Duration.ofHours(1)), java.time.Clock.systemUTC(), b.calls);
         CompletableFuture<Renewer.Renewal> renewal = CompletableFuture.supplyAsync(
                 () -> renewer.renew(key.keyHash(), Duration.ofHours(2)), threads);
-        Thread.sleep(200);
+        OperatorHarness.awaitTrue(() -> b.pods.awaited(name(made)) || renewal.isDone(), Duration.ofSeconds(60),
+                "the renewal waiting for B's watch");
+        assertThat(renewal).as("renewed a claim B's watch has not delivered").isNotDone();
         b.proxy.releaseWatches();
         assertThat(renewal.get(30, TimeUnit.SECONDS).pod().getMetadata().getName()).isEqualTo(name(made));
     }
