@@ -29,8 +29,8 @@ class ClusterHistoryTest {
     @Test
     void aPodMayCarryAnotherKeyOnlyAfterItsClaimWasTakenBack() throws Exception {
         try (TestCluster cluster = TestCluster.start()) {
-            cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
-            cluster.create(TestCluster.readyRunner("amd64", 51821, "node-a"));
+            cluster.create(readyCondition(TestCluster.readyRunner("amd64", 51820, "node-a")));
+            cluster.create(readyCondition(TestCluster.readyRunner("amd64", 51821, "node-a")));
             try (ClusterHistory h = new ClusterHistory(URI.create(cluster.client.getMasterUrl().toString()),
                     TestCluster.NS, Map.of(), Duration.ofHours(1))) {
                 long start = System.nanoTime();
@@ -53,7 +53,7 @@ class ClusterHistoryTest {
     @Test
     void aClaimTakenBackAndThenMadeAgainOnTheSamePodStands() throws Exception {
         try (TestCluster cluster = TestCluster.start()) {
-            cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+            cluster.create(readyCondition(TestCluster.readyRunner("amd64", 51820, "node-a")));
             try (ClusterHistory h = new ClusterHistory(URI.create(cluster.client.getMasterUrl().toString()),
                     TestCluster.NS, Map.of(), Duration.ofHours(1))) {
                 long start = System.nanoTime();

@@ -34,8 +34,8 @@ class LoadRunTest {
         String hash = Hashes.keyHash(KEY);
         Map<String, Set<Integer>> variants = Map.of(KEY, Set.of(0));
         try (TestCluster cluster = TestCluster.start()) {
-            cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
-            cluster.create(TestCluster.readyRunner("amd64", 51821, "node-a"));
+            cluster.create(ClusterHistoryTest.readyCondition(TestCluster.readyRunner("amd64", 51820, "node-a")));
+            cluster.create(ClusterHistoryTest.readyCondition(TestCluster.readyRunner("amd64", 51821, "node-a")));
             try (ClusterHistory h = new ClusterHistory(URI.create(cluster.client.getMasterUrl().toString()),
                     TestCluster.NS, Map.of(), Duration.ofHours(1))) {
                 long slowSent = System.nanoTime(); // a request sent first, then held up
