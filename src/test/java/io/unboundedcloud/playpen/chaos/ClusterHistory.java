@@ -40,6 +40,8 @@ public final class ClusterHistory implements AutoCloseable {
     private final Map<String, Long> unhealthySince = new HashMap<>();
     /** How long a state must have been visible here before a claim that contradicts it counts: caches lag. */
     static final long CLAIM_GRACE_NANOS = 1_000_000_000L;
+    private long claimGraceNanos = CLAIM_GRACE_NANOS;
+    private java.time.Duration doubleGrace = DOUBLE_GRACE;
     private long claims;
     private long staleClaims;
     /** uid -> latest state of live pods. */
@@ -93,6 +95,15 @@ public final class ClusterHistory implements AutoCloseable {
      */
     public synchronized void currentTemplate(String kind, String hash) {
         currentHash.put(kind, hash);
+    }
+
+    /**
+     * Other graces than {@link #CLAIM_GRACE_NANOS} for a claim that contradicts what was visible and
+     * {@link #DOUBLE_GRACE} for a key on two pods (the checks' own tests).
+     */
+    synchronized void graces(java.time.Duration claim, java.time.Duration doubled) {
+        this.claimGraceNanos = claim.toNanos();
+        this.doubleGrace = doubled;
     }
 
     /** New pool targets (a scenario restarted the replicas with other counts) and the rollout's surge. */
@@ -265,7 +276,7 @@ public final class ClusterHistory implements AutoCloseable {
         String uid = claimed.getMetadata().getUid();
         String name = claimed.getMetadata().getName();
         Long sick = unhealthySince.get(uid);
-        if (!runningReady(before) && sick != null && now - sick > CLAIM_GRACE_NANOS) {
+        if (!runningReady(before) && sick != null && now - sick > claimGraceNanos) {
             violations.add("pod " + name + " was claimed although it had not been Running and Ready for "
                     + (now - sick) / 1_000_000 + " ms (phase " + (before.getStatus() == null ? "?"
                             : before.getStatus().getPhase()) + ")");
@@ -280,7 +291,7 @@ public final class ClusterHistory implements AutoCloseable {
             Pod q = e.getValue();
             Long healthy = healthySince.get(e.getKey());
             if (!e.getKey().equals(uid) && kind(q).equals(kind) && keyHash(q) == null && runningReady(q)
-                    && cur.equals(templateHash(q)) && healthy != null && now - healthy > CLAIM_GRACE_NANOS) {
+                    && cur.equals(templateHash(q)) && healthy != null && now - healthy > claimGraceNanos) {
                 violations.add("stale answer: pod " + name + " (template " + templateHash(claimed) + ") was claimed while "
                         + "current pod " + q.getMetadata().getName() + " had been ready and idle for "
                         + (now - healthy) / 1_000_000 + " ms");
@@ -331,9 +342,9 @@ public final class ClusterHistory implements AutoCloseable {
             longestDoubleNanos = Math.max(longestDoubleNanos, now - e.getValue());
             if (!doubled.contains(e.getKey())) {
                 it.remove();
-            } else if (now - e.getValue() > DOUBLE_GRACE.toNanos()) {
+            } else if (now - e.getValue() > doubleGrace.toNanos()) {
                 violations.add("key " + abbreviate(List.of(e.getKey())) + " on two pods for longer than "
-                        + DOUBLE_GRACE.toSeconds() + " s");
+                        + doubleGrace.toSeconds() + " s");
             }
         }
         Set<String> over = new HashSet<>();

@@ -92,6 +92,74 @@ class ClusterHistoryTest {
         }
     }
 
+    /** A history of the cluster's pods, with no pool targets. */
+    static ClusterHistory history(TestCluster cluster) {
+        return new ClusterHistory(URI.create(cluster.client.getMasterUrl().toString()), TestCluster.NS, Map.of(),
+                Duration.ofHours(1));
+    }
+
+    @Test
+    void aHostPortHeldByTwoLivePodsOfANodeIsAViolation() throws Exception {
+        try (TestCluster cluster = TestCluster.start(); ClusterHistory h = history(cluster)) {
+            cluster.create(readyCondition(TestCluster.readyRunner("amd64", 51820, "node-a")));
+            cluster.create(readyCondition(TestCluster.readyRunner("amd64", 51820, "node-a")).editMetadata()
+                    .withName("playpen-runner-amd64-twin").endMetadata());
+            OperatorHarness.awaitTrue(() -> h.events() >= 2, Duration.ofSeconds(60), "the checker saw both pods");
+            assertThat(h.violations()).isNotEmpty().allSatisfy(v -> assertThat(v)
+                    .startsWith("hostPort 51820 on node-a held by two pods: playpen-runner-amd64-"));
+        }
+    }
+
+    @Test
+    void aKeyOnTwoPodsLongerThanTheGraceIsAViolation() throws Exception {
+        try (TestCluster cluster = TestCluster.start(); ClusterHistory h = history(cluster)) {
+            cluster.create(readyCondition(TestCluster.readyRunner("amd64", 51820, "node-a")));
+            cluster.create(readyCondition(TestCluster.readyRunner("amd64", 51821, "node-a")));
+            claim(cluster, P0, A);
+            claim(cluster, P1, A);
+            OperatorHarness.awaitTrue(() -> h.podsThatCarried(A).size() == 2, Duration.ofSeconds(60),
+                    "the checker saw both claims");
+            assertThat(h.violations()).as("a claim that lost, for a moment").isEmpty();
+            h.graces(Duration.ofNanos(ClusterHistory.CLAIM_GRACE_NANOS), Duration.ZERO);
+            assertThat(h.violations()).singleElement().asString().startsWith("key [aaaaaaaaaaaa] on two pods");
+        }
+    }
+
+    @Test
+    void aClaimOfAPodNotRunningAndReadyIsAViolation() throws Exception {
+        try (TestCluster cluster = TestCluster.start(); ClusterHistory h = history(cluster)) {
+            h.graces(Duration.ZERO, ClusterHistory.DOUBLE_GRACE);
+            cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a")); // no Ready condition
+            OperatorHarness.awaitTrue(() -> h.events() > 0, Duration.ofSeconds(60), "the checker saw the pod");
+            claim(cluster, P0, A);
+            OperatorHarness.awaitTrue(() -> h.podsThatCarried(A).contains(P0), Duration.ofSeconds(60),
+                    "the checker saw the claim");
+            assertThat(h.violations()).singleElement().asString()
+                    .startsWith("pod " + P0 + " was claimed although it had not been Running and Ready");
+        }
+    }
+
+    @Test
+    void aClaimOfAnOlderTemplateWhileACurrentPodWasReadyIsAStaleAnswer() throws Exception {
+        try (TestCluster cluster = TestCluster.start(); ClusterHistory h = history(cluster)) {
+            h.graces(Duration.ZERO, ClusterHistory.DOUBLE_GRACE);
+            h.currentTemplate("runner/amd64", "new");
+            cluster.create(template(readyCondition(TestCluster.readyRunner("amd64", 51820, "node-a")), "old"));
+            cluster.create(template(readyCondition(TestCluster.readyRunner("amd64", 51821, "node-a")), "new"));
+            OperatorHarness.awaitTrue(() -> h.readyIdle("runner/amd64")[1] == 1, Duration.ofSeconds(60),
+                    "the checker saw the current pod ready");
+            claim(cluster, P0, A);
+            OperatorHarness.awaitTrue(() -> h.podsThatCarried(A).contains(P0), Duration.ofSeconds(60),
+                    "the checker saw the claim");
+            assertThat(h.violations()).singleElement().asString().startsWith("stale answer: pod " + P0
+                    + " (template old) was claimed while current pod " + P1 + " had been ready and idle");
+        }
+    }
+
+    static PodBuilder template(PodBuilder pod, String hash) {
+        return pod.editMetadata().addToLabels(PlaypenKeys.TEMPLATE_HASH, hash).endMetadata();
+    }
+
     static PodBuilder readyCondition(PodBuilder pod) {
         return pod.editStatus().addNewCondition().withType("Ready").withStatus("True").endCondition().endStatus();
     }

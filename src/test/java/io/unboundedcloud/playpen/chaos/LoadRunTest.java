@@ -66,6 +66,65 @@ class LoadRunTest {
         }
     }
 
+    /** One pod, P0, that carries the checker's key (once {@code h} has seen it). */
+    static void claimedP0(TestCluster cluster, ClusterHistory h, String hash) throws InterruptedException {
+        cluster.create(ClusterHistoryTest.readyCondition(TestCluster.readyRunner("amd64", 51820, "node-a")));
+        ClusterHistoryTest.claim(cluster, P0, hash);
+        OperatorHarness.awaitTrue(() -> h.podsThatCarried(hash).contains(P0), Duration.ofSeconds(60),
+                "the checker saw the claim");
+    }
+
+    @Test
+    void a200NamingAPodThatNeverCarriedTheKeyIsAViolation() throws Exception {
+        try (TestCluster cluster = TestCluster.start(); ClusterHistory h = ClusterHistoryTest.history(cluster)) {
+            claimedP0(cluster, h, Hashes.keyHash(KEY));
+            assertThat(LoadRun.violations(List.of(answer(P1, 1, 2)), Map.of(KEY, Set.of(0)), h)).singleElement()
+                    .asString().contains("200 names pod " + P1 + " which never carried the key");
+        }
+    }
+
+    @Test
+    void a200WhoseClaimWasTakenBackAfterwardsIsAViolation() throws Exception {
+        String hash = Hashes.keyHash(KEY);
+        try (TestCluster cluster = TestCluster.start(); ClusterHistory h = ClusterHistoryTest.history(cluster)) {
+            long sent = System.nanoTime();
+            claimedP0(cluster, h, hash);
+            long answered = System.nanoTime();
+            ClusterHistoryTest.claim(cluster, P0, null); // a claim that lost, rolled back
+            OperatorHarness.awaitTrue(() -> h.takenBackAfter(P0, hash, sent), Duration.ofSeconds(60),
+                    "the checker saw the claim taken back");
+            assertThat(LoadRun.violations(List.of(answer(P0, sent, answered)), Map.of(KEY, Set.of(0)), h))
+                    .singleElement().asString().contains("200 names pod " + P0 + " whose claim of the key was then "
+                            + "taken back");
+        }
+    }
+
+    @Test
+    void twoDifferent200AnswersNamingOnePodAreAViolation() throws Exception {
+        try (TestCluster cluster = TestCluster.start(); ClusterHistory h = ClusterHistoryTest.history(cluster)) {
+            claimedP0(cluster, h, Hashes.keyHash(KEY));
+            LoadRun.Attempt first = answer(P0, 1, 2);
+            LoadRun.Attempt other = new LoadRun.Attempt("alloc", KEY, 0, 200, "{\"pod\":{\"name\":\"" + P0
+                    + "\"},\"expiresAt\":\"2026-01-01T00:00:00Z\"}", 3, 4);
+            assertThat(LoadRun.violations(List.of(first, answer(P0, 3, 4)), Map.of(KEY, Set.of(0)), h)).isEmpty();
+            assertThat(LoadRun.violations(List.of(first, other), Map.of(KEY, Set.of(0)), h)).singleElement()
+                    .asString().contains("two different 200 answers naming pod " + P0);
+        }
+    }
+
+    @Test
+    void a409IsAViolationOnlyForAKeySentWithOneBody() throws Exception {
+        try (TestCluster cluster = TestCluster.start(); ClusterHistory h = ClusterHistoryTest.history(cluster)) {
+            claimedP0(cluster, h, Hashes.keyHash(KEY));
+            List<LoadRun.Attempt> attempts = List.of(answer(P0, 1, 2),
+                    new LoadRun.Attempt("alloc", KEY, 1, 409, "{\"kind\":\"Status\",\"code\":409}", 3, 4));
+            assertThat(LoadRun.violations(attempts, Map.of(KEY, Set.of(0, 1)), h)).as("sent with two bodies")
+                    .isEmpty();
+            assertThat(LoadRun.violations(attempts, Map.of(KEY, Set.of(0)), h)).singleElement().asString()
+                    .contains("409 although the key was only ever sent with one body");
+        }
+    }
+
     @Test
     void aRunInWhichNoAllocWasAnswered200CheckedNothing() throws Exception {
         Map<String, Set<Integer>> variants = Map.of(KEY, Set.of(0));
