@@ -77,8 +77,8 @@ public final class ChaosSuite implements AutoCloseable {
             try {
                 suite.awaitAllReady(Duration.ofSeconds(150));
             } catch (AssertionError notReady) {
-                // a replica that never became ready (seen on an overloaded machine when a first LIST that timed out
-                // stopped its informer) is a violation of the "startup" row; one restart lets the scenarios run
+                // a replica that never became ready is a violation of the "startup" row (its caches retry a first
+                // LIST that fails or times out, so it should not need one); one restart lets the scenarios run
                 suite.startupNotes.add(notReady.getMessage().lines().findFirst().orElse("") + ": restarted once");
                 for (int i = 0; i < replicas; i++) {
                     if (!pg.ready(i, suite.anon)) {

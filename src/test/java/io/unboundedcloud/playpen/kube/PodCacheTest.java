@@ -15,6 +15,7 @@ import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodBuilder;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.support.LagProxy;
 import io.unboundedcloud.playpen.support.OperatorHarness;
 import io.unboundedcloud.playpen.support.TestCluster;
 
@@ -261,6 +262,36 @@ class PodCacheTest {
                 cluster.forbidden = key -> false;
                 // fabric8's default gives up for good after a failed first LIST; the cache must recover by itself
                 OperatorHarness.awaitTrue(pods::isWatching, Duration.ofSeconds(30), "pod cache synced after the refusal ended");
+                assertThat(pods.get("playpen-runner-amd64-51820")).isPresent();
+            } finally {
+                pods.close();
+            }
+        }
+    }
+
+    /**
+     * The first LIST times out (the API server answers later than the client's request timeout, as an overloaded one
+     * does at a replica's start): the cache retries it and syncs once the API server is quick again.
+     */
+    @Test
+    void aFirstListThatTimesOutIsRetriedUntilTheCacheSyncs() throws Exception {
+        try (TestCluster cluster = TestCluster.start();
+                LagProxy lag = new LagProxy(java.net.URI.create(cluster.server.url("/")));
+                io.fabric8.kubernetes.client.KubernetesClient viaLag = KubeClients.create(
+                        new io.fabric8.kubernetes.client.ConfigBuilder().withMasterUrl(lag.url().toString())
+                                .withNamespace(TestCluster.NS).withTrustCerts(true).withRequestTimeout(1000).build())) {
+            cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+            lag.delay(Duration.ofSeconds(3)); // each way: the answer comes long after the client's 1 s timeout
+            PodCache pods = new PodCache(viaLag, TestCluster.NS, p -> null);
+            pods.start();
+            try {
+                OperatorHarness.awaitTrue(() -> cluster.requestCount(k -> k.startsWith(
+                        "GET /api/v1/namespaces/playpen/pods")) >= 1, Duration.ofSeconds(60),
+                        "the first LIST reached the API server, 3 s after it was sent");
+                assertThat(pods.isWatching()).as("synced although the LIST timed out").isFalse();
+                lag.delay(Duration.ZERO);
+                OperatorHarness.awaitTrue(pods::isWatching, Duration.ofSeconds(60),
+                        "pod cache synced once the API server answered in time");
                 assertThat(pods.get("playpen-runner-amd64-51820")).isPresent();
             } finally {
                 pods.close();
