@@ -214,6 +214,9 @@ class KubeconfigRewriterTest {
         // clientcmd turns a named entry without a body into an empty cluster, which the rewrite then fills
         String yaml = "clusters:\n- name: empty\n- name: ok\n  cluster:\n    server: https://x:1\n";
         JsonNode out = tree(KubeconfigRewriter.rewrite(yaml, SERVER, "gw"));
+        java.util.List<String> names = new java.util.ArrayList<>();
+        out.path("clusters").forEach(c -> names.add(c.path("name").asText()));
+        assertThat(names).as("every cluster entry kept").containsExactly("empty", "ok");
         for (JsonNode c : out.path("clusters")) {
             assertThat(c.path("cluster").path("server").textValue()).isEqualTo(SERVER);
             assertThat(c.path("cluster").path("tls-server-name").textValue()).isEqualTo("gw");
