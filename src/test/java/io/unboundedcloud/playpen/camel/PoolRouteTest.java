@@ -94,6 +94,9 @@ class PoolRouteTest {
             cluster.client.pods().inNamespace("playpen").withName("playpen-runner-amd64-51820")
                     .edit(p -> new PodBuilder(p).editMetadata().addToAnnotations("touch", String.valueOf(n)).endMetadata().build());
         }
+        // the cache has every edit; then ten debounces, in which a pass the edits asked for would have run
+        op.awaitCache(c -> c.stream().anyMatch(p -> p.getMetadata().getAnnotations() != null
+                && "19".equals(p.getMetadata().getAnnotations().get("touch"))));
         Thread.sleep(1000);
         assertThat(cluster.pods()).hasSize(2);
         assertThat(podCreates()).isEqualTo(2);
