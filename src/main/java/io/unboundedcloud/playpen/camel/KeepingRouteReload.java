@@ -17,9 +17,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Reloads an edited route file (--routes-reload) and replaces only that file's routes, like Camel's own watcher with
- * {@code removeAllRoutes=false}; an edit that cannot be loaded leaves the routes running as they were. Camel removes
- * a route before it builds the new one, so an edit that parses but cannot be built (a bean or an endpoint that does
- * not exist) would otherwise leave the flow without a route: every request to it would wait for a consumer and fail.
+ * {@code removeAllRoutes=false}, and removes the routes the file no longer defines (all of a deleted file's); an edit
+ * that cannot be loaded leaves the routes running as they were. Camel removes a route before it builds the new one,
+ * so an edit that parses but cannot be built (a bean or an endpoint that does not exist) would otherwise leave the
+ * flow without a route: every request to it would wait for a consumer and fail.
  * The requests waiting for capacity in the routes a reload replaces are answered first ({@link RouteWaits}). An
  * edited route configuration (errors.camel.yaml) also loads again the files of the routes that use it.
  */
@@ -65,6 +66,9 @@ final class KeepingRouteReload extends RouteWatcherReloadStrategy {
         waits.replacing(replaced);
         try {
             super.onRouteReload(resources, removeEverything);
+            if (resources != null) {
+                removeLeftOver(context, model, replaced);
+            }
         } catch (RuntimeException e) {
             List<RouteDefinition> lost = before.stream().filter(d -> context.getRoute(d.getRouteId()) == null).toList();
             try {
@@ -79,6 +83,34 @@ final class KeepingRouteReload extends RouteWatcherReloadStrategy {
             throw e;
         } finally {
             waits.replaced(replaced);
+        }
+    }
+
+    /**
+     * Stops and removes the routes of the reloaded files that the files no longer define (every route of a deleted
+     * file): Camel replaces only the route ids the file it loads defines, so a route taken out of its file, renamed,
+     * or left by a deleted file would otherwise run on (its timer firing) until a restart.
+     */
+    private static void removeLeftOver(CamelContext context, Model model, List<Route> replaced) {
+        for (Route route : replaced) {
+            if (context.getRoute(route.getId()) != route) {
+                continue; // built again from its file
+            }
+            String file = route.getSourceResource().getLocation();
+            RouteDefinition definition = model.getRouteDefinition(route.getId());
+            try {
+                if (definition != null) {
+                    model.removeRouteDefinition(definition);
+                } else {
+                    context.getRouteController().stopRoute(route.getId());
+                    context.removeRoute(route.getId());
+                }
+                LOG.info("route {} stopped and removed: {} {}", route.getId(), file,
+                        route.getSourceResource().exists() ? "no longer defines it" : "was deleted");
+            } catch (Exception e) {
+                LOG.error("route {} of {} is no longer in the file but could not be removed; it runs until a restart:"
+                        + " {}", route.getId(), file, e.toString());
+            }
         }
     }
 

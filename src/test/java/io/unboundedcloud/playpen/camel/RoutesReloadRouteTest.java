@@ -192,6 +192,41 @@ class RoutesReloadRouteTest {
         });
     }
 
+    /**
+     * A route taken out of its file, and every route of a deleted file, is stopped and removed by the reload: Camel
+     * replaces only the ids the file it loads defines, so they ran on (their timers firing) until a restart.
+     */
+    @Test
+    void aRouteTakenOutOfItsFileAndTheRoutesOfADeletedFileAreRemoved(@TempDir Path tmp) throws Exception {
+        reloading(tmp, false, (routes, cluster, op) -> {
+            org.apache.camel.CamelContext camel = op.app.camelContext();
+            assertThat(camel.getRoute("lost-claims-listed")).isNotNull();
+            org.apache.camel.Route lostClaims = camel.getRoute("lost-claims");
+            Path ttl = routes.resolve("ttl-expiry.camel.yaml");
+            String yaml = Files.readString(ttl);
+            int from = yaml.indexOf("- route:\n    id: lost-claims-listed\n");
+            int to = yaml.indexOf("# One expired claim");
+            assertThat(from).isPositive().isLessThan(to);
+            save(ttl, yaml.substring(0, from) + yaml.substring(to));
+
+            OperatorHarness.awaitTrue(() -> camel.getRoute("lost-claims") != lostClaims
+                    && camel.getRoute("lost-claims-listed") == null, WAIT,
+                    "ttl-expiry.camel.yaml reloaded without the lost-claims-listed route, and that route gone");
+            assertThat(camel.getRouteController().getRouteStatus("lost-claims")).isEqualTo(ServiceStatus.Started);
+            assertThat(camel.getRoute("ttl-expired")).as("the file's other routes").isNotNull();
+
+            Files.delete(routes.resolve("trust-refresh.camel.yaml"));
+            OperatorHarness.awaitTrue(() -> camel.getRoute("trust-refresh") == null, WAIT,
+                    "the deleted file's route gone");
+            assertThat(camel.getRouteController().getRouteStatus("alloc")).isEqualTo(ServiceStatus.Started);
+            assertThat(keptLog.lines()).extracting(l -> l.getFormattedMessage())
+                    .anyMatch(l -> l.startsWith("route lost-claims-listed stopped and removed:")
+                            && l.endsWith("ttl-expiry.camel.yaml no longer defines it"))
+                    .anyMatch(l -> l.startsWith("route trust-refresh stopped and removed:")
+                            && l.endsWith("trust-refresh.camel.yaml was deleted"));
+        }, "--reconcile-interval=10m");
+    }
+
     /** What a test does with an operator that reloads its copy of the routes. */
     private interface Reloading {
         void run(Path routes, TestCluster cluster, OperatorHarness op) throws Exception;
