@@ -18,11 +18,12 @@ import org.slf4j.LoggerFactory;
 /**
  * Reloads an edited route file (--routes-reload) and replaces only that file's routes, like Camel's own watcher with
  * {@code removeAllRoutes=false}, and removes the routes the file no longer defines (all of a deleted file's); an edit
- * that cannot be loaded leaves the routes running as they were. Camel removes a route before it builds the new one,
- * so an edit that parses but cannot be built (a bean or an endpoint that does not exist) would otherwise leave the
- * flow without a route: every request to it would wait for a consumer and fail.
- * The requests waiting for capacity in the routes a reload replaces are answered first ({@link RouteWaits}). An
- * edited route configuration (errors.camel.yaml) also loads again the files of the routes that use it.
+ * that cannot be loaded leaves every route of its file running as it was. Camel removes a file's routes before it
+ * builds the new ones, one by one, so an edit that parses but cannot be built (a bean or an endpoint that does not
+ * exist) would otherwise leave the flow without a route, or some of the file's routes new and the rest gone. The
+ * requests waiting for capacity in the routes a reload replaces are answered once the edit parses ({@link
+ * RouteWaits}). An edited route configuration (errors.camel.yaml) also loads again the files of the routes that use
+ * it, and is refused, put back as it was, when one of them cannot be built with it.
  */
 final class KeepingRouteReload extends RouteWatcherReloadStrategy {
     private static final Logger LOG = LoggerFactory.getLogger(KeepingRouteReload.class);
@@ -38,52 +39,115 @@ final class KeepingRouteReload extends RouteWatcherReloadStrategy {
 
     @Override
     protected void onRouteReload(Collection<Resource> resources, boolean removeEverything) {
+        if (resources == null) {
+            // every route file (a properties file reloaded): Camel's own reload, which the pattern never asks for
+            super.onRouteReload(resources, removeEverything);
+            return;
+        }
         Model model = getCamelContext().getCamelContextExtension().getContextPlugin(Model.class);
-        java.util.Set<RouteConfigurationDefinition> configurations =
-                java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
-        configurations.addAll(model.getRouteConfigurationDefinitions());
-        reload(resources, removeEverything);
+        List<RouteConfigurationDefinition> configurations = new ArrayList<>(model.getRouteConfigurationDefinitions());
+        reload(resources, resources);
         // a route takes its route configuration (the error handling the HTTP flows share) as it is built: an edited
-        // one reaches the routes built before it once they are built again, so their files are loaded again too
-        if (resources != null) {
-            List<Resource> users = usersOfNewConfigurations(model, configurations, resources);
-            if (!users.isEmpty()) {
-                LOG.info("route configuration of {} reloaded; loading again the route files that use it: {}",
-                        locations(resources), locations(users));
-                reload(users, removeEverything);
+        // one reaches the routes built before it once they are built again, so their files are loaded again too; if
+        // one of them cannot be built with it, the edit is refused as a whole
+        List<Resource> users = usersOfNewConfigurations(model, configurations, resources);
+        if (!users.isEmpty()) {
+            LOG.info("route configuration of {} reloaded; loading again the route files that use it: {}",
+                    locations(resources), locations(users));
+            try {
+                reload(users, resources);
+            } catch (RuntimeException e) {
+                putBack(model, configurations);
+                throw e;
             }
         }
     }
 
-    private void reload(Collection<Resource> resources, boolean removeEverything) {
+    /**
+     * Loads {@code resources} again, or leaves every route of theirs as it was when one cannot be loaded ({@code
+     * edited}, the files saved, named as the ones to fix). Camel's own reload is not used: it loads a file that failed
+     * again with every later edit (so a good edit of another file was refused too, and blamed).
+     */
+    private void reload(Collection<Resource> resources, Collection<Resource> edited) {
         CamelContext context = getCamelContext();
         Model model = context.getCamelContextExtension().getContextPlugin(Model.class);
-        // every route, not only the edited file's: after a failed reload Camel loads the failed file again with
-        // the next edited one
+        List<Resource> present = resources.stream().filter(Resource::exists).toList();
+        org.apache.camel.spi.RoutesLoader loader = org.apache.camel.support.PluginHelper.getRoutesLoader(context);
+        try {
+            // an edit that does not parse replaces nothing, so it ends no wait either
+            loader.findRoutesBuilders(present);
+        } catch (Exception e) {
+            LOG.warn("route file {} not loaded, its routes run as before; fix the file and save it again: {}",
+                    locations(edited), e.getMessage());
+            throw org.apache.camel.RuntimeCamelException.wrapRuntimeException(e);
+        }
         List<RouteDefinition> before = new ArrayList<>(model.getRouteDefinitions());
         // the requests waiting for capacity in the routes replaced are answered while those still run
         List<Route> replaced = replaced(context, resources);
         waits.replacing(replaced);
         try {
-            super.onRouteReload(resources, removeEverything);
-            if (resources != null) {
-                removeLeftOver(context, model, replaced);
+            java.util.Set<String> ids = loader.updateRoutes(present);
+            LOG.info("route file {} loaded: routes {}", locations(resources), ids);
+            int index = 1;
+            for (String id : ids) {
+                org.apache.camel.support.EventHelper.notifyRouteReloaded(context, context.getRoute(id), index++,
+                        ids.size());
             }
-        } catch (RuntimeException e) {
-            List<RouteDefinition> lost = before.stream().filter(d -> context.getRoute(d.getRouteId()) == null).toList();
-            try {
-                model.addRouteDefinitions(lost);
-                LOG.warn("route file {} not loaded, its routes run as before; fix the file and save it again: {}",
-                        locations(resources), e.getMessage());
-            } catch (Exception restore) {
-                LOG.error("route file {} not loaded, and routes {} could not be put back; restart the operator: {}",
-                        locations(resources), lost.stream().map(RouteDefinition::getRouteId).toList(),
-                        restore.toString());
-            }
-            throw e;
+            removeLeftOver(context, model, replaced);
+        } catch (Exception e) {
+            putBack(context, model, before, resources, edited, e);
+            throw org.apache.camel.RuntimeCamelException.wrapRuntimeException(e);
         } finally {
             waits.replaced(replaced);
         }
+    }
+
+    /**
+     * Puts every route of {@code resources} back as it was in {@code before} (Camel replaces a file's routes one by
+     * one, so those before the one that failed run their new versions), drops the routes the failed load added, and
+     * starts any other route of {@code before} that is not running.
+     */
+    private static void putBack(CamelContext context, Model model, List<RouteDefinition> before,
+            Collection<Resource> resources, Collection<Resource> edited, Exception failure) {
+        List<String> files = resources.stream().map(KeepingRouteReload::fileName).toList();
+        List<RouteDefinition> back = before.stream()
+                .filter(d -> ofFiles(d, files) || context.getRoute(d.getRouteId()) == null).toList();
+        List<String> ids = back.stream().map(RouteDefinition::getRouteId).toList();
+        try {
+            for (RouteDefinition added : new ArrayList<>(model.getRouteDefinitions())) {
+                if (ofFiles(added, files) && !ids.contains(added.getRouteId())) {
+                    model.removeRouteDefinition(added);
+                }
+            }
+            model.addRouteDefinitions(back);
+            LOG.warn("route file {} not loaded, its routes run as before; fix the file and save it again: {}",
+                    locations(edited), failure.getMessage());
+        } catch (Exception restore) {
+            LOG.error("route file {} not loaded, and routes {} could not be put back; restart the operator: {}",
+                    locations(edited), ids, restore.toString());
+        }
+    }
+
+    /** Puts the route configurations back as they were (those of a refused edit replaced in Camel's model). */
+    private static void putBack(Model model, List<RouteConfigurationDefinition> configurations) {
+        try {
+            for (RouteConfigurationDefinition now : new ArrayList<>(model.getRouteConfigurationDefinitions())) {
+                if (configurations.stream().noneMatch(c -> c == now)) {
+                    model.removeRouteConfiguration(now);
+                }
+            }
+            for (RouteConfigurationDefinition c : configurations) {
+                if (model.getRouteConfigurationDefinitions().stream().noneMatch(now -> now == c)) {
+                    model.addRouteConfiguration(c);
+                }
+            }
+        } catch (Exception e) {
+            LOG.error("route configurations could not be put back as they were; restart the operator: {}", e.toString());
+        }
+    }
+
+    private static boolean ofFiles(RouteDefinition definition, List<String> files) {
+        return definition.getResource() != null && files.contains(fileName(definition.getResource()));
     }
 
     /**
@@ -119,9 +183,9 @@ final class KeepingRouteReload extends RouteWatcherReloadStrategy {
      * {@code routeConfigurationId}), each once, but those of {@code reloaded}.
      */
     private static List<Resource> usersOfNewConfigurations(Model model,
-            java.util.Set<RouteConfigurationDefinition> before, Collection<Resource> reloaded) {
+            List<RouteConfigurationDefinition> before, Collection<Resource> reloaded) {
         List<String> ids = model.getRouteConfigurationDefinitions().stream()
-                .filter(c -> !before.contains(c) && c.getId() != null)
+                .filter(c -> before.stream().noneMatch(b -> b == c) && c.getId() != null)
                 .map(RouteConfigurationDefinition::getId).toList();
         List<String> done = reloaded.stream().map(KeepingRouteReload::fileName).toList();
         java.util.Map<String, Resource> users = new java.util.LinkedHashMap<>();
@@ -138,12 +202,9 @@ final class KeepingRouteReload extends RouteWatcherReloadStrategy {
 
     /**
      * The running routes a reload of {@code resources} replaces: those loaded from the same files (every route
-     * folder file has its own name); every route when no file is named.
+     * folder file has its own name).
      */
-    private List<Route> replaced(CamelContext context, Collection<Resource> resources) {
-        if (resources == null) {
-            return List.copyOf(context.getRoutes());
-        }
+    private static List<Route> replaced(CamelContext context, Collection<Resource> resources) {
         List<String> files = resources.stream().map(KeepingRouteReload::fileName).toList();
         return context.getRoutes().stream()
                 .filter(r -> r.getSourceResource() != null && files.contains(fileName(r.getSourceResource())))
@@ -156,6 +217,6 @@ final class KeepingRouteReload extends RouteWatcherReloadStrategy {
     }
 
     private static String locations(Collection<Resource> resources) {
-        return resources == null ? "" : String.join(", ", resources.stream().map(Resource::getLocation).toList());
+        return String.join(", ", resources.stream().map(Resource::getLocation).toList());
     }
 }

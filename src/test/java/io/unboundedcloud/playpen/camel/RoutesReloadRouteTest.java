@@ -65,6 +65,15 @@ class RoutesReloadRouteTest {
             HttpResponse<String> refused = op.alloc("{\"idempotencyKey\":\"reload-2\"}");
             assertThat(refused.statusCode()).as(refused.body()).isEqualTo(400);
             assertThat(refused.body()).contains("\"kind\":\"Status\"").contains("wireGuardPublicKey is required");
+            // a good edit of another file is loaded, and the refused file is neither loaded with it nor blamed again
+            org.apache.camel.Route audit = op.app.camelContext().getRoute("audit");
+            Path auditFile = routes.resolve("audit.camel.yaml");
+            save(auditFile, Files.readString(auditFile) + "# edited\n");
+            OperatorHarness.awaitTrue(() -> keptLog.lines().stream().anyMatch(l -> l.getFormattedMessage()
+                    .contains("audit.camel.yaml")), WAIT, "the audit.camel.yaml edit handled");
+            assertThat(keptLog.lines()).extracting(l -> l.getFormattedMessage())
+                    .noneMatch(l -> l.contains("audit.camel.yaml not loaded"));
+            assertThat(op.app.camelContext().getRoute("audit")).as("the audit route replaced").isNotSameAs(audit);
             // a good edit after it is loaded: the alloc route is replaced
             org.apache.camel.Route kept = op.app.camelContext().getRoute("alloc");
             save(alloc, yaml);
@@ -224,6 +233,84 @@ class RoutesReloadRouteTest {
                             && l.endsWith("ttl-expiry.camel.yaml no longer defines it"))
                     .anyMatch(l -> l.startsWith("route trust-refresh stopped and removed:")
                             && l.endsWith("trust-refresh.camel.yaml was deleted"));
+        }, "--reconcile-interval=10m");
+    }
+
+    /**
+     * An edit of errors.camel.yaml that the routes using it cannot be built with is refused as a whole: the routes run
+     * as before, the WARN names errors.camel.yaml, and the old error handling is put back, so a later good edit of
+     * another file is loaded (the broken configuration stayed in force and failed every later build).
+     */
+    @Test
+    void aRefusedEditOfTheSharedErrorHandlingIsNamedAndPutBack(@TempDir Path tmp) throws Exception {
+        reloading(tmp, true, (routes, cluster, op) -> {
+            Path errors = routes.resolve("errors.camel.yaml");
+            String yaml = Files.readString(errors);
+            String broken = yaml.replace("ref: replyWriter", "ref: noSuchWriter");
+            assertThat(broken).isNotEqualTo(yaml);
+            save(errors, broken);
+            OperatorHarness.awaitTrue(() -> keptLog.lines().stream().anyMatch(l -> l.getFormattedMessage()
+                    .contains(" not loaded")), WAIT, "the refused edit logged");
+            assertThat(keptLog.lines()).extracting(l -> l.getFormattedMessage())
+                    .anyMatch(l -> l.contains("errors.camel.yaml not loaded, its routes run as before"));
+            HttpResponse<String> refused = op.alloc("{\"idempotencyKey\":\"errors-3\"}");
+            assertThat(refused.statusCode()).as(refused.body()).isEqualTo(400);
+            assertThat(refused.body()).contains("\"kind\":\"Status\"");
+
+            org.apache.camel.Route kept = op.app.camelContext().getRoute("alloc");
+            Path alloc = routes.resolve("alloc.camel.yaml");
+            save(alloc, Files.readString(alloc) + "# edited\n");
+            awaitReplaced(op, kept, "a good edit of alloc.camel.yaml loaded");
+            HttpResponse<String> served = op.alloc("{\"idempotencyKey\":\"errors-4\",\"wireGuardPublicKey\":\""
+                    + TestCluster.wgKey(4) + "\"}");
+            assertThat(served.statusCode()).as(served.body()).isEqualTo(200);
+        });
+    }
+
+    /**
+     * A refused edit of a file of several routes leaves all of them as they were: Camel builds a file's routes one by
+     * one, so those before the one that failed ran their new versions (here lost-claims, its new period).
+     */
+    @Test
+    void aRefusedEditOfAFileOfSeveralRoutesLeavesEachAsItWas(@TempDir Path tmp) throws Exception {
+        reloading(tmp, false, (routes, cluster, op) -> {
+            org.apache.camel.CamelContext camel = op.app.camelContext();
+            Path ttl = routes.resolve("ttl-expiry.camel.yaml");
+            String yaml = Files.readString(ttl);
+            String edited = yaml.replace("{{playpen.lost-claims.interval-ms:1000}}", "1500")
+                    .replace("            id: ttl-audit\n            uri: direct:audit",
+                            "            id: ttl-audit\n            uri: nosuch:audit");
+            assertThat(edited).contains("1500").contains("nosuch:audit");
+            save(ttl, edited);
+            OperatorHarness.awaitTrue(() -> keptLog.lines().stream().anyMatch(l -> l.getFormattedMessage()
+                    .contains("ttl-expiry.camel.yaml not loaded")), WAIT, "the refused edit logged");
+
+            assertThat(camel.getRoute("lost-claims").getEndpoint().getEndpointUri()).as("lost-claims as it was")
+                    .doesNotContain("1500");
+            assertThat(java.util.List.of("ttl-expiry", "lost-claims", "lost-claims-listed", "ttl-expired"))
+                    .allSatisfy(id -> assertThat(camel.getRoute(id)).as(id).isNotNull());
+            assertThat(camel.getRouteController().getRouteStatus("ttl-expired")).isEqualTo(ServiceStatus.Started);
+        }, "--reconcile-interval=10m");
+    }
+
+    /** An edit that does not parse replaces nothing, so a request waiting for capacity waits on and is served. */
+    @Test
+    void anEditThatDoesNotParseEndsNoWait(@TempDir Path tmp) throws Exception {
+        reloading(tmp, false, (routes, cluster, op) -> {
+            String waiting = "{\"idempotencyKey\":\"wait-2\",\"wireGuardPublicKey\":\"" + TestCluster.wgKey(1)
+                    + "\",\"waitSeconds\":40}";
+            CompletableFuture<HttpResponse<String>> first = allocAsync(op, waiting);
+            OperatorHarness.awaitTrue(() -> op.app.waitingQueue().waiting() == 1, WAIT, "the request waiting");
+
+            Path alloc = routes.resolve("alloc.camel.yaml");
+            save(alloc, Files.readString(alloc) + "- route: [not closed\n");
+            OperatorHarness.awaitTrue(() -> keptLog.lines().stream().anyMatch(l -> l.getFormattedMessage()
+                    .contains("alloc.camel.yaml not loaded")), WAIT, "the refused edit logged");
+            assertThat(op.app.waitingQueue().waiting()).as("the request still waiting").isOne();
+
+            cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+            HttpResponse<String> served = first.get(60, TimeUnit.SECONDS);
+            assertThat(served.statusCode()).as(served.body()).isEqualTo(200);
         }, "--reconcile-interval=10m");
     }
 
