@@ -43,6 +43,9 @@ public final class AuditLog {
     public static final String REASON = "playpenAuditReason";
     /** Who a refused request came from when nobody was authenticated (no, or an untrusted, certificate; no user). */
     public static final String UNAUTHENTICATED_USER = "system:anonymous";
+    /** The verb and outcome of an expired claim's line (ttl-expired.camel.yaml sets the same). */
+    static final String EXPIRE = "expire";
+    static final String EXPIRED = "expired";
 
     private final Clock clock;
 
@@ -52,14 +55,26 @@ public final class AuditLog {
 
     /** The JSON line (no trailing newline) for this exchange. */
     public String line(Exchange exchange) {
+        return line(user(exchange), exchange.getProperty(VERB, "", String.class),
+                exchange.getProperty(ALLOCATION_ID, "", String.class),
+                exchange.getProperty(KEY_HASH_PREFIX, "", String.class), outcome(exchange),
+                exchange.getProperty(REASON, String.class));
+    }
+
+    /** The line of an expired claim (the pod deleted), as the ttl-expired route writes it, without an exchange. */
+    String expiredLine(Pod pod) {
+        return line(OPERATOR_USER, EXPIRE, pod.getMetadata().getName(), keyHashPrefix(pod), EXPIRED, null);
+    }
+
+    private String line(String user, String verb, String allocation, String keyHashPrefix, String outcome,
+            String reason) {
         Map<String, Object> line = new LinkedHashMap<>();
         line.put("time", clock.instant().toString());
-        line.put("user", user(exchange));
-        line.put("verb", exchange.getProperty(VERB, "", String.class));
-        line.put("allocation", exchange.getProperty(ALLOCATION_ID, "", String.class));
-        line.put("keyHashPrefix", Hashes.keyHashPrefix(exchange.getProperty(KEY_HASH_PREFIX, "", String.class)));
-        line.put("outcome", outcome(exchange));
-        String reason = exchange.getProperty(REASON, String.class);
+        line.put("user", user);
+        line.put("verb", verb);
+        line.put("allocation", allocation);
+        line.put("keyHashPrefix", Hashes.keyHashPrefix(keyHashPrefix));
+        line.put("outcome", outcome);
         if (reason != null) {
             line.put("reason", reason);
         }

@@ -22,11 +22,13 @@ import io.unboundedcloud.playpen.model.PoolPlan;
  * {@code direct:pool-create-refused} (pool-events.camel.yaml); and refill passes to
  * {@code direct:pool-pass} (pool-reconcile.camel.yaml).
  * Sent on the bean's own thread, like the observer calls it replaces. While Camel is not running (startup,
- * shutdown) or a route is missing, the {@code fallback} records the Event directly, so none is lost that was not
- * lost before.
+ * shutdown) or a route is missing (a reload replacing it), the {@code fallback} records the Event directly, so none is
+ * lost that was not lost before, and an expired claim's audit line goes to the audit route, or straight to the audit
+ * log while that does not run either.
  */
 final class FlowBridge implements PoolReconciler.Observer, TtlExpirer.Observer {
     private static final Logger LOG = LoggerFactory.getLogger(FlowBridge.class);
+    private static final Logger AUDIT_LOG = LoggerFactory.getLogger("playpen.audit");
     static final String TTL_EXPIRED = "ttl-expired";
     static final String POOL_CREATED = "pool-created";
     static final String POOL_EXHAUSTED = "pool-exhausted";
@@ -36,12 +38,16 @@ final class FlowBridge implements PoolReconciler.Observer, TtlExpirer.Observer {
     static final String POOL_CREATE_REFUSED = "pool-create-refused";
     static final String POOL_PASS = "pool-pass";
 
+    static final String AUDIT = "audit";
+
     private final ObservedEvents fallback;
+    private final AuditLog audit;
     private volatile CamelContext camel;
     private volatile ProducerTemplate producer;
 
-    FlowBridge(ObservedEvents fallback) {
+    FlowBridge(ObservedEvents fallback, AuditLog audit) {
         this.fallback = fallback;
+        this.audit = audit;
     }
 
     void start(CamelContext camel) {
@@ -53,7 +59,29 @@ final class FlowBridge implements PoolReconciler.Observer, TtlExpirer.Observer {
     public void expired(Pod pod, Duration lateness) {
         if (!send(TTL_EXPIRED, pod)) {
             fallback.expired(pod, lateness);
+            auditExpired(pod);
         }
+    }
+
+    /**
+     * The audit line ttl-expired would have written: through the audit route while it runs (its steps, a webhook
+     * added there among them, see it as every other line), else straight to the audit log.
+     */
+    private void auditExpired(Pod pod) {
+        ProducerTemplate p = producer;
+        if (started(AUDIT)) {
+            org.apache.camel.Exchange sent = p.send("direct:" + AUDIT + "?block=false", e -> {
+                e.setProperty(AuditLog.VERB, AuditLog.EXPIRE);
+                e.setProperty(AuditLog.OUTCOME, AuditLog.EXPIRED);
+                e.setProperty(AuditLog.ALLOCATION_ID, pod.getMetadata().getName());
+                e.setProperty(AuditLog.KEY_HASH_PREFIX, audit.keyHashPrefix(pod));
+            });
+            if (sent.getException() == null) {
+                return;
+            }
+            LOG.warn("route {} failed: {}", AUDIT, sent.getException().toString());
+        }
+        AUDIT_LOG.info(audit.expiredLine(pod));
     }
 
     @Override
@@ -107,21 +135,24 @@ final class FlowBridge implements PoolReconciler.Observer, TtlExpirer.Observer {
      * through the reconciler while Camel is not running.
      */
     void poolPass(PoolReconciler pool) {
-        CamelContext c = camel;
-        ProducerTemplate p = producer;
-        if (c == null || p == null || !c.isStarted()
-                || c.getRouteController().getRouteStatus(POOL_PASS) != ServiceStatus.Started) {
+        if (!started(POOL_PASS)) {
             pool.reconcile();
             return;
         }
-        p.sendBody("direct:" + POOL_PASS, null);
+        producer.sendBody("direct:" + POOL_PASS, null);
+    }
+
+    /** Whether Camel runs, and the route {@code routeId} in it. */
+    private boolean started(String routeId) {
+        CamelContext c = camel;
+        return c != null && producer != null && c.isStarted()
+                && c.getRouteController().getRouteStatus(routeId) == ServiceStatus.Started;
     }
 
     /** True when the route took it; never waits for a missing consumer (block=false). */
     private boolean send(String routeId, Object body) {
-        CamelContext c = camel;
         ProducerTemplate p = producer;
-        if (c == null || p == null || !c.isStarted() || c.getRouteController().getRouteStatus(routeId) != ServiceStatus.Started) {
+        if (!started(routeId)) {
             return false;
         }
         try {

@@ -187,8 +187,10 @@ public final class OperatorApp implements AutoCloseable {
         // Events and audit lines of expiries and the pools' side effects go through their routes (ttl-expired,
         // pool-created, pool-deleted, pool-unhealthy-allocated, pool-backoff, pool-exhausted,
         // pool-create-refused) and passes through
-        // pool-pass; the bridge records the Events directly while Camel is not running
-        FlowBridge bridge = new FlowBridge(observed);
+        // pool-pass; the bridge records the Events (and an expiry's audit line) directly while Camel or the route is
+        // not running
+        AuditLog auditLog = new AuditLog(clock);
+        FlowBridge bridge = new FlowBridge(observed, auditLog);
         pool.addObserver(bridge);
         ttl.addObserver(bridge);
         // refills run the pool-pass route once Camel runs, so its steps are the same for every pass
@@ -313,7 +315,7 @@ public final class OperatorApp implements AutoCloseable {
         // the certificate served from the start may be one the caBundle does not trust yet: not ready until it does
         servingReload.checkServedTrust();
         main.bind("kubeEvents", observed);
-        main.bind("auditLog", new AuditLog(clock));
+        main.bind("auditLog", auditLog);
         auditWriter = new BatchingExecutor("audit-writer", AUDIT_INTERVAL_MILLIS, AUDIT_QUIET_MILLIS, 256, 1000);
         main.bind("auditWriter", auditWriter);
         RouteMetrics.bind(main, metrics.registry());

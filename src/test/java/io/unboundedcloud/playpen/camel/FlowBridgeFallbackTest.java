@@ -26,10 +26,14 @@ import io.unboundedcloud.playpen.support.TestCluster;
 
 /**
  * While Camel is not running (startup, shutdown) the pools' and the TTL's happenings still become Events: each
- * goes straight to the recorder, with the type, reason and object the routes would give it. The trust bundle's
- * refusal is a Warning on the operator.
+ * goes straight to the recorder, with the type, reason and object the routes would give it, and an expiry's audit
+ * line straight to the audit log. The trust bundle's refusal is a Warning on the operator.
  */
 class FlowBridgeFallbackTest {
+    @org.junit.jupiter.api.extension.RegisterExtension
+    final io.unboundedcloud.playpen.support.CapturedLogs audit =
+            io.unboundedcloud.playpen.support.CapturedLogs.named("playpen.audit");
+
     static Pod pod(String name) {
         return new PodBuilder().withApiVersion("v1").withKind("Pod").withNewMetadata().withNamespace(TestCluster.NS)
                 .withName(name).withUid("uid-" + name).withResourceVersion("7").endMetadata().build();
@@ -42,7 +46,7 @@ class FlowBridgeFallbackTest {
                         100, Duration.ofSeconds(1))) {
             OperatorConfig config = OperatorConfig.parse("--namespace=" + TestCluster.NS);
             ObservedEvents observed = new ObservedEvents(recorder, config, Map.of());
-            FlowBridge bridge = new FlowBridge(observed);
+            FlowBridge bridge = new FlowBridge(observed, new AuditLog(Clock.systemUTC()));
             PoolTarget amd64 = PoolTarget.runner("amd64");
 
             bridge.created(pod("created"));
@@ -74,6 +78,10 @@ class FlowBridgeFallbackTest {
                     .filter(e -> e.getReason().equals("TrustBundleInvalid")).findFirst().orElseThrow();
             assertThat(trust.getMessage()).isEqualTo("front-proxy trust bundle is invalid: no certificate in the bundle; "
                     + "/apis requests are refused");
+            // the expiry's audit line too, straight to the audit log
+            assertThat(audit.lines()).extracting(l -> l.getFormattedMessage()).singleElement().asString()
+                    .contains("\"user\":\"system:playpen-operator\",\"verb\":\"expire\",\"allocation\":\"expired\"")
+                    .contains("\"outcome\":\"expired\"");
         }
     }
 
