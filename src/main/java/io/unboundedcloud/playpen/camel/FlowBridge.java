@@ -19,7 +19,8 @@ import io.unboundedcloud.playpen.model.PoolPlan;
  * {@code direct:pool-created}, a pool pod deleted to {@code direct:pool-deleted}, an unhealthy allocated pod to
  * {@code direct:pool-unhealthy-allocated}, a pool backing off or recovering to {@code direct:pool-backoff} and a full
  * hostPort range to {@code direct:pool-exhausted}, a pod create the API server refused to
- * {@code direct:pool-create-refused} (pool-events.camel.yaml); and refill passes to
+ * {@code direct:pool-create-refused} (pool-events.camel.yaml), a front-proxy trust bundle found invalid to
+ * {@code direct:trust-bundle-invalid} (trust-refresh.camel.yaml); and refill passes to
  * {@code direct:pool-pass} (pool-reconcile.camel.yaml).
  * Sent on the bean's own thread, like the observer calls it replaces. While Camel is not running (startup,
  * shutdown) or a route is missing (a reload replacing it), the {@code fallback} records the Event directly, so none is
@@ -37,6 +38,7 @@ final class FlowBridge implements PoolReconciler.Observer, TtlExpirer.Observer {
     static final String POOL_BACKOFF = "pool-backoff";
     static final String POOL_CREATE_REFUSED = "pool-create-refused";
     static final String POOL_PASS = "pool-pass";
+    static final String TRUST_BUNDLE_INVALID = "trust-bundle-invalid";
 
     static final String AUDIT = "audit";
 
@@ -127,6 +129,13 @@ final class FlowBridge implements PoolReconciler.Observer, TtlExpirer.Observer {
     public void backoffChanged(io.unboundedcloud.playpen.kube.PoolSignals.BackoffChange change) {
         if (!send(POOL_BACKOFF, change)) {
             fallback.backoffChanged(change);
+        }
+    }
+
+    /** The front-proxy trust bundle found invalid (by its watch or by trust-refresh): its Warning. */
+    void trustBundleInvalid(String reason) {
+        if (!send(TRUST_BUNDLE_INVALID, reason)) {
+            fallback.trustBundleInvalid(reason);
         }
     }
 

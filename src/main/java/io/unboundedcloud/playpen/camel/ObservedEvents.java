@@ -173,8 +173,13 @@ public final class ObservedEvents implements PoolReconciler.Observer, TtlExpirer
     public void pass(PoolReconciler.Result result, long nanos, boolean failed) {
     }
 
+    /** The front-proxy trust bundle found invalid: a Warning TrustBundleInvalid on the operator. */
+    public List<KubeEvent> trustBundleInvalidEvents(@Body String reason) {
+        return List.of(KubeEvent.warning(operatorRef, operatorNamespace, "TrustBundleInvalid",
+                "front-proxy trust bundle is invalid: " + reason + "; /apis requests are refused"));
+    }
+
     void trustBundleInvalid(String reason) {
-        events.warning(operatorRef, operatorNamespace, "TrustBundleInvalid",
-                "front-proxy trust bundle is invalid: " + reason + "; /apis requests are refused");
+        trustBundleInvalidEvents(reason).forEach(this::record);
     }
 }

@@ -186,7 +186,7 @@ public final class OperatorApp implements AutoCloseable {
         ObservedEvents observed = new ObservedEvents(events, config, env);
         // Events and audit lines of expiries and the pools' side effects go through their routes (ttl-expired,
         // pool-created, pool-deleted, pool-unhealthy-allocated, pool-backoff, pool-exhausted,
-        // pool-create-refused) and passes through
+        // pool-create-refused, trust-bundle-invalid) and passes through
         // pool-pass; the bridge records the Events (and an expiry's audit line) directly while Camel or the route is
         // not running
         AuditLog auditLog = new AuditLog(clock);
@@ -197,7 +197,7 @@ public final class OperatorApp implements AutoCloseable {
         pool.runPassesWith(() -> bridge.poolPass(pool));
         pool.addObserver(metrics);
         ttl.addObserver(metrics);
-        trust.onInvalid(observed::trustBundleInvalid);
+        trust.onInvalid(bridge::trustBundleInvalid);
         // start the watches only now that every listener is registered: fabric8 delivers the initial LIST's
         // events asynchronously, and a listener added later would miss them (the pool's refill-on-claim
         // trigger needs to have seen each pod idle once)
