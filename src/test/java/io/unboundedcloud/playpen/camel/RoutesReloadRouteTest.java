@@ -195,9 +195,7 @@ class RoutesReloadRouteTest {
             HttpResponse<String> answer = op.alloc(refused);
             assertThat(answer.statusCode()).as(answer.body()).isEqualTo(400);
             assertThat(answer.body()).contains("\"kind\":\"Status\"").contains("wireGuardPublicKey is required");
-            HttpResponse<String> served = op.alloc("{\"idempotencyKey\":\"errors-2\",\"wireGuardPublicKey\":\""
-                    + TestCluster.wgKey(2) + "\"}");
-            assertThat(served.statusCode()).as(served.body()).isEqualTo(200);
+            assertServed(op, "errors-2", 2);
         });
     }
 
@@ -225,8 +223,13 @@ class RoutesReloadRouteTest {
             assertThat(camel.getRoute("ttl-expired")).as("the file's other routes").isNotNull();
 
             Files.delete(routes.resolve("trust-refresh.camel.yaml"));
-            OperatorHarness.awaitTrue(() -> camel.getRoute("trust-refresh") == null, WAIT,
-                    "the deleted file's route gone");
+            // each removal is logged once it is done
+            OperatorHarness.awaitTrue(() -> java.util.stream.Stream.of("trust-refresh", "trust-bundle-invalid")
+                    .allMatch(id -> keptLog.lines().stream().anyMatch(l -> l.getFormattedMessage()
+                            .startsWith("route " + id + " stopped and removed:"))), WAIT,
+                    "the deleted file's routes removed");
+            assertThat(camel.getRoute("trust-refresh")).isNull();
+            assertThat(camel.getRoute("trust-bundle-invalid")).isNull();
             assertThat(camel.getRouteController().getRouteStatus("alloc")).isEqualTo(ServiceStatus.Started);
             assertThat(keptLog.lines()).extracting(l -> l.getFormattedMessage())
                     .anyMatch(l -> l.startsWith("route lost-claims-listed stopped and removed:")
@@ -261,9 +264,7 @@ class RoutesReloadRouteTest {
             Path alloc = routes.resolve("alloc.camel.yaml");
             save(alloc, Files.readString(alloc) + "# edited\n");
             awaitReplaced(op, kept, "a good edit of alloc.camel.yaml loaded");
-            HttpResponse<String> served = op.alloc("{\"idempotencyKey\":\"errors-4\",\"wireGuardPublicKey\":\""
-                    + TestCluster.wgKey(4) + "\"}");
-            assertThat(served.statusCode()).as(served.body()).isEqualTo(200);
+            assertServed(op, "errors-4", 4);
         });
     }
 
@@ -361,6 +362,13 @@ class RoutesReloadRouteTest {
             return now != null && now != before
                     && op.app.camelContext().getRouteController().getRouteStatus("alloc") == ServiceStatus.Started;
         }, WAIT, what);
+    }
+
+    /** Asserts that an alloc of {@code key} (with runner key {@code n}) is answered 200. */
+    private static void assertServed(OperatorHarness op, String key, int n) throws Exception {
+        HttpResponse<String> served = op.alloc("{\"idempotencyKey\":\"" + key + "\",\"wireGuardPublicKey\":\""
+                + TestCluster.wgKey(n) + "\"}");
+        assertThat(served.statusCode()).as(served.body()).isEqualTo(200);
     }
 
     private static CompletableFuture<HttpResponse<String>> allocAsync(OperatorHarness op, String body)
