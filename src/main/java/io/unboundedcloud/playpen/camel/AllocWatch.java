@@ -25,6 +25,8 @@ import io.unboundedcloud.playpen.model.ManagedPods;
 final class AllocWatch implements Watcher<Pod> {
     private final WatchStream stream;
     private final Function<Pod, Optional<AllocViews.Alloc>> view;
+    /** The allocation a pod names that the caller may see, shown or not (a lost claim too): what a delete names. */
+    private final Function<Pod, Optional<AllocViews.Alloc>> named;
     private final AllocViews.Query query;
     private final Clock clock;
     /** What this watch has shown of each pod (by name), so its going can be told. */
@@ -35,9 +37,11 @@ final class AllocWatch implements Watcher<Pod> {
      */
     private final java.util.Set<String> seen = new java.util.HashSet<>();
 
-    AllocWatch(WatchStream stream, Function<Pod, Optional<AllocViews.Alloc>> view, AllocViews.Query query, Clock clock) {
+    AllocWatch(WatchStream stream, Function<Pod, Optional<AllocViews.Alloc>> view,
+            Function<Pod, Optional<AllocViews.Alloc>> named, AllocViews.Query query, Clock clock) {
         this.stream = stream;
         this.view = view;
+        this.named = named;
         this.query = query;
         this.clock = clock;
     }
@@ -61,8 +65,9 @@ final class AllocWatch implements Watcher<Pod> {
         Optional<AllocViews.Alloc> now = action == Action.DELETED ? Optional.empty() : view.apply(pod);
         AllocViews.Alloc before = shown.get(name);
         if (before == null && action == Action.DELETED) {
-            // shown by the list the client started from, not by this watch: its last state names it
-            before = view.apply(pod).orElse(null);
+            // shown by the list the client started from, not by this watch: its last state names it (a claim
+            // judged lost since may have been listed while undecided)
+            before = named.apply(pod).orElse(null);
         }
         if (before != null && (now.isEmpty() || !now.get().name().equals(before.name()))) {
             shown.remove(name);

@@ -318,21 +318,37 @@ public final class AllocsApi {
      * id; otherwise the caller's own (the owner label) or everyone's (allocs/all). Whose allocations and which match
      * is decided per event, as for a list.
      */
-    public HttpReply watch(@Body Read read, org.apache.camel.Exchange exchange) {
+    public HttpReply watch(@Body Read read, @ExchangeProperty(FrontDoor.IDENTITY) Identity who,
+            org.apache.camel.Exchange exchange) {
         requireSynced();
         AllocViews.Query q = read.query();
         AllocViews.Watch options = q.watch();
-        String name = q.reviewedName();
+        // one allocation by its id (a name no allocation has is selected among the caller's, and never matches:
+        // the API server refuses a label value that is no allocation id)
+        String name = AllocViews.validName(q.reviewedName()) ? q.reviewedName() : null;
         String label = name == null && read.owner() != null ? PlaypenKeys.OWNER_HASH_LABEL : PlaypenKeys.ALLOCATED;
         String value = name != null ? name : read.owner() != null
                 ? io.unboundedcloud.playpen.kube.ClaimWriter.labelValue(read.owner().current()) : null;
         java.util.function.Predicate<String> owner = read.owner() == null ? null : read.owner()::matches;
-        java.util.function.Function<io.fabric8.kubernetes.api.model.Pod, java.util.Optional<AllocViews.Alloc>> view =
-                p -> reads.shown(p, 0) ? AllocViews.selectMatching(java.util.List.of(p), nodes::externalIp, leases,
-                        owner, q).items().stream().findFirst() : java.util.Optional.empty();
-        WatchStream stream = watches.open(watchMillis(options.timeoutSeconds()));
+        java.util.function.Function<io.fabric8.kubernetes.api.model.Pod, java.util.Optional<AllocViews.Alloc>> named =
+                p -> AllocViews.selectMatching(java.util.List.of(p), nodes::externalIp, leases, owner, q).items()
+                        .stream().findFirst();
+        WatchStream stream = watches.open(who.user(), watchMillis(options.timeoutSeconds()));
+        // a client gone before the answer's head is written: the stream ends (its slot and the API server's watch
+        // freed), as it does once started
+        io.netty.channel.ChannelHandlerContext ctx = exchange.getMessage().getHeader(
+                org.apache.camel.component.netty.NettyConstants.NETTY_CHANNEL_HANDLER_CONTEXT,
+                io.netty.channel.ChannelHandlerContext.class);
+        if (ctx != null) {
+            io.netty.channel.ChannelFutureListener gone = f -> stream.end(null);
+            ctx.channel().closeFuture().addListener(gone);
+            stream.onEnd(() -> ctx.channel().closeFuture().removeListener(gone));
+        }
         try {
-            AllocWatch events = new AllocWatch(stream, view, q, clock);
+            // shown: not a claim this replica judged lost (as a list); a delete is sent for any the caller could
+            // have listed, so a claim listed while undecided and then lost is not left behind
+            AllocWatch events = new AllocWatch(stream, p -> reads.shown(p, 0) ? named.apply(p)
+                    : java.util.Optional.empty(), named, q, clock);
             String from = options.resourceVersion();
             if (options.initialEvents() || from.isEmpty() || from.equals("0")) {
                 io.fabric8.kubernetes.api.model.PodList listed = writer.listPods(pods.namespace(), label, value);

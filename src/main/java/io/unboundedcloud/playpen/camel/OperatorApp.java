@@ -90,6 +90,8 @@ public final class OperatorApp implements AutoCloseable {
     private KubernetesClient allocWatchClient;
     /** Watches of allocations one replica keeps open at once (each holds a watch of pods on the API server). */
     static final int MAX_WATCHES = 500;
+    /** Watches of allocations one user keeps open on one replica at once. */
+    static final int MAX_WATCHES_PER_USER = 32;
     private io.unboundedcloud.playpen.kube.ReplicaLanes lanes;
     private final WaitingWake waitingWake = new WaitingWake();
     private volatile WatchContinuity watches = new WatchContinuity();
@@ -287,7 +289,9 @@ public final class OperatorApp implements AutoCloseable {
         main.bind("connectionGuard", connections);
         main.bind("frontDoor", new FrontDoor(authenticator));
         main.bind("apiFlows", flows);
-        watchStreams = new WatchStream.Registry(MAX_WATCHES, config.retryAfterSeconds());
+        // watches hold connections as waiting allocs do: together they leave connections for everything else
+        watchStreams = new WatchStream.Registry(Math.max(1, Math.min(MAX_WATCHES, config.maxConnections()
+                - config.waitingLimits().total() - 1)), MAX_WATCHES_PER_USER, config.retryAfterSeconds());
         metrics.bindWatches(watchStreams);
         // users' watches of allocations watch pods through a client of their own: the claims' requests never wait
         // behind them for a connection or an I/O thread
@@ -540,6 +544,11 @@ public final class OperatorApp implements AutoCloseable {
 
     public Allocator allocator() {
         return allocator;
+    }
+
+    /** The watches of allocations this replica streams now (tests). */
+    int openWatches() {
+        return watchStreams == null ? 0 : watchStreams.openCount();
     }
 
     public NodeCache nodeCache() {

@@ -5,7 +5,6 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -52,28 +51,52 @@ public final class WatchStream {
         }
     }
 
-    /** The streams open on this replica: a bound on them, and all ended when the operator stops. */
+    /**
+     * The streams open on this replica: bounds on them (all users', one user's), and all ended when the operator
+     * stops; none is opened after that.
+     */
     public static final class Registry implements AutoCloseable {
         private final int max;
+        private final int maxPerUser;
         private final int retryAfterSeconds;
-        private final Set<WatchStream> open = ConcurrentHashMap.newKeySet();
+        private final Map<WatchStream, String> open = new ConcurrentHashMap<>();
+        private final Map<String, Integer> perUser = new java.util.HashMap<>();
+        private boolean closed;
 
-        public Registry(int max, int retryAfterSeconds) {
+        public Registry(int max, int maxPerUser, int retryAfterSeconds) {
             this.max = max;
+            this.maxPerUser = maxPerUser;
             this.retryAfterSeconds = retryAfterSeconds;
         }
 
-        /** A new stream ending within {@code timeoutMillis}; 429 when {@code max} are open already. */
-        public WatchStream open(long timeoutMillis) {
-            WatchStream s = new WatchStream(timeoutMillis, this);
-            open.add(s);
-            if (open.size() > max) {
-                open.remove(s);
-                throw new ApiException(429, "TooManyRequests", "too many watches are open on this operator replica ("
-                        + max + "); try again later, or list instead (kubectl get allocs)",
+        /**
+         * A new stream of {@code user}'s ending within {@code timeoutMillis}; 429 when {@code max} are open already,
+         * or {@code maxPerUser} of that user's; 503 once the replica stops.
+         */
+        public synchronized WatchStream open(String user, long timeoutMillis) {
+            if (closed) {
+                throw ApiException.unavailable("this operator replica is stopping; watch again, which another"
+                        + " replica answers", retryAfterSeconds);
+            }
+            int users = perUser.getOrDefault(user, 0);
+            if (open.size() >= max || users >= maxPerUser) {
+                String which = open.size() >= max ? "on this operator replica (" + max + ")"
+                        : "of yours on this operator replica (" + maxPerUser + ")";
+                throw new ApiException(429, "TooManyRequests", "too many watches are open " + which + "; end one"
+                        + " or try again later, or list instead (kubectl get allocs)",
                         Map.of("Retry-After", String.valueOf(retryAfterSeconds)));
             }
+            WatchStream s = new WatchStream(timeoutMillis, this);
+            open.put(s, user);
+            perUser.put(user, users + 1);
             return s;
+        }
+
+        private synchronized void ended(WatchStream s) {
+            String user = open.remove(s);
+            if (user != null) {
+                perUser.computeIfPresent(user, (u, n) -> n <= 1 ? null : n - 1);
+            }
         }
 
         public int openCount() {
@@ -83,7 +106,10 @@ public final class WatchStream {
         /** Ends every open stream (their clients see the watch end and start another, on another replica). */
         @Override
         public void close() {
-            for (WatchStream s : List.copyOf(open)) {
+            synchronized (this) {
+                closed = true;
+            }
+            for (WatchStream s : List.copyOf(open.keySet())) {
                 s.end(null);
             }
         }
@@ -189,7 +215,7 @@ public final class WatchStream {
             actions = List.copyOf(onEnd);
             onEnd.clear();
         }
-        registry.open.remove(this);
+        registry.ended(this);
         for (Runnable a : actions) {
             try {
                 a.run();

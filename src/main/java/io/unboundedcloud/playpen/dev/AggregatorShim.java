@@ -141,8 +141,9 @@ final class AggregatorShim implements AutoCloseable {
             }
         });
         AtomicInteger n = new AtomicInteger();
-        // a thread per request in flight; a watch streamed through holds its thread while it lasts
-        executor = Executors.newFixedThreadPool(64, r -> {
+        // a thread per request in flight; a watch streamed through holds its thread while it lasts (the stand-in
+        // learns that kubectl left only when it next writes an event), so threads are made as needed
+        executor = Executors.newCachedThreadPool(r -> {
             Thread t = new Thread(r, "dev-shim-" + n.incrementAndGet());
             t.setDaemon(true);
             return t;

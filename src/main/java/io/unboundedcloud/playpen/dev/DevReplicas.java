@@ -65,7 +65,8 @@ final class DevReplicas implements AutoCloseable {
         for (String a : addresses) {
             requireFree(a);
         }
-        List<Replica> started = new ArrayList<>();
+        // read by the shutdown hook while it is filled
+        List<Replica> started = new java.util.concurrent.CopyOnWriteArrayList<>();
         DevReplicas all = new DevReplicas(started);
         List<String> flags = passwordInAFile(operatorFlags, devDir);
         try {

@@ -28,13 +28,20 @@ import io.unboundedcloud.playpen.support.TestCluster;
  */
 class AllocWatchTest {
     static final ObjectMapper M = new ObjectMapper();
-    final WatchStream stream = new WatchStream.Registry(1, 1).open(60_000);
+    final WatchStream stream = new WatchStream.Registry(1, 1, 1).open("alice", 60_000);
     final AllocViews.Query query = AllocViews.parseQuery(null, "watch=1", null);
     final TtlPolicy leases = new TtlPolicy(Duration.ofHours(1));
 
     AllocWatch watch(String owner) {
-        return new AllocWatch(stream, p -> AllocViews.selectMatching(List.of(p), n -> Optional.of("203.0.113.10"),
-                leases, owner::equals, query).items().stream().findFirst(), query, Clock.systemUTC());
+        return watch(owner, id -> true);
+    }
+
+    /** {@code shown}: whether this replica shows an allocation (false: its claim judged lost). */
+    AllocWatch watch(String owner, java.util.function.Predicate<String> shown) {
+        java.util.function.Function<Pod, Optional<AllocViews.Alloc>> named = p -> AllocViews.selectMatching(List.of(p),
+                n -> Optional.of("203.0.113.10"), leases, owner::equals, query).items().stream().findFirst();
+        return new AllocWatch(stream, p -> named.apply(p).filter(a -> shown.test(a.name())), named, query,
+                Clock.systemUTC());
     }
 
     static Pod pod(String rv, String id, String owner, boolean deleting) {
@@ -65,18 +72,25 @@ class AllocWatchTest {
     /** The open watches are a gauge; one that ends leaves it, and so do all when the replica stops. */
     @Test
     void openWatchesAreCountedUntilTheyEnd() {
-        WatchStream.Registry watches = new WatchStream.Registry(2, 1);
+        WatchStream.Registry watches = new WatchStream.Registry(3, 2, 1);
         OperatorMetrics metrics = new OperatorMetrics();
         metrics.bindWatches(watches);
-        WatchStream first = watches.open(60_000);
-        watches.open(60_000);
+        WatchStream first = watches.open("alice", 60_000);
+        watches.open("alice", 60_000);
         assertThat(metrics.registry().scrape()).contains("playpen_alloc_watches 2.0");
-        org.assertj.core.api.Assertions.assertThatThrownBy(() -> watches.open(60_000))
-                .hasMessageContaining("too many watches are open on this operator replica (2)");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> watches.open("alice", 60_000))
+                .hasMessageContaining("too many watches are open of yours on this operator replica (2)");
+        watches.open("bob", 60_000);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> watches.open("carol", 60_000))
+                .hasMessageContaining("too many watches are open on this operator replica (3)");
         first.end(null);
-        assertThat(metrics.registry().scrape()).contains("playpen_alloc_watches 1.0");
+        first.end(null);
+        assertThat(metrics.registry().scrape()).contains("playpen_alloc_watches 2.0");
+        watches.open("alice", 60_000);
         watches.close();
         assertThat(metrics.registry().scrape()).contains("playpen_alloc_watches 0.0");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> watches.open("bob", 60_000))
+                .hasMessageContaining("this operator replica is stopping");
     }
 
     @Test
@@ -102,5 +116,17 @@ class AllocWatchTest {
         w.eventReceived(Action.DELETED, pod("25", "dddddddddddddddd", "alice", false));
         assertThat(events()).containsExactly("MODIFIED aaaaaaaaaaaaaaaa@20", "DELETED aaaaaaaaaaaaaaaa@21",
                 "ADDED bbbbbbbbbbbbbbbb@21", "DELETED bbbbbbbbbbbbbbbb@22", "DELETED dddddddddddddddd@25");
+    }
+
+    /**
+     * A claim this replica judged lost is not shown (as a list does not show it), but its going is still sent: the
+     * client may have listed it while it was undecided, and must not keep it.
+     */
+    @Test
+    void aLostClaimIsNotShownButItsGoingIsSent() throws Exception {
+        AllocWatch w = watch("alice", id -> !id.equals("eeeeeeeeeeeeeeee"));
+        w.eventReceived(Action.MODIFIED, pod("30", "eeeeeeeeeeeeeeee", "alice", false));
+        w.eventReceived(Action.DELETED, pod("31", "eeeeeeeeeeeeeeee", "alice", false));
+        assertThat(events()).containsExactly("DELETED eeeeeeeeeeeeeeee@31");
     }
 }

@@ -265,6 +265,37 @@ class AllocsWatchRouteTest {
         assertThat(added.path("object").path("metadata").path("name").asText()).isEqualTo(second);
     }
 
+    /**
+     * A client that goes while its watch is being set up (here: while the list it starts from is read) leaves
+     * nothing open: the stream ends, its slot and the API server's watch are freed.
+     */
+    @Test
+    void aClientGoneBeforeItsWatchIsAnsweredLeavesNothingOpen() throws Exception {
+        java.util.concurrent.CountDownLatch listing = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        cluster.addRequestListener(key -> {
+            if (key.startsWith("GET /api/v1/namespaces/") && key.endsWith("/pods") && listing.getCount() > 0) {
+                listing.countDown();
+                try {
+                    release.await(20, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        });
+        try (javax.net.ssl.SSLSocket s = (javax.net.ssl.SSLSocket) OperatorHarness.sslContext(
+                cluster.frontProxyClient).getSocketFactory().createSocket("127.0.0.1", op.port)) {
+            s.getOutputStream().write(("GET " + ALLOCS + "?watch=1 HTTP/1.1\r\nHost: a\r\nX-Remote-User: alice\r\n"
+                    + "X-Remote-Group: playpen-users\r\n\r\n").getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            s.getOutputStream().flush();
+            assertThat(listing.await(20, TimeUnit.SECONDS)).as("the watch's list reached the API server").isTrue();
+            assertThat(op.app.openWatches()).isEqualTo(1);
+        }
+        release.countDown();
+        OperatorHarness.awaitTrue(() -> op.app.openWatches() == 0, Duration.ofSeconds(20),
+                "the watch of a client that went ended");
+    }
+
     @Test
     void aStoppingReplicaEndsItsWatchesSoTheirClientsWatchAgainElsewhere() throws Exception {
         Watching w = watch(op, "?watch=1", null, "alice", "playpen-users");
