@@ -92,8 +92,7 @@ final class AllocWatch implements Watcher<Pod> {
     @Override
     public void onClose(WatcherException cause) {
         if (cause != null && cause.isHttpGone()) {
-            stream.end(WatchStream.expired("too old resource version: the API server no longer keeps the changes"
-                    + " since it; list the allocations again and watch from the list's resourceVersion"));
+            stream.end(WatchStream.error(WatchStream.tooOld(null)));
         } else {
             stream.end(cause == null ? null : WatchStream.error(ApiException.internal("the watch of the allocations'"
                     + " pods on the Kubernetes API server ended: " + cause.getMessage() + "; watch again")));

@@ -365,9 +365,7 @@ public final class AllocsApi {
         } catch (io.fabric8.kubernetes.client.KubernetesClientException e) {
             stream.end(null);
             if (e.getCode() == 410) {
-                throw new ApiException(410, "Expired", "too old resource version: " + AllocViews.quoteShort(
-                        options.resourceVersion()) + ": the API server no longer keeps the changes since it; list"
-                        + " the allocations again and watch from the list's resourceVersion");
+                throw WatchStream.tooOld(options.resourceVersion());
             }
             throw e;
         } catch (RuntimeException e) {

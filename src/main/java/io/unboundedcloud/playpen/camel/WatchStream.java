@@ -235,6 +235,17 @@ public final class WatchStream {
         return ended;
     }
 
+    /**
+     * The 410 Expired of a watch from a version the API server no longer keeps ({@code version}, when known, named):
+     * the client lists again and watches from the list's version.
+     */
+    static ApiException tooOld(String version) {
+        return new ApiException(410, "Expired", "too old resource version"
+                + (version == null ? "" : ": " + io.unboundedcloud.playpen.model.AllocViews.quoteShort(version))
+                + ": the API server no longer keeps the changes since it; list the allocations again and watch from"
+                + " the list's resourceVersion");
+    }
+
     /** An ERROR event with a 410 Expired Status: the client lists again and watches from the list's version. */
     public static Map<String, Object> expired(String message) {
         return error(new ApiException(410, "Expired", message));
