@@ -326,9 +326,7 @@ public final class AllocsApi {
         // one allocation by its id (a name no allocation has is selected among the caller's, and never matches:
         // the API server refuses a label value that is no allocation id)
         String name = AllocViews.validName(q.reviewedName()) ? q.reviewedName() : null;
-        String label = name == null && read.owner() != null ? PlaypenKeys.OWNER_HASH_LABEL : PlaypenKeys.ALLOCATED;
-        String value = name != null ? name : read.owner() != null
-                ? io.unboundedcloud.playpen.kube.ClaimWriter.labelValue(read.owner().current()) : null;
+        ClaimReads.Selector selector = ClaimReads.selector(read.owner() == null ? null : read.owner().current(), name);
         java.util.function.Predicate<String> owner = read.owner() == null ? null : read.owner()::matches;
         java.util.function.Function<io.fabric8.kubernetes.api.model.Pod, java.util.Optional<AllocViews.Alloc>> named =
                 p -> AllocViews.selectMatching(java.util.List.of(p), nodes::externalIp, leases, owner, q).items()
@@ -351,7 +349,8 @@ public final class AllocsApi {
                     : java.util.Optional.empty(), named, q, clock);
             String from = options.resourceVersion();
             if (options.initialEvents() || from.isEmpty() || from.equals("0")) {
-                io.fabric8.kubernetes.api.model.PodList listed = writer.listPods(pods.namespace(), label, value);
+                io.fabric8.kubernetes.api.model.PodList listed = writer.listPods(pods.namespace(), selector.label(),
+                        selector.value());
                 from = listed.getMetadata().getResourceVersion();
                 if (options.initialEvents()) {
                     listed.getItems().forEach(events::initial);
@@ -360,7 +359,8 @@ public final class AllocsApi {
                     stream.emit(initialEventsEnd(from));
                 }
             }
-            io.fabric8.kubernetes.client.Watch source = writer.watchPods(pods.namespace(), label, value, from, events);
+            io.fabric8.kubernetes.client.Watch source = writer.watchPods(pods.namespace(), selector.label(),
+                    selector.value(), from, events);
             stream.onEnd(source::close);
         } catch (io.fabric8.kubernetes.client.KubernetesClientException e) {
             stream.end(null);

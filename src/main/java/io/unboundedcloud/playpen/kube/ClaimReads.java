@@ -53,21 +53,27 @@ public final class ClaimReads {
     public record Listed(List<Pod> pods, String resourceVersion) {
     }
 
+    /** The label (and value; null: any) that selects the claimed pods of a read. */
+    public record Selector(String label, String value) {
+    }
+
+    /**
+     * What selects the claimed pods of one owner ({@code ownerHash}; null: everyone's), or of the one allocation
+     * {@code allocationId} when it is not null, on the API server.
+     */
+    public static Selector selector(String ownerHash, String allocationId) {
+        if (allocationId != null) {
+            return new Selector(PlaypenKeys.ALLOCATED, allocationId);
+        }
+        return ownerHash != null ? new Selector(PlaypenKeys.OWNER_HASH_LABEL, ClaimWriter.labelValue(ownerHash))
+                : new Selector(PlaypenKeys.ALLOCATED, null);
+    }
+
     /** {@link #claimed}, with the resourceVersion of the API server's list. */
     public Listed claimedAt(String ownerHash, String allocationId) {
-        String ns = pods.namespace();
-        io.fabric8.kubernetes.api.model.PodList listed;
-        String label;
-        if (allocationId != null) {
-            label = PlaypenKeys.ALLOCATED;
-            listed = api.listPods(ns, label, allocationId);
-        } else if (ownerHash != null) {
-            label = PlaypenKeys.OWNER_HASH_LABEL;
-            listed = api.listPods(ns, label, ClaimWriter.labelValue(ownerHash));
-        } else {
-            label = PlaypenKeys.ALLOCATED;
-            listed = api.listPods(ns, label, null);
-        }
+        Selector selector = selector(ownerHash, allocationId);
+        String label = selector.label();
+        io.fabric8.kubernetes.api.model.PodList listed = api.listPods(pods.namespace(), label, selector.value());
         Map<String, Pod> out = new LinkedHashMap<>();
         for (Pod p : listed.getItems()) {
             if (shown(p)) {

@@ -425,8 +425,13 @@ public final class ClaimWriter {
      */
     public io.fabric8.kubernetes.api.model.PodList listPods(String namespace, String label, String value) {
         calls.count(KubeApiCall.PODS_LIST);
+        return labelled(namespace, label, value).list();
+    }
+
+    private io.fabric8.kubernetes.client.dsl.FilterWatchListDeletable<Pod, io.fabric8.kubernetes.api.model.PodList,
+            io.fabric8.kubernetes.client.dsl.PodResource> labelled(String namespace, String label, String value) {
         var pods = client.pods().inNamespace(namespace);
-        return (value == null ? pods.withLabel(label) : pods.withLabel(label, value)).list();
+        return value == null ? pods.withLabel(label) : pods.withLabel(label, value);
     }
 
     /**
@@ -436,9 +441,7 @@ public final class ClaimWriter {
      */
     public io.fabric8.kubernetes.client.Watch watchPods(String namespace, String label, String value,
             String resourceVersion, io.fabric8.kubernetes.client.Watcher<Pod> watcher) {
-        var pods = client.pods().inNamespace(namespace);
-        return (value == null ? pods.withLabel(label) : pods.withLabel(label, value)).watch(
-                new io.fabric8.kubernetes.api.model.ListOptionsBuilder().withResourceVersion(resourceVersion).build(),
+        return labelled(namespace, label, value).watch(new io.fabric8.kubernetes.api.model.ListOptionsBuilder().withResourceVersion(resourceVersion).build(),
                 watcher);
     }
 

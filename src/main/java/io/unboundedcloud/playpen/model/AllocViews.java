@@ -229,14 +229,12 @@ public final class AllocViews {
                         "resourceVersionMatch"));
             }
             if (!bookmarks) {
-                errors.add(new Status.Cause("FieldValueForbidden",
-                        "Forbidden: sendInitialEvents requires setting allowWatchBookmarks to true",
-                        "allowWatchBookmarks"));
+                errors.add(KubeObjects.forbidden("allowWatchBookmarks",
+                        "sendInitialEvents requires setting allowWatchBookmarks to true"));
             }
         } else if (!match.isEmpty()) {
-            errors.add(new Status.Cause("FieldValueForbidden",
-                    "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
-                    "resourceVersionMatch"));
+            errors.add(KubeObjects.forbidden("resourceVersionMatch",
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"));
         }
         if (!errors.isEmpty()) {
             throw ApiException.invalid("meta.k8s.io", "ListOptions", errors);

@@ -105,7 +105,7 @@ final class KubeObjects {
     }
 
     /** kube-apiserver's Forbidden error of a field, as its StatusCause has it. */
-    private static Status.Cause forbidden(String field, String detail) {
+    static Status.Cause forbidden(String field, String detail) {
         return new Status.Cause("FieldValueForbidden", "Forbidden: " + detail, field);
     }
 
