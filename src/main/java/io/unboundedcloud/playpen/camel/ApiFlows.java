@@ -296,12 +296,10 @@ public final class ApiFlows {
             if (result.isDone() || channel == null) {
                 return result;
             }
-            channel.attr(NettyTls.WAITING).set(true);
             ChannelFutureListener gone = f -> ticket.subscription().leave();
             channel.closeFuture().addListener(gone);
             result.whenComplete((a, e) -> {
                 channel.closeFuture().removeListener(gone);
-                channel.attr(NettyTls.WAITING).set(false);
             });
             // the rest of the route runs where the wait ended unless handed on: on a dispatcher of the waiting
             // queue, whose next hand-out would wait for it (the take-back of a claim answered with an error, or of

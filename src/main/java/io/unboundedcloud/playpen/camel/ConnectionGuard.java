@@ -472,6 +472,7 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
             }
             if (msg instanceof LastHttpContent) {
                 answerPending = true;
+                ctx.channel().attr(NettyTls.ANSWER_DUE).set(true);
             }
             ctx.fireChannelRead(msg);
         }
@@ -493,6 +494,7 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                 return;
             }
             answerPending = false;
+            ctx.channel().attr(NettyTls.ANSWER_DUE).set(null);
             while (!answerPending && !held.isEmpty()) {
                 Object msg = held.poll();
                 if (msg instanceof HttpRequest) {
@@ -503,6 +505,7 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                 }
                 if (msg instanceof LastHttpContent) {
                     answerPending = true;
+                    ctx.channel().attr(NettyTls.ANSWER_DUE).set(true);
                 }
                 ctx.fireChannelRead(msg);
             }

@@ -54,8 +54,12 @@ public final class NettyTls {
         }
     }
 
-    /** Set while the connection's request waits for capacity or streams a watch: the idle closer leaves it open. */
-    public static final io.netty.util.AttributeKey<Boolean> WAITING = io.netty.util.AttributeKey.valueOf("playpenWaiting");
+    /**
+     * Set by the connection guard while a request it passed on has no answer written yet, or its answer is a watch
+     * still streaming: the idle closer leaves the connection open, since the quiet is the operator's (waiting for the
+     * API server, for its watch, for capacity, or between a watch's events), not the client's.
+     */
+    public static final io.netty.util.AttributeKey<Boolean> ANSWER_DUE = io.netty.util.AttributeKey.valueOf("playpenAnswerDue");
 
     /**
      * Referenced as {@code decoders=#...}: closes connections that stay idle longer than the timeout; a zero timeout
@@ -76,8 +80,8 @@ public final class NettyTls {
             return new IdleStateHandler(0, 0, millis, TimeUnit.MILLISECONDS) {
                 @Override
                 protected void channelIdle(ChannelHandlerContext ctx, IdleStateEvent evt) {
-                    if (Boolean.TRUE.equals(ctx.channel().attr(WAITING).get())) {
-                        // an alloc waiting for capacity (waitSeconds) is quiet, not idle
+                    if (Boolean.TRUE.equals(ctx.channel().attr(ANSWER_DUE).get())) {
+                        // a request still being answered is quiet, not idle
                         return;
                     }
                     ctx.close();

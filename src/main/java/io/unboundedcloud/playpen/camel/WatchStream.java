@@ -174,8 +174,6 @@ public final class WatchStream {
         synchronized (this) {
             channel = ch;
             closeAfter = closeConnectionAfter;
-            // a watch is quiet between events, not idle: the idle closer leaves the connection open meanwhile
-            ch.attr(NettyTls.WAITING).set(true);
             for (String line : held) {
                 write(line);
             }
@@ -272,7 +270,6 @@ public final class WatchStream {
             deadline.cancel(false);
         }
         Channel ch = channel;
-        ch.attr(NettyTls.WAITING).set(null);
         if (ch.isActive()) {
             var written = ch.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT);
             if (closeAfter) {

@@ -68,7 +68,7 @@ public enum Flag {
     SAR_ALLOWED_TTL("sar-allowed-ttl", "10s", "how long an allowed SubjectAccessReview is cached (0 disables)"),
     SAR_DENIED_TTL("sar-denied-ttl", "5s", "how long a denied SubjectAccessReview is cached (0 disables)"),
     RETRY_AFTER_SECONDS("retry-after-seconds", "1", "Retry-After value on 503 answers (a \"no idle pod\" 503 while the pool backs off gives the pause left, when longer)"),
-    IDLE_TIMEOUT("idle-timeout", "60s", "close HTTPS connections idle for this long (no bytes in or out; a request waiting for capacity is not idle); 0 = never, else at least 1s"),
+    IDLE_TIMEOUT("idle-timeout", "60s", "close HTTPS connections idle for this long (no bytes in or out while no request is being answered: a request waiting for the API server or for capacity, or a watch between events, is not idle); 0 = never, else at least 1s"),
     HTTP_WORKER_THREADS("http-worker-threads", "64", "threads that run the HTTP flows (each connection is served by one; alloc blocks on API calls)"),
     REFILL_DEBOUNCE("refill-debounce", "100ms", "delay that coalesces cache events before a pool pass"),
     EVENT_BURST("event-burst", "25", "Events of one reason and kind per namespace written at once before rate limiting (0 = no limit)"),

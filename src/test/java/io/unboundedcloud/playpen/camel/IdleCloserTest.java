@@ -10,8 +10,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The HTTPS listener's idle closer (--idle-timeout) on an embedded channel: a connection with no reads or writes
- * for the timeout is closed, and a connection whose request waits for capacity (waitSeconds) is quiet, not idle:
- * it stays open however many timeouts the wait lasts, and is closed once idle again after it. Netty's idle
+ * for the timeout is closed, and a connection whose request is still being answered (the guard's mark: waiting for the
+ * API server, for capacity, or a watch between events) is quiet, not idle: it stays open however many timeouts the
+ * answer takes, and is closed once idle again after it. Netty's idle
  * handler reads the JVM's clock, so the timeouts here are short and real; only "closed in the end" waits, with a
  * deadline far beyond them.
  */
@@ -47,14 +48,14 @@ class IdleCloserTest {
     }
 
     @Test
-    void aConnectionWhoseRequestWaitsForCapacityStaysOpenUntilItsWaitEnds() throws Exception {
+    void aConnectionWhoseAnswerIsDueStaysOpenUntilItIsWritten() throws Exception {
         EmbeddedChannel ch = connection(Duration.ofMillis(50));
         ch.writeInbound("alloc with waitSeconds");
-        ch.attr(NettyTls.WAITING).set(true);
+        ch.attr(NettyTls.ANSWER_DUE).set(true);
         runFor(ch, 600);
         assertThat(ch.isOpen()).as("open through twelve timeouts of waiting").isTrue();
 
-        ch.attr(NettyTls.WAITING).set(false);
+        ch.attr(NettyTls.ANSWER_DUE).set(null);
         ch.writeOutbound("answer");
         awaitClosed(ch);
     }
