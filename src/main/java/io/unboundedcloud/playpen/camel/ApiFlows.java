@@ -86,6 +86,14 @@ public final class ApiFlows {
     }
 
     /**
+     * A dealloc is reviewed for {@code create} on {@code deallocs}, the resource its POST names, as the Go operator
+     * reviews it: a Role that may only release allocations (a clean-up job's) keeps working.
+     */
+    public void authorizeDealloc(@ExchangeProperty(FrontDoor.IDENTITY) Identity identity) {
+        reviewer.authorize(identity, AccessReviewer.DEALLOCS, "create");
+    }
+
+    /**
      * A POST that asks for a dry run ({@code ?dryRun=All}) is refused (400) before its body is read: this server
      * carries out no dry run, and doing the request for real would surprise the caller who asked for one.
      */

@@ -56,6 +56,7 @@ public final class AccessReviewer {
 
     /** The allocs resource. */
     public static final String ALLOCS = "allocs";
+    public static final String DEALLOCS = "deallocs";
 
     /** The read-only pools resource (kubectl get pools). */
     public static final String POOLS = "pools";

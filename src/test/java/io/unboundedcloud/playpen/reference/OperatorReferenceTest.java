@@ -502,7 +502,7 @@ class OperatorReferenceTest {
         assertThat(sar.getSpec().getGroups()).containsExactly("team-a", "team-b,team-c");
         assertThat(sar.getSpec().getResourceAttributes().getVerb()).isEqualTo("create");
         assertThat(sar.getSpec().getResourceAttributes().getGroup()).isEqualTo("playpen.unbounded-cloud.io");
-        assertThat(sar.getSpec().getResourceAttributes().getResource()).isIn("allocs", "deallocs");
+        assertThat(sar.getSpec().getResourceAttributes().getResource()).isEqualTo("allocs");
     }
 
     @Test // TestAllocEndpointAcceptsBodyIdempotencyKey
@@ -547,6 +547,26 @@ class OperatorReferenceTest {
         Reply r = post(op, op.frontProxy(), DEALLOCS, null, req("idempotencyKey", "alloc-key"), "alice");
         assertThat(r.status()).isEqualTo(204);
         assertThat(get("runner-1")).isNull();
+    }
+
+    /**
+     * The reference reviews each POST for the resource it names: a dealloc asks for {@code create} on
+     * {@code deallocs}, so a Role that grants only that (a clean-up job's) releases allocations after a swap too.
+     */
+    @Test
+    void deallocEndpointIsReviewedAsCreateDeallocs() throws Exception {
+        OperatorHarness op = testOperator(testNode("node-1", "20.30.40.50"), testPod("runner-1", "node-1", null));
+        assertThat(alloc(op, "alloc-key", req("wireGuardPublicKey", testPublicKey())).status()).isEqualTo(200);
+        cluster.sarPolicy = sar -> "deallocs".equals(sar.getSpec().getResourceAttributes().getResource());
+        cluster.sarRequests.clear();
+        Reply r = post(op, op.frontProxy(), DEALLOCS, "alloc-key", null, "janitor");
+        assertThat(r.status()).as(r.body()).isEqualTo(204);
+        assertThat(get("runner-1")).isNull();
+        assertThat(cluster.sarRequests).singleElement().satisfies(sar -> {
+            assertThat(sar.getSpec().getUser()).isEqualTo("janitor");
+            assertThat(sar.getSpec().getResourceAttributes().getVerb()).isEqualTo("create");
+            assertThat(sar.getSpec().getResourceAttributes().getResource()).isEqualTo("deallocs");
+        });
     }
 
     // ---- not one of the Go tests: the Go handler's reading of the same bytes ----
