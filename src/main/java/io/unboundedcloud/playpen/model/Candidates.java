@@ -140,11 +140,14 @@ public final class Candidates {
 
     /**
      * How the hot path treats {@code pod} (its freshest known version) when its walk reaches it: claimed with
-     * the request's key → replay; idle, of the kind and usable → try it; else skip.
+     * the request's key → replay; idle, of the kind and usable → try it; else skip. A pod being deleted that still
+     * carries the key is skipped: its allocation was released or expired (a deletion is never undone), so the key
+     * allocates anew elsewhere, as the claim ledger, which counts no terminating claim, then agrees.
      */
     public Verdict classify(AllocCommand cmd, Pod pod, Function<String, Optional<String>> externalIp) {
         if (ManagedPods.isClaimed(pod)) {
-            return cmd.keyHash().equals(ManagedPods.keyHash(pod)) ? Verdict.CLAIMED_BY_THIS_KEY : Verdict.SKIP;
+            return cmd.keyHash().equals(ManagedPods.keyHash(pod)) && !ManagedPods.isTerminating(pod)
+                    ? Verdict.CLAIMED_BY_THIS_KEY : Verdict.SKIP;
         }
         if (!idleKindKey(cmd).equals(kindKey(pod))) {
             return Verdict.SKIP;

@@ -632,12 +632,12 @@ class AllocatorRulesTest {
     }
 
     /**
-     * A request that keeps meeting a claim of its key that no verdict will ever hand out (here: the key's pod is
-     * being deleted, so its claim is no longer live, yet the walk meets it first every time) gives up after a
-     * bounded number of rounds with a 503 and writes nothing.
+     * A key sent again while the pod of its released (or expired) allocation is still being deleted allocates anew
+     * on another pod: the terminating pod, though still the key's first candidate and still carrying its claim, is
+     * no longer the key's allocation, and the new claim stands beside it.
      */
     @Test
-    void aRequestThatKeepsMeetingItsKeysClaimWithoutAVerdictGivesUpWithA503AndWritesNothing() throws Exception {
+    void aReleasedKeyWhosePodIsStillTerminatingIsAllocatedAnewOnAnotherPod() throws Exception {
         r = new ScriptedReplica(0, 0);
         Pod held = r.cluster.create(TestCluster.readyRunner("amd64", 51820, NODE).editMetadata()
                 .addToFinalizers("test/hold").endMetadata());
@@ -649,11 +649,36 @@ class AllocatorRulesTest {
         r.cluster.client.pods().inNamespace(TestCluster.NS).withName(ManagedPods.name(held)).delete();
         assertThat(ManagedPods.isTerminating(r.pods.get(ManagedPods.name(held)).orElseThrow())).isTrue();
         long patches = calls(KubeApiCall.PODS_PATCH);
+        Allocator.Allocation a = r.allocator.allocate(key);
+        assertThat(a.replay()).isFalse();
+        assertThat(name(a)).isNotEqualTo(ManagedPods.name(held));
+        assertThat(calls(KubeApiCall.PODS_PATCH)).isEqualTo(patches + 1);
+        assertThat(r.carriers(key.keyHash())).containsExactlyInAnyOrder(ManagedPods.name(held), name(a));
+        // and a replay of it answers the new allocation, not the pod being deleted
+        assertThat(name(r.allocator.allocate(key))).isEqualTo(name(a));
+    }
+
+    /**
+     * A request that keeps meeting a claim of its key that no verdict will ever hand out (here: this replica read
+     * the claim from the API server, but its watch, held, never delivers it to the claim ledger, while the walk
+     * meets it first every time) gives up after a bounded number of rounds with a 503 and writes nothing.
+     */
+    @Test
+    void aRequestThatKeepsMeetingItsKeysClaimWithoutAVerdictGivesUpWithA503AndWritesNothing() throws Exception {
+        r = new ScriptedReplica(4, 0);
+        AllocCommand key = cmd("unjudged");
+        String pod = first(key);
+        r.watch.hold();
+        r.claimElsewhere(pod, key, null);
+        r.pods.observe(r.inApi(pod));
+        assertThat(r.pods.claimsOf(key.keyHash())).as("the ledger has not seen the claim").isEmpty();
+        long patches = calls(KubeApiCall.PODS_PATCH);
         ApiException e = catchThrowableOfType(ApiException.class, () -> r.allocator.allocate(key));
         assertThat(e.code()).isEqualTo(503);
         assertThat(e.headers()).containsEntry("Retry-After", "1");
         assertThat(calls(KubeApiCall.PODS_PATCH)).isEqualTo(patches);
-        assertThat(r.carriers(key.keyHash())).containsExactly(ManagedPods.name(held));
+        assertThat(r.carriers(key.keyHash())).containsExactly(pod);
+        r.watch.release();
     }
 
     // ---- the owner quota

@@ -283,6 +283,17 @@ class CandidatesTest {
     }
 
     @Test
+    void aPodOfTheKeyIsItsClaimUntilItIsBeingDeleted() {
+        Pod claimed = TestPods.claimed(readyRunner("amd64", 51820));
+        AllocCommand sameKey = new AllocCommand(ManagedPods.keyHash(claimed), ResourceType.RUNNER, "", WG, "amd64");
+        assertThat(candidates.classify(sameKey, claimed, EXTERNAL_IP)).isEqualTo(Candidates.Verdict.CLAIMED_BY_THIS_KEY);
+        assertThat(candidates.classify(runnerCmd("k", "amd64"), claimed, EXTERNAL_IP)).isEqualTo(Candidates.Verdict.SKIP);
+        // released or expired: the key's allocation is gone with it, so the walk passes it
+        assertThat(candidates.classify(sameKey, TestPods.terminating(claimed), EXTERNAL_IP))
+                .isEqualTo(Candidates.Verdict.SKIP);
+    }
+
+    @Test
     void arm64RequestNeverGetsAmd64Pods() {
         AllocCommand cmd = runnerCmd("k", "arm64");
         List<Pod> amd64Only = List.of(readyRunner("amd64", 51820), readyRunner("amd64", 51821),
