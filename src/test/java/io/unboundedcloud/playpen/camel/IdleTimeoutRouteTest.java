@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 
@@ -14,9 +13,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.unboundedcloud.playpen.kube.KubeClients;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.support.LagProxy;
@@ -40,8 +37,7 @@ class IdleTimeoutRouteTest {
         cluster = TestCluster.start();
         cluster.addNode("node-a", "amd64", "203.0.113.10");
         lag = new LagProxy(java.net.URI.create(cluster.server.url("/")));
-        viaLag = KubeClients.create(new ConfigBuilder().withMasterUrl(lag.url().toString())
-                .withNamespace(TestCluster.NS).withTrustCerts(true).build());
+        viaLag = lag.newClient();
         op = new OperatorHarness(cluster, viaLag, "--idle-timeout=1s");
     }
 
@@ -54,21 +50,9 @@ class IdleTimeoutRouteTest {
     }
 
     private SSLSocket open() throws Exception {
-        SSLSocket s = (SSLSocket) OperatorHarness.sslContext(cluster.frontProxyClient).getSocketFactory()
-                .createSocket("127.0.0.1", op.port);
-        s.startHandshake();
+        SSLSocket s = op.rawConnection();
         s.setSoTimeout(60_000);
         return s;
-    }
-
-    private static void send(SSLSocket s, String method, String path, String body) throws Exception {
-        byte[] b = body.getBytes(StandardCharsets.UTF_8);
-        OutputStream out = s.getOutputStream();
-        out.write((method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                + "X-Remote-User: alice\r\nX-Remote-Group: playpen-users\r\nContent-Length: " + b.length + "\r\n\r\n")
-                .getBytes(StandardCharsets.US_ASCII));
-        out.write(b);
-        out.flush();
     }
 
     /** What arrives until {@code expected} has been read; fails if the connection ends first. */
@@ -106,7 +90,7 @@ class IdleTimeoutRouteTest {
         op.awaitCache(c -> c.size() == 1);
         lag.holdWatches();
         try (SSLSocket s = open()) {
-            send(s, "POST", ALLOCS, allocBody("slow-watch", 0));
+            OperatorHarness.sendAsAlice(s, "POST", ALLOCS, allocBody("slow-watch", 0));
             OperatorHarness.awaitTrue(() -> carrying("slow-watch") == 1, Duration.ofSeconds(60), "claim written");
             // the answer waits for the operator's watch: three idle timeouts with nothing sent either way
             Thread.sleep(3_000);
@@ -119,7 +103,7 @@ class IdleTimeoutRouteTest {
     @Test
     void anAllocWaitingForCapacityLongerThanTheIdleTimeoutIsAnswered() throws Exception {
         try (SSLSocket s = open()) {
-            send(s, "POST", ALLOCS, allocBody("patient", 30));
+            OperatorHarness.sendAsAlice(s, "POST", ALLOCS, allocBody("patient", 30));
             Thread.sleep(3_000);
             cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
             assertThat(readUntil(s, "\"expiresAt\"")).startsWith("HTTP/1.1 200");
@@ -131,7 +115,7 @@ class IdleTimeoutRouteTest {
         cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
         op.awaitCache(c -> c.size() == 1);
         try (SSLSocket s = open()) {
-            send(s, "GET", ALLOCS + "?watch=true", "");
+            OperatorHarness.sendAsAlice(s, "GET", ALLOCS + "?watch=true", "");
             readUntil(s, "HTTP/1.1 200");
             Thread.sleep(3_000);
             assertThat(op.alloc(allocBody("seen-by-watch", 0)).statusCode()).isEqualTo(200);

@@ -3,8 +3,6 @@ package io.unboundedcloud.playpen.camel;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.InputStream;
-import java.io.OutputStream;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -19,9 +17,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 import ch.qos.logback.classic.spi.ILoggingEvent;
 
-import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.unboundedcloud.playpen.kube.KubeClients;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.support.CapturedLogs;
@@ -46,8 +42,7 @@ class VanishedClientRouteTest {
         cluster = TestCluster.start();
         cluster.addNode("node-a", "amd64", "203.0.113.10");
         lag = new LagProxy(java.net.URI.create(cluster.server.url("/")));
-        viaLag = KubeClients.create(new ConfigBuilder().withMasterUrl(lag.url().toString())
-                .withNamespace(TestCluster.NS).withTrustCerts(true).build());
+        viaLag = lag.newClient();
         op = new OperatorHarness(cluster, viaLag);
     }
 
@@ -60,20 +55,11 @@ class VanishedClientRouteTest {
     }
 
     private SSLSocket open() throws Exception {
-        SSLSocket s = (SSLSocket) OperatorHarness.sslContext(cluster.frontProxyClient).getSocketFactory()
-                .createSocket("127.0.0.1", op.port);
-        s.startHandshake();
-        return s;
+        return op.rawConnection();
     }
 
     private static void send(SSLSocket s, String body) throws Exception {
-        byte[] b = body.getBytes(StandardCharsets.UTF_8);
-        OutputStream out = s.getOutputStream();
-        out.write(("POST /apis/playpen.unbounded-cloud.io/v1alpha1/allocs HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                + "Content-Type: application/json\r\nX-Remote-User: alice\r\nX-Remote-Group: playpen-users\r\n"
-                + "Content-Length: " + b.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
-        out.write(b);
-        out.flush();
+        OperatorHarness.sendAsAlice(s, "POST", "/apis/playpen.unbounded-cloud.io/v1alpha1/allocs", body);
     }
 
     private static String body(String key, int waitSeconds) {

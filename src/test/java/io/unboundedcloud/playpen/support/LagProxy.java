@@ -48,6 +48,12 @@ public final class LagProxy implements AutoCloseable {
         return URI.create("http://127.0.0.1:" + server.getLocalPort() + "/");
     }
 
+    /** A Kubernetes client of the test cluster's namespace that reaches the API server through this proxy. */
+    public io.fabric8.kubernetes.client.KubernetesClient newClient() {
+        return io.unboundedcloud.playpen.kube.KubeClients.create(new io.fabric8.kubernetes.client.ConfigBuilder()
+                .withMasterUrl(url().toString()).withNamespace(TestCluster.NS).withTrustCerts(true).build());
+    }
+
     /**
      * From now on, what the watch streams open now send waits here (in order) until {@link #releaseWatches()}.
      * Watches opened later are not held: a held opening handshake makes fabric8 fall back to plain HTTP watches,

@@ -187,6 +187,28 @@ public final class OperatorHarness implements AutoCloseable {
         return ctx;
     }
 
+    /**
+     * A raw TLS connection to the HTTPS port with the front-proxy client certificate, handshake done, for a test that
+     * writes the request's bytes itself.
+     */
+    public javax.net.ssl.SSLSocket rawConnection() throws Exception {
+        javax.net.ssl.SSLSocket s = (javax.net.ssl.SSLSocket) sslContext(cluster.frontProxyClient).getSocketFactory()
+                .createSocket("127.0.0.1", port);
+        s.startHandshake();
+        return s;
+    }
+
+    /** Writes a request as kube-apiserver forwards alice's (one of playpen-users) with a JSON body, on {@code s}. */
+    public static void sendAsAlice(java.net.Socket s, String method, String path, String body) throws Exception {
+        byte[] b = body.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        java.io.OutputStream out = s.getOutputStream();
+        out.write((method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                + "X-Remote-User: alice\r\nX-Remote-Group: playpen-users\r\nContent-Length: " + b.length + "\r\n\r\n")
+                .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+        out.write(b);
+        out.flush();
+    }
+
     /** The default front-proxy client, as kube-apiserver would call with it. */
     public HttpClient frontProxy() throws Exception {
         return client(cluster.frontProxyClient);
