@@ -151,10 +151,10 @@ class DeployRbacTest {
         throw new AssertionError("unknown subject kind " + kind);
     }
 
-    List<PolicyRule> rulesOf(RoleRef ref, String bindingNamespace) throws Exception {
+    List<PolicyRule> rulesOf(RoleRef ref, String bindingNamespace, List<ObjectNode> extra) throws Exception {
         assertThat(ref.getApiGroup()).isEqualTo("rbac.authorization.k8s.io");
         if ("Role".equals(ref.getKind())) {
-            for (ObjectNode doc : roles) {
+            for (ObjectNode doc : withKind(roles, extra, "Role")) {
                 Role r = StrictModel.read(doc, Role.class);
                 if (r.getMetadata().getName().equals(ref.getName()) && r.getMetadata().getNamespace().equals(bindingNamespace)) {
                     return nullSafe(r.getRules());
@@ -168,7 +168,7 @@ class DeployRbacTest {
                     + ", which is neither rendered by deploy/ nor a known built-in role");
         }
         if ("ClusterRole".equals(ref.getKind())) {
-            for (ObjectNode doc : clusterRoles) {
+            for (ObjectNode doc : withKind(clusterRoles, extra, "ClusterRole")) {
                 ClusterRole r = StrictModel.read(doc, ClusterRole.class);
                 if (r.getMetadata().getName().equals(ref.getName())) {
                     assertThat(r.getAggregationRule()).as("aggregated ClusterRole %s cannot be checked", ref.getName()).isNull();
@@ -193,24 +193,36 @@ class DeployRbacTest {
         return l == null ? List.of() : l;
     }
 
+    /** The rendered documents of a kind, then those of {@code extra}. */
+    static List<ObjectNode> withKind(List<ObjectNode> rendered, List<ObjectNode> extra, String kind) {
+        List<ObjectNode> out = new ArrayList<>(rendered);
+        extra.stream().filter(d -> kind.equals(d.path("kind").asText())).forEach(out::add);
+        return out;
+    }
+
     /** Every grant held by ServiceAccount ns/name through the rendered bindings. */
     List<Grant> grantsOf(String ns, String name) throws Exception {
+        return grantsOf(ns, name, List.of());
+    }
+
+    /** Every grant held by ServiceAccount ns/name through the rendered bindings and those of {@code extra}. */
+    List<Grant> grantsOf(String ns, String name, List<ObjectNode> extra) throws Exception {
         List<Grant> out = new ArrayList<>();
-        for (ObjectNode doc : RenderedDeploy.ofKind("RoleBinding")) {
+        for (ObjectNode doc : withKind(RenderedDeploy.ofKind("RoleBinding"), extra, "RoleBinding")) {
             RoleBinding b = StrictModel.read(doc, RoleBinding.class);
             if (nullSafeSubjects(b.getSubjects()).stream().anyMatch(s -> matches(s, ns, name))) {
                 String where = b.getMetadata().getNamespace();
-                for (PolicyRule r : rulesOf(b.getRoleRef(), where)) {
+                for (PolicyRule r : rulesOf(b.getRoleRef(), where, extra)) {
                     expand(r, where, out);
                 }
             }
         }
-        for (ObjectNode doc : RenderedDeploy.ofKind("ClusterRoleBinding")) {
+        for (ObjectNode doc : withKind(RenderedDeploy.ofKind("ClusterRoleBinding"), extra, "ClusterRoleBinding")) {
             ClusterRoleBinding b = StrictModel.read(doc, ClusterRoleBinding.class);
             assertThat(b.getRoleRef().getKind()).as("roleRef of ClusterRoleBinding %s", b.getMetadata().getName())
                     .isEqualTo("ClusterRole");
             if (nullSafeSubjects(b.getSubjects()).stream().anyMatch(s -> matches(s, ns, name))) {
-                for (PolicyRule r : rulesOf(b.getRoleRef(), null)) {
+                for (PolicyRule r : rulesOf(b.getRoleRef(), null, extra)) {
                     expand(r, CLUSTER, out);
                 }
             }
@@ -254,6 +266,65 @@ class DeployRbacTest {
     }
 
     // ---------------------------------------------------------------- the tests
+
+    /**
+     * The calls the Go operator makes (its ServiceAccount, its reconcile, claims, replays and start-up), each as
+     * group/resource verb, where, and the one name it touches (null: any).
+     */
+    record GoCall(String apiGroup, String resource, String verb, String where, String name) {
+        @Override
+        public String toString() {
+            return (apiGroup.isEmpty() ? "core" : apiGroup) + "/" + resource + " " + verb + " @" + where
+                    + (name == null ? "" : " name " + name);
+        }
+    }
+
+    static boolean allows(Grant g, GoCall c) {
+        boolean place = g.where().equals(c.where()) || (g.where().equals(CLUSTER) && !c.where().equals(CLUSTER));
+        return place && g.apiGroup().equals(c.apiGroup()) && g.resource().equals(c.resource())
+                && g.verb().equals(c.verb()) && (g.resourceNames().isEmpty()
+                        || !c.verb().equals("create") && c.name() != null && g.resourceNames().contains(c.name()));
+    }
+
+    /** The YAML block of deploy/README.md's rollback to the Go operator: the grants its binary needs beyond ours. */
+    static List<ObjectNode> rollbackGrantsFromReadme() throws Exception {
+        String readme = java.nio.file.Files.readString(RenderedDeploy.deployDir().resolve("README.md"));
+        int section = readme.indexOf("### Ours → Go (rollback)");
+        assertThat(section).as("deploy/README.md has the rollback section").isNotNegative();
+        int start = readme.indexOf("```yaml\n", section);
+        int next = readme.indexOf("\n## ", section);
+        assertThat(start).as("a YAML block in the rollback section").isBetween(section, next);
+        int end = readme.indexOf("```\n", start + 8);
+        // the block is indented under its numbered step
+        return RenderedDeploy.parse(readme.substring(start + 8, end).stripIndent());
+    }
+
+    /**
+     * A rollback to the Go operator that keeps this repository's deploy/ (its ServiceAccount and RBAC) and adds
+     * the grant deploy/README.md gives for it: every call the Go operator's binary makes is allowed (it reads a
+     * pod's node by name, writes claims with a full update and may update the APIService's caBundle, none of which
+     * this operator's least-privilege RBAC grants).
+     */
+    @Test
+    void theRollbackToTheGoOperatorIsGrantedEveryCallItMakes() throws Exception {
+        List<Grant> grants = grantsOf(operatorNamespace, operatorAccount, rollbackGrantsFromReadme());
+        String runners = config.runnerNamespace();
+        List<GoCall> calls = new ArrayList<>();
+        for (String verb : List.of("get", "list", "watch")) {
+            calls.add(new GoCall("", "nodes", verb, CLUSTER, null));
+        }
+        for (String verb : List.of("get", "list", "watch", "create", "patch", "update", "delete")) {
+            calls.add(new GoCall("", "pods", verb, runners, null));
+        }
+        calls.add(new GoCall("authorization.k8s.io", "subjectaccessreviews", "create", CLUSTER, null));
+        calls.add(new GoCall("apiregistration.k8s.io", "apiservices", "get", CLUSTER, KubeApiCall.API_SERVICE_NAME));
+        calls.add(new GoCall("apiregistration.k8s.io", "apiservices", "update", CLUSTER, KubeApiCall.API_SERVICE_NAME));
+        calls.add(new GoCall("", "configmaps", "get", KUBE_SYSTEM, KubeApiCall.TRUST_CONFIGMAP_NAME));
+        calls.add(new GoCall("", "secrets", "get", config.namespace(), config.tlsSecretName()));
+        List<GoCall> refused = calls.stream().filter(c -> grants.stream().noneMatch(g -> allows(g, c))).toList();
+        assertThat(refused).as("calls of the Go operator that %s/%s may not make after the rollback",
+                operatorNamespace, operatorAccount).isEmpty();
+    }
 
     @Test
     void everyCallTheCodeMakesIsGranted() throws Exception {
