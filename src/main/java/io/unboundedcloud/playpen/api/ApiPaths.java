@@ -212,6 +212,32 @@ public final class ApiPaths {
         return false;
     }
 
+    /**
+     * The value of the first query parameter named {@code name} (its name and value percent-decoded, "+" read as a
+     * space, as Go reads a query), or null when the query names none. A value with a malformed escape is returned
+     * as sent: the caller refuses it as a value it does not take.
+     */
+    public static String queryValue(String rawTarget, String name) {
+        for (String param : rawQuery(rawTarget).split("&", -1)) {
+            int eq = param.indexOf('=');
+            String raw = eq < 0 ? param : param.substring(0, eq);
+            String value = eq < 0 ? "" : param.substring(eq + 1);
+            if (raw.equals(name) || raw.indexOf('%') >= 0 && name.equals(decodedOrNull(raw))) {
+                String decoded = decodedOrNull(value);
+                return decoded == null ? value : decoded;
+            }
+        }
+        return null;
+    }
+
+    private static String decodedOrNull(String s) {
+        try {
+            return unescape(s.replace('+', ' '));
+        } catch (ApiException malformed) {
+            return null;
+        }
+    }
+
     /** A request target without its query and fragment, as sent (not decoded); "" for null. */
     public static String rawPath(String rawTarget) {
         String raw = rawTarget == null ? "" : rawTarget;

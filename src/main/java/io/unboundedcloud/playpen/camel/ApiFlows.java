@@ -93,12 +93,23 @@ public final class ApiFlows {
         reviewer.authorize(identity, AccessReviewer.DEALLOCS, "create");
     }
 
+    /** Exchange property: how the body's field names are checked ({@link AllocRequestParser.FieldValidation}). */
+    public static final String FIELD_VALIDATION = "playpenFieldValidation";
+
     /**
-     * A POST that asks for a dry run ({@code ?dryRun=All}) is refused (400) before its body is read: this server
-     * carries out no dry run, and doing the request for real would surprise the caller who asked for one.
+     * The options of a POST (kube-apiserver's CreateOptions), read before its body. A POST that asks for a dry run
+     * ({@code ?dryRun=All}) is refused (400): this server carries out no dry run, and doing the request for real
+     * would surprise the caller who asked for one. {@code fieldValidation} (Strict, Warn, Ignore; any other value is
+     * 422) says how the body's field names are checked, in {@link #FIELD_VALIDATION}.
      */
-    public void refuseDryRun(@ExchangeProperty(FrontDoor.TARGET) String target,
-            @ExchangeProperty(AuditLog.VERB) String verb) {
+    public void createOptions(@ExchangeProperty(FrontDoor.TARGET) String target,
+            @ExchangeProperty(AuditLog.VERB) String verb, Exchange exchange) {
+        refuseDryRun(target, verb);
+        exchange.setProperty(FIELD_VALIDATION,
+                AllocRequestParser.FieldValidation.of(ApiPaths.queryValue(target, "fieldValidation")));
+    }
+
+    private static void refuseDryRun(String target, String verb) {
         if (!ApiPaths.asksDryRun(target)) {
             return;
         }
@@ -121,7 +132,14 @@ public final class ApiFlows {
      * ({@link ReplyWriter#WARNINGS}), also when the request is refused.
      */
     public AllocCommand parseAlloc(@Body byte[] body, @Header("Idempotency-Key") String key, Exchange exchange) {
-        return parser.parseAlloc(body, key, ReplyWriter.warnings(exchange));
+        return parser.parseAlloc(body, key, ReplyWriter.warnings(exchange), fieldValidation(exchange));
+    }
+
+    /** The POST's fieldValidation option (Warn when {@link #createOptions} did not run). */
+    static AllocRequestParser.FieldValidation fieldValidation(Exchange exchange) {
+        AllocRequestParser.FieldValidation v =
+                exchange.getProperty(FIELD_VALIDATION, AllocRequestParser.FieldValidation.class);
+        return v == null ? AllocRequestParser.FieldValidation.WARN : v;
     }
 
     /** How claims name their owner: the installation's keyed hash, and the legacy claims to move to it. */
@@ -405,7 +423,7 @@ public final class ApiFlows {
             // Go's json.Decoder sees io.EOF, which the reference lets through to its "key required" answer
             throw ApiException.badRequest(AllocRequestParser.RELEASE_KEY_REQUIRED);
         }
-        return parser.parseDealloc(admitted, null, ReplyWriter.warnings(exchange));
+        return parser.parseDealloc(admitted, null, ReplyWriter.warnings(exchange), fieldValidation(exchange));
     }
 
     /** Empty or JSON whitespace only (space, tab, CR, LF): what Go's json.Decoder reads as end of input. */

@@ -46,7 +46,7 @@ public final class RenewalFlows {
         byte[] admitted = body == null || body.length == 0 ? NO_BODY
                 : io.unboundedcloud.playpen.api.RequestBodies.admit(contentType, body);
         RenewalCommand cmd = parser.parseRenewal(admitted, key != null && GoStrings.trimSpace(key).isEmpty() ? null : key,
-                ReplyWriter.warnings(exchange));
+                ReplyWriter.warnings(exchange), ApiFlows.fieldValidation(exchange));
         if (cmd.ttl() == null) {
             if (defaultTtl.isZero()) {
                 throw ApiException.badRequest(TTL_REQUIRED);

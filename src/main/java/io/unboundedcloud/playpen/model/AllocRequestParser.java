@@ -11,6 +11,7 @@ import java.util.Optional;
 import com.fasterxml.jackson.core.JsonToken;
 
 import io.unboundedcloud.playpen.api.ApiException;
+import io.unboundedcloud.playpen.api.Status;
 import io.unboundedcloud.playpen.config.GoDuration;
 import io.unboundedcloud.playpen.config.LeaseLimits;
 
@@ -84,6 +85,14 @@ public final class AllocRequestParser {
      * request is then refused.
      */
     public AllocCommand parseAlloc(byte[] body, String headerKey, List<String> warnings) {
+        return parseAlloc(body, headerKey, warnings, FieldValidation.WARN);
+    }
+
+    /**
+     * Like {@link #parseAlloc(byte[], String, List)}, with the field names checked as {@code validation} says:
+     * warned about, ignored, or refused before anything else is looked at.
+     */
+    public AllocCommand parseAlloc(byte[] body, String headerKey, List<String> warnings, FieldValidation validation) {
         Map<String, String> req;
         Map<String, GoJson.Value> lease = new HashMap<>();
         List<GoJson.FieldNote> notes = new java.util.ArrayList<>();
@@ -94,8 +103,9 @@ public final class AllocRequestParser {
         } catch (GoJson.DecodeError e) {
             throw invalidJson(e.getMessage(), ALLOC_SHAPE);
         } finally {
-            warnings.addAll(fieldWarnings(notes, "an alloc", ALLOC_BODY_FIELDS));
+            validation.warn(notes, "an alloc", ALLOC_BODY_FIELDS, warnings);
         }
+        validation.refuse(notes, "an alloc", ALLOC_BODY_FIELDS, "nothing was allocated");
         AllocCommand cmd = parseReferenceFields(req, headerKey);
         return cmd.withLease(ttl(lease.get("ttl")), waitSeconds(lease.get("waitSeconds")));
     }
@@ -107,6 +117,66 @@ public final class AllocRequestParser {
 
     private static ApiException invalidJson(String whatIsWrong, String shape) {
         return ApiException.badRequest(invalidJsonMessage(whatIsWrong, shape));
+    }
+
+    /**
+     * How the field names of a body are checked, as kube-apiserver reads its {@code fieldValidation} option: Warn
+     * (the default) accepts a name that names no field exactly, or a field sent twice, the way the Go operator does,
+     * with a warning; Ignore accepts them silently; Strict refuses the request (400) before anything is done.
+     */
+    public enum FieldValidation {
+        IGNORE, WARN, STRICT;
+
+        /** The values kube-apiserver takes, as its 422 lists them. */
+        static final String SUPPORTED = "\"\", \"Ignore\", \"Strict\", \"Warn\"";
+
+        /**
+         * The {@code fieldValidation} query option (null: not sent); any value but "", Ignore, Warn and Strict is
+         * kube-apiserver's 422 Invalid on CreateOptions.
+         */
+        public static FieldValidation of(String option) {
+            if (option == null || option.isEmpty() || option.equals("Warn")) {
+                return WARN;
+            }
+            if (option.equals("Ignore")) {
+                return IGNORE;
+            }
+            if (option.equals("Strict")) {
+                return STRICT;
+            }
+            throw ApiException.invalid("meta.k8s.io", "CreateOptions", List.of(new Status.Cause(
+                    "FieldValueNotSupported", "Unsupported value: " + AllocViews.quoteShort(option)
+                            + ": supported values: " + SUPPORTED, "fieldValidation")));
+        }
+
+        void warn(List<GoJson.FieldNote> notes, String what, List<String> fields, List<String> warnings) {
+            if (this == WARN) {
+                warnings.addAll(fieldWarnings(notes, what, fields));
+            }
+        }
+
+        /** Strict: kube-apiserver's "strict decoding error", then which names the body takes, and that {@code nothingDone}. */
+        void refuse(List<GoJson.FieldNote> notes, String what, List<String> fields, String nothingDone) {
+            if (this != STRICT || notes.isEmpty()) {
+                return;
+            }
+            java.util.LinkedHashSet<String> errors = new java.util.LinkedHashSet<>();
+            for (GoJson.FieldNote n : notes) {
+                errors.add((n.duplicate() ? "duplicate field " : "unknown field ") + shortName(n.sent()));
+            }
+            List<String> list = new java.util.ArrayList<>(errors);
+            if (list.size() > MAX_FIELD_WARNINGS) {
+                int more = list.size() - MAX_FIELD_WARNINGS;
+                list = new java.util.ArrayList<>(list.subList(0, MAX_FIELD_WARNINGS));
+                list.add("and " + more + " more");
+            }
+            throw ApiException.badRequest("strict decoding error: " + String.join(", ", list) + "; " + what + " takes "
+                    + String.join(", ", fields) + ", each once and spelled exactly: " + nothingDone);
+        }
+    }
+
+    private static String shortName(String sent) {
+        return GoJson.quote(sent.length() > 64 ? sent.substring(0, 64) + "..." : sent);
     }
 
     /** The alloc body fields as a user would list them (the "unknown field" warning, the API reference). */
@@ -121,8 +191,9 @@ public final class AllocRequestParser {
     static List<String> fieldWarnings(List<GoJson.FieldNote> notes, String what, List<String> fields) {
         java.util.LinkedHashSet<String> out = new java.util.LinkedHashSet<>();
         for (GoJson.FieldNote n : notes) {
-            String sent = GoJson.quote(n.sent().length() > 64 ? n.sent().substring(0, 64) + "..." : n.sent());
-            out.add(n.matched() == null
+            String sent = shortName(n.sent());
+            out.add(n.duplicate() ? "duplicate field " + sent + ": the last value sent that is not null was read"
+                    : n.matched() == null
                     ? "unknown field " + sent + " ignored; " + what + " takes " + String.join(", ", fields)
                     : "field " + sent + " was read as \"" + n.matched() + "\" (names are matched ignoring case)");
         }
@@ -224,6 +295,14 @@ public final class AllocRequestParser {
 
     /** Like {@link #parseRenewal(byte[], String)}, with the field warnings of {@link #parseAlloc(byte[], String, List)}. */
     public RenewalCommand parseRenewal(byte[] body, String headerKey, List<String> warnings) {
+        return parseRenewal(body, headerKey, warnings, FieldValidation.WARN);
+    }
+
+    private static final List<String> RENEWAL_FIELDS = List.of("idempotencyKey", "ttl");
+
+    /** Like {@link #parseRenewal(byte[], String, List)}, with the field names checked as {@code validation} says. */
+    public RenewalCommand parseRenewal(byte[] body, String headerKey, List<String> warnings,
+            FieldValidation validation) {
         Map<String, String> req;
         Map<String, GoJson.Value> lease = new HashMap<>();
         List<GoJson.FieldNote> notes = new java.util.ArrayList<>();
@@ -234,8 +313,9 @@ public final class AllocRequestParser {
         } catch (GoJson.DecodeError e) {
             throw invalidJson(e.getMessage(), RENEWAL_SHAPE);
         } finally {
-            warnings.addAll(fieldWarnings(notes, "a renewal", List.of("idempotencyKey", "ttl")));
+            validation.warn(notes, "a renewal", RENEWAL_FIELDS, warnings);
         }
+        validation.refuse(notes, "a renewal", RENEWAL_FIELDS, "nothing was renewed");
         String keyHash = keyHash(req.getOrDefault("idempotencyKey", ""), headerKey, RELEASE_KEY_REQUIRED);
         return new RenewalCommand(keyHash, ttl(lease.get("ttl")));
     }
@@ -250,6 +330,14 @@ public final class AllocRequestParser {
 
     /** Like {@link #parseDealloc(byte[], String)}, with the field warnings of {@link #parseAlloc(byte[], String, List)}. */
     public String parseDealloc(byte[] body, String headerKey, List<String> warnings) {
+        return parseDealloc(body, headerKey, warnings, FieldValidation.WARN);
+    }
+
+    /**
+     * Like {@link #parseDealloc(byte[], String, List)}, with the field names of a body it reads checked as
+     * {@code validation} says.
+     */
+    public String parseDealloc(byte[] body, String headerKey, List<String> warnings, FieldValidation validation) {
         String fromHeader = Hashes.headerKeyHash(headerKey);
         if (fromHeader != null) {
             return fromHeader;
@@ -263,8 +351,9 @@ public final class AllocRequestParser {
         } catch (GoJson.DecodeError e) {
             throw invalidJson(e.getMessage(), DEALLOC_SHAPE);
         } finally {
-            warnings.addAll(fieldWarnings(notes, "a dealloc", DEALLOC_FIELDS));
+            validation.warn(notes, "a dealloc", DEALLOC_FIELDS, warnings);
         }
+        validation.refuse(notes, "a dealloc", DEALLOC_FIELDS, "nothing was released");
         return keyHash(req.getOrDefault("idempotencyKey", ""), null, RELEASE_KEY_REQUIRED);
     }
 

@@ -63,9 +63,13 @@ final class GoJson {
 
     /**
      * A field name of the request that did not name a field exactly: {@code matched} is the field Go's
-     * case-insensitive match read it as, or null when it names none (ignored, as Go ignores it).
+     * case-insensitive match read it as, or null when it names none (ignored, as Go ignores it). With
+     * {@code duplicate}, the name named a field exactly, but the body had already sent it (the last value is read).
      */
-    record FieldNote(String sent, String matched) {
+    record FieldNote(String sent, String matched, boolean duplicate) {
+        FieldNote(String sent, String matched) {
+            this(sent, matched, false);
+        }
     }
 
     /** The string fields named in {@code fields} (absent when not sent or null); throws for EOF and bad JSON. */
@@ -83,8 +87,9 @@ final class GoJson {
     }
 
     /**
-     * Like {@link #decode(byte[], List, List, Map)}, and every field name that is not one of the fields exactly goes
-     * to {@code notes} in the order sent, also when the body then turns out not to decode.
+     * Like {@link #decode(byte[], List, List, Map)}, and every field name that is not one of the fields exactly, or
+     * that repeats one sent before, goes to {@code notes} in the order sent, also when the body then turns out not to
+     * decode.
      */
     static Map<String, String> decode(byte[] body, List<String> fields, List<String> loose, Map<String, Value> looseOut,
             List<FieldNote> notes) throws EndOfInput, DecodeError {
@@ -113,11 +118,14 @@ final class GoJson {
                 p.skipChildren();
                 throw new DecodeError("the body is " + kind(t) + ", not an object");
             }
+            java.util.Set<String> seen = new java.util.HashSet<>();
             while ((t = p.nextToken()) == JsonToken.FIELD_NAME) {
                 String sent = p.currentName();
                 String field = match(sent, all);
                 if (field == null || !field.equals(sent)) {
                     notes.add(new FieldNote(withoutLoneSurrogates(sent), field));
+                } else if (!seen.add(sent)) {
+                    notes.add(new FieldNote(sent, field, true));
                 }
                 JsonToken v = p.nextToken();
                 if (field != null && loose.contains(field)) {

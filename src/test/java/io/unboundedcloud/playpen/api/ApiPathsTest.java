@@ -81,6 +81,21 @@ class ApiPathsTest {
         assertThat(ApiPaths.asksDryRun(null)).isFalse();
     }
 
+    /** A POST's fieldValidation: the first one in the query, name and value decoded; null when none is sent. */
+    @Test
+    void aQueryValueIsReadDecodedAndFirstWins() {
+        assertThat(ApiPaths.queryValue(V + "/allocs?fieldManager=kubectl-create&fieldValidation=Strict", "fieldValidation"))
+                .isEqualTo("Strict");
+        assertThat(ApiPaths.queryValue(V + "/allocs?field%56alidation=%53trict&fieldValidation=Ignore", "fieldValidation"))
+                .isEqualTo("Strict");
+        assertThat(ApiPaths.queryValue(V + "/allocs?fieldValidation", "fieldValidation")).isEmpty();
+        assertThat(ApiPaths.queryValue(V + "/allocs?fieldValidation=a+b", "fieldValidation")).isEqualTo("a b");
+        assertThat(ApiPaths.queryValue(V + "/allocs?fieldValidation=%ZZ", "fieldValidation")).isEqualTo("%ZZ");
+        assertThat(ApiPaths.queryValue(V + "/allocs?xfieldValidation=Strict#fieldValidation=Strict", "fieldValidation"))
+                .isNull();
+        assertThat(ApiPaths.queryValue(null, "fieldValidation")).isNull();
+    }
+
     /**
      * A pool is read only, by name; the name comes percent-decoded; a deeper path is no pool. A write (kubectl delete,
      * edit or patch of a pool) is told where a pool's size comes from.

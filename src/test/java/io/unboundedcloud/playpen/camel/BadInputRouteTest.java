@@ -212,6 +212,54 @@ class BadInputRouteTest {
         assertThat(op.dealloc("{\"idempotencyKey\":\"dry-held\"}").statusCode()).isEqualTo(204);
     }
 
+    /**
+     * {@code fieldValidation=Strict} (client-go's CreateOptions, kubectl create -f) refuses a field name that names no
+     * field exactly before anything is claimed, renewed or released; Ignore drops the warnings; any other value is
+     * kube-apiserver's 422 on CreateOptions.
+     */
+    @Test
+    void strictFieldValidationRefusesUnknownFieldsAndChangesNothing() throws Exception {
+        cluster.create(TestCluster.readyRunner("amd64", 51825, "node-a"));
+        op.awaitCache(c -> c.stream().anyMatch(p -> p.getMetadata().getName().endsWith("51825")));
+        String wg = TestCluster.wgKey(6);
+        String misspelt = "{\"idempotencyKey\":\"strict-1\",\"wireGuardPublicKey\":\"" + wg + "\",\"architecure\":\"arm64\"}";
+        Map<String, String> before = clusterState();
+        HttpResponse<String> strict = op.kubectlPost(op.frontProxy(), ALLOCS + "?fieldValidation=Strict", misspelt,
+                "alice", "playpen-users");
+        expect(strict, 400, "BadRequest", "strict decoding error: unknown field \"architecure\"; an alloc takes"
+                + " idempotencyKey, resourceType, architecture, wireGuardPublicKey, kubernetesVersion, ttl, waitSeconds,"
+                + " each once and spelled exactly: nothing was allocated");
+        assertThat(strict.headers().allValues("Warning")).as("the refusal says it all").isEmpty();
+        HttpResponse<String> bogus = op.kubectlPost(op.frontProxy(), ALLOCS + "?fieldValidation=Bogus", misspelt,
+                "alice", "playpen-users");
+        expect(bogus, 422, "Invalid", "CreateOptions.meta.k8s.io \"\" is invalid: fieldValidation: Unsupported value:"
+                + " \"Bogus\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"");
+        JsonNode cause = M.readTree(bogus.body()).at("/details/causes/0");
+        assertThat(cause.get("reason").asText()).isEqualTo("FieldValueNotSupported");
+        assertThat(cause.get("field").asText()).isEqualTo("fieldValidation");
+        assertThat(clusterState()).as("a refused request claims nothing").isEqualTo(before);
+
+        // Ignore: accepted as the Go operator accepts it, without the warning
+        String spelt = "{\"idempotencyKey\":\"strict-1\",\"wireGuardPublicKey\":\"" + wg + "\",\"color\":\"blue\"}";
+        HttpResponse<String> ignored = op.kubectlPost(op.frontProxy(), ALLOCS + "?fieldValidation=Ignore", spelt,
+                "alice", "playpen-users");
+        assertThat(ignored.statusCode()).as(ignored.body()).isEqualTo(200);
+        assertThat(ignored.headers().allValues("Warning")).isEmpty();
+        Map<String, String> held = clusterState();
+        String renewals = "/apis/playpen.unbounded-cloud.io/v1alpha1/renewals?fieldValidation=Strict";
+        expect(op.kubectlPost(op.frontProxy(), renewals, "{\"idempotencyKey\":\"strict-1\",\"tll\":\"8h\"}", "alice",
+                "playpen-users"), 400, "BadRequest", "strict decoding error: unknown field \"tll\"; a renewal takes"
+                        + " idempotencyKey, ttl, each once and spelled exactly: nothing was renewed");
+        String deallocs = "/apis/playpen.unbounded-cloud.io/v1alpha1/deallocs?fieldValidation=Strict";
+        expect(op.kubectlPost(op.frontProxy(), deallocs, "{\"idempotencyKey\":\"strict-1\",\"idempotencyKey\":\"strict-1\"}",
+                "alice", "playpen-users"), 400, "BadRequest", "strict decoding error: duplicate field"
+                        + " \"idempotencyKey\"; a dealloc takes idempotencyKey, each once and spelled exactly: nothing was"
+                        + " released");
+        assertThat(clusterState()).as("nothing renewed or released").isEqualTo(held);
+        assertThat(op.kubectlPost(op.frontProxy(), deallocs, "{\"idempotencyKey\":\"strict-1\"}", "alice",
+                "playpen-users").statusCode()).isEqualTo(204);
+    }
+
     /** A dealloc stays 204 (clients check for it); a key that holds nothing also gets a Warning kubectl prints. */
     @Test
     void deallocOfAnUnknownKeyIs204WithAWarning() throws Exception {

@@ -453,6 +453,47 @@ class AllocRequestParserTest {
     }
 
     @Test
+    void aFieldSentTwiceIsWarnedAboutAndRefusedWhenStrict() {
+        String body = "{\"idempotencyKey\":\"abc\",\"wireGuardPublicKey\":\"" + WG_31_BYTES + "\",\"wireGuardPublicKey\":\""
+                + WG + "\"}";
+        List<String> warnings = new java.util.ArrayList<>();
+        AllocCommand cmd = parser.parseAlloc(utf8(body), null, warnings);
+        assertThat(cmd.wireGuardPublicKey()).as("the last one is read, as Go reads it").isEqualTo(WG);
+        assertThat(warnings).containsExactly(
+                "duplicate field \"wireGuardPublicKey\": the last value sent that is not null was read");
+        List<String> ignored = new java.util.ArrayList<>();
+        parser.parseAlloc(utf8(body + " "), null, ignored, AllocRequestParser.FieldValidation.IGNORE);
+        assertThat(ignored).isEmpty();
+        List<String> strict = new java.util.ArrayList<>();
+        ApiException e = badRequest(() -> parser.parseAlloc(utf8(body), null, strict,
+                AllocRequestParser.FieldValidation.STRICT));
+        assertThat(e.getMessage()).startsWith("strict decoding error: duplicate field \"wireGuardPublicKey\"; an alloc"
+                + " takes idempotencyKey,").endsWith(": nothing was allocated");
+        assertThat(strict).isEmpty();
+        // a name matched only ignoring case is unknown to a strict decoder, as kube-apiserver's is case-sensitive
+        ApiException folded = badRequest(() -> parser.parseAlloc(utf8("{\"idempotencyKey\":\"abc\",\"Architecture\":"
+                + "\"arm64\",\"wireGuardPublicKey\":\"" + WG + "\"}"), null, strict, AllocRequestParser.FieldValidation.STRICT));
+        assertThat(folded.getMessage()).startsWith("strict decoding error: unknown field \"Architecture\";");
+        // a body that does not decode says so first
+        ApiException broken = badRequest(() -> parser.parseAlloc(utf8("{\"x\":1,"), null, strict,
+                AllocRequestParser.FieldValidation.STRICT));
+        assertThat(broken.getMessage()).startsWith(INVALID_JSON);
+    }
+
+    @Test
+    void fieldValidationTakesWhatKubeApiserverTakes() {
+        assertThat(AllocRequestParser.FieldValidation.of(null)).isEqualTo(AllocRequestParser.FieldValidation.WARN);
+        assertThat(AllocRequestParser.FieldValidation.of("")).isEqualTo(AllocRequestParser.FieldValidation.WARN);
+        assertThat(AllocRequestParser.FieldValidation.of("Warn")).isEqualTo(AllocRequestParser.FieldValidation.WARN);
+        assertThat(AllocRequestParser.FieldValidation.of("Ignore")).isEqualTo(AllocRequestParser.FieldValidation.IGNORE);
+        assertThat(AllocRequestParser.FieldValidation.of("Strict")).isEqualTo(AllocRequestParser.FieldValidation.STRICT);
+        ApiException e = catchThrowableOfType(ApiException.class, () -> AllocRequestParser.FieldValidation.of("strict"));
+        assertThat(e.code()).isEqualTo(422);
+        assertThat(e.getMessage()).isEqualTo("CreateOptions.meta.k8s.io \"\" is invalid: fieldValidation: Unsupported"
+                + " value: \"strict\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"");
+    }
+
+    @Test
     void fieldWarningsSurviveARefusalAndAreCapped() {
         List<String> warnings = new java.util.ArrayList<>();
         StringBuilder body = new StringBuilder("{");
