@@ -368,7 +368,8 @@ public final class ApiFlows {
     static String tryAgainAdvice(int retryAfterSeconds, int maxWaitSeconds) {
         String again = "; try again in " + retryAfterSeconds + (retryAfterSeconds == 1 ? " second" : " seconds");
         String wait = maxWaitSeconds <= 0 ? ""
-                : ", or add \"waitSeconds\" (up to " + maxWaitSeconds + ") to the request to wait in line for one";
+                : ", or add \"waitSeconds\": <seconds> (a number, up to " + maxWaitSeconds
+                        + ") to the request to wait in line for one";
         return again + wait;
     }
 

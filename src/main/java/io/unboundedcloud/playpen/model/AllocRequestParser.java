@@ -268,10 +268,23 @@ public final class AllocRequestParser {
             + " capacity (--max-wait is 0); send the request without it, and again after the Retry-After of its 503"
             + " should no pod be free";
 
-    /** waitSeconds: a JSON integer from 0 to --max-wait; absent or null is 0. */
+    /**
+     * waitSeconds: a JSON integer from 0 to --max-wait; absent or null is 0. Sent as a string, like every other
+     * field, it is told to drop the quotes.
+     */
     int waitSeconds(GoJson.Value v) {
         if (v == null) {
             return 0;
+        }
+        if (v.isString()) {
+            if (limits.maxWaitSeconds() == 0) {
+                throw ApiException.badRequest(WAITING_OFF
+                        + " (waitSeconds is a JSON number, not a string: send it as a number or leave it out)");
+            }
+            String sent = GoStrings.trimSpace(v.text());
+            String example = sent.matches("[0-9]{1,9}") ? String.valueOf(Integer.parseInt(sent)) : "<seconds>";
+            throw ApiException.badRequest("waitSeconds must be a JSON number, not a string: send \"waitSeconds\": "
+                    + example + " (from 0 to " + limits.maxWaitSeconds() + ", --max-wait)");
         }
         String bad = limits.maxWaitSeconds() == 0 ? WAITING_OFF
                 : "waitSeconds must be an integer from 0 to " + limits.maxWaitSeconds() + " (--max-wait)";

@@ -84,7 +84,8 @@ class LeaseRouteTest {
                         + " allocation should last, such as \\\"30m\\\" or \\\"2h\\\" (at least 1s)",
                 ",\"ttl\":60", "ttl must be a duration string such as \\\"30m\\\" or \\\"2h\\\"",
                 ",\"waitSeconds\":31", "waitSeconds must be an integer from 0 to 30 (--max-wait)",
-                ",\"waitSeconds\":\"10\"", "waitSeconds must be an integer from 0 to 30 (--max-wait)");
+                ",\"waitSeconds\":\"10\"", "waitSeconds must be a JSON number, not a string: send \\\"waitSeconds\\\": 10"
+                        + " (from 0 to 30, --max-wait)");
         for (Map.Entry<String, String> c : cases.entrySet()) {
             HttpResponse<String> r = op.alloc(body("bad", c.getKey()));
             assertThat(r.statusCode()).as(c.getKey()).isEqualTo(400);

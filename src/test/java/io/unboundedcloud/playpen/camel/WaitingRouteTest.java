@@ -165,7 +165,7 @@ class WaitingRouteTest {
         assertThat(now.statusCode()).isEqualTo(503);
         assertThat(message(now))
                 .isEqualTo("no idle amd64 playpen runner pods are available; try again in 1 second, or add "
-                        + "\"waitSeconds\" (up to 5) to the request to wait in line for one; kubectl get pools shows "
+                        + "\"waitSeconds\": <seconds> (a number, up to 5) to the request to wait in line for one; kubectl get pools shows "
                         + "which pools have idle pods");
         assertThat(op.alloc(body("too-long", 6)).statusCode()).isEqualTo(400);
     }

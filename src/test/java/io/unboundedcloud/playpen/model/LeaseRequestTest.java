@@ -114,10 +114,25 @@ class LeaseRequestTest {
 
     @ParameterizedTest
     @ValueSource(strings = {",\"waitSeconds\":-1", ",\"waitSeconds\":121", ",\"waitSeconds\":1.5", ",\"waitSeconds\":5.0",
-        ",\"waitSeconds\":\"5\"", ",\"waitSeconds\":true", ",\"waitSeconds\":99999999999999999999999",
+        ",\"waitSeconds\":true", ",\"waitSeconds\":99999999999999999999999",
         ",\"waitSeconds\":[1]"})
     void badWaitSecondsIs400(String extra) {
         assertThat(error(extra)).isEqualTo("waitSeconds must be an integer from 0 to 120 (--max-wait)");
+    }
+
+    /** Every other field is a string: a waitSeconds sent as one is told that the quotes are what is wrong. */
+    @Test
+    void waitSecondsSentAsAStringSaysToSendANumber() {
+        assertThat(error(",\"waitSeconds\":\"30\"")).isEqualTo("waitSeconds must be a JSON number, not a string: send"
+                + " \"waitSeconds\": 30 (from 0 to 120, --max-wait)");
+        assertThat(error(",\"waitSeconds\":\"soon\"")).isEqualTo("waitSeconds must be a JSON number, not a string:"
+                + " send \"waitSeconds\": <seconds> (from 0 to 120, --max-wait)");
+        AllocRequestParser off = new AllocRequestParser(List.of("v1.33.0"),
+                new LeaseLimits(Duration.ofHours(24), Duration.ZERO, 0));
+        String body = "{\"idempotencyKey\":\"k\",\"wireGuardPublicKey\":\"" + WG + "\",\"waitSeconds\":\"0\"}";
+        assertThatThrownBy(() -> off.parseAlloc(body.getBytes(StandardCharsets.UTF_8), null))
+                .isInstanceOf(ApiException.class).hasMessage(AllocRequestParser.WAITING_OFF
+                        + " (waitSeconds is a JSON number, not a string: send it as a number or leave it out)");
     }
 
     /** With waiting off (--max-wait=0) the 400 says so, and what to send instead, not "from 0 to 0". */
