@@ -105,9 +105,31 @@ public final class AllocRequestParser {
         } finally {
             validation.warn(notes, "an alloc", ALLOC_BODY_FIELDS, warnings);
         }
+        refuseAnObject(notes, req, headerKey);
         validation.refuse(notes, "an alloc", ALLOC_BODY_FIELDS, "nothing was allocated");
         AllocCommand cmd = parseReferenceFields(req, headerKey);
         return cmd.withLease(ttl(lease.get("ttl")), waitSeconds(lease.get("waitSeconds")));
+    }
+
+    /** An alloc body that is a Kubernetes object (kubectl create -f alloc.yaml) rather than an alloc request. */
+    public static final String AN_OBJECT = "this body is a Kubernetes object (it has kind or apiVersion), and allocations"
+            + " are not made from one: send an alloc request with kubectl create --raw /apis/" + PlaypenKeys.GROUP_VERSION
+            + "/allocs -f request.json, the file holding " + ALLOC_SHAPE;
+
+    /**
+     * A body without a key that has a top-level kind or apiVersion is an object, such as an Alloc kubectl create -f
+     * sent: "key required" would send its user to add a field kubectl's schema refuses. With a key it is read as the
+     * reference reads it (the object fields ignored).
+     */
+    private static void refuseAnObject(List<GoJson.FieldNote> notes, Map<String, String> req, String headerKey) {
+        if (Hashes.headerKeyHash(headerKey) != null || !GoStrings.trimSpace(req.getOrDefault("idempotencyKey", "")).isEmpty()) {
+            return;
+        }
+        for (GoJson.FieldNote n : notes) {
+            if (n.matched() == null && (n.sent().equals("kind") || n.sent().equals("apiVersion"))) {
+                throw ApiException.badRequest(AN_OBJECT);
+            }
+        }
     }
 
     /** {@value #INVALID_JSON}, then what is wrong with the body and what to send instead ({@code shape}). */

@@ -260,6 +260,24 @@ class BadInputRouteTest {
                 "playpen-users").statusCode()).isEqualTo(204);
     }
 
+    /**
+     * An Alloc object (kubectl create -f alloc.yaml, which also sends fieldValidation=Strict) is told that allocations
+     * are made from an alloc request with kubectl create --raw, not that it lacks a key it cannot add.
+     */
+    @Test
+    void anAllocObjectIsToldToSendTheAllocRequest() throws Exception {
+        Map<String, String> before = clusterState();
+        String object = "{\"apiVersion\":\"playpen.unbounded-cloud.io/v1alpha1\",\"kind\":\"Alloc\",\"metadata\":"
+                + "{\"name\":\"x\"},\"spec\":{\"resourceType\":\"runner\"}}";
+        String told = "this body is a Kubernetes object (it has kind or apiVersion), and allocations are not made from"
+                + " one: send an alloc request with kubectl create --raw /apis/playpen.unbounded-cloud.io/v1alpha1/allocs"
+                + " -f request.json, the file holding " + AllocRequestParser.ALLOC_SHAPE;
+        expect(op.alloc(object), 400, "BadRequest", told);
+        expect(op.kubectlPost(op.frontProxy(), ALLOCS + "?fieldManager=kubectl-create&fieldValidation=Strict", object,
+                "alice", "playpen-users"), 400, "BadRequest", told);
+        assertThat(clusterState()).isEqualTo(before);
+    }
+
     /** A dealloc stays 204 (clients check for it); a key that holds nothing also gets a Warning kubectl prints. */
     @Test
     void deallocOfAnUnknownKeyIs204WithAWarning() throws Exception {

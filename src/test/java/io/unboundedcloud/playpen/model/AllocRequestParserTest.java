@@ -481,6 +481,16 @@ class AllocRequestParserTest {
     }
 
     @Test
+    void aKindBesideAKeyStillAllocatesAsTheReferenceDoes() {
+        AllocCommand cmd = parser.parseAlloc(utf8("{\"kind\":\"Alloc\",\"idempotencyKey\":\"abc\",\"wireGuardPublicKey\":\""
+                + WG + "\"}"), null);
+        assertThat(cmd.keyHash()).isEqualTo(HASH_ABC);
+        AllocCommand fromHeader = parser.parseAlloc(utf8("{\"apiVersion\":\"v1\",\"wireGuardPublicKey\":\"" + WG + "\"}"),
+                "hdr");
+        assertThat(fromHeader.keyHash()).isEqualTo(HASH_HDR);
+    }
+
+    @Test
     void fieldValidationTakesWhatKubeApiserverTakes() {
         assertThat(AllocRequestParser.FieldValidation.of(null)).isEqualTo(AllocRequestParser.FieldValidation.WARN);
         assertThat(AllocRequestParser.FieldValidation.of("")).isEqualTo(AllocRequestParser.FieldValidation.WARN);
