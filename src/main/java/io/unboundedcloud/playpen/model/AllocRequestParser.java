@@ -235,7 +235,7 @@ public final class AllocRequestParser {
         // trimmed for both kinds: a control plane's key is not checked, but it is part of the request hash
         String wgKey = GoStrings.trimSpace(req.getOrDefault("wireGuardPublicKey", ""));
         if (type == ResourceType.RUNNER && !isWireGuardKey(wgKey)) {
-            throw ApiException.badRequest(wgKey.isEmpty() ? WIREGUARD_KEY_REQUIRED : BAD_WIREGUARD_KEY);
+            throw ApiException.badRequest(wgKey.isEmpty() ? WIREGUARD_KEY_REQUIRED : badWireGuardKey(wgKey));
         }
         String arch = normaliseArchitecture(req.getOrDefault("architecture", ""))
                 .orElseThrow(() -> ApiException.badRequest(BAD_ARCHITECTURE));
@@ -390,6 +390,26 @@ public final class AllocRequestParser {
         }
         validation.refuse(notes, "a dealloc", DEALLOC_FIELDS, "nothing was released");
         return keyHash(req.getOrDefault("idempotencyKey", ""), null, RELEASE_KEY_REQUIRED);
+    }
+
+    /**
+     * {@value #BAD_WIREGUARD_KEY} (the Go operator's words), then what a valid key looks like and what is wrong with
+     * this one: its length, its end or its alphabet (the key is public, but the message never quotes it).
+     */
+    static String badWireGuardKey(String key) {
+        String k = key.replace("\r", "").replace("\n", "");
+        String thisOne;
+        if (k.length() != 44) {
+            thisOne = "is " + k.length() + (k.length() == 1 ? " character" : " characters") + " long";
+        } else if (k.charAt(43) != '=') {
+            thisOne = "does not end in \"=\"";
+        } else if (k.substring(0, 43).indexOf('=') >= 0) {
+            thisOne = "has an \"=\" before its end, so it holds fewer than 32 bytes";
+        } else {
+            thisOne = "has a character outside that alphabet";
+        }
+        return BAD_WIREGUARD_KEY + "; send the 44 characters of standard base64 (A-Z, a-z, 0-9, + and /, then \"=\")"
+                + " that \"wg genkey | wg pubkey\" prints for your peer; this one " + thisOne;
     }
 
     /**

@@ -99,7 +99,9 @@ class BadInputRouteTest {
         expect(op.alloc("{\"idempotencyKey\":\"a\",\"resourceType\":\"vm\"}"), 400, "BadRequest",
                 "resourceType must be \"runner\" or \"controlPlane\"");
         expect(op.alloc("{\"idempotencyKey\":\"a\",\"wireGuardPublicKey\":\"short\"}"), 400, "BadRequest",
-                "wireGuardPublicKey must be a valid WireGuard public key");
+                "wireGuardPublicKey must be a valid WireGuard public key; send the 44 characters of standard base64"
+                        + " (A-Z, a-z, 0-9, + and /, then \"=\") that \"wg genkey | wg pubkey\" prints for your peer; this"
+                        + " one is 5 characters long");
         expect(op.alloc("{\"idempotencyKey\":\"a\",\"wireGuardPublicKey\":\"" + wg + "\",\"architecture\":\"s390x\"}"),
                 400, "BadRequest", "architecture must be \"amd64\" or \"arm64\"");
         expect(op.alloc("{\"idempotencyKey\":\"a\",\"resourceType\":\"controlPlane\",\"kubernetesVersion\":\"1.20.0\"}"),
@@ -134,7 +136,9 @@ class BadInputRouteTest {
         // JSON with a charset parameter is JSON
         HttpResponse<String> ok = send("POST", ALLOCS, "application/json; charset=utf-8",
                 "{\"idempotencyKey\":\"a\",\"wireGuardPublicKey\":\"bad\"}".getBytes());
-        expect(ok, 400, "BadRequest", "wireGuardPublicKey must be a valid WireGuard public key");
+        expect(ok, 400, "BadRequest", "wireGuardPublicKey must be a valid WireGuard public key; send the 44 characters"
+                + " of standard base64 (A-Z, a-z, 0-9, + and /, then \"=\") that \"wg genkey | wg pubkey\" prints for your"
+                + " peer; this one is 3 characters long");
         assertThat(clusterState()).isEqualTo(before);
     }
 

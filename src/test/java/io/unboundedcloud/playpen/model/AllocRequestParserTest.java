@@ -51,6 +51,20 @@ class AllocRequestParserTest {
         return e;
     }
 
+    /** The Go operator's words for an invalid WireGuard key, then what a valid one is and what is wrong with this one. */
+    static String badKey(String thisOne) {
+        return BAD_WIREGUARD_KEY + "; send the 44 characters of standard base64 (A-Z, a-z, 0-9, + and /, then \"=\") that"
+                + " \"wg genkey | wg pubkey\" prints for your peer; this one " + thisOne;
+    }
+
+    @Test
+    void anInvalidWireGuardKeySaysWhatAValidOneIs() {
+        ApiException e = badRequest(() -> parser.parseAlloc(utf8("{\"idempotencyKey\":\"k\",\"wireGuardPublicKey\":\""
+                + "ab".repeat(32) + "\"}"), null));
+        assertThat(e.getMessage()).startsWith(BAD_WIREGUARD_KEY + "; ").contains("44 characters of standard base64")
+                .contains("wg genkey | wg pubkey").endsWith("this one is 64 characters long").doesNotContain("abab");
+    }
+
     static Stream<Arguments> rejected() {
         return Stream.of(
                 // rule 1: a JSON object
@@ -100,18 +114,18 @@ class AllocRequestParserTest {
                 // rule 4: runner WireGuard key
                 Arguments.of("runner without WireGuard key", "{\"idempotencyKey\":\"abc\"}", null, WIREGUARD_KEY_REQUIRED),
                 Arguments.of("runner bad WireGuard key before bad arch",
-                        "{\"idempotencyKey\":\"abc\",\"wireGuardPublicKey\":\"x\",\"architecture\":\"x86\"}", null, BAD_WIREGUARD_KEY),
-                Arguments.of("WireGuard key of 31 bytes", "{\"wireGuardPublicKey\":\"" + WG_31_BYTES + "\"}", "hdr", BAD_WIREGUARD_KEY),
-                Arguments.of("WireGuard key of 33 bytes", "{\"wireGuardPublicKey\":\"" + WG_33_BYTES + "\"}", "hdr", BAD_WIREGUARD_KEY),
+                        "{\"idempotencyKey\":\"abc\",\"wireGuardPublicKey\":\"x\",\"architecture\":\"x86\"}", null, badKey("is 1 character long")),
+                Arguments.of("WireGuard key of 31 bytes", "{\"wireGuardPublicKey\":\"" + WG_31_BYTES + "\"}", "hdr", badKey("has an \"=\" before its end, so it holds fewer than 32 bytes")),
+                Arguments.of("WireGuard key of 33 bytes", "{\"wireGuardPublicKey\":\"" + WG_33_BYTES + "\"}", "hdr", badKey("does not end in \"=\"")),
                 Arguments.of("WireGuard key without padding",
-                        "{\"wireGuardPublicKey\":\"" + WG.substring(0, 43) + "\"}", "hdr", BAD_WIREGUARD_KEY),
+                        "{\"wireGuardPublicKey\":\"" + WG.substring(0, 43) + "\"}", "hdr", badKey("is 43 characters long")),
                 Arguments.of("WireGuard key in URL-safe base64",
-                        "{\"wireGuardPublicKey\":\"" + "-_" + WG.substring(2) + "\"}", "hdr", BAD_WIREGUARD_KEY),
+                        "{\"wireGuardPublicKey\":\"" + "-_" + WG.substring(2) + "\"}", "hdr", badKey("has a character outside that alphabet")),
                 Arguments.of("WireGuard key not base64",
-                        "{\"wireGuardPublicKey\":\"" + "!!" + WG.substring(2) + "\"}", "hdr", BAD_WIREGUARD_KEY),
+                        "{\"wireGuardPublicKey\":\"" + "!!" + WG.substring(2) + "\"}", "hdr", badKey("has a character outside that alphabet")),
                 Arguments.of("WireGuard key with an inner space",
-                        "{\"wireGuardPublicKey\":\"" + WG.substring(0, 20) + " " + WG.substring(21) + "\"}", "hdr", BAD_WIREGUARD_KEY),
-                Arguments.of("WireGuard key hex", "{\"wireGuardPublicKey\":\"" + "ab".repeat(32) + "\"}", "hdr", BAD_WIREGUARD_KEY),
+                        "{\"wireGuardPublicKey\":\"" + WG.substring(0, 20) + " " + WG.substring(21) + "\"}", "hdr", badKey("has a character outside that alphabet")),
+                Arguments.of("WireGuard key hex", "{\"wireGuardPublicKey\":\"" + "ab".repeat(32) + "\"}", "hdr", badKey("is 64 characters long")),
                 // rule 5: architecture
                 Arguments.of("runner arch x86", "{\"wireGuardPublicKey\":\"" + WG + "\",\"architecture\":\"x86\"}", "hdr", BAD_ARCHITECTURE),
                 Arguments.of("runner arch x86_64", "{\"wireGuardPublicKey\":\"" + WG + "\",\"architecture\":\"x86_64\"}", "hdr", BAD_ARCHITECTURE),

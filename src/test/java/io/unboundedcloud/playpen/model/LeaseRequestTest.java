@@ -153,7 +153,7 @@ class LeaseRequestTest {
     void theReferenceFieldsAreStillCheckedFirst() {
         String body = "{\"idempotencyKey\":\"k\",\"wireGuardPublicKey\":\"bad\",\"ttl\":5}";
         assertThatThrownBy(() -> PARSER.parseAlloc(body.getBytes(StandardCharsets.UTF_8), null))
-                .hasMessage(AllocRequestParser.BAD_WIREGUARD_KEY);
+                .hasMessage(AllocRequestParserTest.badKey("is 3 characters long"));
         String typeError = "{\"idempotencyKey\":\"k\",\"architecture\":1,\"ttl\":5}";
         assertThatThrownBy(() -> PARSER.parseAlloc(typeError.getBytes(StandardCharsets.UTF_8), null))
                 .hasMessage(AllocRequestParser.invalidJsonMessage("field \"architecture\" is a number, not a string",
