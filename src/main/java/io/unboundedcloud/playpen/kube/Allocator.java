@@ -22,6 +22,7 @@ import io.unboundedcloud.playpen.model.AllocCommand;
 import io.unboundedcloud.playpen.model.Candidates;
 import io.unboundedcloud.playpen.model.Hashes;
 import io.unboundedcloud.playpen.model.PlaypenKeys;
+import io.unboundedcloud.playpen.model.ResourceType;
 import io.unboundedcloud.playpen.model.ManagedPods;
 import io.unboundedcloud.playpen.model.TtlPolicy;
 
@@ -846,10 +847,31 @@ public final class Allocator {
         return claimId.equals(ClaimLedger.claimId(read)) ? new Claimed(read, externalIp, null, 0) : Claimed.met(read);
     }
 
+    /**
+     * After a 409's words, when the request is a control plane whose kubernetesVersion was left out and the key holds
+     * one of the same architecture at another version: "left out" meant that version when the key was first sent
+     * (the newest --control-plane-versions then offered), and sending it replays the allocation. "" otherwise.
+     */
+    static String versionMoved(Pod pod, AllocCommand cmd) {
+        if (cmd.resourceType() != ResourceType.CONTROL_PLANE || !cmd.versionDefaulted()) {
+            return "";
+        }
+        Map<String, String> labels = pod.getMetadata() == null || pod.getMetadata().getLabels() == null ? Map.of()
+                : pod.getMetadata().getLabels();
+        String held = labels.getOrDefault(PlaypenKeys.KUBERNETES_VERSION, "");
+        if (held.isEmpty() || held.equals(cmd.kubernetesVersion())
+                || !ResourceType.CONTROL_PLANE.equals(ManagedPods.resourceType(pod).orElse(null))
+                || !cmd.architecture().equals(ManagedPods.architecture(pod))) {
+            return "";
+        }
+        return "; this key holds a " + held + " control plane, and kubernetesVersion was left out, which now means "
+                + cmd.kubernetesVersion() + ": send \"kubernetesVersion\":\"" + held + "\" for its answer";
+    }
+
     private Allocation replayOrConflict(Pod pod, AllocCommand cmd) {
         String reqHash = ManagedPods.annotations(pod).getOrDefault(PlaypenKeys.REQUEST_HASH, "");
         if (!reqHash.equals(cmd.requestHash())) {
-            throw ApiException.conflict(CONFLICT_MESSAGE);
+            throw ApiException.conflict(CONFLICT_MESSAGE + versionMoved(pod, cmd));
         }
         String node = pod.getSpec() == null ? null : pod.getSpec().getNodeName();
         return new Allocation(pod, nodes.externalIp(node).orElse(""), true);

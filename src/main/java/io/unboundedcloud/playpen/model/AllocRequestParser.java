@@ -240,9 +240,11 @@ public final class AllocRequestParser {
         String arch = normaliseArchitecture(req.getOrDefault("architecture", ""))
                 .orElseThrow(() -> ApiException.badRequest(BAD_ARCHITECTURE));
         if (type == ResourceType.CONTROL_PLANE) {
-            String version = resolveVersion(req.getOrDefault("kubernetesVersion", ""));
-            return new AllocCommand(keyHash, type, version, "", arch,
+            String sent = req.getOrDefault("kubernetesVersion", "");
+            String version = resolveVersion(sent);
+            AllocCommand cmd = new AllocCommand(keyHash, type, version, "", arch,
                     Hashes.requestHash(type.wire(), version, wgKey, arch));
+            return GoStrings.trimSpace(sent).isEmpty() ? cmd.withVersionDefaulted() : cmd;
         }
         // a runner's kubernetesVersion is ignored, yet the reference hashes it exactly as sent
         return new AllocCommand(keyHash, type, "", wgKey, arch,

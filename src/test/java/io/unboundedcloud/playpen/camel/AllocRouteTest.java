@@ -172,6 +172,39 @@ class AllocRouteTest {
                 assertThat(p.getMetadata().getAnnotations()).doesNotContainKey(PlaypenKeys.IDEMPOTENCY_KEY_HASH));
     }
 
+    /**
+     * The request hash covers the version an alloc without kubernetesVersion resolved to, as the Go operator's does:
+     * once a redeploy offers a newer one, the same body is another request. Its 409 says which version the key
+     * holds, and sending that version replays it.
+     */
+    @Test
+    void defaultVersionMovedTellsWhichVersionTheKeyHolds() throws Exception {
+        seed(TestCluster.readyControlPlane("v1.33.0", 16445, "node-a", KUBECONFIG));
+        String body = "{\"idempotencyKey\":\"cp-moved\",\"resourceType\":\"controlPlane\"}";
+        HttpResponse<String> first = op.alloc(body);
+        assertThat(first.statusCode()).as(first.body()).isEqualTo(200);
+        OperatorHarness moved = new OperatorHarness(cluster, "--control-plane-versions=v1.31.4,v1.33.0,v1.34.0");
+        try {
+            moved.awaitCache(c -> c.size() == 1);
+            HttpResponse<String> again = moved.alloc(body);
+            assertThat(again.statusCode()).as(again.body()).isEqualTo(409);
+            assertThat(M.readTree(again.body()).get("message").asText()).isEqualTo(
+                    io.unboundedcloud.playpen.kube.Allocator.CONFLICT_MESSAGE + "; this key holds a v1.33.0 control plane,"
+                            + " and kubernetesVersion was left out, which now means v1.34.0: send"
+                            + " \"kubernetesVersion\":\"v1.33.0\" for its answer");
+            HttpResponse<String> named = moved.alloc("{\"idempotencyKey\":\"cp-moved\",\"resourceType\":\"controlPlane\","
+                    + "\"kubernetesVersion\":\"v1.33.0\"}");
+            assertThat(named.statusCode()).as(named.body()).isEqualTo(200);
+            assertThat(named.body()).isEqualTo(first.body());
+            HttpResponse<String> other = moved.alloc("{\"idempotencyKey\":\"cp-moved\",\"resourceType\":\"controlPlane\","
+                    + "\"kubernetesVersion\":\"v1.34.0\"}");
+            assertThat(M.readTree(other.body()).get("message").asText()).as("a version sent is the request's own")
+                    .isEqualTo(io.unboundedcloud.playpen.kube.Allocator.CONFLICT_MESSAGE);
+        } finally {
+            moved.close();
+        }
+    }
+
     @Test
     void controlPlaneDefaultsToHighestConfiguredVersionAndRewritesKubeconfig() throws Exception {
         seed(TestCluster.readyControlPlane("v1.33.0", 16443, "node-a", KUBECONFIG),

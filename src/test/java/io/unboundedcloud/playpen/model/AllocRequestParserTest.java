@@ -291,13 +291,16 @@ class AllocRequestParserTest {
         AllocCommand cmd = parser.parseAlloc(utf8("{\"idempotencyKey\":\"abc\",\"resourceType\":\"controlPlane\","
                 + "\"kubernetesVersion\":\"" + version + "\",\"wireGuardPublicKey\":\"" + WG + "\"}"), null);
         // a control plane's claim carries no client WireGuard key, but the one sent is part of the request hash
-        assertThat(cmd).isEqualTo(new AllocCommand(HASH_ABC, ResourceType.CONTROL_PLANE, expected, "", "amd64", requestHash));
+        AllocCommand want = new AllocCommand(HASH_ABC, ResourceType.CONTROL_PLANE, expected, "", "amd64", requestHash);
+        // left out, the version is marked as the default of the moment (a 409 after it moves says so)
+        assertThat(cmd).isEqualTo(version.isEmpty() ? want.withVersionDefaulted() : want);
     }
 
     @Test
     void controlPlaneRequestHash() {
         AllocCommand cmd = parser.parseAlloc(utf8("{\"resourceType\":\"controlPlane\"}"), "abc");
-        assertThat(cmd).isEqualTo(new AllocCommand(HASH_ABC, ResourceType.CONTROL_PLANE, "v1.33.0", "", "amd64"));
+        assertThat(cmd).isEqualTo(new AllocCommand(HASH_ABC, ResourceType.CONTROL_PLANE, "v1.33.0", "", "amd64")
+                .withVersionDefaulted());
         // printf 'controlPlane\nv1.33.0\n\namd64' | sha256sum
         assertThat(cmd.requestHash()).isEqualTo("10fd416c4eb66e48e1eaca1db7ddabdd42b2c58b141c717403d5957c5a1bd30e");
         AllocCommand rc = parser.parseAlloc(utf8("{\"resourceType\":\"controlPlane\",\"kubernetesVersion\":\"1.32.9-rc.1\"}"), "abc");
