@@ -125,6 +125,9 @@ public final class WatchStream {
     private boolean ended;
     private boolean finished;
     private ScheduledFuture<?> deadline;
+    /** Ends the stream when its connection closes; taken off the connection when the stream ends before that. */
+    private final io.netty.util.concurrent.GenericFutureListener<io.netty.util.concurrent.Future<? super Void>> gone =
+            f -> end(null);
 
     private WatchStream(long timeoutMillis, Registry registry) {
         this.timeoutMillis = timeoutMillis;
@@ -185,7 +188,13 @@ public final class WatchStream {
             }
             deadline = ch.eventLoop().schedule(() -> end(null), timeoutMillis, TimeUnit.MILLISECONDS);
         }
-        ch.closeFuture().addListener(f -> end(null));
+        ch.closeFuture().addListener(gone);
+        synchronized (this) {
+            if (finished) {
+                // ended between the two: finish() looked for the listener before it was there
+                ch.closeFuture().removeListener(gone);
+            }
+        }
     }
 
     /**
@@ -270,6 +279,8 @@ public final class WatchStream {
             deadline.cancel(false);
         }
         Channel ch = channel;
+        // a connection kept alive for the next request would otherwise hold every stream it ever carried
+        ch.closeFuture().removeListener(gone);
         if (ch.isActive()) {
             var written = ch.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT);
             if (closeAfter) {
