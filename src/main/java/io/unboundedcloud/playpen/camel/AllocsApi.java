@@ -326,7 +326,9 @@ public final class AllocsApi {
         // one allocation by its id (a name no allocation has is selected among the caller's, and never matches:
         // the API server refuses a label value that is no allocation id)
         String name = AllocViews.validName(q.reviewedName()) ? q.reviewedName() : null;
-        ClaimReads.Selector selector = ClaimReads.selector(read.owner() == null ? null : read.owner().current(), name);
+        // the caller's own: under both owner hashes, as a list shows them (claims older than the key carry the legacy
+        // one), in one watch of one selector (owner-hash in (keyed, legacy)) that keeps the order of their changes
+        ClaimReads.Selector selector = ClaimReads.selector(read.owner(), name);
         java.util.function.Predicate<String> owner = read.owner() == null ? null : read.owner()::matches;
         java.util.function.Function<io.fabric8.kubernetes.api.model.Pod, java.util.Optional<AllocViews.Alloc>> named =
                 p -> AllocViews.selectMatching(java.util.List.of(p), nodes::externalIp, leases, owner, q).items()
@@ -350,7 +352,7 @@ public final class AllocsApi {
             String from = options.resourceVersion();
             if (options.initialEvents() || from.isEmpty() || from.equals("0")) {
                 io.fabric8.kubernetes.api.model.PodList listed = writer.listPods(pods.namespace(), selector.label(),
-                        selector.value());
+                        selector.values());
                 from = listed.getMetadata().getResourceVersion();
                 if (options.initialEvents()) {
                     listed.getItems().forEach(events::initial);
@@ -360,7 +362,7 @@ public final class AllocsApi {
                 }
             }
             io.fabric8.kubernetes.client.Watch source = writer.watchPods(pods.namespace(), selector.label(),
-                    selector.value(), from, events);
+                    selector.values(), from, events);
             stream.onEnd(source::close);
         } catch (io.fabric8.kubernetes.client.KubernetesClientException e) {
             stream.end(null);

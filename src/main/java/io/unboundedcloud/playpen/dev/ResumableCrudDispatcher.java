@@ -65,6 +65,10 @@ import io.fabric8.mockwebserver.internal.SimpleRequest;
  * <li>A LIST with {@code limit} answers in pages, each with a {@code continue} token for the next, all pages from one
  * snapshot at one resourceVersion (the plain mock ignores {@code limit} and sends everything at once); a token
  * older than the kept snapshots answers "410 Gone", as kube-apiserver's expired continue tokens do.</li>
+ * <li>A LIST or watch whose {@code labelSelector} has set-based requirements ({@code key in (a,b)},
+ * {@code key notin (a,b)}) selects by them (the plain mock splits the selector at every comma and drops what it
+ * cannot read, so it selected everything); one watch of such a selector sees each object's changes in commit
+ * order, a change from one listed value to another as MODIFIED.</li>
  * </ul>
  * Used by the {@code --dev} playground and by the tests' mock cluster.
  */
@@ -310,7 +314,7 @@ public class ResumableCrudDispatcher extends KubernetesCrudDispatcher {
     /** A GET of one object by name through the index; anything else (a LIST, a watch) as the CRUD mock does it. */
     @Override
     public MockResponse handleGet(String path) {
-        AttributeSet query = attributeExtractor.fromPath(path);
+        AttributeSet query = selected(path);
         if (path.contains("watch=true")) {
             return super.handleGet(path);
         }
@@ -319,7 +323,8 @@ public class ResumableCrudDispatcher extends KubernetesCrudDispatcher {
             String limit = queryParam(raw, "limit");
             String token = queryParam(raw, "continue");
             boolean paged = limit != null && !limit.isEmpty() || token != null && !token.isEmpty();
-            return paged ? page(query, limit, token) : super.handleGet(path);
+            // the plain mock's LIST reads the selector itself: one with set-based requirements is listed here
+            return paged || setBased(raw) ? page(query, limit, token) : super.handleGet(path);
         }
         Lock read = storeLock.readLock();
         read.lock();
@@ -488,7 +493,7 @@ public class ResumableCrudDispatcher extends KubernetesCrudDispatcher {
     @Override
     public MockResponse handleWatch(String path) {
         String query = rawQuery(path);
-        AttributeSet selector = attributeExtractor.fromPath(path);
+        AttributeSet selector = selected(path);
         String name = queryParam(query, "fieldSelector");
         if (name != null && name.startsWith("metadata.name=")) {
             selector = selector.add(new Attribute(KubernetesAttributesExtractor.NAME,
@@ -505,6 +510,86 @@ public class ResumableCrudDispatcher extends KubernetesCrudDispatcher {
         }
         String listPath = listPathOf(path);
         return new MockResponse().withWebSocketUpgrade(new Watch(selector, from, listPath));
+    }
+
+    /** A set-based label requirement: {@code key in (a,b)} or {@code key notin (a,b)}. */
+    private static final java.util.regex.Pattern SET_REQUIREMENT = java.util.regex.Pattern.compile(
+            "\\s*([^\\s!=(),]+)\\s+(in|notin)\\s*\\(([^)]*)\\)\\s*");
+
+    private static boolean setBased(String rawQuery) {
+        String labels = queryParam(rawQuery, "labelSelector");
+        return labels != null && labels.indexOf('(') >= 0;
+    }
+
+    /**
+     * What a request's path selects: the CRUD mock's reading of it, with the set-based label requirements it cannot
+     * read ({@code key in (a,b)}, {@code key notin (a,b)}) taken out of its selector and added as IN and NOT_IN
+     * attributes, which its matching knows.
+     */
+    AttributeSet selected(String path) {
+        String raw = rawQuery(path);
+        if (!setBased(raw)) {
+            return attributeExtractor.fromPath(path);
+        }
+        List<String> plain = new ArrayList<>();
+        List<Attribute> sets = new ArrayList<>();
+        for (String term : requirements(queryParam(raw, "labelSelector"))) {
+            java.util.regex.Matcher m = SET_REQUIREMENT.matcher(term);
+            if (!m.matches()) {
+                plain.add(term);
+                continue;
+            }
+            List<String> values = new ArrayList<>();
+            for (String v : m.group(3).split(",")) {
+                if (!v.isBlank()) {
+                    values.add(v.trim());
+                }
+            }
+            sets.add(new Attribute("labels:" + m.group(1), values, "in".equals(m.group(2))
+                    ? io.fabric8.mockwebserver.crud.AttributeType.IN : io.fabric8.mockwebserver.crud.AttributeType.NOT_IN));
+        }
+        AttributeSet selected = attributeExtractor.fromPath(withLabelSelector(path, String.join(",", plain)));
+        for (Attribute a : sets) {
+            selected = selected.add(a);
+        }
+        return selected;
+    }
+
+    /** A label selector's requirements: split at the commas that are not inside a value set's parentheses. */
+    private static List<String> requirements(String selector) {
+        List<String> out = new ArrayList<>();
+        int depth = 0;
+        int start = 0;
+        for (int i = 0; i < selector.length(); i++) {
+            char c = selector.charAt(i);
+            if (c == '(') {
+                depth++;
+            } else if (c == ')') {
+                depth = Math.max(0, depth - 1);
+            } else if (c == ',' && depth == 0) {
+                out.add(selector.substring(start, i));
+                start = i + 1;
+            }
+        }
+        out.add(selector.substring(start));
+        out.removeIf(String::isBlank);
+        return out;
+    }
+
+    /** {@code path} with its labelSelector replaced by {@code selector} (dropped when empty). */
+    private static String withLabelSelector(String path, String selector) {
+        int q = path.indexOf('?');
+        List<String> kept = new ArrayList<>();
+        for (String part : path.substring(q + 1).split("&")) {
+            String k = part.contains("=") ? part.substring(0, part.indexOf('=')) : part;
+            if (!k.equals("labelSelector") && !part.isEmpty()) {
+                kept.add(part);
+            }
+        }
+        if (!selector.isEmpty()) {
+            kept.add("labelSelector=" + java.net.URLEncoder.encode(selector, StandardCharsets.UTF_8));
+        }
+        return path.substring(0, q) + (kept.isEmpty() ? "" : "?" + String.join("&", kept));
     }
 
     private static String rawQuery(String path) {

@@ -53,8 +53,22 @@ public final class ClaimReads {
     public record Listed(List<Pod> pods, String resourceVersion) {
     }
 
-    /** The label (and value; null: any) that selects the claimed pods of a read. */
-    public record Selector(String label, String value) {
+    /**
+     * The label and its values that select the claimed pods of a read: any value when {@code values} is empty, else
+     * one of them ({@code label in (...)} when there are several).
+     */
+    public record Selector(String label, List<String> values) {
+        public Selector {
+            values = List.copyOf(values);
+        }
+
+        /** The one value selected (null: any value); only for a selector of at most one. */
+        public String value() {
+            if (values.size() > 1) {
+                throw new IllegalStateException("a selector of several values has no one value");
+            }
+            return values.isEmpty() ? null : values.get(0);
+        }
     }
 
     /**
@@ -63,10 +77,24 @@ public final class ClaimReads {
      */
     public static Selector selector(String ownerHash, String allocationId) {
         if (allocationId != null) {
-            return new Selector(PlaypenKeys.ALLOCATED, allocationId);
+            return new Selector(PlaypenKeys.ALLOCATED, List.of(allocationId));
         }
-        return ownerHash != null ? new Selector(PlaypenKeys.OWNER_HASH_LABEL, ClaimWriter.labelValue(ownerHash))
-                : new Selector(PlaypenKeys.ALLOCATED, null);
+        return ownerHash != null ? new Selector(PlaypenKeys.OWNER_HASH_LABEL, List.of(ClaimWriter.labelValue(ownerHash)))
+                : new Selector(PlaypenKeys.ALLOCATED, List.of());
+    }
+
+    /**
+     * What selects the claimed pods of {@code owner} in both its hashes (null: everyone's), or of the one allocation
+     * {@code allocationId} when it is not null: one selector ({@code owner-hash in (keyed, legacy)}), so that one
+     * watch of it sees a claim's changes in the order they were made, its move from the legacy hash to the keyed
+     * one as a change (two watches, one per hash, could deliver that move's two halves in either order).
+     */
+    public static Selector selector(io.unboundedcloud.playpen.model.OwnerHashes.Owner owner, String allocationId) {
+        if (allocationId != null || owner == null) {
+            return selector((String) null, allocationId);
+        }
+        return new Selector(PlaypenKeys.OWNER_HASH_LABEL, java.util.stream.Stream.of(owner.current(), owner.legacy())
+                .filter(java.util.Objects::nonNull).map(ClaimWriter::labelValue).distinct().toList());
     }
 
     /** {@link #claimed}, with the resourceVersion of the API server's list. */

@@ -416,7 +416,7 @@ public final class ClaimWriter {
 
     /** Pods that carry {@code label} (any value), listed from the API server (a consistent read). */
     public List<Pod> listWithLabel(String namespace, String label) {
-        return listPods(namespace, label, null).getItems();
+        return listPods(namespace, label, List.of()).getItems();
     }
 
     /**
@@ -424,14 +424,20 @@ public final class ClaimWriter {
      * with the list's resourceVersion: a watch from it sees every change after the list.
      */
     public io.fabric8.kubernetes.api.model.PodList listPods(String namespace, String label, String value) {
+        return listPods(namespace, label, value == null ? List.of() : List.of(value));
+    }
+
+    /** {@link #listPods(String, String, String)} of the pods whose {@code label} has one of {@code values} (none: any). */
+    public io.fabric8.kubernetes.api.model.PodList listPods(String namespace, String label, List<String> values) {
         calls.count(KubeApiCall.PODS_LIST);
-        return labelled(namespace, label, value).list();
+        return labelled(namespace, label, values).list();
     }
 
     private io.fabric8.kubernetes.client.dsl.FilterWatchListDeletable<Pod, io.fabric8.kubernetes.api.model.PodList,
-            io.fabric8.kubernetes.client.dsl.PodResource> labelled(String namespace, String label, String value) {
+            io.fabric8.kubernetes.client.dsl.PodResource> labelled(String namespace, String label, List<String> values) {
         var pods = client.pods().inNamespace(namespace);
-        return value == null ? pods.withLabel(label) : pods.withLabel(label, value);
+        return values.isEmpty() ? pods.withLabel(label) : values.size() == 1 ? pods.withLabel(label, values.get(0))
+                : pods.withLabelIn(label, values.toArray(String[]::new));
     }
 
     /**
@@ -441,8 +447,18 @@ public final class ClaimWriter {
      */
     public io.fabric8.kubernetes.client.Watch watchPods(String namespace, String label, String value,
             String resourceVersion, io.fabric8.kubernetes.client.Watcher<Pod> watcher) {
-        return labelled(namespace, label, value).watch(new io.fabric8.kubernetes.api.model.ListOptionsBuilder().withResourceVersion(resourceVersion).build(),
-                watcher);
+        return watchPods(namespace, label, value == null ? List.of() : List.of(value), resourceVersion, watcher);
+    }
+
+    /**
+     * {@link #watchPods(String, String, String, String, io.fabric8.kubernetes.client.Watcher)} of the pods whose
+     * {@code label} has one of {@code values} (none: any): one watch, so a pod whose label moves from one of them to
+     * another is one MODIFIED, in its place among the other changes.
+     */
+    public io.fabric8.kubernetes.client.Watch watchPods(String namespace, String label, List<String> values,
+            String resourceVersion, io.fabric8.kubernetes.client.Watcher<Pod> watcher) {
+        return labelled(namespace, label, values).watch(new io.fabric8.kubernetes.api.model.ListOptionsBuilder()
+                .withResourceVersion(resourceVersion).build(), watcher);
     }
 
     /**

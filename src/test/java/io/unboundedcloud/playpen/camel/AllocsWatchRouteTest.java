@@ -225,6 +225,44 @@ class AllocsWatchRouteTest {
     }
 
     /**
+     * A claim made before the owner-hash key existed carries the unkeyed hash in its owner label until it is moved:
+     * a list shows it to its owner, so their watch sees it too (its going, and among the initial events).
+     */
+    @Test
+    void aWatchOfTheOwnersAllocationsSeesTheirLegacyLabelledClaimGo() throws Exception {
+        String mine = alloc(op, "alice-1", "alice");
+        Pod claimed = podOf("alice-1");
+        String legacy = io.unboundedcloud.playpen.model.Hashes.sha256Hex("alice");
+        cluster.client.pods().inNamespace(TestCluster.NS).withName(claimed.getMetadata().getName())
+                .edit(p -> new io.fabric8.kubernetes.api.model.PodBuilder(p).editMetadata()
+                        .addToAnnotations(PlaypenKeys.OWNER_HASH, legacy)
+                        .addToLabels(PlaypenKeys.OWNER_HASH_LABEL,
+                                io.unboundedcloud.playpen.kube.ClaimWriter.labelValue(legacy))
+                        .endMetadata().build());
+        op.awaitCache(c -> c.stream().anyMatch(p -> legacy.equals(p.getMetadata().getAnnotations() == null ? null
+                : p.getMetadata().getAnnotations().get(PlaypenKeys.OWNER_HASH))));
+
+        HttpResponse<String> list = get(op, "", "alice", "playpen-users");
+        assertThat(list.statusCode()).as(list.body()).isEqualTo(200);
+        JsonNode listed = M.readTree(list.body());
+        assertThat(listed.path("items").findValuesAsText("name")).as("the list shows the legacy claim").contains(mine);
+
+        Watching initial = watch(op, "?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+                + "&allowWatchBookmarks=true&timeoutSeconds=5", null, "alice", "playpen-users");
+        JsonNode first = initial.next();
+        assertThat(first.path("type").asText()).as(first.toString()).isEqualTo("ADDED");
+        assertThat(first.path("object").path("metadata").path("name").asText()).isEqualTo(mine);
+        assertThat(initial.next().path("type").asText()).isEqualTo("BOOKMARK");
+
+        String from = listed.path("metadata").path("resourceVersion").asText();
+        Watching w = watch(op, "?watch=1&resourceVersion=" + from, null, "alice", "playpen-users");
+        cluster.client.pods().inNamespace(TestCluster.NS).withName(claimed.getMetadata().getName()).delete();
+        JsonNode deleted = w.nextNotModified();
+        assertThat(deleted.path("type").asText()).as(deleted.toString()).isEqualTo("DELETED");
+        assertThat(deleted.path("object").path("metadata").path("name").asText()).isEqualTo(mine);
+    }
+
+    /**
      * kubectl delete and kubectl wait --for=delete watch one allocation by name: its owner sees it go; another user
      * who names it sees nothing of it (as a read of it is 404 to them).
      */

@@ -160,6 +160,60 @@ class ResumableCrudDispatcherTest {
         }
     }
 
+    private Pod labelled(String name, String owner) {
+        return client.pods().inNamespace(NS).resource(new PodBuilder(pod(name)).editMetadata()
+                .addToLabels("owner", owner).addToLabels("kind", "runner").endMetadata().build()).create();
+    }
+
+    /**
+     * A set-based selector ({@code owner in (a,b)}, as a user's own allocations are selected in both owner-hash
+     * forms) lists and watches what it names: a move from one listed value to another is one MODIFIED, a move out
+     * of the set a DELETED; {@code notin} and the equality terms beside it are kept.
+     */
+    @Test
+    void aSetBasedLabelSelectorListsAndWatchesTheObjectsItNames() throws Exception {
+        labelled("old", "legacy");
+        labelled("new", "keyed");
+        labelled("other", "bob");
+        create("unlabelled");
+        var mine = client.pods().inNamespace(NS).withLabelIn("owner", "keyed", "legacy");
+        assertThat(mine.list().getItems()).extracting(p -> p.getMetadata().getName())
+                .containsExactlyInAnyOrder("old", "new");
+        assertThat(client.pods().inNamespace(NS).withLabelNotIn("owner", "keyed", "legacy").withLabel("kind", "runner")
+                .list().getItems()).extracting(p -> p.getMetadata().getName()).containsExactly("other");
+
+        String from = mine.list().getMetadata().getResourceVersion();
+        BlockingQueue<Event> events = new LinkedBlockingQueue<>();
+        Watch w = mine.watch(new ListOptionsBuilder().withResourceVersion(from).build(), new Watcher<>() {
+            @Override
+            public void eventReceived(Action action, Pod p) {
+                events.add(new Event(action, p.getMetadata().getName(),
+                        Long.parseLong(p.getMetadata().getResourceVersion())));
+            }
+
+            @Override
+            public void onClose(WatcherException cause) {
+            }
+        });
+        try {
+            client.pods().inNamespace(NS).withName("other").edit(p -> new PodBuilder(p).editMetadata()
+                    .addToAnnotations("touched", "1").endMetadata().build());
+            client.pods().inNamespace(NS).withName("old").edit(p -> new PodBuilder(p).editMetadata()
+                    .addToLabels("owner", "keyed").endMetadata().build());
+            client.pods().inNamespace(NS).withName("new").edit(p -> new PodBuilder(p).editMetadata()
+                    .addToLabels("owner", "bob").endMetadata().build());
+            List<Event> got = new java.util.ArrayList<>();
+            for (int i = 0; i < 2; i++) {
+                got.add(events.poll(60, TimeUnit.SECONDS));
+            }
+            assertThat(got).extracting(Event::action, Event::name).containsExactly(
+                    org.assertj.core.groups.Tuple.tuple(Watcher.Action.MODIFIED, "old"),
+                    org.assertj.core.groups.Tuple.tuple(Watcher.Action.DELETED, "new"));
+        } finally {
+            w.close();
+        }
+    }
+
     @Test
     void aWatchFromAVersionOlderThanTheKeptHistoryIsGone() throws Exception {
         stop();
