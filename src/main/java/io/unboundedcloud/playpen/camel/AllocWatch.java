@@ -20,7 +20,9 @@ import io.unboundedcloud.playpen.model.ManagedPods;
  * this watch has not seen: the client may have its allocation from the list it started from); one whose allocation goes
  * (the pod deleted, released, or showing another allocation now) DELETED with the allocation it showed, at the
  * version of the change. The API server's order of committed writes is the events' order, and its resourceVersions
- * theirs, so a client goes on from the last one it saw, on any replica.
+ * theirs, so a client goes on from the last one it saw, on any replica; the API server's BOOKMARKs are passed on
+ * (as an Alloc with only its resourceVersion) when the client asked for them, so a quiet watch's client goes on from
+ * a recent version.
  */
 final class AllocWatch implements Watcher<Pod> {
     private final WatchStream stream;
@@ -57,6 +59,14 @@ final class AllocWatch implements Watcher<Pod> {
 
     @Override
     public synchronized void eventReceived(Action action, Pod pod) {
+        if (action == Action.BOOKMARK) {
+            // the API server's mark of a version its watch has reached: every change up to it was sent
+            String version = pod == null || pod.getMetadata() == null ? null : pod.getMetadata().getResourceVersion();
+            if (query.watch() != null && query.watch().bookmarks() && version != null && !version.isEmpty()) {
+                stream.emit(AllocsApi.bookmark(version, false));
+            }
+            return;
+        }
         if (action != Action.ADDED && action != Action.MODIFIED && action != Action.DELETED) {
             return;
         }

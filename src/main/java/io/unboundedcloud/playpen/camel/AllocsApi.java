@@ -361,8 +361,9 @@ public final class AllocsApi {
                     stream.emit(initialEventsEnd(from));
                 }
             }
+            // the API server's bookmarks only when the client asked for them (fabric8 passes them on only then)
             io.fabric8.kubernetes.client.Watch source = writer.watchPods(pods.namespace(), selector.label(),
-                    selector.values(), from, events);
+                    selector.values(), from, options.bookmarks(), events);
             stream.onEnd(source::close);
         } catch (io.fabric8.kubernetes.client.KubernetesClientException e) {
             stream.end(null);
@@ -392,9 +393,19 @@ public final class AllocsApi {
 
     /** The BOOKMARK that ends a watch's initial events (sendInitialEvents=true), at the list's resourceVersion. */
     static Map<String, Object> initialEventsEnd(String resourceVersion) {
+        return bookmark(resourceVersion, true);
+    }
+
+    /**
+     * A BOOKMARK at {@code resourceVersion}: an Alloc with only that version (and, when {@code initialEventsEnd}, the
+     * annotation that marks the end of the initial events), as kube-apiserver sends them.
+     */
+    static Map<String, Object> bookmark(String resourceVersion, boolean initialEventsEnd) {
         Map<String, Object> meta = new java.util.LinkedHashMap<>();
         meta.put("resourceVersion", resourceVersion);
-        meta.put("annotations", Map.of("k8s.io/initial-events-end", "true"));
+        if (initialEventsEnd) {
+            meta.put("annotations", Map.of("k8s.io/initial-events-end", "true"));
+        }
         Map<String, Object> object = new java.util.LinkedHashMap<>();
         object.put("kind", AllocViews.KIND);
         object.put("apiVersion", PlaypenKeys.GROUP_VERSION);

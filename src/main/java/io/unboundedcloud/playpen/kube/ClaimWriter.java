@@ -441,24 +441,20 @@ public final class ClaimWriter {
     }
 
     /**
-     * Watches the pods with {@code label=value} ({@code value} null: any value) from {@code resourceVersion}: every
-     * change after it, in the order the API server committed them (a version it no longer keeps ends the watch with
-     * a 410 Gone). The client opens the watch again from the last version it delivered when the connection drops.
-     */
-    public io.fabric8.kubernetes.client.Watch watchPods(String namespace, String label, String value,
-            String resourceVersion, io.fabric8.kubernetes.client.Watcher<Pod> watcher) {
-        return watchPods(namespace, label, value == null ? List.of() : List.of(value), resourceVersion, watcher);
-    }
-
-    /**
-     * {@link #watchPods(String, String, String, String, io.fabric8.kubernetes.client.Watcher)} of the pods whose
-     * {@code label} has one of {@code values} (none: any): one watch, so a pod whose label moves from one of them to
-     * another is one MODIFIED, in its place among the other changes.
+     * Watches the pods whose {@code label} has one of {@code values} (none: any value) from {@code resourceVersion}:
+     * every change after it, in the order the API server committed them (a version it no longer keeps ends the watch
+     * with a 410 Gone); one watch, so a pod whose label moves from one of the values to another is one MODIFIED, in
+     * its place among the other changes. The client opens the watch again from the last version it delivered when
+     * the connection drops. {@code bookmarks}: the watcher is also given the API server's BOOKMARK events (a pod
+     * with only the version its watch has reached).
      */
     public io.fabric8.kubernetes.client.Watch watchPods(String namespace, String label, List<String> values,
-            String resourceVersion, io.fabric8.kubernetes.client.Watcher<Pod> watcher) {
-        return labelled(namespace, label, values).watch(new io.fabric8.kubernetes.api.model.ListOptionsBuilder()
-                .withResourceVersion(resourceVersion).build(), watcher);
+            String resourceVersion, boolean bookmarks, io.fabric8.kubernetes.client.Watcher<Pod> watcher) {
+        var options = new io.fabric8.kubernetes.api.model.ListOptionsBuilder().withResourceVersion(resourceVersion);
+        if (bookmarks) {
+            options.withAllowWatchBookmarks(true);
+        }
+        return labelled(namespace, label, values).watch(options.build(), watcher);
     }
 
     /**

@@ -205,9 +205,11 @@ public final class AllocViews {
      * starts a watch without one. {@code initialEvents} says whether those come; {@code bookmarkInitialEnd} whether
      * a BOOKMARK marks their end ({@code sendInitialEvents=true}, which kube-apiserver takes only beside
      * {@code resourceVersionMatch=NotOlderThan} and {@code allowWatchBookmarks=true}). {@code timeoutSeconds} ends
-     * the watch (0: the server's own limit).
+     * the watch (0: the server's own limit). {@code bookmarks}: the client asked for BOOKMARK events
+     * ({@code allowWatchBookmarks=true}), which move its version on while nothing it watches changes.
      */
-    public record Watch(String resourceVersion, long timeoutSeconds, boolean initialEvents, boolean bookmarkInitialEnd) {
+    public record Watch(String resourceVersion, long timeoutSeconds, boolean initialEvents, boolean bookmarkInitialEnd,
+            boolean bookmarks) {
     }
 
     static Watch watchOptions(Map<String, String> params) {
@@ -241,7 +243,7 @@ public final class AllocViews {
         }
         boolean sendInitial = send != null && KubeObjects.isTrue(send);
         boolean initial = send != null ? sendInitial : version.isEmpty() || version.equals("0");
-        return new Watch(version, timeout, initial, sendInitial);
+        return new Watch(version, timeout, initial, sendInitial, bookmarks);
     }
 
     /** A list's {@code limit} (0 when absent or empty); anything but a non-negative 64-bit integer is a 400. */

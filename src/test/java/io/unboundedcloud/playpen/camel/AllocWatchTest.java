@@ -129,4 +129,30 @@ class AllocWatchTest {
         w.eventReceived(Action.DELETED, pod("31", "eeeeeeeeeeeeeeee", "alice", false));
         assertThat(events()).containsExactly("DELETED eeeeeeeeeeeeeeee@31");
     }
+
+    static Pod bookmark(String rv) {
+        return new PodBuilder().withNewMetadata().withResourceVersion(rv).endMetadata().build();
+    }
+
+    /** A quiet watch moves its client's version on with the API server's bookmarks, when the client asked for them. */
+    @Test
+    void aBookmarkOfThePodsWatchIsSentWhenTheClientAskedForBookmarks() throws Exception {
+        AllocViews.Query asked = AllocViews.parseQuery(null, "watch=1&allowWatchBookmarks=true", null);
+        AllocWatch w = new AllocWatch(stream, p -> Optional.empty(), p -> Optional.empty(), asked, Clock.systemUTC());
+        w.eventReceived(Action.BOOKMARK, bookmark("42"));
+        List<String> held = stream.held();
+        assertThat(held).hasSize(1);
+        JsonNode e = M.readTree(held.get(0));
+        assertThat(e.path("type").asText()).isEqualTo("BOOKMARK");
+        assertThat(e.path("object").path("kind").asText()).isEqualTo("Alloc");
+        assertThat(e.path("object").path("apiVersion").asText()).isEqualTo(PlaypenKeys.GROUP_VERSION);
+        assertThat(e.path("object").path("metadata").path("resourceVersion").asText()).isEqualTo("42");
+        assertThat(e.path("object").path("metadata").has("annotations")).as("not the initial events' end").isFalse();
+    }
+
+    @Test
+    void noBookmarkIsSentWhenTheClientDidNotAskForBookmarks() {
+        watch("o1").eventReceived(Action.BOOKMARK, bookmark("42"));
+        assertThat(stream.held()).isEmpty();
+    }
 }
