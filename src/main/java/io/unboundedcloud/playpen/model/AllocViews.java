@@ -224,19 +224,30 @@ public final class AllocViews {
         String match = params.getOrDefault("resourceVersionMatch", "");
         boolean bookmarks = KubeObjects.isTrue(params.get("allowWatchBookmarks"));
         List<Status.Cause> errors = new ArrayList<>();
+        // kube-apiserver's check of a watch's options, cause for cause and in its order
         if (send != null) {
             if (!match.equals("NotOlderThan")) {
-                errors.add(new Status.Cause("FieldValueInvalid", "Invalid value: " + quoteShort(match)
-                        + ": sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-                        "resourceVersionMatch"));
+                errors.add(KubeObjects.forbidden("resourceVersionMatch",
+                        "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"));
             }
             if (!bookmarks) {
                 errors.add(KubeObjects.forbidden("allowWatchBookmarks",
                         "sendInitialEvents requires setting allowWatchBookmarks to true"));
             }
-        } else if (!match.isEmpty()) {
-            errors.add(KubeObjects.forbidden("resourceVersionMatch",
-                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"));
+        }
+        if (!match.isEmpty()) {
+            if (send == null) {
+                errors.add(KubeObjects.forbidden("resourceVersionMatch",
+                        "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"));
+            }
+            if (!match.equals("NotOlderThan")) {
+                errors.add(new Status.Cause("FieldValueNotSupported", "Unsupported value: " + quoteShort(match)
+                        + ": supported values: \"NotOlderThan\"", "resourceVersionMatch"));
+            }
+            if (!params.getOrDefault("continue", "").isEmpty()) {
+                errors.add(KubeObjects.forbidden("resourceVersionMatch",
+                        "resourceVersionMatch is forbidden when continue is provided"));
+            }
         }
         if (!errors.isEmpty()) {
             throw ApiException.invalid("meta.k8s.io", "ListOptions", errors);

@@ -130,4 +130,33 @@ class AllocViewsQueryTest {
         Map<String, Object> more = AllocViews.list(new AllocViews.Page(List.of(a), "tok"));
         assertThat(more.get("metadata")).isEqualTo(Map.of("resourceVersion", "", "continue", "tok"));
     }
+
+    private static List<io.unboundedcloud.playpen.api.Status.Cause> watchCauses(String rawQuery) {
+        try {
+            AllocViews.parseQuery(null, rawQuery, null);
+        } catch (io.unboundedcloud.playpen.api.ApiException e) {
+            assertThat(e.code()).as(rawQuery).isEqualTo(422);
+            return e.details().causes();
+        }
+        throw new AssertionError("no 422 for " + rawQuery);
+    }
+
+    /** A watch's bad options are refused with the causes kube-apiserver's check of a watch's options gives. */
+    @Test
+    void watchOptionCausesAreKubeApiserversWords() {
+        var forbiddenMatch = new io.unboundedcloud.playpen.api.Status.Cause("FieldValueForbidden",
+                "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan", "resourceVersionMatch");
+        assertThat(watchCauses("watch=1&sendInitialEvents=true&allowWatchBookmarks=true"))
+                .containsExactly(forbiddenMatch);
+        assertThat(watchCauses("watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=Exact"))
+                .containsExactly(forbiddenMatch, new io.unboundedcloud.playpen.api.Status.Cause("FieldValueNotSupported",
+                        "Unsupported value: \"Exact\": supported values: \"NotOlderThan\"", "resourceVersionMatch"));
+        assertThat(watchCauses("watch=1&resourceVersionMatch=NotOlderThan&continue="
+                + AllocViews.encodeContinue(namesSorted().get(0)))).containsExactly(
+                new io.unboundedcloud.playpen.api.Status.Cause("FieldValueForbidden",
+                        "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                        "resourceVersionMatch"),
+                new io.unboundedcloud.playpen.api.Status.Cause("FieldValueForbidden",
+                        "Forbidden: resourceVersionMatch is forbidden when continue is provided", "resourceVersionMatch"));
+    }
 }
