@@ -282,10 +282,13 @@ public final class AllocsApi {
         String name = read.query().name();
         java.util.Collection<io.fabric8.kubernetes.api.model.Pod> visible;
         String version;
+        // the versions of the API server's lists read: an exact read (resourceVersionMatch=Exact) must be all of them
+        java.util.Set<String> readAt = new java.util.HashSet<>();
         if (read.owner() == null || name != null) {
             ClaimReads.Listed listed = reads.claimedAt(read.owner() == null ? null : read.owner().current(), name);
             visible = listed.pods();
             version = listed.resourceVersion();
+            readAt.add(version);
         } else {
             java.util.Map<String, io.fabric8.kubernetes.api.model.Pod> mine = new java.util.LinkedHashMap<>();
             version = null;
@@ -294,8 +297,18 @@ public final class AllocsApi {
                 listed.pods().forEach(p -> mine.putIfAbsent(p.getMetadata().getName(), p));
                 // the older of the two lists: a watch from it sees every change after either (some twice)
                 version = version == null ? listed.resourceVersion() : older(version, listed.resourceVersion());
+                readAt.add(listed.resourceVersion());
             }
             visible = mine.values();
+        }
+        String exact = read.query().exactVersion();
+        if (exact != null && !(readAt.size() == 1 && readAt.contains(exact))) {
+            // allocations are read as they are now: another version's are not to be had, which kube-apiserver
+            // answers with its 410 (the version is no longer kept), not with another version's list
+            throw new ApiException(410, "Expired", "too old resource version: " + AllocViews.quoteShort(exact)
+                    + ": allocations are listed as they are now (resourceVersion " + AllocViews.quoteShort(version)
+                    + "), not as of an earlier version; nothing was read. List them without resourceVersionMatch=Exact"
+                    + " (or with NotOlderThan)");
         }
         AllocViews.Page page = AllocViews.selectMatching(visible, nodes::externalIp, leases,
                 read.owner() == null ? null : read.owner()::matches, read.query()).withResourceVersion(version);

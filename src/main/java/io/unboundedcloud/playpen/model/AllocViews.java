@@ -50,9 +50,14 @@ public final class AllocViews {
         }
     }
 
-    /** The options of one read: a name (get/delete) or none (list), and how to render. */
+    /**
+     * The options of one read: a name (get/delete) or none (list), and how to render. {@code exactVersion}: the
+     * resourceVersion a list asked for exactly (resourceVersionMatch=Exact; null: none), which only a list read at
+     * that very version may answer.
+     */
     public record Query(String name, long limit, String continueAfter, List<String[]> fieldTerms,
-            LabelSelector labelSelector, boolean table, String tableVersion, String includeObject, Watch watch) {
+            LabelSelector labelSelector, boolean table, String tableVersion, String includeObject, Watch watch,
+            String exactVersion) {
         /**
          * The name kube-apiserver authorizes this read with: the one allocation's, or the one a list's
          * {@code fieldSelector} requires (see {@link #listReview}), read from the terms already parsed.
@@ -190,13 +195,17 @@ public final class AllocViews {
         LabelSelector labels = KubeObjects.labelSelector(params);
         String include = KubeObjects.includeObject(params);
         Watch watch = null;
+        String exact = null;
         if (KubeObjects.asksWatch(params)) {
             watch = watchOptions(params);
         } else {
             KubeObjects.refuseOptionsAListCannotHonour(params);
+            if ("Exact".equals(params.get("resourceVersionMatch"))) {
+                exact = params.get("resourceVersion");
+            }
         }
         String tableVersion = tableVersion(accept);
-        return new Query(name, limit, after, terms, labels, tableVersion != null, tableVersion, include, watch);
+        return new Query(name, limit, after, terms, labels, tableVersion != null, tableVersion, include, watch, exact);
     }
 
     /**

@@ -70,8 +70,9 @@ final class KubeObjects {
      * Refuses the options a list cannot honour, as kube-apiserver's check of a list's options refuses them, with its
      * 422 Invalid and its words: a {@code resourceVersionMatch} without a {@code resourceVersion} or with a
      * {@code continue} token, other than Exact and NotOlderThan, or Exact for resourceVersion 0; and
-     * {@code sendInitialEvents}, with any value, which only a watch can honour. A valid resourceVersionMatch is then
-     * ignored, like {@code resourceVersion} itself: the list is always the allocations or pools as they are now.
+     * {@code sendInitialEvents}, with any value, which only a watch can honour. The list is always the allocations
+     * or pools as they are now, which meets a valid NotOlderThan; an Exact list of allocations is answered only at
+     * that very version (see {@link AllocViews.Query#exactVersion}).
      */
     static void refuseOptionsAListCannotHonour(Map<String, String> params) {
         String match = params.getOrDefault("resourceVersionMatch", "");

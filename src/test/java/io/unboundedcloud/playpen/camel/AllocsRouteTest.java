@@ -336,6 +336,33 @@ class AllocsRouteTest {
     }
 
     /**
+     * A list with resourceVersionMatch=Exact asks for the allocations as they were at that version: the operator
+     * lists them as they are now, so an older version is kube-apiserver's 410 Expired, never the current list under
+     * the old version's name.
+     */
+    @Test
+    void anExactListOfAnOldVersionIsNotAnsweredWithTheCurrentOne() throws Exception {
+        op = new OperatorHarness(cluster, "--playpen-ttl=1h");
+        http = op.frontProxy();
+        runners(2);
+        assertThat(alloc(op, "alice-1", "alice", "playpen-users").statusCode()).isEqualTo(200);
+        HttpResponse<String> first = send("GET", ALLOCS, null, "alice", "playpen-users");
+        String old = json(first).path("metadata").path("resourceVersion").asText();
+        assertThat(old).isNotEmpty();
+        assertThat(alloc(op, "alice-2", "alice", "playpen-users").statusCode()).isEqualTo(200);
+
+        HttpResponse<String> exact = send("GET", ALLOCS + "?resourceVersion=" + old + "&resourceVersionMatch=Exact",
+                null, "alice", "playpen-users");
+        assertStatus(exact, 410, "Expired", null);
+        assertThat(json(exact).path("message").asText()).contains(old).contains("resourceVersionMatch");
+        // NotOlderThan is answered with the list as it is now
+        HttpResponse<String> newer = send("GET", ALLOCS + "?resourceVersion=" + old
+                + "&resourceVersionMatch=NotOlderThan", null, "alice", "playpen-users");
+        assertThat(newer.statusCode()).as(newer.body()).isEqualTo(200);
+        assertThat(json(newer).get("items")).hasSize(2);
+    }
+
+    /**
      * Carol's two allocations (their names: the first, which dave's Role grants, and the other) and dave's Role: the
      * {@code verbs} on allocs with resourceNames [the first], nothing else; every other user's reviews as before.
      */
