@@ -66,7 +66,12 @@ import io.unboundedcloud.playpen.tls.Pki;
  * {@code /apis/playpen.unbounded-cloud.io…} to the operator over HTTPS with the front-proxy client certificate and
  * {@code X-Remote-User}/{@code X-Remote-Group}, and everything else to the simulated
  * API server. Like a Service, it spreads requests over the operator replicas whose {@code /readyz} answers 2xx (204 today) and
- * skips dead ones. Watches are not supported (plain request/response only).
+ * skips dead ones. The operator's watches ({@code kubectl get allocs -w}, the wait of {@code kubectl delete}) are
+ * streamed through as they come, each bounded to {@link #DEFAULT_WATCH_BOUND} at most (a longer or absent
+ * {@code timeoutSeconds} is cut to it): the stand-in learns that kubectl left only when it next writes, so a watch
+ * kubectl abandoned would otherwise keep the operator's watch, and one of the user's slots, until its next event;
+ * kubectl ends {@code -w} when the watch does, as at kube-apiserver's own limit. Watches of the simulated API server
+ * are refused (501).
  */
 final class AggregatorShim implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(AggregatorShim.class);
@@ -80,6 +85,9 @@ final class AggregatorShim implements AutoCloseable {
     /** Request headers the aggregator sets or strips itself. */
     private static final Set<String> STRIPPED_REQUEST = Set.of("authorization", "impersonate-user", "impersonate-group",
             "impersonate-uid");
+
+    /** The longest a watch streamed through to the operator lasts (its timeoutSeconds is cut to it). */
+    static final Duration DEFAULT_WATCH_BOUND = Duration.ofMinutes(5);
 
     /** What kubectl prints for {@code -w} on anything but the playpen group. */
     static final String WATCH_UNSUPPORTED = "the dev playground cannot stream watches: run the command without -w"
@@ -112,6 +120,7 @@ final class AggregatorShim implements AutoCloseable {
     private final HttpClient apiClient;
     private final AtomicReference<OperatorClient> operatorClient = new AtomicReference<>();
     private final Availability availability;
+    private volatile long watchBoundSeconds = DEFAULT_WATCH_BOUND.toSeconds();
 
     AggregatorShim(int port, Pki.Issued serving, Pki.Issued servingCa, X509Certificate clientCa, URI kubeApi,
             Supplier<List<URI>> replicas, Supplier<Registration> registration, Pki.Issued frontProxyClient,
@@ -142,7 +151,8 @@ final class AggregatorShim implements AutoCloseable {
         });
         AtomicInteger n = new AtomicInteger();
         // a thread per request in flight; a watch streamed through holds its thread while it lasts (the stand-in
-        // learns that kubectl left only when it next writes an event), so threads are made as needed
+        // learns that kubectl left only when it next writes an event; the watch bound ends it at the latest), so
+        // threads are made as needed
         executor = Executors.newCachedThreadPool(r -> {
             Thread t = new Thread(r, "dev-shim-" + n.incrementAndGet());
             t.setDaemon(true);
@@ -286,6 +296,55 @@ final class AggregatorShim implements AutoCloseable {
         return server.getAddress().getPort();
     }
 
+    /** Sets the longest a watch streamed through to the operator lasts (tests shorten it). */
+    void watchBound(Duration bound) {
+        watchBoundSeconds = Math.max(1, bound.toSeconds());
+    }
+
+    /**
+     * The query of a request to the operator, a watch's with its {@code timeoutSeconds} cut to {@code boundSeconds}
+     * (set to it when absent or 0, which is no limit); any other query, and a timeoutSeconds that is not a number
+     * (the operator answers it 400), as it is.
+     */
+    static String boundedWatch(String rawQuery, long boundSeconds) {
+        if (rawQuery == null || rawQuery.isEmpty()) {
+            return rawQuery;
+        }
+        List<String> parts = new ArrayList<>(List.of(rawQuery.split("&")));
+        boolean watch = false;
+        int timeout = -1;
+        for (int i = 0; i < parts.size(); i++) {
+            String part = parts.get(i);
+            int eq = part.indexOf('=');
+            String key = eq < 0 ? part : part.substring(0, eq);
+            String value = eq < 0 ? "" : part.substring(eq + 1);
+            if (key.equals("watch") && !value.equals("0") && !value.equalsIgnoreCase("false")) {
+                watch = true; // as kube-apiserver reads it: any value but 0 or false
+            } else if (key.equals("timeoutSeconds")) {
+                timeout = i;
+            }
+        }
+        if (!watch) {
+            return rawQuery;
+        }
+        String bounded = "timeoutSeconds=" + boundSeconds;
+        if (timeout < 0) {
+            parts.add(bounded);
+        } else {
+            String value = parts.get(timeout).substring(Math.min(parts.get(timeout).length(),
+                    "timeoutSeconds=".length()));
+            try {
+                long asked = value.isEmpty() ? 0 : Long.parseLong(value);
+                if (asked <= 0 || asked > boundSeconds) {
+                    parts.set(timeout, bounded);
+                }
+            } catch (NumberFormatException notANumber) {
+                return rawQuery;
+            }
+        }
+        return String.join("&", parts);
+    }
+
     private void handle(HttpExchange exchange) {
         try (exchange) {
             X509Certificate peer = peerCertificate((HttpsExchange) exchange);
@@ -306,7 +365,8 @@ final class AggregatorShim implements AutoCloseable {
                 return;
             }
             if (operatorPath) {
-                forwardToOperator(exchange, pathAndQuery, body, peer);
+                String bounded = boundedWatch(uri.getRawQuery(), watchBoundSeconds);
+                forwardToOperator(exchange, path + (bounded == null ? "" : "?" + bounded), body, peer);
             } else if (PodTables.wanted(exchange.getRequestMethod(), path, query,
                     exchange.getRequestHeaders().getFirst("Accept"))) {
                 podTable(exchange, pathAndQuery, query);

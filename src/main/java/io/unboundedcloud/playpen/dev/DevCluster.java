@@ -414,6 +414,11 @@ public final class DevCluster implements AutoCloseable {
                 && version.equals(io.unboundedcloud.playpen.model.PodTemplates.kubernetesVersionLabel(podVersion));
     }
 
+    /** The aggregator stand-in kubectl talks to. */
+    AggregatorShim shim() {
+        return shim;
+    }
+
     /** True once the operator has published its caBundle: from then on kubectl reaches it through the shim. */
     public boolean registered() {
         AggregatorShim.Registration reg = registration();

@@ -210,6 +210,11 @@ public final class DevMode implements AutoCloseable {
         }
     }
 
+    /** The simulated cluster and the aggregator stand-in in front of it. */
+    DevCluster cluster() {
+        return cluster;
+    }
+
     /** The operator running in this process (null with --dev-operators=0 or --dev-replicas). */
     public OperatorApp operator() {
         return operator;
