@@ -224,7 +224,8 @@ public final class AllocsApi {
 
     /**
      * What the delete may remove, tested on each pod of the key as the API server has it when it is deleted (the
-     * delete is conditional on the version tested): the selected allocation's pod only, while the caller may still
+     * delete is conditional on the version tested): the selected allocation's pod only (that pod, by its uid: the
+     * pool's new pod of the same name is another allocation with the same id), while the caller may still
      * see it and, when the caller sent preconditions, it still meets them (a 409 otherwise). Another pod of the key
      * is left alone: it is not this allocation (the key may have been released and sent again since the read, by
      * anyone), and a claim of the key that lost is rolled back by its writer.
@@ -232,6 +233,7 @@ public final class AllocsApi {
     public java.util.function.Predicate<io.fabric8.kubernetes.api.model.Pod> deleteGuard(@Body Selection s,
             @ExchangeProperty(PRECONDITIONS) Preconditions pre) {
         String pod = s.page().items().get(0).pod();
+        String uid = s.page().items().get(0).uid();
         OwnerHashes.Owner owner = s.read() == null ? null : s.read().owner();
         return p -> {
             if (!pod.equals(p.getMetadata().getName())) {
@@ -243,7 +245,9 @@ public final class AllocsApi {
             if (pre != null && (pre.uid() != null || pre.resourceVersion() != null)) {
                 AllocViews.of(p, nodes::externalIp, leases).ifPresent(now -> hold(pre, now));
             }
-            return true;
+            // the pool's new pod of that name (the same allocation id), claimed again since the read: another
+            // allocation, even of the same owner and key
+            return uid.equals(p.getMetadata().getUid());
         };
     }
 
@@ -503,21 +507,34 @@ public final class AllocsApi {
      * After the dealloc step (the pods it deleted): the deleted Alloc (200, what kubectl delete expects), or 404 when
      * its pod was already gone or re-claimed by then, as for any missing name (without the dealloc's warning about an
      * idempotency key, which the caller never sent). An allocation whose pod was being deleted when it was read
-     * (its deletionTimestamp set) is answered as kube-apiserver answers a delete of an object already being deleted:
-     * 200 with the object as read, its deletionTimestamp in it; nothing more is deleted (outcome
-     * {@code being-deleted}).
+     * (its deletionTimestamp set), or went into deletion since (read once more), is answered as kube-apiserver
+     * answers a delete of an object already being deleted: 200 with the object, its deletionTimestamp in it; nothing
+     * more is deleted (outcome {@code being-deleted}).
      */
     public HttpReply deleted(@Body java.util.List<io.fabric8.kubernetes.api.model.Pod> deleted,
             @ExchangeProperty("playpenAlloc") Selection s, org.apache.camel.Exchange exchange) {
         AllocViews.Alloc a = s.page().items().get(0);
-        if (deleted.isEmpty() && a.deletionTimestamp() != null) {
-            exchange.setProperty(AuditLog.OUTCOME, BEING_DELETED);
-            return HttpReply.json(Json.write(AllocViews.object(a)), BEING_DELETED);
-        }
         if (deleted.isEmpty()) {
-            throw notFound(a.name());
+            AllocViews.Alloc ending = a.deletionTimestamp() != null ? a : beingDeletedSince(a).orElseThrow(
+                    () -> notFound(a.name()));
+            exchange.setProperty(AuditLog.OUTCOME, BEING_DELETED);
+            return HttpReply.json(Json.write(AllocViews.object(ending)), BEING_DELETED);
         }
         return HttpReply.json(Json.write(AllocViews.object(a)), "deallocated");
+    }
+
+    /**
+     * The allocation {@code read}, as the API server has it now, when its pod (the same uid) went into deletion
+     * after it was read: its TTL, or a release through another replica, came first. Empty when the pod is gone or
+     * is another.
+     */
+    private java.util.Optional<AllocViews.Alloc> beingDeletedSince(AllocViews.Alloc read) {
+        io.fabric8.kubernetes.api.model.Pod now = writer.read(pods.namespace(), read.pod());
+        if (now == null || !read.uid().equals(now.getMetadata().getUid())
+                || !io.unboundedcloud.playpen.model.ManagedPods.isTerminating(now)) {
+            return java.util.Optional.empty();
+        }
+        return AllocViews.of(now, nodes::externalIp, leases);
     }
 
     /** The outcome of a delete of an allocation whose pod was already being deleted. */

@@ -874,6 +874,64 @@ class AllocsRouteTest {
     }
 
     /**
+     * A delete by id whose allocation went, and whose key its owner allocated again on the pool's new pod of the same
+     * name (so the same allocation id), between the read and the delete: the new allocation is another object (its
+     * uid), left alone, and the delete answers 404.
+     */
+    @Test
+    void aDeleteByIdLeavesTheOwnersNewAllocationOnARecreatedPodOfTheSameName() throws Exception {
+        String id = releasedAfterItsRead("again");
+        cluster.create(TestCluster.readyRunner("amd64", 51820, "node-a"));
+        op.awaitCache(c -> c.size() == 1);
+        assertThat(alloc(op, "again", "alice", "playpen-users").statusCode()).isEqualTo(200);
+        Pod renewed = podOf("again");
+        assertThat(idOf(renewed)).as("the same name, so the same id").isEqualTo(id);
+
+        HttpResponse<String> del = send("DELETE", ALLOCS + "/" + id, null, "alice", "playpen-users");
+        assertStatus(del, 404, "NotFound", "allocs.playpen.unbounded-cloud.io \"" + id + "\" not found");
+        assertThat(podOf("again")).as("the new allocation stands").isNotNull();
+        assertThat(podOf("again").getMetadata().getUid()).isEqualTo(renewed.getMetadata().getUid());
+    }
+
+    /**
+     * A delete by id whose allocation's pod went into deletion after the read (its TTL, or a release through another
+     * replica, came first; a finalizer keeps the pod) answers as a delete of an allocation already being deleted:
+     * 200 with its deletionTimestamp, nothing more deleted, outcome being-deleted; not a 404 while kubectl get still
+     * shows it.
+     */
+    @Test
+    void aDeleteByIdWhosePodWentIntoDeletionSinceTheReadAnswersItBeingDeleted() throws Exception {
+        op = new OperatorHarness(cluster, "--playpen-ttl=1h", "--reconcile-interval=10m");
+        http = op.frontProxy();
+        runners(1);
+        assertThat(alloc(op, "ending", "alice", "playpen-users").statusCode()).isEqualTo(200);
+        Pod read = podOf("ending");
+        String pod = read.getMetadata().getName();
+        String id = idOf(read);
+        cluster.client.pods().inNamespace("playpen").withName(pod).edit(p -> new io.fabric8.kubernetes.api.model
+                .PodBuilder(p).editMetadata().addToFinalizers("example.com/hold").endMetadata().build());
+        Pod before = cluster.client.pods().inNamespace("playpen").withName(pod).get();
+        cluster.client.pods().inNamespace("playpen").withName(pod).delete();
+        String deletionTimestamp = Instant.parse(cluster.client.pods().inNamespace("playpen").withName(pod).get()
+                .getMetadata().getDeletionTimestamp()).truncatedTo(java.time.temporal.ChronoUnit.SECONDS).toString();
+        // the id is read as it was before the delete
+        cluster.server.expect().get().withPath("/api/v1/namespaces/playpen/pods?labelSelector="
+                + java.net.URLEncoder.encode(PlaypenKeys.ALLOCATED + "=" + id, java.nio.charset.StandardCharsets.UTF_8))
+                .andReturn(200, new io.fabric8.kubernetes.api.model.PodListBuilder().withNewMetadata()
+                        .withResourceVersion("1").endMetadata().addToItems(before).build()).once();
+        Map<String, String> state = podState();
+
+        HttpResponse<String> del = send("DELETE", ALLOCS + "/" + id, null, "alice", "playpen-users");
+        assertThat(del.statusCode()).as(del.body()).isEqualTo(200);
+        assertThat(json(del).at("/metadata/name").asText()).isEqualTo(id);
+        assertThat(json(del).at("/metadata/deletionTimestamp").asText()).isEqualTo(deletionTimestamp);
+        assertThat(podState()).isEqualTo(state);
+        OperatorHarness.awaitTrue(() -> CapturedLogs.snapshot(AUDIT).stream().map(ILoggingEvent::getFormattedMessage)
+                .anyMatch(l -> l.contains("\"verb\":\"delete\"") && l.contains("\"outcome\":\"being-deleted\"")),
+                Duration.ofSeconds(60), "the delete's audit line");
+    }
+
+    /**
      * A delete by id whose allocation is gone by the time it deletes answers 404 and writes one audit line for that
      * decision, its outcome the answer's (notFound); not a second one saying the key held nothing.
      */
