@@ -69,6 +69,9 @@ import io.fabric8.mockwebserver.internal.SimpleRequest;
  * {@code key notin (a,b)}) selects by them (the plain mock splits the selector at every comma and drops what it
  * cannot read, so it selected everything); one watch of such a selector sees each object's changes in commit
  * order, a change from one listed value to another as MODIFIED.</li>
+ * <li>A LIST or watch whose {@code labelSelector} names a value no label can have (over 63 characters, or other
+ * characters than letters, digits, '-', '_' and '.' inside, not alphanumeric at either end) is refused 400
+ * BadRequest, as kube-apiserver refuses it (the plain mock matched it against nothing).</li>
  * </ul>
  * Used by the {@code --dev} playground and by the tests' mock cluster.
  */
@@ -314,6 +317,10 @@ public class ResumableCrudDispatcher extends KubernetesCrudDispatcher {
     /** A GET of one object by name through the index; anything else (a LIST, a watch) as the CRUD mock does it. */
     @Override
     public MockResponse handleGet(String path) {
+        MockResponse refused = invalidLabelValue(path);
+        if (refused != null) {
+            return refused;
+        }
         AttributeSet query = selected(path);
         if (path.contains("watch=true")) {
             return super.handleGet(path);
@@ -553,6 +560,47 @@ public class ResumableCrudDispatcher extends KubernetesCrudDispatcher {
             selected = selected.add(a);
         }
         return selected;
+    }
+
+    /** A label value kube-apiserver accepts: empty, or at most 63 characters of this shape. */
+    private static final java.util.regex.Pattern LABEL_VALUE =
+            java.util.regex.Pattern.compile("(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?");
+
+    /** kube-apiserver's 400 for a labelSelector with a value no label can have; null when every value is one. */
+    static MockResponse invalidLabelValue(String path) {
+        String selector = queryParam(rawQuery(path), "labelSelector");
+        if (selector == null || selector.isEmpty()) {
+            return null;
+        }
+        for (String term : requirements(selector)) {
+            java.util.regex.Matcher set = SET_REQUIREMENT.matcher(term);
+            List<String> values = new ArrayList<>();
+            String key;
+            if (set.matches()) {
+                key = set.group(1);
+                for (String v : set.group(3).split(",")) {
+                    values.add(v.trim());
+                }
+            } else {
+                int eq = term.indexOf('=');
+                if (eq < 0) {
+                    continue; // "key" or "!key": no value
+                }
+                key = term.substring(0, term.charAt(Math.max(eq - 1, 0)) == '!' ? eq - 1 : eq).trim();
+                values.add(term.substring(term.startsWith("==", eq) ? eq + 2 : eq + 1).trim());
+            }
+            for (int i = 0; i < values.size(); i++) {
+                String v = values.get(i);
+                if (v.length() > 63 || !LABEL_VALUE.matcher(v).matches()) {
+                    return status(HttpURLConnection.HTTP_BAD_REQUEST, "BadRequest", "unable to parse requirement: "
+                            + "values[" + i + "][" + key + "]: Invalid value: \"" + v + "\": a valid label must be an "
+                            + "empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and "
+                            + "end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex "
+                            + "used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')");
+                }
+            }
+        }
+        return null;
     }
 
     /** A label selector's requirements: split at the commas that are not inside a value set's parentheses. */

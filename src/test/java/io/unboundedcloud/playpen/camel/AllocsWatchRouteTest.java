@@ -282,6 +282,21 @@ class AllocsWatchRouteTest {
     }
 
     /**
+     * A watch whose fieldSelector names what no allocation id is (here no label could have it either: it ends in a
+     * '-', which the API server refuses in a label selector) opens, sends nothing of the caller's other allocations
+     * and ends at its timeout: the name is never sent to the API server as a label value.
+     */
+    @Test
+    void aWatchOfANameThatIsNoAllocationIdSendsNothingAndEndsAtItsTimeout() throws Exception {
+        alloc(op, "alice-1", "alice");
+        String from = listVersion(op, "alice");
+        Watching w = watch(op, "?watch=1&fieldSelector=metadata.name%3Dnot-an-id-&resourceVersion=" + from
+                + "&timeoutSeconds=2", null, "alice", "playpen-users");
+        dealloc("alice-1", "alice");
+        assertThat(w.awaitEnd()).as("events of a name no allocation has").isEmpty();
+    }
+
+    /**
      * A client that listed on one replica watches on another from the list's resourceVersion, as the aggregator
      * spreads its requests: the version is the API server's, so the second replica goes on exactly from it.
      */

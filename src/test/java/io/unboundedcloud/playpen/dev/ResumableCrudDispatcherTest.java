@@ -214,6 +214,36 @@ class ResumableCrudDispatcherTest {
         }
     }
 
+    /** A label value no label can have is refused 400 in a list and in a watch, as kube-apiserver refuses it. */
+    @Test
+    void aLabelSelectorWithAValueNoLabelCanHaveIsABadRequest() {
+        create("first");
+        for (String bad : List.of("ends-with-", "has space", "x".repeat(64), "bad!")) {
+            assertThatThrownBy(() -> client.pods().inNamespace(NS).withLabel("allocated", bad).list())
+                    .as(bad).isInstanceOfSatisfying(KubernetesClientException.class, e -> {
+                        assertThat(e.getCode()).isEqualTo(400);
+                        assertThat(e.getMessage()).contains("values[0][allocated]: Invalid value");
+                    });
+            assertThatThrownBy(() -> client.pods().inNamespace(NS).withLabelIn("owner", "fine", bad).list())
+                    .as(bad).isInstanceOfSatisfying(KubernetesClientException.class,
+                            e -> assertThat(e.getMessage()).contains("values[1][owner]: Invalid value"));
+        }
+        assertThatThrownBy(() -> client.pods().inNamespace(NS).withLabel("allocated", "ends-with-")
+                .watch(new ListOptionsBuilder().withResourceVersion(listVersion()).build(), new Watcher<Pod>() {
+                    @Override
+                    public void eventReceived(Action action, Pod p) {
+                    }
+
+                    @Override
+                    public void onClose(WatcherException cause) {
+                    }
+                })).isInstanceOfSatisfying(KubernetesClientException.class, e -> assertThat(e.getCode()).isEqualTo(400));
+        // values a label can have, and a selector without values, are read as before
+        assertThat(client.pods().inNamespace(NS).withLabel("allocated", "0123456789abcdef").list().getItems()).isEmpty();
+        assertThat(client.pods().inNamespace(NS).withLabel("allocated", "a.b_c-D").list().getItems()).isEmpty();
+        assertThat(client.pods().inNamespace(NS).withoutLabel("allocated").list().getItems()).hasSize(1);
+    }
+
     @Test
     void aWatchFromAVersionOlderThanTheKeptHistoryIsGone() throws Exception {
         stop();
