@@ -91,7 +91,7 @@ public enum Flag {
     SERVING_CERT_CHECK_INTERVAL("serving-cert-check-interval", "10s", "how often each replica re-reads the serving Secret (the leader also renews and publishes the caBundle)"),
     SERVING_CERT_PUBLISH_GRACE("serving-cert-publish-grace", "5s", "a new serving certificate is served only this long after the caBundle was seen trusting it"),
     PLAYPEN_MAX_TTL("playpen-max-ttl", "24h", "longest ttl an alloc or a renewal may ask for (Go duration, at least 1s); more is a 400. Never below a positive --playpen-ttl: not given, it rises to it; given below it, the operator does not start"),
-    PLAYPEN_MAX_LIFETIME("playpen-max-lifetime", "0", "no expiry, an alloc's or a renewal's, is set past claimed-at + this (Go duration; 0 = no cap, else at least 1s)"),
+    PLAYPEN_MAX_LIFETIME("playpen-max-lifetime", "0s", "no expiry, an alloc's or a renewal's, is set past claimed-at + this (Go duration; 0 = no cap, else at least 1s)"),
     MAX_WAIT("max-wait", "120", "largest waitSeconds an alloc may ask for (seconds, 0-3600; 0 turns waiting off); more is a 400"),
     MAX_WAITING_PER_USER("max-waiting-per-user", "32", "alloc requests one user may have waiting for capacity at once (retries of one key count each); more are 429 with Retry-After"),
     MAX_WAITING("max-waiting", "512", "alloc requests waiting for capacity at once, all users together (below --max-connections, so other requests keep connections); more are 429 with Retry-After"),

@@ -333,6 +333,28 @@ public class OperatorConfigTest {
         assertThat(OperatorConfig.parse("--help", "--version").namespace()).isEqualTo("playpen");
     }
 
+    /** A flag that takes a duration says so in the usage, whatever its default (pflag's "duration" column). */
+    @Test
+    void everyFlagThatTakesADurationIsLabelledDuration() {
+        String usage = OperatorConfig.usage();
+        int durations = 0;
+        for (Flag f : Flag.values()) {
+            String refusal;
+            try {
+                OperatorConfig.parse("--" + f.flagName() + "=7");
+                refusal = "";
+            } catch (RuntimeException e) {
+                refusal = String.valueOf(e.getMessage());
+            }
+            if (refusal.contains("must be a duration")) {
+                durations++;
+                assertThat(usage).as(f.flagName()).containsPattern("(?m)^      --" + Pattern.quote(f.flagName())
+                        + " duration ");
+            }
+        }
+        assertThat(durations).as("flags found to take a duration").isGreaterThan(5);
+    }
+
     @Test
     void usageListsEveryFlagWithItsDefault() {
         String usage = OperatorConfig.usage();
