@@ -158,8 +158,21 @@ public final class ApiPaths {
             case OPENAPI_V3_GROUP_PATH: return Flow.OPENAPI_V3_GROUP;
             case RENEWALS_PATH: return Flow.RENEWAL;
             case POOLS_PATH: return Flow.POOLS_LIST;
-            default: throw ApiException.notFound(NOT_FOUND);
+            default: throw notFound(path);
         }
+    }
+
+    /**
+     * The 404 of a path no flow serves: kube-apiserver's words, and for a path under this API's group (a typo such
+     * as .../alloc, .../allocs/ or v1) the paths it serves.
+     */
+    static ApiException notFound(String path) {
+        if (!path.startsWith(GROUP_PATH + "/")) {
+            return ApiException.notFound(NOT_FOUND);
+        }
+        return ApiException.notFound(NOT_FOUND + "; this API serves " + VERSION_PATH + "/allocs (POST to allocate, GET"
+                + " to list), " + VERSION_PATH + "/deallocs and " + VERSION_PATH + "/renewals (POST) and " + VERSION_PATH
+                + "/pools (GET): kubectl api-resources --api-group=" + PlaypenKeys.GROUP + " lists them");
     }
 
     /** The allocation name of {@code .../allocs/<name>} (percent-decoded), or null for any other target. */
@@ -270,7 +283,7 @@ public final class ApiPaths {
         for (String segment : raw.substring(1).split("/", -1)) {
             String name = unescape(segment);
             if (name.isEmpty() || name.equals(".") || name.equals("..") || name.indexOf('/') >= 0) {
-                throw ApiException.notFound(NOT_FOUND);
+                throw notFound(raw);
             }
             out.append('/').append(name);
         }
