@@ -560,7 +560,11 @@ public final class OperatorApp implements AutoCloseable {
         // stop taking requests and background work first, then the executors they feed, then the caches
         closeQuietly(management);
         closeQuietly(probes);
-        closeQuietly(leader);
+        // leadership ends at once; the Lease is given up on a thread of its own, waited for last (an API server that
+        // does not answer must not hold the answers to waiting requests, the watches' ends or Camel's stop)
+        if (leader != null) {
+            leader.stepDown();
+        }
         // the last requests' audit lines are written at once, while the route that writes them still runs
         if (auditWriter != null) {
             auditWriter.prompt();
@@ -579,6 +583,7 @@ public final class OperatorApp implements AutoCloseable {
             }
         }
         closeQuietly(auditWriter);
+        closeQuietly(leader);
         closeQuietly(pool);
         closeQuietly(ttl);
         if (leaderRoutes != null) {

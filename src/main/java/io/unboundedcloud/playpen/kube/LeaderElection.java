@@ -36,6 +36,8 @@ public final class LeaderElection implements AutoCloseable {
     static final Duration FALLBACK_WARN_INTERVAL = Duration.ofMinutes(5);
     /** Probe pace in fallback, in lease durations: slow enough not to load the API server, quick after an RBAC fix. */
     static final int PROBE_LEASE_DURATIONS = 4;
+    /** How long {@link #close} waits for the Lease to be given up. */
+    static final Duration RELEASE_WAIT = Duration.ofSeconds(2);
 
     /** Told when this process gains or loses leadership, and when it counts as leading again within its term. */
     public interface Listener {
@@ -85,6 +87,8 @@ public final class LeaderElection implements AutoCloseable {
      */
     private boolean leadingOnceItsWriteLands;
     private volatile boolean closed;
+    /** The thread that gives the Lease up on {@link #stepDown} (null until then, or when no round ran). */
+    private volatile Thread release;
     private volatile boolean fallback;
     private volatile String fallbackReason = "";
     private long fallbackSinceNanos;
@@ -481,21 +485,54 @@ public final class LeaderElection implements AutoCloseable {
         }
     }
 
-    @Override
-    public void close() {
+    /**
+     * Stops leading at once, with no API call: the listeners are told, and every leader-only write, which asks
+     * {@link #isLeader} first, stops here. The Lease is then given up (fabric8's elector reads it and writes it
+     * without a holder, so another replica takes it on its next try) on a thread of its own: that release waits for
+     * a Lease request of the elector still in flight, and both may hang on an API server that does not answer, for
+     * the client's request timeout and its retry. {@link #close} waits for it, bounded. Calling it again does nothing.
+     */
+    public void stepDown() {
         CompletableFuture<?> round;
         synchronized (this) {
+            if (closed) {
+                return;
+            }
             closed = true;
             restarter.shutdownNow();
             renewalWatch.shutdownNow();
             round = running;
             running = null;
         }
-        // outside this object's monitor: cancelling runs fabric8's stopLeading, which calls back into the lock
-        if (round != null) {
-            round.cancel(true);
-        }
         set(false);
+        if (round != null) {
+            // outside this object's monitor: cancelling runs fabric8's stopLeading, which calls back into the lock
+            Thread t = DaemonThreads.named("leader-release").newThread(() -> round.cancel(true));
+            release = t;
+            t.start();
+        }
+    }
+
+    /**
+     * {@link #stepDown}, then waits at most {@link #RELEASE_WAIT} for the Lease to be given up: past that the release
+     * goes on alone (it ends with the process), and the other replicas take the Lease once it expires.
+     */
+    @Override
+    public void close() {
+        stepDown();
+        Thread t = release;
+        if (t == null) {
+            return;
+        }
+        try {
+            t.join(RELEASE_WAIT.toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (t.isAlive()) {
+            LOG.warn("Lease {}/{} not released within {} s (the API server does not answer): the other replicas take "
+                    + "it once it expires", namespace, leaseName, RELEASE_WAIT.toSeconds());
+        }
     }
 
     /** fabric8's Lease lock whose writes (a create, a takeover, a renewal) carry {@link #annotateLeaseWith}'s annotations. */

@@ -135,6 +135,42 @@ class WaitingRouteTest {
     }
 
     /**
+     * The stopping replica is the leader and the API server does not answer its Lease requests (a hung instance, an
+     * etcd stall during a control-plane upgrade): the waiting request is answered while the Lease request is still
+     * held, not once the API server answers it or the kubelet kills the process.
+     */
+    @Test
+    void aWaiterIsAnsweredWhileTheStoppingLeadersLeaseRequestHangs() throws Exception {
+        java.util.concurrent.atomic.AtomicBoolean holdLeases = new java.util.concurrent.atomic.AtomicBoolean();
+        try (io.unboundedcloud.playpen.support.HeldRequest lease = new io.unboundedcloud.playpen.support.HeldRequest(
+                w -> holdLeases.get() && w.uri().getPath().contains("/leases"));
+                io.fabric8.kubernetes.client.KubernetesClient client = lease.client(cluster)) {
+            op = new OperatorHarness(cluster, client, "--reconcile-interval=10m", "--leader-elect=true",
+                    "--leader-election-retry-period=500ms");
+            OperatorHarness.awaitTrue(() -> op.app.leaderElection().isLeader(), Duration.ofSeconds(60), "leading");
+            HttpClient http = op.frontProxy();
+            CompletableFuture<HttpResponse<String>> waiting = allocAsync(http, body("stop-leader", 60));
+            OperatorHarness.awaitTrue(() -> queue().waiting() == 1, Duration.ofSeconds(60), "waiter queued");
+            holdLeases.set(true);
+            assertThat(lease.awaitHeld(60)).as("a Lease request held").isTrue();
+            OperatorHarness stopping = op;
+            op = null;
+            Thread closing = new Thread(stopping::close, "closing");
+            closing.start();
+            try {
+                HttpResponse<String> r = waiting.handle((ok, e) -> ok).get(60, TimeUnit.SECONDS);
+                assertThat(r).as("an answer, not a closed connection").isNotNull();
+                assertThat(r.statusCode()).as(r.body()).isEqualTo(503);
+                assertThat(message(r)).isEqualTo(CapacityQueue.SHUTTING_DOWN);
+                assertThat(r.headers().firstValue("Retry-After")).isPresent();
+            } finally {
+                lease.release();
+                closing.join();
+            }
+        }
+    }
+
+    /**
      * An amd64 pool of one that cannot make its pod (the API server refuses pod creates): the kind is kept, so the
      * 503's advice is to try again or wait.
      */

@@ -421,6 +421,51 @@ class LeaderElectionFallbackTest {
     }
 
     /**
+     * Closing stops this replica leading at once, whatever its Lease requests are doing: a renewal that hangs (an API
+     * server that takes the request and does not answer) holds fabric8's elector, and so the release that cancelling
+     * its round runs; close() returns while that renewal is still held, and the release follows once it is answered.
+     */
+    @Test
+    void closeStopsLeadingWhileALeaseRequestHangsAndReleasesTheLeaseOnceItIsAnswered() throws Exception {
+        AtomicBoolean hang = new AtomicBoolean();
+        List<String> releases = new CopyOnWriteArrayList<>();
+        cluster.addRequestListener(new io.unboundedcloud.playpen.support.TestCluster.RequestListener() {
+            @Override
+            public void onRequest(String key) {
+            }
+
+            @Override
+            public void onRequest(String key, java.util.function.Supplier<String> body) {
+                // the release: a write of the Lease without a holder
+                if (key.startsWith("PATCH " + LEASES) && !body.get().contains("holderIdentity")) {
+                    releases.add(key);
+                }
+            }
+        });
+        try (io.unboundedcloud.playpen.support.HeldRequest renewal = new io.unboundedcloud.playpen.support.HeldRequest(
+                r -> hang.get() && r.uri().getPath().contains("/leases"));
+                io.fabric8.kubernetes.client.KubernetesClient client = renewal.client(cluster)) {
+            election = new LeaderElection(client, true, "playpen", "playpen-operator", "me", Duration.ofSeconds(30),
+                    Duration.ofSeconds(20), Duration.ofMillis(100), Duration.ofMinutes(5), Duration.ofMinutes(5));
+            election.addListener(changes::add);
+            election.start();
+            OperatorHarness.awaitTrue(election::isLeader, Duration.ofSeconds(60), "elected");
+            hang.set(true);
+            assertThat(renewal.awaitHeld(60)).as("a Lease request held").isTrue();
+            Thread closing = new Thread(election::close, "closing");
+            closing.start();
+            closing.join(Duration.ofSeconds(60).toMillis());
+            assertThat(closing.isAlive()).as("close() still waiting on the held Lease request").isFalse();
+            assertThat(election.isLeader()).isFalse();
+            assertThat(changes).containsExactly(true, false);
+            assertThat(releases).as("the Lease given up before the held request was answered").isEmpty();
+            renewal.release();
+            OperatorHarness.awaitTrue(() -> !releases.isEmpty(), Duration.ofSeconds(60),
+                    "the Lease given up once the held request was answered");
+        }
+    }
+
+    /**
      * Starts this replica's election through {@code relay} and waits until it leads; from then on its requests (its
      * renewals) are sent and never answered.
      */

@@ -221,9 +221,11 @@ class LeaderElectionTest {
         Thread closer = new Thread(election::close, "closer");
         closer.setDaemon(true);
         closer.start();
-        // the round cancelled, the release waits for the renewal under way (fabric8's elector runs one at a time)
-        OperatorHarness.awaitTrue(() -> blockedIn(closer, "LeaderElector", "stopLeading"), Duration.ofSeconds(60),
-                "the closing replica waits to release the Lease");
+        // the round cancelled, the release (on a thread of its own) waits for the renewal under way (fabric8's
+        // elector runs one at a time)
+        OperatorHarness.awaitTrue(() -> Thread.getAllStackTraces().keySet().stream()
+                .anyMatch(t -> t.getName().startsWith("leader-release") && blockedIn(t, "LeaderElector", "stopLeading")),
+                Duration.ofSeconds(60), "the closing replica waits to release the Lease");
         answer.countDown();
         closer.join(TimeUnit.SECONDS.toMillis(60));
         assertThat(closer.isAlive()).as("closed").isFalse();
