@@ -759,25 +759,35 @@ public final class Allocator {
                 unknown = e.getCode() == 409 ? null : e;
                 LOG.debug("claim conflict or unknown outcome pod={}/{} rv={}: {}", ns, name, rv, e.getMessage());
             }
-            Pod fresh = writer.read(ns, name);
-            if (fresh == null) {
-                pods.observeDeleted(name);
-                return null;
+            // a write cut short by an interrupt (the waiting queue's dispatcher when the operator shuts down) may have
+            // landed too: it is judged with the interrupt set aside, as a rollback is (a claim of this key found is
+            // then rolled back by the caller, on a thread still interrupted), or it would stay on its pod until its TTL
+            boolean interrupted = unknown != null && Thread.interrupted();
+            try {
+                Pod fresh = writer.read(ns, name);
+                if (fresh == null) {
+                    pods.observeDeleted(name);
+                    return null;
+                }
+                pods.observe(fresh);
+                if (ManagedPods.isClaimed(fresh)) {
+                    return foundClaimed(fresh, claimId, u.externalIp(), cmd);
+                }
+                if (unknown != null) {
+                    // the write has not landed yet; but the API server may still commit it after this read (it runs
+                    // a request on after answering 504, or after the client gave up): fence it off before answering
+                    return fenceLostClaim(fresh, rv, claimId, u.externalIp(), cmd, unknown);
+                }
+                if (candidates.classify(cmd, fresh, nodes::externalIp) != Candidates.Verdict.USABLE) {
+                    return null;
+                }
+                current = fresh;
+                rv = fresh.getMetadata().getResourceVersion();
+            } finally {
+                if (interrupted) {
+                    Thread.currentThread().interrupt();
+                }
             }
-            pods.observe(fresh);
-            if (ManagedPods.isClaimed(fresh)) {
-                return foundClaimed(fresh, claimId, u.externalIp(), cmd);
-            }
-            if (unknown != null) {
-                // the write has not landed yet; but the API server may still commit it after this read (it runs a
-                // request on after answering 504, or after the client gave up): fence it off before answering
-                return fenceLostClaim(fresh, rv, claimId, u.externalIp(), cmd, unknown);
-            }
-            if (candidates.classify(cmd, fresh, nodes::externalIp) != Candidates.Verdict.USABLE) {
-                return null;
-            }
-            current = fresh;
-            rv = fresh.getMetadata().getResourceVersion();
         }
         return null;
     }

@@ -1367,6 +1367,30 @@ class CapacityQueueTest {
     }
 
     /**
+     * The operator stops while the claim for a waiter is on its way to the API server (the dispatcher interrupted
+     * inside the write, which lands): whether it landed is read back with the interrupt set aside, and the claim goes
+     * back to the pool, as one whose answer waits for the watch does, rather than staying on the pod until its TTL
+     * for a client that was told to send the request elsewhere.
+     */
+    @Test
+    void aClaimInFlightWhenTheQueueClosesGoesBackToThePool() throws Exception {
+        String keyHash = ScriptedReplica.cmd("inflight").keyHash();
+        held = new HeldRequest(w -> "PATCH".equals(w.method()) && String.valueOf(w.bodyString()).contains(keyHash));
+        start(0, 0, CapacityQueue.Limits.NONE);
+        CapacityQueue.Ticket t = q.await(waiting("inflight", 30), "owner-a");
+        String pod = addRunner(51820);
+        assertThat(held.awaitHeld(SOON.toSeconds())).as("the claim's write held on its way").isTrue();
+        q.close(); // interrupts the dispatcher inside the write, which then goes on to the API server
+        ApiException e = failure(t);
+        assertThat(e.code()).isEqualTo(503);
+        assertThat(e.getMessage()).isEqualTo(CapacityQueue.SHUTTING_DOWN);
+        assertThat(outcomes).containsExactly(prefix("inflight") + " shutdown");
+        OperatorHarness.awaitTrue(() -> r.cluster.requestCount(k -> k.startsWith("PATCH ")
+                && k.endsWith("/pods/" + pod)) >= 2, SOON, "the claim written, then its give-back");
+        OperatorHarness.awaitTrue(() -> !ManagedPods.isClaimed(r.inApi(pod)), SOON, "the claim taken back");
+    }
+
+    /**
      * Every pod and node event wakes the queue: with nobody waiting (the usual case) that wake-up returns without
      * taking the queue's lock, here held by the test, also after a waiter has come and gone.
      */
