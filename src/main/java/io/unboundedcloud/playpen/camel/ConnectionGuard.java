@@ -69,6 +69,9 @@ import io.unboundedcloud.playpen.auth.FrontProxyAuthenticator;
  * only once the previous one on the connection has its answer, and the guard's own refusals wait for that too.
  * Without this, a request answered here from its head (404, 405, 403) or by a quick route overtakes one still in
  * the routes (an alloc waiting for capacity), and the client reads each answer as the other request's.
+ * <p>
+ * When the replica stops it drains the connections ({@link #drain}): kube-apiserver moves an open connection to
+ * another replica only when told to close it.
  */
 public final class ConnectionGuard extends ChannelHandlerAdapter implements ChannelHandlerFactory {
     private static final Logger LOG = LoggerFactory.getLogger(ConnectionGuard.class);
@@ -105,6 +108,15 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
     private final AtomicLong timedOut = new AtomicLong();
     private final AtomicLong rejected = new AtomicLong();
     private final AtomicLong lastWarnNanos = new AtomicLong(System.nanoTime() - TimeUnit.MINUTES.toNanos(1));
+    /** Every open connection's handler, for {@link #drain}. */
+    private final java.util.Set<PerConnection> connections = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final Object closedConnections = new Object();
+
+    /** How this listener treats its connections while the replica stops ({@link #drain}, {@link #refuseRequests}). */
+    private enum Stopping { NO, DRAINING, REFUSING }
+
+    private volatile Stopping stopping = Stopping.NO;
+    private volatile ApiException refusal;
 
     public ConnectionGuard(FrontProxyAuthenticator authenticator, Limits limits) {
         this.authenticator = authenticator;
@@ -134,6 +146,45 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
     @Override
     public ChannelHandler newChannelHandler() {
         return new PerConnection();
+    }
+
+    /**
+     * The replica stops: kube-apiserver keeps its connections open and sends requests on them whatever the endpoints
+     * say (kube-proxy keeps an open connection on its pod), so it must be told to open new ones, which go to another
+     * replica. From now on every answer carries {@code Connection: close} and its connection is closed once it is
+     * written; a connection with no request under way is closed at once; a request that comes is still served.
+     */
+    public void drain() {
+        if (stopping == Stopping.NO) {
+            stopping = Stopping.DRAINING;
+        }
+        for (PerConnection c : connections) {
+            c.drain();
+        }
+    }
+
+    /**
+     * Waits until every connection is closed ({@link #drain}), at most {@code max}: true when none is open.
+     */
+    public boolean awaitDrained(Duration max) throws InterruptedException {
+        long deadline = System.nanoTime() + max.toNanos();
+        synchronized (closedConnections) {
+            for (long left = max.toNanos(); open.get() > 0 && left > 0; left = deadline - System.nanoTime()) {
+                TimeUnit.NANOSECONDS.timedWait(closedConnections, left);
+            }
+        }
+        return open.get() <= 0;
+    }
+
+    /**
+     * Camel stops next, and would answer a request on a connection still open with a bare text/plain 503 (no Status,
+     * no Retry-After, which client-go needs to retry): from now on such a request is answered {@code refusal} here,
+     * on its connection, which is then closed.
+     */
+    public void refuseRequests(ApiException refusal) {
+        this.refusal = refusal;
+        stopping = Stopping.REFUSING;
+        drain();
     }
 
     public int openConnections() {
@@ -294,6 +345,7 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
 
         @Override
         public void channelActive(ChannelHandlerContext ctx) throws Exception {
+            connections.add(this);
             counted = true;
             if (open.incrementAndGet() > limits.maxConnections()) {
                 refused.incrementAndGet();
@@ -316,9 +368,13 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
 
         @Override
         public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+            connections.remove(this);
             if (counted) {
                 counted = false;
                 open.decrementAndGet();
+                synchronized (closedConnections) {
+                    closedConnections.notifyAll();
+                }
             }
             removeUnauthenticated(ctx.channel());
             disarm();
@@ -403,7 +459,8 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                 disarm();
                 phase = Phase.BODY;
                 bodyBytes = 0;
-                ApiException refusal = judge(ctx, request);
+                ApiException refusal = stopping == Stopping.REFUSING ? ConnectionGuard.this.refusal
+                        : judge(ctx, request);
                 if (refusal != null) {
                     ReferenceCountUtil.release(msg);
                     reject(refusal);
@@ -495,6 +552,11 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
             }
             answerPending = false;
             ctx.channel().attr(NettyTls.ANSWER_DUE).set(null);
+            if (stopping != Stopping.NO && !closing) {
+                // the answer went out with Connection: close; requests pipelined behind it are sent again elsewhere
+                closeAfterWrites(ctx);
+                return;
+            }
             while (!answerPending && !held.isEmpty()) {
                 Object msg = held.poll();
                 if (msg instanceof HttpRequest) {
@@ -645,6 +707,35 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
             }
         }
 
+        /** {@link ConnectionGuard#drain}: closes this connection now when no request on it is under way. */
+        void drain() {
+            ChannelHandlerContext ctx = ctxRef;
+            if (ctx == null) {
+                return;
+            }
+            ctx.executor().execute(() -> {
+                if (closing || !ctx.channel().isActive()) {
+                    return;
+                }
+                boolean between = !answerOutstanding() && (phase == Phase.IDLE || (phase == Phase.HEAD && headBytes == 0));
+                if (between) {
+                    closeAfterWrites(ctx);
+                }
+            });
+        }
+
+        /** Closes the connection once what was written before is on its way. */
+        private void closeAfterWrites(ChannelHandlerContext ctx) {
+            closing = true;
+            disarm();
+            releaseHeld();
+            ctx.channel().writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
+        }
+
+        boolean stopping() {
+            return stopping != Stopping.NO;
+        }
+
         private void reject(ApiException e) {
             if (closing || ctxRef == null) {
                 return;
@@ -714,6 +805,11 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
 
         @Override
         public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) throws Exception {
+            if (guard.stopping() && msg instanceof HttpResponse r
+                    && r.status().codeClass() != HttpStatusClass.INFORMATIONAL) {
+                // the replica stops: the client opens its next connection elsewhere
+                r.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+            }
             if (msg instanceof WatchStream.Head head) {
                 // a watch's head: its events follow it as chunks, and its last chunk is the answer's end
                 ctx.write(msg, promise);

@@ -58,6 +58,8 @@ public final class OperatorApp implements AutoCloseable {
      */
     static final long AUDIT_INTERVAL_MILLIS = 10;
     static final long AUDIT_QUIET_MILLIS = 1000;
+    /** How long a stopping replica waits for the answers under way to close their connections before Camel stops. */
+    static final java.time.Duration DRAIN_WAIT = java.time.Duration.ofSeconds(2);
     private final OperatorConfig config;
     private final KubernetesClient client;
     /** The pod cache's own client ({@link KubeClients#forWatch}); closed after the cache. */
@@ -560,6 +562,11 @@ public final class OperatorApp implements AutoCloseable {
         // stop taking requests and background work first, then the executors they feed, then the caches
         closeQuietly(management);
         closeQuietly(probes);
+        // kube-apiserver's open connections (which kube-proxy keeps on this pod whatever the endpoints say) are told
+        // to go elsewhere: each answer from now on closes its connection, idle ones are closed now
+        if (connections != null) {
+            connections.drain();
+        }
         // leadership ends at once; the Lease is given up on a thread of its own, waited for last (an API server that
         // does not answer must not hold the answers to waiting requests, the watches' ends or Camel's stop)
         if (leader != null) {
@@ -575,6 +582,20 @@ public final class OperatorApp implements AutoCloseable {
         // so do watches: each ends (its last chunk), and its client watches again from where it was, elsewhere
         closeQuietly(watchStreams);
         closeQuietly(allocWatchClient);
+        if (connections != null) {
+            // the answers under way go out on their connections, for a short while; a request still sent once Camel
+            // stops is answered a Status 503 with Retry-After (client-go retries it), never netty-http's bare 503
+            try {
+                if (!connections.awaitDrained(DRAIN_WAIT)) {
+                    LOG.info("{} connections still open {} s after the shutdown began; Camel stops them",
+                            connections.openConnections(), DRAIN_WAIT.toSeconds());
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            connections.refuseRequests(io.unboundedcloud.playpen.api.ApiException.unavailable(
+                    io.unboundedcloud.playpen.kube.CapacityQueue.SHUTTING_DOWN, config.retryAfterSeconds()));
+        }
         if (main != null) {
             try {
                 main.stop();

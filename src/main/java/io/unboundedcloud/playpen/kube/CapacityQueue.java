@@ -197,7 +197,7 @@ public final class CapacityQueue implements PodCache.Listener, AutoCloseable {
         final ExecutorService thread = Executors.newSingleThreadExecutor(DaemonThreads.named("capacity-dispatch"));
     }
     /** The 503 of a request that would wait, or still waits, while this replica shuts down. */
-    static final String SHUTTING_DOWN = "the operator is shutting down; send the request again: another replica"
+    public static final String SHUTTING_DOWN = "the operator is shutting down; send the request again: another replica"
             + " answers it";
     private final ScheduledExecutorService timers;
     /**
