@@ -3,6 +3,9 @@ package io.unboundedcloud.playpen;
 import java.time.Clock;
 import java.util.Arrays;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.unboundedcloud.playpen.camel.OperatorApp;
@@ -54,35 +57,76 @@ public final class Main {
             return;
         }
         CountDownLatch stopped = new CountDownLatch(1);
-        AutoCloseable running;
-        try {
-            if (config.dev()) {
-                running = DevMode.start(config, System.getenv(), Arrays.asList(effective));
-            } else {
-                KubernetesClient client = KubeClients.create(config.kubeconfig());
-                OperatorApp app = new OperatorApp(config, client, Clock.systemUTC(), System.getenv());
-                running = startOrClose(() -> {
-                    app.close();
-                    client.close();
-                }, app::start);
-            }
-        } catch (Exception e) {
-            System.err.println("playpen-operator: startup failed: " + rootMessage(e));
-            org.slf4j.LoggerFactory.getLogger(Main.class).debug("startup failure", e);
-            System.exit(1);
-            return;
-        }
-        // SIGTERM/SIGINT are a normal stop: clean up in the shutdown hook and exit 0
+        CountDownLatch startEnded = new CountDownLatch(1);
+        AtomicBoolean stopping = new AtomicBoolean();
+        // what to close at the stop: set before the start begins, so a SIGTERM during the start closes what it took
+        AtomicReference<AutoCloseable> running = new AtomicReference<>();
+        Thread starting = Thread.currentThread();
+        // SIGTERM/SIGINT are a normal stop, also during the start: clean up in the shutdown hook and exit 0
         exitOnSignals();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            stopping.set(true);
+            if (startEnded.getCount() > 0) {
+                // a start under way ends at its next wait (an API call, a listener's bind), bounded
+                starting.interrupt();
+                try {
+                    startEnded.await(START_END_WAIT.toSeconds(), TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            AutoCloseable r = running.getAndSet(null);
             try {
-                running.close();
+                if (r != null) {
+                    r.close();
+                }
             } catch (Exception e) {
                 System.err.println("playpen-operator: error during shutdown: " + e);
             }
             stopped.countDown();
         }, "shutdown"));
-        stopped.await();
+        try {
+            if (config.dev()) {
+                running.set(DevMode.start(config, System.getenv(), Arrays.asList(effective)));
+            } else {
+                KubernetesClient client = KubeClients.create(config.kubeconfig());
+                OperatorApp app = new OperatorApp(config, client, Clock.systemUTC(), System.getenv());
+                AutoCloseable close = once(() -> {
+                    app.close();
+                    client.close();
+                });
+                running.set(close);
+                startOrClose(close, app::start);
+            }
+        } catch (Exception e) {
+            startEnded.countDown();
+            if (stopping.get()) {
+                return; // stopped during the start: the shutdown hook closes what it took, and the exit code is 0
+            }
+            System.err.println("playpen-operator: startup failed: " + rootMessage(e));
+            org.slf4j.LoggerFactory.getLogger(Main.class).debug("startup failure", e);
+            System.exit(1);
+            return;
+        }
+        startEnded.countDown();
+        try {
+            stopped.await();
+        } catch (InterruptedException e) {
+            // interrupted by a stop that came as the start ended: the shutdown hook goes on
+        }
+    }
+
+    /** How long a stop during the start waits for it to end before closing what it took so far. */
+    static final java.time.Duration START_END_WAIT = java.time.Duration.ofSeconds(5);
+
+    /** {@code c} closed at most once, whoever asks first (a failed start, then the shutdown hook). */
+    static AutoCloseable once(AutoCloseable c) {
+        AtomicBoolean closed = new AtomicBoolean();
+        return () -> {
+            if (closed.compareAndSet(false, true)) {
+                c.close();
+            }
+        };
     }
 
     /** A start that may fail after it has taken something (a port, the Lease). */
