@@ -330,7 +330,16 @@ public final class OperatorApp implements AutoCloseable {
         main.configure().health().withEnabled(true).withRoutesEnabled(false);
         main.configure().health().setConsumersEnabled(false);
         main.configure().health().setProducersEnabled(false);
-        main.start();
+        try {
+            main.start();
+        } catch (Exception e) {
+            if (io.unboundedcloud.playpen.config.PortInUse.is(e)) {
+                // the HTTPS listener is the one Camel binds
+                throw io.unboundedcloud.playpen.config.PortInUse.of("--listen-addr", config.listenHost(),
+                        config.listenPort(), false, e);
+            }
+            throw e;
+        }
         if (config.routesReload()) {
             // reload only the edited file (Camel's default would tear down every route, HTTPS included), and keep
             // the running routes when the edit cannot be loaded
@@ -367,12 +376,24 @@ public final class OperatorApp implements AutoCloseable {
                 .description("1 while a valid front-proxy trust bundle is loaded with a CA valid now")
                 .register(metrics.registry());
         if (config.healthPort() >= 0) {
-            probes = new HealthServer(config.healthHost(), config.healthPort(), this::notReady, config.retryAfterSeconds());
-            probes.start();
+            try {
+                probes = new HealthServer(config.healthHost(), config.healthPort(), this::notReady,
+                        config.retryAfterSeconds());
+                probes.start();
+            } catch (Exception e) {
+                throw io.unboundedcloud.playpen.config.PortInUse.is(e) ? io.unboundedcloud.playpen.config.PortInUse.of(
+                        "--health-addr", config.healthHost(), config.healthPort(), false, e) : e;
+            }
         }
         if (!config.managementHost().isEmpty() && config.managementPort() >= 0) {
-            management = new ManagementServer(config.managementHost(), config.managementPort(), metrics::scrape,
-                    this::camelReady, ManagementAccess.of(config.managementAllowedOrigins(), config.managementAllowedHosts()));
+            try {
+                management = new ManagementServer(config.managementHost(), config.managementPort(), metrics::scrape,
+                        this::camelReady, ManagementAccess.of(config.managementAllowedOrigins(),
+                                config.managementAllowedHosts()));
+            } catch (java.io.IOException e) {
+                throw io.unboundedcloud.playpen.config.PortInUse.is(e) ? io.unboundedcloud.playpen.config.PortInUse.of(
+                        "--management-addr", config.managementHost(), config.managementPort(), false, e) : e;
+            }
             management.start();
         }
     }

@@ -47,6 +47,7 @@ import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
 import io.fabric8.kubernetes.client.utils.Serialization;
 import io.fabric8.mockwebserver.Context;
 import io.fabric8.mockwebserver.MockWebServer;
+import io.unboundedcloud.playpen.config.PortInUse;
 import io.fabric8.mockwebserver.ServerRequest;
 import io.fabric8.mockwebserver.ServerResponse;
 import io.unboundedcloud.playpen.config.OperatorConfig;
@@ -258,7 +259,14 @@ public final class DevCluster implements AutoCloseable {
         Map<ServerRequest, Queue<ServerResponse>> expectations = new HashMap<>();
         server = new KubernetesMockServer(new Context(Serialization.jsonMapper()), new MockWebServer(), expectations,
                 new DevApiDispatcher(expectations), false);
-        server.init(loopback, options.apiPort);
+        try {
+            server.init(loopback, options.apiPort);
+        } catch (RuntimeException e) {
+            if (PortInUse.is(e)) {
+                throw PortInUse.of("--dev-api-port", "127.0.0.1", options.apiPort, true, e);
+            }
+            throw e;
+        }
         kubeApiUrl = URI.create("http://127.0.0.1:" + server.getPort());
 
         Config config = new ConfigBuilder(Config.empty())
@@ -280,8 +288,12 @@ public final class DevCluster implements AutoCloseable {
         Instant notBefore = Instant.now().minus(1, ChronoUnit.HOURS);
         Pki.Issued serving = Pki.issue(servingCa, new Pki.Subject("playpen-dev-apiserver", List.of(),
                 List.of("localhost"), List.of("127.0.0.1")), Pki.Usage.SERVER, notBefore, Duration.ofDays(365));
-        shim = new AggregatorShim(options.shimPort, serving, servingCa, clientCa.certificate(), kubeApiUrl,
-                this::replicas, this::registration, frontProxyClient, this::recordAvailability);
+        try {
+            shim = new AggregatorShim(options.shimPort, serving, servingCa, clientCa.certificate(), kubeApiUrl,
+                    this::replicas, this::registration, frontProxyClient, this::recordAvailability);
+        } catch (IOException e) {
+            throw PortInUse.is(e) ? PortInUse.of("--dev-shim-port", "127.0.0.1", options.shimPort, true, e) : e;
+        }
         shimUrl = URI.create("https://127.0.0.1:" + shim.port());
         writeFiles();
         LOG.info("dev cluster up: API {} (plain HTTP), kubectl endpoint {} , operator replicas expected at {}, files in {}",

@@ -705,4 +705,26 @@ class DevClusterTest {
         tmf.init(ts);
         return tmf.getTrustManagers();
     }
+
+    /**
+     * A playground port fixed by a flag that another process holds is refused naming the address, the flag and what
+     * to do, not only "Address already in use".
+     */
+    @Test
+    void aFixedPortAnotherProcessHoldsIsRefusedNamingItsFlag() throws Exception {
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
+            int port = taken.getLocalPort();
+            for (String flag : List.of("--dev-api-port", "--dev-shim-port")) {
+                DevCluster.Options o = DevCluster.Options.defaults().devDir(tmp.resolve("dev-taken" + flag))
+                        .noOperatorInProcess().podReadyDelay(Duration.ofMillis(20));
+                o = flag.equals("--dev-api-port") ? o.apiPort(port) : o.shimPort(port);
+                DevCluster.Options options = o;
+                org.assertj.core.api.Assertions.assertThatThrownBy(() -> DevCluster.start(options).close())
+                        .as(flag).isInstanceOf(java.io.IOException.class)
+                        .hasMessage("cannot listen on 127.0.0.1:" + port + " (" + flag + "): another process already "
+                                + "listens on that port (another playground?); stop it, or give " + flag + " another "
+                                + "port, or leave " + flag + " out for a free one");
+            }
+        }
+    }
 }

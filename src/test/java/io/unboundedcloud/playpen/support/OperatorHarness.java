@@ -129,6 +129,10 @@ public final class OperatorHarness implements AutoCloseable {
     }
 
     private static boolean portTaken(Throwable e) {
+        String m = String.valueOf(e.getMessage());
+        if (m.startsWith("cannot listen on") && !m.contains("(--listen-addr)")) {
+            return false; // another listener's port, which a test chose: not the HTTPS port this chose
+        }
         for (Throwable t = e; t != null; t = t.getCause()) {
             if (t instanceof java.net.BindException) {
                 return true;
