@@ -164,10 +164,18 @@ public final class DevMode implements AutoCloseable {
                         cluster.kubeconfigPath());
                 cluster.printTryIt(System.out, more);
             } else {
-                LOG.info(CLUSTER_ALONE_READY + " in {} ms with no operator: start replicas with --kubeconfig {} and"
-                        + " --listen-addr set to one of {}; kubectl is served once one answers /readyz",
-                        (System.nanoTime() - t0) / 1_000_000, cluster.operatorKubeconfigPath(),
-                        cluster.replicas().stream().map(URI::getAuthority).toList());
+                // one command per address, each with a management port of its own (two replicas on the default
+                // one would clash)
+                // (a Redfish password goes in a file, as for the replicas the playground starts: never in a log line)
+                List<String> flags = DevReplicas.passwordInAFile(DevReplicas.operatorFlags(args), cluster.devDir());
+                List<String> commands = new ArrayList<>();
+                for (URI r : cluster.replicas()) {
+                    commands.add(DevReplicas.printable(DevReplicas.command(cluster.operatorKubeconfigPath(),
+                            r.getAuthority(), FreePorts.pick(), Path.of(config.auditLogPath()), flags)));
+                }
+                LOG.info(CLUSTER_ALONE_READY + " in {} ms with no operator: start replicas with one of these commands"
+                        + " each: {}; kubectl is served once one answers /readyz", (System.nanoTime() - t0) / 1_000_000,
+                        String.join(" | ", commands));
             }
             return dev;
         } catch (Exception | Error e) {

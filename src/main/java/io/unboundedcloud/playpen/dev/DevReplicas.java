@@ -72,12 +72,7 @@ final class DevReplicas implements AutoCloseable {
         try {
             for (int i = 0; i < addresses.size(); i++) {
                 int management = FreePorts.pick();
-                List<String> command = new ArrayList<>(launcher());
-                command.add("--kubeconfig=" + operatorKubeconfig);
-                command.add("--listen-addr=" + addresses.get(i));
-                command.add("--management-addr=127.0.0.1:" + management);
-                command.add("--audit-log-path=" + auditLog);
-                command.addAll(flags);
+                List<String> command = command(operatorKubeconfig, addresses.get(i), management, auditLog, flags);
                 Path log = devDir.resolve("replica-" + i + ".log");
                 Files.deleteIfExists(log);
                 ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true)
@@ -96,6 +91,18 @@ final class DevReplicas implements AutoCloseable {
             all.close();
             throw e;
         }
+    }
+
+    /** The command line of a replica on {@code address}, its management listener on {@code managementPort}. */
+    static List<String> command(Path operatorKubeconfig, String address, int managementPort, Path auditLog,
+            List<String> operatorFlags) {
+        List<String> command = new ArrayList<>(launcher());
+        command.add("--kubeconfig=" + operatorKubeconfig);
+        command.add("--listen-addr=" + address);
+        command.add("--management-addr=127.0.0.1:" + managementPort);
+        command.add("--audit-log-path=" + auditLog);
+        command.addAll(operatorFlags);
+        return command;
     }
 
     private void exited(Replica r, Process p) {

@@ -40,6 +40,14 @@ class DevReplicasIT {
             Playground pg = suite.playground();
             assertThat(pg.endpoints()).containsKeys("KUBE_API_URL", "SHIM_URL", "OPERATOR_REPLICAS", "OPERATOR_KUBECONFIG")
                     .doesNotContainKey("OPERATOR_URL");
+            // the cluster alone says how to start each replica: its address and a management port of its own (two
+            // replicas on the default management port would clash)
+            String announced = Files.readAllLines(pg.dir().resolve("cluster.log")).stream()
+                    .filter(l -> l.contains("dev cluster ready")).findFirst().orElseThrow();
+            for (String addr : pg.endpoints().get("OPERATOR_REPLICAS").split(",")) {
+                String hostPort = java.net.URI.create(addr.trim()).getAuthority();
+                assertThat(announced).contains("--listen-addr=" + hostPort + " --management-addr=127.0.0.1:");
+            }
             HttpClient plain = HttpClient.newHttpClient();
             int n = 0;
             // round robin over two ready replicas: within a handful of allocs both must have served one
