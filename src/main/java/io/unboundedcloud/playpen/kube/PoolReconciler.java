@@ -143,6 +143,11 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         private int existed;
         private int deleted;
         private RuntimeException failure;
+        /**
+         * The first delete that failed this pass: the pass fails with it, but only after the create step ran (a pod
+         * that cannot be deleted must not keep any pool from filling).
+         */
+        private RuntimeException deleteFailure;
         private boolean finished;
 
         Pass(Instant now) {
@@ -519,18 +524,40 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      * is never deleted; a stale or surplus one the plan let go because other ready idle pods stay goes only while
      * enough of them still do, in the cache ({@link #enoughReadyLeft}) and then in the API server
      * ({@link #enoughReadyLeftInApiServer}: one read per pool that deletes such a pod, none on a pass that does not).
+     * A delete that fails (refused, or no answer) leaves that pool's other deletes for the next pass, and the other
+     * pools' deletes and every pool's creates go on: the pass fails with the first such failure once the create step
+     * has run ({@link #finish}). A pool's planned pods never wait on its deletes (the pod a delete leaves keeps its
+     * port; the new one takes another).
      */
     public Pass delete(Pass pass) {
         return step(pass, () -> {
+            Set<PoolTarget> failedPools = new HashSet<>();
             for (PoolPlan.Deletion d : pass.plan.toDelete()) {
                 if (!leader.getAsBoolean()) {
                     droppedWhileNotLeading();
                     return;
                 }
+                if (failedPools.contains(d.target())) {
+                    continue;
+                }
                 if (!enoughReadyLeft(d, pass.deletedNames) || !enoughReadyLeftInApiServer(d, pass)) {
                     continue;
                 }
-                if (deleteIdle(d)) {
+                boolean deleted;
+                try {
+                    deleted = deleteIdle(d);
+                } catch (KubernetesClientException e) {
+                    LOG.warn("pod={}/{} pool={} reason={} outcome=delete-failed code={} {}; the pool's other deletes "
+                            + "wait for the next pass, its creates and the other pools' go on",
+                            config.runnerNamespace(), ManagedPods.name(d.pod()), d.target().key(), d.reason(),
+                            e.getCode(), e.getMessage());
+                    failedPools.add(d.target());
+                    if (pass.deleteFailure == null) {
+                        pass.deleteFailure = e;
+                    }
+                    continue;
+                }
+                if (deleted) {
                     pass.deleted++;
                     pass.deletedNames.add(ManagedPods.name(d.pod()));
                     if (d.why() == PoolPlan.Why.UNHEALTHY && signals != null) {
@@ -850,6 +877,9 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     public Result finish(Pass pass) {
         if (pass == null) {
             return new Result(0, 0, List.of(), true);
+        }
+        if (pass.failure == null && pass.deleteFailure != null) {
+            pass.failure = pass.deleteFailure; // the creates ran; the pass still fails with the delete's error
         }
         try {
             if (pass.plan != null) {

@@ -218,13 +218,55 @@ class PoolReconcilerDeleteTest {
             assertThat(seen.passFailed).last().isEqualTo(true);
             assertThat(seen.deleted).isEmpty();
             assertThat(seen.calls.get(KubeApiCall.PODS_DELETE)).isEqualTo(1);
-            assertThat(seen.calls.get(KubeApiCall.PODS_CREATE)).as("the create step skipped").isEqualTo(creates);
-            assertThat(podNames(cluster)).containsExactly(name);
+            // the replacement does not wait on the delete: the failed pod holds its port, the new one takes the next
+            assertThat(seen.calls.get(KubeApiCall.PODS_CREATE)).as("the create step ran").isEqualTo(creates + 1);
+            assertThat(podNames(cluster)).hasSize(2).contains(name);
 
             cluster.forbidden = key -> false;
             assertThat(pool.reconcile().deleted()).isEqualTo(1);
             assertThat(seen.deleted).containsExactly(name);
         }, RUNNER, NO_ARM);
+    }
+
+    /**
+     * A delete the API server refuses (RBAC without pods delete, a policy on DELETE) leaves that pod, and the pass
+     * still fails with it, but it does not keep the pools from filling: another pool's planned pod is created in the
+     * same pass.
+     */
+    @Test
+    void aRefusedDeleteOfOnePoolsPodLeavesThePoolsCreatesGoing() throws Exception {
+        withFollowingPool((cluster, pool, cache, seen) -> {
+            pool.runPassesWith(() -> { });
+            assertThat(pool.reconcile().created()).isEqualTo(2);
+            String amd = "playpen-runner-amd64-51820";
+            seen.awaitTold(amd, Optional::isPresent, "the amd64 pod told to the pools");
+            String arm = cluster.pods().stream().map(ManagedPods::name).filter(n -> n.contains("arm64")).findFirst()
+                    .orElseThrow();
+            seen.awaitTold(arm, Optional::isPresent, "the arm64 pod told to the pools");
+            cluster.client.pods().inNamespace(TestCluster.NS).withName(arm).edit(p -> new PodBuilder(p)
+                    .editOrNewStatus().withPhase("Failed").withReason("Evicted").endStatus().build());
+            seen.awaitTold(arm, p -> p.map(x -> x.getStatus() != null && "Failed".equals(x.getStatus().getPhase()))
+                    .orElse(false),
+                    "the eviction told to the pools");
+            Pod pod = cache.get(amd).orElseThrow();
+            new ClaimWriter(cluster.client, Clock.systemUTC(), new ApiCallCounter()).claim(pod,
+                    pod.getMetadata().getResourceVersion(), new AllocCommand(Hashes.keyHash("claimed"),
+                            ResourceType.RUNNER, "", TestCluster.wgKey(1), "amd64"));
+            seen.awaitTold(amd, p -> p.map(ManagedPods::isClaimed).orElse(false), "the claim told to the pools");
+            long creates = seen.calls.get(KubeApiCall.PODS_CREATE);
+            cluster.forbidden = key -> key.startsWith("DELETE ");
+
+            assertThatThrownBy(pool::reconcile)
+                    .isInstanceOfSatisfying(KubernetesClientException.class, e -> assertThat(e.getCode()).isEqualTo(403));
+
+            assertThat(seen.passFailed).last().isEqualTo(true);
+            assertThat(seen.deleted).isEmpty();
+            assertThat(podNames(cluster)).as("the evicted pod stays").contains(arm);
+            assertThat(seen.calls.get(KubeApiCall.PODS_CREATE)).as("both pools' creates sent")
+                    .isEqualTo(creates + 2);
+            assertThat(podNames(cluster)).filteredOn(n -> n.contains("amd64")).as("the amd64 pool refilled")
+                    .hasSize(2);
+        }, "--runner-amd64-count=1", "--runner-arm64-count=1");
     }
 
     /** An observer that throws when told of a pass ends that pass with its error, and leaves the next one free. */
