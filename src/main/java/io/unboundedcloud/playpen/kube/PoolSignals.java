@@ -23,9 +23,9 @@ import io.unboundedcloud.playpen.model.TemplateHashes;
 /**
  * What every replica learns about the pools from the pod watch, so that each one (not only the leader) knows it and
  * a new leader starts with it: per pool, its back-off (a pod of the current template deleted while unhealthy without
- * ever having been ready is a failed replacement; a pod of that template that becomes ready, a new one or one ready
- * again after it was not, ends the back-off), its time-to-ready and its allocation rate (claims seen by the watch,
- * whichever replica made them).
+ * ever having been ready, or deleted crash-looping after it was, is a failed replacement; a pod of that template that
+ * becomes ready, a new one or one ready again after it was not with no container restarted since, ends the
+ * back-off), its time-to-ready and its allocation rate (claims seen by the watch, whichever replica made them).
  */
 public final class PoolSignals implements PodCache.Listener {
 
@@ -44,7 +44,10 @@ public final class PoolSignals implements PodCache.Listener {
             if (recovered()) {
                 return "pool " + pool + " recovered: pod " + ManagedPods.name(pod) + " became ready; creates resume";
             }
-            return "pool " + pool + ": " + view.failures() + " replacement(s) in a row never became ready (last: pod "
+            return "pool " + pool + ": " + view.failures() + " replacement(s) in a row "
+                    + (problem == PoolHealth.Problem.CRASH_LOOP ? "never became ready or crash-looped"
+                            : "never became ready")
+                    + " (last: pod "
                     + ManagedPods.name(pod) + ", " + problem.reason() + "); the pool waits " + view.delay().toSeconds()
                     + " s, then creates one pod at a time until one is ready";
         }
@@ -79,6 +82,16 @@ public final class PoolSignals implements PodCache.Listener {
     private final Set<String> starting = ConcurrentHashMap.newKeySet();
     /** uids seen ready and then not ready: becoming ready again ends a back-off as a first ready does. */
     private final Set<String> unreadyAgain = ConcurrentHashMap.newKeySet();
+    /**
+     * uid -> its containers' restarts when it was last seen becoming ready: a pod ready again after more restarts was
+     * only restarted (a crash, then a moment's readiness), which ends no back-off.
+     */
+    private final Map<String, Integer> restartsWhenReady = new ConcurrentHashMap<>();
+    /**
+     * uid -> the failures of the back-off its becoming ready ended: should it then crash-loop, the back-off goes on
+     * from there. Kept for a while after the pod is gone (bounded), as {@link #failed} is.
+     */
+    private final Map<String, Integer> endedBackoff = recentMap();
     /** uid -> claimed as last seen, so a claim is counted when it happens, not when a list shows it. */
     private final Map<String, Boolean> claimed = new ConcurrentHashMap<>();
     /**
@@ -137,19 +150,24 @@ public final class PoolSignals implements PodCache.Listener {
 
     /**
      * The pool deleted an unhealthy idle pod: when it was never ready, that is a failed replacement (counted once
-     * per pod, whether this call or the watch's DELETED event comes first). Not when its node was lost (gone, or
-     * NotReady past the grace): the node failed the pod, not the template, and the next pods go to other nodes.
+     * per pod, whether this call or the watch's DELETED event comes first). So is a pod that was ready and then
+     * crash-looped (at least three restarts: the template's pods do not keep running); should its becoming ready have
+     * ended a back-off, the back-off goes on from there. Not a pod that was ready and then failed otherwise (evicted),
+     * and not when its node was lost (gone, or NotReady past the grace): the node failed the pod, not the template,
+     * and the next pods go to other nodes.
      */
     public void deletedUnhealthy(PoolTarget target, Pod pod, PoolHealth.Problem problem) {
         String uid = pod.getMetadata().getUid();
-        if (uid == null || problem.forceDelete() || seenReady(uid) || !ofCurrentTemplate(target, pod)
-                || !failed.add(uid)) {
+        if (uid == null || problem.forceDelete() || seenReady(uid) && problem != PoolHealth.Problem.CRASH_LOOP
+                || !ofCurrentTemplate(target, pod) || !failed.add(uid)) {
             return;
         }
         // the failure dates from when the pod's delete began (the leader's pass deleted it then), not from when a
         // watch showed it gone a grace period later: every replica pauses the pool from the same moment
         Instant now = clock.instant();
-        PoolBackoff.View v = backoff(target).failed(deleteBegan(pod).filter(t -> t.isBefore(now)).orElse(now));
+        Instant at = deleteBegan(pod).filter(t -> t.isBefore(now)).orElse(now);
+        Integer ended = endedBackoff.remove(uid);
+        PoolBackoff.View v = ended != null ? backoff(target).failedAfter(ended, at) : backoff(target).failed(at);
         BackoffChange c = new BackoffChange(target, v, problem, pod);
         lastFailure.put(target, c);
         observers.forEach(o -> o.backoffChanged(c));
@@ -176,9 +194,12 @@ public final class PoolSignals implements PodCache.Listener {
             }
             starting.remove(uid);
             unreadyAgain.remove(uid);
+            restartsWhenReady.remove(uid);
             Optional<PoolHealth.Problem> whenDeleteBegan = atDelete.remove(uid);
-            if (!wasReady && !ManagedPods.isClaimed(pod) && (wasClaimed == null || !wasClaimed)) {
+            if (!ManagedPods.isClaimed(pod) && (wasClaimed == null || !wasClaimed)) {
+                // a pod that was ready counts only when it crash-looped (deletedUnhealthy)
                 (whenDeleteBegan != null ? whenDeleteBegan : problemAtDelete(pod))
+                        .filter(p -> !wasReady || p == PoolHealth.Problem.CRASH_LOOP)
                         .ifPresent(p -> deletedUnhealthy(target.get(), pod, p));
             }
             return;
@@ -189,8 +210,11 @@ public final class PoolSignals implements PodCache.Listener {
             demand(target.get()).claimed(clock.instant());
         }
         if (ManagedPods.isTerminating(pod)) {
-            if (!isClaimed && !seenReady(uid) && !atDelete.containsKey(uid) && atDelete.size() < MAX_TRACKED) {
-                atDelete.put(uid, problemAtDelete(pod));
+            if (!isClaimed && !atDelete.containsKey(uid) && atDelete.size() < MAX_TRACKED) {
+                Optional<PoolHealth.Problem> problem = problemAtDelete(pod);
+                if (!seenReady(uid) || problem.filter(p -> p == PoolHealth.Problem.CRASH_LOOP).isPresent()) {
+                    atDelete.put(uid, problem);
+                }
             }
             return;
         }
@@ -210,10 +234,20 @@ public final class PoolSignals implements PodCache.Listener {
             }
         }
         // a pod that becomes ready, for the first time or again after it was not: an update of a pod that stays
-        // ready (a claim, a renewal) tells nothing new
-        if (firstReady || ready && unreadyAgain.remove(uid)) {
+        // ready (a claim, a renewal) tells nothing new, nor does a pod ready again because its container was
+        // restarted (a crash, then a moment's readiness: the runner has no readiness probe)
+        boolean readyAgain = !firstReady && ready && unreadyAgain.remove(uid);
+        boolean restartedSince = false;
+        if (firstReady || readyAgain) {
+            int restarts = restarts(pod);
+            Integer before = restartsWhenReady.put(uid, restarts);
+            restartedSince = readyAgain && before != null && restarts > before;
+        }
+        if (firstReady || readyAgain && !restartedSince) {
             // only a pod of the current template tells that the pods the pool creates now can get ready
-            if (ofCurrentTemplate(target.get(), pod) && backoff(target.get()).succeeded()) {
+            int ended = ofCurrentTemplate(target.get(), pod) ? backoff(target.get()).ended() : 0;
+            if (ended > 0) {
+                endedBackoff.put(uid, ended);
                 lastFailure.remove(target.get());
                 BackoffChange c = new BackoffChange(target.get(), PoolBackoff.View.NONE, null, pod);
                 observers.forEach(o -> o.backoffChanged(c));
@@ -303,6 +337,27 @@ public final class PoolSignals implements PodCache.Listener {
     }
 
     private static final int RECENT = 50_000;
+
+    /** A thread-safe map that forgets its oldest entries beyond {@value #RECENT}. */
+    private static Map<String, Integer> recentMap() {
+        return java.util.Collections.synchronizedMap(new java.util.LinkedHashMap<String, Integer>() {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<String, Integer> eldest) {
+                return size() > RECENT;
+            }
+        });
+    }
+
+    /** The restarts of the pod's containers, together. */
+    private static int restarts(Pod pod) {
+        int n = 0;
+        if (pod.getStatus() != null && pod.getStatus().getContainerStatuses() != null) {
+            for (io.fabric8.kubernetes.api.model.ContainerStatus c : pod.getStatus().getContainerStatuses()) {
+                n += c.getRestartCount() == null ? 0 : c.getRestartCount();
+            }
+        }
+        return n;
+    }
 
     private static Instant created(Pod pod) {
         try {

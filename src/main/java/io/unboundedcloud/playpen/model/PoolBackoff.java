@@ -4,7 +4,8 @@ import java.time.Duration;
 import java.time.Instant;
 
 /**
- * One pool's back-off: each replacement that fails (deleted as unhealthy, its node not lost, without ever having been ready) doubles
+ * One pool's back-off: each replacement that fails (deleted as unhealthy, its node not lost, without ever having been ready,
+ * or crash-looping after it was) doubles
  * the pause before the pool creates again, from {@code base} up to {@code max}; a pod of the pool's current
  * template that becomes ready (a new one, or one ready again after it was not) ends it. While a pool is backing off it creates nothing; once the pause is over it
  * creates one pod at a time until one becomes ready, so a broken image or a node that rejects every pod costs a bounded number of
@@ -49,9 +50,24 @@ public final class PoolBackoff {
         return view();
     }
 
+    /**
+     * A replacement failed at {@code at} after a ready of it had ended a back-off of {@code ended} failures: the
+     * back-off goes on from there (that ready proved nothing), so a template whose pods get ready and then crash-loop
+     * doubles the pause as one whose pods never get ready does.
+     */
+    public synchronized View failedAfter(int ended, Instant at) {
+        failures = Math.max(failures, ended);
+        return failed(at);
+    }
+
     /** A pod of the pool became ready: the back-off ends. Returns whether there was one. */
     public synchronized boolean succeeded() {
-        boolean was = failures > 0;
+        return ended() > 0;
+    }
+
+    /** A pod of the pool became ready: the back-off ends. Returns how many failures it had (0: none). */
+    public synchronized int ended() {
+        int was = failures;
         failures = 0;
         lastFailure = null;
         return was;

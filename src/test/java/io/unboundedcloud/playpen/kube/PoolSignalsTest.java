@@ -333,6 +333,96 @@ class PoolSignalsTest {
         assertThat(signals.backoff(AMD64).view().backingOff()).as("after a ready pod was claimed").isTrue();
     }
 
+    /** {@code p} with its container restarted {@code restarts} times, running (ready or not as {@code p} is). */
+    static Pod restarted(Pod p, int restarts) {
+        return new PodBuilder(p).editStatus().editFirstContainerStatus().withRestartCount(restarts).endContainerStatus()
+                .endStatus().build();
+    }
+
+    /** {@code p} not ready, its container waiting in CrashLoopBackOff after {@code restarts} restarts. */
+    static Pod crashLooping(Pod p, int restarts) {
+        return new PodBuilder(p).editStatus().editFirstContainerStatus().withReady(false).withRestartCount(restarts)
+                .withNewState().withNewWaiting().withReason("CrashLoopBackOff").endWaiting().endState()
+                .endContainerStatus().endStatus().build();
+    }
+
+    /**
+     * A pod that became ready and then crash-loops (its container passes for ready for a moment after each restart,
+     * as the runner's does with no readiness probe) is evidence against the template, as a pod that never gets ready
+     * is: its delete as CrashLoopBackOff is a failed replacement, and a "ready again" that only a container restart
+     * brought ends no back-off.
+     */
+    @Test
+    void aPodThatCrashLoopsAfterItWasReadyIsAFailedReplacement() {
+        Pod a = starting("a", T0);
+        signals.onPodEvent(PodCache.Change.ADDED, a);
+        signals.onPodEvent(PodCache.Change.UPDATED, ready(a));
+        // the container exits: not ready, restarted once
+        signals.onPodEvent(PodCache.Change.UPDATED, stoppedAt(restarted(a, 1), "Running", T0.plusSeconds(20)));
+        // another replacement fails meanwhile: the pool backs off
+        Pod failed = new PodBuilder(planner.podFor(AMD64, 51821)).editMetadata().withUid("failed")
+                .withCreationTimestamp(T0.toString()).endMetadata().build();
+        signals.onPodEvent(PodCache.Change.ADDED, failed);
+        clock.now = T0.plus(Duration.ofMinutes(2));
+        signals.deletedUnhealthy(AMD64, failed, PoolHealth.Problem.NOT_READY_IN_TIME);
+        assertThat(signals.backoff(AMD64).view().failures()).isEqualTo(1);
+        // ready again only because its container was restarted: no sign that the template's pods work
+        signals.onPodEvent(PodCache.Change.UPDATED, restarted(ready(a), 1));
+        assertThat(signals.backoff(AMD64).view().failures()).as("after a ready again that a restart brought")
+                .isEqualTo(1);
+        assertThat(changes).noneMatch(PoolSignals.BackoffChange::recovered);
+        // it crash-loops and the pool deletes it
+        Pod looping = crashLooping(ready(a), 3);
+        signals.onPodEvent(PodCache.Change.UPDATED, looping);
+        signals.deletedUnhealthy(AMD64, looping, PoolHealth.Problem.CRASH_LOOP);
+        signals.onPodEvent(PodCache.Change.DELETED, looping);
+        assertThat(signals.backoff(AMD64).view().failures()).isEqualTo(2);
+        assertThat(changes).last().satisfies(c -> {
+            assertThat(c.problem()).isEqualTo(PoolHealth.Problem.CRASH_LOOP);
+            assertThat(c.message()).contains("crash-looped", "CrashLoopBackOff");
+        });
+    }
+
+    /**
+     * An image whose pods get ready and then crash-loop: each new pod's first ready ends the back-off, and its crash
+     * loop takes it up again where that ready ended it, so the pause doubles up to its maximum as for a never-ready
+     * image instead of starting over at the base after every pod. Learnt from the watch alone too (another replica's
+     * delete), as every replica learns the back-off.
+     */
+    @Test
+    void podsThatGetReadyAndThenCrashLoopDoubleThePause() {
+        List<Integer> failures = new ArrayList<>();
+        List<Duration> delays = new ArrayList<>();
+        for (int i = 0; i < 7; i++) {
+            Pod p = starting("p" + i, clock.now);
+            signals.onPodEvent(PodCache.Change.ADDED, p);
+            signals.onPodEvent(PodCache.Change.UPDATED, ready(p));
+            clock.now = clock.now.plusSeconds(20);
+            signals.onPodEvent(PodCache.Change.UPDATED, stoppedAt(restarted(p, 1), "Running", clock.now));
+            clock.now = clock.now.plusSeconds(10);
+            signals.onPodEvent(PodCache.Change.UPDATED, restarted(ready(p), 1));
+            clock.now = clock.now.plusSeconds(60);
+            Pod looping = crashLooping(ready(p), 3);
+            signals.onPodEvent(PodCache.Change.UPDATED, looping);
+            if (i % 2 == 0) {
+                signals.deletedUnhealthy(AMD64, looping, PoolHealth.Problem.CRASH_LOOP);
+                signals.onPodEvent(PodCache.Change.DELETED, looping);
+            } else {
+                // deleted by the leader elsewhere: this replica sees its delete begin, then the pod gone
+                Pod deleting = terminating(looping);
+                signals.onPodEvent(PodCache.Change.UPDATED, deleting);
+                signals.onPodEvent(PodCache.Change.DELETED, deleting);
+            }
+            failures.add(signals.backoff(AMD64).view().failures());
+            delays.add(signals.backoff(AMD64).view().delay());
+            Instant next = signals.backoff(AMD64).view().nextCreateAt();
+            clock.now = next != null ? next : clock.now.plusSeconds(10);
+        }
+        assertThat(failures).containsExactly(1, 2, 3, 4, 5, 6, 7);
+        assertThat(delays).startsWith(Duration.ofSeconds(10), Duration.ofSeconds(20), Duration.ofSeconds(40))
+                .endsWith(config.pools().backoffMax());
+    }
+
     /** {@code p} stopped at {@code at} in {@code phase}: its container terminated then. */
     static Pod stoppedAt(Pod p, String phase, Instant at) {
         return new PodBuilder(p).editStatus().withPhase(phase).editFirstContainerStatus().withNewState()
