@@ -308,7 +308,10 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
         deletedCounter(d.target(), d.reason()).increment();
     }
 
-    /** playpen_pool_create_refused_total{resource_type,variant}: pod creates the API server refused (a 4xx). */
+    /**
+     * playpen_pool_create_refused_total{resource_type,variant}: pod creates the API server refused (a 4xx) or failed
+     * (a 5xx, a 429, no answer; not there when read back).
+     */
     @Override
     public void createRefused(PoolReconciler.CreateRefusal r) {
         refusedCounter(r.target()).increment();
@@ -316,8 +319,9 @@ public final class OperatorMetrics implements PoolReconciler.Observer, TtlExpire
 
     private Counter refusedCounter(PoolTarget t) {
         return refusedCounters.computeIfAbsent(t.key(), k -> Counter.builder("playpen_pool_create_refused")
-                .description("pod creates of the pool the API server refused (a 4xx other than 409 and 429: a "
-                        + "ResourceQuota, an admission webhook, a bad template); the pool's creates pause")
+                .description("pod creates of the pool the API server refused (a 4xx other than 409: a ResourceQuota, "
+                        + "an admission webhook, a bad template) or failed (a 5xx such as a webhook it cannot reach, a "
+                        + "429, no answer); the pool's creates pause")
                 .tag("resource_type", t.type().wire()).tag("variant", t.variant())
                 .register(registry));
     }

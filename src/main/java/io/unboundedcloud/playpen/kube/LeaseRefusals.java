@@ -36,13 +36,33 @@ public final class LeaseRefusals {
         /** The message of the pool's Degraded condition CreateRefused at {@code now}. */
         public String condition(String pool, String runnerNamespace, Instant now) {
             long seconds = Math.max(0, (java.time.Duration.between(now, until).toMillis() + 999) / 1000);
-            return "the API server refused " + (refusals == 1 ? "the last pod create"
-                    : "the last " + refusals + " pod creates in a row") + " of pool " + pool + " with HTTP " + code
+            return "the API server " + answered(code, (refusals == 1 ? "the last pod create"
+                    : "the last " + refusals + " pod creates in a row") + " of pool " + pool)
                     + " (" + serverMessage + "); the pool creates no pod until one succeeds, trying again "
                     + (seconds > 0 ? "in " + seconds + " s" : "at its next pass")
-                    + "; check ResourceQuota and admission webhooks in namespace " + runnerNamespace
-                    + ", and the pod template flags (each refusal is a Warning Event CreateRefused on the operator)";
+                    + "; " + whatToCheck(code, "namespace " + runnerNamespace)
+                    + " (each one is a Warning Event CreateRefused on the operator)";
         }
+    }
+
+    /**
+     * "refused {@code what} with HTTP 403" for a refusal; for a create that failed without a clear answer (a 5xx, a
+     * 429, no answer at all), "failed {@code what} with HTTP 500" or "gave no answer to {@code what}".
+     */
+    static String answered(int code, String what) {
+        if (code <= 0) {
+            return "gave no answer to " + what;
+        }
+        return (code == 429 || code >= 500 ? "failed " : "refused ") + what + " with HTTP " + code;
+    }
+
+    /** What to look at for a create answered {@code code} in {@code where} ("namespace playpen"). */
+    static String whatToCheck(int code, String where) {
+        if (code <= 0 || code == 429 || code >= 500) {
+            return "check the API server and the admission webhooks pod creates in " + where + " call (a 500 "
+                    + "'failed calling webhook' names one: its Service, endpoints and failurePolicy)";
+        }
+        return "check ResourceQuota and admission webhooks in " + where + ", and the pod template flags";
     }
 
     /** What a Lease shows: its holder and, by pool name, the refusals that holder published (empty: none). */

@@ -91,7 +91,10 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         default void unhealthyAllocated(PoolPlan.Unhealthy report) {
         }
 
-        /** A create the API server refused (a 4xx other than 409 and 429): the pool's creates pause. */
+        /**
+         * A create the API server refused (a 4xx other than 409) or failed (a 5xx, a 429, no answer; not there when
+         * read back): the pool's creates pause.
+         */
         default void createRefused(CreateRefusal refusal) {
         }
 
@@ -110,9 +113,10 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
      */
     public record CreateRefusal(PoolTarget target, int code, String serverMessage, Duration pause) {
         public String message() {
-            return "pool " + target.key() + ": the API server refused a pod create with HTTP " + code + " ("
+            return "pool " + target.key() + ": the API server " + LeaseRefusals.answered(code, "a pod create") + " ("
                     + serverMessage + "); the pool creates no pod for " + (pause.toMillis() % 1000 == 0
-                            ? pause.toMillis() / 1000 + " s" : pause.toMillis() + " ms") + "; check ResourceQuota and admission webhooks in the namespace, and the pod template flags";
+                            ? pause.toMillis() / 1000 + " s" : pause.toMillis() + " ms") + "; "
+                    + LeaseRefusals.whatToCheck(code, "the namespace");
         }
     }
 
@@ -209,12 +213,18 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     private final Map<String, Long> expected = new ConcurrentHashMap<>();
     /**
      * hostPorts, by kind, whose pod name a create met taken by a pod that is not the pool's own (claimed,
-     * terminating or someone else's) that the watch had not shown, or whose create got no clear answer and was not
-     * there when read back (the API server may still commit it): when last met. Later plans count them used
+     * terminating or someone else's) that the watch had not shown: when last met. Later plans count them used
      * until they lapse with the expectations, so a run of such ports longer than one pass's tries is walked across
-     * passes instead of met again from its start, and a create that lands late never shares its port.
+     * passes instead of met again from its start.
      */
     private final Map<ResourceType, Map<Integer, Long>> heldElsewhere = new ConcurrentHashMap<>();
+    /**
+     * hostPorts, by kind, whose create got no clear answer (a 5xx, a 429, no answer) and was not there when read back
+     * (the API server may still commit it): when. Until they lapse with the expectations no pod is planned on them,
+     * so a create that lands late never shares its port; they do not count toward a full range (a webhook that
+     * fails every create must not read as a range to widen).
+     */
+    private final Map<ResourceType, Map<Integer, Long>> inDoubt = new ConcurrentHashMap<>();
     /**
      * The pods as the watch reports them, counted for the pools (host ports held, each pool's idle pods and the
      * allocated ones a pass must judge): a pass plans from it without walking every pod.
@@ -476,7 +486,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                 LOG.info("outcome=nodes-not-synced the node cache has not synced yet: this pass deletes no stale or "
                         + "surplus pod (a pass after it has does)");
             }
-            pass.plan = planner.plan(tally, expectedNow, heldElsewhereNow(), ctx);
+            pass.plan = planner.plan(tally, expectedNow, heldElsewhereNow(), portsNow(inDoubt), ctx);
             lastPlanCpuNanos = Math.max(0, threadCpuNanos.getAsLong() - cpu0);
             planCpuNanos.add(lastPlanCpuNanos);
             pass.exhausted.addAll(pass.plan.exhausted());
@@ -719,8 +729,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     /**
      * The create step: the planned pods, on the lowest free hostPorts (AlreadyExists moves on to the next one). A
      * pool whose create fails tries no more this pass; the other pools go on, and the step ends with the first
-     * failure. A create the API server refused (a 4xx other than 409 and 429) also pauses the pool's creates on
-     * this leader, 1 s doubling per refusal in a row up to --reconcile-interval, until a create succeeds or a pass
+     * failure. A create the API server refused (a 4xx other than 409), or failed without a clear answer (a 5xx, a
+     * 429, none) and that is not there when read back, also pauses the pool's creates on this leader, 1 s doubling per refusal in a row up to --reconcile-interval, until a create succeeds or a pass
      * needs no new pod of the pool; while it lasts the pool's Degraded condition says so
      * ({@link #createRefusedCondition}).
      */
@@ -752,7 +762,9 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                         refused.remove(planned.target());
                     }
                 } catch (KubernetesClientException e) {
-                    if (isRefusal(e)) {
+                    if (isRefusal(e) || ClaimWriter.mayHaveLanded(e)) {
+                        // refused, or failed without a clear answer (a webhook that cannot be reached answers 500
+                        // on every create, an overloaded API server 429 or 5xx): the pool pauses either way
                         refusedCreate(planned.target(), e, pass.now);
                     }
                     // refused (an admission rule, a quota) or unknown: this pool's next pods would most likely
@@ -835,7 +847,10 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         return code >= 400 && code < 500 && code != 409 && code != 429;
     }
 
-    /** A refused create: the pool's creates pause (1 s, doubling per refusal in a row, up to the interval); told. */
+    /**
+     * A refused or failed create: the pool's creates pause (1 s, doubling per refusal or failure in a row, up to the
+     * interval); told.
+     */
     private void refusedCreate(PoolTarget target, KubernetesClientException e, Instant now) {
         // capped by the interval, but never below the first pause (unlike a TTL delete's retries)
         Duration max = config.reconcileInterval().compareTo(REFUSAL_FIRST_PAUSE) > 0 ? config.reconcileInterval()
@@ -844,7 +859,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         int refusals = was == null ? 1 : was.refusals() + 1;
         Duration pause = new Backoff(REFUSAL_FIRST_PAUSE, max).after(refusals);
         String text = e.getStatus() != null && e.getStatus().getMessage() != null ? e.getStatus().getMessage()
-                : "no message";
+                : e.getCode() <= 0 && e.getMessage() != null ? e.getMessage() : "no message";
         text = text.replaceAll("\\s+", " ").strip();
         if (text.length() > REFUSAL_MESSAGE_MAX) {
             text = text.substring(0, REFUSAL_MESSAGE_MAX) + "...";
@@ -1045,7 +1060,8 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                             // not there yet, but the API server runs a request on after it answered (504) or the
                             // connection broke, and may still commit it: until the expectations lapse its port
                             // is taken, so that no pod of another pool (another name) is created on it meanwhile
-                            holdPort(planned.target().type(), port);
+                            inDoubt.computeIfAbsent(planned.target().type(), t -> new ConcurrentHashMap<>())
+                                    .put(port, nanoTime.getAsLong());
                         }
                     }
                     throw e;
@@ -1070,7 +1086,10 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
             used.add(port);
             OptionalInt next = ports.next(used, port);
             if (next.isEmpty() || conflicts >= ALREADY_EXISTS_RETRIES) {
-                return new Attempt(false, conflicts + 1, next.isEmpty());
+                // ports in doubt (a create that may still land) do not make the range full: they lapse
+                boolean full = next.isEmpty()
+                        && inDoubt.getOrDefault(planned.target().type(), Map.of()).isEmpty();
+                return new Attempt(false, conflicts + 1, full);
             }
             port = next.getAsInt();
             used.add(port);
@@ -1336,12 +1355,18 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
         expected.entrySet().removeIf(e -> now - e.getValue() > EXPECTATION_TTL_NANOS);
         heldElsewhere.values()
                 .forEach(ports -> ports.entrySet().removeIf(e -> now - e.getValue() > EXPECTATION_TTL_NANOS));
+        inDoubt.values()
+                .forEach(ports -> ports.entrySet().removeIf(e -> now - e.getValue() > EXPECTATION_TTL_NANOS));
     }
 
     /** The ports held elsewhere now, for a plan: it treats them as used, so it neither plans nor counts them free. */
     private Map<ResourceType, Set<Integer>> heldElsewhereNow() {
+        return portsNow(heldElsewhere);
+    }
+
+    private static Map<ResourceType, Set<Integer>> portsNow(Map<ResourceType, Map<Integer, Long>> held) {
         Map<ResourceType, Set<Integer>> now = new EnumMap<>(ResourceType.class);
-        heldElsewhere.forEach((type, ports) -> now.put(type, Set.copyOf(ports.keySet())));
+        held.forEach((type, ports) -> now.put(type, Set.copyOf(ports.keySet())));
         return now;
     }
 

@@ -172,6 +172,17 @@ public final class PoolPlanner {
      */
     public PoolPlan plan(PoolTally tally, Set<String> expected, Map<ResourceType, Set<Integer>> heldElsewhere,
             Context ctx) {
+        return plan(tally, expected, heldElsewhere, Map.of(), ctx);
+    }
+
+    /**
+     * As {@link #plan(PoolTally, Set, Map, Context)}, with ports {@code inDoubt}: a create on them failed without a
+     * clear answer (a 5xx, a 429, no answer) and was not there when read back, so the API server may still commit it.
+     * They steer: no pod is planned on them. They do not fill the range: a pool that finds no other port is not told
+     * exhausted (the range is not what stops it, and the doubt lapses).
+     */
+    public PoolPlan plan(PoolTally tally, Set<String> expected, Map<ResourceType, Set<Integer>> heldElsewhere,
+            Map<ResourceType, Set<Integer>> inDoubt, Context ctx) {
         PoolTally.Snapshot counted = tally.snapshot(expected, nodeInDoubt(ctx));
         Map<ResourceType, Set<Integer>> used = new EnumMap<>(ResourceType.class);
         counted.used().forEach((type, ports) -> used.put(type, new PoolPlan.Overlaid(ports)));
@@ -188,6 +199,17 @@ public final class PoolPlanner {
             countExpected(name, used, members);
         }
         heldElsewhere.forEach((type, ports) -> used.get(type).addAll(ports));
+        Map<ResourceType, Set<Integer>> doubtOnly = new EnumMap<>(ResourceType.class);
+        inDoubt.forEach((type, ports) -> {
+            Set<Integer> kindUsed = used.get(type);
+            Set<Integer> only = new java.util.HashSet<>();
+            for (int port : ports) {
+                if (kindUsed.add(port)) {
+                    only.add(port);
+                }
+            }
+            doubtOnly.put(type, only);
+        });
 
         List<PoolPlan.PlannedPod> toCreate = new ArrayList<>();
         List<PoolPlan.Exhaustion> exhausted = new ArrayList<>();
@@ -215,9 +237,17 @@ public final class PoolPlanner {
                     kindUsed.add(port);
                     toCreate.add(new PoolPlan.PlannedPod(target, port, podFor(target, port)));
                 }
-                if (allocation.exhausted()) {
+                int shortfall = allocation.shortfall();
+                Set<Integer> doubted = doubtOnly.getOrDefault(target.type(), Set.of());
+                if (shortfall > 0 && !doubted.isEmpty()) {
+                    // judged on the ports pods hold: the ports in doubt only steer
+                    Set<Integer> held = new java.util.HashSet<>(kindUsed);
+                    held.removeAll(doubted);
+                    shortfall = ports.allocate(held, d.creates).shortfall();
+                }
+                if (shortfall > 0) {
                     short_ = true;
-                    exhausted.add(new PoolPlan.Exhaustion(target, allocation.range(), allocation.shortfall()));
+                    exhausted.add(new PoolPlan.Exhaustion(target, allocation.range(), shortfall));
                 }
             }
             Template tpl = template(target);

@@ -37,7 +37,7 @@ class LeaseRefusalsTest {
         assertThat(reader.condition(p, "runner-amd64", NOW)).isEqualTo("the API server refused the last 2 pod creates"
                 + " in a row of pool runner-amd64 with HTTP 403 (pods \"playpen-runner-amd64-51820\" is forbidden: "
                 + "exceeded quota: pods); the pool creates no pod until one succeeds, trying again in 4 s; check "
-                + "ResourceQuota and admission webhooks in namespace playpen, and the pod template flags (each refusal "
+                + "ResourceQuota and admission webhooks in namespace playpen, and the pod template flags (each one "
                 + "is a Warning Event CreateRefused on the operator); the leader replica-a publishes this on Lease "
                 + "playpen-system/playpen-operator");
         assertThat(reader.condition(p, "runner-arm64", NOW)).as("a pool whose creates are not refused").isNull();

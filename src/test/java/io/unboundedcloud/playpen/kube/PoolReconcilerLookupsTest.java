@@ -202,8 +202,9 @@ class PoolReconcilerLookupsTest {
 
     @Test
     void aCreateThatDidNotLandIsTriedAgainByTheNextPass() throws Exception {
+        MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:00:00Z"));
         try (TestCluster cluster = TestCluster.start();
-                Wired w = Wired.of(cluster, true, "--runner-amd64-count=1", "--runner-arm64-count=0")) {
+                Wired w = Wired.of(cluster, true, true, clock, "--runner-amd64-count=1", "--runner-arm64-count=0")) {
             // both tries (fabric8 retries once) answered 500 before any write: the outcome is unknown, one read
             // finds no pod, so the name is not kept expected; but the API server may still commit that create, so
             // the next pass's pod takes the next hostPort
@@ -212,6 +213,7 @@ class PoolReconcilerLookupsTest {
                     e -> assertThat(e.getCode()).isEqualTo(500));
             assertThat(cluster.pods()).isEmpty();
             assertThat(w.calls().get(KubeApiCall.PODS_GET)).isEqualTo(1);
+            clock.now = clock.now.plusSeconds(1); // past the pause the failure started
             assertThat(w.pool().reconcile().created()).isEqualTo(1);
             assertThat(cluster.pods()).extracting(ManagedPods::name).containsExactly("playpen-runner-amd64-51821");
         }
@@ -241,13 +243,15 @@ class PoolReconcilerLookupsTest {
 
     @Test
     void aCreateAnswered503IsReadBackThenThePassAfterItCreates() throws Exception {
+        MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:00:00Z"));
         try (TestCluster cluster = TestCluster.start();
-                Wired w = Wired.of(cluster, true, "--runner-amd64-count=1", "--runner-arm64-count=0")) {
+                Wired w = Wired.of(cluster, true, true, clock, "--runner-amd64-count=1", "--runner-arm64-count=0")) {
             // a 503 (overload) refuses the write it answers, but the client sends a create once more by itself after
             // a 5xx, so the 503 that comes back may follow a first try that was written: the pod is read back
             cluster.server.expect().post().withPath(POST_PODS).andReturn(503, failure(503, null)).times(2);
             assertThatThrownBy(() -> w.pool().reconcile()).isInstanceOf(KubernetesClientException.class);
             assertThat(w.calls().get(KubeApiCall.PODS_GET)).isEqualTo(1);
+            clock.now = clock.now.plusSeconds(1); // past the pause the failure started
             assertThat(w.pool().reconcile().created()).isEqualTo(1);
         }
     }
@@ -316,17 +320,29 @@ class PoolReconcilerLookupsTest {
         }
     }
 
-    /** A 500 is no refusal: nothing paused or told, the next pass tries again. */
+    /**
+     * A 500 that leaves no pod (a webhook the API server cannot reach, an overloaded API server) pauses the pool's
+     * creates as a refusal does, and is told as a failure, not a refusal: the passes that follow at once do not hit
+     * the failing API server again; the first after the pause creates.
+     */
     @Test
-    void aServerErrorDoesNotPauseCreates() throws Exception {
+    void aServerErrorPausesCreatesAsARefusalDoes() throws Exception {
         MutableClock clock = new MutableClock(Instant.parse("2026-01-01T00:00:00Z"));
         try (TestCluster cluster = TestCluster.start();
                 Wired w = Wired.of(cluster, true, true, clock, "--runner-amd64-count=1", "--runner-arm64-count=0")) {
             List<PoolReconciler.CreateRefusal> told = refusalsTold(w);
             cluster.server.expect().post().withPath(POST_PODS).andReturn(500, STATUS_500).times(2);
             assertThatThrownBy(() -> w.pool().reconcile()).isInstanceOf(KubernetesClientException.class);
+            long creates = w.calls().get(KubeApiCall.PODS_CREATE);
+            assertThat(told).singleElement().satisfies(r -> {
+                assertThat(r.code()).isEqualTo(500);
+                assertThat(r.pause()).isEqualTo(Duration.ofSeconds(1));
+                assertThat(r.message()).contains("failed a pod create with HTTP 500").doesNotContain("refused");
+            });
+            assertThat(w.pool().reconcile().created()).as("within the pause").isZero();
+            assertThat(w.calls().get(KubeApiCall.PODS_CREATE)).isEqualTo(creates);
+            clock.now = clock.now.plusSeconds(1);
             assertThat(w.pool().reconcile().created()).isEqualTo(1);
-            assertThat(told).isEmpty();
         }
     }
 

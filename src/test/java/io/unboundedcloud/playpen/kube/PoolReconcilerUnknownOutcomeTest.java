@@ -268,4 +268,52 @@ class PoolReconcilerUnknownOutcomeTest {
         }, "--runner-amd64-count=0", "--runner-arm64-count=0", "--control-plane-count=1",
                 "--control-plane-versions=v1.33.0,v1.34.0");
     }
+
+    /**
+     * An admission webhook with failurePolicy Fail that cannot be reached: kube-apiserver answers every pod create
+     * 500 "failed calling webhook". The pool pauses its creates as after a refusal (1 s doubling), its Degraded
+     * condition says so with the API server's message, and the ports of the creates that may still land steer the
+     * next creates away without making the range count as full (no exhaustion told: its alert would say to widen a
+     * range that is not the trouble).
+     */
+    @Test
+    void aCreateFailingWith500IsPausedAndNeverReportedAsAFullRange() throws Exception {
+        io.unboundedcloud.playpen.support.MutableClock clock = new io.unboundedcloud.playpen.support.MutableClock(
+                java.time.Instant.parse("2026-12-01T12:00:00Z"));
+        PoolReconcilerPassTest.withFollowingPool(clock, (cluster, pool, cache, seen) -> {
+            pool.timeExpectationsWith(() -> 0L); // the held ports do not lapse during the test
+            String post = "POST /api/v1/namespaces/playpen/pods";
+            cluster.failBeforeWriteMessage = "Internal error occurred: failed calling webhook \"x.example.com\": "
+                    + "failed to call webhook: Post \"https://x.x-system.svc:443/validate\": connection refused";
+            cluster.failBeforeWrite = key -> key.equals(post);
+            io.unboundedcloud.playpen.model.PoolTarget amd64 = io.unboundedcloud.playpen.model.PoolTarget.runner("amd64");
+            // passes asked for by pod changes, 100 ms apart: only the first one posts, the others wait out the pause
+            for (int i = 0; i < 10; i++) {
+                try {
+                    pool.reconcile(); // the first pass fails with the 500, the paused ones create nothing
+                } catch (io.fabric8.kubernetes.client.KubernetesClientException e) {
+                    assertThat(e.getCode()).isEqualTo(500);
+                }
+                clock.now = clock.now.plusMillis(100);
+            }
+            long posts = seen.calls.get(KubeApiCall.PODS_CREATE);
+            assertThat(posts).as("one create (with the client's retry), then the pause").isBetween(1L, 2L);
+            assertThat(pool.createRefusedCondition(amd64, clock.now)).isNotNull()
+                    .contains("HTTP 500", "failed calling webhook", "runner-amd64");
+            // each later pass after its pause: the ports of the failed creates are held, the range is never full
+            for (int i = 0; i < 10; i++) {
+                clock.now = clock.now.plusSeconds(31);
+                try {
+                    pool.reconcile();
+                } catch (io.fabric8.kubernetes.client.KubernetesClientException e) {
+                    assertThat(e.getCode()).isEqualTo(500);
+                }
+            }
+            assertThat(seen.calls.get(KubeApiCall.PODS_CREATE)).as("creates sent after the first pause")
+                    .isGreaterThan(posts);
+            assertThat(seen.exhausted).as("no full range told").isEmpty();
+            assertThat(cluster.pods()).isEmpty();
+        }, "--runner-amd64-count=1", "--runner-arm64-count=0", "--runner-wireguard-host-port-start=51820",
+                "--runner-wireguard-host-port-end=51824");
+    }
 }

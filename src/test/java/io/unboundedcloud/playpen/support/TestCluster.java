@@ -79,6 +79,8 @@ public final class TestCluster implements AutoCloseable {
     public volatile Predicate<String> failAfterWrite = key -> false;
     /** Requests ("METHOD path") answered 500 without reaching the store: refused, nothing written. */
     public volatile Predicate<String> failBeforeWrite = key -> false;
+    /** The message of the 500 Status {@link #failBeforeWrite} answers with (null: none). */
+    public volatile String failBeforeWriteMessage;
     /**
      * Requests ("METHOD path") answered 429 Too Many Requests without reaching the store, as API Priority and Fairness
      * refuses a request when the API server is overloaded.
@@ -151,8 +153,11 @@ public final class TestCluster implements AutoCloseable {
                             + "\"message\":\"Too many requests, please try again later.\",\"code\":429}");
                 }
                 if (failBeforeWrite.test(key)) {
+                    String message = failBeforeWriteMessage;
                     return new MockResponse().setResponseCode(500).setBody(
-                            "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":500}");
+                            "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+                                    + (message == null ? "" : "\"message\":\"" + message.replace("\"", "'") + "\",")
+                                    + "\"code\":500}");
                 }
                 if (!"GET".equals(request.getMethod()) && holdWrite.test(key, request.getBody() == null ? ""
                         : new String(request.getBody().getBytes(), java.nio.charset.StandardCharsets.UTF_8))) {
