@@ -764,10 +764,7 @@ class AllocsRouteTest {
 
         for (String body : new String[] {null, "{\"preconditions\":{\"uid\":\"" + alices.getMetadata().getUid() + "\"}}"}) {
             // the id as the API server answered it just before the release: alice's allocation, as she read it
-            cluster.server.expect().get().withPath("/api/v1/namespaces/playpen/pods?labelSelector="
-                    + java.net.URLEncoder.encode(PlaypenKeys.ALLOCATED + "=" + id, java.nio.charset.StandardCharsets.UTF_8))
-                    .andReturn(200, new io.fabric8.kubernetes.api.model.PodListBuilder().withNewMetadata()
-                            .withResourceVersion("1").endMetadata().addToItems(alices).build()).once();
+            readOnceAs(id, alices);
             Map<String, String> before = podState();
             HttpResponse<String> del = sendBody("DELETE", ALLOCS + "/" + id, null, body, "alice", "playpen-users");
             assertStatus(del, 404, "NotFound", "allocs.playpen.unbounded-cloud.io \"" + id + "\" not found");
@@ -790,11 +787,16 @@ class AllocsRouteTest {
         String id = idOf(gone);
         assertThat(op.dealloc("{\"idempotencyKey\":\"" + key + "\"}").statusCode()).isEqualTo(204);
         op.awaitCache(c -> c.isEmpty());
+        readOnceAs(id, gone);
+        return id;
+    }
+
+    /** The API server answers the next read of allocation {@code id} (its LIST by label) with {@code asRead}. */
+    void readOnceAs(String id, Pod asRead) {
         cluster.server.expect().get().withPath("/api/v1/namespaces/playpen/pods?labelSelector="
                 + java.net.URLEncoder.encode(PlaypenKeys.ALLOCATED + "=" + id, java.nio.charset.StandardCharsets.UTF_8))
                 .andReturn(200, new io.fabric8.kubernetes.api.model.PodListBuilder().withNewMetadata()
-                        .withResourceVersion("1").endMetadata().addToItems(gone).build()).once();
-        return id;
+                        .withResourceVersion("1").endMetadata().addToItems(asRead).build()).once();
     }
 
     /**
@@ -915,10 +917,7 @@ class AllocsRouteTest {
         String deletionTimestamp = Instant.parse(cluster.client.pods().inNamespace("playpen").withName(pod).get()
                 .getMetadata().getDeletionTimestamp()).truncatedTo(java.time.temporal.ChronoUnit.SECONDS).toString();
         // the id is read as it was before the delete
-        cluster.server.expect().get().withPath("/api/v1/namespaces/playpen/pods?labelSelector="
-                + java.net.URLEncoder.encode(PlaypenKeys.ALLOCATED + "=" + id, java.nio.charset.StandardCharsets.UTF_8))
-                .andReturn(200, new io.fabric8.kubernetes.api.model.PodListBuilder().withNewMetadata()
-                        .withResourceVersion("1").endMetadata().addToItems(before).build()).once();
+        readOnceAs(id, before);
         Map<String, String> state = podState();
 
         HttpResponse<String> del = send("DELETE", ALLOCS + "/" + id, null, "alice", "playpen-users");
