@@ -90,6 +90,10 @@ final class AggregatorShim implements AutoCloseable {
     static final Duration DEFAULT_WATCH_BOUND = Duration.ofMinutes(5);
 
     /** What kubectl prints for {@code -w} on anything but the playpen group. */
+    static final String STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json";
+    static final String STRATEGIC_MERGE_UNSUPPORTED = "the dev playground cannot apply strategic merge patches"
+            + " (kubectl patch's default, and kubectl edit and apply of built-in kinds): add --type=merge or --type=json"
+            + " to kubectl patch; a real cluster can";
     static final String WATCH_UNSUPPORTED = "the dev playground cannot stream watches: run the command without -w"
             + " (for example every 2 seconds with: watch kubectl ...); a real cluster can";
 
@@ -362,6 +366,13 @@ final class AggregatorShim implements AutoCloseable {
             // the operator's watches are streamed through (forward); the simulated API's would need a stream of its own
             if (!operatorPath && query.matches("(^|.*&)watch=(true|1)(&.*|$)")) {
                 sendStatus(exchange, 501, "NotImplemented", WATCH_UNSUPPORTED);
+                return;
+            }
+            // the simulated API server answers a strategic merge patch with a bare 415 that kubectl prints as
+            // 'The Unknown "" is invalid'
+            if (!operatorPath && exchange.getRequestMethod().equals("PATCH") && String.valueOf(
+                    exchange.getRequestHeaders().getFirst("Content-Type")).startsWith(STRATEGIC_MERGE_PATCH)) {
+                sendStatus(exchange, 415, "UnsupportedMediaType", STRATEGIC_MERGE_UNSUPPORTED);
                 return;
             }
             if (operatorPath) {

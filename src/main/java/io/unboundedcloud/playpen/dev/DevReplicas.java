@@ -110,7 +110,8 @@ final class DevReplicas implements AutoCloseable {
             return;
         }
         // one line: the log formats turn line breaks into '?' (a log line cannot be forged by what it carries)
-        LOG.warn("dev replica-{} (pid {}) exited with code {} (its log: {}); start it again with: {}", r.index(),
+        LOG.warn("dev replica-{} (pid {}) exited with code {} (its log: {}); start it again with: {} (a replica you"
+                + " start is yours to stop with Ctrl-C: the playground stops only those it started)", r.index(),
                 p.pid(), p.exitValue(), r.log(), printable(r.command()));
     }
 

@@ -246,6 +246,26 @@ class DevClusterTest {
         assertThat(r.output()).contains("pod/hello");
     }
 
+    /**
+     * kubectl patch's default, a strategic merge patch, which the simulated API server cannot apply, is answered
+     * with what to send instead; a merge patch works.
+     */
+    @Test
+    void aStrategicMergePatchIsToldToUseAMergePatch() throws Exception {
+        cluster.client().pods().inNamespace("playpen").resource(new PodBuilder().withNewMetadata().withName("patched")
+                .endMetadata().withNewSpec().addNewContainer().withName("c").withImage("busybox").endContainer()
+                .endSpec().build()).create();
+        Result r = kubectl(cluster.kubeconfigPath(), "patch", "pod", "-n", "playpen", "patched", "-p",
+                "{\"metadata\":{\"labels\":{\"x\":\"y\"}}}");
+        assertThat(r.exit()).as(r.output()).isNotZero();
+        assertThat(r.output()).contains("add --type=merge or --type=json to kubectl patch");
+        Result merge = kubectl(cluster.kubeconfigPath(), "patch", "pod", "-n", "playpen", "patched", "--type=merge",
+                "-p", "{\"metadata\":{\"labels\":{\"x\":\"y\"}}}");
+        assertThat(merge.exit()).as(merge.output()).isZero();
+        assertThat(cluster.client().pods().inNamespace("playpen").withName("patched").get().getMetadata().getLabels())
+                .containsEntry("x", "y");
+    }
+
     @Test
     void healthEndpointsSayOkAndOtherPathsAreNotFoundAsKubeApiserverAnswersThem() throws Exception {
         for (String health : List.of("/readyz", "/livez", "/healthz")) {

@@ -86,7 +86,8 @@ class DevReplicasTest {
                     .containsExactlyInAnyOrder(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE);
             replica.process().destroyForcibly();
             OperatorHarness.awaitTrue(() -> restartLine() != null, Duration.ofSeconds(30), "the replica's exit logged");
-            assertThat(restartLine()).doesNotContain(password).contains("--runner-redfish-password-file=");
+            assertThat(restartLine()).doesNotContain(password).contains("--runner-redfish-password-file=")
+                    .contains("a replica you start is yours to stop");
         }
     }
 
