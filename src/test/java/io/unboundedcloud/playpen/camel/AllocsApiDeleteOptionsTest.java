@@ -97,10 +97,12 @@ class AllocsApiDeleteOptionsTest {
     void theGuardHoldsPreconditionsOnTheSelectedPodAsItIsDeletedAndOnNoOther() {
         AllocsApi api = new AllocsApi(null, null, new NodeCache(null), null, new io.unboundedcloud.playpen.model.TtlPolicy(Duration.ofHours(1)), 1, null, null, null);
         // no preconditions: the selected pod goes, whatever its version; another pod of the key never does (it is
-        // not this allocation: a claim being taken back, or the key's allocation made again since the read)
+        // not this allocation: a claim being taken back, or the key's allocation made again since the read), nor
+        // the pool's new pod of the same name (another uid: the key claimed again there since the read)
         for (AllocsApi.Preconditions none : new AllocsApi.Preconditions[] {null, new AllocsApi.Preconditions(null, null)}) {
             Predicate<Pod> any = api.deleteGuard(SELECTED, none);
-            assertThat(any.test(claimed(ALLOC.pod(), "uid-new", "43"))).isTrue();
+            assertThat(any.test(claimed(ALLOC.pod(), "uid-now", "43"))).isTrue();
+            assertThat(any.test(claimed(ALLOC.pod(), "uid-new", "43"))).isFalse();
             assertThat(any.test(claimed("playpen-runner-amd64-51821", "uid-other", "9"))).isFalse();
         }
 

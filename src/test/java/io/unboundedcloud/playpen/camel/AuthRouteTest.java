@@ -138,7 +138,8 @@ class AuthRouteTest {
         assertThat(sar.getSpec().getExtra()).containsEntry("scopes", List.of("view", "edit"))
                 .containsEntry("acme.com/project", List.of("p1"));
         assertThat(sar.getSpec().getResourceAttributes().getGroup()).isEqualTo("playpen.unbounded-cloud.io");
-        assertThat(sar.getSpec().getResourceAttributes().getResource()).isEqualTo("allocs");
+        // a dealloc is reviewed for the resource its POST names, as the Go operator reviews it
+        assertThat(sar.getSpec().getResourceAttributes().getResource()).isEqualTo("deallocs");
         assertThat(sar.getSpec().getResourceAttributes().getVerb()).isEqualTo("create");
         HttpResponse<String> denied = dealloc(op.frontProxy(), "mallory", "others");
         assertStatus(denied, 403, "Forbidden");
