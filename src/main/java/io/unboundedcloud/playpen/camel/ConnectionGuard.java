@@ -528,10 +528,15 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                 return;
             }
             if (msg instanceof LastHttpContent) {
-                answerPending = true;
-                ctx.channel().attr(NettyTls.ANSWER_DUE).set(true);
+                answerDue(ctx, true);
             }
             ctx.fireChannelRead(msg);
+        }
+
+        /** A request went on to the routes (true) or its answer was written (false); the idle closer reads it too. */
+        private void answerDue(ChannelHandlerContext ctx, boolean due) {
+            answerPending = due;
+            ctx.channel().attr(NettyTls.ANSWER_DUE).set(due ? Boolean.TRUE : null);
         }
 
         /**
@@ -550,8 +555,7 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                 releaseHeld();
                 return;
             }
-            answerPending = false;
-            ctx.channel().attr(NettyTls.ANSWER_DUE).set(null);
+            answerDue(ctx, false);
             if (stopping != Stopping.NO && !closing) {
                 // the answer went out with Connection: close; requests pipelined behind it are sent again elsewhere
                 closeAfterWrites(ctx);
@@ -566,8 +570,7 @@ public final class ConnectionGuard extends ChannelHandlerAdapter implements Chan
                     heldBytes -= content.content().readableBytes();
                 }
                 if (msg instanceof LastHttpContent) {
-                    answerPending = true;
-                    ctx.channel().attr(NettyTls.ANSWER_DUE).set(true);
+                    answerDue(ctx, true);
                 }
                 ctx.fireChannelRead(msg);
             }

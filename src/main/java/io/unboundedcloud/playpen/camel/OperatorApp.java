@@ -15,6 +15,7 @@ import org.slf4j.LoggerFactory;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.micrometer.core.instrument.Gauge;
 import io.unboundedcloud.playpen.auth.FrontProxyAuthenticator;
+import io.unboundedcloud.playpen.config.PortInUse;
 import io.unboundedcloud.playpen.config.Flag;
 import io.unboundedcloud.playpen.config.OperatorConfig;
 import io.unboundedcloud.playpen.kube.AccessReviewer;
@@ -330,16 +331,11 @@ public final class OperatorApp implements AutoCloseable {
         main.configure().health().withEnabled(true).withRoutesEnabled(false);
         main.configure().health().setConsumersEnabled(false);
         main.configure().health().setProducersEnabled(false);
-        try {
+        // the HTTPS listener is the one Camel binds
+        PortInUse.listening("--listen-addr", config.listenHost(), config.listenPort(), false, () -> {
             main.start();
-        } catch (Exception e) {
-            if (io.unboundedcloud.playpen.config.PortInUse.is(e)) {
-                // the HTTPS listener is the one Camel binds
-                throw io.unboundedcloud.playpen.config.PortInUse.of("--listen-addr", config.listenHost(),
-                        config.listenPort(), false, e);
-            }
-            throw e;
-        }
+            return main;
+        });
         if (config.routesReload()) {
             // reload only the edited file (Camel's default would tear down every route, HTTPS included), and keep
             // the running routes when the edit cannot be loaded
@@ -376,24 +372,16 @@ public final class OperatorApp implements AutoCloseable {
                 .description("1 while a valid front-proxy trust bundle is loaded with a CA valid now")
                 .register(metrics.registry());
         if (config.healthPort() >= 0) {
-            try {
-                probes = new HealthServer(config.healthHost(), config.healthPort(), this::notReady,
-                        config.retryAfterSeconds());
-                probes.start();
-            } catch (Exception e) {
-                throw io.unboundedcloud.playpen.config.PortInUse.is(e) ? io.unboundedcloud.playpen.config.PortInUse.of(
-                        "--health-addr", config.healthHost(), config.healthPort(), false, e) : e;
-            }
+            probes = PortInUse.listening("--health-addr", config.healthHost(), config.healthPort(), false,
+                    () -> new HealthServer(config.healthHost(), config.healthPort(), this::notReady,
+                            config.retryAfterSeconds()));
+            probes.start();
         }
         if (!config.managementHost().isEmpty() && config.managementPort() >= 0) {
-            try {
-                management = new ManagementServer(config.managementHost(), config.managementPort(), metrics::scrape,
-                        this::camelReady, ManagementAccess.of(config.managementAllowedOrigins(),
-                                config.managementAllowedHosts()));
-            } catch (java.io.IOException e) {
-                throw io.unboundedcloud.playpen.config.PortInUse.is(e) ? io.unboundedcloud.playpen.config.PortInUse.of(
-                        "--management-addr", config.managementHost(), config.managementPort(), false, e) : e;
-            }
+            management = PortInUse.listening("--management-addr", config.managementHost(), config.managementPort(),
+                    false, () -> new ManagementServer(config.managementHost(), config.managementPort(), metrics::scrape,
+                            this::camelReady, ManagementAccess.of(config.managementAllowedOrigins(),
+                                    config.managementAllowedHosts())));
             management.start();
         }
     }

@@ -11,6 +11,28 @@ public final class PortInUse {
     private PortInUse() {
     }
 
+    /** What opens a listener: a bind that may find its port taken. */
+    @FunctionalInterface
+    public interface Listen<T, E extends Exception> {
+        T open() throws E;
+    }
+
+    /**
+     * {@code listen}, a taken port reported as {@link #of} names it (the address {@code host}:{@code port}, chosen by
+     * {@code flag}); any other failure as it is.
+     */
+    public static <T, E extends Exception> T listening(String flag, String host, int port, boolean freeWhenLeftOut,
+            Listen<T, E> listen) throws E, IOException {
+        try {
+            return listen.open();
+        } catch (Exception e) {
+            if (is(e)) {
+                throw of(flag, host, port, freeWhenLeftOut, e);
+            }
+            throw e;
+        }
+    }
+
     /** Whether {@code t}, or a cause of it, is a failed bind. */
     public static boolean is(Throwable t) {
         for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {

@@ -259,14 +259,10 @@ public final class DevCluster implements AutoCloseable {
         Map<ServerRequest, Queue<ServerResponse>> expectations = new HashMap<>();
         server = new KubernetesMockServer(new Context(Serialization.jsonMapper()), new MockWebServer(), expectations,
                 new DevApiDispatcher(expectations), false);
-        try {
+        PortInUse.listening("--dev-api-port", "127.0.0.1", options.apiPort, true, () -> {
             server.init(loopback, options.apiPort);
-        } catch (RuntimeException e) {
-            if (PortInUse.is(e)) {
-                throw PortInUse.of("--dev-api-port", "127.0.0.1", options.apiPort, true, e);
-            }
-            throw e;
-        }
+            return server;
+        });
         kubeApiUrl = URI.create("http://127.0.0.1:" + server.getPort());
 
         Config config = new ConfigBuilder(Config.empty())
@@ -288,12 +284,9 @@ public final class DevCluster implements AutoCloseable {
         Instant notBefore = Instant.now().minus(1, ChronoUnit.HOURS);
         Pki.Issued serving = Pki.issue(servingCa, new Pki.Subject("playpen-dev-apiserver", List.of(),
                 List.of("localhost"), List.of("127.0.0.1")), Pki.Usage.SERVER, notBefore, Duration.ofDays(365));
-        try {
-            shim = new AggregatorShim(options.shimPort, serving, servingCa, clientCa.certificate(), kubeApiUrl,
-                    this::replicas, this::registration, frontProxyClient, this::recordAvailability);
-        } catch (IOException e) {
-            throw PortInUse.is(e) ? PortInUse.of("--dev-shim-port", "127.0.0.1", options.shimPort, true, e) : e;
-        }
+        shim = PortInUse.listening("--dev-shim-port", "127.0.0.1", options.shimPort, true,
+                () -> new AggregatorShim(options.shimPort, serving, servingCa, clientCa.certificate(), kubeApiUrl,
+                        this::replicas, this::registration, frontProxyClient, this::recordAvailability));
         shimUrl = URI.create("https://127.0.0.1:" + shim.port());
         writeFiles();
         LOG.info("dev cluster up: API {} (plain HTTP), kubectl endpoint {} , operator replicas expected at {}, files in {}",

@@ -61,14 +61,6 @@ public final class ClaimReads {
         public Selector {
             values = List.copyOf(values);
         }
-
-        /** The one value selected (null: any value); only for a selector of at most one. */
-        public String value() {
-            if (values.size() > 1) {
-                throw new IllegalStateException("a selector of several values has no one value");
-            }
-            return values.isEmpty() ? null : values.get(0);
-        }
     }
 
     /**
@@ -101,7 +93,7 @@ public final class ClaimReads {
     public Listed claimedAt(String ownerHash, String allocationId) {
         Selector selector = selector(ownerHash, allocationId);
         String label = selector.label();
-        io.fabric8.kubernetes.api.model.PodList listed = api.listPods(pods.namespace(), label, selector.value());
+        io.fabric8.kubernetes.api.model.PodList listed = api.listPods(pods.namespace(), label, selector.values());
         Map<String, Pod> out = new LinkedHashMap<>();
         for (Pod p : listed.getItems()) {
             if (shown(p)) {

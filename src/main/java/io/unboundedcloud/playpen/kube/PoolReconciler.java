@@ -1060,8 +1060,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                             // not there yet, but the API server runs a request on after it answered (504) or the
                             // connection broke, and may still commit it: until the expectations lapse its port
                             // is taken, so that no pod of another pool (another name) is created on it meanwhile
-                            inDoubt.computeIfAbsent(planned.target().type(), t -> new ConcurrentHashMap<>())
-                                    .put(port, nanoTime.getAsLong());
+                            holdPort(inDoubt, planned.target().type(), port);
                         }
                     }
                     throw e;
@@ -1081,7 +1080,7 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
                     return landedWithoutAnswer(pending.get(), planned, port, conflicts);
                 }
                 expected.remove(name);
-                holdPort(planned.target().type(), port);
+                holdPort(heldElsewhere, planned.target().type(), port);
             }
             used.add(port);
             OptionalInt next = ports.next(used, port);
@@ -1098,8 +1097,9 @@ public final class PoolReconciler implements PodCache.Listener, AutoCloseable {
     }
 
     /** Counts {@code port} of {@code type} used by later plans until the expectations lapse (see heldElsewhere). */
-    private void holdPort(ResourceType type, int port) {
-        heldElsewhere.computeIfAbsent(type, t -> new ConcurrentHashMap<>()).put(port, nanoTime.getAsLong());
+    /** Records {@code port} of {@code type} in {@code held} ({@link #heldElsewhere} or {@link #inDoubt}) as of now. */
+    private void holdPort(Map<ResourceType, Map<Integer, Long>> held, ResourceType type, int port) {
+        held.computeIfAbsent(type, t -> new ConcurrentHashMap<>()).put(port, nanoTime.getAsLong());
     }
 
     /** Whether {@code pod} carries this process's create id (it was created by one of this process's creates). */

@@ -44,4 +44,20 @@ class PortInUseTest {
                 + "playground?); stop it, or give --dev-shim-port another port, or leave --dev-shim-port out for a "
                 + "free one");
     }
+
+    @Test
+    void aListenerIsOpenedAsItIsAndOnlyATakenPortIsToldAgain() throws Exception {
+        assertThat(PortInUse.listening("--listen-addr", "", 1, false, () -> "opened")).isEqualTo("opened");
+        BindException taken = new BindException("Address already in use");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> PortInUse.listening("--health-addr", "0.0.0.0", 8081,
+                false, () -> {
+                    throw new IllegalStateException("bind", taken);
+                })).isInstanceOf(IOException.class).hasRootCause(taken)
+                .hasMessageStartingWith("cannot listen on 0.0.0.0:8081 (--health-addr)");
+        IOException other = new IOException("Permission denied");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> PortInUse.listening("--health-addr", "", 80, false,
+                () -> {
+                    throw other;
+                })).isSameAs(other);
+    }
 }

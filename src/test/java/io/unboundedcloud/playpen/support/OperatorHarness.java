@@ -133,12 +133,7 @@ public final class OperatorHarness implements AutoCloseable {
         if (m.startsWith("cannot listen on") && !m.contains("(--listen-addr)")) {
             return false; // another listener's port, which a test chose: not the HTTPS port this chose
         }
-        for (Throwable t = e; t != null; t = t.getCause()) {
-            if (t instanceof java.net.BindException) {
-                return true;
-            }
-        }
-        return false;
+        return io.unboundedcloud.playpen.config.PortInUse.is(e);
     }
 
     public static int freePort() throws IOException {
